@@ -1,0 +1,138 @@
+"""The user's elementwise example end to end: compile for musa, check the MUSA C, run it in the simulator
+against torch (fresh random inputs; N a multiple of the block, N with a tail, N = 1)."""
+
+import re
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import rand
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+# The user's example, verbatim (../shared/seeds/tilelang-musa-guide.txt, "Elementwise Add").
+@tilelang.jit
+def elementwise_add(A, B, num_per_thread=8, threads=256, dtype="float32"):
+    N = T.const("N")
+    A: T.Tensor[(N,), dtype]
+    B: T.Tensor[(N,), dtype]
+    C = T.empty((N,), dtype)
+
+    # 设置 grid size 和 block thread number
+    with T.Kernel(T.ceildiv(N, threads * num_per_thread), threads=threads) as b_x:
+        # thread block 级别执行代码
+        for i, j in T.Parallel(threads, num_per_thread):
+            offsets = (b_x * threads + i) * num_per_thread
+            C[offsets + j] = A[offsets + j] + B[offsets + j]
+    return C
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("n", [4096, 4097, 1])
+def test_eager_elementwise_matches_torch(n, dtype):
+    kernel = elementwise_add.compile(N=n, dtype=dtype)
+    a, b = rand((n,), DTYPES[dtype], seed=1), rand((n,), DTYPES[dtype], seed=2)
+    c = kernel(a, b)
+    torch.testing.assert_close(c, a + b, rtol=1e-2, atol=1e-2)
+
+
+def test_eager_call_with_tensors_takes_sizes_from_them():
+    a, b = rand((5000,), torch.float32, 3), rand((5000,), torch.float32, 4)
+    torch.testing.assert_close(elementwise_add(a, b), a + b)
+    a2, b2 = rand((77,), torch.float32, 5), rand((77,), torch.float32, 6)
+    torch.testing.assert_close(elementwise_add(a2, b2), a2 + b2)
+
+
+@pytest.mark.parametrize("arch,warp", [("mp_31", 32), ("mp_22", 128)])
+def test_generated_musa_c_structure(arch, warp):
+    kernel = tilelang.compile(
+        elementwise_add.compile(N=4096).program, target=f"musa -arch={arch}"
+    )
+    src = kernel.get_kernel_source()
+    assert '#include "tl_templates/musa/common.h"' in src
+    assert re.search(r'extern "C" __global__ void __launch_bounds__\(256, 1\) elementwise_add_kernel\(', src)
+    assert "float* __restrict__ A" in src and "blockIdx.x" in src and "threadIdx.x" in src
+    # 4096 = 2 blocks * 256 threads * 8: the accesses are in bounds (no guard) and 128-bit vectors
+    assert "tl::vec<float, 4>" in src
+    assert "4096" not in kernel.get_device_source()
+    host = kernel.get_host_source()
+    assert 'extern "C" int call(' in host and "musaLaunchKernel(elementwise_add_kernel" in host
+    assert "dim3 grid(2, 1, 1)" in host and "dim3 block(256, 1, 1)" in host
+    assert kernel.target.attrs["thread_warp_size"] == warp
+
+
+def test_tail_is_guarded_and_guard_can_be_disabled():
+    program = elementwise_add.compile(N=4097).program
+    guarded = tilelang.compile(program).get_device_source()
+    assert "< 4097" in guarded
+    unguarded = tilelang.compile(
+        program, pass_configs={tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: True}
+    ).get_device_source()
+    assert "< 4097" not in unguarded
+
+
+def test_lazy_style_prim_func_with_out_idx():
+    @tilelang.jit(out_idx=[-1])
+    def scale_add(N, block, dtype="float16"):
+        @T.prim_func
+        def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+            with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+                for i in T.Parallel(block):
+                    C[bx * block + i] = A[bx * block + i] * T.float16(2) + B[bx * block + i]
+        return main
+
+    kernel = scale_add(1000, 128)
+    a, b = rand((1000,), torch.float16, 7), rand((1000,), torch.float16, 8)
+    torch.testing.assert_close(kernel(a, b), a * 2 + b, rtol=1e-2, atol=1e-2)
+    assert scale_add(1000, 128) is kernel  # cached per parameter values
+
+
+def test_prim_func_with_caller_provided_output():
+    @T.prim_func
+    def copy_neg(A: T.Tensor((300,), "float32"), B: T.Tensor((300,), "float32")):
+        with T.Kernel(3, threads=128) as bx:
+            tx = T.get_thread_binding()
+            if bx * 100 + tx < 300 and tx < 100:
+                B[bx * 100 + tx] = -A[bx * 100 + tx]
+
+    kernel = tilelang.compile(copy_neg)
+    a = rand((300,), torch.float32, 9)
+    b = torch.full((300,), float("nan"))
+    assert kernel(a, b) is None
+    torch.testing.assert_close(b, -a)
+
+
+def test_serial_unroll_local_and_math():
+    @T.prim_func
+    def rowsum_exp(A: T.Tensor((64, 16), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for k in T.serial(16):
+                acc[0] += T.exp(A[tx, k])
+            for k in T.unroll(2):
+                acc[0] = acc[0] + T.max(A[tx, k], 0.0) * 0
+            B[tx] = acc[0]
+
+    kernel = tilelang.compile(rowsum_exp)
+    a = rand((64, 16), torch.float32, 10)
+    b = torch.full((64,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.exp(a).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_wrong_inputs_give_clear_errors():
+    kernel = elementwise_add.compile(N=128)
+    a, b = rand((128,), torch.float32), rand((128,), torch.float32)
+    with pytest.raises(TypeError, match="A|B"):
+        kernel(a)
+    with pytest.raises(TypeError, match="dtype"):
+        kernel(a.half(), b)
+    with pytest.raises(ValueError, match="B"):
+        kernel(a, rand((64,), torch.float32))
+    with pytest.raises(ValueError, match="contiguous"):
+        kernel(a, rand((256,), torch.float32)[::2])

@@ -1,0 +1,142 @@
+"""The kernel frontend: Python control flow over IR values, bindings, and errors that name the construct
+and the user's source line."""
+
+import inspect
+
+import pytest
+import tvm
+from tvm import tirx
+
+import tilelang
+import tilelang.language as T
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _script(func):
+    return func.script()
+
+
+def test_static_if_is_python_and_dynamic_if_is_ir():
+    flag = False
+
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            if flag:
+                A[tx] = 1.0
+            if tx < 64:
+                A[tx] = 2.0
+            else:
+                A[tx] = 3.0
+
+    text = _script(k)
+    assert "T.float32(1.0)" not in text  # the static branch was not taken
+    assert "if thread_x < 64" in text and "else" in text
+
+
+def test_assignment_of_a_load_is_bound_once():
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            x = A[tx]
+            A[tx] = 0.0
+            B[tx] = x
+
+    text = _script(k)
+    # x holds the value read before the store, not a re-read after it
+    assert "x: T.let[T.float32] = A[thread_x]" in text
+    assert "B[thread_x] = x" in text
+
+
+def test_python_loops_unroll_and_range_is_a_serial_loop():
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            for r in [0, 1]:
+                for c in range(8):
+                    A[r, c] = 0.0
+
+    text = _script(k)
+    assert text.count("for c in range(8)") == 2
+
+
+def test_alloc_var_assignment_stores():
+    @T.prim_func
+    def k(A: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32):
+            v = T.alloc_var("int32", init=1)
+            v = v[0] + 2
+            v += 3
+            A[T.get_thread_binding()] = v[0]
+
+    text = _script(k)  # TVMScript prints a local.var buffer as a scalar
+    assert "v: T.int32 = 1" in text and "v = v + 2" in text and "v = v + 3" in text
+    assert "A[thread_x] = v" in text
+
+
+def test_kernel_outside_prim_func_is_a_clear_error():
+    with pytest.raises(tilelang.CompileError, match="inside a TileLang kernel"):
+        T.Kernel(1, threads=128)
+
+
+def test_error_points_at_the_users_line():
+    def build():
+        @T.prim_func
+        def k(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=2048):
+                A[0] = 1.0
+
+        return k
+
+    with pytest.raises(tilelang.CompileError) as info:
+        build()
+    message = str(info.value)
+    assert "2048 threads per block exceed" in message
+    assert f"test_frontend.py:{_line_of(build, 'threads=2048')}" in message
+    assert "with T.Kernel(1, threads=2048):" in message
+
+
+def test_unannotated_prim_func_parameter_is_named():
+    with pytest.raises(tilelang.CompileError, match="parameter `A`"):
+        @T.prim_func
+        def k(A):
+            pass
+
+
+def test_eager_sizes_must_be_bound():
+    @tilelang.jit
+    def f(A, dtype="float32"):
+        N = T.const("N")
+        A: T.Tensor[(N,), dtype]
+        with T.Kernel(1, threads=32):
+            A[0] = 1.0
+
+    with pytest.raises(tilelang.CompileError, match=r"T.const\('N'\) has no value"):
+        f.compile()
+
+
+def test_parallel_extent_must_be_constant():
+    def f(n_var):
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32"), m: T.int32):
+            with T.Kernel(1, threads=64):
+                for i in T.Parallel(m):
+                    A[i] = 0.0
+
+        return k
+
+    with pytest.raises(tilelang.CompileError, match="T.Parallel extents must be compile-time constants") as info:
+        tilelang.compile(f(0))
+    assert "for i in T.Parallel(m):" in str(info.value)
+
+
+def test_dtypes_are_strings_and_constructors():
+    assert T.float16 == "float16" and isinstance(T.float16(1.5), tirx.FloatImm)
+    with pytest.raises(tilelang.CompileError, match="float4"):
+        T.Tensor((4,), "float4_e2m1fn")

@@ -1,0 +1,100 @@
+"""The mcc toolchain driver (with a fake `mcc` that records its arguments), backend selection, and the
+source/compile-command environment variables."""
+
+import json
+import os
+import stat
+import textwrap
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from tilelang_musa.jit.backend import resolve_backend
+
+N = 256
+
+
+@T.prim_func
+def negate(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+    with T.Kernel(2, threads=128) as bx:
+        for i in T.Parallel(128):
+            B[bx * 128 + i] = -A[bx * 128 + i]
+
+
+@pytest.fixture
+def fake_mcc(tmp_path, monkeypatch):
+    """An `mcc` on PATH that records its argv as JSON and produces a loadable library with the host ABI
+    (call_packed/get_last_error), as the real one would."""
+    record = tmp_path / "mcc_args.json"
+    stub_c = tmp_path / "stub.c"
+    stub_c.write_text(textwrap.dedent("""
+        int call_packed(void** args, int n, void* stream) { return 0; }
+        const char* get_last_error(void) { return ""; }
+    """))
+    script = tmp_path / "bin" / "mcc"
+    script.parent.mkdir()
+    script.write_text(textwrap.dedent(f"""\
+        #!/usr/bin/env python3
+        import json, subprocess, sys
+        if sys.argv[1:] == ["--version"]:
+            print("mcc version 4.3.4 (fake)"); sys.exit(0)
+        json.dump(sys.argv[1:], open({str(record)!r}, "w"))
+        out = sys.argv[sys.argv.index("-o") + 1]
+        sys.exit(subprocess.call(["gcc", "-shared", "-fPIC", {str(stub_c)!r}, "-o", out]))
+    """))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("MUSA_HOME", raising=False)
+    monkeypatch.delenv("MUSA_PATH", raising=False)
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")  # every test must see mcc run
+    return record
+
+
+@pytest.mark.parametrize("arch,code", [("mp_31", 310), ("mp_22", 220)])
+def test_mcc_command_line(fake_mcc, monkeypatch, arch, code):
+    monkeypatch.setenv("TILELANG_MCC_EXTRA_ARGS", "-save-temps,-v")
+    kernel = tilelang.compile(negate, target=f"musa -arch={arch}", execution_backend="cython")
+    args = json.loads(fake_mcc.read_text())
+    assert args[0].endswith("kernel.mu")
+    assert f"--offload-arch={arch}" in args and f"-D__MUSA_ARCH_LIST__={code}" in args
+    assert "--shared" in args and "-fPIC" in args and "-std=c++17" in args
+    assert ["-mllvm", "-mtgpu-alloc-shared-memory-from-zero=1"] == args[args.index("-mllvm"):args.index("-mllvm") + 2]
+    assert "-lmusart" in args and "-lmusa" in args
+    assert args.index("-save-temps") < args.index("-o") and "-v" in args
+    assert kernel.backend.name == "cython" and kernel.backend.device == "musa"
+    # a musa kernel refuses CPU tensors, naming the parameter
+    with pytest.raises(ValueError, match="A"):
+        kernel(torch.randn(N))
+
+
+def test_print_compile_command_and_dump_source(fake_mcc, monkeypatch, tmp_path, capfd):
+    dump = tmp_path / "dump" / "kernel.mu"
+    monkeypatch.setenv("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "1")
+    monkeypatch.setenv("TILELANG_DUMP_KERNEL_SOURCE", str(dump))
+    kernel = tilelang.compile(negate, execution_backend="cython")
+    assert "mcc" in capfd.readouterr().err
+    assert dump.read_text() == kernel.get_kernel_source()
+
+
+def test_replace_musac_compiles_the_given_file(fake_mcc, monkeypatch, tmp_path):
+    replacement = tmp_path / "mine.mu"
+    replacement.write_text("// hand-written replacement\n")
+    monkeypatch.setenv("TILELANG_REPLACE_MUSAC", str(replacement))
+    tilelang.compile(negate, execution_backend="cython")
+    compiled = json.loads(fake_mcc.read_text())[0]
+    assert open(compiled).read() == "// hand-written replacement\n"
+
+
+def test_auto_backend_is_the_simulator_without_a_device(monkeypatch):
+    monkeypatch.delenv("TILELANG_EXECUTION_BACKEND", raising=False)
+    backend = resolve_backend("auto")
+    assert backend.name == "sim" and backend.device == "cpu"
+    with pytest.raises(tilelang.TileLangError, match="execution_backend"):
+        resolve_backend("bogus")
+
+
+def test_unknown_pass_config_lists_known_keys():
+    with pytest.raises(ValueError, match="tl.disable_sqmma"):
+        tilelang.compile(negate, pass_configs={"tl.no_such_thing": True})

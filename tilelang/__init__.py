@@ -1,0 +1,38 @@
+"""`import tilelang` is TileLang-MUSA: this alias package maps `tilelang` and its submodules
+(`tilelang.language`, `tilelang.jit`, ...) onto `tilelang_musa`, so upstream-style scripts run unchanged."""
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+import tilelang_musa as _impl
+
+_PREFIX = "tilelang."
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves `tilelang.X` to the already-importable `tilelang_musa.X` (one module object for both names)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(_PREFIX):
+            return None
+        real = "tilelang_musa." + fullname[len(_PREFIX):]
+        if importlib.util.find_spec(real) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return importlib.import_module("tilelang_musa." + spec.name[len(_PREFIX):])
+
+    def exec_module(self, module):
+        pass
+
+
+if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _AliasFinder())
+
+# Make `tilelang` itself the implementation package's namespace.
+globals().update({k: v for k, v in vars(_impl).items() if not k.startswith("__") or k == "__version__"})
+__all__ = list(getattr(_impl, "__all__", []))
+__path__ = []  # a package, so that `import tilelang.language` consults the finder

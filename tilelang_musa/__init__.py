@@ -1,0 +1,24 @@
+"""TileLang-MUSA: TileLang for Moore Threads MUSA GPUs, a plugin on stock apache-tvm.
+
+    import tilelang
+    import tilelang.language as T
+
+compiles TileLang programs (`@T.prim_func`, `@tilelang.jit`) to MUSA C and runs them on a MUSA device,
+or in the bundled CPU simulator of the MUSA device where there is none.
+"""
+
+from ._version import __version__
+from . import _native
+
+_native.load()  # registers the `musa` target kind and the device printer
+
+from . import language  # noqa: E402
+from .errors import CompileError, TileLangError, UnsupportedError  # noqa: E402
+from .jit import JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit  # noqa: E402
+from .target import determine_target  # noqa: E402
+from .transform import PassConfigKey  # noqa: E402
+
+__all__ = [
+    "CompileError", "JITKernel", "PassConfigKey", "TileLangError", "UnsupportedError", "__version__", "compile",
+    "determine_target", "disable_cache", "enable_cache", "is_cache_enabled", "jit", "language",
+]

@@ -1,0 +1,122 @@
+"""The host wrapper printed after the kernel in the same MUSA source file.
+
+    extern "C" int call(<kernel params>, musaStream_t stream)   launches the kernel (sets the dynamic
+                                                                 shared memory attribute when above 48 KiB)
+    extern "C" int call_packed(void** args, int n, void* stream) uniform entry used by the launcher
+    extern "C" const char* get_last_error()                     text of the last failure
+
+The same text compiles with mcc and, against the simulator headers, with the host C++ compiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+from tvm import tirx
+
+from .types import c_type
+
+DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in with musaFuncSetAttribute
+
+
+@dataclass(frozen=True)
+class HostParam:
+    name: str
+    c_type: str  # e.g. "float*" or "int"
+    is_pointer: bool
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    grid: tuple[str, str, str]  # C expressions over the scalar params
+    block: tuple[int, int, int]
+    dynamic_smem_bytes: int
+
+
+def host_params(func: tirx.PrimFunc) -> list[HostParam]:
+    params = []
+    for var in func.params:
+        ty = var.ty
+        if isinstance(ty, tirx.BufferType):
+            params.append(HostParam(var.name, f"{c_type(ty.dtype.dtype)}*", True))
+        elif isinstance(ty, tvm.ir.PointerType):
+            params.append(HostParam(var.name, f"{c_type(ty.element_type.dtype)}*", True))
+        else:
+            params.append(HostParam(var.name, c_type(ty.dtype), False))
+    return params
+
+
+def _c_expr(expr) -> str:
+    """C text of a launch-extent expression (constants and scalar parameters)."""
+    if isinstance(expr, int):
+        return str(expr)
+    if isinstance(expr, tirx.IntImm):
+        return str(int(expr.value))
+    if isinstance(expr, tvm.ir.expr.Var):
+        return expr.name
+    ops = {tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*"}
+    for cls, op in ops.items():
+        if isinstance(expr, cls):
+            return f"({_c_expr(expr.a)} {op} {_c_expr(expr.b)})"
+    if isinstance(expr, tirx.FloorDiv):
+        return f"tl_host_floordiv({_c_expr(expr.a)}, {_c_expr(expr.b)})"
+    raise NotImplementedError(f"launch extent {expr} cannot be printed for the host")
+
+
+def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_bytes: int) -> LaunchConfig:
+    grid = tuple(_c_expr(extents.get(f"blockIdx.{d}", 1)) for d in "xyz")
+    block = tuple(int(extents.get(f"threadIdx.{d}", 1)) for d in "xyz")
+    return LaunchConfig(grid, block, dynamic_smem_bytes)  # type: ignore[arg-type]
+
+
+def print_host(kernel_name: str, params: list[HostParam], launch: LaunchConfig) -> str:
+    sig = ", ".join(f"{p.c_type} {'__restrict__ ' if p.is_pointer else ''}{p.name}" for p in params)
+    sig = f"{sig}, musaStream_t stream" if sig else "musaStream_t stream"
+    args = ", ".join(f"&{p.name}" for p in params) or "nullptr"
+    unpack = ",\n      ".join(
+        f"({p.c_type})(*(void**)args[{i}])" if p.is_pointer else f"*({p.c_type}*)args[{i}]"
+        for i, p in enumerate(params)
+    )
+    smem = launch.dynamic_smem_bytes
+    lines = [
+        "static char tl_error_buf[1024];",
+        "",
+        'extern "C" const char* get_last_error() { return tl_error_buf; }',
+        "",
+        "static inline long long tl_host_floordiv(long long a, long long b) {",
+        "  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));",
+        "}",
+        "",
+        f'extern "C" int call({sig}) {{',
+        f"  dim3 grid({', '.join(launch.grid)});",
+        f"  dim3 block({', '.join(str(b) for b in launch.block)});",
+        f"  size_t smem = {smem};",
+    ]
+    if smem > DEFAULT_DYNAMIC_SMEM:
+        lines += [
+            f"  musaError_t attr_err = musaFuncSetAttribute({kernel_name}, musaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);",
+            "  if (attr_err != musaSuccess) {",
+            f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel_name}: cannot set %zu bytes of dynamic shared memory: %s", smem, musaGetErrorString(attr_err));',
+            "    return -1;",
+            "  }",
+        ]
+    lines += [
+        f"  void* args[] = {{{args}}};",
+        f"  musaError_t err = musaLaunchKernel({kernel_name}, grid, block, args, smem, stream);",
+        "  if (err != musaSuccess) {",
+        f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel_name}: %s", musaGetErrorString(err));',
+        "    return -1;",
+        "  }",
+        "  return 0;",
+        "}",
+        "",
+        'extern "C" int call_packed(void** args, int num_args, void* stream) {',
+        f"  if (num_args != {len(params)}) {{",
+        f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel_name}: expected {len(params)} arguments, got %d", num_args);',
+        "    return -1;",
+        "  }",
+    ]
+    call_args = f"{unpack},\n      (musaStream_t)stream" if params else "(musaStream_t)stream"
+    lines += [f"  return call({call_args});", "}", ""]
+    return "\n".join(lines)

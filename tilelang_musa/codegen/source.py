@@ -1,0 +1,41 @@
+"""Assembles one MUSA translation unit: the template include, the device kernel printed by the C++
+printer (`codegen_musa.cc`), and the host wrapper printed by `host.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+from tvm import tirx
+
+from .. import _native
+from ..target import arch_of
+from ..transform.ir_utils import thread_info
+from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
+from .host import HostParam, LaunchConfig, host_params, launch_config, print_host
+
+HEADER = '#include "tl_templates/musa/common.h"\n'
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    kernel_name: str
+    device: str  # the __global__ kernel
+    host: str  # call / call_packed / get_last_error
+    params: list[HostParam]
+    launch: LaunchConfig
+
+    @property
+    def text(self) -> str:
+        return f"{HEADER}\n{self.device}\n\n{self.host}"
+
+
+def generate(func: tirx.PrimFunc, target: tvm.target.Target, kernel_name: str) -> KernelSource:
+    arch = arch_of(target)
+    printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
+    options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
+    device = str(printer(func, kernel_name, options)).rstrip() + "\n"
+    smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
+    launch = launch_config(func, thread_info(func).extents, smem)
+    params = host_params(func)
+    return KernelSource(kernel_name, device, print_host(kernel_name, params, launch), params, launch)

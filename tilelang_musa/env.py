@@ -1,0 +1,61 @@
+"""Every `TILELANG_*` environment variable the package reads, with its type, in one place.
+
+Read at use time (not import time) so that tests and scripts can set them late. Booleans accept
+1/true/yes/on (case-insensitive).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class _Var:
+    name: str
+    doc: str
+    default: str | None = None
+
+    def raw(self) -> str | None:
+        value = os.environ.get(self.name)
+        return value if value not in (None, "") else self.default
+
+    def flag(self) -> bool:
+        value = self.raw()
+        return value is not None and value.strip().lower() in _TRUE
+
+    def path(self) -> Path | None:
+        value = self.raw()
+        return Path(value).expanduser() if value else None
+
+    def list(self) -> list[str]:
+        value = self.raw()
+        return [part for part in (value or "").split(",") if part]
+
+
+MUSA_HOME = _Var("MUSA_HOME", "root of the MUSA SDK (mcc in $MUSA_HOME/bin)")
+MUSA_PATH = _Var("MUSA_PATH", "alias of MUSA_HOME")
+CACHE_DIR = _Var("TILELANG_CACHE_DIR", "kernel cache root", str(Path("~/.tilelang/cache").expanduser()))
+DISABLE_CACHE = _Var("TILELANG_DISABLE_CACHE", "disable the kernel cache")
+PRINT_DEVICE_COMPILE_COMMAND = _Var("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "print the mcc / host compiler command")
+REPLACE_MUSAC = _Var("TILELANG_REPLACE_MUSAC", "compile this .mu file instead of the generated source")
+MCC_EXTRA_ARGS = _Var("TILELANG_MCC_EXTRA_ARGS", "comma-separated extra arguments for mcc")
+DUMP_KERNEL_SOURCE = _Var("TILELANG_DUMP_KERNEL_SOURCE", "write the generated MUSA source to this path")
+TARGET = _Var("TILELANG_TARGET", "default compile target, e.g. musa or 'musa -arch=mp_22'")
+VERBOSE = _Var("TILELANG_VERBOSE", "verbose compilation output")
+EXECUTION_BACKEND = _Var(
+    "TILELANG_EXECUTION_BACKEND", "force the execution backend: 'sim' (CPU simulator) or 'cython' (MUSA device)"
+)
+SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend", "g++")
+DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
+FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")
+
+
+def musa_home() -> Path | None:
+    return MUSA_HOME.path() or MUSA_PATH.path()
+
+
+ALL = [v for v in list(globals().values()) if isinstance(v, _Var)]

@@ -1,0 +1,139 @@
+"""`tilelang.compile(program, ...)`: PrimFunc -> lowered device function -> MUSA source -> library -> JITKernel.
+
+Stages, in order: target and options; lowering (transform/pipeline.py); code generation (device kernel
+by the C++ printer, host wrapper in Python); build with the backend's toolchain (cached on disk); a
+launcher over the library.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import tvm
+from tvm import tirx
+
+from .. import env
+from ..codegen import generate
+from ..errors import CompileError
+from ..language.prim_func import OUTPUTS_ATTR
+from ..target import arch_of, determine_target
+from ..transform import lower, normalize_pass_configs
+from ..transform.pass_config import PassConfigKey, enabled
+from .backend import resolve_backend
+from .cache import build_cached, cache_key
+from .kernel import CompiledArtifact, JITKernel
+from .launcher import ParamSpec
+from .toolchains import BuildRequest
+
+SOURCE_NAME = "kernel.mu"
+LIBRARY_NAME = "kernel.so"
+
+
+def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
+    n = len(func.params)
+    if out_idx is None:
+        names = list(func.attrs[OUTPUTS_ATTR]) if func.attrs is not None and OUTPUTS_ATTR in func.attrs else []
+        return {i for i, p in enumerate(func.params) if p.name in [str(x) for x in names]}
+    indices = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = set()
+    for i in indices:
+        if not -n <= i < n:
+            raise CompileError(f"out_idx {i} is out of range for `{func.attrs['global_symbol']}` with {n} parameters")
+        out.add(i % n)
+    return out
+
+
+def _dim(extent: Any) -> Any:
+    if isinstance(extent, tirx.IntImm):
+        return int(extent.value)
+    if isinstance(extent, tvm.ir.expr.Var):
+        return extent.name
+    raise CompileError(f"tensor dimension `{extent}` must be a constant or a plain size variable")
+
+
+def param_specs(func: tirx.PrimFunc, outputs: set[int]) -> list[ParamSpec]:
+    specs = []
+    for i, var in enumerate(func.params):
+        ty = var.ty
+        if isinstance(ty, tirx.BufferType):
+            specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype), tuple(_dim(d) for d in ty.shape),
+                                   is_output=i in outputs))
+        else:
+            specs.append(ParamSpec(var.name, "scalar", str(ty.dtype)))
+    return specs
+
+
+def _ir_dumper(configs: dict) -> Any:
+    path = configs.get(PassConfigKey.TL_DUMP_IR_PATH)
+    if not (enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()):
+        return None
+    out = Path(str(path) if path else "tilelang_ir")
+    out.mkdir(parents=True, exist_ok=True)
+
+    def dump(name: str, mod: tvm.IRModule) -> None:
+        (out / f"{name}.py").write_text(mod.script())
+
+    return dump
+
+
+def compile(  # noqa: A001 - the public name is tilelang.compile
+    program: tirx.PrimFunc,
+    out_idx: int | Sequence[int] | None = None,
+    target: Any = None,
+    execution_backend: str = "auto",
+    pass_configs: dict | None = None,
+    instruments: Sequence[Any] | None = None,
+    verbose: bool = False,
+    target_host: Any = None,
+    compile_flags: Sequence[str] | None = None,
+) -> JITKernel:
+    """Compile a TileLang PrimFunc for MUSA and return a callable `JITKernel`."""
+    if not isinstance(program, tirx.PrimFunc):
+        raise TypeError(f"tilelang.compile expects a @T.prim_func; got {type(program).__name__}")
+    target = determine_target(target)
+    configs = normalize_pass_configs(pass_configs)
+    backend = resolve_backend(execution_backend)
+    verbose = verbose or env.VERBOSE.flag()
+    name = str(program.attrs["global_symbol"]) if program.attrs is not None and "global_symbol" in program.attrs \
+        else "main"
+    outputs = _output_indices(program, out_idx)
+    specs = param_specs(program, outputs)
+
+    device_func = lower(program, target, configs, list(instruments or []), _ir_dumper(configs))
+    if verbose:
+        print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
+    source = generate(device_func, target, f"{name}_kernel")
+    text = source.text
+    replacement = env.REPLACE_MUSAC.path()
+    if replacement is not None:
+        text = replacement.read_text()
+    dump_path = env.DUMP_KERNEL_SOURCE.path()
+    if dump_path is not None:
+        dump_path.parent.mkdir(parents=True, exist_ok=True)
+        dump_path.write_text(text)
+
+    flags = tuple(compile_flags or ()) + tuple(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS, None) or ())
+    fast_math = enabled(configs, PassConfigKey.TL_ENABLE_FAST_MATH)
+    arch = arch_of(target)
+    toolchain = backend.toolchain
+
+    def build(workdir: Path) -> None:
+        src = workdir / SOURCE_NAME
+        src.write_text(text)
+        toolchain.build(BuildRequest(src, workdir / LIBRARY_NAME, arch, fast_math, flags))
+
+    # The command line (with placeholder paths) covers flags, arch and TILELANG_MCC_EXTRA_ARGS.
+    command = toolchain.command(BuildRequest(Path(SOURCE_NAME), Path(LIBRARY_NAME), arch, fast_math, flags))
+    key = cache_key(text, toolchain.name, toolchain.version(), " ".join(command))
+    library = build_cached(key, LIBRARY_NAME, build)
+    output_dir = configs.get(PassConfigKey.MUSA_KERNELS_OUTPUT_DIR)
+    if output_dir:
+        out = Path(str(output_dir))
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{name}.mu").write_text(text)
+        shutil.copyfile(library, out / f"{name}.so")
+    artifact = CompiledArtifact(source, library, device_func)
+    return JITKernel(artifact, specs, backend, target, program, configs)

@@ -1,0 +1,110 @@
+"""`@tilelang.jit`, in both styles of upstream TileLang.
+
+Lazy:  the function returns a `@T.prim_func`; `f(*params)` builds it, compiles it (cached per
+       parameter values) and returns the JITKernel.
+Eager: the function *is* the kernel (its body opens `with T.Kernel`): sizes are `T.const`, tensor
+       parameters are annotated in the body, outputs come from `T.empty` and `return`.
+       `f.compile(N=..., block_M=...)` specializes without tensors and returns the JITKernel;
+       `f(a, b)` takes the sizes from the tensors, compiles once per specialization, runs, and returns
+       the outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import torch
+
+from ..language.parser import contains_kernel_scope, parse_kernel
+from ..language.prim_func import discover_consts, eager_signature, trace_eager
+from .compile import compile as compile_program
+from .kernel import JITKernel
+
+
+def _key(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+class JITFunction:
+    def __init__(self, func: Callable, options: dict[str, Any]):
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.options = options
+        self._kernels: dict[Any, JITKernel] = {}
+        self._consts: dict[Any, dict[str, int]] = {}
+        self._eager: bool | None = None
+
+    @property
+    def is_eager(self) -> bool:
+        if self._eager is None:
+            self._eager = contains_kernel_scope(parse_kernel(self.func).tree)
+        return self._eager
+
+    def _compile(self, key: Any, build_program: Callable[[], Any]) -> JITKernel:
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = compile_program(build_program(), **self.options)
+            self._kernels[key] = kernel
+        return kernel
+
+    # -- eager style
+    def _specialize(self, values: dict[str, Any], consts: dict[str, int]) -> JITKernel:
+        key = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(consts.items())))
+        return self._compile(key, lambda: trace_eager(parse_kernel(self.func), values, consts))
+
+    def compile(self, **kwargs: Any) -> JITKernel:
+        """Eager style: specialize with size values (`N=4096`) and parameter values (`block_M=128`)."""
+        if not self.is_eager:
+            return self(**kwargs)
+        sig = eager_signature(parse_kernel(self.func))
+        values = {k: v for k, v in kwargs.items() if k in sig.parameters}
+        for name in sig.tensor_params:
+            if name in values:
+                raise TypeError(f"{self.__name__}.compile(): `{name}` is a tensor parameter; pass sizes instead")
+        consts = {k: v for k, v in kwargs.items() if k not in sig.parameters}
+        return self._specialize(values, consts)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.is_eager:
+            key = (tuple(_key(a) for a in args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
+            return self._compile(key, lambda: self.func(*args, **kwargs))
+        parsed = parse_kernel(self.func)
+        sig = eager_signature(parsed)
+        bound = inspect.signature(self.func).bind_partial(*args, **kwargs).arguments
+        tensors = {k: v for k, v in bound.items() if k in sig.tensor_params}
+        missing = [n for n in sig.tensor_params if n not in tensors]
+        if missing:
+            raise TypeError(f"{self.__name__}() is missing tensor argument(s) {missing}")
+        for name, t in tensors.items():
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{self.__name__}(): `{name}` must be a torch.Tensor; got {type(t).__name__}")
+        values = {k: v for k, v in bound.items() if k not in sig.tensor_params}
+        shapes = {k: tuple(t.shape) for k, t in tensors.items()}
+        ckey = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(shapes.items())))
+        consts = self._consts.get(ckey)
+        if consts is None:
+            consts = discover_consts(parsed, values, shapes)
+            self._consts[ckey] = consts
+        kernel = self._specialize(values, consts)
+        inputs = [tensors[p.name] for p in kernel.params if not p.is_output]
+        return kernel(*inputs)
+
+
+def jit(func: Callable | None = None, *, out_idx: Any = None, target: Any = None, execution_backend: str = "auto",
+        pass_configs: dict | None = None, verbose: bool = False, compile_flags: Any = None, **unsupported: Any):
+    """Decorator compiling a TileLang kernel function on first use (see the module docstring)."""
+    if unsupported:
+        raise TypeError(f"tilelang.jit: unsupported option(s) {sorted(unsupported)}")
+    options = dict(out_idx=out_idx, target=target, execution_backend=execution_backend, pass_configs=pass_configs,
+                   verbose=verbose, compile_flags=compile_flags)
+
+    def decorate(f: Callable) -> JITFunction:
+        return JITFunction(f, options)
+
+    return decorate(func) if func is not None else decorate

@@ -1,0 +1,595 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""Calls a compiled kernel library: checks the caller's tensors, allocates outputs, packs the arguments.
+
+A kernel library (built by `mcc` for a MUSA GPU, or by the host compiler for the CPU simulator) exports with C
+linkage `int call_packed(void** args, int num_args, void* stream)` and `const char* get_last_error(void)`.
+`args[i]` points to the i-th parameter's value: a `void*` data pointer for a tensor, a C scalar of the parameter's
+dtype for a scalar (bool -> 1-byte bool, intN/uintN -> intN_t/uintN_t, float16/bfloat16 -> their 16 bits,
+float32 -> float, float64 -> double).
+
+    Launcher(lib_path, params, device, kernel_name="kernel", scalar_bindings=())
+        lib_path         the kernel library, opened once with dlopen(RTLD_NOW | RTLD_LOCAL)
+        params           Sequence[ParamSpec] in `call_packed` order
+        device           "cpu" (simulator: CPU torch tensors, NULL stream) or
+                         "musa" (torch_musa tensors, the current torch_musa stream)
+        kernel_name      named in every error message
+        scalar_bindings  integer scalar parameters whose value is the same-named symbolic dim of the input tensors
+                         rather than a caller argument (the kernel takes `int N` and N is also a tensor dim)
+    launcher(*args) -> Tensor | tuple[Tensor, ...] | None
+        `args` are the parameters that are neither outputs nor bound scalars, in order: torch.Tensors for tensor
+        parameters, Python numbers for scalars. Each tensor is checked for dtype, device, rank, static dims,
+        consistent symbolic dims and contiguity (or the given strides); each scalar for type and range. Outputs
+        are allocated with torch.empty on the inputs' device, the kernel runs, and the outputs are returned
+        (one -> the tensor, several -> a tuple in parameter order, none -> None).
+        Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
+        symbol conflict, layout, scalar range), KernelLaunchError (call_packed returned non-zero).
+    launcher.bind_shapes(*args) -> dict[str, int]   the symbol values the arguments imply, without launching
+    launcher.params, .lib_path, .kernel_name, .device, .scalar_bindings, .arg_names (read-only)
+"""
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport malloc, free
+from libcpp cimport bool as cbool
+from posix.dlfcn cimport dlopen, dlsym, dlclose, dlerror, RTLD_NOW, RTLD_LOCAL
+
+import math
+import numbers
+import operator
+import os
+
+import numpy
+import torch
+
+from .spec import KernelLaunchError, ParamSpec, torch_dtype
+
+ctypedef int (*CallPacked)(void** args, int num_args, void* stream) noexcept nogil
+ctypedef const char* (*GetLastError)() noexcept nogil
+
+# One argument value; args[i] points at slots[i].
+cdef union Slot:
+    void* ptr
+    cbool b
+    int8_t i8
+    int16_t i16
+    int32_t i32
+    int64_t i64
+    uint8_t u8
+    uint16_t u16
+    uint32_t u32
+    uint64_t u64
+    float f32
+    double f64
+
+cdef enum ScalarCode:
+    S_BOOL, S_I8, S_I16, S_I32, S_I64, S_U8, S_U16, S_U32, S_U64, S_F16, S_BF16, S_F32, S_F64
+
+_SCALAR_CODES = {
+    "bool": S_BOOL, "int8": S_I8, "int16": S_I16, "int32": S_I32, "int64": S_I64,
+    "uint8": S_U8, "uint16": S_U16, "uint32": S_U32, "uint64": S_U64,
+    "float16": S_F16, "bfloat16": S_BF16, "float32": S_F32, "float64": S_F64,
+}
+# Indexed by ScalarCode; None for the non-integer codes.
+_INT_BOUNDS = (None, (-2**7, 2**7 - 1), (-2**15, 2**15 - 1), (-2**31, 2**31 - 1), (-2**63, 2**63 - 1),
+               (0, 2**8 - 1), (0, 2**16 - 1), (0, 2**32 - 1), (0, 2**64 - 1), None, None, None, None)
+_INT64_MAX = 2**63 - 1
+# Finite doubles at or beyond the float32 rounding boundary become inf: reject them instead.
+_F32_OVERFLOW = 2.0**128 - 2.0**103
+
+cdef enum ParamKind:
+    TENSOR_IN, TENSOR_OUT, SCALAR_ARG, SCALAR_BOUND
+
+cdef struct ParamInfo:
+    int kind
+    int scalar       # ScalarCode, scalars only
+    int ndim
+    int dims_at      # offset of the shape in Launcher._dims
+    int strides_at   # offset of the strides in Launcher._dims; -1: contiguous required
+    int symbol       # scalars: index of the same-named symbol, or -1
+
+# Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
+# bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
+# <= -2 stride(-where - 2).
+cdef struct CallState:
+    Slot* slots
+    void** argv
+    int64_t* sym_values
+    int* sym_param    # -1: unbound
+    int* sym_where
+
+_Tensor = torch.Tensor
+_CPU = torch.device("cpu")
+_MUSA_RUNTIME = None
+
+
+def _musa_runtime():
+    """(raw_stream(index) -> int, current_device() -> int, device(index) context), importing torch_musa once."""
+    global _MUSA_RUNTIME
+    if _MUSA_RUNTIME is None:
+        try:
+            import torch_musa
+        except ImportError as err:
+            raise RuntimeError("the musa backend needs torch_musa, which is not installed; "
+                               "use the simulator backend (device 'cpu') on machines without a MUSA GPU") from err
+        raw = getattr(getattr(torch_musa, "_MUSAC", None), "_musa_getCurrentRawStream", None)
+        if raw is None:
+            def raw(index):
+                return torch.musa.current_stream(index).musa_stream
+        _MUSA_RUNTIME = (raw, torch.musa.current_device, torch.musa.device)
+    return _MUSA_RUNTIME
+
+
+cdef class Launcher:
+    cdef void* _handle
+    cdef CallPacked _call
+    cdef GetLastError _last_error
+    cdef ParamInfo* _info
+    cdef int64_t* _dims          # >= 0: static size; < 0: symbol -(value + 1)
+    cdef int _num_params
+    cdef int _num_symbols
+    cdef int _num_outputs
+    cdef bint _musa
+    cdef tuple _dtypes           # torch dtype per tensor parameter, None for scalars
+    cdef tuple _static_shapes    # output shape tuple when all dims are static, else None
+    cdef tuple _symbol_names
+    cdef readonly str lib_path
+    cdef readonly tuple params
+    cdef readonly str device
+    cdef readonly str kernel_name
+    cdef readonly tuple scalar_bindings
+    cdef readonly tuple arg_names
+
+    def __cinit__(self):
+        self._handle = NULL
+        self._info = NULL
+        self._dims = NULL
+
+    def __dealloc__(self):
+        self._release()
+
+    cdef void _release(self) noexcept:
+        free(self._info)
+        free(self._dims)
+        self._info = NULL
+        self._dims = NULL
+        if self._handle != NULL:
+            dlclose(self._handle)
+            self._handle = NULL
+
+    def __init__(self, lib_path, params, str device, str kernel_name not None="kernel", scalar_bindings=()):
+        self._release()
+        if device not in ("cpu", "musa"):
+            raise ValueError(f"kernel '{kernel_name}': device must be 'cpu' (simulator) or 'musa'; got {device!r}")
+        self.kernel_name = kernel_name
+        self.device = device
+        self._musa = device == "musa"
+        self.params = tuple(params)
+        self.scalar_bindings = tuple(scalar_bindings)
+        self._build_tables()
+        # A bare file name would make dlopen search LD_LIBRARY_PATH instead of the working directory.
+        self.lib_path = os.path.abspath(os.fspath(lib_path))
+        self._open()
+
+    # ---- construction ------------------------------------------------------------------------------------
+
+    cdef _build_tables(self):
+        cdef str k = self.kernel_name
+        cdef ParamInfo* info
+        names = {}
+        for i, p in enumerate(self.params):
+            if not isinstance(p, ParamSpec):
+                raise TypeError(f"kernel '{k}': params[{i}] must be a ParamSpec; got {type(p).__name__}")
+            if p.name in names:
+                raise ValueError(f"kernel '{k}': two parameters are named {p.name}")
+            names[p.name] = p
+        symbols = {}
+        input_symbols = set()
+        for p in self.params:
+            if p.kind == "tensor":
+                for s in p.symbols:
+                    symbols.setdefault(s, len(symbols))
+                    if not p.is_output:
+                        input_symbols.add(s)
+        # A caller-given integer scalar named like a symbol sizes outputs too (and must agree with the inputs).
+        resolvable = input_symbols | {p.name for p in self.params if p.kind == "scalar" and p.name in symbols
+                                      and p.name not in self.scalar_bindings}
+        for b in self.scalar_bindings:
+            p = names.get(b) if isinstance(b, str) else None
+            if p is None or p.kind != "scalar":
+                scalars = [q.name for q in self.params if q.kind == "scalar"]
+                raise ValueError(f"kernel '{k}': scalar_bindings names {b!r}, which is not a scalar parameter "
+                                 f"(scalar parameters: {', '.join(scalars) or 'none'})")
+            if _INT_BOUNDS[_SCALAR_CODES[p.dtype]] is None:
+                raise ValueError(f"kernel '{k}': scalar_bindings names {b}, a {p.dtype} parameter; "
+                                 "only integer scalars can take a tensor dim")
+            if b not in input_symbols:
+                raise ValueError(f"kernel '{k}': scalar_bindings names {b}, but no input tensor has a dim or "
+                                 f"stride named {b} to take its value from")
+        if len(set(self.scalar_bindings)) != len(self.scalar_bindings):
+            raise ValueError(f"kernel '{k}': scalar_bindings {self.scalar_bindings} has duplicates")
+
+        self._num_params = len(self.params)
+        self._num_symbols = len(symbols)
+        self._symbol_names = tuple(symbols)
+        self._info = <ParamInfo*>malloc(max(1, self._num_params) * sizeof(ParamInfo))
+        if self._info == NULL:
+            raise MemoryError()
+        dims = []
+        dtypes = []
+        static_shapes = []
+        arg_names = []
+        self._num_outputs = 0
+        for i, p in enumerate(self.params):
+            info = &self._info[i]
+            info.ndim = len(p.shape)
+            info.dims_at = len(dims)
+            info.strides_at = -1
+            info.symbol = -1
+            info.scalar = -1
+            if p.kind == "tensor":
+                info.kind = TENSOR_OUT if p.is_output else TENSOR_IN
+                dims.extend([d if isinstance(d, int) else -symbols[d] - 1 for d in p.shape])
+                if p.strides is not None:
+                    info.strides_at = len(dims)
+                    dims.extend([s if isinstance(s, int) else -symbols[s] - 1 for s in p.strides])
+                dtypes.append(torch_dtype(p.dtype))
+                static = p.is_output and p.strides is None and all([isinstance(d, int) for d in p.shape])
+                static_shapes.append(tuple(p.shape) if static else None)
+                if p.is_output:
+                    self._num_outputs += 1
+                    unresolved = [s for s in p.symbols if s not in resolvable]
+                    if unresolved:
+                        raise ValueError(
+                            f"kernel '{k}': output {p.describe()} uses {', '.join(unresolved)}, which no input "
+                            "tensor dim or scalar argument determines; the launcher cannot size it")
+                else:
+                    arg_names.append(p.name)
+            else:
+                info.scalar = _SCALAR_CODES[p.dtype]
+                info.symbol = symbols.get(p.name, -1)
+                if p.name in self.scalar_bindings:
+                    info.kind = SCALAR_BOUND
+                else:
+                    info.kind = SCALAR_ARG
+                    arg_names.append(p.name)
+                if info.symbol >= 0 and _INT_BOUNDS[info.scalar] is None:
+                    raise ValueError(f"kernel '{k}': scalar {p.name} is {p.dtype}, but {p.name} is also a "
+                                     "symbolic tensor size, which must be an integer")
+                dtypes.append(None)
+                static_shapes.append(None)
+        self._dims = <int64_t*>malloc(max(1, len(dims)) * sizeof(int64_t))
+        if self._dims == NULL:
+            raise MemoryError()
+        for j, d in enumerate(dims):
+            self._dims[j] = d
+        self._dtypes = tuple(dtypes)
+        self._static_shapes = tuple(static_shapes)
+        self.arg_names = tuple(arg_names)
+
+    cdef _open(self):
+        cdef str k = self.kernel_name
+        if not os.path.isfile(self.lib_path):
+            raise FileNotFoundError(f"kernel '{k}': library {self.lib_path} does not exist")
+        path = os.fsencode(self.lib_path)
+        self._handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)
+        if self._handle == NULL:
+            raise OSError(f"kernel '{k}': cannot load {self.lib_path}: {_dlerror_text()}")
+        self._call = <CallPacked>self._symbol(b"call_packed", "int call_packed(void** args, int num_args, void* stream)")
+        self._last_error = <GetLastError>self._symbol(b"get_last_error", "const char* get_last_error(void)")
+
+    cdef void* _symbol(self, bytes name, str signature) except NULL:
+        cdef void* sym
+        dlerror()  # clear a stale error so the one below is ours
+        sym = dlsym(self._handle, name)
+        if sym == NULL:
+            raise OSError(f"kernel '{self.kernel_name}': {self.lib_path} does not export `{signature}` "
+                          f"with C linkage ({_dlerror_text()})")
+        return sym
+
+    # ---- calling -----------------------------------------------------------------------------------------
+
+    def __call__(self, *args):
+        cdef CallState st
+        cdef void* stream = NULL
+        cdef int rc = 0
+        cdef void* mem = self._new_state(&st)
+        try:
+            self._check_count(args)
+            device = self._check_inputs(args, &st)
+            ctx = None
+            if self._musa:
+                raw_stream, current_device, device_ctx = _musa_runtime()
+                current = current_device()
+                if device is None:
+                    device = torch.device("musa", current)
+                stream = <void*><uintptr_t>raw_stream(device.index)
+                if device.index != current:
+                    ctx = device_ctx(device.index)
+            else:
+                device = _CPU
+            outputs = self._fill_derived(&st, device)
+            if ctx is None:
+                rc = self._launch(&st, stream)
+            else:
+                with ctx:
+                    rc = self._launch(&st, stream)
+            if rc != 0:
+                raise KernelLaunchError(f"kernel '{self.kernel_name}' failed (call_packed returned {rc}): "
+                                        f"{self._last_error_text()}")
+        finally:
+            free(mem)
+        if self._num_outputs == 0:
+            return None
+        if self._num_outputs == 1:
+            return outputs[0]
+        return tuple(outputs)
+
+    def bind_shapes(self, *args):
+        """The value of every symbol (symbolic dim or stride) the arguments determine, checking them as a call would."""
+        cdef CallState st
+        cdef void* mem = self._new_state(&st)
+        try:
+            self._check_count(args)
+            self._check_inputs(args, &st)
+            return {name: st.sym_values[j] for j, name in enumerate(self._symbol_names) if st.sym_param[j] >= 0}
+        finally:
+            free(mem)
+
+    cdef int _launch(self, CallState* st, void* stream) noexcept:
+        cdef CallPacked fn = self._call
+        cdef int n = self._num_params
+        cdef int rc
+        with nogil:
+            rc = fn(st.argv, n, stream)
+        return rc
+
+    cdef void* _new_state(self, CallState* st) except NULL:
+        cdef int P = self._num_params
+        cdef int S = self._num_symbols
+        cdef int i
+        cdef size_t size = P * (sizeof(Slot) + sizeof(void*)) + S * (sizeof(int64_t) + 2 * sizeof(int))
+        cdef char* mem
+        if self._handle == NULL:
+            raise RuntimeError("Launcher is not initialised (its __init__ failed or was never called)")
+        mem = <char*>malloc(size if size > 0 else 1)
+        if mem == NULL:
+            raise MemoryError()
+        st.slots = <Slot*>mem
+        st.argv = <void**>(mem + P * sizeof(Slot))
+        st.sym_values = <int64_t*>(mem + P * (sizeof(Slot) + sizeof(void*)))
+        st.sym_param = <int*>(mem + P * (sizeof(Slot) + sizeof(void*)) + S * sizeof(int64_t))
+        st.sym_where = st.sym_param + S
+        for i in range(P):
+            st.argv[i] = &st.slots[i]
+        for i in range(S):
+            st.sym_param[i] = -1
+        return mem
+
+    cdef _check_count(self, tuple args):
+        if len(args) == len(self.arg_names):
+            return
+        outputs = [p.name for p in self.params if p.is_output]
+        notes = ""
+        if outputs:
+            notes += f"; {', '.join(outputs)} {'is an output' if len(outputs) == 1 else 'are outputs'} " \
+                     "allocated and returned by the launcher"
+        if self.scalar_bindings:
+            notes += f"; {', '.join(self.scalar_bindings)} taken from the tensor shapes"
+        raise TypeError(f"kernel '{self.kernel_name}' takes {len(self.arg_names)} argument(s) "
+                        f"({', '.join(self.arg_names)}), got {len(args)}{notes}")
+
+    cdef object _check_inputs(self, tuple args, CallState* st):
+        """Checks and packs the caller's arguments; returns the tensors' MUSA device (None on cpu or if none)."""
+        cdef int i
+        cdef int a = 0
+        cdef ParamInfo* p
+        device = None
+        for i in range(self._num_params):
+            p = &self._info[i]
+            if p.kind == TENSOR_IN:
+                device = self._check_tensor(i, args[a], st, device)
+                a += 1
+            elif p.kind == SCALAR_ARG:
+                value = self._pack_scalar(i, args[a], &st.slots[i])
+                if p.symbol >= 0:
+                    if value > _INT64_MAX:
+                        raise ValueError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} = {value} "
+                                         "is too large for a tensor size")
+                    self._bind(st, p.symbol, value, i, -1)
+                a += 1
+        return device
+
+    cdef object _check_tensor(self, int i, object t, CallState* st, object device):
+        cdef ParamInfo* p = &self._info[i]
+        cdef int d
+        cdef int64_t want
+        if not isinstance(t, _Tensor):
+            raise TypeError(f"kernel '{self.kernel_name}': {self.params[i].describe()} expects a torch.Tensor; "
+                            f"got {type(t).__name__}")
+        if t.dtype is not self._dtypes[i]:
+            raise TypeError(f"kernel '{self.kernel_name}': {self.params[i].name} expects dtype "
+                            f"{self.params[i].dtype} ({self._dtypes[i]}); got {t.dtype}")
+        if self._musa:
+            dev = t.device
+            if dev.type != "musa":
+                raise ValueError(f"kernel '{self.kernel_name}': the musa backend runs on MUSA tensors; got a "
+                                 f"{dev.type} tensor for {self.params[i].name} (move it with .to('musa'))")
+            if device is None:
+                device = dev
+            elif dev != device:
+                raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} is on {dev} but the "
+                                 f"tensors before it are on {device}; all tensors must share one device")
+        elif not t.is_cpu:
+            raise ValueError(f"kernel '{self.kernel_name}': the simulator backend runs on CPU tensors; got a "
+                             f"{t.device.type} tensor for {self.params[i].name}")
+        shape = t.shape
+        if len(shape) != p.ndim:
+            raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].describe()} expects {p.ndim} dims; "
+                             f"got {len(shape)} (shape {tuple(shape)})")
+        for d in range(p.ndim):
+            want = self._dims[p.dims_at + d]
+            if want >= 0:
+                if shape[d] != want:
+                    raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} dim {d} must be "
+                                     f"{want}; got {shape[d]} (shape {tuple(shape)})")
+            else:
+                self._bind(st, -want - 1, shape[d], i, d)
+        if p.strides_at < 0:
+            if not t.is_contiguous():
+                raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} must be contiguous "
+                                 f"(row-major); got strides {t.stride()} for shape {tuple(shape)}; "
+                                 "pass .contiguous()")
+        else:
+            strides = t.stride()
+            for d in range(p.ndim):
+                want = self._dims[p.strides_at + d]
+                if want >= 0:
+                    # A size-1 dim is never stepped over, so its stride is irrelevant (torch leaves it arbitrary).
+                    if strides[d] != want and shape[d] != 1:
+                        raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} stride of dim "
+                                         f"{d} must be {want}; got {strides[d]} (strides {strides})")
+                else:
+                    self._bind(st, -want - 1, strides[d], i, -d - 2)
+        st.slots[i].ptr = <void*><uintptr_t>t.data_ptr()
+        return device
+
+    cdef int _bind(self, CallState* st, int sym, int64_t value, int param, int where) except -1:
+        if st.sym_param[sym] < 0:
+            st.sym_values[sym] = value
+            st.sym_param[sym] = param
+            st.sym_where[sym] = where
+        elif st.sym_values[sym] != value:
+            first = self._source(st.sym_param[sym], st.sym_where[sym])
+            raise ValueError(f"kernel '{self.kernel_name}': symbol {self._symbol_names[sym]} is "
+                             f"{st.sym_values[sym]} from {first} but {value} from {self._source(param, where)}")
+        return 0
+
+    cdef str _source(self, int param, int where):
+        name = self.params[param].name
+        if where >= 0:
+            return f"{name}.shape[{where}]"
+        if where == -1:
+            return f"the scalar argument {name}"
+        return f"{name}.stride({-where - 2})"
+
+    cdef object _pack_scalar(self, int i, object v, Slot* slot):
+        """Stores `v` as parameter i's C type after checking its type and range; returns the Python value."""
+        cdef int code = self._info[i].scalar
+        if code == S_BOOL:
+            if not (v is True or v is False or isinstance(v, numpy.bool_)):
+                raise self._scalar_type_error(i, v, "a bool")
+            slot.b = bool(v)
+            return v
+        bounds = _INT_BOUNDS[code]
+        if bounds is not None:
+            if type(v) is not int:
+                if isinstance(v, (bool, numpy.bool_)):
+                    raise self._scalar_type_error(i, v, "an int")
+                try:
+                    v = operator.index(v)
+                except TypeError:
+                    raise self._scalar_type_error(i, v, "an int") from None
+            if not bounds[0] <= v <= bounds[1]:
+                raise ValueError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} = {v} is out of "
+                                 f"range for {self.params[i].dtype} [{bounds[0]}, {bounds[1]}]")
+            if code == S_I8:
+                slot.i8 = v
+            elif code == S_I16:
+                slot.i16 = v
+            elif code == S_I32:
+                slot.i32 = v
+            elif code == S_I64:
+                slot.i64 = v
+            elif code == S_U8:
+                slot.u8 = v
+            elif code == S_U16:
+                slot.u16 = v
+            elif code == S_U32:
+                slot.u32 = v
+            else:
+                slot.u64 = v
+            return v
+        if type(v) is not float:
+            if isinstance(v, (bool, numpy.bool_)) or not isinstance(v, numbers.Real):
+                raise self._scalar_type_error(i, v, "a real number")
+            v = float(v)
+        if code == S_F64:
+            slot.f64 = v
+        elif code == S_F32:
+            if abs(v) >= _F32_OVERFLOW and math.isfinite(v):
+                raise self._scalar_range_error(i, v)
+            slot.f32 = v
+        else:
+            # Rare in kernels: let torch round (its float -> half/bfloat16 conversion is the reference one).
+            half = torch.tensor(v, dtype=torch.float16 if code == S_F16 else torch.bfloat16)
+            if math.isinf(half.item()) and math.isfinite(v):
+                raise self._scalar_range_error(i, v)
+            slot.u16 = half.view(torch.int16).item() & 0xFFFF
+        return v
+
+    cdef object _scalar_type_error(self, int i, object v, str expected):
+        return TypeError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} ({self.params[i].dtype}) "
+                         f"expects {expected}; got {type(v).__name__} {v!r}")
+
+    cdef object _scalar_range_error(self, int i, double v):
+        return ValueError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} = {v!r} overflows "
+                          f"{self.params[i].dtype}")
+
+    cdef list _fill_derived(self, CallState* st, object device):
+        """Packs the bound scalars and allocates the outputs, once every input has bound its symbols."""
+        cdef int i
+        cdef ParamInfo* p
+        outputs = []
+        for i in range(self._num_params):
+            p = &self._info[i]
+            if p.kind == SCALAR_BOUND:
+                self._pack_scalar(i, st.sym_values[p.symbol], &st.slots[i])
+            elif p.kind == TENSOR_OUT:
+                shape = self._static_shapes[i]
+                if shape is None:
+                    shape = tuple([self._resolve(st, p.dims_at + d) for d in range(p.ndim)])
+                if p.strides_at < 0:
+                    out = torch.empty(shape, dtype=self._dtypes[i], device=device)
+                else:
+                    strides = tuple([self._resolve(st, p.strides_at + d) for d in range(p.ndim)])
+                    out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
+                st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
+                outputs.append(out)
+        return outputs
+
+    cdef int64_t _resolve(self, CallState* st, int at) except? -1:
+        cdef int64_t code = self._dims[at]
+        if code >= 0:
+            return code
+        # Construction guarantees inputs bind every symbol an output uses; keep the check against regressions.
+        if st.sym_param[-code - 1] < 0:
+            raise RuntimeError(f"kernel '{self.kernel_name}': symbol {self._symbol_names[-code - 1]} is unbound")
+        return st.sym_values[-code - 1]
+
+    cdef str _last_error_text(self):
+        cdef const char* text = self._last_error()
+        if text == NULL or text[0] == 0:
+            return "(the library reported no message)"
+        return text.decode("utf-8", "replace")
+
+    # ---- Python conveniences -----------------------------------------------------------------------------
+
+    def __reduce__(self):
+        # Rebuilt from its spec (reopening the library); through a module-level function because the class's
+        # compiled-in name depends on how the build invoked cython, while a function's __module__ is the real one.
+        return (_rebuild_launcher, (self.lib_path, self.params, self.device, self.kernel_name, self.scalar_bindings))
+
+    def __repr__(self):
+        params = ", ".join([p.describe() for p in self.params])
+        return f"Launcher({self.kernel_name}({params}), device={self.device!r}, lib={self.lib_path!r})"
+
+
+def _rebuild_launcher(lib_path, params, device, kernel_name, scalar_bindings):
+    return Launcher(lib_path, params, device, kernel_name, scalar_bindings)
+
+
+_rebuild_launcher.__module__ = __name__  # the name this module was imported under, which pickle resolves
+
+
+cdef str _dlerror_text():
+    cdef const char* err = dlerror()
+    return "unknown dlopen error" if err == NULL else err.decode("utf-8", "replace")

@@ -1,0 +1,140 @@
+"""Toolchains that turn a MUSA source file into a shared library exporting `call_packed`.
+
+    mcc  the MUSA compiler (a MUSA machine): device code for the target arch + the host wrapper
+    sim  the host C++ compiler against the simulator headers (any machine): the same source runs on CPU
+
+A registry, not an if-chain: each toolchain says whether it is `available()` and how to `build()`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import env
+from .._paths import include_root, simulator_headers
+from ..errors import TileLangError
+from ..target import ArchInfo
+
+
+class BuildError(TileLangError):
+    """The device or host compiler rejected a generated source."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    source: Path
+    output: Path
+    arch: ArchInfo
+    fast_math: bool = False
+    extra_flags: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Toolchain:
+    name: str = ""
+    device: str = ""  # the torch device type whose tensors the built kernels take ("musa" | "cpu")
+
+    def available(self) -> bool:
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def command(self, req: BuildRequest) -> list[str]:
+        raise NotImplementedError
+
+    def build(self, req: BuildRequest) -> Path:
+        cmd = self.command(req)
+        if env.PRINT_DEVICE_COMPILE_COMMAND.flag() or env.DUMP_KERNEL_SOURCE.raw():
+            print(f"[tilelang] {self.name} compile command: {shlex.join(cmd)}", file=sys.stderr)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(
+                f"{self.name}: compiling {req.source} failed (exit {proc.returncode})\n"
+                f"command: {shlex.join(cmd)}\n{proc.stderr.strip() or proc.stdout.strip()}"
+            )
+        return req.output
+
+
+def _find_mcc() -> Path | None:
+    home = env.musa_home()
+    candidates = [home / "bin" / "mcc"] if home else []
+    on_path = shutil.which("mcc")
+    if on_path:
+        candidates.append(Path(on_path))
+    candidates.append(Path("/usr/local/musa/bin/mcc"))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+class MccToolchain(Toolchain):
+    """`mcc src.mu -std=c++17 --shared -fPIC --offload-arch=mp_31 ...` (MUSA_FACTS.md, Toolchain)."""
+
+    name = "mcc"
+    device = "musa"
+
+    def available(self) -> bool:
+        return _find_mcc() is not None
+
+    def version(self) -> str:
+        mcc = _find_mcc()
+        if mcc is None:
+            return "missing"
+        proc = subprocess.run([str(mcc), "--version"], capture_output=True, text=True)
+        return (proc.stdout or proc.stderr).strip().splitlines()[0] if (proc.stdout or proc.stderr) else "unknown"
+
+    def command(self, req: BuildRequest) -> list[str]:
+        mcc = _find_mcc()
+        if mcc is None:
+            raise BuildError("mcc was not found: set MUSA_HOME (mcc is in $MUSA_HOME/bin) or put mcc on PATH")
+        home = mcc.parent.parent
+        cmd = [
+            str(mcc), str(req.source), "-std=c++17", "--shared", "-fPIC", "-O3",
+            f"--offload-arch={req.arch.name}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
+            "-mllvm", "-mtgpu-alloc-shared-memory-from-zero=1",
+            f"-I{include_root()}", f"-I{home / 'include'}",
+        ]
+        if req.fast_math:
+            cmd.append("-ffast-math")
+        cmd += list(req.extra_flags) + env.MCC_EXTRA_ARGS.list()
+        cmd += [f"-L{home / 'lib'}", "-lmusart", "-lmusa", "-o", str(req.output)]
+        return cmd
+
+
+class SimToolchain(Toolchain):
+    """The host C++ compiler with the simulator's MUSA headers first on the include path."""
+
+    name = "sim"
+    device = "cpu"
+
+    def _cxx(self) -> str:
+        return env.SIM_CXX.raw() or "g++"
+
+    def available(self) -> bool:
+        return shutil.which(self._cxx()) is not None
+
+    def version(self) -> str:
+        proc = subprocess.run([self._cxx(), "--version"], capture_output=True, text=True)
+        return proc.stdout.splitlines()[0] if proc.stdout else "unknown"
+
+    def command(self, req: BuildRequest) -> list[str]:
+        cmd = [
+            self._cxx(), "-std=c++17", "-O2", "-fPIC", "-shared", "-x", "c++", "-pthread",
+            f"-I{include_root()}", f"-I{simulator_headers()}",
+            "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={req.arch.musa_arch}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
+        ]
+        if req.fast_math:
+            cmd.append("-ffast-math")
+        cmd += list(req.extra_flags)
+        cmd += [str(req.source), "-o", str(req.output)]
+        return cmd
+
+
+TOOLCHAINS: dict[str, Toolchain] = {t.name: t for t in (MccToolchain(), SimToolchain())}

@@ -1,0 +1,102 @@
+"""Buffers a kernel allocates: shared tiles, register fragments, per-thread arrays and scalars, and the
+eager style's sizes (`T.const`) and outputs (`T.empty`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from .builder import Param, current_trace, is_buffer, take_name
+from .dtypes import canonical_dtype
+
+SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
+FRAGMENT_SCOPE = "local.fragment"
+LOCAL_SCOPE = "local"
+VAR_SCOPE = "local.var"
+
+
+def _shape(construct: str, shape: Any) -> list[Any]:
+    shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    for extent in shape:
+        if isinstance(extent, int) and extent <= 0:
+            raise current_trace(construct).error(f"{construct}: extent {extent} in shape {shape} must be positive")
+    return shape
+
+
+def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str) -> Any:
+    trace = current_trace(construct)
+    if trace.kernel is None:
+        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    buf = Tb.alloc_buffer(_shape(construct, shape), canonical_dtype(dtype), scope=scope)
+    IRBuilder.name(take_name(default_name), buf)
+    return buf
+
+
+def alloc_shared(shape: Any, dtype: Any, scope: str = SHARED_SCOPE) -> Any:
+    """A tile in the block's shared memory."""
+    if scope not in ("shared", "shared.dyn"):
+        raise current_trace("T.alloc_shared").error(f"T.alloc_shared: scope must be 'shared' or 'shared.dyn'; got {scope!r}")
+    return _alloc("T.alloc_shared", shape, dtype, scope, "shared")
+
+
+def alloc_fragment(shape: Any, dtype: Any, scope: str = FRAGMENT_SCOPE) -> Any:
+    """A tile spread over the registers of the block's threads (layout chosen by layout inference)."""
+    return _alloc("T.alloc_fragment", shape, dtype, scope, "fragment")
+
+
+def alloc_local(shape: Any, dtype: Any, scope: str = LOCAL_SCOPE) -> Any:
+    """A per-thread array."""
+    return _alloc("T.alloc_local", shape, dtype, scope, "local")
+
+
+def alloc_var(dtype: Any, init: Any = None, scope: str = VAR_SCOPE) -> Any:
+    """A per-thread scalar variable; `x = value` in the kernel stores into it, `x` reads it."""
+    buf = _alloc("T.alloc_var", [1], dtype, scope, "var")
+    if init is not None:
+        Tb.buffer_store(buf, tirx.const(init, canonical_dtype(dtype)) if not isinstance(init, tvm.ir.Expr) else init, [0])
+    return buf
+
+
+def is_var_buffer(value: Any) -> bool:
+    return is_buffer(value) and value.ty.storage_scope == VAR_SCOPE
+
+
+def const(names: str, dtype: str = "int32") -> Any:
+    """Eager style: `N = T.const("N")` or `M, N, K = T.const("M N K")` declares compile-time sizes, bound by
+    `f.compile(N=...)` or taken from the tensors `f(a, b)` is called with."""
+    trace = current_trace("T.const")
+    if trace.mode == "prim_func":
+        raise trace.error("T.const declares sizes of the @tilelang.jit eager style; it cannot be used in a @T.prim_func")
+    split = names.replace(",", " ").split()
+    if not split:
+        raise trace.error("T.const needs at least one name")
+    values = []
+    for name in split:
+        if name not in trace.consts:
+            if trace.mode == "discover":
+                trace.consts[name] = tirx.Var(name, dtype)
+            else:
+                raise trace.error(
+                    f"T.const('{name}') has no value: pass {name}=... to compile(), or call the kernel with tensors "
+                    "whose shapes determine it"
+                )
+        values.append(trace.consts[name])
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def empty(shape: Any, dtype: Any = "float32") -> Any:
+    """Eager style: an output tensor the kernel allocates and returns (`C = T.empty((M, N), dtype)`)."""
+    trace = current_trace("T.empty")
+    if trace.mode == "prim_func":
+        raise trace.error("T.empty allocates an output in the @tilelang.jit eager style; in a @T.prim_func use out_idx")
+    if trace.kernel is not None:
+        raise trace.error("T.empty must be used before `with T.Kernel(...)`: it declares an output of the kernel")
+    name = take_name(f"out{len(trace.params)}")
+    buf = Tb.arg(name, Tb.buffer(_shape("T.empty", shape), canonical_dtype(dtype)))
+    IRBuilder.name(name, buf)
+    trace.params.append(Param(name, buf, is_output=True))
+    return buf

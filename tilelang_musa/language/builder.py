@@ -1,0 +1,385 @@
+"""Runtime helpers that a rewritten kernel calls (bound as `__tl__`, see `parser.py`), and the trace state.
+
+A `KernelTrace` is open while a kernel function runs: it owns the tvm IRBuilder, the current source
+location, the kernel parameters and, in the eager jit style, the values of `T.const` sizes. Static values
+(Python ints, bools, lists) keep Python semantics everywhere; IR values become TIR statements.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..errors import CompileError, SourceLoc
+
+# ----------------------------------------------------------------------------------------------------
+# Trace state
+
+
+@dataclass
+class Param:
+    name: str
+    var: Any  # a buffer Var (tensor) or a scalar Var
+    is_output: bool = False
+
+
+@dataclass
+class KernelTrace:
+    """Everything the frontend knows while one kernel function runs."""
+
+    filename: str
+    mode: str = "prim_func"  # "prim_func" | "eager" | "discover"
+    consts: dict[str, Any] = field(default_factory=dict)  # eager: T.const name -> value (int or Var)
+    pending_tensors: dict[str, Any] = field(default_factory=dict)  # eager: tensor param name -> placeholder
+    params: list[Param] = field(default_factory=list)
+    discovered_shapes: dict[str, tuple] = field(default_factory=dict)  # discover: param -> shape exprs
+    loc: SourceLoc | None = None
+    naming_hint: str | None = None
+    kernel: Any = None  # the open T.Kernel frame
+
+    def error(self, message: str) -> CompileError:
+        return CompileError(message, self.loc)
+
+
+_TRACES: list[KernelTrace] = []
+
+
+def current_trace(construct: str | None = None) -> KernelTrace:
+    if not _TRACES:
+        what = f"`{construct}`" if construct else "this construct"
+        raise CompileError(f"{what} can only be used inside a TileLang kernel (@T.prim_func or @tilelang.jit)")
+    return _TRACES[-1]
+
+
+@contextlib.contextmanager
+def open_trace(trace: KernelTrace) -> Iterator[KernelTrace]:
+    _TRACES.append(trace)
+    try:
+        yield trace
+    finally:
+        _TRACES.pop()
+
+
+def current_loc() -> SourceLoc | None:
+    return _TRACES[-1].loc if _TRACES else None
+
+
+def take_name(default: str) -> str:
+    """The name of the variable the current statement assigns to (for readable generated code)."""
+    if not _TRACES:
+        return default
+    trace = _TRACES[-1]
+    name, trace.naming_hint = trace.naming_hint, None
+    return name or default
+
+
+class DiscoveryDone(Exception):
+    """Raised in "discover" mode once the kernel starts building IR: the parameter shapes are known."""
+
+
+# ----------------------------------------------------------------------------------------------------
+# Classification of values
+
+
+def is_ir(value: Any) -> bool:
+    return isinstance(value, tvm.ir.Expr) and not isinstance(value, (tirx.IntImm,))
+
+
+def is_buffer(value: Any) -> bool:
+    return isinstance(value, tvm.ir.expr.Var) and isinstance(value.ty, tirx.BufferType)
+
+
+def static_value(value: Any) -> Any:
+    """The Python value of a compile-time constant (int/bool/IntImm), else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, tirx.IntImm):
+        return int(value.value)
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# Helpers called by rewritten code
+
+
+def loc(lineno: int, col: int) -> None:
+    if _TRACES:
+        trace = _TRACES[-1]
+        trace.loc = SourceLoc(trace.filename, lineno, col)
+
+
+def lookup(thunk: Callable[[], Any]) -> Any:
+    try:
+        return thunk()
+    except NameError:  # includes UnboundLocalError
+        return _UNBOUND
+
+
+class _Unbound:
+    def __repr__(self) -> str:
+        return "<unbound>"
+
+
+_UNBOUND = _Unbound()
+
+
+def _has_side_effect_or_load(expr: Any) -> bool:
+    """True if evaluating `expr` twice could differ from evaluating it once (reads memory or calls)."""
+    import tvm_ffi
+
+    found = []
+
+    def on_load(node, *args):
+        found.append(node)
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.TensorLoad, on_load), (tvm.ir.Call, on_load)])
+    return bool(found)
+
+
+def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
+    """`name = value`. Stores into a `T.alloc_var` scalar; binds a value that reads memory to a new
+    variable (so it is read once, here); otherwise plain Python assignment."""
+    trace = _TRACES[-1] if _TRACES else None
+    if trace is not None:
+        trace.naming_hint = name
+    try:
+        value = thunk()
+    finally:
+        if trace is not None:
+            trace.naming_hint = None
+    if trace is None:
+        return value
+    from .allocate import is_var_buffer  # local import: allocate imports this module
+
+    if current is not _UNBOUND and is_var_buffer(current) and not is_buffer(value):
+        store(current, 0, value)
+        return current
+    if isinstance(value, tvm.ir.Expr) and not is_buffer(value) and _needs_bind(value):
+        var = Tb.Bind(value)
+        IRBuilder.name(name, var)
+        return var
+    return value
+
+
+def _needs_bind(value: Any) -> bool:
+    if isinstance(value, (tvm.ir.expr.Var, tirx.IntImm, tirx.FloatImm, tvm.ir.expr.StringImm)):
+        return False
+    if not isinstance(value.ty, tvm.ir.PrimType):
+        return False
+    return _has_side_effect_or_load(value)
+
+
+def aug_assign(name: str, current: Any, op: str, value: Any) -> Any:
+    from .allocate import is_var_buffer
+
+    if is_var_buffer(current):
+        aug_store(current, 0, op, value)
+        return current
+    return assign(name, lambda: _BINOPS[op](current, value), _UNBOUND)
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mult": lambda a, b: a * b,
+    "Div": lambda a, b: a / b,
+    "FloorDiv": lambda a, b: a // b,
+    "Mod": lambda a, b: a % b,
+    "BitAnd": lambda a, b: a & b,
+    "BitOr": lambda a, b: a | b,
+    "BitXor": lambda a, b: a ^ b,
+    "LShift": lambda a, b: a << b,
+    "RShift": lambda a, b: a >> b,
+    "Pow": lambda a, b: a**b,
+}
+
+
+def _indices(buffer: Any, index: Any) -> list[Any]:
+    if isinstance(index, tuple):
+        return list(index)
+    return [index]
+
+
+def store(target: Any, index: Any, value: Any) -> None:
+    """`target[index] = value`: a BufferStore for buffers, Python item assignment otherwise."""
+    if not is_buffer(target):
+        target[index] = value
+        return
+    trace = current_trace("buffer store")
+    indices = _indices(target, index)
+    if any(isinstance(i, slice) for i in indices):
+        raise trace.error(
+            f"slice assignment to `{target.name}` is not supported; use T.copy or a T.Parallel loop"
+        )
+    dtype = str(target.dtype)
+    value = _convert(value, dtype)
+    if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
+        value = tirx.Cast(dtype, value)
+    Tb.buffer_store(target, value, indices)
+
+
+def _convert(value: Any, dtype: str) -> Any:
+    if isinstance(value, bool):
+        return tirx.const(value, dtype)
+    if isinstance(value, (int, float)):
+        return tirx.const(value, dtype)
+    return value
+
+
+def aug_store(target: Any, index: Any, op: str, value: Any) -> None:
+    if not is_buffer(target):
+        target[index] = _BINOPS[op](target[index], value)
+        return
+    indices = _indices(target, index)
+    store(target, index, _BINOPS[op](target[tuple(indices)] if len(indices) > 1 else target[indices[0]], value))
+
+
+def annotate(name: str, annotation: Any, current: Any) -> Any:
+    """`name: annotation` without a value: in the eager style this declares a tensor parameter."""
+    trace = current_trace(f"{name}: {annotation!r}")
+    from .proxy import declare_param
+
+    return declare_param(trace, name, annotation, current)
+
+
+def declare(name: str, annotation: Any, thunk: Callable[[], Any]) -> Any:
+    """`name: T.int32 = value`: a typed local value."""
+    from .dtypes import DType
+
+    value = thunk()
+    if isinstance(annotation, DType):
+        value = annotation(value) if not isinstance(value, tvm.ir.Expr) else tirx.Cast(str(annotation), value)
+    return assign(name, lambda: value, _UNBOUND)
+
+
+def named(frame: Any, names: tuple[str, ...]) -> Any:
+    """`with frame as names`: frames that define IR variables (T.Kernel) name them after the user's names."""
+    if hasattr(frame, "bind_names"):
+        frame.bind_names(names)
+    return frame
+
+
+# -- control flow
+
+
+def iterate(iterable: Any, names: tuple[str, ...] | None) -> Iterator[Any]:
+    """`for ... in iterable`: IR loops for loop frames, Python iteration for everything else."""
+    from .loop import LoopFrame
+
+    if isinstance(iterable, LoopFrame):
+        yield from iterable.build(names)
+        return
+    if _TRACES and isinstance(iterable, tvm.ir.Expr):
+        raise _TRACES[-1].error(f"cannot iterate over the IR value {iterable}; use T.serial(n) or range(n)")
+    yield from iterable
+
+
+def range_(*args: Any):
+    """The kernel's `range(...)` in a for statement: a serial TIR loop, as in TVMScript (see parser.py)."""
+    from .loop import serial
+
+    return serial(*args)
+
+
+def static_condition(cond: Any) -> bool:
+    value = static_value(cond)
+    if value is None and isinstance(cond, tvm.ir.Expr):
+        raise current_trace().error(
+            "this `if` contains break/continue/return, so its condition must be known at compile time; "
+            f"got the run-time condition `{cond}`"
+        )
+    return bool(cond) if value is None else bool(value)
+
+
+class _IfBuilder:
+    """`if` over a static condition keeps Python semantics; over an IR condition it builds IfThenElse."""
+
+    def __init__(self, cond: Any):
+        self.static = static_value(cond)
+        if self.static is None and not isinstance(cond, tvm.ir.Expr):
+            self.static = bool(cond)
+        self.cond = cond
+        self._frame = None
+
+    def __enter__(self) -> "_IfBuilder":
+        if self.static is None:
+            self._frame = Tb.If(self.cond)
+            self._frame.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._frame is not None:
+            self._frame.__exit__(*exc)
+
+    def then(self) -> Iterator[None]:
+        if self.static is not None:
+            if self.static:
+                yield
+            return
+        with Tb.Then():
+            yield
+
+    def orelse(self) -> Iterator[None]:
+        if self.static is not None:
+            if not self.static:
+                yield
+            return
+        with Tb.Else():
+            yield
+
+
+def if_(cond: Any) -> _IfBuilder:
+    return _IfBuilder(cond)
+
+
+def while_(test: Callable[[], Any]) -> Iterator[None]:
+    cond = test()
+    if static_value(cond) is not None or not isinstance(cond, tvm.ir.Expr):
+        while static_value(cond) if static_value(cond) is not None else cond:
+            yield
+            cond = test()
+        return
+    with Tb.While(cond):
+        yield
+
+
+def and_(lhs: Any, rhs: Callable[[], Any]) -> Any:
+    value = static_value(lhs)
+    if value is not None or not isinstance(lhs, tvm.ir.Expr):
+        return rhs() if (value if value is not None else lhs) else lhs
+    other = rhs()
+    if static_value(other) is not None:
+        return lhs if static_value(other) else tirx.const(False, "bool")
+    return tirx.And(lhs, other)
+
+
+def or_(lhs: Any, rhs: Callable[[], Any]) -> Any:
+    value = static_value(lhs)
+    if value is not None or not isinstance(lhs, tvm.ir.Expr):
+        return lhs if (value if value is not None else lhs) else rhs()
+    other = rhs()
+    if static_value(other) is not None:
+        return tirx.const(True, "bool") if static_value(other) else lhs
+    return tirx.Or(lhs, other)
+
+
+def not_(value: Any) -> Any:
+    static = static_value(value)
+    if static is not None or not isinstance(value, tvm.ir.Expr):
+        return not (static if static is not None else value)
+    return tirx.Not(value)
+
+
+def select(cond: Any, then: Callable[[], Any], otherwise: Callable[[], Any]) -> Any:
+    static = static_value(cond)
+    if static is not None or not isinstance(cond, tvm.ir.Expr):
+        return then() if (static if static is not None else cond) else otherwise()
+    return tirx.if_then_else(cond, then(), otherwise())

@@ -1,0 +1,111 @@
+"""Loops: `T.Parallel`, `T.Pipelined`, `T.serial`, `T.unroll`, `T.vectorized` (and `range` in kernels).
+
+Each constructor returns a `LoopFrame`; the `for` statement of a kernel iterates it (see
+`builder.iterate`), which opens the TIR loop(s), names the loop variables after the user's names and
+yields them once, so the body builds the loop body.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from .builder import current_trace
+
+# For annotations read by the passes.
+PARALLEL = "tl.parallel"  # marks a T.Parallel nest (kind PARALLEL): distributed over the block's threads
+PIPELINE_STAGES = "tl.pipeline.num_stages"
+PIPELINE_ORDER = "tl.pipeline.order"
+PIPELINE_STAGE = "tl.pipeline.stage"
+PIPELINE_GROUP = "tl.pipeline.group"
+
+
+class LoopFrame:
+    """One or more nested loops created by a `for` statement of the kernel."""
+
+    def __init__(self, construct: str, ranges: list[tuple[Any, Any]], make_frame, annotations=None):
+        self.construct = construct
+        self.ranges = ranges
+        self.make_frame = make_frame
+        self.annotations = annotations or {}
+
+    def build(self, names: tuple[str, ...] | None) -> Iterator[Any]:
+        trace = current_trace(self.construct)
+        if names is not None and len(names) != len(self.ranges):
+            raise trace.error(
+                f"{self.construct} has {len(self.ranges)} loop dimension(s) but the for statement binds {len(names)}"
+            )
+        annotations = dict(self.annotations)
+        if annotations and trace.loc is not None:
+            annotations["tl.loc"] = str(trace.loc)  # lets a pass point its errors at this loop
+        frames = []
+        loop_vars = []
+        try:
+            for k, (start, stop) in enumerate(self.ranges):
+                frame = self.make_frame(start, stop, dict(annotations) if annotations else None)
+                var = frame.__enter__()
+                frames.append(frame)
+                if names is not None:
+                    IRBuilder.name(names[k], var)
+                loop_vars.append(var)
+            yield loop_vars[0] if len(loop_vars) == 1 else tuple(loop_vars)
+        finally:
+            for frame in reversed(frames):
+                frame.__exit__(None, None, None)
+
+
+def _ranges(construct: str, args: tuple) -> list[tuple[Any, Any]]:
+    if not args:
+        raise current_trace(construct).error(f"{construct} needs at least one extent")
+    return [(0, a) for a in args]
+
+
+def _range(construct: str, start: Any, stop: Any) -> list[tuple[Any, Any]]:
+    return [(0, start)] if stop is None else [(start, stop)]
+
+
+def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None) -> LoopFrame:  # noqa: N802
+    """`for i, j in T.Parallel(M, N)`: independent iterations; the compiler maps them onto the block's
+    threads (from the layout of the fragments they touch, else a coalesced vectorized mapping)."""
+    annotations = {PARALLEL: True}
+    if coalesced_width is not None:
+        annotations["tl.coalesced_width"] = coalesced_width
+    if loop_layout is not None:
+        raise current_trace("T.Parallel").error("T.Parallel(loop_layout=...) is not supported yet")
+    return LoopFrame(
+        "T.Parallel", _ranges("T.Parallel", extents),
+        lambda lo, hi, ann: Tb.parallel(lo, hi, annotations=ann), annotations,
+    )
+
+
+def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> LoopFrame:
+    if step not in (None, 1):
+        raise current_trace("T.serial").error(f"T.serial: step {step} is not supported; use a unit step")
+    return LoopFrame("T.serial", _range("T.serial", start, stop), lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann),
+                     annotations)
+
+
+def unroll(start: Any, stop: Any = None, *, explicit: bool = False) -> LoopFrame:
+    return LoopFrame("T.unroll", _range("T.unroll", start, stop), lambda lo, hi, ann: Tb.unroll(lo, hi, annotations=ann))
+
+
+def vectorized(start: Any, stop: Any = None) -> LoopFrame:
+    return LoopFrame(
+        "T.vectorized", _range("T.vectorized", start, stop), lambda lo, hi, ann: Tb.vectorized(lo, hi, annotations=ann)
+    )
+
+
+def Pipelined(n: Any, num_stages: int = 0, order: Any = None, stage: Any = None, group: Any = None,  # noqa: N802
+              sync: Any = None) -> LoopFrame:
+    """`for k in T.Pipelined(n, num_stages=s)`: semantically `range(n)`; the pipeline planner overlaps the
+    copies of later iterations with the compute of this one."""
+    annotations: dict[str, Any] = {PIPELINE_STAGES: int(num_stages)}
+    if order is not None:
+        annotations[PIPELINE_ORDER] = list(order)
+    if stage is not None:
+        annotations[PIPELINE_STAGE] = list(stage)
+    if group is not None:
+        annotations[PIPELINE_GROUP] = [list(g) for g in group]
+    return LoopFrame("T.Pipelined", [(0, n)], lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann), annotations)

@@ -1,0 +1,138 @@
+"""Math and expression helpers of the language (`T.exp`, `T.max`, `T.ceildiv`, `T.if_then_else`, ...).
+
+Static arguments (Python numbers) stay static where the result is a size (`T.ceildiv(4096, 256)` is 16),
+so grid extents and shapes fold to constants.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from .builder import static_value
+from .dtypes import canonical_dtype
+
+
+def _static_int(*values: Any) -> list[int] | None:
+    out = []
+    for v in values:
+        s = static_value(v)
+        if s is None or isinstance(s, bool) and not isinstance(v, bool):
+            return None
+        out.append(s)
+    return out
+
+
+def ceildiv(a: Any, b: Any) -> Any:
+    ints = _static_int(a, b)
+    if ints is not None:
+        return -(-ints[0] // ints[1])
+    return tirx.floordiv(a + b - 1, b)
+
+
+def floordiv(a: Any, b: Any) -> Any:
+    ints = _static_int(a, b)
+    return ints[0] // ints[1] if ints is not None else tirx.floordiv(a, b)
+
+
+def floormod(a: Any, b: Any) -> Any:
+    ints = _static_int(a, b)
+    return ints[0] % ints[1] if ints is not None else tirx.floormod(a, b)
+
+
+def max(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001 - the language's T.max
+    values = (a, b, *rest)
+    if all(isinstance(v, (int, float)) for v in values):
+        return builtins.max(values)
+    out = a
+    for v in values[1:]:
+        out = tirx.max(out, v)
+    return out
+
+
+def min(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001 - the language's T.min
+    values = (a, b, *rest)
+    if all(isinstance(v, (int, float)) for v in values):
+        return builtins.min(values)
+    out = a
+    for v in values[1:]:
+        out = tirx.min(out, v)
+    return out
+
+
+def clamp(x: Any, lo: Any, hi: Any) -> Any:
+    return min(max(x, lo), hi)
+
+
+def if_then_else(cond: Any, then: Any, otherwise: Any) -> Any:
+    static = static_value(cond)
+    if static is not None:
+        return then if static else otherwise
+    return tirx.if_then_else(cond, then, otherwise)
+
+
+def cast(value: Any, dtype: Any) -> Any:
+    dtype = canonical_dtype(dtype)
+    if isinstance(value, tvm.ir.Expr):
+        return tirx.Cast(dtype, value)
+    return tirx.const(value, dtype)
+
+
+def Cast(dtype: Any, value: Any) -> Any:  # noqa: N802 - upstream's T.Cast(dtype, value)
+    return cast(value, dtype)
+
+
+def infinity(dtype: Any) -> Any:
+    return tirx.const(float("inf"), canonical_dtype(dtype))
+
+
+def ninf(dtype: Any) -> Any:
+    return tirx.const(float("-inf"), canonical_dtype(dtype))
+
+
+def max_value(dtype: Any) -> Any:
+    return tirx.max_value(canonical_dtype(dtype))
+
+
+def min_value(dtype: Any) -> Any:
+    return tirx.min_value(canonical_dtype(dtype))
+
+
+def _unary(name: str):
+    op = getattr(tirx, name)
+
+    def fn(x: Any) -> Any:
+        return op(x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}(x) (a MUSA math built-in after lowering)."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+trunc = _unary("trunc")
+
+
+def abs(x: Any) -> Any:  # noqa: A001
+    if isinstance(x, (int, float)):
+        return builtins.abs(x)
+    return tirx.abs(x)
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001
+    return tirx.pow(x, y)

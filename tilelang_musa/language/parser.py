@@ -1,0 +1,367 @@
+"""The kernel frontend: rewrites a kernel function's Python AST so that running it builds TIR.
+
+A TileLang kernel is ordinary Python whose loops, branches and assignments mean IR. We keep Python's
+semantics for everything static (meta-programming over ints, lists, helper calls) and route the
+constructs that may carry IR values through the runtime helpers in `builder.py`, bound as `__tl__`:
+
+    for i, j in ITER:      ->  for i, j in __tl__.iterate(ITER, ("i", "j")):
+    if C: A else: B        ->  with __tl__.if_(C) as __tl_if: for _ in __tl_if.then(): A / .orelse(): B
+    while C: A             ->  for _ in __tl__.while_(lambda: C): A
+    x = V                  ->  x = __tl__.assign("x", lambda: V, __tl__.lookup(lambda: x))
+    A[i] = V / A[i] += V   ->  __tl__.store(A, i, V) / __tl__.aug_store(A, i, "+", V)
+    A: T.Tensor[...]       ->  A = __tl__.annotate("A", ANN, __tl__.lookup(lambda: A))
+    with F(...) as (a, b)  ->  with __tl__.named(F(...), ("a", "b")) as (a, b)   (IR names for T.Kernel)
+    a and b, not a         ->  __tl__.and_(a, lambda: b), __tl__.not_(a)
+    x if c else y          ->  __tl__.select(c, lambda: x, lambda: y)
+    range(...) in a for    ->  __tl__.range_(...)        (a serial TIR loop, as in TVMScript)
+
+and every statement is preceded by `__tl__.loc(line, col)` so that IR built by it (and errors raised
+while building or lowering it) point at the user's line. Line numbers are the original file's.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import CompileError, SourceLoc
+
+HELPER = "__tl__"
+
+
+@dataclass(frozen=True)
+class ParsedKernel:
+    """A kernel function whose body has been rewritten into IR-building Python."""
+
+    fn: Callable[..., Any]  # the rewritten function (same signature as the original)
+    source_fn: Callable[..., Any]  # the user's function
+    tree: ast.FunctionDef  # the user's (unrewritten) function definition, with file line numbers
+    filename: str
+
+    @property
+    def name(self) -> str:
+        return self.source_fn.__name__
+
+
+def _name(id_: str, ctx=None) -> ast.Name:
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+def _helper(attr: str) -> ast.Attribute:
+    return ast.Attribute(value=_name(HELPER), attr=attr, ctx=ast.Load())
+
+
+def _call(func: ast.expr, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=func, args=list(args), keywords=[])
+
+
+def _thunk(expr: ast.expr) -> ast.Lambda:
+    return ast.Lambda(
+        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=expr,
+    )
+
+
+def _target_names(target: ast.expr) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]
+    return None
+
+
+def _escapes(body: list[ast.stmt]) -> bool:
+    """True if `body` leaves its block with break/continue/return (outside nested loops and functions);
+    such a block keeps plain Python control flow (it can only be static)."""
+
+    class Finder(ast.NodeVisitor):
+        found = False
+
+        def visit_Break(self, node):  # noqa: N802
+            self.found = True
+
+        visit_Continue = visit_Break
+        visit_Return = visit_Break
+
+        def visit_For(self, node):  # noqa: N802 - break/continue inside bind to that loop
+            for stmt in node.body + node.orelse:
+                if isinstance(stmt, ast.Return) or any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                    self.found = True
+
+        visit_While = visit_For
+
+        def visit_FunctionDef(self, node):  # noqa: N802
+            pass
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+        visit_Lambda = visit_FunctionDef
+
+    finder = Finder()
+    for stmt in body:
+        finder.visit(stmt)
+    return finder.found
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, col_offset: int):
+        self.col_offset = col_offset
+        self.counter = 0
+
+    def _fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"__tl_{prefix}_{self.counter}"
+
+    def _loc(self, node: ast.stmt) -> ast.stmt:
+        return ast.Expr(
+            _call(_helper("loc"), ast.Constant(node.lineno), ast.Constant(node.col_offset + self.col_offset))
+        )
+
+    def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            new = self.visit(stmt)
+            out.append(ast.copy_location(self._loc(stmt), stmt))
+            for node in new if isinstance(new, list) else [new] if new is not None else []:
+                out.append(ast.copy_location(node, stmt))  # rewritten code reports the user's line
+        return out or [ast.Pass()]
+
+    # -- definitions: only the kernel's own body is rewritten; nested defs get their bodies rewritten too
+    # (they are macros or helpers called while building), but their decorators are kept.
+    def visit_FunctionDef(self, node: ast.FunctionDef):
+        node.body = self._body(node.body)
+        return node
+
+    # -- statements
+    def visit_For(self, node: ast.For):
+        names = _target_names(node.target)
+        node.iter = self.visit(node.iter)
+        if isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range":
+            node.iter.func = _helper("range_")
+        names_arg = ast.Tuple([ast.Constant(n) for n in names], ast.Load()) if names else ast.Constant(None)
+        node.iter = _call(_helper("iterate"), node.iter, names_arg)
+        node.body = self._body(node.body)
+        node.orelse = self._body(node.orelse) if node.orelse else []
+        return node
+
+    def visit_If(self, node: ast.If):
+        test = self.visit(node.test)
+        if _escapes(node.body) or _escapes(node.orelse):
+            node.test = _call(_helper("static_condition"), test)
+            node.body = self._body(node.body)
+            node.orelse = self._body(node.orelse) if node.orelse else []
+            return node
+        var = self._fresh("if")
+        then_loop = ast.For(
+            target=_name("_", ast.Store()),
+            iter=_call(ast.Attribute(_name(var), "then", ast.Load())),
+            body=self._body(node.body),
+            orelse=[],
+        )
+        body: list[ast.stmt] = [then_loop]
+        if node.orelse:
+            body.append(
+                ast.For(
+                    target=_name("_", ast.Store()),
+                    iter=_call(ast.Attribute(_name(var), "orelse", ast.Load())),
+                    body=self._body(node.orelse),
+                    orelse=[],
+                )
+            )
+        return ast.With(items=[ast.withitem(_call(_helper("if_"), test), _name(var, ast.Store()))], body=body)
+
+    def visit_While(self, node: ast.While):
+        if node.orelse:
+            raise self._error(node, "`while ... else` is not supported in a kernel")
+        test = self.visit(node.test)
+        return ast.For(
+            target=_name("_", ast.Store()),
+            iter=_call(_helper("while_"), _thunk(test)),
+            body=self._body(node.body),
+            orelse=[],
+        )
+
+    def visit_Assign(self, node: ast.Assign):
+        value = self.visit(node.value)
+        if len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                return ast.Assign(
+                    targets=[target],
+                    value=_call(
+                        _helper("assign"),
+                        ast.Constant(target.id),
+                        _thunk(value),
+                        _call(_helper("lookup"), _thunk(_name(target.id))),
+                    ),
+                )
+            if isinstance(target, ast.Subscript):
+                return ast.Expr(_call(_helper("store"), self.visit(target.value), self.visit(target.slice), value))
+        node.value = value
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        value = self.visit(node.value)
+        op = ast.Constant(type(node.op).__name__)
+        if isinstance(node.target, ast.Subscript):
+            return ast.Expr(
+                _call(_helper("aug_store"), self.visit(node.target.value), self.visit(node.target.slice), op, value)
+            )
+        if isinstance(node.target, ast.Name):
+            name = node.target.id
+            return ast.Assign(
+                targets=[_name(name, ast.Store())],
+                value=_call(_helper("aug_assign"), ast.Constant(name), _name(name), op, value),
+            )
+        node.value = value
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        if not isinstance(node.target, ast.Name):
+            raise self._error(node, "only a plain name can be annotated in a kernel")
+        name = node.target.id
+        annotation = self.visit(node.annotation)
+        if node.value is None:
+            value = _call(
+                _helper("annotate"), ast.Constant(name), annotation, _call(_helper("lookup"), _thunk(_name(name)))
+            )
+        else:
+            value = _call(_helper("declare"), ast.Constant(name), annotation, _thunk(self.visit(node.value)))
+        return ast.Assign(targets=[_name(name, ast.Store())], value=value)
+
+    def visit_With(self, node: ast.With):
+        for item in node.items:
+            item.context_expr = self.visit(item.context_expr)
+            names = _target_names(item.optional_vars) if item.optional_vars is not None else None
+            if names:
+                names_arg = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
+                item.context_expr = _call(_helper("named"), item.context_expr, names_arg)
+        node.body = self._body(node.body)
+        return node
+
+    # -- expressions
+    def visit_BoolOp(self, node: ast.BoolOp):
+        values = [self.visit(v) for v in node.values]
+        fn = "and_" if isinstance(node.op, ast.And) else "or_"
+        expr = values[0]
+        for v in values[1:]:
+            expr = _call(_helper(fn), expr, _thunk(v))
+        return expr
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        node.operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return _call(_helper("not_"), node.operand)
+        return node
+
+    def visit_Compare(self, node: ast.Compare):
+        node.left = self.visit(node.left)
+        node.comparators = [self.visit(c) for c in node.comparators]
+        if len(node.ops) == 1:
+            return node
+        # a < b < c  ->  (a < b) and (b < c), keeping Python's short-circuit for static values
+        operands = [node.left, *node.comparators]
+        parts = [ast.Compare(left=operands[i], ops=[op], comparators=[operands[i + 1]]) for i, op in enumerate(node.ops)]
+        expr: ast.expr = parts[0]
+        for part in parts[1:]:
+            expr = _call(_helper("and_"), expr, _thunk(part))
+        return expr
+
+    def visit_IfExp(self, node: ast.IfExp):
+        return _call(
+            _helper("select"), self.visit(node.test), _thunk(self.visit(node.body)), _thunk(self.visit(node.orelse))
+        )
+
+    def _error(self, node: ast.AST, message: str) -> CompileError:
+        return CompileError(message, SourceLoc(self.filename, node.lineno, node.col_offset + self.col_offset))
+
+    filename = "<kernel>"
+
+
+_PARSED: dict[Any, ParsedKernel] = {}
+
+
+def _closure_vars(func: Callable) -> dict[str, Any]:
+    names = func.__code__.co_freevars
+    cells = func.__closure__ or ()
+    out = {}
+    for name, cell in zip(names, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the name is assigned later in the enclosing scope
+            pass
+    return out
+
+
+def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) -> ParsedKernel:
+    """Rewrite `func` (a kernel written in Python) into a function that builds IR when called.
+
+    The rewritten function sees the same globals and closure variables as `func` (closure values as of
+    now: the lazy jit style re-parses for every specialization). Cached per function object when it
+    has no closure."""
+    from . import builder  # the runtime helpers the rewritten code calls
+
+    cacheable = not func.__closure__ and not extra_globals
+    if cacheable and func in _PARSED:
+        return _PARSED[func]
+    try:
+        lines, first_line = inspect.getsourcelines(func)
+        filename = inspect.getsourcefile(func) or func.__code__.co_filename
+    except (OSError, TypeError) as err:
+        raise CompileError(
+            f"cannot read the source of kernel `{func.__name__}` ({err}); kernels must be defined in a file"
+        ) from None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    col_offset = len(lines[0]) - len(lines[0].lstrip())
+    module = ast.parse(dedented)
+    ast.increment_lineno(module, first_line - 1)
+    fdef = module.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise CompileError(f"`{func.__name__}` is not a plain function definition")
+    original = ast.parse(dedented).body[0]
+    ast.increment_lineno(original, first_line - 1)
+
+    rewriter = _Rewriter(col_offset)
+    rewriter.filename = filename
+    fdef.decorator_list = []
+    fdef.body = rewriter._body(fdef.body)
+    ast.fix_missing_locations(module)
+
+    namespace = dict(func.__globals__)
+    namespace.update(_closure_vars(func))
+    if extra_globals:
+        namespace.update(extra_globals)
+    namespace[HELPER] = builder
+    code = compile(module, filename, "exec")
+    exec(code, namespace)  # defines the rewritten function in `namespace`
+    parsed = ParsedKernel(namespace[fdef.name], func, original, filename)
+    if cacheable:
+        _PARSED[func] = parsed
+    return parsed
+
+
+def contains_kernel_scope(tree: ast.FunctionDef) -> bool:
+    """Whether the function's own body (not nested definitions) opens `with T.Kernel(...)`: the mark of the
+    eager jit style, whose function *is* the kernel (the lazy style returns a nested @T.prim_func)."""
+
+    def walk(stmts):
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.With):
+                for item in stmt.items:
+                    call = item.context_expr
+                    if isinstance(call, ast.Call):
+                        func = call.func
+                        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                        if name == "Kernel":
+                            return True
+            for field in ("body", "orelse", "finalbody"):
+                if walk(getattr(stmt, field, []) or []):
+                    return True
+        return False
+
+    return walk(tree.body)

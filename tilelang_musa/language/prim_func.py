@@ -1,0 +1,208 @@
+"""Turning a kernel function into a TIR PrimFunc: `@T.prim_func`, `@T.macro`, and the eager-style tracer
+used by `@tilelang.jit` (`trace_eager`, `discover_consts`)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..errors import CompileError, SourceLoc
+from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
+from .parser import ParsedKernel, parse_kernel
+from .proxy import make_param
+
+# PrimFunc attribute naming the eager style's outputs (T.empty buffers), in `return` order.
+OUTPUTS_ATTR = "tl.outputs"
+
+
+def _annotation(parsed: ParsedKernel, param: inspect.Parameter) -> Any:
+    annotation = param.annotation
+    if type(annotation) is str:  # `from __future__ import annotations` (a DType is a str subclass: not text)
+        namespace = dict(parsed.source_fn.__globals__)
+        namespace.update(dict(zip(parsed.source_fn.__code__.co_freevars,
+                                  [c.cell_contents for c in parsed.source_fn.__closure__ or ()])))
+        annotation = eval(annotation, namespace)  # noqa: S307 - the user's own annotation text
+    return annotation
+
+
+def _finish(func: tirx.PrimFunc, name: str, outputs: list[str] | None = None) -> tirx.PrimFunc:
+    func = func.with_attr("global_symbol", name)
+    if outputs:
+        func = func.with_attr(OUTPUTS_ATTR, outputs)
+    return func
+
+
+def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) -> tuple[tirx.PrimFunc, Any]:
+    result = None
+    with open_trace(trace), IRBuilder() as ib:
+        with Tb.prim_func():
+            Tb.func_name(parsed.name)
+            result = body()
+    return ib.get(), result
+
+
+def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
+    """`@T.prim_func`: parameters are annotated in the signature."""
+    trace = KernelTrace(parsed.filename, mode="prim_func")
+    sig = inspect.signature(parsed.source_fn)
+    line = parsed.tree.lineno
+
+    def body():
+        args = []
+        for name, param in sig.parameters.items():
+            if param.annotation is inspect.Parameter.empty:
+                raise CompileError(
+                    f"parameter `{name}` of @T.prim_func `{parsed.name}` needs an annotation such as "
+                    "T.Tensor((M, N), 'float16') or T.int32", SourceLoc(parsed.filename, line))
+            trace.loc = SourceLoc(parsed.filename, line)
+            args.append(make_param(trace, name, _annotation(parsed, param)))
+        result = parsed.fn(*args)
+        if result is not None:
+            raise trace.error("a @T.prim_func returns nothing; outputs are parameters (select them with out_idx)")
+
+    func, _ = _build(parsed, trace, body)
+    return _finish(func, parsed.name)
+
+
+def prim_func(func: Callable | None = None, *, private: bool = False, check_well_formed: bool = True):
+    """Decorator: parse a kernel function into a `tvm.tirx.PrimFunc`."""
+
+    def decorate(f: Callable) -> tirx.PrimFunc:
+        return trace_prim_func(parse_kernel(f))
+
+    return decorate(func) if func is not None else decorate
+
+
+class Macro:
+    """`@T.macro`: a helper whose body is inlined (rewritten like a kernel body) where it is called."""
+
+    def __init__(self, func: Callable):
+        self.func = func
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return parse_kernel(self.func).fn(*args, **kwargs)
+
+
+def macro(func: Callable | None = None, *, hygienic: bool = True):
+    return Macro(func) if func is not None else Macro
+
+
+# ----------------------------------------------------------------------------------------------------
+# The eager jit style
+
+
+@dataclass(frozen=True)
+class EagerSignature:
+    """Which parameters of an eager-style function are tensors (annotated in the body), in order."""
+
+    parameters: tuple[str, ...]
+    tensor_params: tuple[str, ...]
+    defaults: dict[str, Any]
+
+
+def eager_signature(parsed: ParsedKernel) -> EagerSignature:
+    sig = inspect.signature(parsed.source_fn)
+    names = tuple(sig.parameters)
+    annotated = [
+        stmt.target.id for stmt in ast.walk(parsed.tree)
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name)
+        and stmt.target.id in names
+    ]
+    tensors = tuple(n for n in names if n in annotated)
+    defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+    return EagerSignature(names, tensors, defaults)
+
+
+def _eager_args(sig: EagerSignature, values: dict[str, Any], trace: KernelTrace, parsed: ParsedKernel) -> list[Any]:
+    args = []
+    for name in sig.parameters:
+        if name in sig.tensor_params:
+            trace.pending_tensors[name] = None
+            args.append(None)  # replaced by the `name: T.Tensor[...]` statement
+        elif name in values:
+            args.append(values[name])
+        elif name in sig.defaults:
+            args.append(sig.defaults[name])
+        else:
+            raise CompileError(f"`{parsed.name}` needs a value for parameter `{name}`",
+                               SourceLoc(parsed.filename, parsed.tree.lineno))
+    return args
+
+
+def trace_eager(parsed: ParsedKernel, values: dict[str, Any], consts: dict[str, int]) -> tirx.PrimFunc:
+    """Build the PrimFunc of an eager-style function for constant parameter `values` and sizes `consts`."""
+    sig = eager_signature(parsed)
+    trace = KernelTrace(parsed.filename, mode="eager", consts=dict(consts))
+
+    def body():
+        result = parsed.fn(*_eager_args(sig, values, trace, parsed))
+        if trace.pending_tensors:
+            raise CompileError(
+                f"`{parsed.name}`: tensor parameter(s) {sorted(trace.pending_tensors)} were never annotated",
+                SourceLoc(parsed.filename, parsed.tree.lineno))
+        return result
+
+    func, result = _build(parsed, trace, body)
+    outputs = [p.name for p in trace.params if p.is_output]
+    returned = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+    returned_names = []
+    for r in returned:
+        if not is_buffer(r) or r.name not in outputs:
+            raise CompileError(
+                f"`{parsed.name}` must return the tensors it allocates with T.empty; it returned {r!r}",
+                SourceLoc(parsed.filename, parsed.tree.lineno))
+        returned_names.append(r.name)
+    missing = [o for o in outputs if o not in returned_names]
+    if missing:
+        raise CompileError(f"`{parsed.name}`: output(s) {missing} allocated with T.empty are not returned",
+                           SourceLoc(parsed.filename, parsed.tree.lineno))
+    return _finish(func, parsed.name, returned_names)
+
+
+def discover_consts(parsed: ParsedKernel, values: dict[str, Any], shapes: dict[str, tuple]) -> dict[str, int]:
+    """Run an eager function up to its `T.Kernel` to learn its tensor annotations, then bind each `T.const`
+    size that appears as a dimension to the corresponding dimension of the given tensor shapes."""
+    sig = eager_signature(parsed)
+    trace = KernelTrace(parsed.filename, mode="discover")
+
+    def body():
+        try:
+            parsed.fn(*_eager_args(sig, values, trace, parsed))
+        except DiscoveryDone:
+            pass
+
+    _build_discard(parsed, trace, body)
+    consts: dict[str, int] = {}
+    for name, dims in trace.discovered_shapes.items():
+        actual = shapes.get(name)
+        if actual is None:
+            continue
+        if len(actual) != len(dims):
+            raise CompileError(f"`{parsed.name}`: tensor `{name}` has {len(actual)} dims but is annotated with "
+                               f"{len(dims)}: {dims}", SourceLoc(parsed.filename, parsed.tree.lineno))
+        for k, (dim, size) in enumerate(zip(dims, actual)):
+            if isinstance(dim, tvm.ir.expr.Var) and dim.name in trace.consts:
+                previous = consts.setdefault(dim.name, int(size))
+                if previous != int(size):
+                    raise CompileError(
+                        f"`{parsed.name}`: size `{dim.name}` is {previous} from one tensor but {int(size)} from "
+                        f"dim {k} of `{name}`", SourceLoc(parsed.filename, parsed.tree.lineno))
+    return consts
+
+
+def _build_discard(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) -> None:
+    with open_trace(trace), IRBuilder():
+        with Tb.prim_func():
+            Tb.func_name(parsed.name)
+            body()
+            # Leave the frame well-formed even though the kernel body was not built.
+            Tb.evaluate(tirx.const(0, "int32"))

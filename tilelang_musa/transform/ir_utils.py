@@ -1,0 +1,140 @@
+"""Small IR helpers shared by the passes (the 0.27 wheel has no stmt_functor: we build on tvm-ffi's
+structural walk/mutate)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+TensorLoad = tvm.ir.expr.TensorLoad
+Var = tvm.ir.expr.Var
+
+
+def substitute(node: Any, vmap: dict) -> Any:
+    """Replace the Vars in `vmap` (by identity) inside an expression or statement."""
+    if not vmap:
+        return node
+    return tvm_ffi.structural_mutate(node, [(Var, lambda v, m: vmap.get(v, v))])
+
+
+def is_buffer(value: Any) -> bool:
+    return isinstance(value, Var) and isinstance(value.ty, tirx.BufferType)
+
+
+def scope_of(buffer: Var) -> str:
+    return str(buffer.ty.storage_scope)
+
+
+def dtype_bytes(dtype: Any) -> int:
+    dt = tvm.runtime.DataType(str(dtype))
+    return max(1, dt.bits * dt.lanes // 8)
+
+
+@dataclass(frozen=True)
+class Access:
+    buffer: Var
+    indices: tuple
+    is_store: bool
+
+
+def collect_accesses(node: Any) -> list[Access]:
+    """Every buffer load and store inside `node`, in walk order."""
+    out: list[Access] = []
+
+    def on_load(n):
+        out.append(Access(n.source, tuple(n.indices), False))
+
+    def on_store(n):
+        out.append(Access(n.buffer, tuple(n.indices), True))
+
+    tvm_ffi.structural_walk(node, [(TensorLoad, on_load), (tirx.BufferStore, on_store)], order="pre")
+    return out
+
+
+def flat_index(buffer: Var, indices: Iterable[Any]) -> Any:
+    """Row-major linear element index of `indices` into `buffer` (compact layout)."""
+    shape = list(buffer.ty.shape)
+    indices = list(indices)
+    flat = indices[0] if indices else tirx.const(0, "int32")
+    for extent, index in zip(shape[1:], indices[1:]):
+        flat = flat * extent + index
+    return flat
+
+
+def buffer_size(buffer: Var) -> Any:
+    size = tirx.const(1, "int32")
+    for extent in buffer.ty.shape:
+        size = size * extent
+    return size
+
+
+def as_int(expr: Any) -> int | None:
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    return None
+
+
+def seq(stmts: list[Any]) -> Any:
+    stmts = [s for s in stmts if s is not None]
+    if len(stmts) == 1:
+        return stmts[0]
+    return tirx.SeqStmt(stmts)
+
+
+@dataclass
+class ThreadInfo:
+    """The launch of a kernel: thread/block IterVar vars and their extents, by tag."""
+
+    vars: dict[str, Var]
+    extents: dict[str, Any]
+
+    @property
+    def num_threads(self) -> int:
+        total = 1
+        for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+            total *= as_int(self.extents.get(tag, 1)) or 1
+        return total
+
+    def linear_thread_id(self) -> Any:
+        """threadIdx.x + threadIdx.y * X + threadIdx.z * X * Y (only the launched dims)."""
+        out = None
+        stride = 1
+        for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+            if tag not in self.vars:
+                continue
+            term = self.vars[tag] if stride == 1 else self.vars[tag] * stride
+            out = term if out is None else out + term
+            stride *= as_int(self.extents[tag])
+        return out if out is not None else tirx.const(0, "int32")
+
+
+def thread_info(func: tirx.PrimFunc) -> ThreadInfo:
+    vars_: dict[str, Var] = {}
+    extents: dict[str, Any] = {}
+
+    def on_attr(node):
+        if node.attr_key == "thread_extent":
+            tag = str(node.node.thread_tag)
+            vars_[tag] = node.node.var
+            extents[tag] = node.value
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, on_attr)], order="pre")
+    return ThreadInfo(vars_, extents)
+
+
+def loc_of(node: Any):
+    """The SourceLoc recorded on a loop or tile op by the frontend, if any."""
+    from ..errors import SourceLoc
+
+    ann = getattr(node, "annotations", None)
+    if ann is not None and "tl.loc" in ann:
+        text = str(ann["tl.loc"])
+        filename, line, col = text.rsplit(":", 2)
+        return SourceLoc(filename, int(line), int(col))
+    return None

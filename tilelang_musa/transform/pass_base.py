@@ -1,0 +1,32 @@
+"""Wrapping our Python passes as TVM passes without losing our error types.
+
+A Python exception raised inside a pass (often inside a structural-mutate callback) crosses tvm-ffi on
+its way out and arrives as a generic error. `run_pass` re-raises the original TileLangError (with its
+source line and message intact) once the pass has unwound.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from tvm import tirx
+
+from ..errors import TileLangError, take_recent_error
+
+
+def tl_pass(name: str, fn: Callable[[tirx.PrimFunc], tirx.PrimFunc]):
+    """A PrimFunc pass named `tl.<name>` running `fn(func)`."""
+    return tirx.transform.prim_func_pass(lambda func, mod, ctx: fn(func), opt_level=0, name=f"tl.{name}")
+
+
+def run_pass(p: Any, mod: Any) -> Any:
+    take_recent_error()
+    try:
+        return p(mod)
+    except TileLangError:
+        raise
+    except Exception:
+        err = take_recent_error()
+        if err is not None:
+            raise err from None
+        raise

@@ -1,0 +1,50 @@
+"""The ordered lowering pipeline: TileLang PrimFunc -> device PrimFunc ready for the MUSA printer.
+
+Only this file knows the order. Each entry says why it sits where it does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import tvm
+from tvm import tirx
+
+from .partition_parallel_loop import PartitionParallelLoop
+from .pass_base import run_pass
+from .pass_config import PassConfigKey
+from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
+from .safe_memory_access import SafeMemoryAccess
+
+
+def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
+    return [
+        # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
+        PartitionParallelLoop(configs),
+        # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
+        SafeMemoryAccess(configs),
+        # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
+        tirx.transform.FlattenBuffer(),
+        tirx.transform.VectorizeLoop(True),
+        tirx.transform.UnrollLoop(),
+        tirx.transform.StmtSimplify(),
+        # Math intrinsics (T.exp ...) to the MUSA math library names.
+        tirx.transform.LowerIntrin(),
+        # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.
+        PlanDynamicSharedMemory(),
+    ]
+
+
+def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConfigKey, Any],
+          instruments: list[Any] | None = None, dump: Callable[[str, Any], None] | None = None) -> tirx.PrimFunc:
+    """Run the pipeline on one kernel; returns the device PrimFunc."""
+    func = func.with_attr("target", target)
+    mod = tvm.IRModule({str(func.attrs["global_symbol"]): func})
+    with tvm.transform.PassContext(opt_level=3, instruments=instruments or []):
+        with target:
+            for index, p in enumerate(lowering_passes(configs)):
+                mod = run_pass(p, mod)
+                if dump is not None:
+                    dump(f"{index:02d}_{p.info.name}", mod)
+    (result,) = mod.functions.values()
+    return result

@@ -1,0 +1,125 @@
+"""SafeMemoryAccess: guard every global-memory access that may fall outside its tensor.
+
+For each global access whose bounds the analyzer cannot prove from the loop ranges, the thread extents
+and the enclosing conditions, a store is skipped (`if (in_bounds) A[i] = ...`) and a load reads zero
+(`if_then_else(in_bounds, A[i], 0)`). This is what makes `N = 4097` correct for a kernel written for
+multiples of the block size. Inside a vectorized loop a guard on the first lane is used when it is exact
+(the access is contiguous in the lane, V-aligned, and the extent is a multiple of V), so the vector
+access survives; otherwise the guard is per lane and the vectorizer falls back to scalar code.
+`TL_DISABLE_SAFE_MEMORY_ACCESS` turns the pass off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from .ir_utils import TensorLoad, as_int, scope_of, substitute
+from .pass_base import tl_pass
+from .pass_config import PassConfigKey, enabled
+
+
+class _Guarder:
+    def __init__(self):
+        self.ana = tvm.sym.Analyzer()
+        self.vector_loops: list[tuple[Any, int]] = []
+
+    # -- context
+    def on_attr(self, node, mutator):
+        if node.attr_key == "thread_extent":
+            self.ana.bind(node.node.var, tvm.ir.Range(0, node.value))
+        return mutator.default_mutate(node)
+
+    def on_for(self, node, mutator):
+        self.ana.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
+        vectorized = node.kind == tirx.ForKind.VECTORIZED and as_int(node.extent) is not None
+        if vectorized:
+            self.vector_loops.append((node.loop_var, as_int(node.extent)))
+        try:
+            return mutator.default_mutate(node)
+        finally:
+            if vectorized:
+                self.vector_loops.pop()
+
+    def on_if(self, node, mutator):
+        cond = mutator.mutate(node.condition)
+        with self.ana.constraint_scope(cond):
+            then_case = mutator.mutate(node.then_case)
+        else_case = None
+        if node.else_case is not None:
+            with self.ana.constraint_scope(tirx.Not(cond)):
+                else_case = mutator.mutate(node.else_case)
+        return tirx.IfThenElse(cond, then_case, else_case)
+
+    # -- guards
+    def _conditions(self, buffer, indices) -> list[Any]:
+        conds = []
+        for index, extent in zip(indices, buffer.ty.shape):
+            if isinstance(index, tvm.ir.Expr) and isinstance(index.ty, tvm.ir.PrimType) and index.ty.dtype.lanes > 1:
+                return []  # already-vectorized index: handled by whoever built it
+            index = self._first_lane(index, extent)
+            if not self.ana.can_prove(index >= 0):
+                conds.append(index >= 0)
+            if not self.ana.can_prove(index < extent):
+                conds.append(index < extent)
+        return conds
+
+    def _first_lane(self, index, extent):
+        for var, width in self.vector_loops:
+            at_zero = substitute(index, {var: tirx.const(0, "int32")})
+            if at_zero.same_as(index):
+                continue
+            extent_value = as_int(extent)
+            mod = self.ana.modular_set(self.ana.simplify(at_zero))
+            if (extent_value is not None and extent_value % width == 0 and mod.coeff % width == 0
+                    and mod.base % width == 0 and self.ana.can_prove_equal(index - at_zero, var)):
+                index = at_zero
+        return index
+
+    def _guard_loads(self, value, known: list[Any]):
+        def on_load(node, mutator):
+            node = mutator.default_mutate(node)
+            if scope_of(node.source) != "global":
+                return node
+            conds = [c for c in self._conditions(node.source, node.indices)
+                     if not any(tvm_ffi.structural_equal(c, k) for k in known)]
+            if not conds:
+                return node
+            return tirx.if_then_else(_conjunction(conds), node, tirx.const(0, node.ty.dtype))
+
+        return tvm_ffi.structural_mutate(value, [(TensorLoad, on_load)])
+
+    def on_store(self, node, mutator):
+        conds = self._conditions(node.buffer, node.indices) if scope_of(node.buffer) == "global" else []
+        value = self._guard_loads(node.value, conds)
+        store = tirx.BufferStore(node.buffer, value, list(node.indices))
+        return tirx.IfThenElse(_conjunction(conds), store, None) if conds else store
+
+    def on_evaluate(self, node, mutator):
+        return tirx.Evaluate(self._guard_loads(node.value, []))
+
+    def on_bind(self, node, mutator):
+        return tirx.Bind(node.var, self._guard_loads(node.value, []))
+
+
+def _conjunction(conds: list[Any]) -> Any:
+    out = conds[0]
+    for c in conds[1:]:
+        out = tirx.And(out, c)
+    return out
+
+
+def safe_memory_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    g = _Guarder()
+    return tvm_ffi.structural_mutate(func, [
+        (tirx.AttrStmt, g.on_attr), (tirx.For, g.on_for), (tirx.IfThenElse, g.on_if),
+        (tirx.BufferStore, g.on_store), (tirx.Evaluate, g.on_evaluate), (tirx.Bind, g.on_bind),
+    ])
+
+
+def SafeMemoryAccess(configs):  # noqa: N802
+    disabled = enabled(configs, PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS)
+    return tl_pass("SafeMemoryAccess", lambda func: func if disabled else safe_memory_access(func))
