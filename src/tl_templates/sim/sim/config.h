@@ -1,0 +1,76 @@
+/*!
+ * \file tl_templates/sim/sim/config.h
+ * \brief The simulated device: architecture constants chosen by -D__MUSA_ARCH__, and the run-time options read
+ *        from the environment (one validated struct).
+ */
+#pragma once
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#ifndef __MUSA_ARCH__
+#error "tl_templates/sim: compile with -D__MUSA_ARCH__=<210|220|310|320> to choose the simulated MUSA architecture"
+#endif
+#if __MUSA_ARCH__ != 210 && __MUSA_ARCH__ != 220 && __MUSA_ARCH__ != 310 && __MUSA_ARCH__ != 320
+#error "tl_templates/sim: __MUSA_ARCH__ must be 210 (mp_21), 220 (mp_22), 310 (mp_31) or 320 (mp_32)"
+#endif
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+inline constexpr int kArch = __MUSA_ARCH__;
+inline constexpr const char* kArchName =
+    kArch == 210 ? "mp_21" : kArch == 220 ? "mp_22" : kArch == 310 ? "mp_31" : "mp_32";
+// QY (mp_21/22) warps are 128 threads wide, PH1 (mp_31/32) warps 32.
+inline constexpr uint32_t kWarpSize = kArch < 300 ? 128 : 32;
+// A squad is 4 warps of 32 threads: the unit of SQMMA on mp_31.
+inline constexpr uint32_t kSquadSize = 128;
+inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
+inline constexpr uint32_t kMaxBlockDimXY = 1024;
+inline constexpr uint32_t kMaxBlockDimZ = 64;
+inline constexpr uint64_t kMaxGridDimX = 0x7fffffffu;
+inline constexpr uint64_t kMaxGridDimYZ = 65535;
+// Dynamic shared memory a kernel may use without musaFuncSetAttribute, as on the device.
+inline constexpr size_t kDefaultDynamicSmemLimit = 48 * 1024;
+// Opt-in maximum per block. mp_21's figure is not public; it is assumed equal to mp_22's.
+inline constexpr size_t kMaxSmemPerBlock = kArch < 300 ? 73728 : 196608;
+// The dynamic shared buffer is sized for the largest architecture so one layout serves every arch.
+inline constexpr size_t kDynamicSmemCapacity = 196608;
+// Shared memory starts every block filled with this byte: 0xFFFFFFFF is a NaN float, so reads of
+// memory nobody wrote show up in results.
+inline constexpr unsigned char kPoisonByte = 0xFF;
+
+inline constexpr const char* kStackEnvVar = "TILELANG_SIM_STACK_KB";
+inline constexpr size_t kDefaultStackKiB = 64;
+inline constexpr size_t kMinStackKiB = 16;  // printf from a kernel needs a few KiB
+inline constexpr size_t kMaxStackKiB = 65536;
+
+/*! \brief Options of the simulator, read from the environment at every launch so tests can change them. */
+struct SimOptions {
+  size_t stack_bytes = kDefaultStackKiB * 1024;  // per simulated thread, plus one guard page below it
+
+  /*! \brief Parse the environment; on a bad value return false and describe it in `error`. */
+  static bool FromEnv(SimOptions* out, char* error, size_t error_size) {
+    SimOptions opts;
+    const char* text = std::getenv(kStackEnvVar);
+    if (text != nullptr && *text != '\0') {
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long kib = std::strtoull(text, &end, 10);
+      if (errno != 0 || *end != '\0' || text[0] == '-' || kib < kMinStackKiB || kib > kMaxStackKiB) {
+        std::snprintf(error, error_size, "%s='%s' is not a whole number of KiB in [%zu, %zu]", kStackEnvVar, text,
+                      kMinStackKiB, kMaxStackKiB);
+        return false;
+      }
+      opts.stack_bytes = static_cast<size_t>(kib) * 1024;
+    }
+    *out = opts;
+    return true;
+  }
+};
+
+}  // namespace tl_sim
+#pragma GCC visibility pop

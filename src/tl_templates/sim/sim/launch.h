@@ -1,0 +1,218 @@
+/*!
+ * \file tl_templates/sim/sim/launch.h
+ * \brief A kernel launch: validate the configuration, bind the arguments, run every block.
+ *
+ * Blocks are claimed from a shared counter by workers (one OS thread each, with its own fibers and shared memory),
+ * so running them on a pool of threads later only means starting more workers; v1 runs one worker, on the calling
+ * thread, and the launch returns when the grid is done. Per-kernel attributes are the only process-wide mutable
+ * state besides the stack pool, and both are locked.
+ */
+#pragma once
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "config.h"
+#include "fiber.h"
+#include "runtime_types.h"
+#include "scheduler.h"
+#include "shared_memory.h"
+#include "thread_state.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+/*! \brief Opt-in limits set with musaFuncSetAttribute, keyed by the kernel's address. Thread-safe. */
+class KernelAttributes {
+ public:
+  void SetMaxDynamicSmem(const void* fn, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& entry : limits_) {
+      if (entry.first == fn) {
+        entry.second = bytes;
+        return;
+      }
+    }
+    limits_.emplace_back(fn, bytes);
+  }
+  size_t MaxDynamicSmem(const void* fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& entry : limits_)
+      if (entry.first == fn) return entry.second;
+    return kDefaultDynamicSmemLimit;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<const void*, size_t>> limits_;
+};
+
+inline KernelAttributes& GlobalKernelAttributes() {
+  static KernelAttributes attributes;
+  return attributes;
+}
+
+/*! \brief The kernel's symbol name (kernels are exported extern "C" functions), or its address. */
+inline const char* KernelName(const void* fn, char* buf, size_t size) {
+  Dl_info info;
+  if (dladdr(fn, &info) != 0 && info.dli_sname != nullptr && info.dli_saddr == fn) return info.dli_sname;
+  std::snprintf(buf, size, "<kernel at %p>", fn);
+  return buf;
+}
+
+/*! \brief The blocks of one launch, claimed by index by any number of workers; the lowest failing block wins. */
+struct GridWork {
+  KernelCall kernel;
+  dim3 grid;
+  dim3 block;
+  size_t dynamic_smem;
+  size_t stack_bytes;
+  uint64_t total_blocks;
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  uint64_t failed_block = UINT64_MAX;
+  musaError_t code = musaSuccess;
+  char message[1024] = {};
+
+  void Record(uint64_t block_id, musaError_t error, const char* text) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (block_id < failed_block) {
+      failed_block = block_id;
+      code = error;
+      std::snprintf(message, sizeof(message), "%s", text);
+    }
+    failed.store(true);
+  }
+};
+
+/*! \brief One worker: run blocks of `work` on this OS thread until the grid is exhausted or a block fails. */
+inline void RunBlocks(GridWork& work) {
+  const uint32_t threads = work.block.x * work.block.y * work.block.z;
+  char error[256];
+  StackSet* stacks = GlobalStackPool().Acquire(threads, work.stack_bytes, error, sizeof(error));
+  if (stacks == nullptr) {
+    work.Record(0, musaErrorMemoryAllocation, error);
+    return;
+  }
+  OsThreadState& t = g_thread;
+  t.block_dim = work.block;
+  t.grid_dim = work.grid;
+  {
+    BlockRunner runner(work.kernel, work.block, stacks);
+    const uint64_t gx = work.grid.x, gy = work.grid.y;
+    while (!work.failed.load(std::memory_order_relaxed)) {
+      const uint64_t id = work.next.fetch_add(1, std::memory_order_relaxed);
+      if (id >= work.total_blocks) break;
+      PoisonSharedMemory(work.dynamic_smem);
+      const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
+                      static_cast<unsigned>(id / (gx * gy))};
+      if (!runner.Run(idx)) {
+        work.Record(id, runner.error_code(), runner.error_message());
+        break;
+      }
+    }
+  }
+  GlobalStackPool().Release(stacks);
+}
+
+/*! \brief Record a launch error as "kernel <name>: <message>" (the name is looked up only on failure). */
+__attribute__((format(printf, 3, 4))) inline musaError_t LaunchError(const void* fn, musaError_t code,
+                                                                      const char* fmt, ...) {
+  char message[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(message, sizeof(message), fmt, ap);
+  va_end(ap);
+  char name_buf[48];
+  return SetError(code, "kernel %s: %s", KernelName(fn, name_buf, sizeof(name_buf)), message);
+}
+
+/*! \brief Launch `call` (the kernel at `fn` with bound arguments) over `grid` x `block`. */
+inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block, size_t dynamic_smem) {
+  if (g_thread.block != nullptr)
+    return LaunchError(fn, musaErrorNotSupported, "launching a kernel from device code is not modelled");
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY ||
+      block.z > kMaxBlockDimZ || threads > kMaxThreadsPerBlock)
+    return LaunchError(fn, musaErrorInvalidConfiguration,
+                       "block (%u,%u,%u) is invalid: each extent must be >= 1, x and y <= %u, z <= %u, and "
+                       "x*y*z <= %u threads",
+                       block.x, block.y, block.z, kMaxBlockDimXY, kMaxBlockDimZ, kMaxThreadsPerBlock);
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > kMaxGridDimX || grid.y > kMaxGridDimYZ ||
+      grid.z > kMaxGridDimYZ)
+    return LaunchError(fn, musaErrorInvalidConfiguration,
+                       "grid (%u,%u,%u) is invalid: each extent must be >= 1, x <= %llu, y and z <= %llu", grid.x,
+                       grid.y, grid.z, static_cast<unsigned long long>(kMaxGridDimX),
+                       static_cast<unsigned long long>(kMaxGridDimYZ));
+  if (dynamic_smem > kMaxSmemPerBlock)
+    return LaunchError(fn, musaErrorInvalidValue,
+                       "%zu bytes of dynamic shared memory requested; %s allows at most %zu bytes per block",
+                       dynamic_smem, kArchName, kMaxSmemPerBlock);
+  const size_t limit = GlobalKernelAttributes().MaxDynamicSmem(fn);
+  if (dynamic_smem > limit)
+    return LaunchError(fn, musaErrorInvalidValue,
+                       "%zu bytes of dynamic shared memory requested, above the kernel's limit of %zu bytes; raise "
+                       "it first with musaFuncSetAttribute(kernel, musaFuncAttributeMaxDynamicSharedMemorySize, %zu)",
+                       dynamic_smem, limit, dynamic_smem);
+  SimOptions options;
+  char error[256];
+  if (!SimOptions::FromEnv(&options, error, sizeof(error))) return LaunchError(fn, musaErrorInvalidValue, "%s", error);
+
+  GridWork work;
+  work.kernel = call;
+  work.grid = grid;
+  work.block = block;
+  work.dynamic_smem = dynamic_smem;
+  work.stack_bytes = options.stack_bytes;
+  work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
+  RunBlocks(work);  // v1: the calling thread is the only worker
+  if (work.code != musaSuccess) return LaunchError(fn, work.code, "%s", work.message);
+  return musaSuccess;
+}
+
+/*! \brief A kernel with a copy of its arguments; every simulated thread calls it with those values. */
+template <class... Params>
+struct BoundKernel {
+  void (*fn)(Params...);
+  std::tuple<std::decay_t<Params>...> args;
+
+  static void Invoke(const void* self) {
+    const auto& b = *static_cast<const BoundKernel*>(self);
+    std::apply(b.fn, b.args);
+  }
+};
+
+template <class... Params, size_t... I>
+std::tuple<std::decay_t<Params>...> UnpackArgs(void** args, std::index_sequence<I...>) {
+  return std::tuple<std::decay_t<Params>...>(*static_cast<std::decay_t<Params>*>(args[I])...);
+}
+
+/*! \brief musaLaunchKernel for a typed kernel pointer: args[i] points at the value of parameter i. */
+template <class... Params>
+musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void** args, size_t dynamic_smem) {
+  const void* fn = reinterpret_cast<const void*>(kernel);
+  if (kernel == nullptr) return SetError(musaErrorInvalidDeviceFunction, "musaLaunchKernel: the kernel is null");
+  if (sizeof...(Params) > 0) {
+    if (args == nullptr)
+      return LaunchError(fn, musaErrorInvalidValue, "args is null but the kernel takes %zu parameters",
+                         sizeof...(Params));
+    for (size_t i = 0; i < sizeof...(Params); ++i)
+      if (args[i] == nullptr) return LaunchError(fn, musaErrorInvalidValue, "args[%zu] is null", i);
+  }
+  BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
+  return Launch(fn, KernelCall{&BoundKernel<Params...>::Invoke, &bound}, grid, block, dynamic_smem);
+}
+
+}  // namespace tl_sim
+#pragma GCC visibility pop

@@ -1,0 +1,455 @@
+/*!
+ * \file tl_templates/sim/sim/scheduler.h
+ * \brief Runs one block: each thread is a fiber, and threads meet through collective rendezvous.
+ *
+ * The fibers of a block run cooperatively on one OS thread in a deterministic order: thread 0 first, each runs
+ * until it waits or exits, then the next ready one (FIFO). Everything that synchronises threads is one mechanism,
+ * a *rendezvous* of a set of threads within a group (the block, a warp, a squad of 4 warps): each participant
+ * deposits a payload and waits; the last to arrive runs the collective's exchange, which writes every participant's
+ * result, and wakes the others. `__syncthreads` is a rendezvous of the whole block with no payload; a warp shuffle
+ * one of the lanes named by its mask. Later: squad-wide SQMMA, async barriers and async copies completing at
+ * their wait are further collectives of the same kind.
+ *
+ * Stricter than hardware, and never a hang: threads of a group reaching different collectives, a mask naming a
+ * thread that has exited, a thread exiting while others wait for it, and a state where no thread can proceed
+ * all abort the block with a message naming the block, the thread, the collectives and their source lines.
+ */
+#pragma once
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "config.h"
+#include "fiber.h"
+#include "thread_state.h"
+#include "vector_types.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+/*! \brief A set of threads of one group, by index relative to the group's first thread. */
+class ThreadSet {
+ public:
+  static constexpr uint32_t kWords = kMaxThreadsPerBlock / 64;
+
+  ThreadSet() { Clear(); }
+  void Clear() { std::memset(words_, 0, sizeof(words_)); }
+  void Set(uint32_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
+  void SetWord(uint32_t w, uint64_t bits) { words_[w] = bits; }
+  bool Test(uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
+  uint32_t Count() const {
+    uint32_t n = 0;
+    for (uint64_t w : words_) n += static_cast<uint32_t>(__builtin_popcountll(w));
+    return n;
+  }
+  bool Intersects(const ThreadSet& o) const {
+    for (uint32_t i = 0; i < kWords; ++i)
+      if (words_[i] & o.words_[i]) return true;
+    return false;
+  }
+  bool operator==(const ThreadSet& o) const { return std::memcmp(words_, o.words_, sizeof(words_)) == 0; }
+  /*! \brief Call f(i) for each member, in increasing order. */
+  template <class F>
+  void ForEach(F&& f) const {
+    for (uint32_t w = 0; w < kWords; ++w) {
+      for (uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
+        f(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
+    }
+  }
+
+ private:
+  uint64_t words_[kWords];
+};
+
+enum class Group : uint8_t { kBlock = 0, kWarp = 1, kSquad = 2 };
+inline constexpr int kNumGroupKinds = 3;
+
+class BlockRunner;
+struct Rendezvous;
+
+/*! \brief What a rendezvous does once every participant has arrived. */
+struct Collective {
+  const char* name;                                    // as the kernel wrote it, for messages
+  void (*exchange)(BlockRunner& block, Rendezvous& rv);  // writes each participant's slot.out; null: pure barrier
+};
+
+/*! \brief A participant's payload: its value and per-thread arguments in, its result out. */
+struct CollectiveSlot {
+  uint64_t in = 0;
+  int32_t arg = 0;
+  int32_t width = 0;
+  uint64_t out = 0;
+};
+
+/*! \brief One pending instance of a collective over a set of threads of one group. */
+struct Rendezvous {
+  const Collective* op = nullptr;
+  Group group = Group::kBlock;
+  uint32_t group_index = 0;
+  uint32_t base = 0;  // linear id of the group's first thread
+  ThreadSet members;  // who must arrive
+  ThreadSet arrived;
+  uint32_t expected = 0;
+  uint32_t count = 0;
+  const char* file = "";  // where the first participant arrived
+  int line = 0;
+  Rendezvous* next = nullptr;  // in the group's list of pending rendezvous, or the free list
+};
+
+enum class FiberState : uint8_t { kReady, kRunning, kWaiting, kExited };
+
+/*! \brief A simulated thread of the running block. */
+struct Fiber {
+  FiberContext ctx;
+  BlockRunner* block = nullptr;
+  uint3 idx{0, 0, 0};
+  uint32_t linear = 0;  // x + y * blockDim.x + z * blockDim.x * blockDim.y
+  FiberState state = FiberState::kReady;
+  Rendezvous* waiting_on = nullptr;
+  CollectiveSlot slot;
+  uint32_t activemask_calls = 0;  // see __activemask (warp.h)
+};
+
+/*! \brief The kernel with its bound arguments, type-erased. */
+struct KernelCall {
+  void (*invoke)(const void* bound);
+  const void* bound;
+};
+
+inline const char* SourceName(const char* file) {
+  const char* slash = std::strrchr(file, '/');
+  return slash != nullptr ? slash + 1 : file;
+}
+
+/*! \brief Runs the blocks of one launch on the calling OS thread, one after another, reusing its fibers. */
+class BlockRunner {
+ public:
+  BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks)
+      : kernel_(kernel),
+        stacks_(stacks),
+        n_(block_dim.x * block_dim.y * block_dim.z),
+        fibers_(n_),
+        ready_(n_),
+        rendezvous_(n_ + 1) {  // each pending rendezvous has a waiting thread, plus the one being completed
+    for (uint32_t i = 0; i < n_; ++i) {
+      Fiber& f = fibers_[i];
+      f.block = this;
+      f.linear = i;
+      f.idx = uint3{i % block_dim.x, (i / block_dim.x) % block_dim.y, i / (block_dim.x * block_dim.y)};
+      all_.Set(i);
+    }
+    for (int g = 0; g < kNumGroupKinds; ++g) {
+      uint32_t size = GroupSize(static_cast<Group>(g));
+      heads_[g].assign((n_ + size - 1) / size, nullptr);
+    }
+  }
+  BlockRunner(const BlockRunner&) = delete;
+  BlockRunner& operator=(const BlockRunner&) = delete;
+
+  /*! \brief Run block `block_idx` to completion. False on error; error_code()/error_message() describe it. */
+  bool Run(uint3 block_idx) {
+    OsThreadState& t = g_thread;
+    t.block_idx = block_idx;
+    block_idx_ = block_idx;
+    aborted_ = false;
+    code_ = musaSuccess;
+    message_[0] = '\0';
+    live_ = n_;
+    ready_head_ = ready_size_ = 0;
+    free_ = nullptr;
+    for (Rendezvous& rv : rendezvous_) {
+      rv.next = free_;
+      free_ = &rv;
+    }
+    for (auto& heads : heads_) std::fill(heads.begin(), heads.end(), nullptr);
+    const size_t usable = stacks_->stride - stacks_->guard_bytes;
+    for (uint32_t i = 0; i < n_; ++i) {
+      Fiber& f = fibers_[i];
+      f.state = FiberState::kReady;
+      f.waiting_on = nullptr;
+      f.activemask_calls = 0;
+      PrepareContext(&f.ctx, stacks_->StackLow(i), usable, &FiberMain, &f);
+      Push(f);
+    }
+    t.block = this;
+    Fiber* first = Pop();
+    Activate(*first);
+    SwitchContext(&scheduler_, &first->ctx);
+    // Back on the OS thread's own stack: every thread exited, or none can proceed, or one failed.
+    t.block = nullptr;
+    t.fiber = nullptr;
+    if (aborted_) return false;
+    if (live_ > 0) {
+      DescribeDeadlock();
+      return false;
+    }
+    return true;
+  }
+
+  musaError_t error_code() const { return code_; }
+  const char* error_message() const { return message_; }
+
+  uint32_t thread_count() const { return n_; }
+  const ThreadSet& all_threads() const { return all_; }
+  Fiber& fiber(uint32_t linear) { return fibers_[linear]; }
+  Fiber& current() { return *g_thread.fiber; }
+
+  uint32_t GroupSize(Group g) const { return g == Group::kBlock ? n_ : g == Group::kWarp ? kWarpSize : kSquadSize; }
+  uint32_t GroupIndex(Group g, uint32_t linear) const { return g == Group::kBlock ? 0 : linear / GroupSize(g); }
+  uint32_t GroupBase(Group g, uint32_t index) const { return index * GroupSize(g); }
+  /*! \brief How many threads group `index` really has (the last warp of a block may be partial). */
+  uint32_t GroupExtent(Group g, uint32_t index) const {
+    uint32_t base = GroupBase(g, index);
+    return n_ - base < GroupSize(g) ? n_ - base : GroupSize(g);
+  }
+
+  /*!
+   * \brief The running thread joins the rendezvous of `op` over `members` (relative to its group of kind `g`),
+   *        waits until all members have arrived, and returns what the exchange wrote for it.
+   */
+  uint64_t Arrive(const Collective& op, Group g, const ThreadSet& members, CollectiveSlot in, const char* file,
+                  int line) {
+    Fiber& self = current();
+    const uint32_t index = GroupIndex(g, self.linear);
+    const uint32_t base = GroupBase(g, index);
+    const uint32_t me = self.linear - base;
+    if (!members.Test(me))
+      Fail(musaErrorLaunchFailure, "%s (%s:%d): the calling thread is not in its own participant mask", op.name,
+           SourceName(file), line);
+    Rendezvous* rv = nullptr;
+    for (Rendezvous* r = heads_[static_cast<int>(g)][index]; r != nullptr; r = r->next) {
+      if (r->members.Test(me)) {
+        rv = r;
+        break;
+      }
+      if (r->members.Intersects(members))
+        Fail(musaErrorLaunchFailure,
+             "%s (%s:%d) names threads of %s that wait at %s (%s:%d) over a different set of threads", op.name,
+             SourceName(file), line, GroupName(g, index), r->op->name, SourceName(r->file), r->line);
+    }
+    if (rv == nullptr) {
+      rv = Open(op, g, index, base, members, file, line);
+    } else if (rv->op != &op) {
+      Fail(musaErrorLaunchFailure,
+           "divergent collective: this thread reaches %s (%s:%d) while %u of %u threads of %s wait at %s (%s:%d)",
+           op.name, SourceName(file), line, rv->count, rv->expected, GroupName(g, index), rv->op->name,
+           SourceName(rv->file), rv->line);
+    } else if (!(rv->members == members)) {
+      Fail(musaErrorLaunchFailure, "%s (%s:%d): threads of %s disagree on the set of participating threads",
+           op.name, SourceName(file), line, GroupName(g, index));
+    }
+    self.slot = in;
+    rv->arrived.Set(me);
+    if (++rv->count == rv->expected) {
+      if (op.exchange != nullptr) op.exchange(*this, *rv);
+      rv->members.ForEach([&](uint32_t i) {
+        if (i == me) return;
+        Fiber& f = fibers_[base + i];
+        f.state = FiberState::kReady;
+        f.waiting_on = nullptr;
+        Push(f);
+      });
+      Close(rv);
+      return self.slot.out;
+    }
+    self.state = FiberState::kWaiting;
+    self.waiting_on = rv;
+    Suspend(self);
+    return self.slot.out;
+  }
+
+  /*! \brief Abort the block from the running thread: record the error and return to the scheduler for good. */
+  [[noreturn]] __attribute__((format(printf, 3, 4))) void Fail(musaError_t code, const char* fmt, ...) {
+    Fiber& self = current();
+    int k = std::snprintf(message_, sizeof(message_), "block (%u,%u,%u), thread (%u,%u,%u): ", block_idx_.x,
+                          block_idx_.y, block_idx_.z, self.idx.x, self.idx.y, self.idx.z);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(message_ + k, sizeof(message_) - static_cast<size_t>(k), fmt, ap);
+    va_end(ap);
+    code_ = code;
+    aborted_ = true;
+    SwitchContext(&self.ctx, &scheduler_);
+    __builtin_unreachable();  // an aborted block's fibers are never resumed
+  }
+
+ private:
+  static void FiberMain(void* arg) {
+    Fiber& f = *static_cast<Fiber*>(arg);
+    BlockRunner& b = *f.block;
+#if defined(__cpp_exceptions)
+    bool threw = false;
+    try {
+      b.kernel_.invoke(b.kernel_.bound);
+    } catch (...) {
+      threw = true;  // fail outside the handler: switching stacks inside one would corrupt the EH state
+    }
+    if (threw) b.Fail(musaErrorLaunchFailure, "the kernel threw a C++ exception");
+#else
+    b.kernel_.invoke(b.kernel_.bound);
+#endif
+    b.OnExit(f);
+  }
+
+  [[noreturn]] void OnExit(Fiber& self) {
+    self.state = FiberState::kExited;
+    --live_;
+    for (int g = 0; g < kNumGroupKinds; ++g) {
+      const uint32_t index = GroupIndex(static_cast<Group>(g), self.linear);
+      for (Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
+        if (r->members.Test(self.linear - r->base))
+          Fail(musaErrorLaunchFailure,
+               "divergent %s: this thread exited while %u of %u threads of %s wait at %s (%s:%d)", r->op->name,
+               r->count, r->expected, GroupName(r->group, r->group_index), r->op->name, SourceName(r->file), r->line);
+      }
+    }
+    Suspend(self);
+    __builtin_unreachable();  // an exited fiber is never resumed
+  }
+
+  Rendezvous* Open(const Collective& op, Group g, uint32_t index, uint32_t base, const ThreadSet& members,
+                   const char* file, int line) {
+    members.ForEach([&](uint32_t i) {
+      if (base + i >= n_)
+        Fail(musaErrorLaunchFailure, "%s (%s:%d) names thread %u of %s, which does not exist", op.name,
+             SourceName(file), line, i, GroupName(g, index));
+      const Fiber& f = fibers_[base + i];
+      if (f.state == FiberState::kExited)
+        Fail(musaErrorLaunchFailure, "divergent %s (%s:%d): thread (%u,%u,%u) of %s has exited and can never arrive",
+             op.name, SourceName(file), line, f.idx.x, f.idx.y, f.idx.z, GroupName(g, index));
+    });
+    Rendezvous* rv = free_;
+    free_ = rv->next;
+    rv->op = &op;
+    rv->group = g;
+    rv->group_index = index;
+    rv->base = base;
+    rv->members = members;
+    rv->arrived.Clear();
+    rv->expected = members.Count();
+    rv->count = 0;
+    rv->file = file;
+    rv->line = line;
+    rv->next = heads_[static_cast<int>(g)][index];
+    heads_[static_cast<int>(g)][index] = rv;
+    return rv;
+  }
+
+  void Close(Rendezvous* rv) {
+    Rendezvous** link = &heads_[static_cast<int>(rv->group)][rv->group_index];
+    while (*link != rv) link = &(*link)->next;
+    *link = rv->next;
+    rv->next = free_;
+    free_ = rv;
+  }
+
+  void Push(Fiber& f) {
+    ready_[(ready_head_ + ready_size_) % n_] = f.linear;
+    ++ready_size_;
+  }
+  Fiber* Pop() {
+    if (ready_size_ == 0) return nullptr;
+    Fiber* f = &fibers_[ready_[ready_head_]];
+    ready_head_ = (ready_head_ + 1) % n_;
+    --ready_size_;
+    return f;
+  }
+  void Activate(Fiber& f) {
+    f.state = FiberState::kRunning;
+    g_thread.fiber = &f;
+    g_thread.thread_idx = f.idx;
+  }
+  /*! \brief Hand the OS thread to the next ready fiber, or back to the scheduler if none is ready. */
+  void Suspend(Fiber& self) {
+    Fiber* next = Pop();
+    if (next != nullptr) {
+      Activate(*next);
+      SwitchContext(&self.ctx, &next->ctx);
+    } else {
+      SwitchContext(&self.ctx, &scheduler_);
+    }
+  }
+
+  const char* GroupName(Group g, uint32_t index) {
+    if (g == Group::kBlock) return "the block";
+    std::snprintf(group_name_, sizeof(group_name_), "%s %u", g == Group::kWarp ? "warp" : "squad", index);
+    return group_name_;
+  }
+
+  /*! \brief Append to the error message, truncating at its end. */
+  __attribute__((format(printf, 2, 3))) void Append(const char* fmt, ...) {
+    const size_t used = std::strlen(message_);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(message_ + used, sizeof(message_) - used, fmt, ap);
+    va_end(ap);
+  }
+
+  /*! \brief Every live thread waits: name up to three pending rendezvous and, for each, a thread it lacks. */
+  void DescribeDeadlock() {
+    code_ = musaErrorLaunchFailure;
+    message_[0] = '\0';
+    Append("block (%u,%u,%u): deadlock, no thread can proceed:", block_idx_.x, block_idx_.y, block_idx_.z);
+    int shown = 0, more = 0;
+    for (int g = 0; g < kNumGroupKinds; ++g) {
+      for (uint32_t index = 0; index < heads_[g].size(); ++index) {
+        for (const Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
+          if (shown == 3) {
+            ++more;
+            continue;
+          }
+          ++shown;
+          Append(" %u of %u threads of %s wait at %s (%s:%d)", r->count, r->expected, GroupName(r->group, index),
+                 r->op->name, SourceName(r->file), r->line);
+          const Fiber* missing = nullptr;
+          r->members.ForEach([&](uint32_t i) {
+            if (missing == nullptr && !r->arrived.Test(i)) missing = &fibers_[r->base + i];
+          });
+          // Open() and OnExit() rule out exited members, so a missing thread waits elsewhere.
+          if (missing != nullptr && missing->waiting_on != nullptr) {
+            const Rendezvous* w = missing->waiting_on;
+            Append(", while thread (%u,%u,%u) waits at %s (%s:%d)", missing->idx.x, missing->idx.y, missing->idx.z,
+                   w->op->name, SourceName(w->file), w->line);
+          }
+          Append(";");
+        }
+      }
+    }
+    if (more > 0) Append(" and %d more", more);
+  }
+
+  KernelCall kernel_;
+  const StackSet* stacks_;
+  uint32_t n_;
+  std::vector<Fiber> fibers_;
+  std::vector<uint32_t> ready_;  // FIFO ring of fiber ids
+  uint32_t ready_head_ = 0, ready_size_ = 0;
+  std::vector<Rendezvous> rendezvous_;
+  Rendezvous* free_ = nullptr;
+  std::vector<Rendezvous*> heads_[kNumGroupKinds];  // pending rendezvous per group instance
+  ThreadSet all_;
+  FiberContext scheduler_;  // the OS thread's own stack while fibers run
+  uint3 block_idx_{0, 0, 0};
+  uint32_t live_ = 0;
+  bool aborted_ = false;
+  musaError_t code_ = musaSuccess;
+  char message_[900];
+  char group_name_[32];
+};
+
+/*! \brief The block the calling code runs in; calling a device collective from host code is a fatal usage error. */
+inline BlockRunner& CurrentBlock(const char* what) {
+  if (g_thread.block == nullptr || g_thread.fiber == nullptr) {
+    std::fprintf(stderr, "tl_sim: %s called outside a kernel launched with musaLaunchKernel\n", what);
+    std::abort();
+  }
+  return *g_thread.block;
+}
+
+}  // namespace tl_sim
+#pragma GCC visibility pop

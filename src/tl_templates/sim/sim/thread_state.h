@@ -1,0 +1,60 @@
+/*!
+ * \file tl_templates/sim/sim/thread_state.h
+ * \brief Everything the simulator keeps per OS thread, in ONE thread_local struct.
+ *
+ * Invariant relied on by shared_memory.h: this struct is the only simulator state in thread-local storage, so every
+ * other thread_local object of the kernel's library is `__shared__` memory and may be poisoned per block.
+ * The struct must stay constant-initialised (no TLS guard variables, no constructors run per thread).
+ */
+#pragma once
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdio>
+
+#include "runtime_types.h"
+#include "vector_types.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+class BlockRunner;
+struct Fiber;
+
+struct OsThreadState {
+  // What kernel code reads as threadIdx / blockIdx / blockDim / gridDim. thread_idx is rewritten at every fiber
+  // switch, the others when this OS thread starts a launch or a block.
+  uint3 thread_idx{0, 0, 0};
+  uint3 block_idx{0, 0, 0};
+  dim3 block_dim{1, 1, 1};
+  dim3 grid_dim{1, 1, 1};
+  BlockRunner* block = nullptr;  // the block this OS thread is running, null outside kernels
+  Fiber* fiber = nullptr;        // the running simulated thread
+
+  // Host-side error state of the runtime API (per host thread, as in MUSA).
+  musaError_t last_error = musaSuccess;
+  musaError_t detail_code = musaSuccess;  // the code `detail` explains
+  char detail[1024] = {};
+
+  // This thread's instance of the library's TLS block (located once, see shared_memory.h).
+  unsigned char* tls_begin = nullptr;
+  size_t tls_size = 0;
+  bool tls_located = false;
+};
+
+inline thread_local OsThreadState g_thread;
+
+/*! \brief Record `code` with a detailed message as this host thread's last error and return the code. */
+__attribute__((format(printf, 2, 3))) inline musaError_t SetError(musaError_t code, const char* fmt, ...) {
+  OsThreadState& t = g_thread;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(t.detail, sizeof(t.detail), fmt, ap);
+  va_end(ap);
+  t.detail_code = code;
+  t.last_error = code;
+  return code;
+}
+
+}  // namespace tl_sim
+#pragma GCC visibility pop

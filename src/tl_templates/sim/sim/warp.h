@@ -1,0 +1,184 @@
+/*!
+ * \file tl_templates/sim/sim/warp.h
+ * \brief Warp collectives: shuffles, votes, __syncwarp and __activemask, as rendezvous of the lanes in the mask.
+ *
+ * Shuffles follow CUDA's width-segment semantics generalised to the arch's warp size W (32 on mp_31, 128 on mp_22;
+ * MUSA_LAYOUTS.md section 7): lane offsets and xor masks are taken modulo W, `width` must be a power of two in
+ * [1, W], a lane whose source falls past its segment (up/down/xor) keeps its own value, and xor may read earlier
+ * segments. Masks are 32 bits: on 128-lane warps bit i names lanes i, i+32, i+64 and i+96 [I]. Lanes that do not
+ * exist (a partial last warp) are dropped from the mask. Reading a lane that exists but is not in the mask is
+ * undefined on the device; here it returns all-one bits (NaN for floats) so the mistake shows.
+ */
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "builtins.h"
+#include "config.h"
+#include "scheduler.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+/*! \brief The lanes of `warp` named by `mask`, relative to the warp's first thread. */
+inline ThreadSet WarpLanes(BlockRunner& block, uint32_t warp, unsigned mask) {
+  static_assert(kWarpSize % 32 == 0 && kWarpSize <= 128, "warps are 32 or 128 lanes");
+  ThreadSet lanes;
+  const uint32_t extent = block.GroupExtent(Group::kWarp, warp);
+  const uint64_t replicated = uint64_t{mask} | (uint64_t{mask} << 32);
+  for (uint32_t w = 0; w * 64 < extent; ++w) {
+    const uint32_t valid = extent - w * 64;  // lanes of this 64-lane word that exist
+    lanes.SetWord(w, valid >= 64 ? replicated : replicated & ((uint64_t{1} << valid) - 1));
+  }
+  return lanes;
+}
+
+enum class ShuffleMode { kIdx, kUp, kDown, kXor };
+
+/*! \brief The PTX shfl rule: source lane and whether it is inside the caller's reach (else the own value). */
+template <ShuffleMode kMode>
+void ExchangeShuffle(BlockRunner& block, Rendezvous& rv) {
+  rv.members.ForEach([&](uint32_t lane) {
+    CollectiveSlot& s = block.fiber(rv.base + lane).slot;
+    const uint32_t width = static_cast<uint32_t>(s.width);
+    const uint32_t b = static_cast<uint32_t>(s.arg) & (kWarpSize - 1);
+    const uint32_t segment_start = lane & ~(width - 1);
+    const uint32_t segment_last = segment_start + width - 1;
+    uint32_t src = lane;
+    if constexpr (kMode == ShuffleMode::kIdx) {
+      src = segment_start | (b & (width - 1));
+    } else if constexpr (kMode == ShuffleMode::kUp) {
+      if (lane >= b && lane - b >= segment_start) src = lane - b;
+    } else if constexpr (kMode == ShuffleMode::kDown) {
+      if (lane + b <= segment_last) src = lane + b;
+    } else {
+      if ((lane ^ b) <= segment_last) src = lane ^ b;
+    }
+    s.out = rv.members.Test(src) ? block.fiber(rv.base + src).slot.in : ~uint64_t{0};
+  });
+}
+
+inline constexpr Collective kShflIdx{"__shfl_sync", &ExchangeShuffle<ShuffleMode::kIdx>};
+inline constexpr Collective kShflUp{"__shfl_up_sync", &ExchangeShuffle<ShuffleMode::kUp>};
+inline constexpr Collective kShflDown{"__shfl_down_sync", &ExchangeShuffle<ShuffleMode::kDown>};
+inline constexpr Collective kShflXor{"__shfl_xor_sync", &ExchangeShuffle<ShuffleMode::kXor>};
+
+/*! \brief Votes: slot.in is the predicate; slot.arg 0 = any, 1 = all, 2 = ballot. */
+inline void ExchangeVote(BlockRunner& block, Rendezvous& rv) {
+  uint64_t ballot = 0;
+  uint32_t count = 0;
+  rv.members.ForEach([&](uint32_t lane) {
+    if (block.fiber(rv.base + lane).slot.in != 0) {
+      ballot |= uint64_t{1} << (lane & 63);
+      ++count;
+    }
+  });
+  rv.members.ForEach([&](uint32_t lane) {
+    CollectiveSlot& s = block.fiber(rv.base + lane).slot;
+    s.out = s.arg == 0 ? (count != 0) : s.arg == 1 ? (count == rv.expected) : ballot;
+  });
+}
+
+inline constexpr Collective kAnySync{"__any_sync", &ExchangeVote};
+inline constexpr Collective kAllSync{"__all_sync", &ExchangeVote};
+inline constexpr Collective kBallotSync{"__ballot_sync", &ExchangeVote};
+inline constexpr Collective kSyncWarp{"__syncwarp", nullptr};
+
+inline uint64_t WarpCollective(const Collective& op, unsigned mask, CollectiveSlot in, const char* file, int line) {
+  BlockRunner& block = CurrentBlock(op.name);
+  const uint32_t warp = block.GroupIndex(Group::kWarp, block.current().linear);
+  return block.Arrive(op, Group::kWarp, WarpLanes(block, warp, mask), in, file, line);
+}
+
+template <class T>
+T WarpShuffle(const Collective& op, unsigned mask, T var, int arg, int width, const char* file, int line) {
+  static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
+                "warp shuffles move trivially copyable values of at most 8 bytes");
+  if (width <= 0 || width > static_cast<int>(kWarpSize) || (width & (width - 1)) != 0)
+    CurrentBlock(op.name).Fail(musaErrorLaunchFailure, "%s (%s:%d): width %d is not a power of two in [1, %u]",
+                               op.name, SourceName(file), line, width, kWarpSize);
+  CollectiveSlot in;
+  std::memcpy(&in.in, &var, sizeof(T));
+  in.arg = arg;
+  in.width = width;
+  const uint64_t bits = WarpCollective(op, mask, in, file, line);
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+inline uint64_t WarpVote(const Collective& op, int kind, unsigned mask, int predicate, const char* file, int line) {
+  CollectiveSlot in;
+  in.in = predicate != 0;
+  in.arg = kind;
+  return WarpCollective(op, mask, in, file, line);
+}
+
+}  // namespace tl_sim
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize, const char* file = __builtin_FILE(),
+                     int line = __builtin_LINE()) {
+  return tl_sim::WarpShuffle(tl_sim::kShflIdx, mask, var, srcLane, width, file, line);
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
+                        const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return tl_sim::WarpShuffle(tl_sim::kShflUp, mask, var, static_cast<int>(delta), width, file, line);
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
+                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return tl_sim::WarpShuffle(tl_sim::kShflDown, mask, var, static_cast<int>(delta), width, file, line);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
+                         const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return tl_sim::WarpShuffle(tl_sim::kShflXor, mask, var, laneMask, width, file, line);
+}
+
+inline int __any_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(tl_sim::WarpVote(tl_sim::kAnySync, 0, mask, predicate, file, line));
+}
+inline int __all_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(tl_sim::WarpVote(tl_sim::kAllSync, 1, mask, predicate, file, line));
+}
+/*! \brief One bit per lane: defined for 32-lane warps only (a 128-lane ballot does not fit the result). */
+inline unsigned __ballot_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
+  if (tl_sim::kWarpSize != 32)
+    tl_sim::CurrentBlock("__ballot_sync")
+        .Fail(musaErrorNotSupported, "__ballot_sync (%s:%d) is not modelled on %s's %u-lane warps",
+              tl_sim::SourceName(file), line, tl_sim::kArchName, tl_sim::kWarpSize);
+  return static_cast<unsigned>(tl_sim::WarpVote(tl_sim::kBallotSync, 2, mask, predicate, file, line));
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  tl_sim::WarpCollective(tl_sim::kSyncWarp, mask, tl_sim::CollectiveSlot{}, file, line);
+}
+
+/*!
+ * \brief Bit i set when every existing lane it names (see the mask rule above) is active. Lanes run one after
+ *        another here, so "active" takes the lockstep view: a lane is active unless it exited before reaching as
+ *        many __activemask calls as the caller (a lane that ran ahead through this call and then exited was here).
+ */
+inline unsigned __activemask() {
+  tl_sim::BlockRunner& block = tl_sim::CurrentBlock("__activemask");
+  tl_sim::Fiber& self = block.current();
+  const uint32_t call = ++self.activemask_calls;
+  const uint32_t warp = block.GroupIndex(tl_sim::Group::kWarp, self.linear);
+  const uint32_t base = block.GroupBase(tl_sim::Group::kWarp, warp);
+  const uint32_t extent = block.GroupExtent(tl_sim::Group::kWarp, warp);
+  unsigned mask = 0;
+  for (uint32_t bit = 0; bit < 32 && bit < extent; ++bit) {
+    bool live = true;
+    for (uint32_t lane = bit; lane < extent; lane += 32) {
+      const tl_sim::Fiber& f = block.fiber(base + lane);
+      live = live && (f.state != tl_sim::FiberState::kExited || f.activemask_calls >= call);
+    }
+    if (live) mask |= 1u << bit;
+  }
+  return mask;
+}
+#pragma GCC visibility pop
