@@ -136,3 +136,34 @@ def test_wrong_inputs_give_clear_errors():
         kernel(a, rand((64,), torch.float32))
     with pytest.raises(ValueError, match="contiguous"):
         kernel(a, rand((256,), torch.float32)[::2])
+
+
+def test_shared_memory_exchange_gets_a_barrier():
+    @T.prim_func
+    def reverse(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
+        with T.Kernel(2, threads=256) as bx:
+            S = T.alloc_shared((256,), "float32")
+            for i in T.Parallel(256):
+                S[i] = A[bx * 256 + i]
+            for i in T.Parallel(256):
+                B[bx * 256 + i] = S[255 - i]
+
+    kernel = tilelang.compile(reverse)
+    src = kernel.get_device_source()
+    assert "extern __shared__ __align__(1024) unsigned char buf_dyn_shmem[];" in src
+    assert "__syncthreads" in src
+    a = rand((512,), torch.float32, 11)
+    b = torch.full((512,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.cat([a[:256].flip(0), a[256:].flip(0)]))
+
+
+def test_profiler_checks_and_times_the_kernel():
+    kernel = elementwise_add.compile(N=1024)
+    profiler = kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Normal)
+    profiler.assert_allclose(lambda a, b: a + b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(AssertionError):
+        profiler.assert_allclose(lambda a, b: a - b, rtol=1e-5, atol=1e-5)
+    latency = profiler.do_bench(n_warmup=1, n_repeat=3)
+    assert latency > 0
+    assert len(profiler.do_bench(n_warmup=0, n_repeat=4, quantiles=[0.5, 0.9])) == 2

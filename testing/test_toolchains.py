@@ -66,7 +66,7 @@ def test_mcc_command_line(fake_mcc, monkeypatch, arch, code):
     assert kernel.backend.name == "cython" and kernel.backend.device == "musa"
     # a musa kernel refuses CPU tensors, naming the parameter
     with pytest.raises(ValueError, match="A"):
-        kernel(torch.randn(N))
+        kernel(torch.randn(N), torch.empty(N))
 
 
 def test_print_compile_command_and_dump_source(fake_mcc, monkeypatch, tmp_path, capfd):

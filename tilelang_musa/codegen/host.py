@@ -84,10 +84,15 @@ def print_host(kernel_name: str, params: list[HostParam], launch: LaunchConfig) 
         "",
         'extern "C" const char* get_last_error() { return tl_error_buf; }',
         "",
-        "static inline long long tl_host_floordiv(long long a, long long b) {",
-        "  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));",
-        "}",
-        "",
+    ]
+    if any("tl_host_floordiv" in g for g in launch.grid):
+        lines += [
+            "static inline long long tl_host_floordiv(long long a, long long b) {",
+            "  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));",
+            "}",
+            "",
+        ]
+    lines += [
         f'extern "C" int call({sig}) {{',
         f"  dim3 grid({', '.join(launch.grid)});",
         f"  dim3 block({', '.join(str(b) for b in launch.block)});",

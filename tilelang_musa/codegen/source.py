@@ -14,7 +14,7 @@ from ..transform.ir_utils import thread_info
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from .host import HostParam, LaunchConfig, host_params, launch_config, print_host
 
-HEADER = '#include "tl_templates/musa/common.h"\n'
+HEADER = '#include "tl_templates/musa/common.h"\n#include <cstdio>\n'
 
 
 @dataclass(frozen=True)

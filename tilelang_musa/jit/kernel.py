@@ -58,6 +58,12 @@ class JITKernel:
     def get_host_source(self) -> str:
         return self.artifact.source.host
 
+    def get_profiler(self, tensor_supply_type: Any = None):
+        """A Profiler that runs this kernel on generated inputs (`run_once`, `assert_allclose`, `do_bench`)."""
+        from ..profiler import Profiler, TensorSupplyType
+
+        return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
+
     def show_source(self) -> None:
         print(self.get_kernel_source())
 

@@ -28,6 +28,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         tirx.transform.VectorizeLoop(True),
         tirx.transform.UnrollLoop(),
         tirx.transform.StmtSimplify(),
+        # Barriers between a shared-memory write and a later read by other threads (final accesses only).
+        tvm.s_tir.transform.ThreadSync("shared"),
+        tvm.s_tir.transform.ThreadSync("shared.dyn"),
         # Math intrinsics (T.exp ...) to the MUSA math library names.
         tirx.transform.LowerIntrin(),
         # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.

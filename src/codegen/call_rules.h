@@ -1,0 +1,91 @@
+/*!
+ * \file call_rules.h
+ * \brief The table of print rules for `ir.Call`s, keyed by operator name (STYLE.md section 5).
+ *
+ * A new intrinsic is one registered rule, in the `call_rules_*.cc` file of its family:
+ * \code
+ *   TVM_FFI_STATIC_INIT_BLOCK() {
+ *     RegisterCallRule("tl.sync_threads", CallPosition::kStatement,
+ *                      [](CallContext&, const CallView&) { return std::string("__syncthreads_lm()"); });
+ *   }
+ * \endcode
+ * A rule returns the C text of the call without a trailing `;`. The printer adds `;` when the call is the value
+ * of an `Evaluate` statement, and refuses a `kStatement` rule anywhere else.
+ */
+#ifndef TILELANG_MUSA_CODEGEN_CALL_RULES_H_
+#define TILELANG_MUSA_CODEGEN_CALL_RULES_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/ir_view.h"
+
+namespace tilelang_musa {
+namespace codegen {
+
+/*! \brief Codegen options from the `options` map (unknown keys are ignored). */
+struct CodegenOptions {
+  std::string arch = "mp_31";  //!< "mp_21" | "mp_22" | "mp_31" | "mp_32"
+  int warp_size = 32;          //!< 128 on mp_21/mp_22, 32 on mp_31/mp_32
+};
+
+/*! \brief What a rule may ask of the printer. */
+class CallContext {
+ public:
+  virtual ~CallContext() = default;
+  /*! \brief An expression as C, parenthesised when compound: safe as an operand of any operator. */
+  virtual std::string PrintExpr(const ObjectRef& expr) = 0;
+  /*! \brief An expression as C without outer parentheses: for function arguments and initialisers. */
+  virtual std::string PrintBare(const ObjectRef& expr) = 0;
+  /*! \brief The C pointer expression of a buffer variable (`ir.Var` with a `tirx.BufferType`). */
+  virtual std::string PrintBufferPointer(const ObjectRef& buffer) = 0;
+  /*! \brief The element a scalar `ir.TensorLoad` reads, as an lvalue (`A[i]`), e.g. for `address_of`. */
+  virtual std::string PrintLoadLValue(const ObjectRef& load) = 0;
+  virtual const CodegenOptions& options() const = 0;
+  virtual const std::string& kernel_name() const = 0;
+  /*! \brief Throws a ValueError that names the kernel and the call's operator. */
+  [[noreturn]] void Fail(const CallView& call, const std::string& message) const;
+};
+
+/*! \brief Where a call may appear. */
+enum class CallPosition {
+  kExpression,  //!< a value: anywhere, including as an Evaluate statement
+  kStatement,   //!< an action with no value (a barrier, `break`): only as the value of an Evaluate
+};
+
+using CallPrinter = std::function<std::string(CallContext& ctx, const CallView& call)>;
+
+struct CallRule {
+  CallPosition position;
+  CallPrinter print;
+};
+
+/*!
+ * \brief Registers the rule for `op_name`. A second rule for the same name from another source file is a
+ * programming error (throws); from the same file it is a second copy of this library being loaded, and the
+ * first rule stays. `origin` defaults to the calling file.
+ */
+void RegisterCallRule(const std::string& op_name, CallPosition position, CallPrinter print,
+                      const char* origin = __builtin_FILE());
+
+/*! \brief The rule for `op_name`, or nullptr when none is registered. */
+const CallRule* FindCallRule(const std::string& op_name);
+
+/*! \brief All registered operator names, sorted (for diagnostics and tests). */
+std::vector<std::string> ListCallRules();
+
+/*! \brief Fails through `ctx` unless the call has exactly `count` arguments. */
+void CheckArgCount(CallContext& ctx, const CallView& call, size_t count);
+
+/*! \brief The string value of argument `index`, which must be an `ir.StringImm`. */
+std::string StringArg(CallContext& ctx, const CallView& call, size_t index);
+
+/*! \brief `name(arg0, arg1, ...)` with the arguments in [first, end) printed through `ctx`. */
+std::string PrintFunctionCall(CallContext& ctx, const std::string& name, const Array<ObjectRef>& args,
+                              size_t first = 0);
+
+}  // namespace codegen
+}  // namespace tilelang_musa
+
+#endif  // TILELANG_MUSA_CODEGEN_CALL_RULES_H_

@@ -1,0 +1,101 @@
+/*!
+ * \file call_rules_tirx.cc
+ * \brief Print rules for the generic TIR intrinsics that reach a device function (`tirx.*`, `prim.*`).
+ *
+ * Math functions are in call_rules_math.cc; TileLang's own intrinsics (`tl.*`) get their own files.
+ */
+#include <tvm/ffi/base_detail.h>
+
+#include <string>
+
+#include "codegen/call_rules.h"
+#include "codegen/musa_types.h"
+
+namespace tilelang_musa {
+namespace codegen {
+namespace {
+
+std::string PrintExtern(CallContext& ctx, const CallView& call) {
+  std::string name = StringArg(ctx, call, 0);
+  return PrintFunctionCall(ctx, name, call.args(), /*first=*/1);
+}
+
+// tvm_storage_sync(scope[, is_load, num_blocks]): the trailing pair only matters for "global" (grid) sync.
+// "warp" comes from LowerThreadAllreduce's in-warp tree steps; Moore Threads' own TileLang port prints it as
+// __syncwarp() too.
+std::string PrintStorageSync(CallContext& ctx, const CallView& call) {
+  std::string scope = StringArg(ctx, call, 0);
+  if (scope == "shared" || scope == "shared.dyn") return "__syncthreads()";
+  if (scope == "warp") return "__syncwarp()";
+  ctx.Fail(call, "synchronisation of scope \"" + scope +
+                     "\" is not supported (only \"shared\", \"shared.dyn\" and \"warp\")");
+}
+
+std::string PrintReinterpret(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 1);
+  return "tl::bit_cast<" + CTypeName(call.dtype()) + ">(" + ctx.PrintBare(call.args()[0]) + ")";
+}
+
+std::string PrintAddressOf(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 1);
+  static const TypeKey tensor_load("ir.TensorLoad");
+  ObjectRef arg = call.args()[0];
+  if (!IsA(arg, tensor_load)) ctx.Fail(call, "expects a buffer element (ir.TensorLoad), got `" + TypeKeyOf(arg) + "`");
+  return "(&" + ctx.PrintLoadLValue(arg) + ")";
+}
+
+std::string PrintBufferData(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 1);
+  return ctx.PrintBufferPointer(call.args()[0]);
+}
+
+// The branch not taken is never evaluated: it may read out of bounds (RewriteUnsafeSelect relies on this).
+std::string PrintIfThenElse(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 3);
+  Array<ObjectRef> args = call.args();
+  if (DTypeOf(args[0]).is_vector()) {
+    ctx.Fail(call, "a vector condition cannot guard its branches lane by lane; scalarize the loop instead");
+  }
+  return "(" + ctx.PrintExpr(args[0]) + " ? " + ctx.PrintExpr(args[1]) + " : " + ctx.PrintExpr(args[2]) + ")";
+}
+
+std::string PrintLikely(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 1);
+  return ctx.PrintExpr(call.args()[0]);
+}
+
+// tvm_access_ptr(type_annotation(), data, offset, extent, rw_mask) -> a typed pointer to data[offset].
+std::string PrintAccessPtr(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 5);
+  Array<ObjectRef> args = call.args();
+  std::string elem = CTypeName(DTypeOf(args[0]));
+  return "(reinterpret_cast<" + elem + "*>(" + ctx.PrintBare(args[1]) + ") + " + ctx.PrintExpr(args[2]) + ")";
+}
+
+std::string PrintTypeAnnotation(CallContext& ctx, const CallView& call) {
+  ctx.Fail(call, "is only meaningful as the first argument of tirx.tvm_access_ptr");
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  const auto kExpr = CallPosition::kExpression;
+  const auto kStmt = CallPosition::kStatement;
+  RegisterCallRule("tirx.call_extern", kExpr, PrintExtern);
+  RegisterCallRule("tirx.call_pure_extern", kExpr, PrintExtern);
+  RegisterCallRule("tirx.tvm_storage_sync", kStmt, PrintStorageSync);
+  RegisterCallRule("tirx.reinterpret", kExpr, PrintReinterpret);
+  RegisterCallRule("tirx.address_of", kExpr, PrintAddressOf);
+  RegisterCallRule("tirx.buffer_data", kExpr, PrintBufferData);
+  RegisterCallRule("tirx.tvm_access_ptr", kExpr, PrintAccessPtr);
+  RegisterCallRule("tirx.type_annotation", kExpr, PrintTypeAnnotation);
+  RegisterCallRule("prim.if_then_else", kExpr, PrintIfThenElse);
+  RegisterCallRule("prim.likely", kExpr, PrintLikely);
+  RegisterCallRule("tirx.break_loop", kStmt, [](CallContext&, const CallView&) { return std::string("break"); });
+  RegisterCallRule("tirx.continue_loop", kStmt,
+                   [](CallContext&, const CallView&) { return std::string("continue"); });
+  RegisterCallRule("tirx.thread_return", kStmt, [](CallContext&, const CallView&) { return std::string("return"); });
+}
+
+}  // namespace codegen
+}  // namespace tilelang_musa

@@ -1,0 +1,155 @@
+/*!
+ * \file codegen_musa.cc
+ * \brief Entry points of the MUSA C device printer: the kernel signature, and the tvm-ffi global functions
+ *
+ *   tilelang_musa.codegen.print_device_kernel(func: tirx.PrimFunc, kernel_name: str, options: Map) -> str
+ *   tilelang_musa.codegen.kernel_launch_info(func: tirx.PrimFunc) -> Map
+ *   tilelang_musa.codegen.list_call_rules() -> Array[str]
+ *
+ * `print_device_kernel` returns one `extern "C" __global__` definition, without #include lines or host code.
+ */
+#include "codegen/codegen_musa.h"
+
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/reflection/registry.h>
+
+#include <cctype>
+#include <utility>
+#include <vector>
+
+#include "codegen/musa_types.h"
+
+namespace tilelang_musa {
+namespace codegen {
+
+CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
+  CodegenOptions out;
+  if (auto arch = options.Get("arch")) {
+    auto text = arch->try_cast<String>();
+    if (!text) TVM_FFI_THROW(TypeError) << "MUSA codegen: option `arch` must be a str, got " << arch->GetTypeKey();
+    out.arch = std::string(*text);
+  }
+  const std::string& a = out.arch;
+  bool valid_arch = a.size() == 5 && a.compare(0, 3, "mp_") == 0 && std::isdigit(static_cast<unsigned char>(a[3])) &&
+                    std::isdigit(static_cast<unsigned char>(a[4]));
+  if (!valid_arch) {
+    TVM_FFI_THROW(ValueError) << "MUSA codegen: option `arch` must look like \"mp_22\" or \"mp_31\", got \"" << a
+                              << "\"";
+  }
+  // Warps are 128 threads wide before the PH1 generation (mp_2x) and 32 from mp_3x on.
+  out.warp_size = a[3] < '3' ? 128 : 32;
+  if (auto warp = options.Get("warp_size")) {
+    auto value = warp->try_cast<int64_t>();
+    if (!value || *value <= 0) {
+      TVM_FFI_THROW(TypeError) << "MUSA codegen: option `warp_size` must be a positive int, got "
+                               << warp->GetTypeKey();
+    }
+    out.warp_size = static_cast<int>(*value);
+  }
+  return out;
+}
+
+MusaPrinter::MusaPrinter(std::string kernel_name, CodegenOptions options)
+    : kernel_name_(std::move(kernel_name)), options_(std::move(options)) {}
+
+void MusaPrinter::Fail(const std::string& message) const {
+  TVM_FFI_THROW(ValueError) << "MUSA codegen: kernel `" << kernel_name_ << "`: " << message;
+  TVM_FFI_UNREACHABLE();
+}
+
+void MusaPrinter::Line(const std::string& text) { out_ << std::string(2 * indent_, ' ') << text << '\n'; }
+
+std::string MusaPrinter::DefineVar(const ObjectRef& var, const std::string& fallback) {
+  std::string name = names_.Fresh(std::string(VarView(var).name()), fallback);
+  var_names_[var.get()] = name;  // a re-bound Var (e.g. a Let printed twice) takes the newest name
+  return name;
+}
+
+// Buffer and pointer parameters are never aliased by another parameter (`tirx.noalias`, which TileLang sets).
+std::string MusaPrinter::PrintParam(const ObjectRef& param) {
+  static const TypeKey var_key("ir.Var"), buffer_type("tirx.BufferType"), pointer_type("ir.PointerType"),
+      prim_type("ir.PrimType");
+  if (!IsA(param, var_key)) Fail("parameter of type `" + TypeKeyOf(param) + "` is not an ir.Var");
+  VarView var(param);
+  ObjectRef ty = var.ty();
+  std::string hint(var.name());
+  if (IsA(ty, buffer_type)) {
+    BufferTypeView type(ty);
+    std::string scope(type.storage_scope());
+    if (scope != "global" && !scope.empty()) {
+      Fail("buffer parameter `" + hint + "` is in scope \"" + scope + "\"; kernel parameters must be global memory");
+    }
+    std::string name = names_.Fresh(hint, "arg");
+    DefineBuffer(param, name);
+    return CTypeName(type.dtype()) + "* __restrict__ " + name;
+  }
+  if (IsA(ty, pointer_type)) return PointeeTypeName(ty) + "* __restrict__ " + DefineVar(param, "arg");
+  if (IsA(ty, prim_type)) {
+    DataType t = PrimTypeView(ty).dtype();
+    if (t.is_handle()) return "void* __restrict__ " + DefineVar(param, "arg");
+    return CTypeName(t) + " " + DefineVar(param, "arg");
+  }
+  Fail("parameter `" + hint + "` has type `" + TypeKeyOf(ty) + "`; expected a buffer, a pointer or a scalar");
+}
+
+std::string MusaPrinter::PrintKernel(const ObjectRef& func) {
+  if (!NameTable::IsValidIdentifier(kernel_name_)) {
+    Fail("the kernel name is not a valid, unreserved C identifier");
+  }
+  names_.Reserve(kernel_name_);
+  PrimFuncView f(func);
+  launch_ = CollectLaunchInfo(f.body(), kernel_name_);
+
+  std::vector<std::string> params;
+  for (const ObjectRef& p : f.params()) params.push_back(PrintParam(p));
+  indent_ = 1;
+  if (!launch_.dyn_smem.empty()) Line("extern __shared__ __align__(1024) unsigned char buf_dyn_shmem[];");
+  PrintStmt(f.body());
+
+  std::string text = "extern \"C\" __global__ void ";
+  if (auto threads = launch_.StaticThreadsPerBlock()) {
+    text += "__launch_bounds__(" + std::to_string(*threads) + ", 1) ";
+  }
+  text += kernel_name_ + "(";
+  for (size_t i = 0; i < params.size(); ++i) text += (i ? ", " : "") + params[i];
+  return text + ") {\n" + out_.str() + "}\n";
+}
+
+namespace {
+
+void CheckPrimFunc(const ObjectRef& func, const char* entry) {
+  static const TypeKey prim_func("tirx.PrimFunc");
+  if (!IsA(func, prim_func)) {
+    TVM_FFI_THROW(TypeError) << entry << ": expected a tirx.PrimFunc, got " << TypeKeyOf(func);
+  }
+}
+
+}  // namespace
+
+// A second copy of this library (loaded from another path) runs the static initialisers again, and GlobalDef
+// throws on a name that is already defined: the first copy's functions stay.
+template <typename Func>
+void DefineGlobalOnce(const char* name, Func func) {
+  if (!ffi::Function::GetGlobal(name).has_value()) ::tvm::ffi::reflection::GlobalDef().def(name, std::move(func));
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  DefineGlobalOnce("tilelang_musa.codegen.print_device_kernel",
+                   [](ObjectRef func, String kernel_name, Map<String, Any> options) -> String {
+                     CheckPrimFunc(func, "tilelang_musa.codegen.print_device_kernel");
+                     MusaPrinter printer(std::string(kernel_name), ParseCodegenOptions(options));
+                     return String(printer.PrintKernel(func));
+                   });
+  DefineGlobalOnce("tilelang_musa.codegen.kernel_launch_info", [](ObjectRef func) -> Map<String, Any> {
+    CheckPrimFunc(func, "tilelang_musa.codegen.kernel_launch_info");
+    return KernelLaunchInfoMap(func);
+  });
+  DefineGlobalOnce("tilelang_musa.codegen.list_call_rules", []() -> Array<String> {
+    Array<String> out;
+    for (const std::string& name : ListCallRules()) out.push_back(String(name));
+    return out;
+  });
+}
+
+}  // namespace codegen
+}  // namespace tilelang_musa

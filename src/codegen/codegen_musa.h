@@ -1,0 +1,150 @@
+/*!
+ * \file codegen_musa.h
+ * \brief The MUSA C printer for one device PrimFunc.
+ *
+ * Two dispatch tables keyed by IR type index (statements in print_stmt.cc, expressions in print_expr.cc) call
+ * one small handler per node type; calls go through the operator-name table of call_rules.h. A node type with
+ * no handler is an error naming its type key.
+ *
+ * Names: every variable and buffer gets a unique identifier (name_table.h), so all declarations can live in
+ * whatever C++ block the statement lands in. Thread variables print as the built-ins (`((int)threadIdx.x)`).
+ */
+#ifndef TILELANG_MUSA_CODEGEN_CODEGEN_MUSA_H_
+#define TILELANG_MUSA_CODEGEN_CODEGEN_MUSA_H_
+
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/call_rules.h"
+#include "codegen/ir_view.h"
+#include "codegen/launch_info.h"
+#include "codegen/name_table.h"
+
+namespace tilelang_musa {
+namespace codegen {
+
+/*! \brief Parses the `options` map: "arch" (str) and "warp_size" (int); other keys are ignored. */
+CodegenOptions ParseCodegenOptions(const Map<String, Any>& options);
+
+/*! \brief How a buffer variable is reached in the printed code. */
+struct BufferInfo {
+  std::string data;         //!< C identifier of the element pointer or array
+  std::string name;         //!< for messages
+  DataType elem;            //!< element dtype (may itself be a vector type)
+  Array<ObjectRef> shape;   //!< extents (only used to linearise N-D accesses)
+  Array<ObjectRef> strides; //!< element strides; empty = compact row-major
+  ObjectRef elem_offset;    //!< element offset added to every access; undefined or IntImm 0 for none
+  bool is_volatile = false;
+};
+
+/*! \brief True when `s` is one parenthesised group, e.g. "(a + b)" but not "(a) + (b)". */
+bool IsWrapped(const std::string& s);
+/*! \brief `s` without its outer parentheses when IsWrapped(s). */
+std::string StripParentheses(const std::string& s);
+
+/*! \brief How PrintAccess reached the elements. */
+enum class AccessForm { kScalar, kContiguous, kGather };
+
+struct AccessText {
+  AccessForm form;
+  std::string text;     //!< kScalar/kContiguous: an lvalue (load or store); kGather: the gathering load
+  std::string pointer;  //!< kGather only: the base pointer
+  std::string index;    //!< kGather only: the index vector
+};
+
+class MusaPrinter : public CallContext {
+ public:
+  MusaPrinter(std::string kernel_name, CodegenOptions options);
+
+  /*! \brief The `extern "C" __global__` definition of `func`. */
+  std::string PrintKernel(const ObjectRef& func);
+
+  // CallContext
+  std::string PrintExpr(const ObjectRef& expr) override;
+  std::string PrintBare(const ObjectRef& expr) override;
+  std::string PrintBufferPointer(const ObjectRef& buffer) override;
+  std::string PrintLoadLValue(const ObjectRef& load) override;
+  const CodegenOptions& options() const override { return options_; }
+  const std::string& kernel_name() const override { return kernel_name_; }
+  using CallContext::Fail;
+  /*! \brief Throws a ValueError prefixed with the kernel name. */
+  [[noreturn]] void Fail(const std::string& message) const;
+
+ private:
+  using StmtHandler = void (MusaPrinter::*)(const ObjectRef&);
+  using ExprHandler = std::string (MusaPrinter::*)(const ObjectRef&);
+  static const std::unordered_map<int32_t, StmtHandler>& StmtTable();
+  static const std::unordered_map<int32_t, ExprHandler>& ExprTable();
+
+  // ---- signature and output (codegen_musa.cc)
+  std::string PrintParam(const ObjectRef& param);
+  void Line(const std::string& text);  //!< one line at the current indentation
+
+  // ---- statements (print_stmt.cc)
+  void PrintStmt(const ObjectRef& stmt);
+  void VisitSeqStmt(const ObjectRef& op);
+  void VisitBind(const ObjectRef& op);
+  void VisitAttrStmt(const ObjectRef& op);
+  void VisitBufferStore(const ObjectRef& op);
+  void VisitDeclBuffer(const ObjectRef& op);
+  void VisitAllocBuffer(const ObjectRef& op);
+  void VisitEvaluate(const ObjectRef& op);
+  void VisitIfThenElse(const ObjectRef& op);
+  void VisitFor(const ObjectRef& op);
+  void VisitWhile(const ObjectRef& op);
+  void VisitBreak(const ObjectRef& op);
+  void VisitContinue(const ObjectRef& op);
+  void RejectStmt(const ObjectRef& op);
+  void PrintIfChain(const IfThenElseView& op, bool is_else_if);
+
+  // ---- expressions (print_expr.cc)
+  std::string VisitVar(const ObjectRef& op);
+  std::string VisitIntImm(const ObjectRef& op);
+  std::string VisitFloatImm(const ObjectRef& op);
+  std::string VisitStringImm(const ObjectRef& op);
+  std::string VisitTensorLoad(const ObjectRef& op);
+  std::string VisitCall(const ObjectRef& op);
+  std::string VisitRamp(const ObjectRef& op);
+  std::string VisitBroadcast(const ObjectRef& op);
+  std::string VisitShuffle(const ObjectRef& op);
+  std::string VisitCast(const ObjectRef& op);
+  std::string VisitSelect(const ObjectRef& op);
+  std::string VisitLet(const ObjectRef& op);
+  std::string VisitNot(const ObjectRef& op);
+  std::string VisitBitwiseNot(const ObjectRef& op);
+  std::string VisitBinaryOperator(const ObjectRef& op);  //!< a + b, a < b, a && b, ...
+  std::string VisitBinaryHelper(const ObjectRef& op);    //!< tl::min, tl::floordiv, ...
+  std::string PrintCall(const CallView& call, bool as_statement);
+
+  // ---- buffers (print_expr.cc)
+  const BufferInfo& LookupBuffer(const ObjectRef& buffer_var) const;
+  /*! \brief Registers a buffer Var whose elements live at `data` (a C identifier). */
+  void DefineBuffer(const ObjectRef& buffer_var, const std::string& data, bool is_volatile = false);
+  /*!
+   * \brief The element(s) `indices` select: `A[i]` (kScalar), `(*reinterpret_cast<tl::vec<T, N>*>(A + i))` for a
+   * unit-stride Ramp (kContiguous), or `tl::gather(A, idx)` for any other vector index (kGather: a value only).
+   * `what` ("load", "store", ...) prefixes error messages.
+   */
+  AccessText PrintAccess(const ObjectRef& buffer_var, const Array<ObjectRef>& indices, DataType value_type,
+                         const std::string& what);
+  /*! \brief Element stride of each dimension as C text ("1" for unit); empty when the rank does not match. */
+  std::vector<std::string> ElementStrides(const BufferInfo& info, size_t rank);
+  /*! \brief Defines a scalar variable's C name (its type is printed by the caller). */
+  std::string DefineVar(const ObjectRef& var, const std::string& fallback = "v");
+
+  std::string kernel_name_;
+  CodegenOptions options_;
+  NameTable names_;
+  std::unordered_map<const ffi::Object*, std::string> var_names_;
+  std::unordered_map<const ffi::Object*, BufferInfo> buffers_;
+  LaunchInfo launch_;
+  std::ostringstream out_;
+  int indent_ = 0;
+};
+
+}  // namespace codegen
+}  // namespace tilelang_musa
+
+#endif  // TILELANG_MUSA_CODEGEN_CODEGEN_MUSA_H_

@@ -1,0 +1,372 @@
+/*!
+ * \file print_expr.cc
+ * \brief Expression handlers of the MUSA printer, and buffer access (scalar, contiguous vector, gather).
+ *
+ * Every compound expression prints fully parenthesised (`(a + b)`), so an operand never needs precedence
+ * analysis; `PrintBare` drops the outermost pair where the context delimits the expression anyway.
+ * Vector values are `tl::vec<T, N>` (common.h), whose operators work lane by lane.
+ */
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "codegen/codegen_musa.h"
+#include "codegen/musa_types.h"
+
+namespace tilelang_musa {
+namespace codegen {
+
+// True when `s` is one parenthesised group: its first '(' closes at the last character.
+bool IsWrapped(const std::string& s) {
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return false;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '(') ++depth;
+    else if (c == ')' && --depth == 0) return i == s.size() - 1;
+  }
+  return false;
+}
+
+std::string StripParentheses(const std::string& s) { return IsWrapped(s) ? s.substr(1, s.size() - 2) : s; }
+
+namespace {
+
+// C operator of each `prim.*` node that prints as one.
+const std::unordered_map<int32_t, const char*>& BinaryOperatorTokens() {
+  static const std::unordered_map<int32_t, const char*> table = [] {
+    std::unordered_map<int32_t, const char*> t;
+    const std::pair<const char*, const char*> ops[] = {
+        {"prim.Add", "+"},        {"prim.Sub", "-"},       {"prim.Mul", "*"},        {"prim.Div", "/"},
+        {"prim.Mod", "%"},        {"prim.LShift", "<<"},   {"prim.RShift", ">>"},    {"prim.BitwiseAnd", "&"},
+        {"prim.BitwiseOr", "|"},  {"prim.BitwiseXor", "^"}, {"prim.EQ", "=="},       {"prim.NE", "!="},
+        {"prim.LT", "<"},         {"prim.LE", "<="},       {"prim.GT", ">"},         {"prim.GE", ">="},
+        {"prim.And", "&&"},       {"prim.Or", "||"}};
+    for (const auto& [key, token] : ops) t.emplace(LookupTypeIndex(key), token);
+    return t;
+  }();
+  return table;
+}
+
+// Template-library function of each `prim.*` node that prints as a call: exact for negative operands (floordiv)
+// and usable for half types (min/max).
+const std::unordered_map<int32_t, const char*>& BinaryHelperNames() {
+  static const std::unordered_map<int32_t, const char*> table = [] {
+    std::unordered_map<int32_t, const char*> t;
+    const std::pair<const char*, const char*> ops[] = {{"prim.Min", "tl::min"},
+                                                       {"prim.Max", "tl::max"},
+                                                       {"prim.FloorDiv", "tl::floordiv"},
+                                                       {"prim.FloorMod", "tl::floormod"}};
+    for (const auto& [key, name] : ops) t.emplace(LookupTypeIndex(key), name);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const std::unordered_map<int32_t, MusaPrinter::ExprHandler>& MusaPrinter::ExprTable() {
+  static const std::unordered_map<int32_t, ExprHandler> table = [] {
+    std::unordered_map<int32_t, ExprHandler> t;
+    const std::pair<const char*, ExprHandler> handlers[] = {
+        {"ir.Var", &MusaPrinter::VisitVar},
+        {"ir.IntImm", &MusaPrinter::VisitIntImm},
+        {"ir.FloatImm", &MusaPrinter::VisitFloatImm},
+        {"ir.StringImm", &MusaPrinter::VisitStringImm},
+        {"ir.TensorLoad", &MusaPrinter::VisitTensorLoad},
+        {"ir.Call", &MusaPrinter::VisitCall},
+        {"prim.Ramp", &MusaPrinter::VisitRamp},
+        {"prim.Broadcast", &MusaPrinter::VisitBroadcast},
+        {"prim.Shuffle", &MusaPrinter::VisitShuffle},
+        {"prim.Cast", &MusaPrinter::VisitCast},
+        {"prim.Select", &MusaPrinter::VisitSelect},
+        {"prim.Let", &MusaPrinter::VisitLet},
+        {"prim.Not", &MusaPrinter::VisitNot},
+        {"prim.BitwiseNot", &MusaPrinter::VisitBitwiseNot},
+    };
+    for (const auto& [key, handler] : handlers) t.emplace(LookupTypeIndex(key), handler);
+    for (const auto& kv : BinaryOperatorTokens()) t.emplace(kv.first, &MusaPrinter::VisitBinaryOperator);
+    for (const auto& kv : BinaryHelperNames()) t.emplace(kv.first, &MusaPrinter::VisitBinaryHelper);
+    return t;
+  }();
+  return table;
+}
+
+std::string MusaPrinter::PrintExpr(const ObjectRef& expr) {
+  if (!expr.defined()) Fail("an expression is missing (None) where a value is required");
+  const auto& table = ExprTable();
+  auto it = table.find(expr->type_index());
+  if (it == table.end()) {
+    Fail("expression `" + TypeKeyOf(expr) + "` has no MUSA C printer (it should have been lowered before codegen)");
+  }
+  return (this->*(it->second))(expr);
+}
+
+std::string MusaPrinter::PrintBare(const ObjectRef& expr) {
+  return StripParentheses(PrintExpr(expr));
+}
+
+// ---- leaves -------------------------------------------------------------------------------------
+
+std::string MusaPrinter::VisitVar(const ObjectRef& op) {
+  auto it = var_names_.find(op.get());
+  if (it != var_names_.end()) return it->second;
+  if (buffers_.count(op.get())) return LookupBuffer(op).data;  // a buffer used as its data pointer
+  Fail("variable `" + DisplayName(op) +
+       "` is used but not defined in the kernel (not a parameter, loop variable, Bind or thread index)");
+}
+
+std::string MusaPrinter::VisitIntImm(const ObjectRef& op) { return IntLiteral(DTypeOf(op), IntImmView(op).value()); }
+
+std::string MusaPrinter::VisitFloatImm(const ObjectRef& op) {
+  return FloatLiteral(DTypeOf(op), FloatImmView(op).value());
+}
+
+std::string MusaPrinter::VisitStringImm(const ObjectRef& op) {
+  return StringLiteral(std::string(StringImmView(op).value()));
+}
+
+// ---- buffers ------------------------------------------------------------------------------------
+
+const BufferInfo& MusaPrinter::LookupBuffer(const ObjectRef& buffer_var) const {
+  auto it = buffers_.find(buffer_var.get());
+  if (it == buffers_.end()) {
+    static const TypeKey var_key("ir.Var");
+    std::string name = IsA(buffer_var, var_key) ? DisplayName(buffer_var) : TypeKeyOf(buffer_var);
+    Fail("buffer `" + name + "` is accessed but never declared (no parameter, AllocBuffer or DeclBuffer defines it)");
+  }
+  return it->second;
+}
+
+void MusaPrinter::DefineBuffer(const ObjectRef& buffer_var, const std::string& data, bool is_volatile) {
+  BufferTypeView type(VarView(buffer_var).ty());
+  BufferInfo info;
+  info.data = data;
+  info.name = DisplayName(buffer_var);
+  info.elem = type.dtype();
+  info.shape = type.shape();
+  info.strides = type.strides();
+  info.elem_offset = type.elem_offset();
+  info.is_volatile = is_volatile;
+  buffers_[buffer_var.get()] = std::move(info);
+}
+
+std::string MusaPrinter::PrintBufferPointer(const ObjectRef& buffer) { return LookupBuffer(buffer).data; }
+
+std::vector<std::string> MusaPrinter::ElementStrides(const BufferInfo& info, size_t rank) {
+  std::vector<std::string> strides(rank, "1");
+  if (rank == 1) return strides;  // a flat index is already an element offset
+  if (!info.strides.empty()) {
+    if (info.strides.size() != rank) return {};
+    for (size_t k = 0; k < rank; ++k) {
+      strides[k] = AsConstInt(info.strides[k]).value_or(0) == 1 ? "1" : PrintExpr(info.strides[k]);
+    }
+    return strides;
+  }
+  if (info.shape.size() != rank) return {};
+  // Compact row-major: stride[k] = shape[k+1] * ... * shape[rank-1], folded while the extents are constants.
+  std::optional<int64_t> folded = 1;
+  std::string running = "1";
+  for (size_t k = rank; k-- > 0;) {
+    strides[k] = running;
+    auto dim = AsConstInt(info.shape[k]);
+    if (folded && dim) {
+      folded = *folded * *dim;
+      running = std::to_string(*folded);
+    } else {
+      folded = std::nullopt;
+      running = running == "1" ? PrintExpr(info.shape[k]) : "(" + running + " * " + PrintExpr(info.shape[k]) + ")";
+    }
+  }
+  return strides;
+}
+
+AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<ObjectRef>& indices,
+                                    DataType value_type, const std::string& what) {
+  const BufferInfo& info = LookupBuffer(buffer_var);
+  auto fail = [&](const std::string& msg) { Fail(what + " of buffer `" + info.name + "`: " + msg); };
+  const size_t rank = indices.size();
+  if (rank == 0) fail("has no indices");
+  std::vector<std::string> strides = ElementStrides(info, rank);
+  if (strides.empty()) fail("uses " + std::to_string(rank) + " indices but the buffer's shape/strides differ in rank");
+
+  ObjectRef last = indices[rank - 1];
+  const int index_lanes = DTypeOf(last).lanes();
+  if (value_type.lanes() != info.elem.lanes() * index_lanes) {
+    fail("accesses " + value_type.str() + " through " + std::to_string(index_lanes) + " index lane(s) of " +
+         info.elem.str() + " elements");
+  }
+  // The scalar terms of the element offset, each an operand-safe string.
+  std::vector<std::string> terms;
+  if (info.elem_offset.defined() && AsConstInt(info.elem_offset).value_or(-1) != 0) {
+    terms.push_back(PrintExpr(info.elem_offset));
+  }
+  auto scaled = [&](const ObjectRef& index, size_t k) {
+    return strides[k] == "1" ? PrintExpr(index) : "(" + PrintExpr(index) + " * " + strides[k] + ")";
+  };
+  for (size_t k = 0; k + 1 < rank; ++k) {
+    if (DTypeOf(indices[k]).is_vector()) fail("a vector index is only supported in the last dimension");
+    terms.push_back(scaled(indices[k], k));
+  }
+  auto joined = [&terms]() {
+    std::string s;
+    for (const std::string& t : terms) s += (s.empty() ? "" : " + ") + t;
+    return s;
+  };
+
+  static const TypeKey ramp_key("prim.Ramp");
+  const bool unit_ramp = IsA(last, ramp_key) && AsConstInt(RampView(last).stride()).value_or(0) == 1;
+  if (index_lanes == 1) {
+    terms.push_back(scaled(last, rank - 1));
+    std::string index = joined();
+    if (terms.size() == 1) index = StripParentheses(index);
+    return {AccessForm::kScalar, info.data + "[" + index + "]", "", ""};
+  }
+  if (info.is_volatile) fail("vector access to a volatile buffer is not supported");
+  if (unit_ramp && strides[rank - 1] == "1") {
+    ObjectRef base = RampView(last).base();
+    if (AsConstInt(base).value_or(-1) != 0) terms.push_back(PrintExpr(base));
+    std::string ptr = info.data;
+    if (terms.size() == 1) ptr += " + " + terms[0];
+    if (terms.size() > 1) ptr += " + (" + joined() + ")";
+    return {AccessForm::kContiguous, "(*reinterpret_cast<" + CTypeName(value_type) + "*>(" + ptr + "))", "", ""};
+  }
+  if (rank != 1) fail("a strided or gathered vector index needs a flat buffer; run FlattenBuffer");
+  if (info.elem.is_vector()) fail("cannot gather elements that are themselves vectors");
+  std::string ptr = terms.empty() ? info.data : info.data + " + " + terms[0];  // terms: at most the elem_offset
+  std::string index = PrintBare(last);
+  return {AccessForm::kGather, "tl::gather(" + ptr + ", " + index + ")", ptr, index};
+}
+
+std::string MusaPrinter::VisitTensorLoad(const ObjectRef& op) {
+  TensorLoadView load(op);
+  return PrintAccess(load.source(), load.indices(), DTypeOf(op), "load").text;
+}
+
+std::string MusaPrinter::PrintLoadLValue(const ObjectRef& load_expr) {
+  TensorLoadView load(load_expr);
+  AccessText access = PrintAccess(load.source(), load.indices(), DTypeOf(load_expr), "address_of");
+  if (access.form == AccessForm::kGather) Fail("cannot take the address of a gathered vector load");
+  return access.text;
+}
+
+// ---- vectors ------------------------------------------------------------------------------------
+
+std::string MusaPrinter::VisitRamp(const ObjectRef& op) {
+  RampView ramp(op);
+  DataType t = DTypeOf(op);
+  return "tl::ramp<" + CTypeName(t.element()) + ", " + std::to_string(t.lanes()) + ">(" + PrintBare(ramp.base()) +
+         ", " + PrintBare(ramp.stride()) + ")";
+}
+
+std::string MusaPrinter::VisitBroadcast(const ObjectRef& op) {
+  DataType t = DTypeOf(op);
+  return "tl::broadcast<" + CTypeName(t.element()) + ", " + std::to_string(t.lanes()) + ">(" +
+         PrintBare(BroadcastView(op).value()) + ")";
+}
+
+// Lanes are picked from the concatenation of `vectors`; the result is a scalar or a tl::make_vec of the picks.
+std::string MusaPrinter::VisitShuffle(const ObjectRef& op) {
+  ShuffleView shuffle(op);
+  std::vector<std::pair<std::string, int>> sources;  // printed vector (or scalar) and its lane count
+  for (const ObjectRef& v : shuffle.vectors()) sources.emplace_back(PrintExpr(v), DTypeOf(v).lanes());
+  std::vector<std::string> picks;
+  for (const ObjectRef& index : shuffle.indices()) {
+    auto lane = AsConstInt(index);
+    if (!lane) Fail("prim.Shuffle needs constant lane indices");
+    int64_t rest = *lane;
+    size_t j = 0;
+    while (j < sources.size() && rest >= sources[j].second) rest -= sources[j++].second;
+    if (j == sources.size() || rest < 0) Fail("prim.Shuffle lane " + std::to_string(*lane) + " is out of range");
+    picks.push_back(sources[j].second == 1 ? sources[j].first : sources[j].first + "[" + std::to_string(rest) + "]");
+  }
+  DataType t = DTypeOf(op);
+  if (t.is_scalar()) return picks.at(0);
+  std::string text = "tl::make_vec<" + CTypeName(t.element()) + ">(";
+  for (size_t i = 0; i < picks.size(); ++i) text += (i ? ", " : "") + picks[i];
+  return text + ")";
+}
+
+// ---- conversions and operators ------------------------------------------------------------------
+
+std::string MusaPrinter::VisitCast(const ObjectRef& op) {
+  ObjectRef value = CastView(op).value();
+  DataType to = DTypeOf(op), from = DTypeOf(value);
+  if (to == from) return PrintExpr(value);
+  if (to.lanes() != from.lanes()) Fail("prim.Cast from " + from.str() + " to " + to.str() + " changes the lane count");
+  if (to.is_vector()) return "tl::vec_cast<" + CTypeName(to.element()) + ">(" + PrintBare(value) + ")";
+  // half_t/bfloat16_t convert through float (no direct half<->bfloat16 or int64<->half constructors).
+  if (to.is_half_like() || from.is_half_like()) return "tl::cast<" + CTypeName(to) + ">(" + PrintBare(value) + ")";
+  return "((" + CTypeName(to) + ")" + PrintExpr(value) + ")";
+}
+
+std::string MusaPrinter::VisitSelect(const ObjectRef& op) {
+  SelectView select(op);
+  if (DTypeOf(select.condition()).is_vector()) {
+    return "tl::select(" + PrintBare(select.condition()) + ", " + PrintBare(select.true_value()) + ", " +
+           PrintBare(select.false_value()) + ")";
+  }
+  return "(" + PrintExpr(select.condition()) + " ? " + PrintExpr(select.true_value()) + " : " +
+         PrintExpr(select.false_value()) + ")";
+}
+
+// An immediately invoked lambda keeps the binding local to the expression, so a Let under a short-circuiting
+// operator or a select branch is only evaluated where TIR evaluates it.
+std::string MusaPrinter::VisitLet(const ObjectRef& op) {
+  LetView let(op);
+  std::string value = PrintBare(let.value());
+  std::string type = CTypeName(DTypeOf(let.var()));
+  std::string name = DefineVar(let.var());
+  return "([&]() -> " + CTypeName(DTypeOf(op)) + " { const " + type + " " + name + " = " + value + "; return " +
+         PrintBare(let.body()) + "; }())";
+}
+
+std::string MusaPrinter::VisitNot(const ObjectRef& op) {
+  return "(!" + PrintExpr(OperandA(op)) + ")";
+}
+
+std::string MusaPrinter::VisitBitwiseNot(const ObjectRef& op) {
+  return "(~" + PrintExpr(OperandA(op)) + ")";
+}
+
+std::string MusaPrinter::VisitBinaryOperator(const ObjectRef& op) {
+  ObjectRef a = OperandA(op), b = OperandB(op);
+  static const TypeKey mod_key("prim.Mod");
+  if (IsA(op, mod_key) && DTypeOf(op).is_floating()) {
+    return "tl::truncmod(" + PrintBare(a) + ", " + PrintBare(b) + ")";  // C `%` is integer-only
+  }
+  return "(" + PrintExpr(a) + " " + BinaryOperatorTokens().at(op->type_index()) + " " + PrintExpr(b) + ")";
+}
+
+std::string MusaPrinter::VisitBinaryHelper(const ObjectRef& op) {
+  return std::string(BinaryHelperNames().at(op->type_index())) + "(" + PrintBare(OperandA(op)) + ", " +
+         PrintBare(OperandB(op)) + ")";
+}
+
+// ---- calls --------------------------------------------------------------------------------------
+
+std::string MusaPrinter::VisitCall(const ObjectRef& op) { return PrintCall(CallView(op), /*as_statement=*/false); }
+
+std::string MusaPrinter::PrintCall(const CallView& call, bool as_statement) {
+  std::string name = call.op_name();
+  if (name[0] == '@') Fail("calling another function (`" + name.substr(1) + "`) from a kernel is not supported");
+  const CallRule* rule = FindCallRule(name);
+  if (rule == nullptr) {
+    Fail(call, "no MUSA print rule is registered for this operator (rules live in src/codegen/call_rules_*.cc)");
+  }
+  if (rule->position == CallPosition::kStatement && !as_statement) {
+    Fail(call, "is a statement and cannot be used as a value");
+  }
+  return rule->print(*this, call);
+}
+
+}  // namespace codegen
+}  // namespace tilelang_musa

@@ -1,0 +1,305 @@
+/*!
+ * \file tl_templates/musa/common.h
+ * \brief Base of the device template library: included first by every generated MUSA C translation unit.
+ *
+ * Compiles under mcc (the clang-based MUSA compiler, where __device__/__forceinline__ are keywords) and under
+ * the CPU simulator, whose musa_runtime.h / musa_fp16.h / musa_bf16.h (src/tl_templates/sim/) give the same
+ * names host-compiler meanings. Everything the MUSA printer (src/codegen/) emits beyond plain C lives here:
+ *  - `half_t`, `bfloat16_t` (also at global scope) and `tl::vec<T, N>` with lane-wise operators;
+ *  - `tl::cast` / `tl::vec_cast` / `tl::bit_cast` conversions;
+ *  - `tl::floordiv` / `tl::floormod` / `tl::truncmod` (exact for negative operands), `tl::min` / `tl::max`;
+ *  - `tl::broadcast`, `tl::ramp`, `tl::make_vec`, `tl::select`, `tl::gather`, `tl::scatter` for vector IR;
+ *  - `tl::infinity<T>()` and `tl::quiet_nan<T>()` for non-finite constants.
+ */
+#pragma once
+
+#include <musa_runtime.h>
+#include <musa_fp16.h>
+#include <musa_bf16.h>
+
+#include <math.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#if defined(__MUSACC__)
+#define TL_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+// Simulator: device code is host code, and the simulator headers define __device__ and __forceinline__.
+#define TL_HOST_DEVICE __device__ __forceinline__
+#endif
+#define TL_DEVICE __device__ __forceinline__
+
+namespace tl {
+
+using half_t = half;
+using bfloat16_t = __mt_bfloat16;
+
+namespace detail {
+
+template <typename T>
+struct is_half_like : std::integral_constant<bool, std::is_same<T, half_t>::value ||
+                                                       std::is_same<T, bfloat16_t>::value> {};
+
+// Alignment of an N-lane vector: its size when that is a power of two, capped at 16 bytes (the widest single
+// access), so that a 16-byte-aligned array can be viewed as any vector of its elements.
+constexpr int vec_alignment(int bytes) {
+  return (bytes & -bytes) < 16 ? (bytes & -bytes) : 16;
+}
+
+// The type arithmetic on T produces, before narrowing back to T (half_t + half_t may be float in the simulator).
+template <typename T>
+using identity_t = typename std::common_type<T>::type;
+
+}  // namespace detail
+
+// ---- conversions ---------------------------------------------------------------------------------
+
+/*! \brief Value conversion. 16-bit float types convert through float (there is no direct half<->bfloat16). */
+template <typename To, typename From>
+TL_HOST_DEVICE To cast(const From& x) {
+  if constexpr (std::is_same<To, From>::value) {
+    return x;
+  } else if constexpr (detail::is_half_like<To>::value || detail::is_half_like<From>::value) {
+    return static_cast<To>(static_cast<float>(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+/*! \brief Reinterprets the bits of `from` (same size) as a `To`. */
+template <typename To, typename From>
+TL_HOST_DEVICE To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "tl::bit_cast needs types of the same size");
+  To to;
+  __builtin_memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+/*! \brief +infinity of T (float, double, half_t, bfloat16_t). */
+template <typename T>
+TL_HOST_DEVICE T infinity() {
+  if constexpr (std::is_same<T, double>::value) {
+    return __builtin_huge_val();
+  } else {
+    return cast<T>(__builtin_huge_valf());
+  }
+}
+
+/*! \brief A quiet NaN of T (float, double, half_t, bfloat16_t). */
+template <typename T>
+TL_HOST_DEVICE T quiet_nan() {
+  if constexpr (std::is_same<T, double>::value) {
+    return __builtin_nan("");
+  } else {
+    return cast<T>(__builtin_nanf(""));
+  }
+}
+
+// ---- vectors -------------------------------------------------------------------------------------
+
+/*!
+ * \brief N lanes of T, laid out like T[N]; the printer's spelling of TIR vector types (`float32x4`).
+ * An aggregate: `tl::vec<float, 4>{{a, b, c, d}}` works, and a reinterpret_cast view of memory is a vector load.
+ */
+template <typename T, int N>
+struct alignas(detail::vec_alignment(static_cast<int>(sizeof(T)) * N)) vec {
+  static_assert(N > 0, "tl::vec needs at least one lane");
+  using value_type = T;
+  static constexpr int size = N;
+  T data[N];
+
+  TL_HOST_DEVICE T& operator[](int i) { return data[i]; }
+  TL_HOST_DEVICE const T& operator[](int i) const { return data[i]; }
+
+  /*! \brief All lanes equal to `value`. */
+  static TL_HOST_DEVICE vec broadcast(const T& value) {
+    vec r;
+    for (int i = 0; i < N; ++i) r.data[i] = value;
+    return r;
+  }
+};
+
+template <typename T, int N>
+TL_HOST_DEVICE vec<T, N> broadcast(const detail::identity_t<T>& value) {
+  return vec<T, N>::broadcast(cast<T>(value));
+}
+
+/*! \brief Lanes base, base + stride, base + 2 * stride, ... */
+template <typename T, int N>
+TL_HOST_DEVICE vec<T, N> ramp(const detail::identity_t<T>& base, const detail::identity_t<T>& stride) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.data[i] = static_cast<T>(base + static_cast<T>(i) * stride);
+  return r;
+}
+
+/*! \brief A vector of the given lanes, each converted to T. */
+template <typename T, typename... Lanes>
+TL_HOST_DEVICE vec<T, static_cast<int>(sizeof...(Lanes))> make_vec(const Lanes&... lanes) {
+  return vec<T, static_cast<int>(sizeof...(Lanes))>{{cast<T>(lanes)...}};
+}
+
+template <typename To, typename From, int N>
+TL_HOST_DEVICE vec<To, N> vec_cast(const vec<From, N>& v) {
+  vec<To, N> r;
+  for (int i = 0; i < N; ++i) r.data[i] = cast<To>(v.data[i]);
+  return r;
+}
+
+/*! \brief Lane-wise `cond ? a : b` (both sides are evaluated, as for TIR Select). */
+template <typename T, int N>
+TL_HOST_DEVICE vec<T, N> select(const vec<bool, N>& cond, const vec<T, N>& a, const vec<T, N>& b) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.data[i] = cond.data[i] ? a.data[i] : b.data[i];
+  return r;
+}
+
+/*! \brief Loads ptr[index[i]] into lane i. */
+template <typename T, typename I, int N>
+TL_HOST_DEVICE vec<typename std::remove_cv<T>::type, N> gather(T* ptr, const vec<I, N>& index) {
+  vec<typename std::remove_cv<T>::type, N> r;
+  for (int i = 0; i < N; ++i) r.data[i] = ptr[index.data[i]];
+  return r;
+}
+
+/*! \brief Stores lane i of `value` to ptr[index[i]], in lane order. */
+template <typename T, typename I, int N>
+TL_HOST_DEVICE void scatter(T* ptr, const vec<I, N>& index, const vec<T, N>& value) {
+  for (int i = 0; i < N; ++i) ptr[index.data[i]] = value.data[i];
+}
+
+// Lane-wise operators: vector-vector, vector-scalar and scalar-vector. Arithmetic narrows back to T (C promotes
+// small integers and, in the simulator, half types); comparisons and logic give vec<bool, N>.
+#define TL_VEC_BINARY_OPERATOR(OP, RESULT)                                                       \
+  template <typename T, int N>                                                                   \
+  TL_HOST_DEVICE vec<RESULT, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {            \
+    vec<RESULT, N> r;                                                                            \
+    for (int i = 0; i < N; ++i) r.data[i] = static_cast<RESULT>(a.data[i] OP b.data[i]);         \
+    return r;                                                                                    \
+  }                                                                                              \
+  template <typename T, int N>                                                                   \
+  TL_HOST_DEVICE vec<RESULT, N> operator OP(const vec<T, N>& a, const detail::identity_t<T>& b) { \
+    return a OP vec<T, N>::broadcast(b);                                                         \
+  }                                                                                              \
+  template <typename T, int N>                                                                   \
+  TL_HOST_DEVICE vec<RESULT, N> operator OP(const detail::identity_t<T>& a, const vec<T, N>& b) { \
+    return vec<T, N>::broadcast(a) OP b;                                                         \
+  }
+
+TL_VEC_BINARY_OPERATOR(+, T)
+TL_VEC_BINARY_OPERATOR(-, T)
+TL_VEC_BINARY_OPERATOR(*, T)
+TL_VEC_BINARY_OPERATOR(/, T)
+TL_VEC_BINARY_OPERATOR(%, T)
+TL_VEC_BINARY_OPERATOR(&, T)
+TL_VEC_BINARY_OPERATOR(|, T)
+TL_VEC_BINARY_OPERATOR(^, T)
+TL_VEC_BINARY_OPERATOR(<<, T)
+TL_VEC_BINARY_OPERATOR(>>, T)
+TL_VEC_BINARY_OPERATOR(==, bool)
+TL_VEC_BINARY_OPERATOR(!=, bool)
+TL_VEC_BINARY_OPERATOR(<, bool)
+TL_VEC_BINARY_OPERATOR(<=, bool)
+TL_VEC_BINARY_OPERATOR(>, bool)
+TL_VEC_BINARY_OPERATOR(>=, bool)
+TL_VEC_BINARY_OPERATOR(&&, bool)
+TL_VEC_BINARY_OPERATOR(||, bool)
+#undef TL_VEC_BINARY_OPERATOR
+
+#define TL_VEC_UNARY_OPERATOR(OP, RESULT)                                \
+  template <typename T, int N>                                           \
+  TL_HOST_DEVICE vec<RESULT, N> operator OP(const vec<T, N>& a) {        \
+    vec<RESULT, N> r;                                                    \
+    for (int i = 0; i < N; ++i) r.data[i] = static_cast<RESULT>(OP a.data[i]); \
+    return r;                                                            \
+  }
+
+TL_VEC_UNARY_OPERATOR(-, T)
+TL_VEC_UNARY_OPERATOR(~, T)
+TL_VEC_UNARY_OPERATOR(!, bool)
+#undef TL_VEC_UNARY_OPERATOR
+
+// ---- arithmetic helpers --------------------------------------------------------------------------
+// Operands may differ in spelling but not in TIR dtype (e.g. `long` and a `long long` literal for int64), so
+// each helper computes in their common type.
+
+/*! \brief Division rounding toward negative infinity (TIR floordiv); floor(a / b) for floating point. */
+template <typename A, typename B>
+TL_HOST_DEVICE typename std::common_type<A, B>::type floordiv(const A& a_, const B& b_) {
+  using T = typename std::common_type<A, B>::type;
+  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
+  if constexpr (std::is_integral<T>::value) {
+    const T q = a / b, r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+  } else if constexpr (std::is_same<T, double>::value) {
+    return floor(a / b);
+  } else {
+    return cast<T>(floorf(cast<float>(a) / cast<float>(b)));
+  }
+}
+
+/*! \brief Remainder with the sign of the divisor (TIR floormod): a - floordiv(a, b) * b. */
+template <typename A, typename B>
+TL_HOST_DEVICE typename std::common_type<A, B>::type floormod(const A& a_, const B& b_) {
+  using T = typename std::common_type<A, B>::type;
+  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
+  if constexpr (std::is_integral<T>::value) {
+    const T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+  } else if constexpr (std::is_same<T, double>::value) {
+    return a - floor(a / b) * b;
+  } else {
+    const float x = cast<float>(a), y = cast<float>(b);
+    return cast<T>(x - floorf(x / y) * y);
+  }
+}
+
+/*! \brief Remainder with the sign of the dividend (TIR truncmod, C `%`), also for floating point. */
+template <typename A, typename B>
+TL_HOST_DEVICE typename std::common_type<A, B>::type truncmod(const A& a_, const B& b_) {
+  using T = typename std::common_type<A, B>::type;
+  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
+  if constexpr (std::is_integral<T>::value) {
+    return a % b;
+  } else if constexpr (std::is_same<T, double>::value) {
+    return fmod(a, b);
+  } else {
+    return cast<T>(fmodf(cast<float>(a), cast<float>(b)));
+  }
+}
+
+/*! \brief The smaller operand (the second when unordered, e.g. NaN). Works for half_t/bfloat16_t. */
+template <typename A, typename B>
+TL_HOST_DEVICE typename std::common_type<A, B>::type min(const A& a_, const B& b_) {
+  using T = typename std::common_type<A, B>::type;
+  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
+  return a < b ? a : b;
+}
+
+/*! \brief The larger operand (the second when unordered, e.g. NaN). Works for half_t/bfloat16_t. */
+template <typename A, typename B>
+TL_HOST_DEVICE typename std::common_type<A, B>::type max(const A& a_, const B& b_) {
+  using T = typename std::common_type<A, B>::type;
+  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
+  return a > b ? a : b;
+}
+
+#define TL_VEC_BINARY_HELPER(NAME)                                                  \
+  template <typename T, int N>                                                      \
+  TL_HOST_DEVICE vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {           \
+    vec<T, N> r;                                                                    \
+    for (int i = 0; i < N; ++i) r.data[i] = static_cast<T>(NAME(a.data[i], b.data[i])); \
+    return r;                                                                       \
+  }
+
+TL_VEC_BINARY_HELPER(floordiv)
+TL_VEC_BINARY_HELPER(floormod)
+TL_VEC_BINARY_HELPER(truncmod)
+TL_VEC_BINARY_HELPER(min)
+TL_VEC_BINARY_HELPER(max)
+#undef TL_VEC_BINARY_HELPER
+
+}  // namespace tl
+
+using tl::bfloat16_t;
+using tl::half_t;
