@@ -167,3 +167,64 @@ def test_profiler_checks_and_times_the_kernel():
     latency = profiler.do_bench(n_warmup=1, n_repeat=3)
     assert latency > 0
     assert len(profiler.do_bench(n_warmup=0, n_repeat=4, quantiles=[0.5, 0.9])) == 2
+
+
+def test_large_dynamic_shared_memory_sets_the_attribute():
+    @T.prim_func
+    def stage(A: T.Tensor((16384,), "float32"), B: T.Tensor((16384,), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((16384,), "float32")  # 64 KiB: above the 48 KiB default
+            for i in T.Parallel(16384):
+                S[i] = A[i] * 2.0
+            for i in T.Parallel(16384):
+                B[i] = S[16383 - i]
+
+    kernel = tilelang.compile(stage)
+    assert "musaFuncSetAttribute(stage_kernel, musaFuncAttributeMaxDynamicSharedMemorySize" in kernel.get_host_source()
+    assert "size_t smem = 65536;" in kernel.get_host_source()
+    a = rand((16384,), torch.float32, 12)
+    b = torch.full((16384,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, (a * 2).flip(0))
+    # mp_22 allows 72 KiB per block: 64 KiB fits, 128 KiB does not, and the error names the buffer
+    tilelang.compile(stage, target="musa -arch=mp_22")
+
+    @T.prim_func
+    def too_big(A: T.Tensor((32768,), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((32768,), "float32")
+            for i in T.Parallel(32768):
+                S[i] = A[i]
+            for i in T.Parallel(32768):
+                A[i] = S[i] + 1.0
+
+    with pytest.raises(tilelang.CompileError, match=r"131072 bytes of shared memory .* 73728 .* S \(131072 B\)"):
+        tilelang.compile(too_big, target="musa -arch=mp_22")
+
+
+def test_big_local_arrays_get_a_big_enough_simulator_stack():
+    @T.prim_func
+    def local_sum(A: T.Tensor((32, 20000), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            tx = T.get_thread_binding()
+            buf = T.alloc_local((20000,), "float32")  # 80 KB per thread: more than the default fiber stack
+            for k in T.serial(20000):
+                buf[k] = A[tx, k]
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for k in T.serial(20000):
+                acc[0] += buf[19999 - k]
+            B[tx] = acc[0]
+
+    kernel = tilelang.compile(local_sum)
+    a = rand((32, 20000), torch.float32, 13)
+    b = torch.full((32,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a.flip(1).sum(1), rtol=1e-4, atol=1e-3)
+
+
+def test_simulator_kernel_rejects_tensors_on_another_device():
+    kernel = elementwise_add.compile(N=64)
+    a = torch.empty(64, device="meta")
+    with pytest.raises(ValueError, match="A"):
+        kernel(a, a)

@@ -44,9 +44,9 @@ def native_library() -> Path:
 @cache
 def include_root() -> Path:
     """The directory that holds `tl_templates/` (generated sources `#include "tl_templates/musa/common.h"`)."""
-    source_tree = PACKAGE_DIR.parent / "src"
-    if (source_tree / "tl_templates" / "musa").is_dir():
-        return source_tree
+    checkout = PACKAGE_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "tl_templates" / "musa").is_dir():
+        return checkout / "src"
     for d in _package_dirs():
         if (d / "tl_templates" / "musa").is_dir():
             return d

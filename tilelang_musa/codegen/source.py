@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from .. import _native
 from ..target import arch_of
-from ..transform.ir_utils import thread_info
+from ..transform.ir_utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from .host import HostParam, LaunchConfig, host_params, launch_config, print_host
 
@@ -24,6 +25,7 @@ class KernelSource:
     host: str  # call / call_packed / get_last_error
     params: list[HostParam]
     launch: LaunchConfig
+    local_bytes: int  # per-thread local arrays (registers / local memory)
 
     @property
     def text(self) -> str:
@@ -38,4 +40,21 @@ def generate(func: tirx.PrimFunc, target: tvm.target.Target, kernel_name: str) -
     smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
     launch = launch_config(func, thread_info(func).extents, smem)
     params = host_params(func)
-    return KernelSource(kernel_name, device, print_host(kernel_name, params, launch), params, launch)
+    return KernelSource(kernel_name, device, print_host(kernel_name, params, launch), params, launch,
+                        _local_bytes(func))
+
+
+_LOCAL_SCOPES = ("local", "local.fragment", "local.var", "warp")
+
+
+def _local_bytes(func: tirx.PrimFunc) -> int:
+    total = 0
+
+    def on_alloc(node):
+        nonlocal total
+        if scope_of(node.buffer) in _LOCAL_SCOPES:
+            count = as_int(buffer_size(node.buffer))
+            total += (count or 0) * dtype_bytes(node.buffer.ty.dtype.dtype)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc)])
+    return total

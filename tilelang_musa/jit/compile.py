@@ -123,10 +123,11 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     def build(workdir: Path) -> None:
         src = workdir / SOURCE_NAME
         src.write_text(text)
-        toolchain.build(BuildRequest(src, workdir / LIBRARY_NAME, arch, fast_math, flags))
+        toolchain.build(BuildRequest(src, workdir / LIBRARY_NAME, arch, fast_math, flags, source.local_bytes))
 
     # The command line (with placeholder paths) covers flags, arch and TILELANG_MCC_EXTRA_ARGS.
-    command = toolchain.command(BuildRequest(Path(SOURCE_NAME), Path(LIBRARY_NAME), arch, fast_math, flags))
+    command = toolchain.command(
+        BuildRequest(Path(SOURCE_NAME), Path(LIBRARY_NAME), arch, fast_math, flags, source.local_bytes))
     key = cache_key(text, toolchain.name, toolchain.version(), " ".join(command))
     library = build_cached(key, LIBRARY_NAME, build)
     output_dir = configs.get(PassConfigKey.MUSA_KERNELS_OUTPUT_DIR)

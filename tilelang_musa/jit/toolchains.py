@@ -33,6 +33,7 @@ class BuildRequest:
     arch: ArchInfo
     fast_math: bool = False
     extra_flags: tuple[str, ...] = field(default_factory=tuple)
+    local_bytes: int = 0  # per-thread local arrays of the kernel (the simulator sizes its fiber stacks by it)
 
 
 class Toolchain:
@@ -130,6 +131,9 @@ class SimToolchain(Toolchain):
             f"-I{include_root()}", f"-I{simulator_headers()}",
             "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={req.arch.musa_arch}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
         ]
+        if req.local_bytes:
+            # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime
+            cmd.append(f"-DTL_SIM_MIN_STACK_KB={-(-(2 * req.local_bytes + 32 * 1024) // 1024)}")
         if req.fast_math:
             cmd.append("-ffast-math")
         cmd += list(req.extra_flags)

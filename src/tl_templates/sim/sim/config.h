@@ -47,6 +47,12 @@ inline constexpr const char* kStackEnvVar = "TILELANG_SIM_STACK_KB";
 inline constexpr size_t kDefaultStackKiB = 64;
 inline constexpr size_t kMinStackKiB = 16;  // printf from a kernel needs a few KiB
 inline constexpr size_t kMaxStackKiB = 65536;
+// The toolchain driver passes the stack a kernel needs for its per-thread arrays (-DTL_SIM_MIN_STACK_KB): a
+// simulated thread's registers and local memory live on its fiber stack, so big local arrays need big stacks.
+#ifndef TL_SIM_MIN_STACK_KB
+#define TL_SIM_MIN_STACK_KB 0
+#endif
+inline constexpr size_t kKernelMinStackKiB = TL_SIM_MIN_STACK_KB;
 
 /*! \brief Options of the simulator, read from the environment at every launch so tests can change them. */
 struct SimOptions {
@@ -67,6 +73,7 @@ struct SimOptions {
       }
       opts.stack_bytes = static_cast<size_t>(kib) * 1024;
     }
+    if (opts.stack_bytes < kKernelMinStackKiB * 1024) opts.stack_bytes = kKernelMinStackKiB * 1024;
     *out = opts;
     return true;
   }
