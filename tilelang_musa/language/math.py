@@ -43,24 +43,21 @@ def floormod(a: Any, b: Any) -> Any:
     return ints[0] % ints[1] if ints is not None else tirx.floormod(a, b)
 
 
-def max(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001 - the language's T.max
-    values = (a, b, *rest)
+def _fold(static_op, ir_op, values: tuple) -> Any:
     if all(isinstance(v, (int, float)) for v in values):
-        return builtins.max(values)
-    out = a
+        return static_op(values)
+    out = values[0]
     for v in values[1:]:
-        out = tirx.max(out, v)
+        out = ir_op(out, v)
     return out
+
+
+def max(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001 - the language's T.max
+    return _fold(builtins.max, tirx.max, (a, b, *rest))
 
 
 def min(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001 - the language's T.min
-    values = (a, b, *rest)
-    if all(isinstance(v, (int, float)) for v in values):
-        return builtins.min(values)
-    out = a
-    for v in values[1:]:
-        out = tirx.min(out, v)
-    return out
+    return _fold(builtins.min, tirx.min, (a, b, *rest))
 
 
 def clamp(x: Any, lo: Any, hi: Any) -> Any:
