@@ -228,3 +228,23 @@ def test_simulator_kernel_rejects_tensors_on_another_device():
     a = torch.empty(64, device="meta")
     with pytest.raises(ValueError, match="A"):
         kernel(a, a)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_vectorized_casts_and_select(arch):
+    @T.prim_func
+    def relu_cast(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64, 32), "float16")):
+        with T.Kernel(4, threads=64) as bx:
+            tx = T.get_thread_binding()
+            row = bx * 16 + tx // 4
+            for v in T.vectorized(8):
+                col = (tx % 4) * 8 + v
+                B[row, col] = T.cast(T.if_then_else(A[row, col] > 0, A[row, col], A[row, col] * 0.5), "float16")
+
+    kernel = tilelang.compile(relu_cast, target=f"musa -arch={arch}")
+    src = kernel.get_device_source()
+    assert "half_t" in src
+    a = rand((64, 32), torch.float32, 14)
+    b = torch.full((64, 32), float("nan"), dtype=torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.where(a > 0, a, a * 0.5).half())
