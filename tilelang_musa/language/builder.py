@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
@@ -95,8 +96,16 @@ def is_buffer(value: Any) -> bool:
     return isinstance(value, tvm.ir.expr.Var) and isinstance(value.ty, tirx.BufferType)
 
 
+def as_expr(value: Any) -> Any:
+    """`x == y` on IR values is a lazy comparison object (EqualOp/NotEqualOp): make it an expression."""
+    if isinstance(value, tvm_ffi.core.ObjectConvertible) and hasattr(value, "asobject"):
+        return value.asobject()
+    return value
+
+
 def static_value(value: Any) -> Any:
     """The Python value of a compile-time constant (int/bool/IntImm), else None."""
+    value = as_expr(value)
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -290,6 +299,7 @@ def range_(*args: Any):
 
 
 def static_condition(cond: Any) -> bool:
+    cond = as_expr(cond)
     value = static_value(cond)
     if value is None and isinstance(cond, tvm.ir.Expr):
         raise current_trace().error(
@@ -303,6 +313,7 @@ class _IfBuilder:
     """`if` over a static condition keeps Python semantics; over an IR condition it builds IfThenElse."""
 
     def __init__(self, cond: Any):
+        cond = as_expr(cond)
         self.static = static_value(cond)
         if self.static is None and not isinstance(cond, tvm.ir.Expr):
             self.static = bool(cond)
@@ -341,37 +352,40 @@ def if_(cond: Any) -> _IfBuilder:
 
 
 def while_(test: Callable[[], Any]) -> Iterator[None]:
-    cond = test()
+    cond = as_expr(test())
     if static_value(cond) is not None or not isinstance(cond, tvm.ir.Expr):
         while static_value(cond) if static_value(cond) is not None else cond:
             yield
-            cond = test()
+            cond = as_expr(test())
         return
     with Tb.While(cond):
         yield
 
 
 def and_(lhs: Any, rhs: Callable[[], Any]) -> Any:
+    lhs = as_expr(lhs)
     value = static_value(lhs)
     if value is not None or not isinstance(lhs, tvm.ir.Expr):
         return rhs() if (value if value is not None else lhs) else lhs
-    other = rhs()
+    other = as_expr(rhs())
     if static_value(other) is not None:
         return lhs if static_value(other) else tirx.const(False, "bool")
     return tirx.And(lhs, other)
 
 
 def or_(lhs: Any, rhs: Callable[[], Any]) -> Any:
+    lhs = as_expr(lhs)
     value = static_value(lhs)
     if value is not None or not isinstance(lhs, tvm.ir.Expr):
         return lhs if (value if value is not None else lhs) else rhs()
-    other = rhs()
+    other = as_expr(rhs())
     if static_value(other) is not None:
         return tirx.const(True, "bool") if static_value(other) else lhs
     return tirx.Or(lhs, other)
 
 
 def not_(value: Any) -> Any:
+    value = as_expr(value)
     static = static_value(value)
     if static is not None or not isinstance(value, tvm.ir.Expr):
         return not (static if static is not None else value)
@@ -379,6 +393,7 @@ def not_(value: Any) -> Any:
 
 
 def select(cond: Any, then: Callable[[], Any], otherwise: Callable[[], Any]) -> Any:
+    cond = as_expr(cond)
     static = static_value(cond)
     if static is not None or not isinstance(cond, tvm.ir.Expr):
         return then() if (static if static is not None else cond) else otherwise()

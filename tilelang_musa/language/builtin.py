@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from .builder import current_trace
+
+_OPAQUE = 3  # CallEffectKind::kOpaque
+
+
+def _register_intrinsic(name: str, doc: str) -> None:
+    try:
+        tvm.ir.Op.get(name)
+    except Exception:  # noqa: BLE001 - not registered yet (tvm raises a generic error)
+        tvm.get_global_func("ir.RegisterOp")(name, doc)
+        tvm.ir.Op.get(name).set_attr("TCallEffectKind", _OPAQUE)
+
+
+USE_SWIZZLE_OP = "tl.use_swizzle"
+_register_intrinsic(USE_SWIZZLE_OP, "block rasterization marker, removed by the RasterizeBlocks pass")
 
 
 def sync_threads() -> None:
@@ -16,3 +31,19 @@ def sync_threads() -> None:
     if trace.kernel is None:
         raise trace.error("`T.sync_threads` must be used inside `with T.Kernel(...)`")
     Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
+    """Block rasterization: remap the block indices so that consecutive blocks walk panels of `panel_size`
+    rows (order="row") or columns (order="col") of the grid, for better L2 reuse. A bijection over the grid:
+    results never change. Applies to the whole kernel (the block indices are remapped at its start)."""
+    trace = current_trace("T.use_swizzle")
+    if trace.kernel is None:
+        raise trace.error("`T.use_swizzle` must be used inside `with T.Kernel(...)`")
+    if order not in ("row", "col"):
+        raise trace.error(f"T.use_swizzle: order must be 'row' or 'col'; got {order!r}")
+    if not isinstance(panel_size, int) or panel_size <= 0:
+        raise trace.error(f"T.use_swizzle: panel_size must be a positive int; got {panel_size!r}")
+    if not enable:
+        return
+    Tb.evaluate(tirx.call_intrin("int32", USE_SWIZZLE_OP, panel_size, tvm.ir.expr.StringImm(order)))

@@ -12,7 +12,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from .builder import static_value
+from .builder import as_expr, static_value
 from .dtypes import canonical_dtype
 
 
@@ -65,6 +65,7 @@ def clamp(x: Any, lo: Any, hi: Any) -> Any:
 
 
 def if_then_else(cond: Any, then: Any, otherwise: Any) -> Any:
+    cond = as_expr(cond)
     static = static_value(cond)
     if static is not None:
         return then if static else otherwise

@@ -1,6 +1,16 @@
-"""Lowering passes, one per file; `pipeline.py` holds the order."""
+"""Lowering passes, one per file; `pipeline.py` holds the order.
+
+Only the configuration is imported eagerly: tile ops (tileop/) read pass configs and are themselves
+lowered by a pass here, so the pipeline is imported on first use."""
 
 from .pass_config import PassConfigKey, normalize_pass_configs
-from .pipeline import lower, lowering_passes
 
-__all__ = ["PassConfigKey", "lower", "lowering_passes", "normalize_pass_configs"]
+
+def lower(*args, **kwargs):
+    """See `pipeline.lower`."""
+    from .pipeline import lower as _lower
+
+    return _lower(*args, **kwargs)
+
+
+__all__ = ["PassConfigKey", "lower", "normalize_pass_configs"]

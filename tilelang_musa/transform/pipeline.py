@@ -10,15 +10,22 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
+from .lower_tile_op import LowerTileOp
 from .partition_parallel_loop import PartitionParallelLoop
+from .rasterize_blocks import RasterizeBlocks
 from .pass_base import run_pass
 from .pass_config import PassConfigKey
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .safe_memory_access import SafeMemoryAccess
+from .sync_write_after_write import SyncWriteAfterWrite
 
 
 def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
     return [
+        # T.use_swizzle: every later pass sees the remapped block indices.
+        RasterizeBlocks(),
+        # Tile ops (T.copy, T.fill, ...) become T.Parallel nests and template calls.
+        LowerTileOp(configs),
         # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
         PartitionParallelLoop(configs),
         # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
@@ -28,7 +35,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         tirx.transform.VectorizeLoop(True),
         tirx.transform.UnrollLoop(),
         tirx.transform.StmtSimplify(),
-        # Barriers between a shared-memory write and a later read by other threads (final accesses only).
+        # Barriers between shared-memory accesses by different threads (final accesses only): first the
+        # write-after-write hazards TVM's ThreadSync does not see, then its read/write ones.
+        SyncWriteAfterWrite(),
         tvm.s_tir.transform.ThreadSync("shared"),
         tvm.s_tir.transform.ThreadSync("shared.dyn"),
         # Math intrinsics (T.exp ...) to the MUSA math library names.

@@ -17,6 +17,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..tileop.copy import NO_SAFE_ACCESS
 from .ir_utils import TensorLoad, as_int, scope_of, substitute
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
@@ -29,6 +30,8 @@ class _Guarder:
 
     # -- context
     def on_attr(self, node, mutator):
+        if node.attr_key == NO_SAFE_ACCESS:  # TL_DISABLE_SAFE_COPY_PREDICATION: leave this copy unguarded
+            return node.body
         if node.attr_key == "thread_extent":
             self.ana.bind(node.node.var, tvm.ir.Range(0, node.value))
         return mutator.default_mutate(node)

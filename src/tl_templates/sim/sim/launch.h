@@ -108,6 +108,7 @@ inline void RunBlocks(GridWork& work) {
   OsThreadState& t = g_thread;
   t.block_dim = work.block;
   t.grid_dim = work.grid;
+  t.dynamic_smem = work.dynamic_smem;
   {
     BlockRunner runner(work.kernel, work.block, stacks);
     const uint64_t gx = work.grid.x, gy = work.grid.y;

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "config.h"
@@ -68,6 +69,16 @@ class ThreadSet {
 
 enum class Group : uint8_t { kBlock = 0, kWarp = 1, kSquad = 2 };
 inline constexpr int kNumGroupKinds = 3;
+
+/*!
+ * \brief State a device model outside the scheduler keeps for the running block between collectives (e.g. SQMMA
+ *        operations in flight until their wait). The runner owns one per kind; every block starts without any.
+ */
+struct BlockExtension {
+  virtual ~BlockExtension() = default;
+};
+enum class ExtensionKind : uint8_t { kSqmma = 0 };
+inline constexpr int kNumExtensionKinds = 1;
 
 class BlockRunner;
 struct Rendezvous;
@@ -167,6 +178,7 @@ class BlockRunner {
       free_ = &rv;
     }
     for (auto& heads : heads_) std::fill(heads.begin(), heads.end(), nullptr);
+    for (auto& extension : extensions_) extension.reset();
     const size_t usable = stacks_->stride - stacks_->guard_bytes;
     for (uint32_t i = 0; i < n_; ++i) {
       Fiber& f = fibers_[i];
@@ -195,6 +207,8 @@ class BlockRunner {
   const char* error_message() const { return message_; }
 
   uint32_t thread_count() const { return n_; }
+  /*! \brief The running block's state of `kind`: null until a model installs it. */
+  std::unique_ptr<BlockExtension>& extension(ExtensionKind kind) { return extensions_[static_cast<int>(kind)]; }
   const ThreadSet& all_threads() const { return all_; }
   Fiber& fiber(uint32_t linear) { return fibers_[linear]; }
   Fiber& current() { return *g_thread.fiber; }
@@ -432,6 +446,7 @@ class BlockRunner {
   std::vector<Rendezvous> rendezvous_;
   Rendezvous* free_ = nullptr;
   std::vector<Rendezvous*> heads_[kNumGroupKinds];  // pending rendezvous per group instance
+  std::unique_ptr<BlockExtension> extensions_[kNumExtensionKinds];
   ThreadSet all_;
   FiberContext scheduler_;  // the OS thread's own stack while fibers run
   uint3 block_idx_{0, 0, 0};

@@ -28,6 +28,7 @@ struct OsThreadState {
   uint3 block_idx{0, 0, 0};
   dim3 block_dim{1, 1, 1};
   dim3 grid_dim{1, 1, 1};
+  size_t dynamic_smem = 0;  // bytes of dynamic shared memory the running launch asked for
   BlockRunner* block = nullptr;  // the block this OS thread is running, null outside kernels
   Fiber* fiber = nullptr;        // the running simulated thread
 

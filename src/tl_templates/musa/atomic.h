@@ -1,0 +1,228 @@
+/*!
+ * \file tl_templates/musa/atomic.h
+ * \brief Atomic read-modify-write for T.atomic_add / T.atomic_max / T.atomic_min on global or shared memory.
+ *
+ * - `tl::AtomicAdd(addr, val)`, `AtomicMax`, `AtomicMin` and the `...Ret` forms, which return the value `*addr`
+ *   held just before the update. `val` is converted to the element type first (tl::cast).
+ * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements.
+ * Element types: float, double, half_t, bfloat16_t and 32/64-bit integers. All are relaxed, like the device's.
+ *
+ * The code calls only the CUDA-named atomic built-ins (atomicAdd, atomicMax, atomicMin, atomicCAS) that exist
+ * under mcc and in the simulator. Where no built-in exists (floating-point max/min, 16-bit max/min, the 16-bit
+ * pair add), it loops on atomicCAS over the aligned 32-bit word (or the 8-byte word for 8-byte types) holding the
+ * element: 16-bit CAS is not available everywhere.
+ */
+#pragma once
+
+#include "common.h"
+#include "reduce.h"
+
+namespace tl {
+
+namespace detail {
+
+/*! \brief The 32/64-bit integer type whose atomic built-ins the device library declares for integer T. */
+template <typename T>
+using atomic_int_t = typename std::conditional<
+    sizeof(T) == 4, typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type,
+    typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type>::type;
+
+template <typename T>
+struct is_atomic_element
+    : std::integral_constant<bool, std::is_same<T, float>::value || std::is_same<T, double>::value ||
+                                       is_half_like<T>::value ||
+                                       (std::is_integral<T>::value && (sizeof(T) == 4 || sizeof(T) == 8))> {};
+
+/*! \brief f(old) applied as `Op()(old, operand)`; a functor rather than a lambda keeps device code plain. */
+template <class Op, typename T>
+struct CombineWith {
+  T operand;
+  TL_DEVICE T operator()(T old) const { return Op()(old, operand); }
+};
+
+/*! \brief Lane-wise SumOp of two tl::vec values. */
+template <typename T, int N>
+struct AddLanes {
+  vec<T, N> operand;
+  TL_DEVICE vec<T, N> operator()(const vec<T, N>& old) const {
+    vec<T, N> r;
+    for (int i = 0; i < N; ++i) r.data[i] = SumOp()(old.data[i], operand.data[i]);
+    return r;
+  }
+};
+
+/*!
+ * \brief Atomically replaces *addr by f(*addr) and returns the previous value, with an atomicCAS loop.
+ *        A 2-byte T is updated inside its aligned 32-bit word (the neighbouring half is rewritten unchanged, and a
+ *        concurrent change to it makes the CAS retry). When f leaves the bits unchanged nothing is written.
+ */
+template <typename T, typename F>
+TL_DEVICE T atomic_update(T* addr, F f) {
+  static_assert(std::is_trivially_copyable<T>::value && (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8),
+                "tl atomics: compare-and-swap updates need a 2-, 4- or 8-byte element");
+  if constexpr (sizeof(T) == 2) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(addr);
+    unsigned int* word = reinterpret_cast<unsigned int*>(address & ~uintptr_t{3});
+    const unsigned int shift = static_cast<unsigned int>(address & 2u) * 8u;  // little-endian: high half at +2
+    const unsigned int keep = ~(0xffffu << shift);
+    unsigned int assumed = *reinterpret_cast<volatile unsigned int*>(word);
+    for (;;) {
+      const uint16_t old_bits = static_cast<uint16_t>(assumed >> shift);
+      const T old = bit_cast<T>(old_bits);
+      const uint16_t new_bits = bit_cast<uint16_t>(f(old));
+      if (new_bits == old_bits) return old;
+      const unsigned int replaced = (assumed & keep) | (static_cast<unsigned int>(new_bits) << shift);
+      const unsigned int seen = atomicCAS(word, assumed, replaced);
+      if (seen == assumed) return old;
+      assumed = seen;
+    }
+  } else {
+    using W = typename std::conditional<sizeof(T) == 4, unsigned int, unsigned long long>::type;
+    W* word = reinterpret_cast<W*>(addr);
+    W assumed = *reinterpret_cast<volatile W*>(word);
+    for (;;) {
+      const T old = bit_cast<T>(assumed);
+      const W new_bits = bit_cast<W>(f(old));
+      if (new_bits == assumed) return old;
+      const W seen = atomicCAS(word, assumed, new_bits);
+      if (seen == assumed) return old;
+      assumed = seen;
+    }
+  }
+}
+
+template <typename T>
+TL_DEVICE void check_atomic_element() {
+  static_assert(is_atomic_element<T>::value,
+                "tl atomics support float, double, half_t, bfloat16_t and 32/64-bit integer elements");
+}
+
+/*! \brief Max (kMax) or min of *addr and v, returning the old value. */
+template <bool kMax, typename T>
+TL_DEVICE T atomic_extremum(T* addr, T v) {
+  check_atomic_element<T>();
+  if constexpr (std::is_integral<T>::value) {
+    using N = atomic_int_t<T>;
+    N* p = reinterpret_cast<N*>(addr);
+    return static_cast<T>(kMax ? atomicMax(p, static_cast<N>(v)) : atomicMin(p, static_cast<N>(v)));
+  } else {
+    // No portable floating-point or 16-bit built-in: CAS with the reduction's own max/min (fmax-style NaN rule).
+    using Op = typename std::conditional<kMax, MaxOp, MinOp>::type;
+    return atomic_update(addr, CombineWith<Op, T>{v});
+  }
+}
+
+}  // namespace detail
+
+// ---- scalar --------------------------------------------------------------------------------------
+
+/*! \brief *addr += val atomically; returns the old *addr. Integers wrap; 16-bit floats round as their add. */
+template <typename T, typename V>
+TL_DEVICE T AtomicAddRet(T* addr, V val) {
+  detail::check_atomic_element<T>();
+  const T v = cast<T>(val);
+  if constexpr (std::is_integral<T>::value) {
+    // CUDA declares 64-bit atomicAdd for unsigned only; two's-complement addition is the same operation.
+    using N = typename std::conditional<sizeof(T) == 8, unsigned long long, detail::atomic_int_t<T>>::type;
+    return static_cast<T>(atomicAdd(reinterpret_cast<N*>(addr), static_cast<N>(v)));
+  } else {
+    return atomicAdd(addr, v);  // float, double, half, __mt_bfloat16 built-ins
+  }
+}
+
+/*! \brief *addr += val atomically. */
+template <typename T, typename V>
+TL_DEVICE void AtomicAdd(T* addr, V val) {
+  (void)AtomicAddRet(addr, val);
+}
+
+/*!
+ * \brief *addr = max(*addr, val) atomically; returns the old *addr. Floating point follows tl::MaxOp: a NaN `val`
+ *        leaves *addr unchanged and a NaN in memory is replaced; +0 counts above -0.
+ */
+template <typename T, typename V>
+TL_DEVICE T AtomicMaxRet(T* addr, V val) {
+  return detail::atomic_extremum<true>(addr, cast<T>(val));
+}
+
+/*! \brief *addr = max(*addr, val) atomically (see AtomicMaxRet). */
+template <typename T, typename V>
+TL_DEVICE void AtomicMax(T* addr, V val) {
+  (void)AtomicMaxRet(addr, val);
+}
+
+/*! \brief *addr = min(*addr, val) atomically; returns the old *addr. NaN and zero rules mirror AtomicMaxRet. */
+template <typename T, typename V>
+TL_DEVICE T AtomicMinRet(T* addr, V val) {
+  return detail::atomic_extremum<false>(addr, cast<T>(val));
+}
+
+/*! \brief *addr = min(*addr, val) atomically (see AtomicMinRet). */
+template <typename T, typename V>
+TL_DEVICE void AtomicMin(T* addr, V val) {
+  (void)AtomicMinRet(addr, val);
+}
+
+// ---- vectors -------------------------------------------------------------------------------------
+// addr[i] += val[i] for the N lanes, returning the old lanes. Each 32/64-bit lane is its own atomic (no
+// atomicity across lanes); 16-bit lanes go in aligned pairs, each pair one atomic 32-bit update, so `addr` must be
+// aligned to 4 bytes for half_t / bfloat16_t.
+
+namespace detail {
+
+/*! \brief Lane-wise add of N lanes at addr; returns the old lanes. */
+template <typename T, int N>
+TL_DEVICE vec<T, N> atomic_add_lanes(T* addr, const vec<T, N>& val) {
+  check_atomic_element<T>();
+  vec<T, N> old;
+  if constexpr (is_half_like<T>::value) {
+    static_assert(N % 2 == 0, "tl::AtomicAddxN: 16-bit lanes are updated in pairs");
+    for (int i = 0; i < N; i += 2) {
+      const vec<T, 2> pair{{val.data[i], val.data[i + 1]}};
+      const vec<T, 2> seen = atomic_update(reinterpret_cast<vec<T, 2>*>(addr + i), AddLanes<T, 2>{pair});
+      old.data[i] = seen.data[0];
+      old.data[i + 1] = seen.data[1];
+    }
+  } else {
+    for (int i = 0; i < N; ++i) old.data[i] = AtomicAddRet(addr + i, val.data[i]);
+  }
+  return old;
+}
+
+}  // namespace detail
+
+template <typename T>
+TL_DEVICE vec<T, 2> AtomicAddx2Ret(T* addr, const vec<T, 2>& val) {
+  return detail::atomic_add_lanes(addr, val);
+}
+template <typename T>
+TL_DEVICE vec<T, 2> AtomicAddx2Ret(T* addr, const T* val) {
+  return detail::atomic_add_lanes(addr, vec<T, 2>{{val[0], val[1]}});
+}
+template <typename T>
+TL_DEVICE void AtomicAddx2(T* addr, const vec<T, 2>& val) {
+  (void)detail::atomic_add_lanes(addr, val);
+}
+template <typename T>
+TL_DEVICE void AtomicAddx2(T* addr, const T* val) {
+  (void)AtomicAddx2Ret(addr, val);
+}
+
+template <typename T>
+TL_DEVICE vec<T, 4> AtomicAddx4Ret(T* addr, const vec<T, 4>& val) {
+  return detail::atomic_add_lanes(addr, val);
+}
+template <typename T>
+TL_DEVICE vec<T, 4> AtomicAddx4Ret(T* addr, const T* val) {
+  return detail::atomic_add_lanes(addr, vec<T, 4>{{val[0], val[1], val[2], val[3]}});
+}
+template <typename T>
+TL_DEVICE void AtomicAddx4(T* addr, const vec<T, 4>& val) {
+  (void)detail::atomic_add_lanes(addr, val);
+}
+template <typename T>
+TL_DEVICE void AtomicAddx4(T* addr, const T* val) {
+  (void)AtomicAddx4Ret(addr, val);
+}
+
+}  // namespace tl

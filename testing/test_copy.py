@@ -1,0 +1,106 @@
+"""T.copy / T.fill / T.clear between global and shared memory (with tails), and T.use_swizzle, in the
+simulator against torch."""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import rand
+
+
+def tile_roundtrip(M, N, BM, BN, src_dtype, dst_dtype, threads=128):
+    @T.prim_func
+    def roundtrip(A: T.Tensor((M, N), src_dtype), B: T.Tensor((M, N), dst_dtype)):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=threads) as (bx, by):
+            S = T.alloc_shared((BM, BN), src_dtype)
+            T.clear(S)
+            T.copy(A[by * BM, bx * BN], S)
+            T.copy(S, B[by * BM, bx * BN])
+
+    return roundtrip
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("M,N", [(256, 128), (200, 136), (37, 5)])
+@pytest.mark.parametrize("dtypes", [("float16", "float32"), ("float32", "float32"), ("bfloat16", "bfloat16")])
+def test_global_shared_global_roundtrip_with_tails(arch, M, N, dtypes):
+    kernel = tilelang.compile(tile_roundtrip(M, N, 64, 32, *dtypes), target=f"musa -arch={arch}")
+    src = kernel.get_device_source()
+    assert "buf_dyn_shmem" in src and "__syncthreads" in src
+    if N % 8 == 0 and dtypes[0] == "float16":
+        assert "tl::vec<half_t, 8>" in src  # 128-bit loads where the layout allows
+    a = rand((M, N), getattr(torch, dtypes[0]), 1)
+    b = torch.full((M, N), float("nan"), dtype=getattr(torch, dtypes[1]))
+    kernel(a, b)
+    torch.testing.assert_close(b, a.to(b.dtype))
+
+
+def test_tail_guards_can_be_disabled():
+    program = tile_roundtrip(200, 136, 64, 32, "float32", "float32")
+    guarded = tilelang.compile(program).get_device_source()
+    assert "< 200" in guarded
+    unguarded = tilelang.compile(
+        program, pass_configs={tilelang.PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION: True}).get_device_source()
+    assert "< 200" not in unguarded
+
+
+def test_copy_slices_and_fill_value():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((32, 16), "float32")
+            T.fill(S, 2.5)
+            T.copy(A[8:40, 16:32], S)
+            T.fill(B[0:64, 0:64], -1)
+            T.copy(S[0:16, 0:16], B[48:64, 0:16])
+
+    kernel = tilelang.compile(k)
+    a = rand((64, 64), torch.float32, 2)
+    b = torch.full((64, 64), float("nan"))
+    kernel(a, b)
+    expected = torch.full((64, 64), -1.0)
+    expected[48:64, 0:16] = a[8:24, 16:32]
+    torch.testing.assert_close(b, expected)
+
+
+def test_copy_extent_mismatch_names_both_operands():
+    with pytest.raises(tilelang.CompileError, match=r"T.copy: the extents of A \(16, 16\) and S \(32, 16\) differ"):
+        @T.prim_func
+        def k(A: T.Tensor((64, 64), "float32")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((32, 16), "float32")
+                T.copy(A[0:16, 0:16], S)
+
+
+def test_copy_takes_no_barrier():
+    with pytest.raises(tilelang.CompileError, match="T.tma_copy"):
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float32")
+                T.copy(A, S, barrier=None)
+
+
+@pytest.mark.parametrize("order", ["row", "col"])
+def test_use_swizzle_is_a_bijection_over_the_grid(order):
+    M, N, BM, BN = 300, 160, 32, 32
+
+    @T.prim_func
+    def k(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"), O: T.Tensor((10, 5), "int32")):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
+            T.use_swizzle(panel_size=4, order=order)
+            S = T.alloc_shared((BM, BN), "float32")
+            T.copy(A[by * BM, bx * BN], S)
+            T.copy(S, B[by * BM, bx * BN])
+            if T.get_thread_binding() == 0:
+                O[by, bx] = by * 5 + bx
+
+    kernel = tilelang.compile(k)
+    assert "bx_swizzled" in kernel.get_device_source()
+    a = rand((M, N), torch.float32, 3)
+    b = torch.full((M, N), float("nan"))
+    o = torch.full((10, 5), -1, dtype=torch.int32)
+    kernel(a, b, o)
+    torch.testing.assert_close(b, a)
+    assert o.flatten().tolist() == list(range(50))  # every block ran exactly one tile

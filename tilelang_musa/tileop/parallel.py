@@ -1,0 +1,23 @@
+"""Building the `T.Parallel` nests that SIMT tile ops lower to (later passes map them onto threads)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from tvm import tirx
+
+from ..errors import SourceLoc
+from ..language.loop import PARALLEL
+
+
+def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | None = None,
+                  names: str = "ijklmn") -> Any:
+    """`for i0, i1, ... in T.Parallel(*extents): body([i0, i1, ...])`."""
+    loop_vars = [tirx.Var(names[k] if k < len(names) else f"i{k}", "int32") for k in range(len(extents))]
+    stmt = body(loop_vars)
+    annotations = {PARALLEL: True}
+    if loc is not None:
+        annotations["tl.loc"] = str(loc)
+    for var, extent in reversed(list(zip(loop_vars, extents))):
+        stmt = tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, stmt, None, annotations)
+    return stmt
