@@ -15,7 +15,9 @@ from ..transform.ir_utils import as_int, buffer_size, dtype_bytes, scope_of, thr
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from .host import HostParam, LaunchConfig, host_params, launch_config, print_host
 
-HEADER = '#include "tl_templates/musa/common.h"\n#include <cstdio>\n'
+# The device template library; each header includes common.h.
+TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "cumsum.h")
+HEADER = "".join(f'#include "tl_templates/musa/{h}"\n' for h in TEMPLATE_HEADERS) + "#include <cstdio>\n"
 
 
 @dataclass(frozen=True)

@@ -17,19 +17,10 @@ from ..errors import SourceLoc
 from ..transform.pass_config import PassConfigKey, enabled
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import parallel_nest
-from .region import Region
+from .region import Region, is_unit, pair_dims, paired_indices
 
 # Wraps a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
 NO_SAFE_ACCESS = "tl.no_safe_access"
-
-
-def _is_one(extent: Any) -> bool:
-    return isinstance(extent, tirx.IntImm) and int(extent.value) == 1 or extent == 1
-
-
-def _same_extent(a: Any, b: Any) -> bool:
-    ana = tvm.sym.Analyzer()
-    return ana.can_prove_equal(a, b)
 
 
 def resolve_extents(src: Region, src_origin: bool, dst: Region, dst_origin: bool, error) -> tuple[Region, Region]:
@@ -48,7 +39,7 @@ def _fit(extents: tuple, ndim: int, origin: Region, other: Region, error) -> tup
     if len(extents) <= ndim:
         return (tirx.const(1, "int32"),) * (ndim - len(extents)) + extents
     extra = extents[: len(extents) - ndim]
-    if not all(_is_one(e) for e in extra):
+    if not all(is_unit(e) for e in extra):
         raise error(f"T.copy: {other.describe()} has more non-unit dimensions than {origin.name} has dimensions")
     return extents[len(extents) - ndim:]
 
@@ -66,25 +57,19 @@ class Copy(TileOp):
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
         """The non-unit dimensions of src and dst, paired in order (their extents are equal)."""
-        src_dims = [d for d, e in enumerate(self.src.extents) if not _is_one(e)]
-        dst_dims = [d for d, e in enumerate(self.dst.extents) if not _is_one(e)]
-        if len(src_dims) != len(dst_dims) or not all(
-                _same_extent(self.src.extents[s], self.dst.extents[d]) for s, d in zip(src_dims, dst_dims)):
+        dims = pair_dims(self.src, self.dst)
+        if dims is None:
             raise self.error(
                 f"T.copy: the extents of {self.src.describe()} and {self.dst.describe()} differ "
                 "(after dropping size-1 dimensions)")
-        return src_dims, dst_dims
+        return dims
 
     def lower(self, args: LowerArgs) -> Any:
-        src_dims, dst_dims = self.copy_dims()
-        extents = [self.src.extents[d] for d in src_dims] or [tirx.const(1, "int32")]
+        dims = self.copy_dims()
+        extents = [self.src.extents[d] for d in dims[0]] or [tirx.const(1, "int32")]
 
         def body(idx):
-            src_index = list(self.src.mins)
-            dst_index = list(self.dst.mins)
-            for k, (s, d) in enumerate(zip(src_dims, dst_dims)):
-                src_index[s] = src_index[s] + idx[k]
-                dst_index[d] = dst_index[d] + idx[k]
+            src_index, dst_index = paired_indices(self.src, self.dst, dims, idx)
             value = self.src.buffer[tuple(src_index)]
             if self.src.dtype != self.dst.dtype:
                 value = tirx.Cast(self.dst.dtype, value)

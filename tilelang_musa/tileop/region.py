@@ -73,3 +73,28 @@ def to_region(value: Any, construct: str, what: str) -> tuple[Region, bool]:
         return Region(value.source, tuple(value.indices), tuple(tirx.const(1, "int32") for _ in value.indices)), True
     raise current_trace(construct).error(
         f"{construct}: {what} must be a buffer, a slice of one, or an element used as the origin; got {value!r}")
+
+
+def is_unit(extent: Any) -> bool:
+    return (isinstance(extent, tirx.IntImm) and int(extent.value) == 1) or (isinstance(extent, int) and extent == 1)
+
+
+def pair_dims(a: Region, b: Region) -> tuple[list[int], list[int]] | None:
+    """The non-unit dimensions of `a` and `b`, paired in order, if their extents agree (else None): two regions
+    have the same shape up to size-1 dimensions."""
+    dims_a = [d for d, e in enumerate(a.extents) if not is_unit(e)]
+    dims_b = [d for d, e in enumerate(b.extents) if not is_unit(e)]
+    ana = tvm.sym.Analyzer()
+    if len(dims_a) != len(dims_b) or not all(
+            ana.can_prove_equal(a.extents[x], b.extents[y]) for x, y in zip(dims_a, dims_b)):
+        return None
+    return dims_a, dims_b
+
+
+def paired_indices(a: Region, b: Region, dims: tuple[list[int], list[int]], idx: list[Any]) -> tuple[list, list]:
+    """Element indices into `a` and `b` for loop indices `idx` over their paired dimensions."""
+    index_a, index_b = list(a.mins), list(b.mins)
+    for k, (x, y) in enumerate(zip(*dims)):
+        index_a[x] = index_a[x] + idx[k]
+        index_b[y] = index_b[y] + idx[k]
+    return index_a, index_b

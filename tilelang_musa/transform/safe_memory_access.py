@@ -82,7 +82,25 @@ class _Guarder:
                 index = at_zero
         return index
 
+    def _address_conditions(self, node) -> list[Any]:
+        """Bounds of the global elements whose address is taken (`&A[i]`, e.g. by an atomic)."""
+        conds = []
+
+        def on_call(call):
+            if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.address_of":
+                load = call.args[0]
+                if isinstance(load, TensorLoad) and scope_of(load.source) == "global":
+                    conds.extend(self._conditions(load.source, load.indices))
+
+        tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
+        return conds
+
     def _guard_loads(self, value, known: list[Any]):
+        def on_call(node, mutator):
+            if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.address_of":
+                return node  # guarded by the statement (see _address_conditions), never replaced by a value
+            return mutator.default_mutate(node)
+
         def on_load(node, mutator):
             node = mutator.default_mutate(node)
             if scope_of(node.source) != "global":
@@ -93,7 +111,7 @@ class _Guarder:
                 return node
             return tirx.if_then_else(_conjunction(conds), node, tirx.const(0, node.ty.dtype))
 
-        return tvm_ffi.structural_mutate(value, [(TensorLoad, on_load)])
+        return tvm_ffi.structural_mutate(value, [(tvm.ir.Call, on_call), (TensorLoad, on_load)])
 
     def on_store(self, node, mutator):
         conds = self._conditions(node.buffer, node.indices) if scope_of(node.buffer) == "global" else []
@@ -102,7 +120,9 @@ class _Guarder:
         return tirx.IfThenElse(_conjunction(conds), store, None) if conds else store
 
     def on_evaluate(self, node, mutator):
-        return tirx.Evaluate(self._guard_loads(node.value, []))
+        conds = self._address_conditions(node.value)
+        stmt = tirx.Evaluate(self._guard_loads(node.value, conds))
+        return tirx.IfThenElse(_conjunction(conds), stmt, None) if conds else stmt
 
     def on_bind(self, node, mutator):
         return tirx.Bind(node.var, self._guard_loads(node.value, []))

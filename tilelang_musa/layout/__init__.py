@@ -1,0 +1,1 @@
+from .layout import Layout, LayoutError

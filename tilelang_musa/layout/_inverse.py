@@ -1,0 +1,104 @@
+"""Inverting a bijective index map `inputs -> outputs` into expressions of the outputs.
+
+Two inverters, tried in order: the wheel's affine one (`detect_iter_map` + `inverse_affine_iter_map`: any
+extents, but no xor and no split of a fused index) and our GF(2) one (`_bitlinear`: power-of-two extents,
+xor swizzles and fused splits). With constant extents the result is then checked on every point, so a wrong
+inverse can never leave this module; a map that is not a bijection is reported with two colliding inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import tvm
+
+from . import _bitlinear
+from ._expr import Expr, Range, Var, as_expr, const_int, evaluate, grid, make_vars, simplify
+
+_CHECK_LIMIT = 1 << 22  # points an exhaustive check may evaluate
+
+
+class NotInvertible(Exception):
+    """The map is not a bijection, or neither inverter handles its form (the message says which)."""
+
+
+def invert(outputs: Sequence[Expr], inputs: Sequence[Var], input_extents: Sequence[Any],
+           output_extents: Sequence[Any], out_prefix: str = "o") -> tuple[list[Var], list[Expr]]:
+    """(output vars, one expression per input) such that inputs == exprs(outputs(inputs))."""
+    in_ext = [const_int(e) for e in input_extents]
+    out_ext = [const_int(e) for e in output_extents]
+    static = all(e is not None for e in in_ext + out_ext)
+    if static:
+        _check_bijective(outputs, inputs, in_ext, out_ext)
+    out_vars = make_vars(len(outputs), out_prefix)
+    out_dom = dict(zip(out_vars, output_extents))
+
+    errors = []
+    for attempt in (_affine, _bit_linear):
+        try:
+            exprs = attempt(outputs, inputs, input_extents, output_extents, out_vars, static)
+        except (NotInvertible, _bitlinear.NotBitLinear) as err:
+            errors.append(str(err))
+            continue
+        exprs = [simplify(e, out_dom) for e in exprs]
+        if static:
+            _check_round_trip(outputs, inputs, in_ext, out_vars, exprs)
+        return out_vars, exprs
+    raise NotInvertible("; ".join(errors))
+
+
+def _affine(outputs, inputs, input_extents, output_extents, out_vars, static) -> list[Expr]:
+    dom = {v: Range(0, as_expr(e)) for v, e in zip(inputs, input_extents)}
+    # Symbolic extents cannot be checked for bijectivity; the caller guards the ragged tail (as upstream does).
+    level = "bijective" if static else "no_check"
+    result = tvm.sym.detect_iter_map(list(outputs), dom, check_level=level)
+    if len(result.indices) == 0:
+        raise NotInvertible("affine inverter: " + "; ".join(str(e) for e in result.errors))
+    inverse = tvm.sym.inverse_affine_iter_map(result.indices, list(out_vars))
+    # Inputs of extent 1 do not appear in the iter map: they are always 0.
+    return [inverse[v] if v in inverse else as_expr(0) for v in inputs]
+
+
+def _bit_linear(outputs, inputs, input_extents, output_extents, out_vars, static) -> list[Expr]:
+    if not static:
+        raise NotInvertible("bit-linear inverter: needs constant extents")
+    return _bitlinear.invert(outputs, inputs, [const_int(e) for e in input_extents],
+                             [const_int(e) for e in output_extents], out_vars)
+
+
+def _check_bijective(outputs, inputs, in_ext, out_ext) -> None:
+    n_in, n_out = int(np.prod(in_ext, dtype=np.int64)), int(np.prod(out_ext, dtype=np.int64))
+    if n_in > _CHECK_LIMIT:
+        return
+    coords = grid(in_ext)
+    env = dict(zip(inputs, coords))
+    flat = np.zeros(n_in, dtype=np.int64)
+    for expr, extent in zip(outputs, out_ext):
+        value = np.broadcast_to(evaluate(expr, env), (n_in,))
+        bad = np.nonzero((value < 0) | (value >= extent))[0]
+        if bad.size:
+            point = tuple(int(c[bad[0]]) for c in coords)
+            raise NotInvertible(f"input {point} maps to {int(value[bad[0]])}, outside [0, {extent}) of `{expr}`")
+        flat = flat * extent + value
+    order = np.argsort(flat, kind="stable")
+    same = np.nonzero(flat[order][1:] == flat[order][:-1])[0]
+    if same.size:
+        a, b = order[same[0]], order[same[0] + 1]
+        pa, pb = (tuple(int(c[x]) for c in coords) for x in (a, b))
+        raise NotInvertible(f"inputs {pa} and {pb} map to the same output: the map is not injective")
+    if n_in != n_out:
+        raise NotInvertible(f"{n_in} inputs cannot cover the {n_out} points of the output box {list(out_ext)}")
+
+
+def _check_round_trip(outputs, inputs, in_ext, out_vars, exprs) -> None:
+    if int(np.prod(in_ext, dtype=np.int64)) > _CHECK_LIMIT:
+        return
+    coords = grid(in_ext)
+    env = dict(zip(inputs, coords))
+    images = {o: np.broadcast_to(evaluate(e, env), coords[0].shape if coords else ())
+              for o, e in zip(out_vars, outputs)}
+    for var, coord, expr in zip(inputs, coords, exprs):
+        back = np.broadcast_to(evaluate(expr, images), coord.shape)
+        if not np.array_equal(back, coord):
+            raise AssertionError(f"internal error: the computed inverse `{expr}` of `{var.name}` does not round-trip")
