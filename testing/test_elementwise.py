@@ -248,3 +248,21 @@ def test_vectorized_casts_and_select(arch):
     b = torch.full((64, 32), float("nan"), dtype=torch.float16)
     kernel(a, b)
     torch.testing.assert_close(b, torch.where(a > 0, a, a * 0.5).half())
+
+
+def test_dynamic_sizes_come_from_the_tensors():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def axpy(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32"), Z: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 256), threads=256) as bx:
+            for i in T.Parallel(256):
+                Z[bx * 256 + i] = X[bx * 256 + i] * 3.0 + Y[bx * 256 + i]
+
+    kernel = tilelang.compile(axpy, out_idx=[-1])
+    assert "int n" in kernel.get_device_source()
+    for size in (1, 300, 4096):
+        x, y = rand((size,), torch.float32, 15), rand((size,), torch.float32, 16)
+        torch.testing.assert_close(kernel(x, y), x * 3 + y)
+    with pytest.raises(ValueError, match="n"):
+        kernel(rand((10,), torch.float32), rand((11,), torch.float32))

@@ -47,21 +47,38 @@ def host_params(func: tirx.PrimFunc) -> list[HostParam]:
     return params
 
 
+_BINARY = {tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*", tirx.Div: "/", tirx.Mod: "%",
+           tirx.RShift: ">>", tirx.LShift: "<<", tirx.BitwiseAnd: "&", tirx.BitwiseOr: "|"}
+_CALLS = {tirx.FloorDiv: "tl_host_floordiv", tirx.FloorMod: "tl_host_floormod", tirx.Min: "tl_host_min",
+          tirx.Max: "tl_host_max"}
+
+
 def _c_expr(expr) -> str:
-    """C text of a launch-extent expression (constants and scalar parameters)."""
+    """C text of a launch-extent expression over the scalar parameters (64-bit host arithmetic)."""
     if isinstance(expr, int):
         return str(expr)
     if isinstance(expr, tirx.IntImm):
         return str(int(expr.value))
     if isinstance(expr, tvm.ir.expr.Var):
-        return expr.name
-    ops = {tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*"}
-    for cls, op in ops.items():
+        return f"(long long){expr.name}"
+    if isinstance(expr, tirx.Cast):
+        return _c_expr(expr.value)
+    for cls, op in _BINARY.items():
         if isinstance(expr, cls):
             return f"({_c_expr(expr.a)} {op} {_c_expr(expr.b)})"
-    if isinstance(expr, tirx.FloorDiv):
-        return f"tl_host_floordiv({_c_expr(expr.a)}, {_c_expr(expr.b)})"
+    for cls, fn in _CALLS.items():
+        if isinstance(expr, cls):
+            return f"{fn}({_c_expr(expr.a)}, {_c_expr(expr.b)})"
     raise NotImplementedError(f"launch extent {expr} cannot be printed for the host")
+
+
+_HOST_HELPERS = """static inline long long tl_host_floordiv(long long a, long long b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+static inline long long tl_host_floormod(long long a, long long b) { return a - tl_host_floordiv(a, b) * b; }
+static inline long long tl_host_min(long long a, long long b) { return a < b ? a : b; }
+static inline long long tl_host_max(long long a, long long b) { return a > b ? a : b; }
+"""
 
 
 def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_bytes: int) -> LaunchConfig:
@@ -85,13 +102,8 @@ def print_host(kernel_name: str, params: list[HostParam], launch: LaunchConfig) 
         'extern "C" const char* get_last_error() { return tl_error_buf; }',
         "",
     ]
-    if any("tl_host_floordiv" in g for g in launch.grid):
-        lines += [
-            "static inline long long tl_host_floordiv(long long a, long long b) {",
-            "  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));",
-            "}",
-            "",
-        ]
+    if any("tl_host_" in g for g in launch.grid):
+        lines += [_HOST_HELPERS]
     lines += [
         f'extern "C" int call({sig}) {{',
         f"  dim3 grid({', '.join(launch.grid)});",

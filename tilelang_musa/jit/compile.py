@@ -18,7 +18,7 @@ from tvm import tirx
 from .. import env
 from ..codegen import generate
 from ..errors import CompileError
-from ..language.prim_func import OUTPUTS_ATTR
+from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
 from ..target import arch_of, determine_target
 from ..transform import lower, normalize_pass_configs
 from ..transform.pass_config import PassConfigKey, enabled
@@ -33,7 +33,9 @@ LIBRARY_NAME = "kernel.so"
 
 
 def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
-    n = len(func.params)
+    """Indices of the output parameters; `out_idx` counts the user's parameters (not T.dynamic sizes)."""
+    sizes = func.attrs[SIZE_PARAMS_ATTR] if func.attrs is not None and SIZE_PARAMS_ATTR in func.attrs else []
+    n = len(func.params) - len(sizes)
     if out_idx is None:
         names = list(func.attrs[OUTPUTS_ATTR]) if func.attrs is not None and OUTPUTS_ATTR in func.attrs else []
         return {i for i, p in enumerate(func.params) if p.name in [str(x) for x in names]}
@@ -137,4 +139,6 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
         (out / f"{name}.mu").write_text(text)
         shutil.copyfile(library, out / f"{name}.so")
     artifact = CompiledArtifact(source, library, device_func)
-    return JITKernel(artifact, specs, backend, target, program, configs)
+    size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape if isinstance(d, str)}
+    bound = [spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names]
+    return JITKernel(artifact, specs, backend, target, program, configs, bound)

@@ -28,14 +28,17 @@ class JITKernel:
     the outputs (one tensor, a tuple, or None)."""
 
     def __init__(self, artifact: CompiledArtifact, params: list[ParamSpec], backend: Backend,
-                 target: tvm.target.Target, program: tirx.PrimFunc, pass_configs: dict):
+                 target: tvm.target.Target, program: tirx.PrimFunc, pass_configs: dict,
+                 size_params: list[str] | None = None):
         self.artifact = artifact
         self.params = params
         self.backend = backend
         self.target = target
         self.program = program
         self.pass_configs = pass_configs
-        self.launcher = Launcher(str(artifact.library), params, backend.device, artifact.source.kernel_name)
+        # size parameters (T.dynamic) are taken from the tensors' shapes, not passed by the caller
+        self.launcher = Launcher(str(artifact.library), params, backend.device, artifact.source.kernel_name,
+                                 scalar_bindings=size_params or ())
 
     def __call__(self, *args: Any) -> Any:
         return self.launcher(*args)

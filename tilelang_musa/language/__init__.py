@@ -1,6 +1,6 @@
 """The TileLang language namespace, used as `import tilelang.language as T`."""
 
-from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, empty
+from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .atomic import atomic_add, atomic_max, atomic_min
 from .builtin import sync_threads, use_swizzle
 from .copy import copy
@@ -23,10 +23,10 @@ bool = boolean  # noqa: A001 - T.bool, as upstream
 __all__ = [
     "Buffer", "Cast", "DType", "Kernel", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "abs", "alloc_fragment", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
-    "ceil", "ceildiv", "clamp", "const", "cos", "empty", "exp", "exp2", "float16", "float32", "float64",
+    "ceil", "ceildiv", "clamp", "const", "cos", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func",
-    "round", "rsqrt", "serial", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
+    "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
     "unroll", "use_swizzle", "vectorized",
 ]

@@ -100,3 +100,12 @@ def empty(shape: Any, dtype: Any = "float32") -> Any:
     IRBuilder.name(name, buf)
     trace.params.append(Param(name, buf, is_output=True))
     return buf
+
+
+def dynamic(name: str, dtype: str = "int32") -> Any:
+    """A size known only at run time (`M = T.dynamic("m")`): use it in tensor shapes and expressions; the
+    compiled kernel takes its value from the shapes of the tensors it is called with."""
+    return tirx.Var(name, canonical_dtype(dtype))
+
+
+symbolic = dynamic

@@ -20,6 +20,8 @@ from .proxy import make_param
 
 # PrimFunc attribute naming the eager style's outputs (T.empty buffers), in `return` order.
 OUTPUTS_ATTR = "tl.outputs"
+# PrimFunc attribute naming the trailing parameters added for T.dynamic sizes (not the user's parameters).
+SIZE_PARAMS_ATTR = "tl.size_params"
 
 
 def _annotation(parsed: ParsedKernel, param: inspect.Parameter) -> Any:
@@ -32,7 +34,19 @@ def _annotation(parsed: ParsedKernel, param: inspect.Parameter) -> Any:
     return annotation
 
 
+def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Sizes declared with T.dynamic (free variables of the body and of the tensor shapes) become trailing
+    scalar parameters, in order of first use; the launcher binds them from the tensors' shapes."""
+    free = [v for v in tirx.analysis.undefined_vars(func.body, list(func.params))
+            if isinstance(v.ty, tvm.ir.PrimType)]
+    if not free:
+        return func
+    func = tirx.PrimFunc(list(func.params) + free, func.body, func.ret_type, func.attrs)
+    return func.with_attr(SIZE_PARAMS_ATTR, [v.name for v in free])
+
+
 def _finish(func: tirx.PrimFunc, name: str, outputs: list[str] | None = None) -> tirx.PrimFunc:
+    func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
     if outputs:
         func = func.with_attr(OUTPUTS_ATTR, outputs)
