@@ -1,1 +1,30 @@
+"""Layouts: where a buffer's elements live.
+
+- `Layout` (layout.py): logical coordinates -> physical coordinates (shared-memory layouts, index maps).
+- `Fragment` (fragment.py): logical element -> (thread, local slot), with replication; its reduction
+  (fragment_reduce.py).
+- Shared-memory swizzles (swizzle.py): the MUSA SQMMA/TME xor swizzles, `make_sqmma_swizzled_layout`.
+- MMA layouts (mma_layouts.py): the register fragments of every MUSA matrix instruction and their block-level
+  composition for `T.gemm`; the group partition policy (gemm_partition.py).
+"""
+
+from .fragment import (Fragment, make_fully_replicated_fragment, make_fully_replicated_layout_fragment,
+                       make_one_per_thread_fragment)
+from .fragment_reduce import ReduceThreads, ThreadSplit
+from .gemm_partition import GemmWarpPolicy, sqmma_warp_grid
 from .layout import Layout, LayoutError
+from .mma_layouts import (MMA_INSTRUCTIONS, SQMMA_SHAPES, MmaInstruction, get_mma_instruction, list_mma_instructions,
+                          make_gemm_a_fragment, make_gemm_accumulator_fragment, make_gemm_b_fragment)
+from .swizzle import (SWIZZLE_LINE, canonical_sqmma_granularity, make_linear_layout, make_padded_layout,
+                      make_sqmma_swizzled_layout, make_swizzled_layout, make_wgmma_swizzled_layout,
+                      make_xor_swizzle_layout, sqmma_descriptor_swizzle_code, swizzle_alignment, swizzle_bytes)
+
+__all__ = [
+    "Fragment", "GemmWarpPolicy", "Layout", "LayoutError", "MMA_INSTRUCTIONS", "MmaInstruction", "ReduceThreads",
+    "SQMMA_SHAPES", "SWIZZLE_LINE", "ThreadSplit", "canonical_sqmma_granularity", "get_mma_instruction",
+    "list_mma_instructions", "make_fully_replicated_fragment", "make_fully_replicated_layout_fragment",
+    "make_gemm_a_fragment", "make_gemm_accumulator_fragment", "make_gemm_b_fragment", "make_linear_layout",
+    "make_one_per_thread_fragment", "make_padded_layout", "make_sqmma_swizzled_layout", "make_swizzled_layout",
+    "make_wgmma_swizzled_layout", "make_xor_swizzle_layout", "sqmma_descriptor_swizzle_code", "sqmma_warp_grid",
+    "swizzle_alignment", "swizzle_bytes",
+]

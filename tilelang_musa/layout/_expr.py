@@ -161,9 +161,9 @@ class _Evaluator:
         self.memo: dict[int, Any] = {}
 
     def run(self, expr: Expr) -> Any:
-        key = expr.__hash__()  # handle identity: shared subtrees are evaluated once
+        key = hash(expr)  # the node's address: a subtree the expression shares is evaluated once
         hit = self.memo.get(key)
-        if hit is not None and hit[0] is expr:
+        if hit is not None and hit[0].same_as(expr):
             return hit[1]
         value = self._eval(expr)
         self.memo[key] = (expr, value)

@@ -51,7 +51,7 @@ def invert(outputs: Sequence[Expr], inputs: Sequence[Var], input_extents: Sequen
 def _affine(outputs, inputs, input_extents, output_extents, out_vars, static) -> list[Expr]:
     dom = {v: Range(0, as_expr(e)) for v, e in zip(inputs, input_extents)}
     # Symbolic extents cannot be checked for bijectivity; the caller guards the ragged tail (as upstream does).
-    level = "bijective" if static else "no_check"
+    level = "bijective" if static else "nocheck"
     result = tvm.sym.detect_iter_map(list(outputs), dom, check_level=level)
     if len(result.indices) == 0:
         raise NotInvertible("affine inverter: " + "; ".join(str(e) for e in result.errors))

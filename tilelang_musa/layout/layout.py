@@ -68,15 +68,16 @@ def shape_value(extent: Expr) -> int | Expr:
 
 def output_extent(expr: Expr, dom: dict, what: str) -> Expr:
     """One past the largest value of `expr` over `dom` (an IntImm when the shapes are constant)."""
+    if not all_const(dom.values()):  # symbolic shapes: the analyzer's affine bound, an expression
+        ana = analyzer_for(dom)
+        return ana.simplify(ana.int_set(expr).max_value + 1)
     bound = bounds(expr, dom)
-    if bound is not None:
-        lo, hi = bound
-        if lo < 0:
-            raise LayoutError(f"{what} `{expr}` takes negative values (down to {lo})")
-        return as_expr(hi + 1)
-    if all_const(dom.values()):
+    if bound is None:
         raise LayoutError(f"{what} `{expr}` cannot be bounded over its input shape")
-    return analyzer_for(dom).int_set(expr).max_value + 1  # symbolic shapes: affine bound
+    lo, hi = bound
+    if lo < 0:
+        raise LayoutError(f"{what} `{expr}` takes negative values (down to {lo})")
+    return as_expr(hi + 1)
 
 
 @py_class("tl.Layout", frozen=True, init=False, repr=False)
