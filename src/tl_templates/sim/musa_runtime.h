@@ -31,6 +31,10 @@
 #include "sim/warp.h"
 #include "sim/atomics.h"
 #include "sim/device_math.h"
+#include "sim/shared_address.h"
+#include "sim/mma_mp31_wmma.h"
+#include "sim/mma_mp22.h"
+#include "sim/sqmma.h"
 
 #pragma GCC visibility push(hidden)
 

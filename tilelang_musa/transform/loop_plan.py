@@ -1,0 +1,164 @@
+"""How a `T.Parallel` nest runs on the block's threads: a LoopPlan maps (thread, slot) to an iteration.
+
+A plan is a Fragment over the nest's iteration space (iteration -> (thread, slot)) plus its inverse, which
+lowering needs: every thread runs `for slot in range(local_size): x = inverse(thread, slot); body(x)`.
+
+- The free plan (no fragment dictates one) is the coalesced, vectorized partition: fused index
+  f = ((slot // V) * T + thread) * V + slot % V, so consecutive threads take consecutive V-wide pieces.
+- A fragment's plan (the loop walks a fragment with a known layout) is that fragment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import tvm
+from tvm import tirx
+
+from ..layout import Fragment
+from .ir_utils import as_int, collect_accesses, dtype_bytes, flat_index, buffer_size, scope_of, substitute
+
+MAX_VECTOR_BYTES = 16  # the widest MUSA global/shared load/store (128 bits)
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    fragment: Fragment  # iteration (in the loop's shape) -> (thread, slot)
+    local_size: int
+    vector_width: int  # slots [g*V, g*V + V) are V consecutive innermost iterations (vectorizable)
+    inverse: Callable[[Any, Any], tuple[list[Any], Any]]  # (thread, slot) -> (iteration, in-range condition)
+
+
+def free_plan(extents: list[int], num_threads: int, width: int) -> LoopPlan:
+    total = 1
+    for e in extents:
+        total *= e
+    pieces = total // width
+    iters = -(-pieces // num_threads)
+
+    def unflatten(f):
+        out, stride = [], total
+        for k, e in enumerate(extents):
+            stride //= e
+            digit = tirx.floordiv(f, stride)
+            out.append(digit if k == 0 else tirx.floormod(digit, e))  # f >= total is excluded by the guard
+        return out
+
+    def thread_and_slot(xs):
+        f = flat_index_of(xs, extents)
+        return tirx.floormod(tirx.floordiv(f, width), num_threads), \
+            tirx.floordiv(f, width * num_threads) * width + tirx.floormod(f, width)
+
+    fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(extents))]
+    thread, slot = thread_and_slot(fvars)
+    fragment = Fragment.from_exprs(extents, fvars, thread, slot)
+
+    def inverse(t, s):
+        if width > 1:
+            f = (tirx.floordiv(s, width) * num_threads + t) * width + tirx.floormod(s, width)
+        else:
+            f = s * num_threads + t
+        return unflatten(f), (f < total) if pieces % num_threads else None
+
+    return LoopPlan(fragment, iters * width, width, inverse)
+
+
+def flat_index_of(xs: list[Any], extents: list[int]) -> Any:
+    f = xs[0]
+    for x, e in zip(xs[1:], extents[1:]):
+        f = f * e + x
+    return f
+
+
+def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
+    """The loop runs where `fragment` (over the loop's shape) puts each iteration; replicas run it redundantly."""
+    local_size = as_int(fragment.local_size)
+    bijective = fragment.is_bijective()
+
+    def inverse(t, s):
+        xs = fragment.inverse(t, s)
+        if bijective:
+            return xs, None
+        # Not every (thread, slot) holds an element: run only the pairs that map back to themselves.
+        cond = tirx.And(tirx.EQ(fragment.thread(xs), t), tirx.EQ(fragment.index(xs), s))
+        for x, e in zip(xs, extents):
+            cond = tirx.And(cond, tirx.And(x >= 0, x < e))
+        return xs, cond
+
+    return LoopPlan(fragment, local_size, 1, inverse)
+
+
+def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer: Callable[[], Any],
+                 disable: bool) -> int:
+    """The widest V (16 bytes per access at most) for which every global/shared access of `body` is
+    contiguous in `inner_var`, V-aligned, and inside a V-aligned piece of its buffer."""
+    if disable:
+        return 1
+    accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
+    if not accesses:
+        return 1
+    widest = max(dtype_bytes(a.buffer.dtype) for a in accesses)
+    width = max(1, MAX_VECTOR_BYTES // widest)
+    while width > 1:
+        if extents[-1] % width == 0 and all(_vectorizable(a, inner_var, width, threads_analyzer) for a in accesses):
+            return width
+        width //= 2
+    return 1
+
+
+def _vectorizable(access, inner, width: int, threads_analyzer) -> bool:
+    size = as_int(buffer_size(access.buffer))
+    if size is None or size % width != 0:
+        return False
+    ana = threads_analyzer()
+    lane = tirx.Var("lane", "int32")
+    group = tirx.Var("group", "int32")
+    ana.bind(lane, tvm.ir.Range(0, width))
+    index = flat_index(access.buffer, access.indices)
+    at_lane = substitute(index, {inner: group * width + lane})
+    at_zero = substitute(index, {inner: group * width})
+    if not ana.can_prove_equal(at_lane - at_zero, lane):
+        return False
+    mod = ana.modular_set(ana.simplify(at_zero))
+    return mod.coeff % width == 0 and mod.base % width == 0
+
+
+def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any, num_threads: int,
+                    analyzer: Any) -> Any:
+    """`for slot in range(local_size): x = inverse(thread, slot); [if in range:] body(x)`, vectorized over
+    groups of `vector_width` slots; threads beyond the plan's threads do nothing."""
+    width = plan.vector_width
+    slot_outer = tirx.Var("it", "int32")
+    lane = tirx.Var("vec", "int32")
+    groups = plan.local_size // width
+    if width > 1:
+        slot = slot_outer * width + lane if groups > 1 else lane
+    else:
+        slot = slot_outer if groups > 1 else tirx.const(0, "int32")
+    xs, cond = plan.inverse(thread, slot)
+    if width > 1:
+        analyzer.bind(lane, tvm.ir.Range(0, width))
+    if groups > 1:
+        analyzer.bind(slot_outer, tvm.ir.Range(0, groups))
+    vmap = {v: analyzer.simplify(x) for v, x in zip(loop_vars, xs)}
+    stmt = substitute(body, vmap)
+    if cond is not None:
+        if width > 1:  # the condition holds for a whole vector group or for none of it (V | extents)
+            cond = substitute(cond, {lane: tirx.const(0, "int32")})
+        cond = analyzer.simplify(cond)
+        if not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1):
+            if width > 1:
+                stmt = tirx.For(lane, 0, width, tirx.ForKind.VECTORIZED, stmt)
+                stmt = tirx.IfThenElse(cond, stmt, None)
+                width = 1  # already wrapped
+            else:
+                stmt = tirx.IfThenElse(cond, stmt, None)
+    if width > 1:
+        stmt = tirx.For(lane, 0, width, tirx.ForKind.VECTORIZED, stmt)
+    if groups > 1:
+        stmt = tirx.For(slot_outer, 0, groups, tirx.ForKind.SERIAL, stmt)
+    plan_threads = as_int(plan.fragment.num_threads)
+    if plan_threads is not None and plan_threads < num_threads:
+        stmt = tirx.IfThenElse(thread < plan_threads, stmt, None)
+    return stmt
