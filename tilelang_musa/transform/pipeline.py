@@ -10,6 +10,8 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
+from .layout_inference import LayoutInference
+from .lower_fragment_access import LowerFragmentAccess
 from .lower_tile_op import LowerTileOp
 from .partition_parallel_loop import PartitionParallelLoop
 from .rasterize_blocks import RasterizeBlocks
@@ -26,6 +28,10 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         RasterizeBlocks(),
         # Tile ops (T.copy, T.fill, ...) become T.Parallel nests and template calls.
         LowerTileOp(configs),
+        # Where fragments live; the loops over fragments run there (per-thread loops over slots).
+        LayoutInference(configs),
+        # Fragments become per-thread local arrays indexed by slot.
+        LowerFragmentAccess(),
         # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
         PartitionParallelLoop(configs),
         # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.

@@ -1,0 +1,239 @@
+"""LayoutInference: choose where every fragment's elements live, and run the loops over fragments there.
+
+A fragment (`T.alloc_fragment`) is a tile spread over the registers of the block's threads; its layout
+(a Fragment: element -> (thread, slot)) is chosen here, in three levels:
+
+1. fixed requirements: tile ops that dictate layouts (gemm accumulators and operands, reductions, user
+   annotations) — their `infer_layout`;
+2. propagation through the `T.Parallel` nests that walk fragments: a nest that reads or writes a
+   fragment with a known layout runs where that fragment's elements live (iteration x on the thread that
+   holds element x), and the other fragments it touches get the layout this implies (the same layout, or
+   its reduction when they are indexed by a subset of the loop variables);
+3. a free choice for what is still open: the coalesced, vectorized partition of the first such nest.
+
+Each nest over fragments is then lowered right here to a per-thread loop over slots (loop_plan.py), and
+the layouts are recorded in the function attribute `tl.fragment_layouts` for LowerFragmentAccess. A
+fragment that two nests would place differently is an error naming both buffers, the two layouts and the
+source line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import CompileError
+from ..layout import Fragment, LayoutError
+from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
+from .ir_utils import TensorLoad, as_int, collect_accesses, loc_of, scope_of, thread_info
+from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, vector_width
+from .partition_parallel_loop import collect_nest, is_parallel, nest_extents, thread_analyzer
+from .pass_base import tl_pass
+from .pass_config import PassConfigKey, enabled
+
+FRAGMENT_SCOPE = "local.fragment"
+LAYOUTS_ATTR = "tl.fragment_layouts"
+STAGE = "LayoutInference"
+
+
+@dataclass
+class _Nest:
+    loop: tirx.For
+    loop_vars: list[Any]
+    extents: list[int]
+    body: Any
+    accesses: list[tuple[Any, tuple]]  # (fragment buffer, indices)
+    plan: LoopPlan | None = None
+    source: Any = None  # the fragment whose layout the plan follows
+
+    @property
+    def loc(self):
+        return loc_of(self.loop)
+
+
+def _index_positions(indices: tuple, loop_vars: list[Any]) -> list[int] | None:
+    """If every index is one of the loop variables (each at most once, in loop order), their positions."""
+    positions = []
+    for index in indices:
+        hits = [k for k, v in enumerate(loop_vars) if isinstance(index, tirx.Var) and index.same_as(v)]
+        if len(hits) != 1:
+            return None
+        positions.append(hits[0])
+    return positions if positions == sorted(set(positions)) else None
+
+
+class _Inference:
+    def __init__(self, func: tirx.PrimFunc, configs: dict):
+        self.func = func
+        self.threads = thread_info(func)
+        self.analyzer = thread_analyzer(self.threads)
+        self.disable_vectorize = enabled(configs, PassConfigKey.TL_DISABLE_VECTORIZE)
+        self.layouts: dict[Any, Fragment] = {}
+        self.origin: dict[Any, str] = {}  # buffer -> what fixed its layout (for error messages)
+        self.fragments: list[Any] = []
+        self.nests: list[_Nest] = []
+        self.ops: list[Any] = []
+
+    # -- collection
+    def collect(self) -> None:
+        def on_alloc(node):
+            if scope_of(node.buffer) == FRAGMENT_SCOPE:
+                self.fragments.append(node.buffer)
+
+        def on_for(node):
+            if is_parallel(node):
+                nest, body = collect_nest(node)
+                accesses = [(a.buffer, a.indices) for a in collect_accesses(body) if scope_of(a.buffer) == FRAGMENT_SCOPE]
+                if accesses:
+                    self.nests.append(_Nest(node, [n.loop_var for n in nest], nest_extents(nest, STAGE), body,
+                                            accesses))
+                return tvm_ffi.WalkResult.SKIP if hasattr(tvm_ffi, "WalkResult") else None
+            return None
+
+        def on_eval(node):
+            if is_tile_op(node.value):
+                self.ops.append(parse_tile_op(node.value))
+
+        tvm_ffi.structural_walk(self.func.body, [(tirx.AllocBuffer, on_alloc), (tirx.For, on_for),
+                                                 (tirx.Evaluate, on_eval)], order="pre")
+
+    # -- levels
+    def fix_from_ops(self) -> None:
+        args = LayoutInferArgs(None, self.threads.num_threads, self.layouts)
+        for op in self.ops:
+            for buf, layout in op.infer_layout(args, 0).items():
+                self.set_layout(buf, layout, f"{op.op_name} at {op.loc}", op.loc)
+
+    def set_layout(self, buf, layout: Fragment, why: str, loc) -> None:
+        known = self.layouts.get(buf)
+        if known is not None:
+            if not known.is_equal(layout):
+                raise CompileError(
+                    f"layout conflict on fragment `{buf.name}`: {self.origin[buf]} requires {known!r}, but {why} "
+                    f"requires {layout!r}", loc, STAGE)
+            return
+        self.layouts[buf] = layout
+        self.origin[buf] = why
+
+    def propagate(self) -> bool:
+        changed = False
+        for nest in self.nests:
+            if nest.plan is None:
+                for buf, indices in nest.accesses:
+                    layout = self.layouts.get(buf)
+                    if layout is not None and _index_positions(indices, nest.loop_vars) == list(
+                            range(len(nest.loop_vars))) and self._same_shape(buf, nest.extents):
+                        nest.plan, nest.source = fragment_plan(layout, nest.extents), buf
+                        changed = True
+                        break
+            if nest.plan is None:
+                continue
+            for buf, indices in nest.accesses:
+                if buf in self.layouts:
+                    continue
+                self.set_layout(buf, self._implied(buf, indices, nest), f"the T.Parallel loop at {nest.loc}",
+                                nest.loc)
+                changed = True
+        return changed
+
+    def choose_free(self) -> bool:
+        for nest in self.nests:
+            if nest.plan is None:
+                width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
+                                     self.disable_vectorize)
+                nest.plan = free_plan(nest.extents, self.threads.num_threads, width)
+                return True
+        return False
+
+    def _same_shape(self, buf, extents) -> bool:
+        return [as_int(e) for e in buf.ty.shape] == list(extents)
+
+    def _implied(self, buf, indices, nest: _Nest) -> Fragment:
+        positions = _index_positions(indices, nest.loop_vars)
+        shape = [as_int(e) for e in buf.ty.shape]
+        if positions is None or [nest.extents[p] for p in positions] != shape:
+            raise CompileError(
+                f"cannot infer the layout of fragment `{buf.name}` from its access `{buf.name}[{', '.join(map(str, indices))}]`"
+                f" in this loop: a fragment in T.Parallel must be indexed by the loop variables", nest.loc, STAGE)
+        layout = nest.plan.fragment
+        try:
+            for dim in reversed([d for d in range(len(nest.loop_vars)) if d not in positions]):
+                layout = layout.reduce(dim)
+        except LayoutError as err:
+            raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
+        return layout
+
+    # -- checks
+    def check(self) -> None:
+        for frag in self.fragments:
+            if frag not in self.layouts:
+                # never walked by a loop nor placed by an op: one element per thread slot, replicated nowhere
+                shape = [as_int(e) for e in frag.ty.shape]
+                if any(e is None for e in shape):
+                    raise CompileError(f"fragment `{frag.name}` must have a constant shape", stage=STAGE)
+                self.layouts[frag] = free_plan(shape, self.threads.num_threads, 1).fragment
+                self.origin[frag] = "default placement"
+        for nest in self.nests:
+            for buf, indices in nest.accesses:
+                if buf is nest.source:
+                    continue
+                self._check_compatible(nest, buf, indices)
+
+    def _check_compatible(self, nest: _Nest, buf, indices) -> None:
+        """Every iteration must run on a thread that holds the fragment element it touches."""
+        positions = _index_positions(indices, nest.loop_vars)
+        layout = self.layouts[buf]
+        if positions is None:
+            raise CompileError(
+                f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "
+                "loop; index a fragment with the loop variables", nest.loc, STAGE)
+        loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
+        frag_thread, _ = layout.evaluate_all()
+        for rep in range(loop_thread.shape[-1]):
+            owners = loop_thread[..., rep]
+            grid = np.indices(owners.shape)
+            key = tuple(grid[p] for p in positions)
+            held = frag_thread[key]  # (... , fragment replicas)
+            if not np.all((held == owners[..., None]).any(axis=-1)):
+                raise CompileError(
+                    f"layout conflict: the T.Parallel loop runs where `{nest.source.name if nest.source is not None else 'its free plan'}`"
+                    f" lives ({nest.plan.fragment!r}), but fragment `{buf.name}` is laid out as {layout!r} "
+                    f"({self.origin.get(buf)}): an iteration would touch an element another thread holds",
+                    nest.loc, STAGE)
+
+    def run(self) -> None:
+        self.collect()
+        self.fix_from_ops()
+        while True:
+            if self.propagate():
+                continue
+            if not self.choose_free():
+                break
+        self.check()
+
+
+def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+    inference = _Inference(func, configs)
+    inference.run()
+    if not inference.fragments:
+        return func
+    plans = {n.loop.__chandle__(): n for n in inference.nests}
+    threads = inference.threads
+
+    def on_for(node, mutator):
+        nest = plans.get(node.__chandle__())
+        if nest is None:
+            return mutator.default_mutate(node)
+        return lower_with_plan(nest.loop_vars, nest.body, nest.plan, threads.linear_thread_id(),
+                               threads.num_threads, inference.analyzer())
+
+    func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+    return func.with_attr(LAYOUTS_ATTR, {buf: layout for buf, layout in inference.layouts.items()})
+
+
+def LayoutInference(configs):  # noqa: N802
+    return tl_pass("LayoutInference", lambda func: layout_inference(func, configs))
