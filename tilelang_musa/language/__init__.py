@@ -5,6 +5,7 @@ from .atomic import atomic_add, atomic_max, atomic_min
 from .builtin import sync_threads, use_swizzle
 from .copy import copy
 from .fill import clear, fill
+from .gemm import gemm
 from .dtypes import (
     DType, bfloat16, boolean, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, int8, int16,
     int32, int64, uint8, uint16, uint32, uint64,
@@ -16,15 +17,16 @@ from .math import (
     log2, max, max_value, min, min_value, ninf, pow, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
 )
 from .prim_func import macro, prim_func
+from ..layout import Fragment, GemmWarpPolicy, Layout
 from .proxy import Buffer, StridedTensor, Tensor
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
 
 __all__ = [
-    "Buffer", "Cast", "DType", "Kernel", "Parallel", "Pipelined", "StridedTensor", "Tensor",
+    "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "abs", "alloc_fragment", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
-    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "get_block_binding",
+    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func",
     "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",

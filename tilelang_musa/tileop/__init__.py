@@ -4,9 +4,10 @@ from .atomic import Atomic
 from .base import LayoutInferArgs, LowerArgs, TileOp
 from .copy import Copy
 from .fill import Fill
+from .gemm import Gemm
 from .registry import emit_tile_op, is_tile_op, parse_tile_op, register_tile_op
 
-for _cls in (Atomic, Copy, Fill):
+for _cls in (Atomic, Copy, Fill, Gemm):
     register_tile_op(_cls)
 
-__all__ = ["Atomic", "Copy", "Fill", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]
+__all__ = ["Atomic", "Copy", "Fill", "Gemm", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]

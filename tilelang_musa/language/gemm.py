@@ -1,0 +1,29 @@
+"""`T.gemm`: C (+)= op(A) @ op(B) on a block's tiles, lowered per arch (SQMMA / WMMA / MMA / FMA)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..layout import GemmWarpPolicy
+from ..tileop import emit_tile_op
+from ..tileop.gemm import Gemm
+from ..tileop.region import to_region
+from .builder import current_trace
+
+
+def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,  # noqa: N803
+         policy: GemmWarpPolicy = GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1,
+         wg_wait: int = 0) -> None:
+    """C (+)= op(A) @ op(B): A (M, K) [(K, M) if transpose_A] and B (K, N) [(N, K) if transpose_B] in shared
+    memory or fragments, C an (M, N) fragment in the accumulation dtype; `clear_accum=True` overwrites C.
+    `policy` splits the block's warps over the M x N tile (Square, FullRow: all along M, FullCol)."""
+    trace = current_trace("T.gemm")
+    if trace.kernel is None:
+        raise trace.error("`T.gemm` must be used inside `with T.Kernel(...)`")
+    regions = [to_region(x, "T.gemm", what)[0] for x, what in ((A, "A"), (B, "B"), (C, "C"))]
+    attrs = {"trans_A": bool(transpose_A), "trans_B": bool(transpose_B), "policy": int(policy),
+             "clear_accum": bool(clear_accum), "k_pack": int(k_pack), "wg_wait": int(wg_wait)}
+    op = Gemm(*regions, bool(transpose_A), bool(transpose_B), int(policy), bool(clear_accum), int(k_pack),
+              int(wg_wait), trace.loc)
+    op.validate()  # shapes and scopes are checked at the user's line
+    emit_tile_op(Gemm.op_name, [r.to_ir() for r in regions], attrs)
