@@ -1,0 +1,106 @@
+"""T.gemm in the simulator against torch: the user's GEMM example (eager style) on mp_31 and mp_22, and the
+FMA path over shapes with tails, transposes, dtypes and policies."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import rand
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "gemm"))
+from gemm import matmul  # noqa: E402  (the user's example, verbatim)
+
+TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_users_gemm_example_matches_torch(arch):
+    kernel = tilelang.compile(
+        matmul.compile(M=256, N=256, K=128, block_M=128, block_N=128, block_K=32).program,
+        target=f"musa -arch={arch}")
+    a, b = rand((256, 128), torch.float16, 1), rand((128, 256), torch.float16, 2)
+    c = kernel(a, b)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+def gemm_program(M, N, K, bm, bn, bk, trans_A, trans_B, dtype, accum, threads=128, policy=0):
+    a_shape = (K, M) if trans_A else (M, K)
+    b_shape = (N, K) if trans_B else (K, N)
+    a_tile = (bk, bm) if trans_A else (bm, bk)
+    b_tile = (bn, bk) if trans_B else (bk, bn)
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), accum)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((bm, bn), accum)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                if trans_A:
+                    T.copy(A[k * bk, by * bm], A_s)
+                else:
+                    T.copy(A[by * bm, k * bk], A_s)
+                if trans_B:
+                    T.copy(B[bx * bn, k * bk], B_s)
+                else:
+                    T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_A=trans_A, transpose_B=trans_B, policy=policy)
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("M,N,K", [(64, 64, 32), (96, 80, 48), (33, 17, 70)])
+@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (True, False), (False, True), (True, True)])
+def test_fma_gemm_shapes_and_transposes(M, N, K, trans_A, trans_B):
+    kernel = tilelang.compile(gemm_program(M, N, K, 32, 32, 16, trans_A, trans_B, "float16", "float32"))
+    a = rand((K, M) if trans_A else (M, K), torch.float16, 3)
+    b = rand((N, K) if trans_B else (K, N), torch.float16, 4)
+    c = torch.full((M, N), float("nan"))
+    kernel(a, b, c)
+    ref = (a.float().T if trans_A else a.float()) @ (b.float().T if trans_B else b.float())
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype,accum", [("bfloat16", "float32"), ("float32", "float32"), ("int8", "int32")])
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_fma_gemm_dtypes(dtype, accum, arch):
+    M, N, K = 48, 64, 40
+    kernel = tilelang.compile(gemm_program(M, N, K, 32, 32, 16, False, False, dtype, accum), target=f"musa -arch={arch}")
+    if dtype == "int8":
+        a = torch.randint(-8, 8, (M, K), dtype=torch.int8)
+        b = torch.randint(-8, 8, (K, N), dtype=torch.int8)
+        ref = a.int() @ b.int()
+    else:
+        a, b = rand((M, K), TORCH[dtype], 5), rand((K, N), TORCH[dtype], 6)
+        ref = a.float() @ b.float()
+    c = torch.full((M, N), -7, dtype=TORCH.get(accum, torch.int32))
+    kernel(a, b, c)
+    torch.testing.assert_close(c, ref.to(c.dtype), rtol=1e-2, atol=1e-2)
+
+
+def test_gemm_shape_mismatch_is_reported_at_the_users_line():
+    with pytest.raises(tilelang.CompileError, match=r"T.gemm: K differs between operands: 32 vs 16"):
+        @T.prim_func
+        def bad(A: T.Tensor((64, 32), "float16")):
+            with T.Kernel(1, threads=128):
+                A_s = T.alloc_shared((64, 32), "float16")
+                B_s = T.alloc_shared((16, 64), "float16")
+                C_f = T.alloc_fragment((64, 64), "float32")
+                T.gemm(A_s, B_s, C_f)
+
+
+def test_gemm_accumulator_must_be_a_fragment():
+    with pytest.raises(tilelang.CompileError, match="the accumulator C must be a fragment"):
+        @T.prim_func
+        def bad(A: T.Tensor((64, 32), "float16")):
+            with T.Kernel(1, threads=128):
+                A_s = T.alloc_shared((64, 32), "float16")
+                B_s = T.alloc_shared((32, 64), "float16")
+                C_s = T.alloc_shared((64, 64), "float32")
+                T.gemm(A_s, B_s, C_s)
