@@ -5,9 +5,10 @@ from .base import LayoutInferArgs, LowerArgs, TileOp
 from .copy import Copy
 from .fill import Fill
 from .gemm import Gemm
+from .reduce import Reduce
 from .registry import emit_tile_op, is_tile_op, parse_tile_op, register_tile_op
 
-for _cls in (Atomic, Copy, Fill, Gemm):
+for _cls in (Atomic, Copy, Fill, Gemm, Reduce):
     register_tile_op(_cls)
 
-__all__ = ["Atomic", "Copy", "Fill", "Gemm", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]
+__all__ = ["Atomic", "Copy", "Fill", "Gemm", "Reduce", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]

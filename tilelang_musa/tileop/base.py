@@ -35,6 +35,8 @@ class TileOp:
     """Base class of tile ops. Subclasses are frozen dataclasses built by `from_call`."""
 
     op_name: ClassVar[str] = ""
+    # Ops whose lowering needs the layouts LayoutInference chooses are lowered after it; the others before.
+    needs_layout: ClassVar[bool] = False
     loc: SourceLoc | None
 
     @classmethod

@@ -102,11 +102,16 @@ class _Inference:
                                                  (tirx.Evaluate, on_eval)], order="pre")
 
     # -- levels
-    def fix_from_ops(self) -> None:
-        args = LayoutInferArgs(None, self.threads.num_threads, self.layouts)
+    def fix_from_ops(self) -> bool:
+        """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
+        args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
+                               self.threads.num_threads, self.layouts)
+        changed = False
         for op in self.ops:
             for buf, layout in op.infer_layout(args, 0).items():
+                changed |= buf not in self.layouts
                 self.set_layout(buf, layout, f"{op.op_name} at {op.loc}", op.loc)
+        return changed
 
     def set_layout(self, buf, layout: Fragment, why: str, loc) -> None:
         known = self.layouts.get(buf)
@@ -209,7 +214,7 @@ class _Inference:
         self.collect()
         self.fix_from_ops()
         while True:
-            if self.propagate():
+            if self.propagate() or self.fix_from_ops():
                 continue
             if not self.choose_free():
                 break

@@ -1,4 +1,7 @@
-"""LowerTileOp: replace every `tl.tileop.*` call by the statements its class lowers it to."""
+"""LowerTileOp: replace `tl.tileop.*` calls by the statements their classes lower them to.
+
+Runs twice: before LayoutInference for the ops that lower to T.Parallel nests (copy, fill, atomics, FMA
+gemm), and after it for the ops that need the chosen layouts (reductions, instruction gemms)."""
 
 from __future__ import annotations
 
@@ -7,21 +10,26 @@ from tvm import tirx
 
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
 from .ir_utils import thread_info
+from .layout_inference import LAYOUTS_ATTR
 from .pass_base import tl_pass
 
 
-def lower_tile_op(func: tirx.PrimFunc, configs: dict, layouts: dict | None = None) -> tirx.PrimFunc:
+def lower_tile_op(func: tirx.PrimFunc, configs: dict, late: bool) -> tirx.PrimFunc:
     threads = thread_info(func)
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, layouts or {}, configs)
+    layouts = dict(func.attrs[LAYOUTS_ATTR].items()) if late and func.attrs is not None and LAYOUTS_ATTR in func.attrs else {}
+    args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, layouts, configs)
 
     def on_evaluate(node, mutator):
         if is_tile_op(node.value):
-            return parse_tile_op(node.value).lower(args)
+            op = parse_tile_op(node.value)
+            if op.needs_layout == late:
+                return op.lower(args)
         return node
 
     return tvm_ffi.structural_mutate(func, [(tirx.Evaluate, on_evaluate)])
 
 
-def LowerTileOp(configs):  # noqa: N802
-    return tl_pass("LowerTileOp", lambda func: lower_tile_op(func, configs))
+def LowerTileOp(configs, late: bool = False):  # noqa: N802
+    name = "LowerLayoutTileOp" if late else "LowerTileOp"
+    return tl_pass(name, lambda func: lower_tile_op(func, configs, late))

@@ -30,6 +30,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerTileOp(configs),
         # Where fragments live; the loops over fragments run there (per-thread loops over slots).
         LayoutInference(configs),
+        # Tile ops that need the chosen layouts (reductions, instruction gemms).
+        LowerTileOp(configs, late=True),
         # Fragments become per-thread local arrays indexed by slot.
         LowerFragmentAccess(),
         # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.

@@ -1,0 +1,132 @@
+"""`T.reduce_sum / max / min / abssum / absmax(src, dst, dim, clear)` over a fragment.
+
+dst = reduce(src along dim) (with clear=False: dst = op(dst, reduce(src))). dst's layout is src's reduced
+along `dim` (Fragment.reduce): each result is replicated on exactly the threads that held part of its row.
+Lowering: each thread folds the row elements it holds (its own slots) into per-result partials, then the
+threads sharing a row combine them with `tl::AllReduce` (reduce.h: xor butterflies within 32 lanes, shared
+memory beyond), one call per thread split of the row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..errors import SourceLoc
+from ..layout import LayoutError
+from .base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
+from .region import Region
+
+# kind -> (the template functor, the identity of the fold, whether inputs are folded as |x|)
+KINDS = {
+    "sum": ("tl::SumOp", 0.0, False),
+    "abssum": ("tl::SumOp", 0.0, True),
+    "max": ("tl::MaxOp", float("-inf"), False),
+    "absmax": ("tl::MaxOp", 0.0, True),
+    "min": ("tl::MinOp", float("inf"), False),
+}
+
+
+def _identity(kind: str, dtype: str) -> Any:
+    value = KINDS[kind][1]
+    if value == float("-inf"):
+        return tirx.min_value(dtype)  # -inf for floats, the smallest value for integers
+    if value == float("inf"):
+        return tirx.max_value(dtype)
+    return tirx.const(value, dtype)
+
+
+def _combine(kind: str, a: Any, b: Any) -> Any:
+    if kind in ("sum", "abssum"):
+        return a + b
+    if kind in ("max", "absmax"):
+        return tirx.max(a, b)
+    return tirx.min(a, b)
+
+
+@dataclass(frozen=True)
+class Reduce(TileOp):
+    op_name = "tl.tileop.reduce"
+    needs_layout = True
+    kind: str
+    src: Region
+    dst: Region
+    dim: int
+    clear: bool
+    loc: SourceLoc | None = None
+
+    @classmethod
+    def from_call(cls, call: tvm.ir.Call) -> "Reduce":
+        return cls(str(call_attr(call, "kind")), Region.from_ir(call.args[0]), Region.from_ir(call.args[1]),
+                   int(call_attr(call, "dim")), bool(call_attr(call, "clear")), call_loc(call))
+
+    def infer_layout(self, args: LayoutInferArgs, level: int) -> dict:
+        src_layout = args.layouts.get(self.src.buffer)
+        if src_layout is None or self.dst.buffer in args.layouts:
+            return {}
+        try:
+            return {self.dst.buffer: src_layout.reduce(self.dim)}
+        except LayoutError as err:
+            raise self.error(f"T.reduce_{self.kind}: cannot place the result of reducing `{self.src.name}` along "
+                             f"dim {self.dim}: {err}") from None
+
+    def lower(self, args: LowerArgs) -> Any:
+        src_layout = args.layouts.get(self.src.buffer)
+        dst_layout = args.layouts.get(self.dst.buffer)
+        if src_layout is None or dst_layout is None:
+            raise self.error(f"T.reduce_{self.kind}: the layouts of `{self.src.name}` and `{self.dst.name}` are "
+                             "unknown (both must be fragments)")
+        functor, _, absolute = KINDS[self.kind]
+        src_t, acc_t = self.src.dtype, self.dst.dtype
+        thread = args.thread_var
+        try:
+            groups = src_layout.reduce_threads(self.dim)
+        except LayoutError as err:
+            raise self.error(f"T.reduce_{self.kind}: {err}") from None
+        partial = Tb.buffer((int(dst_layout.local_size),), acc_t, scope="local")
+        IRBuilder.name(f"{self.dst.name}_partial", partial)
+        stmts: list[Any] = [tirx.AllocBuffer(partial)]
+        slot = tirx.Var("slot", "int32")
+        stmts.append(tirx.For(slot, 0, int(dst_layout.local_size), tirx.ForKind.UNROLLED,
+                              tirx.BufferStore(partial, _identity(self.kind, acc_t), [slot])))
+        # 1. fold the row elements this thread holds
+        s = tirx.Var("src_slot", "int32")
+        try:
+            xs = src_layout.inverse(thread, s)
+        except LayoutError as err:
+            raise self.error(f"T.reduce_{self.kind}: `{self.src.name}` must fill every slot of its threads: {err}") from None
+        ys = [x for d, x in enumerate(xs) if d != self.dim]
+        value = self.src.buffer[tuple(xs)]
+        value = value if src_t == acc_t else tirx.Cast(acc_t, value)
+        if absolute:
+            value = tirx.abs(value)
+        target = dst_layout.index(ys)
+        fold = tirx.BufferStore(partial, _combine(self.kind, partial[target], value), [target])
+        fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
+        if int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
+            fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
+        stmts.append(fold_loop)
+        # 2. combine across the threads that share a row, then write dst (every replica holds the result)
+        warp = int(args.target.attrs["thread_warp_size"])
+        red_buf = None
+        if any(split.count * split.scale > 32 for split in groups.splits):
+            red_buf = Tb.buffer((args.num_threads,), acc_t, scope="shared.dyn")
+            IRBuilder.name(f"{self.dst.name}_red_buf", red_buf)
+            stmts.insert(0, tirx.AllocBuffer(red_buf))
+        d = tirx.Var("dst_slot", "int32")
+        combined = partial[d]
+        for split in groups.splits:
+            buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
+            combined = tirx.call_extern(acc_t, f"tl::AllReduce<{functor}, {split.count}, {split.scale}, {warp}>",
+                                        combined, buf_arg)
+        ys_d = dst_layout.inverse(thread, d)
+        if not self.clear:
+            combined = _combine(self.kind, self.dst.buffer[tuple(ys_d)], combined)
+        stmts.append(tirx.For(d, 0, int(dst_layout.local_size), tirx.ForKind.UNROLLED,
+                              tirx.BufferStore(self.dst.buffer, combined, list(ys_d))))
+        return tirx.SeqStmt(stmts)
