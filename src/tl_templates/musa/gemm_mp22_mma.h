@@ -1,0 +1,103 @@
+/*!
+ * \file tl_templates/musa/gemm_mp22_mma.h
+ * \brief Block GEMM on mp_22 (MTT S4000) with the 128-lane warp MMA m32n32k16 (`__musa_fmma_m32n32k16_mma`,
+ *        `__musa_bfmma_m32n32k16_mma`), both operands in shared memory.
+ *
+ *   template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum,
+ *             class A_t, class B_t, class C_t>
+ *   __device__ void tl::gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag);
+ *
+ * C (M x N) += A (M x K) * B (K x N); with ClearAccum, C = A * B. A is stored M x K row-major, or K x M if
+ * TransA; B is K x N row-major, or N x K if TransB; dense (leading dimension = stored row length), no swizzle,
+ * 4-byte aligned. A_t = B_t = half_t or bfloat16_t, C_t = float (fp32 accumulation).
+ * Threads: the block must have exactly GM * GN * 128 threads (every warp runs the warp-collective MMA), all
+ * calling with the same arguments. Warp g = threadIdx.x / 128 = gm + GM * gn owns the (M/GM) x (N/GN) sub-tile
+ * (gm, gn) as atoms_m x atoms_n 32x32 atoms. C_frag is the thread's accumulator: (M/GM/32) * (N/GN/32) * 8 floats
+ * in the slot order of make_gemm_accumulator_fragment("mp_22.mma.m32n32k16", M, N, GM, GN)
+ * (tilelang_musa/layout/mma_layouts.py), slot (ai * atoms_n + aj) * 8 + v.
+ * Operand registers are loaded straight from shared memory each k step. The register layout of each operand is
+ * the one whose 32-bit registers are contiguous pairs in the stored tile: A K-major ("Row") unless TransA,
+ * B MN-major ("Col") unless TransB, i.e. the instruction's layout code (TransA << 1) | TransB
+ * (MUSA_LAYOUTS.md sections 0 and 2).
+ * The caller synchronises: the shared tiles must be complete (e.g. __syncthreads) before the call, and must not
+ * be overwritten by other threads until every thread has returned.
+ */
+#pragma once
+
+#include "common.h"
+#include "gemm_common.h"
+
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ == 220
+
+namespace tl {
+namespace gemm_detail {
+
+// Lane formulas of the m32n32k16 16-bit operand (32 rows x 16 k), for the first element of register w (w = 0, 1);
+// the register's second element is the next k (K-major) or the next row (MN-major).
+TL_DEVICE void mp22_k_major(int t, int w, int* r, int* k) {
+  *r = ((t >> 2) & 15) + 16 * w;
+  *k = 2 * (t & 3) + 8 * (t >> 6);
+}
+TL_DEVICE void mp22_mn_major(int t, int w, int* r, int* k) {
+  *r = 2 * (t & 7) + 16 * w;
+  *k = t >> 3;
+}
+
+// The two registers of one 32 x 16 operand atom whose rows start at `row0` and k at `k0`. `RowsContiguous`: the
+// stored tile is (k, row) row-major with leading dimension `ld` (MN-major registers); otherwise (row, k).
+template <bool RowsContiguous, int ld, typename T>
+TL_DEVICE void mp22_load_operand(const T* smem, int t, int row0, int k0, int32_t* regs) {
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    int r, k;
+    if constexpr (RowsContiguous) {
+      mp22_mn_major(t, w, &r, &k);
+      regs[w] = load_pair(smem + (k0 + k) * ld + row0 + r);
+    } else {
+      mp22_k_major(t, w, &r, &k);
+      regs[w] = load_pair(smem + (row0 + r) * ld + k0 + k);
+    }
+  }
+}
+
+template <typename T>
+TL_DEVICE void mp22_mma(int32_t* acc, const int32_t* a, const int32_t* b, int layout) {
+  if constexpr (std::is_same<T, half_t>::value) {
+    __musa_fmma_m32n32k16_mma(acc, a, b, acc, 0, 0, 0, 0, 1, layout);
+  } else {
+    __musa_bfmma_m32n32k16_mma(acc, a, b, acc, 0, 0, 0, 0, 1, layout);
+  }
+}
+
+}  // namespace gemm_detail
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+  static_assert(gemm_detail::check_16bit_operands<A_t, B_t, C_t>(), "");
+  using Tiling = gemm_detail::BlockTiling<M, N, K, GM, GN, 128, 32, 32, 16>;
+  constexpr int kLayout = (TransA ? 2 : 0) | (TransB ? 1 : 0);  // bit 1: A M-major, bit 0: B K-major
+  const gemm_detail::GroupCoord at = gemm_detail::group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN>();
+  if constexpr (ClearAccum) gemm_detail::clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
+  int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-ins take fp32 accumulators as 32-bit words
+#pragma unroll 1
+  for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
+    const int k0 = ak * 16;
+    int32_t a[Tiling::kAtomsM][2], b[Tiling::kAtomsN][2];
+#pragma unroll
+    for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
+      gemm_detail::mp22_load_operand<TransA, TransA ? M : K>(A_smem, at.lane, at.row0 + 32 * ai, k0, a[ai]);
+#pragma unroll
+    for (int aj = 0; aj < Tiling::kAtomsN; ++aj)
+      gemm_detail::mp22_load_operand<!TransB, TransB ? K : N>(B_smem, at.lane, at.col0 + 32 * aj, k0, b[aj]);
+#pragma unroll
+    for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
+#pragma unroll
+      for (int aj = 0; aj < Tiling::kAtomsN; ++aj)
+        gemm_detail::mp22_mma<A_t>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, a[ai], b[aj], kLayout);
+  }
+}
+
+}  // namespace tl
+
+#endif  // __MUSA_ARCH__ == 220

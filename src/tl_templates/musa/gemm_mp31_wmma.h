@@ -1,0 +1,149 @@
+/*!
+ * \file tl_templates/musa/gemm_mp31_wmma.h
+ * \brief Block GEMM on mp_31 (MTT S5000) with the 32-lane warp WMMA m16n8k16 (`__musa_wmma_m16n8k16_mma`),
+ *        both operands in shared memory.
+ *
+ *   template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum,
+ *             class A_t, class B_t, class C_t>
+ *   __device__ void tl::gemm_ss_mp31_wmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag);
+ *
+ * C (M x N) += A (M x K) * B (K x N); with ClearAccum, C = A * B. A is stored M x K row-major, or K x M if
+ * TransA; B is K x N row-major, or N x K if TransB; dense (leading dimension = stored row length), no swizzle,
+ * 4-byte aligned. A_t = B_t = half_t or bfloat16_t, C_t = float (fp32 accumulation).
+ * Threads: the block must have exactly GM * GN * 32 threads (every warp runs the warp-collective WMMA), all calling
+ * with the same arguments. Warp g = threadIdx.x / 32 = gm + GM * gn owns the (M/GM) x (N/GN) sub-tile (gm, gn)
+ * as atoms_m x atoms_n 16x8 atoms. C_frag is the thread's accumulator: (M/GM/16) * (N/GN/8) * 4 floats in the
+ * slot order of make_gemm_accumulator_fragment("mp_31.wmma.m16n8k16", M, N, GM, GN)
+ * (tilelang_musa/layout/mma_layouts.py), slot (ai * atoms_n + aj) * 4 + v.
+ * Operand registers are loaded straight from shared memory each k step, in the register layout whose 32-bit
+ * registers are contiguous pairs in the stored tile: A K-major unless TransA, B N-major unless TransB, i.e.
+ * layout_num = ((tnspA << 1) | tnspB) ^ 1 = (TransA << 1) | TransB (MUSA_LAYOUTS.md sections 0 and 1).
+ *
+ * Register-operand forms (same template parameters; "_rs": A from registers, "_sr": B, "_rr": both):
+ *   __device__ void tl::gemm_rs_mp31_wmma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag);
+ *   __device__ void tl::gemm_sr_mp31_wmma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag);
+ *   __device__ void tl::gemm_rr_mp31_wmma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag);
+ * A_frag / B_frag are the thread's operand fragments in the K-major register layout, in the slot order of
+ * make_gemm_a_fragment("mp_31.wmma.m16n8k16", M, K, GM, GN, bits=16, k_major=True, transposed=TransA) and
+ * make_gemm_b_fragment(..., N, K, GM, GN, bits=16, k_major=True, transposed=TransB): A slot (ai * atoms_k + ak) * 8
+ * + v ((M/GM/16) * (K/16) * 8 values), B slot (aj * atoms_k + ak) * 4 + v ((N/GN/8) * (K/16) * 4 values), 4-byte
+ * aligned. TransA / TransB only describe the logical order of those buffers, which the slots already encode.
+ * The caller synchronises: the shared tiles must be complete (e.g. __syncthreads) before the call, and must not
+ * be overwritten by other threads until every thread has returned.
+ */
+#pragma once
+
+#include "common.h"
+#include "gemm_common.h"
+
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
+
+namespace tl {
+namespace gemm_detail {
+
+// Lane formulas of a 16-bit m16n8k16 operand with `Rows` rows (16 for A, 8 for B) and k = 16 (p = 2 elements per
+// register), for the first element of register w; the second element is the next k (K-major) or the next row
+// (MN-major). K-major: v = v0 + 2 v1 + 4 v2, r = t/4 + 8 v2, k = 2 (t%4) + v0 + 8 v1.
+// MN-major: t = t0 + 4 t1, v = v0 + 2 v1 + 2 (Rows/8) v2, r = 2 t0 + v0 + 8 v1, k = t1 + 8 v2.
+template <int Rows, bool KMajor>
+TL_DEVICE void wmma_operand_lane(int t, int w, int* r, int* k) {
+  if constexpr (KMajor) {
+    *r = t / 4 + 8 * (w / 2);
+    *k = 2 * (t % 4) + 8 * (w % 2);
+  } else {
+    *r = 2 * (t % 4) + 8 * (w % (Rows / 8));
+    *k = t / 4 + 8 * (w / (Rows / 8));
+  }
+}
+
+// The Rows * 16 / 64 registers of one Rows x 16 operand atom whose rows start at `row0` and k at `k0`.
+// `RowsContiguous`: the stored tile is (k, row) row-major with leading dimension `ld` (MN-major registers);
+// otherwise (row, k).
+template <int Rows, bool RowsContiguous, int ld, typename T>
+TL_DEVICE void wmma_load_operand(const T* smem, int t, int row0, int k0, int32_t* regs) {
+#pragma unroll
+  for (int w = 0; w < Rows / 4; ++w) {
+    int r, k;
+    wmma_operand_lane<Rows, !RowsContiguous>(t, w, &r, &k);
+    regs[w] = RowsContiguous ? load_pair(smem + (k0 + k) * ld + row0 + r) : load_pair(smem + (row0 + r) * ld + k0 + k);
+  }
+}
+
+}  // namespace gemm_detail
+
+namespace gemm_detail {
+
+// The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
+          class A_t, class B_t, class C_t>
+TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag) {
+  static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
+  using Tiling = BlockTiling<M, N, K, GM, GN, 32, 16, 8, 16>;
+  // Shared operands use the register layout whose pairs are contiguous in the stored tile; fragment operands are
+  // K-major. tnspA = 1: A is M-major; tnspB = 1: B is N-major.
+  constexpr int kTnspA = !ARegs && TransA ? 1 : 0;
+  constexpr int kTnspB = !BRegs && !TransB ? 1 : 0;
+  constexpr int kLayoutNum = ((kTnspA << 1) | kTnspB) ^ 1;
+  constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
+  const GroupCoord at = group_coord<GM, 32, Tiling::kTileM, Tiling::kTileN>();
+  if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
+  int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
+#pragma unroll 1
+  for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
+    const int k0 = ak * 16;
+    int32_t a[Tiling::kAtomsM][4], b[Tiling::kAtomsN][2];
+#pragma unroll
+    for (int ai = 0; ai < Tiling::kAtomsM; ++ai) {
+      if constexpr (ARegs) {  // slot (ai * atoms_k + ak) * 8 + v
+        __builtin_memcpy(a[ai], A + (ai * Tiling::kAtomsK + ak) * 8, sizeof(a[ai]));
+      } else {
+        wmma_load_operand<16, TransA, TransA ? M : K>(A, at.lane, at.row0 + 16 * ai, k0, a[ai]);
+      }
+    }
+#pragma unroll
+    for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
+      if constexpr (BRegs) {  // slot (aj * atoms_k + ak) * 4 + v
+        __builtin_memcpy(b[aj], B + (aj * Tiling::kAtomsK + ak) * 4, sizeof(b[aj]));
+      } else {
+        wmma_load_operand<8, !TransB, TransB ? K : N>(B, at.lane, at.col0 + 8 * aj, k0, b[aj]);
+      }
+    }
+#pragma unroll
+    for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
+#pragma unroll
+      for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
+        int32_t* c = acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom;
+        __musa_wmma_m16n8k16_mma(c, a[ai], b[aj], c, 0, 0, 0, 0, 0, kLayoutNum, kMmaType);
+      }
+  }
+}
+
+}  // namespace gemm_detail
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_ss_mp31_wmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, false>(A_smem, B_smem, C_frag);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_rs_mp31_wmma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, false>(A_frag, B_smem, C_frag);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_sr_mp31_wmma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, true>(A_smem, B_frag, C_frag);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_rr_mp31_wmma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, true>(A_frag, B_frag, C_frag);
+}
+
+}  // namespace tl
+
+#endif  // __MUSA_ARCH__ >= 310
