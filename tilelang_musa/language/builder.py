@@ -43,6 +43,7 @@ class KernelTrace:
     loc: SourceLoc | None = None
     naming_hint: str | None = None
     kernel: Any = None  # the open T.Kernel frame
+    layout_annotations: dict = field(default_factory=dict)  # buffer -> Layout/Fragment (T.annotate_layout)
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)

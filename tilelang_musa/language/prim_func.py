@@ -45,9 +45,13 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_attr(SIZE_PARAMS_ATTR, [v.name for v in free])
 
 
-def _finish(func: tirx.PrimFunc, name: str, outputs: list[str] | None = None) -> tirx.PrimFunc:
+def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[str] | None = None) -> tirx.PrimFunc:
     func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
+    if trace.layout_annotations:
+        from .annotate import ANNOTATIONS_ATTR
+
+        func = func.with_attr(ANNOTATIONS_ATTR, dict(trace.layout_annotations))
     if outputs:
         func = func.with_attr(OUTPUTS_ATTR, outputs)
     return func
@@ -82,7 +86,7 @@ def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
             raise trace.error("a @T.prim_func returns nothing; outputs are parameters (select them with out_idx)")
 
     func, _ = _build(parsed, trace, body)
-    return _finish(func, parsed.name)
+    return _finish(func, parsed.name, trace)
 
 
 def prim_func(func: Callable | None = None, *, private: bool = False, check_well_formed: bool = True):
@@ -179,7 +183,7 @@ def trace_eager(parsed: ParsedKernel, values: dict[str, Any], consts: dict[str, 
     if missing:
         raise CompileError(f"`{parsed.name}`: output(s) {missing} allocated with T.empty are not returned",
                            SourceLoc(parsed.filename, parsed.tree.lineno))
-    return _finish(func, parsed.name, returned_names)
+    return _finish(func, parsed.name, trace, returned_names)
 
 
 def discover_consts(parsed: ParsedKernel, values: dict[str, Any], shapes: dict[str, tuple]) -> dict[str, int]:

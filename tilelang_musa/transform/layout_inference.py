@@ -27,6 +27,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
+from ..language.annotate import ANNOTATIONS_ATTR
 from ..layout import Fragment, LayoutError
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from .ir_utils import TensorLoad, as_int, collect_accesses, loc_of, scope_of, thread_info
@@ -210,8 +211,15 @@ class _Inference:
                     f"({self.origin.get(buf)}): an iteration would touch an element another thread holds",
                     nest.loc, STAGE)
 
+    def fix_from_annotations(self) -> None:
+        annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
+        for buf, layout in annotations.items():
+            if isinstance(layout, Fragment):
+                self.set_layout(buf, layout, "T.annotate_layout", None)
+
     def run(self) -> None:
         self.collect()
+        self.fix_from_annotations()
         self.fix_from_ops()
         while True:
             if self.propagate() or self.fix_from_ops():

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from ..layout import Fragment
@@ -107,6 +108,24 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     return 1
 
 
+def hoist_lane_from_xor(expr: Any, lane: Any, width: int, ana: Any) -> Any:
+    """`(base + lane) ^ b` -> `(base ^ b) + lane` when base and b are multiples of `width` (lane < width only
+    touches the low bits, which b leaves alone). Swizzled shared-memory indices then stay affine in the lane,
+    so the vectorizer keeps 128-bit accesses."""
+    def on_xor(node, mutator):
+        node = mutator.default_mutate(node)
+        for x, y in ((node.a, node.b), (node.b, node.a)):
+            at_zero = substitute(x, {lane: tirx.const(0, "int32")})
+            if at_zero.same_as(x) or not ana.can_prove_equal(x - at_zero, lane):
+                continue
+            mods = [ana.modular_set(ana.simplify(e)) for e in (at_zero, y)]
+            if all(m.coeff % width == 0 and m.base % width == 0 for m in mods):
+                return tirx.BitwiseXor(at_zero, y) + lane
+        return node
+
+    return tvm_ffi.structural_mutate(expr, [(tirx.BitwiseXor, on_xor)])
+
+
 def _vectorizable(access, inner, width: int, threads_analyzer) -> bool:
     size = as_int(buffer_size(access.buffer))
     if size is None or size % width != 0:
@@ -116,11 +135,18 @@ def _vectorizable(access, inner, width: int, threads_analyzer) -> bool:
     group = tirx.Var("group", "int32")
     ana.bind(lane, tvm.ir.Range(0, width))
     index = flat_index(access.buffer, access.indices)
-    at_lane = substitute(index, {inner: group * width + lane})
-    at_zero = substitute(index, {inner: group * width})
+    at_lane = hoist_lane_from_xor(substitute(index, {inner: group * width + lane}), lane, width, ana)
+    at_zero = substitute(at_lane, {lane: tirx.const(0, "int32")})
     if not ana.can_prove_equal(at_lane - at_zero, lane):
         return False
-    mod = ana.modular_set(ana.simplify(at_zero))
+    return _aligned(ana.simplify(at_zero), width, ana)
+
+
+def _aligned(expr: Any, width: int, ana: Any) -> bool:
+    """A provable multiple of `width`; xor of two multiples (of a power of two) is one too."""
+    if isinstance(expr, (tirx.BitwiseXor, tirx.Add)):
+        return _aligned(expr.a, width, ana) and _aligned(expr.b, width, ana)
+    mod = ana.modular_set(expr)
     return mod.coeff % width == 0 and mod.base % width == 0
 
 
@@ -143,6 +169,8 @@ def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any
         analyzer.bind(slot_outer, tvm.ir.Range(0, groups))
     vmap = {v: analyzer.simplify(x) for v, x in zip(loop_vars, xs)}
     stmt = substitute(body, vmap)
+    if width > 1:
+        stmt = hoist_lane_from_xor(stmt, lane, width, analyzer)
     if cond is not None:
         if width > 1:  # the condition holds for a whole vector group or for none of it (V | extents)
             cond = substitute(cond, {lane: tirx.const(0, "int32")})

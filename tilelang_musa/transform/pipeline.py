@@ -12,6 +12,7 @@ from tvm import tirx
 
 from .layout_inference import LayoutInference
 from .lower_fragment_access import LowerFragmentAccess
+from .lower_shared_layout import LowerSharedLayout
 from .lower_tile_op import LowerTileOp
 from .partition_parallel_loop import PartitionParallelLoop
 from .rasterize_blocks import RasterizeBlocks
@@ -34,6 +35,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerTileOp(configs, late=True),
         # Fragments become per-thread local arrays indexed by slot.
         LowerFragmentAccess(),
+        # Annotated shared tiles are stored in their layout (swizzles), before vector widths are chosen.
+        LowerSharedLayout(),
         # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
         PartitionParallelLoop(configs),
         # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
