@@ -104,3 +104,44 @@ def test_gemm_accumulator_must_be_a_fragment():
                 B_s = T.alloc_shared((32, 64), "float16")
                 C_s = T.alloc_shared((64, 64), "float32")
                 T.gemm(A_s, B_s, C_s)
+
+
+def _path_kernel(arch, configs=None, M=128, N=128, K=64, bm=64, bn=64, bk=32, threads=128, dtype="float16",
+                 trans_A=False, trans_B=False):
+    return tilelang.compile(gemm_program(M, N, K, bm, bn, bk, trans_A, trans_B, dtype, "float32", threads=threads),
+                            target=f"musa -arch={arch}", pass_configs=configs or {})
+
+
+@pytest.mark.parametrize("arch,configs,builtin,template", [
+    ("mp_31", {}, "__musa_sqmma", "tl::gemm_ss_mp31_sqmma<"),
+    ("mp_31", {"tl.disable_sqmma": True}, "__musa_wmma", "tl::gemm_ss_mp31_wmma<"),
+    ("mp_22", {}, "__musa_fmma_m32n32k16_mma", "tl::gemm_ss_mp22_mma<"),
+])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (True, True)])
+def test_gemm_instruction_paths(arch, configs, builtin, template, dtype, trans_A, trans_B):
+    kernel = _path_kernel(arch, configs, dtype=dtype, trans_A=trans_A, trans_B=trans_B)
+    assert template in kernel.get_device_source()
+    header = Path(__file__).resolve().parents[1] / "src" / "tl_templates" / "musa"
+    assert builtin in "".join(p.read_text() for p in header.glob("gemm_*.h"))  # the template calls the built-in
+    a = rand((64, 128) if trans_A else (128, 64), TORCH[dtype], 11)
+    b = rand((128, 64) if trans_B else (64, 128), TORCH[dtype], 12)
+    c = torch.full((128, 128), float("nan"))
+    kernel(a, b, c)
+    ref = (a.float().T if trans_A else a.float()) @ (b.float().T if trans_B else b.float())
+    torch.testing.assert_close(c, ref, rtol=1e-2, atol=1e-2)
+
+
+def test_disabling_both_mp31_instruction_paths_falls_back_to_fma():
+    kernel = _path_kernel("mp_31", {"tl.disable_sqmma": True, "tl.disable_ph1_wmma": True})
+    src = kernel.get_device_source()
+    assert "tl::gemm_" not in src and "C_f[" in src
+
+
+def test_shapes_an_instruction_cannot_tile_fall_back_exactly():
+    # 48 x 40 tiles: not a multiple of any SQMMA / WMMA n=8 split over 4 warps ... FMA (or WMMA) must still be exact
+    kernel = _path_kernel("mp_31", M=96, N=80, K=48, bm=48, bn=40, bk=16)
+    a, b = rand((96, 48), torch.float16, 13), rand((48, 80), torch.float16, 14)
+    c = torch.full((96, 80), float("nan"))
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)

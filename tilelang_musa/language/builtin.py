@@ -21,6 +21,13 @@ def _register_intrinsic(name: str, doc: str) -> None:
 
 USE_SWIZZLE_OP = "tl.use_swizzle"
 _register_intrinsic(USE_SWIZZLE_OP, "block rasterization marker, removed by the RasterizeBlocks pass")
+FRAGMENT_PTR_OP = "tl.fragment_ptr"
+_register_intrinsic(FRAGMENT_PTR_OP, "pointer to a fragment's per-thread slot array (LowerFragmentAccess)")
+
+
+def fragment_ptr(buffer) -> tvm.ir.Expr:
+    """The address of this thread's slot array of fragment `buffer` (templates take it as `T*`)."""
+    return tirx.call_intrin("handle", FRAGMENT_PTR_OP, buffer)
 
 
 def sync_threads() -> None:

@@ -20,8 +20,10 @@ class LowerArgs:
     target: tvm.target.Target
     thread_var: Any  # the linear thread index expression
     num_threads: int
-    layouts: dict = field(default_factory=dict)  # buffer Var -> Layout/Fragment (from layout inference)
+    layouts: dict = field(default_factory=dict)  # fragment buffer Var -> Fragment (from layout inference)
     configs: dict = field(default_factory=dict)  # PassConfigKey -> value
+    annotated: frozenset = frozenset()  # shared buffers stored in an annotated layout (T.annotate_layout)
+    thread_extents: dict = field(default_factory=dict)  # "threadIdx.x" -> extent, for analyzers
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class LayoutInferArgs:
     target: tvm.target.Target
     num_threads: int
     layouts: dict  # buffer Var -> Layout/Fragment known so far
+    configs: dict = field(default_factory=dict)
+    annotated: frozenset = frozenset()
 
 
 class TileOp:

@@ -41,6 +41,15 @@ LAYOUTS_ATTR = "tl.fragment_layouts"
 STAGE = "LayoutInference"
 
 
+def annotated_buffers(func: tirx.PrimFunc) -> frozenset:
+    """Shared buffers stored in a user-annotated layout (a swizzle): templates that assume dense row-major
+    tiles must not take them."""
+    attrs = func.attrs
+    if attrs is None or ANNOTATIONS_ATTR not in attrs:
+        return frozenset()
+    return frozenset(buf for buf, layout in attrs[ANNOTATIONS_ATTR].items() if not isinstance(layout, Fragment))
+
+
 @dataclass
 class _Nest:
     loop: tirx.For
@@ -72,6 +81,7 @@ class _Inference:
         self.func = func
         self.threads = thread_info(func)
         self.analyzer = thread_analyzer(self.threads)
+        self.configs = configs
         self.disable_vectorize = enabled(configs, PassConfigKey.TL_DISABLE_VECTORIZE)
         self.layouts: dict[Any, Fragment] = {}
         self.origin: dict[Any, str] = {}  # buffer -> what fixed its layout (for error messages)
@@ -106,7 +116,7 @@ class _Inference:
     def fix_from_ops(self) -> bool:
         """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
         args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
-                               self.threads.num_threads, self.layouts)
+                               self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func))
         changed = False
         for op in self.ops:
             for buf, layout in op.infer_layout(args, 0).items():

@@ -15,6 +15,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError
+from ..language.builtin import FRAGMENT_PTR_OP
 from .ir_utils import TensorLoad, as_int
 from .layout_inference import LAYOUTS_ATTR
 from .pass_base import tl_pass
@@ -63,9 +64,14 @@ def lower_fragment_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return replacement[node.source][slot(node.source, node.indices)]
         return node
 
+    def on_call(node, mutator):
+        if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == FRAGMENT_PTR_OP:
+            return tirx.address_of(replacement[node.args[0]][0])
+        return mutator.default_mutate(node)
+
     body = tvm_ffi.structural_mutate(func.body, [
         (tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.AllocBuffer, on_alloc),
-        (tirx.BufferStore, on_store), (TensorLoad, on_load)])
+        (tirx.BufferStore, on_store), (TensorLoad, on_load), (tvm.ir.Call, on_call)])
     return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs.without_attr(LAYOUTS_ATTR)
                          if hasattr(func.attrs, "without_attr") else func.attrs)
 

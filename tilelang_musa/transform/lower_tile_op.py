@@ -10,15 +10,17 @@ from tvm import tirx
 
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
 from .ir_utils import thread_info
-from .layout_inference import LAYOUTS_ATTR
+from .layout_inference import LAYOUTS_ATTR, annotated_buffers
 from .pass_base import tl_pass
 
 
 def lower_tile_op(func: tirx.PrimFunc, configs: dict, late: bool) -> tirx.PrimFunc:
     threads = thread_info(func)
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    layouts = dict(func.attrs[LAYOUTS_ATTR].items()) if late and func.attrs is not None and LAYOUTS_ATTR in func.attrs else {}
-    args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, layouts, configs)
+    attrs = func.attrs if func.attrs is not None else {}
+    layouts = dict(attrs[LAYOUTS_ATTR].items()) if late and LAYOUTS_ATTR in attrs else {}
+    args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, layouts, configs,
+                     annotated_buffers(func), dict(threads.extents))
 
     def on_evaluate(node, mutator):
         if is_tile_op(node.value):

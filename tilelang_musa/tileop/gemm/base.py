@@ -14,9 +14,9 @@ import tvm
 from tvm import tirx
 
 from ...errors import SourceLoc
-from ..base import LowerArgs, TileOp, call_attr, call_loc
+from ..base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
 from ..region import Region, is_unit
-from .registry import select_implementation
+from .registry import GemmContext, select_implementation
 
 
 def _matrix(region: Region, what: str, error) -> tuple[Any, Any]:
@@ -32,6 +32,7 @@ def _matrix(region: Region, what: str, error) -> tuple[Any, Any]:
 @dataclass(frozen=True)
 class Gemm(TileOp):
     op_name = "tl.tileop.gemm"
+    needs_layout = True  # C's layout is the chosen implementation's
     A: Region
     B: Region
     C: Region
@@ -87,11 +88,22 @@ class Gemm(TileOp):
                 raise self.error(f"T.gemm: {what} differs between operands: {x} vs {y} "
                                  f"(A {self.A.describe()}, B {self.B.describe()}, C {self.C.describe()}, "
                                  f"transpose_A={self.trans_A}, transpose_B={self.trans_B})")
+        c_shape = [int(e) for e in self.C.buffer.ty.shape]
+        if self.C.static_extents() != c_shape:
+            raise self.error(f"T.gemm: the accumulator must be the whole fragment `{self.C.name}` {tuple(c_shape)}")
         if self.k_pack != 1:
             raise self.error("T.gemm: k_pack > 1 is not supported on MUSA yet")
 
+    def infer_layout(self, args: LayoutInferArgs, level: int) -> dict:
+        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated)
+        return select_implementation(self, ctx).infer_layout(self, ctx, args.layouts)
+
     def lower(self, args: LowerArgs) -> Any:
         self.validate()
-        impl = select_implementation(self, args.target, args.configs)
-        return impl.lower(self, args)
+        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated)
+        return select_implementation(self, ctx).lower(self, args, ctx)
+
+    def implementation(self, target: Any, configs: dict, num_threads: int) -> str:
+        """The name of the path this gemm lowers to (for tests and diagnostics)."""
+        return select_implementation(self, GemmContext(target, configs, num_threads, frozenset())).name
 

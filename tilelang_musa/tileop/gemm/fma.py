@@ -1,8 +1,8 @@
-"""The FMA GEMM: C[i, j] (+)= sum_k A[i, k] * B[k, j] on every arch, as a T.Parallel nest over C.
+"""The FMA GEMM: C[i, j] (+)= sum_k A[i, k] * B[k, j] on every arch, each thread over its own C elements.
 
-The nest runs where C's elements live (layout inference places it with C), each thread accumulating its own
-elements in fp32/int32 registers; A and B are read from shared memory. It is the fallback every other path
-declines to, and accepts every shape.
+C's layout is whatever the rest of the kernel needs (or a plain partition if nothing does); each thread
+loops over the C elements it holds, accumulating in fp32/int32 registers, reading A and B from shared
+memory. It is the fallback every other path declines to, and accepts every shape.
 """
 
 from __future__ import annotations
@@ -12,22 +12,28 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from ..parallel import parallel_nest
-from .registry import GemmImpl
+from ...transform.loop_plan import fragment_plan, free_plan, lower_with_plan
+from .registry import GemmContext, GemmImpl, thread_analyzer
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
-def _declines(gemm: Any, target: Any, configs: dict) -> str | None:
+def _declines(gemm: Any, ctx: GemmContext) -> str | None:
     if gemm.A.scope not in SHARED_SCOPES or gemm.B.scope not in SHARED_SCOPES:
         return "operands in registers need a matrix instruction; FMA reads A and B from shared memory"
     return None
 
 
-def _lower(gemm: Any, args: Any) -> Any:
+def _infer_layout(gemm: Any, ctx: GemmContext, layouts: dict) -> dict:
+    if gemm.C.buffer in layouts:
+        return {}
+    return {gemm.C.buffer: free_plan([gemm.M, gemm.N], ctx.num_threads, 1).fragment}
+
+
+def _lower(gemm: Any, args: Any, ctx: GemmContext) -> Any:
     M, N, K = gemm.M, gemm.N, gemm.K
     acc = gemm.C.dtype
-    k = tirx.Var("k", "int32")
+    i, j, k = (tirx.Var(n, "int32") for n in ("i", "j", "k"))
 
     def operand(region, row, col, transpose):
         r, c = (col, row) if transpose else (row, col)
@@ -36,18 +42,16 @@ def _lower(gemm: Any, args: Any) -> Any:
         value = region.buffer[tuple(index)]
         return value if region.dtype == acc else tirx.Cast(acc, value)
 
-    def body(idx):
-        i, j = idx
-        c_index = list(gemm.C.mins)
-        c_index[-2], c_index[-1] = c_index[-2] + i, c_index[-1] + j
-        product = operand(gemm.A, i, k, gemm.trans_A) * operand(gemm.B, k, j, gemm.trans_B)
-        update = tirx.BufferStore(gemm.C.buffer, gemm.C.buffer[tuple(c_index)] + product, c_index)
-        loop = tirx.For(k, 0, K, tirx.ForKind.SERIAL, update)
-        if gemm.clear_accum:
-            return tirx.SeqStmt([tirx.BufferStore(gemm.C.buffer, tirx.const(0, acc), c_index), loop])
-        return loop
-
-    return parallel_nest([M, N], body, gemm.loc)
+    c_index = list(gemm.C.mins)
+    c_index[-2], c_index[-1] = c_index[-2] + i, c_index[-1] + j
+    product = operand(gemm.A, i, k, gemm.trans_A) * operand(gemm.B, k, j, gemm.trans_B)
+    update = tirx.BufferStore(gemm.C.buffer, gemm.C.buffer[tuple(c_index)] + product, c_index)
+    body = tirx.For(k, 0, K, tirx.ForKind.SERIAL, update)
+    if gemm.clear_accum:
+        body = tirx.SeqStmt([tirx.BufferStore(gemm.C.buffer, tirx.const(0, acc), c_index), body])
+    ana = thread_analyzer(args)
+    plan = fragment_plan(args.layouts[gemm.C.buffer], [M, N])
+    return lower_with_plan([i, j], body, plan, args.thread_var, args.num_threads, ana)
 
 
-FMA = GemmImpl("FMA", _declines, _lower)
+FMA = GemmImpl("FMA", _declines, _infer_layout, _lower)

@@ -1,0 +1,155 @@
+"""GEMM on MUSA's matrix instructions, through the block-level templates of tl_templates/musa/gemm_*.h.
+
+    mp_31 SQMMA  `tl::gemm_ss_mp31_sqmma`  squads of 128 threads; A and B read from shared memory
+    mp_31 WMMA   `tl::gemm_{ss,rs,sr,rr}_mp31_wmma`  m16n8k16 on 32-thread warps; operands shared or fragments
+    mp_22 MMA    `tl::gemm_ss_mp22_mma`    m32n32k16 on 128-thread warps
+
+Each takes the block's g_m x g_n instruction groups (from the warp policy) and keeps C in the accumulator
+fragment of layout/mma_layouts.py, the contract the templates follow. A path declines what it cannot do
+exactly (arch, dtypes, tile divisibility, operand storage), and the registry moves on to the next path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import tvm
+from tvm import tirx
+
+from ...language.builtin import fragment_ptr
+from ...layout import GemmWarpPolicy, LayoutError, make_gemm_a_fragment, make_gemm_accumulator_fragment, \
+    make_gemm_b_fragment
+from ...target import arch_of
+from ...transform.pass_config import PassConfigKey, enabled
+from .registry import GemmContext, GemmImpl
+
+SHARED = ("shared", "shared.dyn")
+FRAGMENT = "local.fragment"
+# The shapes of SQMMA in the order the template tries them for a squad tile (gemm_mp31_sqmma.h).
+SQMMA_ORDER = ((128, 128), (128, 64), (64, 128), (128, 32), (64, 64), (32, 128), (64, 32), (32, 64), (64, 16),
+               (32, 32), (16, 64))
+
+
+@dataclass(frozen=True)
+class Path:
+    name: str
+    archs: tuple[str, ...]
+    group: int  # threads per instruction group
+    atom: tuple[int, int, int]  # (m, n, k) used to partition; SQMMA picks its shape per squad tile
+    template: str  # template name without the operand-scope prefix
+    disabled_by: PassConfigKey | None
+    register_operands: bool  # may A / B be fragments
+
+
+def _operand_kind(region) -> str | None:
+    return "s" if region.scope in SHARED else "r" if region.scope == FRAGMENT else None
+
+
+def _dense_rows(region) -> bool:
+    """The region is whole rows of a dense row-major tile: leading dims of extent 1, full last dimension."""
+    shape = [int(e) for e in region.buffer.ty.shape]
+    extents = region.static_extents()
+    if any(e is None for e in extents) or extents[-1] != shape[-1]:
+        return False
+    return all(e == 1 for e in extents[:-2])
+
+
+def _tile_dims(gemm) -> tuple[int, int, int]:
+    return gemm.M, gemm.N, gemm.K
+
+
+def _partition(path: Path, gemm, ctx: GemmContext) -> tuple[int, int]:
+    groups = ctx.num_threads // path.group
+    return GemmWarpPolicy(gemm.policy).partition(gemm.M, gemm.N, groups, path.atom[0], path.atom[1])
+
+
+def _instruction(path: Path, gemm, g_m: int, g_n: int) -> str:
+    if path.name != "SQMMA":
+        return {"WMMA": "mp_31.wmma.m16n8k16", "MMA": "mp_22.mma.m32n32k16"}[path.name]
+    tile_m, tile_n = gemm.M // g_m, gemm.N // g_n
+    m, n = next((m, n) for m, n in SQMMA_ORDER if tile_m % m == 0 and tile_n % n == 0)
+    return f"mp_31.sqmma.m{m}n{n}"
+
+
+def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
+    def declines(gemm, ctx: GemmContext) -> str | None:
+        if ctx.target is None or arch_of(ctx.target).name not in path.archs:
+            return f"needs {' or '.join(path.archs)}"
+        if path.disabled_by is not None and enabled(ctx.configs, path.disabled_by):
+            return f"disabled by {path.disabled_by.name}"
+        if gemm.A.dtype != gemm.B.dtype or gemm.A.dtype not in ("float16", "bfloat16") or gemm.C.dtype != "float32":
+            return f"takes float16/bfloat16 operands into float32 (got {gemm.A.dtype} x {gemm.B.dtype} -> {gemm.C.dtype})"
+        for what, region in (("A", gemm.A), ("B", gemm.B)):
+            kind = _operand_kind(region)
+            if kind == "r" and not path.register_operands:
+                return f"operand {what} is a fragment; this instruction reads shared memory"
+            if kind == "s" and (region.buffer in ctx.annotated or not _dense_rows(region)):
+                return f"operand {what} must be a dense, unswizzled row-major tile in shared memory"
+        if ctx.num_threads % path.group:
+            return f"{ctx.num_threads} threads are not a whole number of {path.group}-thread groups"
+        M, N, K = _tile_dims(gemm)
+        if K % path.atom[2]:
+            return f"K={K} is not a multiple of the instruction's k={path.atom[2]}"
+        try:
+            g_m, g_n = _partition(path, gemm, ctx)
+        except LayoutError as err:
+            return str(err)
+        if path.name == "SQMMA":
+            tile_m, tile_n = M // g_m, N // g_n
+            if not any(tile_m % m == 0 and tile_n % n == 0 for m, n in SQMMA_ORDER):
+                return f"no SQMMA shape divides the squad tile {tile_m} x {tile_n}"
+            for what, region in (("A", gemm.A), ("B", gemm.B)):
+                row_bytes = int(region.buffer.ty.shape[-1]) * 2
+                if row_bytes < 8 or row_bytes > 256 or row_bytes & (row_bytes - 1):
+                    return (f"the rows of {what} ({row_bytes} B) must be a power of two from 8 to 256 bytes for an "
+                            "unswizzled SQMMA descriptor")
+        return None
+
+    return declines
+
+
+def _infer_layout(path: Path):
+    def infer(gemm, ctx: GemmContext, layouts: dict) -> dict:
+        g_m, g_n = _partition(path, gemm, ctx)
+        inst = _instruction(path, gemm, g_m, g_n)
+        out = {gemm.C.buffer: make_gemm_accumulator_fragment(inst, gemm.M, gemm.N, g_m, g_n)}
+        if gemm.A.scope == FRAGMENT:
+            out[gemm.A.buffer] = make_gemm_a_fragment(inst, gemm.M, gemm.K, g_m, g_n, transposed=gemm.trans_A)
+        if gemm.B.scope == FRAGMENT:
+            out[gemm.B.buffer] = make_gemm_b_fragment(inst, gemm.N, gemm.K, g_m, g_n, transposed=gemm.trans_B)
+        return out
+
+    return infer
+
+
+def _pointer(region) -> Any:
+    if region.scope == FRAGMENT:
+        return fragment_ptr(region.buffer)
+    return tirx.address_of(region.buffer[tuple(region.mins)])
+
+
+def _lower(path: Path):
+    def lower(gemm, args, ctx: GemmContext) -> Any:
+        g_m, g_n = _partition(path, gemm, ctx)
+        prefix = "gemm_" + "".join(_operand_kind(r) for r in (gemm.A, gemm.B))
+        params = (f"{gemm.M}, {gemm.N}, {gemm.K}, {g_m}, {g_n}, {str(gemm.trans_A).lower()}, "
+                  f"{str(gemm.trans_B).lower()}, {str(gemm.clear_accum).lower()}")
+        call = tirx.call_extern("int32", f"tl::{prefix}_{path.template}<{params}>",
+                                _pointer(gemm.A), _pointer(gemm.B), fragment_ptr(gemm.C.buffer))
+        sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        # The template reads the shared tiles through pointers the barrier analysis cannot see: order it
+        # after their writers and before their next writers explicitly.
+        return tirx.SeqStmt([sync, tirx.Evaluate(call), sync])
+
+    return lower
+
+
+def _impl(path: Path) -> GemmImpl:
+    return GemmImpl(path.name, _declines(path), _infer_layout(path), _lower(path))
+
+
+SQMMA = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
+                   False))
+WMMA = _impl(Path("WMMA", ("mp_31", "mp_32"), 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
+MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, False))
