@@ -8,7 +8,7 @@
  * Element types: float, double, half_t, bfloat16_t and 32/64-bit integers. All are relaxed, like the device's.
  *
  * The code calls only the CUDA-named atomic built-ins (atomicAdd, atomicMax, atomicMin, atomicCAS) that exist
- * under mcc and in the simulator. Where no built-in exists (floating-point max/min, 16-bit max/min, the 16-bit
+ * under mcc and in the simulator. Where no portable built-in exists (floating-point and 16-bit max/min, the 16-bit
  * pair add), it loops on atomicCAS over the aligned 32-bit word (or the 8-byte word for 8-byte types) holding the
  * element: 16-bit CAS is not available everywhere.
  */
@@ -104,7 +104,11 @@ TL_DEVICE T atomic_extremum(T* addr, T v) {
   if constexpr (std::is_integral<T>::value) {
     using N = atomic_int_t<T>;
     N* p = reinterpret_cast<N*>(addr);
-    return static_cast<T>(kMax ? atomicMax(p, static_cast<N>(v)) : atomicMin(p, static_cast<N>(v)));
+    if constexpr (kMax) {
+      return static_cast<T>(atomicMax(p, static_cast<N>(v)));
+    } else {
+      return static_cast<T>(atomicMin(p, static_cast<N>(v)));
+    }
   } else {
     // No portable floating-point or 16-bit built-in: CAS with the reduction's own max/min (fmax-style NaN rule).
     using Op = typename std::conditional<kMax, MaxOp, MinOp>::type;

@@ -30,8 +30,8 @@ template <typename T>
 using cumsum_acc_t = typename std::conditional<is_half_like<T>::value, float, T>::type;
 
 /*!
- * \brief Threads given to each line: the largest power of two that still lets every line of a round run at once,
- *        at most Threads and at most the line length rounded up to a power of two.
+ * \brief Threads per line: the largest power of two g with g * lines <= Threads (all lines in one round when
+ *        they fit), at least 1, and at most the line length rounded up to a power of two.
  */
 template <int Threads>
 TL_DEVICE int cumsum_group_size(int lines, int length) {
