@@ -93,3 +93,42 @@ def test_reduce_shape_error_names_the_expected_shape():
                 F = T.alloc_fragment((16, 8), "float32")
                 R = T.alloc_fragment((8,), "float32")
                 T.reduce_sum(F, R, dim=1)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("dim,reverse", [(0, False), (1, False), (1, True), (0, True)])
+def test_cumsum_of_a_shared_tile(arch, dim, reverse):
+    H, W = 24, 40
+
+    @T.prim_func
+    def scan(A: T.Tensor((H, W), "float32"), B: T.Tensor((H, W), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((H, W), "float32")
+            T.copy(A, S)
+            T.cumsum(S, dim=dim, reverse=reverse)
+            T.copy(S, B)
+
+    kernel = tilelang.compile(scan, target=f"musa -arch={arch}")
+    assert "tl::CumSum2D<128" in kernel.get_device_source()
+    a = torch.randint(-4, 5, (H, W)).float()
+    b = torch.full((H, W), float("nan"))
+    kernel(a, b)
+    expected = a.flip(dim).cumsum(dim).flip(dim) if reverse else a.cumsum(dim)
+    torch.testing.assert_close(b, expected)
+
+
+def test_cumsum_1d_into_another_tile():
+    @T.prim_func
+    def scan(A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32")):
+        with T.Kernel(1, threads=256):
+            S = T.alloc_shared((1000,), "float32")
+            D = T.alloc_shared((1000,), "float32")
+            T.copy(A, S)
+            T.cumsum(S, D)
+            T.copy(D, B)
+
+    kernel = tilelang.compile(scan)
+    a = torch.randint(-4, 5, (1000,)).float()
+    b = torch.full((1000,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a.cumsum(0))

@@ -5,6 +5,7 @@ from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, cons
 from .atomic import atomic_add, atomic_max, atomic_min
 from .builtin import sync_threads, use_swizzle
 from .copy import copy
+from .cumsum import cumsum
 from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
@@ -27,7 +28,7 @@ bool = boolean  # noqa: A001 - T.bool, as upstream
 __all__ = [
     "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "abs", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
-    "ceil", "ceildiv", "clamp", "const", "cos", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
+    "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func",

@@ -3,12 +3,13 @@
 from .atomic import Atomic
 from .base import LayoutInferArgs, LowerArgs, TileOp
 from .copy import Copy
+from .cumsum import CumSum
 from .fill import Fill
 from .gemm import Gemm
 from .reduce import Reduce
 from .registry import emit_tile_op, is_tile_op, parse_tile_op, register_tile_op
 
-for _cls in (Atomic, Copy, Fill, Gemm, Reduce):
+for _cls in (Atomic, Copy, CumSum, Fill, Gemm, Reduce):
     register_tile_op(_cls)
 
-__all__ = ["Atomic", "Copy", "Fill", "Gemm", "Reduce", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]
+__all__ = ["Atomic", "Copy", "CumSum", "Fill", "Gemm", "Reduce", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]

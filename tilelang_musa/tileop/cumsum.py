@@ -1,0 +1,46 @@
+"""`T.cumsum(src, dst=None, dim=0, reverse=False)`: inclusive prefix sums of a shared tile along `dim`.
+
+Lowered to the block-cooperative `tl::CumSum1D` / `tl::CumSum2D` templates (cumsum.h), which every thread
+of the block calls, between barriers (the template reads and writes shared memory through pointers the
+barrier analysis cannot see).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from ..errors import SourceLoc
+from .base import LowerArgs, TileOp, call_attr, call_loc
+from .region import Region
+
+
+@dataclass(frozen=True)
+class CumSum(TileOp):
+    op_name = "tl.tileop.cumsum"
+    src: Region
+    dst: Region
+    dim: int
+    reverse: bool
+    loc: SourceLoc | None = None
+
+    @classmethod
+    def from_call(cls, call: tvm.ir.Call) -> "CumSum":
+        return cls(Region.from_ir(call.args[0]), Region.from_ir(call.args[1]), int(call_attr(call, "dim")),
+                   bool(call_attr(call, "reverse")), call_loc(call))
+
+    def lower(self, args: LowerArgs) -> Any:
+        shape = [int(e) for e in self.src.buffer.ty.shape]
+        reverse = str(self.reverse).lower()
+        src = tirx.address_of(self.src.buffer[tuple(0 for _ in shape)])
+        dst = tirx.address_of(self.dst.buffer[tuple(0 for _ in shape)])
+        if len(shape) == 1:
+            call = tirx.call_extern("int32", f"tl::CumSum1D<{args.num_threads}, {reverse}>::run", src, dst, shape[0])
+        else:
+            call = tirx.call_extern("int32", f"tl::CumSum2D<{args.num_threads}, {self.dim}, {reverse}>::run", src, dst,
+                                    shape[0], shape[1])
+        sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        return tirx.SeqStmt([sync, tirx.Evaluate(call), sync])
