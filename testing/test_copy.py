@@ -163,3 +163,32 @@ def test_annotated_fragment_layout_is_used_and_conflicts_are_reported():
     with pytest.raises(tilelang.CompileError, match=r"layout conflict.*`G`") as info:
         tilelang.compile(conflict)
     assert "for i, j in T.Parallel(32, 4):" in str(info.value)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copies_between_every_scope_pair(arch):
+    """global -> shared -> fragment -> shared -> local -> global, with a dtype change on the way."""
+    M, N = 32, 48
+
+    @T.prim_func
+    def k(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((M, N), "float16")
+            F = T.alloc_fragment((M, N), "float32")
+            S2 = T.alloc_shared((M, N), "float32")
+            L = T.alloc_local((N,), "float32")
+            T.copy(A, S)
+            T.copy(S, F)
+            for i, j in T.Parallel(M, N):
+                F[i, j] = F[i, j] * 2.0
+            T.copy(F, S2)
+            tx = T.get_thread_binding()
+            if tx < M:
+                T.copy(S2[tx, 0:N], L)
+                T.copy(L, B[tx, 0:N])
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    a = rand((M, N), torch.float16, 22)
+    b = torch.full((M, N), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a.float() * 2)

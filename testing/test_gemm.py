@@ -145,3 +145,38 @@ def test_shapes_an_instruction_cannot_tile_fall_back_exactly():
     c = torch.full((96, 80), float("nan"))
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("policy", [T.GemmWarpPolicy.Square, T.GemmWarpPolicy.FullRow, T.GemmWarpPolicy.FullCol])
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_warp_policies(policy, arch):
+    kernel = tilelang.compile(gemm_program(128, 128, 64, 128, 128, 32, False, False, "float16", "float32",
+                                           threads=256, policy=policy), target=f"musa -arch={arch}")
+    assert "tl::gemm_ss_" in kernel.get_device_source()
+    a, b = rand((128, 64), torch.float16, 15), rand((64, 128), torch.float16, 16)
+    c = torch.full((128, 128), float("nan"))
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_wmma_with_fragment_operands():
+    """gemm_rr on mp_31: A and B copied into register fragments (their layouts come from the instruction)."""
+    M, N, K = 64, 64, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_f = T.alloc_fragment((M, K), "float16")
+            B_f = T.alloc_fragment((K, N), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_f)
+            T.copy(B, B_f)
+            T.gemm(A_f, B_f, C_f, clear_accum=True)
+            T.copy(C_f, C)
+
+    kernel = tilelang.compile(main, target="musa -arch=mp_31")
+    assert "tl::gemm_rr_mp31_wmma<" in kernel.get_device_source()
+    a, b = rand((M, K), torch.float16, 17), rand((K, N), torch.float16, 18)
+    c = torch.full((M, N), float("nan"))
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)

@@ -16,7 +16,7 @@ from tvm import tirx
 from ..errors import SourceLoc
 from ..transform.pass_config import PassConfigKey, enabled
 from .base import LowerArgs, TileOp, call_attr, call_loc
-from .parallel import parallel_nest
+from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region, is_unit, pair_dims, paired_indices
 
 # Wraps a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
@@ -75,7 +75,8 @@ class Copy(TileOp):
                 value = tirx.Cast(self.dst.dtype, value)
             return tirx.BufferStore(self.dst.buffer, value, dst_index)
 
-        stmt = parallel_nest(extents, body, self.loc)
+        private = self.src.scope in THREAD_PRIVATE_SCOPES or self.dst.scope in THREAD_PRIVATE_SCOPES
+        stmt = thread_local_nest(extents, body) if private else parallel_nest(extents, body, self.loc)
         if enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION):
             stmt = tirx.AttrStmt(self.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
         return stmt

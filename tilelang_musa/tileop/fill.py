@@ -10,7 +10,7 @@ from tvm import tirx
 
 from ..errors import SourceLoc
 from .base import LowerArgs, TileOp, call_loc
-from .parallel import parallel_nest
+from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region
 
 
@@ -33,4 +33,6 @@ class Fill(TileOp):
         def body(idx):
             return tirx.BufferStore(self.dst.buffer, value, [m + i for m, i in zip(self.dst.mins, idx)])
 
+        if self.dst.scope in THREAD_PRIVATE_SCOPES:  # every thread fills its own copy
+            return thread_local_nest(self.dst.extents, body)
         return parallel_nest(self.dst.extents, body, self.loc)

@@ -21,3 +21,16 @@ def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | No
     for var, extent in reversed(list(zip(loop_vars, extents))):
         stmt = tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, stmt, None, annotations)
     return stmt
+
+
+def thread_local_nest(extents, body: Callable[[list[Any]], Any], names: str = "ijklmn") -> Any:
+    """The same iterations run by every thread on its own (serial loops): for ops on a thread's private
+    (`local`) buffers, which the threads must not split among themselves."""
+    loop_vars = [tirx.Var(names[k] if k < len(names) else f"i{k}", "int32") for k in range(len(extents))]
+    stmt = body(loop_vars)
+    for var, extent in reversed(list(zip(loop_vars, extents))):
+        stmt = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, stmt)
+    return stmt
+
+
+THREAD_PRIVATE_SCOPES = ("local", "local.var")

@@ -124,12 +124,13 @@ class _Inference:
                 self.set_layout(buf, layout, f"{op.op_name} at {op.loc}", op.loc)
         return changed
 
-    def set_layout(self, buf, layout: Fragment, why: str, loc) -> None:
+    def set_layout(self, buf, layout, why: str, loc) -> None:
+        """Record `buf`'s layout (a Fragment for a fragment, a Layout for a shared tile)."""
         known = self.layouts.get(buf)
         if known is not None:
             if not known.is_equal(layout):
                 raise CompileError(
-                    f"layout conflict on fragment `{buf.name}`: {self.origin[buf]} requires {known!r}, but {why} "
+                    f"layout conflict on `{buf.name}`: {self.origin[buf]} requires {known!r}, but {why} "
                     f"requires {layout!r}", loc, STAGE)
             return
         self.layouts[buf] = layout

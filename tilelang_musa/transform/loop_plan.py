@@ -31,6 +31,11 @@ class LoopPlan:
     inverse: Callable[[Any, Any], tuple[list[Any], Any]]  # (thread, slot) -> (iteration, in-range condition)
 
 
+# Free plans by their fragment: a loop that later follows a fragment placed by a free plan reuses the plan's
+# closed-form inverse (the generic inverter needs power-of-two extents for these maps).
+_FREE_PLANS: dict[int, tuple[Fragment, "LoopPlan"]] = {}
+
+
 def free_plan(extents: list[int], num_threads: int, width: int) -> LoopPlan:
     total = 1
     for e in extents:
@@ -62,7 +67,9 @@ def free_plan(extents: list[int], num_threads: int, width: int) -> LoopPlan:
             f = s * num_threads + t
         return unflatten(f), (f < total) if pieces % num_threads else None
 
-    return LoopPlan(fragment, iters * width, width, inverse)
+    plan = LoopPlan(fragment, iters * width, width, inverse)
+    _FREE_PLANS[fragment.__chandle__()] = (fragment, plan)
+    return plan
 
 
 def flat_index_of(xs: list[Any], extents: list[int]) -> Any:
@@ -74,6 +81,10 @@ def flat_index_of(xs: list[Any], extents: list[int]) -> Any:
 
 def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
     """The loop runs where `fragment` (over the loop's shape) puts each iteration; replicas run it redundantly."""
+    known = _FREE_PLANS.get(fragment.__chandle__())
+    if known is not None and known[0].same_as(fragment):
+        plan = known[1]  # keep its closed-form inverse, without the vector width (another loop's accesses)
+        return LoopPlan(plan.fragment, plan.local_size, 1, plan.inverse) if plan.vector_width > 1 else plan
     local_size = as_int(fragment.local_size)
     bijective = fragment.is_bijective()
 

@@ -15,6 +15,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError
+from ..layout import Fragment
 from ..language.builtin import FRAGMENT_PTR_OP
 from .ir_utils import TensorLoad, as_int
 from .layout_inference import LAYOUTS_ATTR
@@ -24,7 +25,7 @@ from .pass_base import tl_pass
 def lower_fragment_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if func.attrs is None or LAYOUTS_ATTR not in func.attrs:
         return func
-    layouts = dict(func.attrs[LAYOUTS_ATTR].items())
+    layouts = {buf: layout for buf, layout in func.attrs[LAYOUTS_ATTR].items() if isinstance(layout, Fragment)}
     replacement = {}
     for buf, layout in layouts.items():
         size = as_int(layout.local_size)
@@ -72,8 +73,7 @@ def lower_fragment_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
     body = tvm_ffi.structural_mutate(func.body, [
         (tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.AllocBuffer, on_alloc),
         (tirx.BufferStore, on_store), (TensorLoad, on_load), (tvm.ir.Call, on_call)])
-    return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs.without_attr(LAYOUTS_ATTR)
-                         if hasattr(func.attrs, "without_attr") else func.attrs)
+    return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs).without_attr(LAYOUTS_ATTR)
 
 
 def LowerFragmentAccess():  # noqa: N802

@@ -1,9 +1,11 @@
-"""LowerSharedLayout: store annotated shared tiles in their layout (e.g. an SQMMA swizzle).
+"""LowerSharedLayout: store shared tiles in their layout (e.g. an SQMMA swizzle).
 
-A shared buffer with a Layout from `T.annotate_layout` is replaced by a buffer shaped like the layout's
-output, and every access `S[x]` becomes `S[layout.map(x)]`. Runs before loop partitioning, so the
-vectorizer sees the physical (swizzled) addresses: a swizzle that keeps 16-byte pieces contiguous keeps
-the 128-bit accesses.
+A shared buffer with a Layout (from `T.annotate_layout`, or required by an op such as an SQMMA gemm and
+recorded by LayoutInference) is replaced by a buffer shaped like the layout's output, and every access
+`S[x]` becomes `S[layout.map(x)]`. Runs before loop partitioning, so the vectorizer sees the physical
+(swizzled) addresses: a swizzle that keeps 16-byte pieces contiguous keeps the 128-bit accesses. A
+swizzled tile must start at a multiple of the swizzle's period (the hardware swizzles absolute
+addresses): its allocation asks the shared-memory planner for that alignment.
 """
 
 from __future__ import annotations
@@ -17,14 +19,27 @@ from tvm.tirx.script import builder as Tb
 from ..language.annotate import ANNOTATIONS_ATTR
 from ..layout import Fragment
 from .ir_utils import TensorLoad, as_int, scope_of
+from .layout_inference import LAYOUTS_ATTR
 from .pass_base import tl_pass
 
 
+SWIZZLE_ALIGNMENT = 4096  # the longest swizzle period (SG16 on 256-byte lines), see layout/swizzle.py
+ALIGNMENT_ANNOTATION = "tl.smem_alignment"
+
+
+def shared_layouts(func: tirx.PrimFunc) -> dict:
+    """Shared buffer -> Layout: the user's annotations and the layouts ops required."""
+    attrs = func.attrs
+    out = {}
+    for key in (ANNOTATIONS_ATTR, LAYOUTS_ATTR):
+        if attrs is not None and key in attrs:
+            out.update({buf: layout for buf, layout in attrs[key].items()
+                        if not isinstance(layout, Fragment) and scope_of(buf) in ("shared", "shared.dyn")})
+    return out
+
+
 def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    if func.attrs is None or ANNOTATIONS_ATTR not in func.attrs:
-        return func
-    layouts = {buf: layout for buf, layout in func.attrs[ANNOTATIONS_ATTR].items()
-               if not isinstance(layout, Fragment) and scope_of(buf) in ("shared", "shared.dyn")}
+    layouts = shared_layouts(func)
     if not layouts:
         return func
     replacement = {}
@@ -35,7 +50,11 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
         replacement[buf] = new
 
     def on_alloc(node, mutator):
-        return tirx.AllocBuffer(replacement[node.buffer], node.annotations) if node.buffer in replacement else node
+        if node.buffer not in replacement:
+            return node
+        annotations = dict(node.annotations or {})
+        annotations[ALIGNMENT_ANNOTATION] = SWIZZLE_ALIGNMENT
+        return tirx.AllocBuffer(replacement[node.buffer], annotations)
 
     def on_store(node, mutator):
         node = mutator.default_mutate(node)

@@ -33,10 +33,10 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LayoutInference(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
         LowerTileOp(configs, late=True),
+        # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.
+        LowerSharedLayout(),
         # Fragments become per-thread local arrays indexed by slot.
         LowerFragmentAccess(),
-        # Annotated shared tiles are stored in their layout (swizzles), before vector widths are chosen.
-        LowerSharedLayout(),
         # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
         PartitionParallelLoop(configs),
         # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.

@@ -18,7 +18,7 @@ from ..errors import CompileError
 from .pass_base import tl_pass
 from .ir_utils import as_int, buffer_size, dtype_bytes, scope_of
 
-ALIGNMENT = 1024  # SQMMA/TME swizzles act on absolute smem addresses: keep every tile 1 KiB aligned
+ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
 OFFSET_ANNOTATION = "tl.dyn_smem_offset"
 SIZE_ATTR = "tl.dynamic_smem_bytes"
 
@@ -35,7 +35,10 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None) -> tirx.P
         if count is None:
             raise CompileError(f"shared buffer `{node.buffer.name}` must have a constant shape", stage="PlanDynamicSharedMemory")
         nbytes = count * dtype_bytes(node.buffer.ty.dtype.dtype)
-        offset = -(-cursor // ALIGNMENT) * ALIGNMENT
+        annotations = node.annotations or {}
+        align = max(ALIGNMENT, int(annotations["tl.smem_alignment"])) if "tl.smem_alignment" in annotations \
+            else ALIGNMENT
+        offset = -(-cursor // align) * align
         cursor = offset + nbytes
         placed.append((node.buffer.name, offset, nbytes))
         annotations = dict(node.annotations or {})

@@ -18,8 +18,9 @@ import tvm
 from tvm import tirx
 
 from ...language.builtin import fragment_ptr
-from ...layout import GemmWarpPolicy, LayoutError, make_gemm_a_fragment, make_gemm_accumulator_fragment, \
-    make_gemm_b_fragment
+from ...layout import (SWIZZLE_LINE, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity,
+                       make_gemm_a_fragment, make_gemm_accumulator_fragment, make_gemm_b_fragment,
+                       make_sqmma_swizzled_layout)
 from ...target import arch_of
 from ...transform.pass_config import PassConfigKey, enabled
 from .registry import GemmContext, GemmImpl
@@ -40,6 +41,17 @@ class Path:
     template: str  # template name without the operand-scope prefix
     disabled_by: PassConfigKey | None
     register_operands: bool  # may A / B be fragments
+    swizzled: bool = False  # the operands are stored in the SQMMA swizzled layout (which this path requires)
+
+
+def _k_major(operand: str, gemm) -> bool:
+    """Whether the operand's stored rows run along K (A stored M x K, or B stored N x K)."""
+    return not gemm.trans_A if operand == "A" else gemm.trans_B
+
+
+def _swizzled_layout(region, operand: str, gemm):
+    shape = [int(e) for e in region.buffer.ty.shape]
+    return make_sqmma_swizzled_layout((shape, region.dtype), k_major=_k_major(operand, gemm))
 
 
 def _operand_kind(region) -> str | None:
@@ -84,8 +96,10 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
             kind = _operand_kind(region)
             if kind == "r" and not path.register_operands:
                 return f"operand {what} is a fragment; this instruction reads shared memory"
-            if kind == "s" and (region.buffer in ctx.annotated or not _dense_rows(region)):
-                return f"operand {what} must be a dense, unswizzled row-major tile in shared memory"
+            if kind == "s" and not _dense_rows(region):
+                return f"operand {what} must be whole rows of a shared tile"
+            if kind == "s" and not path.swizzled and region.buffer in ctx.annotated:
+                return f"operand {what} is stored in an annotated layout; this path reads dense row-major tiles"
         if ctx.num_threads % path.group:
             return f"{ctx.num_threads} threads are not a whole number of {path.group}-thread groups"
         M, N, K = _tile_dims(gemm)
@@ -100,6 +114,12 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
             if not any(tile_m % m == 0 and tile_n % n == 0 for m, n in SQMMA_ORDER):
                 return f"no SQMMA shape divides the squad tile {tile_m} x {tile_n}"
             for what, region in (("A", gemm.A), ("B", gemm.B)):
+                if path.swizzled:
+                    try:
+                        _swizzled_layout(region, what, gemm)
+                    except LayoutError as err:
+                        return f"operand {what}: {err}"
+                    continue
                 row_bytes = int(region.buffer.ty.shape[-1]) * 2
                 if row_bytes < 8 or row_bytes > 256 or row_bytes & (row_bytes - 1):
                     return (f"the rows of {what} ({row_bytes} B) must be a power of two from 8 to 256 bytes for an "
@@ -118,6 +138,9 @@ def _infer_layout(path: Path):
             out[gemm.A.buffer] = make_gemm_a_fragment(inst, gemm.M, gemm.K, g_m, g_n, transposed=gemm.trans_A)
         if gemm.B.scope == FRAGMENT:
             out[gemm.B.buffer] = make_gemm_b_fragment(inst, gemm.N, gemm.K, g_m, g_n, transposed=gemm.trans_B)
+        if path.swizzled:  # the copies that fill the tiles store them the way SQMMA reads them
+            out[gemm.A.buffer] = _swizzled_layout(gemm.A, "A", gemm)
+            out[gemm.B.buffer] = _swizzled_layout(gemm.B, "B", gemm)
         return out
 
     return infer
@@ -135,6 +158,12 @@ def _lower(path: Path):
         prefix = "gemm_" + "".join(_operand_kind(r) for r in (gemm.A, gemm.B))
         params = (f"{gemm.M}, {gemm.N}, {gemm.K}, {g_m}, {g_n}, {str(gemm.trans_A).lower()}, "
                   f"{str(gemm.trans_B).lower()}, {str(gemm.clear_accum).lower()}")
+        if path.swizzled:
+            for what, region in (("A", gemm.A), ("B", gemm.B)):
+                cols, elem = int(region.buffer.ty.shape[-1]), tvm.runtime.DataType(region.dtype).bits // 8
+                continuity = cols if cols * elem <= SWIZZLE_LINE else SWIZZLE_LINE // elem
+                granularity = canonical_sqmma_granularity(elem * 8, _k_major(what, gemm))
+                params += f", {continuity}, {granularity}"
         call = tirx.call_extern("int32", f"tl::{prefix}_{path.template}<{params}>",
                                 _pointer(gemm.A), _pointer(gemm.B), fragment_ptr(gemm.C.buffer))
         sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
@@ -151,5 +180,7 @@ def _impl(path: Path) -> GemmImpl:
 
 SQMMA = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
                    False))
+SQMMA_SWIZZLED = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma_swizzled",
+                            PassConfigKey.TL_DISABLE_SQMMA, False, swizzled=True))
 WMMA = _impl(Path("WMMA", ("mp_31", "mp_32"), 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
 MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, False))
