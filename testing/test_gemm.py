@@ -17,12 +17,19 @@ from gemm import matmul  # noqa: E402  (the user's example, verbatim)
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
-@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
-def test_users_gemm_example_matches_torch(arch):
+@pytest.mark.parametrize("arch,configs,template", [
+    ("mp_31", {}, "tl::gemm_ss_mp31_sqmma_swizzled<256, 256, 64,"),
+    ("mp_31", {"tl.disable_sqmma": True}, "tl::gemm_ss_mp31_wmma<256, 256, 64,"),
+    ("mp_22", {}, "tl::gemm_ss_mp22_mma<256, 256, 64,"),
+])
+def test_users_gemm_example_matches_torch(arch, configs, template):
+    """The seed's tiles (256 x 256 x 64, 512 threads): SQMMA on swizzled tiles on mp_31, WMMA without SQMMA,
+    the 128-lane warp MMA on mp_22."""
     kernel = tilelang.compile(
-        matmul.compile(M=256, N=256, K=128, block_M=128, block_N=128, block_K=32).program,
-        target=f"musa -arch={arch}")
-    a, b = rand((256, 128), torch.float16, 1), rand((128, 256), torch.float16, 2)
+        matmul.compile(M=512, N=256, K=192, block_M=256, block_N=256, block_K=64).program,
+        target=f"musa -arch={arch}", pass_configs=configs)
+    assert template in kernel.get_device_source()
+    a, b = rand((512, 192), torch.float16, 1), rand((192, 256), torch.float16, 2)
     c = kernel(a, b)
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=1e-2)
 
@@ -113,7 +120,7 @@ def _path_kernel(arch, configs=None, M=128, N=128, K=64, bm=64, bn=64, bk=32, th
 
 
 @pytest.mark.parametrize("arch,configs,builtin,template", [
-    ("mp_31", {}, "__musa_sqmma", "tl::gemm_ss_mp31_sqmma<"),
+    ("mp_31", {}, "__musa_sqmma", "tl::gemm_ss_mp31_sqmma_swizzled<"),
     ("mp_31", {"tl.disable_sqmma": True}, "__musa_wmma", "tl::gemm_ss_mp31_wmma<"),
     ("mp_22", {}, "__musa_fmma_m32n32k16_mma", "tl::gemm_ss_mp22_mma<"),
 ])

@@ -10,6 +10,11 @@
  *   // tl::sqmma_wait<0>() before reading C_frag or overwriting A_smem / B_smem:
  *   __device__ void tl::gemm_ss_mp31_sqmma_nowait<...same parameters...>(A_smem, B_smem, C_frag);
  *   template <int Pending> __device__ void tl::sqmma_wait();  // at most Pending (0..2) committed groups in flight
+ *   // Operands in the SQMMA swizzled layout (tilelang_musa.layout.make_sqmma_swizzled_layout), see below:
+ *   template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum,
+ *             int ContA, int SwzA, int ContB, int SwzB, class A_t, class B_t, class C_t>
+ *   __device__ void tl::gemm_ss_mp31_sqmma_swizzled(const A_t* A_smem, const B_t* B_smem, C_t* C_frag);
+ *   __device__ void tl::gemm_ss_mp31_sqmma_swizzled_nowait<...same parameters...>(A_smem, B_smem, C_frag);
  *
  * C (M x N) += A (M x K) * B (K x N); with ClearAccum, C = A * B (scaleD = 1 on each atom's first k step, so
  * C_frag's old contents are never read). A is stored M x K row-major (K-major), or K x M if TransA (M-major); B is
@@ -23,9 +28,20 @@
  * g = threadIdx.x / 128 = gm + GM * gn owns the (M/GM) x (N/GN) sub-tile (gm, gn) as atoms_m x atoms_n atoms of
  * the instruction SqmmaAtom<M/GM, N/GN> picks: the first of m128n128, m128n64, m64n128, m128n32, m64n64, m32n128,
  * m64n32, m32n64, m64n16, m32n32, m16n64 (fewest instructions, then the larger m) whose m and n divide the
- * sub-tile. Each instruction takes k = 64, 32 or 16, the largest dividing K. C_frag is the thread's accumulator,
- * (M/GM) * (N/GN) / 128 floats in the slot order of make_gemm_accumulator_fragment("mp_31.sqmma.m<m>n<n>", M, N,
- * GM, GN) (tilelang_musa/layout/mma_layouts.py), slot (ai * atoms_n + aj) * (m * n / 128) + v.
+ * sub-tile. Each instruction takes k = 64, 32 or 16, the largest dividing K (swizzled: see below). C_frag is the
+ * thread's accumulator, (M/GM) * (N/GN) / 128 floats in the slot order of make_gemm_accumulator_fragment(
+ * "mp_31.sqmma.m<m>n<n>", M, N, GM, GN) (tilelang_musa/layout/mma_layouts.py), slot (ai * atoms_n + aj) *
+ * (m * n / 128) + v.
+ * Swizzled operands: each stored tile (A: M x K or K x M, B: K x N or N x K) is held in column blocks of ContX
+ * elements along its stored rows (block b = columns [b * ContX, (b + 1) * ContX) of every row, dense with row pitch
+ * ContX * sizeof(T), blocks one after another), then xor-swizzled with granularity SwzX bytes (0, 16, 32 or 64) on
+ * the byte address; the tile must start at a multiple of the swizzle period (4096 B for 16, 2048 B for 32, 1024 B
+ * for 64), so that the hardware's swizzle of the absolute address equals the layout's. Each instruction operand
+ * lies in one column block: the descriptor starts at the block's unswizzled address of the operand's first element
+ * and strides by the block pitch. So ContX must be a multiple of an MN-major operand's atom m / n (M-major A,
+ * N-major B) and of a K-major operand's k step; k is the largest of 64, 32, 16 dividing K and each K-major ContX.
+ * The default continuity of make_sqmma_swizzled_layout (min(stored row, 256 B)) always satisfies this.
+ * The dense templates above are the special case ContX = stored row length, SwzX = 0.
  * Completion: `__musa_tce_commit_group()` + `__musa_tce_wait_group(n)` (mcc >= 4.3.6); define
  * TL_MUSA_SQMMA_WAIT_ALL to use the older `__musa_sqmma_wait()` (which waits for everything) instead.
  * The caller synchronises: the shared tiles must be complete (e.g. __syncthreads) before the call, and must not
@@ -73,24 +89,44 @@ struct SqmmaAtom {
   static constexpr int n = kShapes[kIndex < 0 ? 0 : kIndex][1];
 };
 
-constexpr int sqmma_k(int K) { return K % 64 == 0 ? 64 : K % 32 == 0 ? 32 : 16; }
-
 constexpr int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
 
-/*! \brief Leading-stride code (LS = 4 << code bytes) of a stored row of `Bytes`; static_asserts it is encodable. */
-template <int Bytes>
-constexpr uint32_t sqmma_stride_code() {
-  static_assert(Bytes >= 8 && Bytes <= 256 && (Bytes & (Bytes - 1)) == 0,
-                "tl::gemm_ss_mp31_sqmma: an unswizzled operand's stored row length (the leading dimension) must be "
-                "a power of two from 8 to 256 bytes (the descriptor's leading stride)");
-  return static_cast<uint32_t>(log2_exact(Bytes) - 2);
+/*! \brief The k step: the largest of 64, 32, 16 dividing K and the continuity of each K-major operand (a k step
+ *         must not straddle two column blocks); 16 when none does (the static_asserts then name the rule). */
+constexpr int sqmma_k(int K, int cont_a_k, int cont_b_k) {
+  for (int k = 64; k >= 16; k /= 2)
+    if (K % k == 0 && cont_a_k % k == 0 && cont_b_k % k == 0) return k;
+  return 16;
 }
 
-/*! \brief Descriptor: start byte address bits [0, 18), leading-stride code [18, 21), swizzle 0 (none). */
-template <uint32_t StrideCode>
-TL_DEVICE int32_t sqmma_descriptor(uint32_t start) {
-  return static_cast<int32_t>((start & 0x3ffffu) | (StrideCode << 18));
-}
+/*!
+ * \brief How an operand tile of Rows x Cols stored elements (the logical tile, maybe transposed) is held: column
+ *        blocks of Cont elements with pitch Cont * Elem bytes, swizzle granularity Swz bytes.
+ */
+template <int Rows, int Cols, int Cont, int Swz, int Elem>
+struct SqmmaStorage {
+  static_assert(Cont > 0 && Cols % Cont == 0,
+                "tl::gemm_ss_mp31_sqmma_swizzled: an operand's continuity must divide its stored row length");
+  static constexpr int kPitch = Cont * Elem;
+  static_assert(kPitch >= 8 && kPitch <= 256 && (kPitch & (kPitch - 1)) == 0,
+                "tl::gemm_ss_mp31_sqmma: an operand's row pitch (its stored row length, or the swizzled layout's "
+                "continuity, in bytes) must be a power of two from 8 to 256 bytes (the descriptor's leading stride)");
+  static_assert(Swz == 0 || Swz == 16 || Swz == 32 || Swz == 64,
+                "tl::gemm_ss_mp31_sqmma_swizzled: the swizzle granularity must be 0, 16, 32 or 64 bytes");
+  // Descriptor bits [18, 21): LS = 4 << code; bits [21, 23): 0 none, 1 = 16 B, 2 = 32 B, 3 = 64 B.
+  static constexpr uint32_t kFormat = (static_cast<uint32_t>(log2_exact(kPitch) - 2) << 18) |
+                                      (static_cast<uint32_t>(Swz == 0 ? 0 : log2_exact(Swz) - 3) << 21);
+
+  /*! \brief The unswizzled byte offset of stored element (row, col): its column block, then the row in it. */
+  static TL_DEVICE uint32_t offset(int row, int col) {
+    return static_cast<uint32_t>((col / Cont) * (Rows * kPitch) + row * kPitch + (col % Cont) * Elem);
+  }
+
+  /*! \brief Descriptor of an instruction operand whose first stored element is (row, col) of the tile at `base`. */
+  static TL_DEVICE int32_t descriptor(uint32_t base, int row, int col) {
+    return static_cast<int32_t>(((base + offset(row, col)) & 0x3ffffu) | kFormat);
+  }
+};
 
 template <typename T>
 TL_DEVICE uint32_t shared_address(const T* p) {
@@ -120,18 +156,31 @@ TL_DEVICE void sqmma(int32_t* acc, const int32_t* desc_a, const int32_t* desc_b,
 #undef TL_SQMMA_SHAPE
 }
 
-// Issue the squad's SQMMAs and commit them as one group.
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
+// Issue the squad's SQMMAs and commit them as one group. A is stored (M, K) or (K, M), B (K, N) or (N, K).
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, int ContA, int SwzA,
+          int ContB, int SwzB, class A_t, class B_t, class C_t>
 TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
   static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
   using Atom = SqmmaAtom<M / GM, N / GN>;
-  constexpr int kK = sqmma_k(K);
-  using Tiling = BlockTiling<M, N, K, GM, GN, 128, Atom::m, Atom::n, kK>;
   constexpr int e = static_cast<int>(sizeof(A_t));
-  // Stored row lengths (leading strides): A is (M, K) or (K, M), B is (K, N) or (N, K).
-  constexpr uint32_t kCodeA = sqmma_stride_code<(TransA ? M : K) * e>();
-  constexpr uint32_t kCodeB = sqmma_stride_code<(TransB ? K : N) * e>();
+  using StoreA = SqmmaStorage<TransA ? K : M, TransA ? M : K, ContA, SwzA, e>;
+  using StoreB = SqmmaStorage<TransB ? N : K, TransB ? K : N, ContB, SwzB, e>;
+  // The k step stays inside a K-major operand's column block (A K-major unless TransA, B K-major if TransB).
+  constexpr int kK = sqmma_k(K, TransA ? K : ContA, TransB ? ContB : K);
+  static_assert(TransA || ContA % kK == 0,
+                "tl::gemm_ss_mp31_sqmma_swizzled: a K-major A's continuity must be a multiple of 16 elements (an "
+                "SQMMA k step must not straddle two column blocks)");
+  static_assert(!TransB || ContB % kK == 0,
+                "tl::gemm_ss_mp31_sqmma_swizzled: a K-major B's continuity must be a multiple of 16 elements (an "
+                "SQMMA k step must not straddle two column blocks)");
+  // An MN-major operand's atom (m or n contiguous elements) stays inside one column block.
+  static_assert(!TransA || ContA % Atom::m == 0,
+                "tl::gemm_ss_mp31_sqmma_swizzled: an M-major A's continuity must be a multiple of the SQMMA atom's m "
+                "(an instruction operand must not straddle two column blocks)");
+  static_assert(TransB || ContB % Atom::n == 0,
+                "tl::gemm_ss_mp31_sqmma_swizzled: an N-major B's continuity must be a multiple of the SQMMA atom's n "
+                "(an instruction operand must not straddle two column blocks)");
+  using Tiling = BlockTiling<M, N, K, GM, GN, 128, Atom::m, Atom::n, kK>;
   constexpr int kTnspA = TransA ? 1 : 0;  // 1: A is M-major
   constexpr int kTnspB = TransB ? 1 : 0;  // 1 - B's major code; 1: B is K-major
   constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
@@ -145,11 +194,11 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
 #pragma unroll
     for (int ai = 0; ai < Tiling::kAtomsM; ++ai) {
       const int m0 = at.row0 + ai * Atom::m;
-      const int32_t desc_a = sqmma_descriptor<kCodeA>(a_base + (TransA ? k0 * M + m0 : m0 * K + k0) * e);
+      const int32_t desc_a = TransA ? StoreA::descriptor(a_base, k0, m0) : StoreA::descriptor(a_base, m0, k0);
 #pragma unroll
       for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
         const int n0 = at.col0 + aj * Atom::n;
-        const int32_t desc_b = sqmma_descriptor<kCodeB>(b_base + (TransB ? n0 * K + k0 : k0 * N + n0) * e);
+        const int32_t desc_b = TransB ? StoreB::descriptor(b_base, n0, k0) : StoreB::descriptor(b_base, k0, n0);
         sqmma<Atom::m, Atom::n>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, &desc_a, &desc_b, kTnspA,
                                 kTnspB, scale_d, kK, kMmaType);
       }
@@ -162,16 +211,33 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
 
 }  // namespace gemm_detail
 
+// Dense unswizzled tiles: one column block spanning the stored row, no swizzle.
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
 TL_DEVICE void gemm_ss_mp31_sqmma_nowait(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
-  gemm_detail::sqmma_issue<M, N, K, GM, GN, TransA, TransB, ClearAccum>(A_smem, B_smem, C_frag);
+  gemm_detail::sqmma_issue<M, N, K, GM, GN, TransA, TransB, ClearAccum, TransA ? M : K, 0, TransB ? K : N, 0>(
+      A_smem, B_smem, C_frag);
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
 TL_DEVICE void gemm_ss_mp31_sqmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
-  gemm_detail::sqmma_issue<M, N, K, GM, GN, TransA, TransB, ClearAccum>(A_smem, B_smem, C_frag);
+  gemm_ss_mp31_sqmma_nowait<M, N, K, GM, GN, TransA, TransB, ClearAccum>(A_smem, B_smem, C_frag);
+  sqmma_wait<0>();
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, int ContA, int SwzA,
+          int ContB, int SwzB, class A_t, class B_t, class C_t>
+TL_DEVICE void gemm_ss_mp31_sqmma_swizzled_nowait(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+  gemm_detail::sqmma_issue<M, N, K, GM, GN, TransA, TransB, ClearAccum, ContA, SwzA, ContB, SwzB>(A_smem, B_smem,
+                                                                                                  C_frag);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, int ContA, int SwzA,
+          int ContB, int SwzB, class A_t, class B_t, class C_t>
+TL_DEVICE void gemm_ss_mp31_sqmma_swizzled(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+  gemm_ss_mp31_sqmma_swizzled_nowait<M, N, K, GM, GN, TransA, TransB, ClearAccum, ContA, SwzA, ContB, SwzB>(
+      A_smem, B_smem, C_frag);
   sqmma_wait<0>();
 }
 

@@ -4,10 +4,10 @@ Implementations are registered here, in priority order (matrix-instruction paths
 
 from .base import Gemm
 from .fma import FMA
-from .mma import MMA, SQMMA, WMMA
+from .mma import MMA, SQMMA, SQMMA_SWIZZLED, WMMA
 from .registry import GEMM_IMPLEMENTATIONS, GemmImpl, register_gemm_impl, select_implementation
 
-for _impl in (SQMMA, WMMA, MMA, FMA):
+for _impl in (SQMMA_SWIZZLED, SQMMA, WMMA, MMA, FMA):
     if _impl not in GEMM_IMPLEMENTATIONS:
         register_gemm_impl(_impl)
 
