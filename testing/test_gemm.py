@@ -187,3 +187,18 @@ def test_wmma_with_fragment_operands():
     c = torch.full((M, N), float("nan"))
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("arch,configs,template", [
+    ("mp_31", {}, "sqmma_swizzled"), ("mp_31", {"tl.disable_sqmma": True}, "mp31_wmma"), ("mp_22", {}, "mp22_mma"),
+])
+def test_instruction_paths_with_tails_in_every_dim(arch, configs, template):
+    """M, N, K not multiples of the 64 x 64 x 32 block: the copies zero-fill the tiles' tails and the stores skip
+    them, so the instruction path computes full tiles and the result is still exact."""
+    M, N, K = 200, 136, 100
+    kernel = _path_kernel(arch, configs, M=M, N=N, K=K, bm=64, bn=64, bk=32)
+    assert template in kernel.get_device_source()
+    a, b = rand((M, K), torch.float16, 19), rand((K, N), torch.float16, 20)
+    c = torch.full((M, N), float("nan"))
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
