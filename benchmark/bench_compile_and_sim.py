@@ -38,8 +38,15 @@ def main() -> None:
     tilelang.disable_cache()
     from gemm import matmul  # noqa: E402  (the user's example)
 
+    from tilelang_musa.language.parser import parse_kernel
+    from tilelang_musa.language.prim_func import trace_eager
+
+    sys.path.insert(0, str(ROOT / "testing"))
+    from test_elementwise import elementwise_add  # noqa: E402  (the user's elementwise example, verbatim)
+
     target = determine_target("musa")
     programs = {
+        "elementwise add N=4096 fp32": trace_eager(parse_kernel(elementwise_add.func), {}, {"N": 4096}),
         "gemm 512^3 fp16 (256x256x64 tiles)": matmul.compile(M=512, N=512, K=512, block_M=256, block_N=256,
                                                              block_K=64).program,
     }
