@@ -11,7 +11,6 @@ sum rounded to fp32), so float results must match bit for bit; integers wrap mod
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,38 +21,13 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
-CXX = os.environ.get("CXX", "g++")
 
 ILLEGAL_INSTRUCTION = 715
 LAUNCH_FAILURE = 719
 
 
-def compile_command(source: Path, output: Path, arch: int) -> list[str]:
-    """The simulator backend's compile command for one `.mu` file."""
-    return [
-        CXX, "-std=c++17", "-O2", "-fPIC", "-shared", "-x", "c++", "-pthread",
-        "-I", str(REPO / "src"), "-I", str(REPO / "src" / "tl_templates" / "sim"),
-        "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={arch}", f"-D__MUSA_ARCH_LIST__={arch}", str(source), "-o", str(output),
-    ]  # fmt: skip
-
-
-class Kernel:
-    def __init__(self, path: Path, source: Path):
-        self.source = source
-        self._lib = ctypes.CDLL(str(path))
-        self._lib.get_last_error.restype = ctypes.c_char_p
-
-    def __getattr__(self, name):
-        return getattr(self._lib, name)
-
-    def error(self) -> str:
-        return self._lib.get_last_error().decode()
-
-    def line_of(self, snippet: str) -> int:
-        for number, text in enumerate(self.source.read_text().splitlines(), start=1):
-            if snippet in text:
-                return number
-        raise AssertionError(f"{snippet!r} is not in {self.source.name}")
+from sim_build import SimLibrary as Kernel  # noqa: E402
+from sim_build import sim_compile_command as compile_command  # noqa: E402
 
 
 @pytest.fixture(scope="module")

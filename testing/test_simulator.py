@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import os
 import subprocess
 import threading
 from fractions import Fraction
@@ -21,7 +20,8 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
-CXX = os.environ.get("CXX", "g++")
+
+from sim_build import SimLibrary, sim_compile_command  # noqa: E402
 
 POISON32 = 0xFFFFFFFF
 LAUNCH_FAILURE = 719
@@ -29,38 +29,6 @@ ASSERT = 710
 INVALID_VALUE = 1
 INVALID_CONFIGURATION = 9
 INVALID_DEVICE_FUNCTION = 98
-
-
-def sim_compile_command(source: Path, output: Path, arch: int, extra: tuple[str, ...] = ()) -> list[str]:
-    """The simulator backend's compile command for one `.mu` file."""
-    return [
-        CXX, "-std=c++17", "-O2", "-fPIC", "-shared", "-x", "c++", "-pthread",
-        "-I", str(REPO / "src"), "-I", str(REPO / "src" / "tl_templates" / "sim"),
-        "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={arch}", f"-D__MUSA_ARCH_LIST__={arch}", *extra,
-        str(source), "-o", str(output),
-    ]  # fmt: skip
-
-
-class SimLibrary:
-    """A compiled kernel library: attribute access returns its C functions (int result by default)."""
-
-    def __init__(self, path: Path, source: Path):
-        self.source = source
-        self._lib = ctypes.CDLL(str(path))
-        self._lib.get_last_error.restype = ctypes.c_char_p
-
-    def __getattr__(self, name):
-        return getattr(self._lib, name)
-
-    def error(self) -> str:
-        return self._lib.get_last_error().decode()
-
-    def line_of(self, snippet: str) -> int:
-        """1-based line of the first source line containing `snippet` (messages cite source lines)."""
-        for number, text in enumerate(self.source.read_text().splitlines(), start=1):
-            if snippet in text:
-                return number
-        raise AssertionError(f"{snippet!r} is not in {self.source.name}")
 
 
 @pytest.fixture(scope="module")

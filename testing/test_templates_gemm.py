@@ -14,7 +14,6 @@ Each kernel file is built once per session with the simulator's g++ command; the
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +27,6 @@ from tilelang_musa.layout import make_gemm_a_fragment, make_gemm_accumulator_fra
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
-CXX = os.environ.get("CXX", "g++")
 
 DTYPES = {"float16": (0, torch.float16), "bfloat16": (1, torch.bfloat16)}  # name -> (kernels' dtype code, torch)
 
@@ -70,14 +68,7 @@ def sqmma_instruction(M: int, N: int, GM: int, GN: int) -> str:
     return f"mp_31.sqmma.m{m}n{n}"
 
 
-def sim_compile_command(source: Path, output: Path, arch: int, extra: tuple[str, ...] = ()) -> list[str]:
-    """The simulator backend's compile command for one `.mu` file (as in test_simulator.py)."""
-    return [
-        CXX, "-std=c++17", "-O2", "-fPIC", "-shared", "-x", "c++", "-pthread",
-        "-I", str(REPO / "src"), "-I", str(REPO / "src" / "tl_templates" / "sim"),
-        "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={arch}", f"-D__MUSA_ARCH_LIST__={arch}", *extra,
-        str(source), "-o", str(output),
-    ]  # fmt: skip
+from sim_build import sim_compile_command  # noqa: E402
 
 
 @pytest.fixture(scope="module")

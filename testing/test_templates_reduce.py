@@ -12,7 +12,6 @@ order the threads combine in.
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
 import threading
 import zlib
@@ -26,33 +25,11 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
-CXX = os.environ.get("CXX", "g++")
 ARCHS = (220, 310)
 KERNEL_FILES = ("tpl_reduce", "tpl_cumsum", "tpl_atomic")
 
+from sim_build import SimLibrary, sim_compile_command  # noqa: E402
 
-def sim_compile_command(source: Path, output: Path, arch: int, extra: tuple[str, ...] = ()) -> list[str]:
-    """The simulator backend's compile command for one `.mu` file (as in test_simulator.py)."""
-    return [
-        CXX, "-std=c++17", "-O2", "-fPIC", "-shared", "-x", "c++", "-pthread",
-        "-I", str(REPO / "src"), "-I", str(REPO / "src" / "tl_templates" / "sim"),
-        "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={arch}", f"-D__MUSA_ARCH_LIST__={arch}", *extra,
-        str(source), "-o", str(output),
-    ]  # fmt: skip
-
-
-class SimLibrary:
-    """A compiled kernel library: attribute access returns its C functions (int result by default)."""
-
-    def __init__(self, path: Path):
-        self._lib = ctypes.CDLL(str(path))
-        self._lib.get_last_error.restype = ctypes.c_char_p
-
-    def __getattr__(self, name):
-        return getattr(self._lib, name)
-
-    def error(self) -> str:
-        return self._lib.get_last_error().decode()
 
 
 @pytest.fixture(scope="module")

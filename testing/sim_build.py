@@ -1,0 +1,40 @@
+"""Building handwritten `.mu` test kernels with the simulator toolchain, and calling them through ctypes.
+
+The command is the package's own (tilelang_musa.jit.toolchains.SimToolchain), so these tests compile exactly
+as generated kernels do."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from tilelang_musa.jit.toolchains import BuildRequest, SimToolchain
+from tilelang_musa.target import ARCHS
+
+
+def sim_compile_command(source: Path, output: Path, arch: int, extra: tuple[str, ...] = ()) -> list[str]:
+    """The simulator backend's compile command for one `.mu` file; `arch` is __MUSA_ARCH__ (220, 310, ...)."""
+    info = next(a for a in ARCHS.values() if a.musa_arch == arch)
+    return SimToolchain().command(BuildRequest(Path(source), Path(output), info, extra_flags=tuple(extra)))
+
+
+class SimLibrary:
+    """A compiled kernel library: attribute access returns its C functions (int result by default)."""
+
+    def __init__(self, path: Path, source: Path | None = None):
+        self.source = source
+        self._lib = ctypes.CDLL(str(path))
+        self._lib.get_last_error.restype = ctypes.c_char_p
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def error(self) -> str:
+        return self._lib.get_last_error().decode()
+
+    def line_of(self, snippet: str) -> int:
+        """1-based line of the first source line containing `snippet` (messages cite source lines)."""
+        for number, text in enumerate(self.source.read_text().splitlines(), start=1):
+            if snippet in text:
+                return number
+        raise AssertionError(f"{snippet!r} is not in {self.source.name}")
