@@ -4,7 +4,6 @@ and the user's source line."""
 import inspect
 
 import pytest
-import tvm
 from tvm import tirx
 
 import tilelang

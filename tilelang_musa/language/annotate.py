@@ -7,7 +7,6 @@ stored (e.g. `tilelang.layout.make_sqmma_swizzled_layout(buf)`). The map is reco
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..layout import Fragment, Layout
 from ..tileop.region import TensorRegion, is_buffer

@@ -15,7 +15,7 @@ from tvm import tirx
 
 from ..errors import SourceLoc
 from ..transform.pass_config import PassConfigKey, enabled
-from .base import LowerArgs, TileOp, call_attr, call_loc
+from .base import LowerArgs, TileOp, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region, is_unit, pair_dims, paired_indices
 

@@ -19,7 +19,7 @@ source line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from ..errors import CompileError
 from ..language.annotate import ANNOTATIONS_ATTR
 from ..layout import Fragment, LayoutError
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
-from .ir_utils import TensorLoad, as_int, collect_accesses, loc_of, scope_of, thread_info
+from .ir_utils import as_int, collect_accesses, loc_of, scope_of, thread_info
 from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, vector_width
 from .partition_parallel_loop import collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
@@ -102,7 +102,7 @@ class _Inference:
                 if accesses:
                     self.nests.append(_Nest(node, [n.loop_var for n in nest], nest_extents(nest, STAGE), body,
                                             accesses))
-                return tvm_ffi.WalkResult.SKIP if hasattr(tvm_ffi, "WalkResult") else None
+                return tvm_ffi.WalkResult.SKIP  # the nest's inner loops belong to it
             return None
 
         def on_eval(node):

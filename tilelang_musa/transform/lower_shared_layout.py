@@ -10,7 +10,6 @@ addresses): its allocation asks the shared-memory planner for that alignment.
 
 from __future__ import annotations
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import tvm
 from tvm import tirx
 
 from ...transform.loop_plan import fragment_plan, free_plan, lower_with_plan
