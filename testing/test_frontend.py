@@ -139,3 +139,16 @@ def test_dtypes_are_strings_and_constructors():
     assert T.float16 == "float16" and isinstance(T.float16(1.5), tirx.FloatImm)
     with pytest.raises(tilelang.CompileError, match="float4"):
         T.Tensor((4,), "float4_e2m1fn")
+
+
+@pytest.mark.parametrize("name", ["alloc_tmem", "alloc_wgmma_desc", "set_max_nreg", "disable_warp_group_reg_alloc"])
+def test_nvidia_only_constructs_are_rejected_by_name(name):
+    def build():
+        @T.prim_func
+        def k(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                getattr(T, name)(128)
+
+    with pytest.raises(tilelang.UnsupportedError, match=rf"T.{name} .* not supported by TileLang-MUSA") as info:
+        build()
+    assert "getattr(T, name)(128)" in str(info.value)

@@ -25,6 +25,10 @@ from .reduce import reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
 
+from .unsupported import UNSUPPORTED, wait_sqmma, wait_wgmma  # noqa: E402
+
+globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
+
 __all__ = [
     "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "abs", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
@@ -33,5 +37,5 @@ __all__ = [
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func",
     "reduce", "reduce_absmax", "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
-    "unroll", "use_swizzle", "vectorized",
+    "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED,
 ]

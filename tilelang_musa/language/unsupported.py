@@ -1,0 +1,45 @@
+"""Upstream TileLang constructs that select NVIDIA-only hardware: each one is a clear error on MUSA (the
+user's guide lists them as unsupported), never a silent no-op."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import UnsupportedError
+from .builder import current_loc
+
+_NVIDIA_ONLY = {
+    "alloc_tmem": "Blackwell tensor memory",
+    "alloc_descriptor": "Hopper/Blackwell matrix descriptors",
+    "alloc_wgmma_desc": "Hopper WGMMA descriptors",
+    "alloc_tcgen05_smem_desc": "Blackwell tcgen05 descriptors",
+    "alloc_tcgen05_instr_desc": "Blackwell tcgen05 descriptors",
+    "set_max_nreg": "register reallocation between warp groups",
+    "inc_max_nreg": "register reallocation between warp groups",
+    "dec_max_nreg": "register reallocation between warp groups",
+    "no_set_max_nreg": "register reallocation between warp groups",
+    "annotate_producer_reg_dealloc": "register reallocation between warp groups",
+    "annotate_consumer_reg_alloc": "register reallocation between warp groups",
+    "disable_warp_group_reg_alloc": "register reallocation between warp groups",
+}
+
+
+def _reject(name: str, what: str) -> Callable[..., Any]:
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(f"T.{name} ({what}) is NVIDIA-specific and not supported by TileLang-MUSA",
+                               current_loc())
+
+    construct.__name__ = name
+    construct.__doc__ = f"Not supported on MUSA: {what}."
+    return construct
+
+
+UNSUPPORTED = {name: _reject(name, what) for name, what in _NVIDIA_ONLY.items()}
+
+
+def wait_sqmma(num_pending: int = 0) -> None:
+    """Wait for the SQMMA GEMMs issued with `wg_wait=-1`. Every `T.gemm` currently completes before the next
+    statement (the accumulator is final when it returns), so there is nothing left to wait for."""
+
+
+wait_wgmma = wait_sqmma  # upstream's (Hopper) spelling
