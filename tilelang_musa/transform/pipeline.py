@@ -27,7 +27,7 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
     return [
         # T.use_swizzle: every later pass sees the remapped block indices.
         RasterizeBlocks(),
-        # Tile ops (T.copy, T.fill, ...) become T.Parallel nests and template calls.
+        # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
         LowerTileOp(configs),
         # Where fragments live; the loops over fragments run there (per-thread loops over slots).
         LayoutInference(configs),
