@@ -646,3 +646,25 @@ def test_stack_size_comes_from_the_environment(build, monkeypatch):
     monkeypatch.setenv("TILELANG_SIM_STACK_KB", "32")
     assert lib.call_dims(ptr(out), ptr(one), ptr(block)) == 0, lib.error()
     assert (out == 7).all()
+
+
+@pytest.mark.parametrize("workers", ["1", "2", "7"])
+def test_blocks_run_on_several_workers(build, monkeypatch, workers):
+    """Blocks are independent: any number of OS-thread workers gives the same result (each block has its own
+    shared memory), and a bad worker count is a launch error, not a crash."""
+    monkeypatch.setenv("TILELANG_SIM_WORKERS", workers)
+    lib = build("shared_exchange")
+    n = 256 * 16
+    data = np.arange(n, dtype=np.float32)
+    out = np.full(n, np.nan, dtype=np.float32)
+    assert lib.call_synced(ptr(data), ptr(out), 16, 256) == 0, lib.error()
+    np.testing.assert_array_equal(out, np.roll(data.reshape(16, 256), -1, axis=1).reshape(-1))
+
+
+def test_bad_worker_count_is_a_launch_error(build, monkeypatch):
+    monkeypatch.setenv("TILELANG_SIM_WORKERS", "0")
+    lib = build("shared_exchange")
+    data = np.zeros(256, dtype=np.float32)
+    out = np.zeros(256, dtype=np.float32)
+    assert lib.call_synced(ptr(data), ptr(out), 1, 256) != 0
+    assert "TILELANG_SIM_WORKERS='0'" in lib.error()

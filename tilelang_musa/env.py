@@ -50,6 +50,9 @@ EXECUTION_BACKEND = _Var(
     "TILELANG_EXECUTION_BACKEND", "force the execution backend: 'sim' (CPU simulator) or 'cython' (MUSA device)"
 )
 SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend", "g++")
+# Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.
+SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
+SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")
 DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
 FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")
 

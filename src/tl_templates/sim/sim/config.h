@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #ifndef __MUSA_ARCH__
 #error "tl_templates/sim: compile with -D__MUSA_ARCH__=<210|220|310|320> to choose the simulated MUSA architecture"
@@ -54,9 +55,13 @@ inline constexpr size_t kMaxStackKiB = 65536;
 #endif
 inline constexpr size_t kKernelMinStackKiB = TL_SIM_MIN_STACK_KB;
 
+inline constexpr const char* kWorkersEnvVar = "TILELANG_SIM_WORKERS";
+inline constexpr size_t kMaxWorkers = 256;
+
 /*! \brief Options of the simulator, read from the environment at every launch so tests can change them. */
 struct SimOptions {
   size_t stack_bytes = kDefaultStackKiB * 1024;  // per simulated thread, plus one guard page below it
+  size_t workers = 1;  // OS threads running blocks concurrently (default: the machine's cores)
 
   /*! \brief Parse the environment; on a bad value return false and describe it in `error`. */
   static bool FromEnv(SimOptions* out, char* error, size_t error_size) {
@@ -74,6 +79,20 @@ struct SimOptions {
       opts.stack_bytes = static_cast<size_t>(kib) * 1024;
     }
     if (opts.stack_bytes < kKernelMinStackKiB * 1024) opts.stack_bytes = kKernelMinStackKiB * 1024;
+    const unsigned cores = std::thread::hardware_concurrency();
+    opts.workers = cores == 0 ? 1 : cores;
+    const char* workers = std::getenv(kWorkersEnvVar);
+    if (workers != nullptr && *workers != '\0') {
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long n = std::strtoull(workers, &end, 10);
+      if (errno != 0 || *end != '\0' || workers[0] == '-' || n < 1 || n > kMaxWorkers) {
+        std::snprintf(error, error_size, "%s='%s' is not a whole number in [1, %zu]", kWorkersEnvVar, workers,
+                      kMaxWorkers);
+        return false;
+      }
+      opts.workers = static_cast<size_t>(n);
+    }
     *out = opts;
     return true;
   }

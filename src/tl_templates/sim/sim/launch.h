@@ -2,9 +2,9 @@
  * \file tl_templates/sim/sim/launch.h
  * \brief A kernel launch: validate the configuration, bind the arguments, run every block.
  *
- * Blocks are claimed from a shared counter by workers (one OS thread each, with its own fibers and shared memory),
- * so running them on a pool of threads later only means starting more workers; v1 runs one worker, on the calling
- * thread, and the launch returns when the grid is done. Per-kernel attributes are the only process-wide mutable
+ * Blocks are claimed from a shared counter by workers (one OS thread each, with its own fibers and shared memory):
+ * the calling thread plus TILELANG_SIM_WORKERS - 1 helper threads (default: one worker per core), and the launch
+ * returns when the grid is done. Per-kernel attributes are the only process-wide mutable
  * state besides the stack pool, and both are locked.
  */
 #pragma once
@@ -16,7 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -177,7 +179,13 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.dynamic_smem = dynamic_smem;
   work.stack_bytes = options.stack_bytes;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
-  RunBlocks(work);  // v1: the calling thread is the only worker
+  // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left.
+  const uint64_t helpers = std::min<uint64_t>(options.workers, work.total_blocks) - 1;
+  std::vector<std::thread> pool;
+  pool.reserve(helpers);
+  for (uint64_t i = 0; i < helpers; ++i) pool.emplace_back([&work] { RunBlocks(work); });
+  RunBlocks(work);
+  for (std::thread& worker : pool) worker.join();
   if (work.code != musaSuccess) return LaunchError(fn, work.code, "%s", work.message);
   return musaSuccess;
 }
