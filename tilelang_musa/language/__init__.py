@@ -5,6 +5,7 @@ from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, cons
 from .atomic import atomic_add, atomic_max, atomic_min
 from .builtin import sync_threads, use_swizzle
 from .copy import copy
+from .debug import device_assert, print
 from .cumsum import cumsum
 from .fill import clear, fill
 from .gemm import gemm
@@ -32,10 +33,10 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 __all__ = [
     "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "abs", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
-    "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
+    "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
-    "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func",
+    "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func", "print",
     "reduce", "reduce_absmax", "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
     "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED,
 ]
