@@ -202,3 +202,33 @@ def test_instruction_paths_with_tails_in_every_dim(arch, configs, template):
     c = torch.full((M, N), float("nan"))
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_async_sqmma_with_wait(arch):
+    """`T.gemm(..., wg_wait=-1)` then `T.wait_sqmma()` (the user's guide): on mp_31 the gemm is issued without
+    waiting and the wait completes it; on mp_22 the gemm is synchronous and the wait disappears."""
+    M, N, K = 128, 128, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_f, clear_accum=True, wg_wait=-1)
+            T.wait_sqmma()
+            T.copy(C_f, C)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = kernel.get_device_source()
+    if arch == "mp_31":
+        assert "tl::gemm_ss_mp31_sqmma_swizzled_nowait<" in src and "tl::sqmma_wait<0>()" in src
+    else:
+        assert "sqmma_wait" not in src
+    a, b = rand((M, K), torch.float16, 21), rand((K, N), torch.float16, 22)
+    c = torch.full((M, N), float("nan"))
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)

@@ -3,7 +3,7 @@
 from .annotate import annotate_layout
 from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .atomic import atomic_add, atomic_max, atomic_min
-from .builtin import sync_threads, use_swizzle
+from .builtin import sync_threads, use_swizzle, wait_sqmma, wait_wgmma
 from .copy import copy
 from .debug import device_assert, print
 from .cumsum import cumsum
@@ -26,7 +26,7 @@ from .reduce import reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
 
-from .unsupported import UNSUPPORTED, wait_sqmma, wait_wgmma  # noqa: E402
+from .unsupported import UNSUPPORTED  # noqa: E402
 
 globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
 

@@ -54,3 +54,22 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
     if not enable:
         return
     Tb.evaluate(tirx.call_intrin("int32", USE_SWIZZLE_OP, panel_size, tvm.ir.expr.StringImm(order)))
+
+
+WAIT_SQMMA_OP = "tl.wait_sqmma"
+_register_intrinsic(WAIT_SQMMA_OP, "wait for asynchronous SQMMA gemms (T.gemm(..., wg_wait=-1))")
+
+
+def wait_sqmma(num_pending: int = 0) -> None:
+    """Wait until at most `num_pending` (0..2) of the asynchronous SQMMA GEMMs issued with
+    `T.gemm(..., wg_wait=-1)` are still in flight. Call it before reading the accumulator or overwriting the
+    operand tiles. (On paths that are synchronous anyway, e.g. mp_22 or WMMA, there is nothing to wait for.)"""
+    trace = current_trace("T.wait_sqmma")
+    if trace.kernel is None:
+        raise trace.error("`T.wait_sqmma` must be used inside `with T.Kernel(...)`")
+    if not isinstance(num_pending, int) or not 0 <= num_pending <= 2:
+        raise trace.error(f"T.wait_sqmma: num_pending must be 0, 1 or 2; got {num_pending!r}")
+    Tb.evaluate(tirx.call_intrin("int32", WAIT_SQMMA_OP, num_pending))
+
+
+wait_wgmma = wait_sqmma  # upstream's (Hopper) spelling

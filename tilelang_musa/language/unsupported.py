@@ -37,9 +37,3 @@ def _reject(name: str, what: str) -> Callable[..., Any]:
 UNSUPPORTED = {name: _reject(name, what) for name, what in _NVIDIA_ONLY.items()}
 
 
-def wait_sqmma(num_pending: int = 0) -> None:
-    """Wait for the SQMMA GEMMs issued with `wg_wait=-1`. Every `T.gemm` currently completes before the next
-    statement (the accumulator is final when it returns), so there is nothing left to wait for."""
-
-
-wait_wgmma = wait_sqmma  # upstream's (Hopper) spelling

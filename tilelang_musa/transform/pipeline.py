@@ -14,6 +14,7 @@ from .layout_inference import LayoutInference
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_shared_layout import LowerSharedLayout
 from .lower_tile_op import LowerTileOp
+from .lower_wait_sqmma import LowerWaitSqmma
 from .partition_parallel_loop import PartitionParallelLoop
 from .rasterize_blocks import RasterizeBlocks
 from .pass_base import run_pass
@@ -33,6 +34,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LayoutInference(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
         LowerTileOp(configs, late=True),
+        # T.wait_sqmma: the SQMMA completion wait where SQMMA exists, nothing elsewhere.
+        LowerWaitSqmma(),
         # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.
         LowerSharedLayout(),
         # Fragments become per-thread local arrays indexed by slot.

@@ -164,7 +164,9 @@ def _lower(path: Path):
                 continuity = cols if cols * elem <= SWIZZLE_LINE else SWIZZLE_LINE // elem
                 granularity = canonical_sqmma_granularity(elem * 8, _k_major(what, gemm))
                 params += f", {continuity}, {granularity}"
-        call = tirx.call_extern("int32", f"tl::{prefix}_{path.template}<{params}>",
+        # wg_wait=-1 on SQMMA: issue without waiting (the kernel calls T.wait_sqmma before using C)
+        nowait = "_nowait" if path.name == "SQMMA" and gemm.wg_wait < 0 else ""
+        call = tirx.call_extern("int32", f"tl::{prefix}_{path.template}{nowait}<{params}>",
                                 _pointer(gemm.A), _pointer(gemm.B), fragment_ptr(gemm.C.buffer))
         sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
         # The template reads the shared tiles through pointers the barrier analysis cannot see: order it
