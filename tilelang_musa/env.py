@@ -44,6 +44,10 @@ PRINT_DEVICE_COMPILE_COMMAND = _Var("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "pr
 REPLACE_MUSAC = _Var("TILELANG_REPLACE_MUSAC", "compile this .mu file instead of the generated source")
 MCC_EXTRA_ARGS = _Var("TILELANG_MCC_EXTRA_ARGS", "comma-separated extra arguments for mcc")
 DUMP_KERNEL_SOURCE = _Var("TILELANG_DUMP_KERNEL_SOURCE", "write the generated MUSA source to this path")
+SOURCE_ARCHIVE_DIR = _Var(
+    "TILELANG_SOURCE_ARCHIVE_DIR",
+    "keep every generated MUSA source in this directory as <kernel>.<arch>.<hash>.mu (e.g. to build them with mcc)",
+)
 TARGET = _Var("TILELANG_TARGET", "default compile target, e.g. musa or 'musa -arch=mp_22'")
 VERBOSE = _Var("TILELANG_VERBOSE", "verbose compilation output")
 EXECUTION_BACKEND = _Var(

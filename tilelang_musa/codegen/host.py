@@ -88,7 +88,9 @@ def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_
 
 
 def print_host(kernel_name: str, params: list[HostParam], launch: LaunchConfig) -> str:
-    sig = ", ".join(f"{p.c_type} {'__restrict__ ' if p.is_pointer else ''}{p.name}" for p in params)
+    # No __restrict__ here (it means something only on the kernel's parameters): `&A` of a restrict-qualified
+    # pointer does not convert to void* implicitly in clang-based compilers such as mcc, only in g++.
+    sig = ", ".join(f"{p.c_type} {p.name}" for p in params)
     sig = f"{sig}, musaStream_t stream" if sig else "musaStream_t stream"
     args = ", ".join(f"&{p.name}" for p in params) or "nullptr"
     unpack = ",\n      ".join(

@@ -7,8 +7,11 @@ launcher over the library.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -81,6 +84,23 @@ def _ir_dumper(configs: dict) -> Any:
     return dump
 
 
+def archive_source(text: str, name: str, arch: str) -> Path | None:
+    """Keeps `text` in TILELANG_SOURCE_ARCHIVE_DIR as `<name>.<arch>.<hash>.mu`, the arch in the name so that a
+    later build (mcc, or the test suite's device-compiler check) knows its --offload-arch. Written atomically:
+    processes compiling the same kernel at once never leave a half-written file."""
+    directory = env.SOURCE_ARCHIVE_DIR.path()
+    if directory is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.{arch}.{hashlib.sha256(text.encode()).hexdigest()[:16]}.mu"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    return path
+
+
 def compile(  # noqa: A001 - the public name is tilelang.compile
     program: tirx.PrimFunc,
     out_idx: int | Sequence[int] | None = None,
@@ -116,6 +136,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     if dump_path is not None:
         dump_path.parent.mkdir(parents=True, exist_ok=True)
         dump_path.write_text(text)
+    archive_source(text, name, arch_of(target).name)
 
     flags = tuple(compile_flags or ()) + tuple(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS, None) or ())
     fast_math = enabled(configs, PassConfigKey.TL_ENABLE_FAST_MATH)

@@ -22,13 +22,12 @@
 
 #include <type_traits>
 
-#if defined(__MUSACC__)
+// The simulator's headers spell these qualifiers for the host compiler, so one definition serves both backends.
 #define TL_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-// Simulator: device code is host code, and the simulator headers define __device__ and __forceinline__.
-#define TL_HOST_DEVICE __device__ __forceinline__
-#endif
 #define TL_DEVICE __device__ __forceinline__
+// Compile-time helpers that device code calls (in constants and static_asserts). CUDA-dialect compilers treat a
+// plain constexpr function as host-only, and nvcc rejects calling one from device code; so they are host+device.
+#define TL_CONSTEXPR __host__ __device__ constexpr
 
 namespace tl {
 
@@ -43,7 +42,7 @@ struct is_half_like : std::integral_constant<bool, std::is_same<T, half_t>::valu
 
 // Alignment of an N-lane vector: its size when that is a power of two, capped at 16 bytes (the widest single
 // access), so that a 16-byte-aligned array can be viewed as any vector of its elements.
-constexpr int vec_alignment(int bytes) {
+TL_CONSTEXPR int vec_alignment(int bytes) {
   return (bytes & -bytes) < 16 ? (bytes & -bytes) : 16;
 }
 

@@ -7,6 +7,11 @@
  * g = gm + GM * gn owns the (M / GM) x (N / GN) sub-tile at rows gm * M / GM and columns gn * N / GN, made of
  * atoms_m x atoms_n instruction atoms, and accumulator value v of atom (ai, aj) is the thread's slot
  * (ai * atoms_n + aj) * regs_per_atom + v.
+ *
+ * Two passes: mcc parses kernel bodies, and the templates they instantiate, in its host pass too, where
+ * __MUSA_ARCH__ is undefined and the MUSA built-ins are unknown. So every template is declared in both passes and
+ * only the built-in calls sit under `#if defined(__MUSA_ARCH__)`; in a device pass for an arch without the
+ * instruction, instantiating the call fails a static_assert that names the arch it needs.
  */
 #pragma once
 
@@ -56,7 +61,7 @@ struct Mma16Bit<bfloat16_t> {
 };
 
 template <typename A_t, typename B_t, typename C_t>
-constexpr bool check_16bit_operands() {
+TL_CONSTEXPR bool check_16bit_operands() {
   static_assert(std::is_same<A_t, B_t>::value, "tl::gemm: A and B must have the same element type");
   static_assert(std::is_same<A_t, half_t>::value || std::is_same<A_t, bfloat16_t>::value,
                 "tl::gemm: this matrix-instruction path takes float16 or bfloat16 operands");
@@ -76,6 +81,11 @@ TL_DEVICE int32_t load_pair(const T* p) {
   __builtin_memcpy(&word, p, sizeof(word));
   return word;
 }
+
+/*! \brief false, but only once the template arguments are known: a static_assert on it fires when (and only when)
+ *         the enclosing template is instantiated. */
+template <auto...>
+inline constexpr bool dependent_false = false;
 
 template <int Slots, typename C_t>
 TL_DEVICE void clear_accumulator(C_t* c) {

@@ -27,8 +27,6 @@
 #include "common.h"
 #include "gemm_common.h"
 
-#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ == 220
-
 namespace tl {
 namespace gemm_detail {
 
@@ -61,12 +59,19 @@ TL_DEVICE void mp22_load_operand(const T* smem, int t, int row0, int k0, int32_t
 }
 
 template <typename T>
-TL_DEVICE void mp22_mma(int32_t* acc, const int32_t* a, const int32_t* b, int layout) {
+TL_DEVICE void mp22_mma([[maybe_unused]] int32_t* acc, [[maybe_unused]] const int32_t* a,
+                        [[maybe_unused]] const int32_t* b, [[maybe_unused]] int layout) {
+#if defined(__MUSA_ARCH__)  // device pass only (gemm_common.h)
+#if __MUSA_ARCH__ == 220
   if constexpr (std::is_same<T, half_t>::value) {
     __musa_fmma_m32n32k16_mma(acc, a, b, acc, 0, 0, 0, 0, 1, layout);
   } else {
     __musa_bfmma_m32n32k16_mma(acc, a, b, acc, 0, 0, 0, 0, 1, layout);
   }
+#else
+  static_assert(dependent_false<sizeof(T)>, "tl::gemm_ss_mp22_mma: the m32n32k16 warp MMA exists on mp_22 only");
+#endif
+#endif
 }
 
 }  // namespace gemm_detail
@@ -99,5 +104,3 @@ TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_fra
 }
 
 }  // namespace tl
-
-#endif  // __MUSA_ARCH__ == 220

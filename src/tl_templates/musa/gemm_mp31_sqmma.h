@@ -52,18 +52,20 @@
 #include "common.h"
 #include "gemm_common.h"
 
-#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
-
 namespace tl {
 
 /*! \brief Wait until at most `Pending` of the calling thread's committed SQMMA groups are in flight. */
 template <int Pending>
 TL_DEVICE void sqmma_wait() {
   static_assert(Pending >= 0 && Pending <= 2, "tl::sqmma_wait: at most 2 groups can stay in flight");
-#if defined(TL_MUSA_SQMMA_WAIT_ALL)
+#if defined(__MUSA_ARCH__)  // device pass only (gemm_common.h)
+#if __MUSA_ARCH__ < 310
+  static_assert(gemm_detail::dependent_false<Pending>, "tl::sqmma_wait: SQMMA needs mp_31 or newer");
+#elif defined(TL_MUSA_SQMMA_WAIT_ALL)
   __musa_sqmma_wait();
 #else
   __musa_tce_wait_group(Pending);
+#endif
 #endif
 }
 
@@ -75,7 +77,7 @@ struct SqmmaAtom {
  private:
   static constexpr int kShapes[11][2] = {{128, 128}, {128, 64}, {64, 128}, {128, 32}, {64, 64}, {32, 128},
                                          {64, 32},   {32, 64},  {64, 16},  {32, 32},  {16, 64}};
-  static constexpr int pick() {
+  static TL_CONSTEXPR int pick() {
     for (int i = 0; i < 11; ++i)
       if (TileM % kShapes[i][0] == 0 && TileN % kShapes[i][1] == 0) return i;
     return -1;
@@ -89,11 +91,11 @@ struct SqmmaAtom {
   static constexpr int n = kShapes[kIndex < 0 ? 0 : kIndex][1];
 };
 
-constexpr int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
+TL_CONSTEXPR int log2_exact(int x) { return x <= 1 ? 0 : 1 + log2_exact(x / 2); }
 
 /*! \brief The k step: the largest of 64, 32, 16 dividing K and the continuity of each K-major operand (a k step
  *         must not straddle two column blocks); 16 when none does (the static_asserts then name the rule). */
-constexpr int sqmma_k(int K, int cont_a_k, int cont_b_k) {
+TL_CONSTEXPR int sqmma_k(int K, int cont_a_k, int cont_b_k) {
   for (int k = 64; k >= 16; k /= 2)
     if (K % k == 0 && cont_a_k % k == 0 && cont_b_k % k == 0) return k;
   return 16;
@@ -135,8 +137,14 @@ TL_DEVICE uint32_t shared_address(const T* p) {
 
 // One SQMMA of shape AtomM x AtomN into `acc` (d and c alias, as mutlass's atoms pass them).
 template <int AtomM, int AtomN>
-TL_DEVICE void sqmma(int32_t* acc, const int32_t* desc_a, const int32_t* desc_b, int tnsp_a, int tnsp_b,
-                     int scale_d, int k, int mma_type) {
+TL_DEVICE void sqmma([[maybe_unused]] int32_t* acc, [[maybe_unused]] const int32_t* desc_a,
+                     [[maybe_unused]] const int32_t* desc_b, [[maybe_unused]] int tnsp_a,
+                     [[maybe_unused]] int tnsp_b, [[maybe_unused]] int scale_d, [[maybe_unused]] int k,
+                     [[maybe_unused]] int mma_type) {
+#if defined(__MUSA_ARCH__)  // device pass only (gemm_common.h)
+#if __MUSA_ARCH__ < 310
+  static_assert(dependent_false<AtomM>, "tl::gemm_ss_mp31_sqmma: SQMMA needs mp_31 or newer");
+#else
 #define TL_SQMMA_SHAPE(MM, NN)                                                                          \
   if constexpr (AtomM == MM && AtomN == NN) {                                                          \
     __musa_sqmma_m##MM##n##NN##_mma(acc, desc_a, desc_b, acc, tnsp_a, tnsp_b, 0, 0, scale_d, 0, k, mma_type); \
@@ -154,6 +162,15 @@ TL_DEVICE void sqmma(int32_t* acc, const int32_t* desc_a, const int32_t* desc_b,
   TL_SQMMA_SHAPE(128, 64)
   TL_SQMMA_SHAPE(128, 128)
 #undef TL_SQMMA_SHAPE
+#endif
+#endif
+}
+
+// Closes the group of SQMMAs this thread issued since the last commit (mcc >= 4.3.6; the wait-all form has none).
+TL_DEVICE void sqmma_commit() {
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310 && !defined(TL_MUSA_SQMMA_WAIT_ALL)
+  __musa_tce_commit_group();
+#endif
 }
 
 // Issue the squad's SQMMAs and commit them as one group. A is stored (M, K) or (K, M), B (K, N) or (N, K).
@@ -204,9 +221,7 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
       }
     }
   }
-#if !defined(TL_MUSA_SQMMA_WAIT_ALL)
-  __musa_tce_commit_group();
-#endif
+  sqmma_commit();
 }
 
 }  // namespace gemm_detail
@@ -242,5 +257,3 @@ TL_DEVICE void gemm_ss_mp31_sqmma_swizzled(const A_t* A_smem, const B_t* B_smem,
 }
 
 }  // namespace tl
-
-#endif  // __MUSA_ARCH__ >= 310

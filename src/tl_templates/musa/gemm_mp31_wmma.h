@@ -36,8 +36,6 @@
 #include "common.h"
 #include "gemm_common.h"
 
-#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
-
 namespace tl {
 namespace gemm_detail {
 
@@ -69,9 +67,19 @@ TL_DEVICE void wmma_load_operand(const T* smem, int t, int row0, int k0, int32_t
   }
 }
 
-}  // namespace gemm_detail
+// One m16n8k16 WMMA, C += A * B, into the warp's registers `c`.
+template <int LayoutNum, int MmaType>
+TL_DEVICE void wmma_m16n8k16([[maybe_unused]] int32_t* c, [[maybe_unused]] const int32_t* a,
+                             [[maybe_unused]] const int32_t* b) {
+#if defined(__MUSA_ARCH__)  // device pass only (gemm_common.h)
+#if __MUSA_ARCH__ >= 310
+  __musa_wmma_m16n8k16_mma(c, a, b, c, 0, 0, 0, 0, 0, LayoutNum, MmaType);
+#else
+  static_assert(dependent_false<LayoutNum>, "tl::gemm_*_mp31_wmma: the m16n8k16 warp WMMA needs mp_31 or newer");
+#endif
+#endif
+}
 
-namespace gemm_detail {
 
 // The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
@@ -112,8 +120,7 @@ TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag) {
     for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
 #pragma unroll
       for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
-        int32_t* c = acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom;
-        __musa_wmma_m16n8k16_mma(c, a[ai], b[aj], c, 0, 0, 0, 0, 0, kLayoutNum, kMmaType);
+        wmma_m16n8k16<kLayoutNum, kMmaType>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, a[ai], b[aj]);
       }
   }
 }
@@ -145,5 +152,3 @@ TL_DEVICE void gemm_rr_mp31_wmma(const A_t* A_frag, const B_t* B_frag, C_t* C_fr
 }
 
 }  // namespace tl
-
-#endif  // __MUSA_ARCH__ >= 310

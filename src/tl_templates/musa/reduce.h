@@ -32,7 +32,7 @@ constexpr int kMaxShuffleOffset = 32;
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
-constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+TL_CONSTEXPR bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 template <typename T>
 struct is_float_like
