@@ -97,7 +97,7 @@ def test_use_swizzle_is_a_bijection_over_the_grid(order):
                 O[by, bx] = by * 5 + bx
 
     kernel = tilelang.compile(k)
-    assert "bx_swizzled" in kernel.get_device_source()
+    assert "tl::min(4, " in kernel.get_device_source()  # the panel's length: the block indices are remapped
     a = rand((M, N), torch.float32, 3)
     b = torch.full((M, N), float("nan"))
     o = torch.full((10, 5), -1, dtype=torch.int32)

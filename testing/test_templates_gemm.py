@@ -205,8 +205,10 @@ def test_mp31_sqmma_nowait(build, case):
 
 # arch -> the static_assert messages tpl_gemm_static_checks.mu must produce when built for it (one kernel each)
 STATIC_CHECKS = {
-    220: ["M must be a multiple of GM x the instruction's m"],
-    310: ["K must be a multiple of the instruction's k", "takes float16 or bfloat16 operands",
+    220: ["M must be a multiple of GM x the instruction's m", "the m16n8k16 warp WMMA needs mp_31 or newer",
+          "SQMMA needs mp_31 or newer"],
+    310: ["the m32n32k16 warp MMA exists on mp_22 only",
+          "K must be a multiple of the instruction's k", "takes float16 or bfloat16 operands",
           "float16/bfloat16 operands accumulate in float32", "A and B must have the same element type",
           "must be a power of two from 8 to 256 bytes", "no SQMMA shape divides the squad tile"],
 }

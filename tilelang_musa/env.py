@@ -58,6 +58,7 @@ SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend"
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
 SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")
 DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
+DUMP_IR_PATH = _Var("TILELANG_DUMP_IR_PATH", "directory of TILELANG_DUMP_IR's files (default ./tilelang_ir)")
 FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")
 
 

@@ -15,7 +15,17 @@ using bfloat16_t = tl::bfloat16_t;
 __global__ void m_not_multiple(const half_t* a, const half_t* b, float* c) {
   tl::gemm_ss_mp22_mma<48, 32, 16, 1, 1, false, false, true>(a, b, c);
 }
+// The templates of other archs are declared in every pass; instantiating their instructions here fails.
+__global__ void wmma_on_mp22(const half_t* a, const half_t* b, float* c) {
+  tl::gemm_ss_mp31_wmma<16, 8, 16, 1, 1, false, false, true>(a, b, c);
+}
+__global__ void sqmma_on_mp22(const half_t* a, const half_t* b, float* c) {
+  tl::gemm_ss_mp31_sqmma<64, 64, 16, 1, 1, false, false, true>(a, b, c);
+}
 #else
+__global__ void mp22_mma_on_mp31(const half_t* a, const half_t* b, float* c) {
+  tl::gemm_ss_mp22_mma<32, 32, 16, 1, 1, false, false, true>(a, b, c);
+}
 // K = 8 is not a multiple of 16.
 __global__ void k_not_multiple(const half_t* a, const half_t* b, float* c) {
   tl::gemm_ss_mp31_wmma<16, 8, 8, 1, 1, false, false, true>(a, b, c);

@@ -72,7 +72,7 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int]) -> list[ParamSpec]:
 
 
 def _ir_dumper(configs: dict) -> Any:
-    path = configs.get(PassConfigKey.TL_DUMP_IR_PATH)
+    path = configs.get(PassConfigKey.TL_DUMP_IR_PATH) or env.DUMP_IR_PATH.raw()
     if not (enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()):
         return None
     out = Path(str(path) if path else "tilelang_ir")

@@ -17,6 +17,7 @@ from .lower_tile_op import LowerTileOp
 from .lower_wait_sqmma import LowerWaitSqmma
 from .partition_parallel_loop import PartitionParallelLoop
 from .rasterize_blocks import RasterizeBlocks
+from .remove_unused_binds import RemoveUnusedBinds
 from .pass_base import run_pass
 from .pass_config import PassConfigKey
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
@@ -49,6 +50,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         tirx.transform.VectorizeLoop(True),
         tirx.transform.UnrollLoop(),
         tirx.transform.StmtSimplify(),
+        # StmtSimplify substitutes integer bindings into their uses and leaves the bindings unread.
+        RemoveUnusedBinds(),
         # Barriers between shared-memory accesses by different threads (final accesses only): first the
         # write-after-write hazards TVM's ThreadSync does not see, then its read/write ones.
         SyncWriteAfterWrite(),

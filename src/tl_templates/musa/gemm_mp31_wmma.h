@@ -80,7 +80,6 @@ TL_DEVICE void wmma_m16n8k16([[maybe_unused]] int32_t* c, [[maybe_unused]] const
 #endif
 }
 
-
 // The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
           class A_t, class B_t, class C_t>

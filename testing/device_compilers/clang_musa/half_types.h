@@ -5,7 +5,7 @@
  *
  * What matters to the check is the overload set: construction from the arithmetic types and conversion to float
  * (host and device), arithmetic and comparison operators between two values of the type (not with float: there,
- * as with CUDA's headers, `h + 1.0f` is ambiguous, and generated code must convert explicitly). Declarations only.
+ * as with CUDA's headers and the simulator's, `h + 1.0f` is ambiguous). Declarations only.
  */
 #pragma once
 
