@@ -152,3 +152,48 @@ def test_nvidia_only_constructs_are_rejected_by_name(name):
     with pytest.raises(tilelang.UnsupportedError, match=rf"T.{name} .* not supported by TileLang-MUSA") as info:
         build()
     assert "getattr(T, name)(128)" in str(info.value)
+
+
+def _scale_factory(dtype="float32", block=64):
+    """The classic upstream pattern: a @tilelang.jit kernel defined inside a factory, whose defaults (and a nested
+    prim_func's annotations) name the factory's locals, which are not the kernel's closure."""
+
+    @tilelang.jit(out_idx=[-1])
+    def scale(N, factor, dtype=dtype, threads: int = block):
+        @T.prim_func
+        def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype)):
+            with T.Kernel(T.ceildiv(N, threads), threads=threads) as bx:
+                for i in T.Parallel(threads):
+                    B[bx * threads + i] = A[bx * threads + i] * factor
+
+        return main
+
+    return scale
+
+
+def _eager_scale_factory(dtype="float32", block=128):
+    @tilelang.jit
+    def scale(A, factor, dtype=dtype, threads=block):
+        N = T.const("N")
+        A: T.Tensor[(N,), dtype]
+        B = T.empty((N,), dtype)
+        with T.Kernel(T.ceildiv(N, threads), threads=threads) as bx:
+            for i in T.Parallel(threads):
+                B[bx * threads + i] = A[bx * threads + i] * factor
+        return B
+
+    return scale
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_jit_kernel_defined_in_a_factory_sees_the_factorys_locals(arch, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("TILELANG_TARGET", f"musa -arch={arch}")
+    a = torch.randn(512, generator=torch.Generator().manual_seed(5))
+    lazy = _scale_factory()(512, 3.0)
+    torch.testing.assert_close(lazy(a), a * 3.0)
+    assert "float* __restrict__ A" in lazy.get_kernel_source()
+    eager = _eager_scale_factory("bfloat16")
+    b = eager(a.to(torch.bfloat16), 2.0)
+    torch.testing.assert_close(b, (a.to(torch.bfloat16).float() * 2.0).to(torch.bfloat16))

@@ -295,6 +295,17 @@ def _closure_vars(func: Callable) -> dict[str, Any]:
     return out
 
 
+def _drop_signature_expressions(args: ast.arguments) -> None:
+    """Defaults and annotations were evaluated when the original `def` ran, in its enclosing scope (a factory's
+    locals, which are not the function's closure): re-evaluating them here would raise NameError. The rewritten
+    function takes the original's evaluated defaults instead, and its signature is read from the original."""
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    args.defaults = [ast.Constant(None) for _ in args.defaults]
+    args.kw_defaults = [None if d is None else ast.Constant(None) for d in args.kw_defaults]
+
+
 def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) -> ParsedKernel:
     """Rewrite `func` (a kernel written in Python) into a function that builds IR when called.
 
@@ -327,6 +338,7 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     rewriter = _Rewriter(col_offset)
     rewriter.filename = filename
     fdef.decorator_list = []
+    _drop_signature_expressions(fdef.args)
     fdef.body = rewriter._body(fdef.body)
     ast.fix_missing_locations(module)
 
@@ -337,7 +349,9 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     namespace[HELPER] = builder
     code = compile(module, filename, "exec")
     exec(code, namespace)  # defines the rewritten function in `namespace`
-    parsed = ParsedKernel(namespace[fdef.name], func, original, filename)
+    rewritten = namespace[fdef.name]
+    rewritten.__defaults__, rewritten.__kwdefaults__ = func.__defaults__, func.__kwdefaults__
+    parsed = ParsedKernel(rewritten, func, original, filename)
     if cacheable:
         _PARSED[func] = parsed
     return parsed
