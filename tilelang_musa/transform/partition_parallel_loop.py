@@ -1,7 +1,10 @@
 """PartitionParallelLoop: distribute each remaining `T.Parallel` nest over the block's threads.
 
-Nests that walk a fragment were already placed by LayoutInference (which follows the fragment's layout);
-what remains touches only global, shared and per-thread memory and gets the free plan of loop_plan.py:
+Nests that walk a fragment were already placed by LayoutInference (which follows the fragment's layout).
+A nest that writes only thread-private buffers (`T.alloc_local`, `T.alloc_var`) runs in full in every thread:
+each thread fills its own copy, so splitting the iterations would leave the others' copies unwritten.
+A nest under `if`s on the thread index is split among the threads that reach it (thread_guard.py).
+What remains touches only global, shared and per-thread memory and gets the free plan of loop_plan.py:
 the fused iteration index f = ((slot // V) * num_threads + thread) * V + slot % V, so consecutive threads
 take consecutive V-element pieces (coalesced global accesses, V-wide vector loads and stores). V is the
 widest power of two (up to 16 bytes per access) for which every access of the body is contiguous in the
@@ -19,10 +22,12 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..language.loop import PARALLEL
-from .ir_utils import ThreadInfo, as_int, loc_of, thread_info
+from ..tileop.parallel import THREAD_PRIVATE_SCOPES
+from .ir_utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, thread_info
 from .loop_plan import free_plan, lower_with_plan, vector_width
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
+from .thread_guard import map_with_guards, reaching_threads
 
 
 def is_parallel(node: Any) -> bool:
@@ -60,21 +65,35 @@ def thread_analyzer(threads: ThreadInfo):
     return make
 
 
+def writes_only_thread_private(body: Any) -> bool:
+    stores = [a for a in collect_accesses(body) if a.is_store]
+    return bool(stores) and all(scope_of(a.buffer) in THREAD_PRIVATE_SCOPES for a in stores)
+
+
+def run_in_every_thread(nest: list[tirx.For], body: Any) -> tirx.For:
+    for level in reversed(nest):
+        body = tirx.For(level.loop_var, level.min, level.extent, tirx.ForKind.SERIAL, body)
+    return body
+
+
 def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) -> tirx.PrimFunc:
     threads = thread_info(func)
     analyzer = thread_analyzer(threads)
 
-    def on_for(node, mutator):
+    def on_for(node, mutator, guards):
         if not is_parallel(node):
             return mutator.default_mutate(node)
         nest, body = collect_nest(node)
         extents = nest_extents(nest, "PartitionParallelLoop")
+        if writes_only_thread_private(body):
+            return run_in_every_thread(nest, mutator.default_mutate(body))
+        reach = reaching_threads(guards, threads, analyzer(), node, "PartitionParallelLoop")
         width = vector_width(extents, nest[-1].loop_var, body, analyzer, disable_vectorize)
-        plan = free_plan(extents, threads.num_threads, width)
-        return lower_with_plan([n.loop_var for n in nest], body, plan, threads.linear_thread_id(),
-                               threads.num_threads, analyzer())
+        plan = free_plan(extents, reach.count, width)
+        return lower_with_plan([n.loop_var for n in nest], body, plan, threads.linear_thread_id() - reach.first,
+                               reach.count, analyzer())
 
-    return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+    return map_with_guards(func, threads, on_for)
 
 
 def PartitionParallelLoop(configs):  # noqa: N802 - a pass constructor, named like TVM's
