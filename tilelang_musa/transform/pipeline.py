@@ -11,6 +11,7 @@ import tvm
 from tvm import tirx
 
 from .layout_inference import LayoutInference
+from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_shared_layout import LowerSharedLayout
 from .lower_tile_op import LowerTileOp
@@ -45,6 +46,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         PartitionParallelLoop(configs),
         # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
         SafeMemoryAccess(configs),
+        # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
+        LowerGlobalLayout(),
         # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
         tirx.transform.FlattenBuffer(),
         tirx.transform.VectorizeLoop(True),
