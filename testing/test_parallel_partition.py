@@ -90,3 +90,48 @@ def test_parallel_under_a_guard_that_is_not_a_thread_range_is_an_error():
     lines, first = inspect.getsourcelines(build)
     line = first + next(i for i, text in enumerate(lines) if "T.Parallel(256)" in text)
     assert f"test_parallel_partition.py:{line}" in str(info.value)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fragment_indexed_by_an_affine_map_of_the_loop_takes_its_layout_from_the_loop(arch):
+    """`acc[i * 8 + j]` in T.Parallel(8, 8) visits each of acc's 64 elements once: acc lives where its iteration
+    runs, and a later loop over acc follows it."""
+
+    @T.prim_func
+    def scale(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            acc = T.alloc_fragment((64,), "float32")
+            for i, j in T.Parallel(8, 8):
+                acc[i * 8 + j] = A[i * 8 + j] * 2.0
+            for i in T.Parallel(64):
+                acc[i] = acc[i] + 1.0
+            T.copy(acc, B)
+
+    kernel = tilelang.compile(scale, target=f"musa -arch={arch}")
+    assert "float acc[" in kernel.get_kernel_source()
+    a = rand((64,), torch.float32, 13)
+    b = poison((64,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 2.0 + 1.0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_follows_a_placed_fragment_through_an_affine_index(arch):
+    """The row sums are placed by T.reduce_sum; a loop reading them as `s[j * 4 + i]` runs where they live."""
+
+    @T.prim_func
+    def row_sums(A: T.Tensor((16, 64), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((16, 64), "float32")
+            s = T.alloc_fragment((16,), "float32")
+            T.copy(A, f)
+            T.reduce_sum(f, s, dim=1)
+            for i, j in T.Parallel(4, 4):
+                s[j * 4 + i] = s[j * 4 + i] * 3.0
+            T.copy(s, B)
+
+    kernel = tilelang.compile(row_sums, target=f"musa -arch={arch}")
+    a = rand((16, 64), torch.float32, 14)
+    b = poison((16,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.sum(1) * 3.0, rtol=1e-5, atol=1e-4)

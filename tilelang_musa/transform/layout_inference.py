@@ -28,9 +28,10 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..language.annotate import ANNOTATIONS_ATTR
-from ..layout import Fragment, LayoutError
+from ..layout import Fragment, Layout, LayoutError
+from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
-from .ir_utils import as_int, collect_accesses, loc_of, scope_of, thread_info
+from .ir_utils import as_int, collect_accesses, loc_of, scope_of, substitute, thread_info
 from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, vector_width
 from .partition_parallel_loop import collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
@@ -63,6 +64,28 @@ class _Nest:
     @property
     def loc(self):
         return loc_of(self.loop)
+
+
+def _index_map(indices: tuple, loop_vars: list[Any], extents: list[int], shape: list[int]) -> Layout | None:
+    """The access as a Layout from the loop's iteration space to the fragment's elements, if it visits each element
+    exactly once (`frag[i * 8 + j]` in `T.Parallel(8, 8)` over a 64-element fragment); else None."""
+    fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(loop_vars))]
+    exprs = [substitute(e, dict(zip(loop_vars, fvars))) for e in indices]
+    try:
+        index_map = Layout.from_exprs(extents, fvars, exprs)
+        if [as_int(e) for e in index_map.output_shape] != shape or not index_map.is_bijective():
+            return None
+    except (LayoutError, KeyError, TypeError):  # not an integer map of the loop variables alone
+        return None
+    return index_map
+
+
+def _compose(fragment: Fragment, outer: Layout) -> Fragment:
+    """`fragment` read through `outer`: point x of outer's input lives where `fragment` puts outer(x)."""
+    xs = list(outer.forward_index)
+    return Fragment.from_exprs(outer.input_shape, list(outer.forward_vars),
+                               fragment.thread(xs, rep=fragment.replicate_var), fragment.index(xs),
+                               replicate=fragment.replicate_size, replicate_var=fragment.replicate_var)
 
 
 def _index_positions(indices: tuple, loop_vars: list[Any]) -> list[int] | None:
@@ -142,11 +165,18 @@ class _Inference:
             if nest.plan is None:
                 for buf, indices in nest.accesses:
                     layout = self.layouts.get(buf)
-                    if layout is not None and _index_positions(indices, nest.loop_vars) == list(
+                    if layout is None:
+                        continue
+                    if _index_positions(indices, nest.loop_vars) == list(
                             range(len(nest.loop_vars))) and self._same_shape(buf, nest.extents):
                         nest.plan, nest.source = fragment_plan(layout, nest.extents), buf
-                        changed = True
-                        break
+                    else:
+                        index_map = _index_map(indices, nest.loop_vars, nest.extents, self._shape(buf))
+                        if index_map is None:
+                            continue
+                        nest.plan, nest.source = fragment_plan(_compose(layout, index_map), nest.extents), buf
+                    changed = True
+                    break
             if nest.plan is None:
                 continue
             for buf, indices in nest.accesses:
@@ -167,11 +197,22 @@ class _Inference:
         return False
 
     def _same_shape(self, buf, extents) -> bool:
-        return [as_int(e) for e in buf.ty.shape] == list(extents)
+        return self._shape(buf) == list(extents)
+
+    @staticmethod
+    def _shape(buf) -> list:
+        return [as_int(e) for e in buf.ty.shape]
 
     def _implied(self, buf, indices, nest: _Nest) -> Fragment:
         positions = _index_positions(indices, nest.loop_vars)
-        shape = [as_int(e) for e in buf.ty.shape]
+        shape = self._shape(buf)
+        if positions is None:
+            index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
+            if index_map is not None:  # each element visited once: it lives where its iteration runs
+                try:
+                    return _compose(nest.plan.fragment, index_map.inverse())
+                except LayoutError:
+                    pass
         if positions is None or [nest.extents[p] for p in positions] != shape:
             raise CompileError(
                 f"cannot infer the layout of fragment `{buf.name}` from its access `{buf.name}[{', '.join(map(str, indices))}]`"
@@ -202,18 +243,23 @@ class _Inference:
 
     def _check_compatible(self, nest: _Nest, buf, indices) -> None:
         """Every iteration must run on a thread that holds the fragment element it touches."""
-        positions = _index_positions(indices, nest.loop_vars)
         layout = self.layouts[buf]
-        if positions is None:
-            raise CompileError(
-                f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "
-                "loop; index a fragment with the loop variables", nest.loc, STAGE)
         loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
         frag_thread, _ = layout.evaluate_all()
+        points = np.indices(loop_thread.shape[:-1])
+        try:  # the fragment element each iteration touches
+            env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
+            key = tuple(np.broadcast_to(evaluate(e, env), points.shape[1:]) for e in indices)
+        except (KeyError, TypeError, ValueError):
+            key = None
+        shape = self._shape(buf)
+        if key is None or any(((k < 0) | (k >= n)).any() for k, n in zip(key, shape)):
+            raise CompileError(
+                f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "
+                "loop; index a fragment with integer expressions of the loop variables that stay inside it",
+                nest.loc, STAGE)
         for rep in range(loop_thread.shape[-1]):
             owners = loop_thread[..., rep]
-            grid = np.indices(owners.shape)
-            key = tuple(grid[p] for p in positions)
             held = frag_thread[key]  # (... , fragment replicas)
             if not np.all((held == owners[..., None]).any(axis=-1)):
                 raise CompileError(
