@@ -266,3 +266,25 @@ def test_dynamic_sizes_come_from_the_tensors():
         torch.testing.assert_close(kernel(x, y), x * 3 + y)
     with pytest.raises(ValueError, match="n"):
         kernel(rand((10,), torch.float32), rand((11,), torch.float32))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_size_used_only_in_tensor_shapes_is_a_kernel_parameter(arch):
+    """The grid is fixed, so `rows` appears only in the shapes; the copies' bounds guards still compare against it."""
+    rows = T.dynamic("rows")
+
+    @T.prim_func
+    def head(A: T.Tensor((rows, 64), "float32"), B: T.Tensor((rows, 64), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            S = T.alloc_shared((16, 64), "float32")
+            T.copy(A[bx * 16, 0], S)
+            T.copy(S, B[bx * 16, 0])
+
+    kernel = tilelang.compile(head, target=f"musa -arch={arch}")
+    assert "int rows" in kernel.get_device_source()
+    for size in (50, 64, 100):
+        a = rand((size, 64), torch.float32, 17)
+        b = torch.full((size, 64), float("nan"))
+        kernel(a, b)
+        torch.testing.assert_close(b[:64], a[:64])
+        assert b[64:].isnan().all()  # beyond the 4 x 16 rows the grid covers: untouched

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
@@ -39,6 +40,11 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
     scalar parameters, in order of first use; the launcher binds them from the tensors' shapes."""
     free = [v for v in tirx.analysis.undefined_vars(func.body, list(func.params))
             if isinstance(v.ty, tvm.ir.PrimType)]
+    # A size that appears only in tensor shapes is still needed in the kernel: bounds guards compare against it.
+    for param in func.params:
+        if isinstance(param.ty, tirx.BufferType):
+            for extent in param.ty.shape:
+                tvm_ffi.structural_walk(extent, [(tvm.ir.expr.Var, lambda v: None if v in free else free.append(v))])
     if not free:
         return func
     func = tirx.PrimFunc(list(func.params) + free, func.body, func.ret_type, func.attrs)
