@@ -1,6 +1,6 @@
 """The host wrapper printed after the kernel in the same MUSA source file.
 
-    extern "C" int call(<kernel params>, musaStream_t stream)   launches the kernel (sets the dynamic
+    extern "C" int call(<kernel params>, musaStream_t stream)   launches the kernel(s) in order (sets the dynamic
                                                                  shared memory attribute when above 48 KiB)
     extern "C" int call_packed(void** args, int n, void* stream) uniform entry used by the launcher
     extern "C" const char* get_last_error()                     text of the last failure
@@ -87,7 +87,44 @@ def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_
     return LaunchConfig(grid, block, dynamic_smem_bytes)  # type: ignore[arg-type]
 
 
-def print_host(kernel_name: str, params: list[HostParam], launch: LaunchConfig) -> str:
+@dataclass(frozen=True)
+class KernelLaunch:
+    name: str  # the __global__ function
+    launch: LaunchConfig
+
+
+def _print_launch(kernel: KernelLaunch, args: str) -> list[str]:
+    """Set the dynamic shared memory attribute if needed, launch, and return -1 with the error on failure."""
+    name, smem = kernel.name, kernel.launch.dynamic_smem_bytes
+    lines = [
+        "  {",
+        f"    dim3 grid({', '.join(kernel.launch.grid)});",
+        f"    dim3 block({', '.join(str(b) for b in kernel.launch.block)});",
+        f"    size_t smem = {smem};",
+    ]
+    if smem > DEFAULT_DYNAMIC_SMEM:
+        lines += [
+            f"    musaError_t attr_err = musaFuncSetAttribute({name}, musaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);",
+            "    if (attr_err != musaSuccess) {",
+            f'      snprintf(tl_error_buf, sizeof(tl_error_buf), "{name}: cannot set %zu bytes of dynamic shared memory: %s", smem, musaGetErrorString(attr_err));',
+            "      return -1;",
+            "    }",
+        ]
+    lines += [
+        f"    void* args[] = {{{args}}};",
+        f"    musaError_t err = musaLaunchKernel({name}, grid, block, args, smem, stream);",
+        "    if (err != musaSuccess) {",
+        f'      snprintf(tl_error_buf, sizeof(tl_error_buf), "{name}: %s", musaGetErrorString(err));',
+        "      return -1;",
+        "    }",
+        "  }",
+    ]
+    return lines
+
+
+def print_host(kernels: list[KernelLaunch], params: list[HostParam]) -> str:
+    """The host wrapper: `call` launches the kernels in order on one stream (a program with several T.Kernel
+    scopes is several kernels, each seeing the writes of the ones before)."""
     # No __restrict__ here (it means something only on the kernel's parameters): `&A` of a restrict-qualified
     # pointer does not convert to void* implicitly in clang-based compilers such as mcc, only in g++.
     sig = ", ".join(f"{p.c_type} {p.name}" for p in params)
@@ -97,42 +134,25 @@ def print_host(kernel_name: str, params: list[HostParam], launch: LaunchConfig) 
         f"({p.c_type})(*(void**)args[{i}])" if p.is_pointer else f"*({p.c_type}*)args[{i}]"
         for i, p in enumerate(params)
     )
-    smem = launch.dynamic_smem_bytes
+    first = kernels[0].name
     lines = [
         "static char tl_error_buf[1024];",
         "",
         'extern "C" const char* get_last_error() { return tl_error_buf; }',
         "",
     ]
-    if any("tl_host_" in g for g in launch.grid):
+    if any("tl_host_" in g for k in kernels for g in k.launch.grid):
         lines += [_HOST_HELPERS]
+    lines += [f'extern "C" int call({sig}) {{']
+    for kernel in kernels:
+        lines += _print_launch(kernel, args)
     lines += [
-        f'extern "C" int call({sig}) {{',
-        f"  dim3 grid({', '.join(launch.grid)});",
-        f"  dim3 block({', '.join(str(b) for b in launch.block)});",
-        f"  size_t smem = {smem};",
-    ]
-    if smem > DEFAULT_DYNAMIC_SMEM:
-        lines += [
-            f"  musaError_t attr_err = musaFuncSetAttribute({kernel_name}, musaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);",
-            "  if (attr_err != musaSuccess) {",
-            f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel_name}: cannot set %zu bytes of dynamic shared memory: %s", smem, musaGetErrorString(attr_err));',
-            "    return -1;",
-            "  }",
-        ]
-    lines += [
-        f"  void* args[] = {{{args}}};",
-        f"  musaError_t err = musaLaunchKernel({kernel_name}, grid, block, args, smem, stream);",
-        "  if (err != musaSuccess) {",
-        f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel_name}: %s", musaGetErrorString(err));',
-        "    return -1;",
-        "  }",
         "  return 0;",
         "}",
         "",
         'extern "C" int call_packed(void** args, int num_args, void* stream) {',
         f"  if (num_args != {len(params)}) {{",
-        f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel_name}: expected {len(params)} arguments, got %d", num_args);',
+        f'    snprintf(tl_error_buf, sizeof(tl_error_buf), "{first}: expected {len(params)} arguments, got %d", num_args);',
         "    return -1;",
         "  }",
     ]

@@ -13,7 +13,7 @@ from .. import _native
 from ..target import arch_of
 from ..transform.ir_utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
-from .host import HostParam, LaunchConfig, host_params, launch_config, print_host
+from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host
 
 # The device template library; each header includes common.h.
 TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "cumsum.h", "debug.h", "gemm_mp22_mma.h",
@@ -27,7 +27,7 @@ class KernelSource:
     device: str  # the __global__ kernel
     host: str  # call / call_packed / get_last_error
     params: list[HostParam]
-    launch: LaunchConfig
+    launch: LaunchConfig  # the first kernel's
     local_bytes: int  # per-thread local arrays (registers / local memory)
 
     @property
@@ -35,16 +35,26 @@ class KernelSource:
         return f"{HEADER}\n{self.device}\n\n{self.host}"
 
 
-def generate(func: tirx.PrimFunc, target: tvm.target.Target, kernel_name: str) -> KernelSource:
+def kernel_names(name: str, count: int) -> list[str]:
+    """`<name>_kernel`, then `<name>_kernel_1`, ... for a program of several kernels."""
+    return [f"{name}_kernel" + (f"_{k}" if k else "") for k in range(count)]
+
+
+def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Target, name: str) -> KernelSource:
+    """One translation unit for the device functions of one program (one per T.Kernel scope, launched in order);
+    they share the program's parameters."""
+    funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
     arch = arch_of(target)
     printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
     options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
-    device = str(printer(func, kernel_name, options)).rstrip() + "\n"
-    smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
-    launch = launch_config(func, thread_info(func).extents, smem)
-    params = host_params(func)
-    return KernelSource(kernel_name, device, print_host(kernel_name, params, launch), params, launch,
-                        _local_bytes(func))
+    devices, launches = [], []
+    for func, kernel_name in zip(funcs, kernel_names(name, len(funcs))):
+        devices.append(str(printer(func, kernel_name, options)).rstrip() + "\n")
+        smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
+        launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem)))
+    params = host_params(funcs[0])
+    return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,
+                        launches[0].launch, max(_local_bytes(f) for f in funcs))
 
 
 _LOCAL_SCOPES = ("local", "local.fragment", "local.var", "warp")

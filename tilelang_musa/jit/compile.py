@@ -24,6 +24,7 @@ from ..errors import CompileError
 from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
 from ..target import arch_of, determine_target
 from ..transform import lower, normalize_pass_configs
+from ..transform.split_kernels import split_kernels
 from ..transform.pass_config import PassConfigKey, enabled
 from .backend import resolve_backend
 from .cache import build_cached, cache_key
@@ -124,10 +125,15 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     outputs = _output_indices(program, out_idx)
     specs = param_specs(program, outputs)
 
-    device_func = lower(program, target, configs, list(instruments or []), _ir_dumper(configs))
+    dumper = _ir_dumper(configs)
+    device_funcs = []
+    for index, kernel in enumerate(split_kernels(program)):  # one per T.Kernel scope, launched in order
+        dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
+        device_funcs.append(lower(kernel, target, configs, list(instruments or []), dump))
     if verbose:
-        print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
-    source = generate(device_func, target, f"{name}_kernel")
+        for device_func in device_funcs:
+            print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
+    source = generate(device_funcs, target, name)
     text = source.text
     replacement = env.REPLACE_MUSAC.path()
     if replacement is not None:
@@ -159,7 +165,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}.mu").write_text(text)
         shutil.copyfile(library, out / f"{name}.so")
-    artifact = CompiledArtifact(source, library, device_func)
+    artifact = CompiledArtifact(source, library, device_funcs[0])
     size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape if isinstance(d, str)}
     bound = [spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names]
     return JITKernel(artifact, specs, backend, target, program, configs, bound)

@@ -18,7 +18,7 @@ from .launcher import Launcher, ParamSpec
 class CompiledArtifact:
     source: KernelSource
     library: Path
-    device_func: tirx.PrimFunc  # the lowered device function the printer saw
+    device_func: tirx.PrimFunc  # the (first) lowered device function the printer saw
 
 
 class JITKernel:
