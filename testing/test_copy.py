@@ -74,7 +74,7 @@ def test_copy_extent_mismatch_names_both_operands():
 
 
 def test_copy_takes_no_barrier():
-    with pytest.raises(tilelang.CompileError, match="T.tma_copy"):
+    with pytest.raises(tilelang.CompileError, match="T.copy takes no `barrier=`: T.copy completes by itself"):
         @T.prim_func
         def k(A: T.Tensor((64,), "float32")):
             with T.Kernel(1, threads=64):

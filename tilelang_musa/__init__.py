@@ -14,12 +14,14 @@ _native.load()  # registers the `musa` target kind and the device printer
 
 from . import language, profiler  # noqa: E402
 from .profiler import TensorSupplyType  # noqa: E402
+from .diagnostics import TileLangWarning  # noqa: E402
 from .errors import CompileError, TileLangError, UnsupportedError  # noqa: E402
 from .jit import JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit  # noqa: E402
 from .target import determine_target  # noqa: E402
 from .transform import PassConfigKey  # noqa: E402
 
 __all__ = [
-    "CompileError", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "UnsupportedError", "__version__", "compile",
+    "CompileError", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "TileLangWarning",
+    "UnsupportedError", "__version__", "compile",
     "determine_target", "disable_cache", "enable_cache", "is_cache_enabled", "jit", "language", "profiler",
 ]

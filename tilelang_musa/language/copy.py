@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..diagnostics import warn_once
 from ..errors import UnsupportedError
 from ..tileop import Copy, emit_tile_op
 from ..tileop.copy import resolve_extents
@@ -24,7 +25,8 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     if trace.kernel is None:
         raise trace.error("`T.copy` must be used inside `with T.Kernel(...)`")
     if "barrier" in kwargs:
-        raise trace.error("T.copy takes no `barrier=`: use T.tma_copy(src, dst, barrier=...) to manage a barrier")
+        raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself, and barrier-managed asynchronous "
+                          "copies (TME) are not supported yet")
     if kwargs:
         raise trace.error(f"T.copy: unknown argument(s) {sorted(kwargs)}")
     if eviction_policy is not None and (inner_cache_policy or outer_cache_policy):
@@ -32,6 +34,11 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     for name, policy in (("inner_cache_policy", inner_cache_policy), ("outer_cache_policy", outer_cache_policy)):
         if policy is not None and policy not in _CACHE_POLICIES:
             raise trace.error(f"T.copy: {name}={policy!r}; choose one of {', '.join(_CACHE_POLICIES)}")
+    if coalesced_width is not None and (not isinstance(coalesced_width, int) or coalesced_width <= 0):
+        raise trace.error(f"T.copy: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
+    if eviction_policy is not None or inner_cache_policy or outer_cache_policy:
+        warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy are cache "
+                  "hints of TME copies, which this build does not emit yet: the copy runs without them")
     if force_async_copy or src_robust_desc is not None:
         what = "force_async_copy=True" if force_async_copy else "src_robust_desc="
         raise UnsupportedError(f"T.copy({what}) (the LDLMS async-copy path) is not implemented yet", trace.loc)
@@ -41,5 +48,4 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     op = Copy(src_region, dst_region, trace.loc)
     op.copy_dims()  # validate the extents now, at the user's line
     emit_tile_op(Copy.op_name, [src_region.to_ir(), dst_region.to_ir()],
-                 {"coalesced_width": coalesced_width, "eviction_policy": eviction_policy,
-                  "inner_cache_policy": inner_cache_policy, "outer_cache_policy": outer_cache_policy})
+                 {"coalesced_width": coalesced_width})

@@ -7,6 +7,7 @@ from typing import Any
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..diagnostics import warn_once
 from .builder import current_trace, static_value
 from .proxy import stop_discovery_here
 
@@ -20,7 +21,8 @@ class Kernel:
     """A kernel launch scope: `gx[, gy[, gz]]` blocks of `threads` threads (an int or up to 3 extents).
 
     The `as` names are the block indices: one name for a 1-D grid, a tuple otherwise. `producer_threads`
-    (MUSA warp specialization) is recorded for the pipeline planner."""
+    sizes the producer warps of a warp-specialized kernel; no kernel is warp-specialized yet, so it is accepted
+    with a one-time warning."""
 
     def __init__(self, *grid: Any, threads: Any = 128, producer_threads: Any = None, prelude: Any = None,
                  is_cpu: bool = False, **kwargs: Any):
@@ -52,6 +54,9 @@ class Kernel:
         self.grid = grid
         self.threads = threads
         self.num_threads = total
+        if producer_threads is not None:
+            warn_once("T.Kernel producer_threads", "T.Kernel(producer_threads=...) has no effect: it sizes the "
+                      "producer warps of a warp-specialized kernel, and this build does not warp-specialize yet")
         self.producer_threads = producer_threads
         self.block_names: tuple[str, ...] = ()
         self.block_vars: list[Any] = []

@@ -16,6 +16,7 @@ from .builder import current_trace
 
 # For annotations read by the passes.
 PARALLEL = "tl.parallel"  # marks a T.Parallel nest (kind PARALLEL): distributed over the block's threads
+COALESCED_WIDTH = "tl.coalesced_width"  # caps the elements one thread accesses at once in the nest
 PIPELINE_STAGES = "tl.pipeline.num_stages"
 PIPELINE_ORDER = "tl.pipeline.order"
 PIPELINE_STAGE = "tl.pipeline.stage"
@@ -71,7 +72,10 @@ def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None
     threads (from the layout of the fragments they touch, else a coalesced vectorized mapping)."""
     annotations = {PARALLEL: True}
     if coalesced_width is not None:
-        annotations["tl.coalesced_width"] = coalesced_width
+        if not isinstance(coalesced_width, int) or coalesced_width <= 0:
+            raise current_trace("T.Parallel").error(
+                f"T.Parallel: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
+        annotations[COALESCED_WIDTH] = coalesced_width
     if loop_layout is not None:
         raise current_trace("T.Parallel").error("T.Parallel(loop_layout=...) is not supported yet")
     return LoopFrame(

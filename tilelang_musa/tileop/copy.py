@@ -15,7 +15,7 @@ from tvm import tirx
 
 from ..errors import SourceLoc
 from ..transform.pass_config import PassConfigKey, enabled
-from .base import LowerArgs, TileOp, call_loc
+from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region, is_unit, pair_dims, paired_indices
 
@@ -50,10 +50,13 @@ class Copy(TileOp):
     src: Region
     dst: Region
     loc: SourceLoc | None = None
+    coalesced_width: int | None = None  # elements per access at most (the vectorizer's cap)
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "Copy":
-        return cls(Region.from_ir(call.args[0]), Region.from_ir(call.args[1]), call_loc(call))
+        width = call_attr(call, "coalesced_width")
+        return cls(Region.from_ir(call.args[0]), Region.from_ir(call.args[1]), call_loc(call),
+                   None if width is None else int(width))
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
         """The non-unit dimensions of src and dst, paired in order (their extents are equal)."""
@@ -76,7 +79,8 @@ class Copy(TileOp):
             return tirx.BufferStore(self.dst.buffer, value, dst_index)
 
         private = self.src.scope in THREAD_PRIVATE_SCOPES or self.dst.scope in THREAD_PRIVATE_SCOPES
-        stmt = thread_local_nest(extents, body) if private else parallel_nest(extents, body, self.loc)
+        stmt = (thread_local_nest(extents, body) if private
+                else parallel_nest(extents, body, self.loc, coalesced_width=self.coalesced_width))
         if enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION):
             stmt = tirx.AttrStmt(self.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
         return stmt

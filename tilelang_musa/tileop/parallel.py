@@ -7,17 +7,19 @@ from typing import Any, Callable
 from tvm import tirx
 
 from ..errors import SourceLoc
-from ..language.loop import PARALLEL
+from ..language.loop import COALESCED_WIDTH, PARALLEL
 
 
 def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | None = None,
-                  names: str = "ijklmn") -> Any:
-    """`for i0, i1, ... in T.Parallel(*extents): body([i0, i1, ...])`."""
+                  names: str = "ijklmn", coalesced_width: int | None = None) -> Any:
+    """`for i0, i1, ... in T.Parallel(*extents, coalesced_width=...): body([i0, i1, ...])`."""
     loop_vars = [tirx.Var(names[k] if k < len(names) else f"i{k}", "int32") for k in range(len(extents))]
     stmt = body(loop_vars)
     annotations = {PARALLEL: True}
     if loc is not None:
         annotations["tl.loc"] = str(loc)
+    if coalesced_width is not None:
+        annotations[COALESCED_WIDTH] = coalesced_width
     for var, extent in reversed(list(zip(loop_vars, extents))):
         stmt = tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, stmt, None, annotations)
     return stmt

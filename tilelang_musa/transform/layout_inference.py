@@ -33,7 +33,7 @@ from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from .ir_utils import as_int, collect_accesses, loc_of, scope_of, substitute, thread_info
 from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, vector_width
-from .partition_parallel_loop import collect_nest, is_parallel, nest_extents, thread_analyzer
+from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
 
@@ -191,7 +191,7 @@ class _Inference:
         for nest in self.nests:
             if nest.plan is None:
                 width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
-                                     self.disable_vectorize)
+                                     self.disable_vectorize, coalesced_width(nest.loop))
                 nest.plan = free_plan(nest.extents, self.threads.num_threads, width)
                 return True
         return False

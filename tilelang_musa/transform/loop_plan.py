@@ -102,9 +102,10 @@ def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
 
 
 def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer: Callable[[], Any],
-                 disable: bool) -> int:
-    """The widest V (16 bytes per access at most) for which every global/shared access of `body` is
-    contiguous in `inner_var`, V-aligned, and inside a V-aligned piece of its buffer."""
+                 disable: bool, cap: int | None = None) -> int:
+    """The widest V (16 bytes per access at most, and at most `cap` elements: the loop's coalesced_width) for
+    which every global/shared access of `body` is contiguous in `inner_var`, V-aligned, and inside a V-aligned
+    piece of its buffer."""
     if disable:
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
@@ -112,6 +113,9 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
         return 1
     widest = max(dtype_bytes(a.buffer.dtype) for a in accesses)
     width = max(1, MAX_VECTOR_BYTES // widest)
+    if cap is not None:
+        while width > cap:
+            width //= 2
     while width > 1:
         if extents[-1] % width == 0 and all(_vectorizable(a, inner_var, width, threads_analyzer) for a in accesses):
             return width

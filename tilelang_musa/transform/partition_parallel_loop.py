@@ -21,7 +21,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..language.loop import PARALLEL
+from ..language.loop import COALESCED_WIDTH, PARALLEL
 from ..tileop.parallel import THREAD_PRIVATE_SCOPES
 from .ir_utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, thread_info
 from .loop_plan import free_plan, lower_with_plan, vector_width
@@ -65,6 +65,12 @@ def thread_analyzer(threads: ThreadInfo):
     return make
 
 
+def coalesced_width(loop: tirx.For) -> int | None:
+    """The `coalesced_width=` of a T.Parallel (or of the T.copy it lowers): at most this many elements per access."""
+    ann = loop.annotations
+    return int(ann[COALESCED_WIDTH]) if ann is not None and COALESCED_WIDTH in ann else None
+
+
 def writes_only_thread_private(body: Any) -> bool:
     stores = [a for a in collect_accesses(body) if a.is_store]
     return bool(stores) and all(scope_of(a.buffer) in THREAD_PRIVATE_SCOPES for a in stores)
@@ -88,7 +94,7 @@ def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False
         if writes_only_thread_private(body):
             return run_in_every_thread(nest, mutator.default_mutate(body))
         reach = reaching_threads(guards, threads, analyzer(), node, "PartitionParallelLoop")
-        width = vector_width(extents, nest[-1].loop_var, body, analyzer, disable_vectorize)
+        width = vector_width(extents, nest[-1].loop_var, body, analyzer, disable_vectorize, coalesced_width(node))
         plan = free_plan(extents, reach.count, width)
         return lower_with_plan([n.loop_var for n in nest], body, plan, threads.linear_thread_id() - reach.first,
                                reach.count, analyzer())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from typing import Any, Mapping
 
+from ..diagnostics import warn_once
+
 
 class PassConfigKey(str, enum.Enum):
     TL_DISABLE_SQMMA = "tl.disable_sqmma"
@@ -30,6 +32,14 @@ class PassConfigKey(str, enum.Enum):
         return self.value
 
 
+# Keys accepted for upstream scripts whose subject does not exist in this build: setting one warns once, why.
+WITHOUT_EFFECT = {
+    PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: "no kernel is warp-specialized yet",
+    PassConfigKey.TL_DISABLE_TMA_LOWER: "no copy is lowered to TME yet",
+    PassConfigKey.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION: "robust (descriptor-guarded) copies are not supported yet",
+    PassConfigKey.TL_DISABLE_INDEX_TYPE_PROMOTION: "indices are never promoted to 64 bits yet",
+}
+
 _BY_VALUE = {k.value: k for k in PassConfigKey}
 _BY_NAME = {k.name: k for k in PassConfigKey}
 
@@ -47,6 +57,10 @@ def normalize_pass_configs(configs: Mapping[Any, Any] | None) -> dict[PassConfig
             known = ", ".join(sorted(_BY_VALUE))
             raise ValueError(f"unknown pass config key {key!r}; known keys: {known}")
         out[member] = value
+    for key, value in out.items():
+        if key in WITHOUT_EFFECT and value not in (None, False):
+            warn_once(f"pass config {key.value}", f"pass config {key.name} ({key.value!r}) has no effect: "
+                      f"{WITHOUT_EFFECT[key]}")
     return out
 
 
