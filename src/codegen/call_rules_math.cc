@@ -5,6 +5,8 @@
  * LowerIntrin normally turns them into `call_pure_extern("expf", ...)`; these rules cover functions that
  * reach the printer unlowered. float32 calls the `f`-suffixed C function, float64 the plain one, and
  * float16/bfloat16 compute in float and round back (the MUSA half math set is not documented publicly).
+ * Vectors (VectorizeLoop keeps the math ops TVM marks vectorizable) call the same names in `tl::vmath`, which
+ * common.h defines lane by lane on `tl::vec` values.
  */
 #include <tvm/ffi/base_detail.h>
 
@@ -25,18 +27,24 @@ struct FloatMath {
 };
 
 FloatMath ResolveFloatMath(CallContext& ctx, const CallView& call, const std::string& base, DataType t) {
-  if (t.is_vector()) {
-    ctx.Fail(call, "vector math (" + t.str() + ") is not supported; VectorizeLoop scalarizes such loops");
-  }
-  if (t.is_half_like()) return {base + "f", true};
-  if (t.is_float() && t.bits() == 32) return {base + "f", false};
-  if (t.is_float() && t.bits() == 64) return {base, false};
+  const std::string ns = t.is_vector() ? "tl::vmath::" : "";  // lane-wise (see the file comment)
+  t = t.with_lanes(1);
+  if (t.is_half_like()) return {ns + base + "f", true};
+  if (t.is_float() && t.bits() == 32) return {ns + base + "f", false};
+  if (t.is_float() && t.bits() == 64) return {ns + base, false};
   ctx.Fail(call, "expects float16/bfloat16/float32/float64 operands, got " + t.str());
 }
 
 std::string WidenArg(CallContext& ctx, const ObjectRef& arg, bool via_float) {
-  if (via_float && DTypeOf(arg).is_half_like()) return "tl::cast<float>(" + ctx.PrintBare(arg) + ")";
-  return ctx.PrintBare(arg);
+  DataType t = DTypeOf(arg);
+  if (!via_float || !t.is_half_like()) return ctx.PrintBare(arg);
+  return (t.is_vector() ? "tl::vec_cast<float>(" : "tl::cast<float>(") + ctx.PrintBare(arg) + ")";
+}
+
+// `text` (computed in float) narrowed back to the call's half-like type t, lane-wise for vectors.
+std::string Narrow(DataType t, const std::string& text) {
+  std::string fn = t.is_vector() ? "tl::vec_cast<" : "tl::cast<";
+  return fn + CTypeName(t.with_lanes(1)) + ">(" + text + ")";
 }
 
 // f(x, y, ...) where the result has the operands' float type (exp, pow, fma, ldexp's first operand, ...).
@@ -49,7 +57,7 @@ CallPrinter FloatFunction(std::string base, size_t arity) {
     Array<ObjectRef> args = call.args();
     for (size_t i = 0; i < args.size(); ++i) text += (i ? ", " : "") + WidenArg(ctx, args[i], m.via_float);
     text += ")";
-    return m.via_float ? "tl::cast<" + CTypeName(t) + ">(" + text + ")" : text;
+    return m.via_float ? Narrow(t, text) : text;
   };
 }
 
@@ -59,6 +67,7 @@ CallPrinter FloatPredicate(std::string name) {
     CheckArgCount(ctx, call, 1);
     ObjectRef x = call.args()[0];
     DataType t = DTypeOf(x);
+    if (t.is_vector()) ctx.Fail(call, "a vector operand (" + t.str() + ") is not supported");
     ResolveFloatMath(ctx, call, name, t);  // validates the operand type
     return name + "(" + WidenArg(ctx, x, t.is_half_like()) + ")";
   };
@@ -69,11 +78,11 @@ std::string PrintSigmoid(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 1);
   DataType t = call.dtype();
   FloatMath m = ResolveFloatMath(ctx, call, "exp", t);
-  DataType compute = m.via_float ? DataType::Float(32) : t;
+  DataType compute = m.via_float ? DataType::Float(32) : t.with_lanes(1);
   std::string one = FloatLiteral(compute, 1.0);
   std::string text = "(" + one + " / (" + one + " + " + m.function + "(-" + WidenArg(ctx, call.args()[0], m.via_float) +
                      ")))";
-  return m.via_float ? "tl::cast<" + CTypeName(t) + ">(" + text + ")" : text;
+  return m.via_float ? Narrow(t, text) : text;
 }
 
 // popcount/clz on 32- or 64-bit integers: the CUDA-style device built-ins MUSA shares.

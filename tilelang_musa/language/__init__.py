@@ -16,8 +16,10 @@ from .dtypes import (
 from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings
 from .loop import Parallel, Pipelined, serial, unroll, vectorized
 from .math import (
-    Cast, abs, cast, ceil, ceildiv, clamp, cos, exp, exp2, floor, floordiv, floormod, if_then_else, infinity, log,
-    log2, max, max_value, min, min_value, ninf, pow, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc,
+    Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
+    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, log, log1p, log2, log10, max,
+    max_value, min, min_value, nearbyint, ninf, pow, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh, sqrt,
+    tan, tanh, trunc,
 )
 from .prim_func import macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
@@ -32,7 +34,8 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
-    "abs", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
+    "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
+    "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",

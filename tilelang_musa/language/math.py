@@ -120,6 +120,15 @@ sin = _unary("sin")
 cos = _unary("cos")
 tanh = _unary("tanh")
 sigmoid = _unary("sigmoid")
+tan = _unary("tan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+atan = _unary("atan")
+erf = _unary("erf")
+exp10 = _unary("exp10")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+nearbyint = _unary("nearbyint")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001
@@ -134,3 +143,34 @@ def abs(x: Any) -> Any:  # noqa: A001
 
 def pow(x: Any, y: Any) -> Any:  # noqa: A001
     return tirx.pow(x, y)
+
+
+def fmod(x: Any, y: Any) -> Any:
+    """Remainder of x / y with the sign of x (C's fmod)."""
+    return tirx.fmod(x, y)
+
+
+# Bit operations on integers, by upstream's names (`a & b` etc. work as well).
+def bitwise_and(a: Any, b: Any) -> Any:
+    return tirx.bitwise_and(as_expr(a), b)
+
+
+def bitwise_or(a: Any, b: Any) -> Any:
+    return tirx.bitwise_or(as_expr(a), b)
+
+
+def bitwise_xor(a: Any, b: Any) -> Any:
+    return tirx.bitwise_xor(as_expr(a), b)
+
+
+def bitwise_not(a: Any) -> Any:
+    return tirx.bitwise_not(as_expr(a))
+
+
+def shift_left(a: Any, b: Any) -> Any:
+    return tirx.shift_left(as_expr(a), b)
+
+
+def shift_right(a: Any, b: Any) -> Any:
+    """Arithmetic for signed integers, logical for unsigned (C's >>)."""
+    return tirx.shift_right(as_expr(a), b)

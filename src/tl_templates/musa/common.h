@@ -298,6 +298,52 @@ TL_VEC_BINARY_HELPER(min)
 TL_VEC_BINARY_HELPER(max)
 #undef TL_VEC_BINARY_HELPER
 
+// ---- lane-wise math on vectors -------------------------------------------------------------------------------
+// The printer calls `tl::vmath::expf(v)` for math on the vectors of vectorized loops. A namespace of their own:
+// overloads named like the C functions inside `tl` itself would hide the scalar ones from the code above.
+namespace vmath {
+#define TL_VEC_MATH(F, ...)                                                         \
+  template <typename T, int N>                                                      \
+  TL_HOST_DEVICE vec<T, N> F(TL_VEC_MATH_PARAMS_##__VA_ARGS__) {                     \
+    vec<T, N> r;                                                                    \
+    for (int i = 0; i < N; ++i) r.data[i] = static_cast<T>(::F(TL_VEC_MATH_ARGS_##__VA_ARGS__)); \
+    return r;                                                                       \
+  }
+#define TL_VEC_MATH_PARAMS_1 const vec<T, N>& a
+#define TL_VEC_MATH_ARGS_1 a.data[i]
+#define TL_VEC_MATH_PARAMS_2 const vec<T, N>& a, const vec<T, N>& b
+#define TL_VEC_MATH_ARGS_2 a.data[i], b.data[i]
+#define TL_VEC_MATH_PARAMS_3 const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c
+#define TL_VEC_MATH_ARGS_3 a.data[i], b.data[i], c.data[i]
+#define TL_VEC_MATH_F_AND_D(F, ARITY) TL_VEC_MATH(F##f, ARITY) TL_VEC_MATH(F, ARITY)
+TL_VEC_MATH_F_AND_D(exp, 1) TL_VEC_MATH_F_AND_D(exp2, 1) TL_VEC_MATH_F_AND_D(exp10, 1) TL_VEC_MATH_F_AND_D(log, 1)
+TL_VEC_MATH_F_AND_D(log2, 1) TL_VEC_MATH_F_AND_D(log10, 1) TL_VEC_MATH_F_AND_D(log1p, 1) TL_VEC_MATH_F_AND_D(sqrt, 1)
+TL_VEC_MATH_F_AND_D(sin, 1) TL_VEC_MATH_F_AND_D(cos, 1) TL_VEC_MATH_F_AND_D(tan, 1) TL_VEC_MATH_F_AND_D(sinh, 1)
+TL_VEC_MATH_F_AND_D(cosh, 1) TL_VEC_MATH_F_AND_D(tanh, 1) TL_VEC_MATH_F_AND_D(asin, 1) TL_VEC_MATH_F_AND_D(acos, 1)
+TL_VEC_MATH_F_AND_D(atan, 1) TL_VEC_MATH_F_AND_D(asinh, 1) TL_VEC_MATH_F_AND_D(acosh, 1)
+TL_VEC_MATH_F_AND_D(atanh, 1) TL_VEC_MATH_F_AND_D(erf, 1) TL_VEC_MATH_F_AND_D(fabs, 1) TL_VEC_MATH_F_AND_D(floor, 1)
+TL_VEC_MATH_F_AND_D(ceil, 1) TL_VEC_MATH_F_AND_D(trunc, 1) TL_VEC_MATH_F_AND_D(round, 1)
+TL_VEC_MATH_F_AND_D(nearbyint, 1) TL_VEC_MATH_F_AND_D(pow, 2) TL_VEC_MATH_F_AND_D(fmod, 2)
+TL_VEC_MATH_F_AND_D(atan2, 2) TL_VEC_MATH_F_AND_D(hypot, 2) TL_VEC_MATH_F_AND_D(copysign, 2)
+TL_VEC_MATH_F_AND_D(nextafter, 2) TL_VEC_MATH_F_AND_D(fma, 3)
+// rsqrtf is a device built-in with no host declaration every toolchain shares: lane-wise 1 / sqrtf (at least as
+// accurate as the built-in's approximation).
+template <typename T, int N>
+TL_HOST_DEVICE vec<T, N> rsqrtf(const vec<T, N>& a) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.data[i] = static_cast<T>(1.0f / ::sqrtf(a.data[i]));
+  return r;
+}
+#undef TL_VEC_MATH_F_AND_D
+#undef TL_VEC_MATH
+#undef TL_VEC_MATH_PARAMS_1
+#undef TL_VEC_MATH_ARGS_1
+#undef TL_VEC_MATH_PARAMS_2
+#undef TL_VEC_MATH_ARGS_2
+#undef TL_VEC_MATH_PARAMS_3
+#undef TL_VEC_MATH_ARGS_3
+}  // namespace vmath
+
 }  // namespace tl
 
 using tl::bfloat16_t;

@@ -1,0 +1,90 @@
+"""The math and bit-operation names of upstream TileLang (T.tan, T.erf, T.fmod, T.bitwise_and, T.shift_right, ...):
+each compiles to its MUSA math-library call or C operator on both archs and matches torch in the simulator."""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+
+N = 256
+UNARY = {
+    "tan": (T.tan, torch.tan, "tanf("), "sinh": (T.sinh, torch.sinh, "sinhf("),
+    "cosh": (T.cosh, torch.cosh, "coshf("), "atan": (T.atan, torch.atan, "atanf("),
+    "erf": (T.erf, torch.erf, "erff("), "exp10": (T.exp10, lambda x: torch.pow(10.0, x), "exp10f("),
+    "log10": (T.log10, lambda x: torch.log10(x.abs() + 0.5), "log10f("),
+    "log1p": (T.log1p, lambda x: torch.log1p(x.abs()), "log1pf("),
+    "nearbyint": (T.nearbyint, lambda x: torch.round(x * 3.0), "nearbyintf("),
+}
+# arguments that keep each function in its domain: log10 of |x| + 0.5, log1p of |x|, nearbyint of 3x
+ARGUMENT = {"log10": lambda x: T.abs(x) + 0.5, "log1p": T.abs, "nearbyint": lambda x: x * 3.0}
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_math(arch, name):
+    fn, ref, c_name = UNARY[name]
+    arg = ARGUMENT.get(name, lambda x: x)
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                B[i] = fn(arg(A[i]))
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert c_name in kernel.get_kernel_source()
+    a = rand((N,), torch.float32, 51)
+    b = poison((N,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, ref(a), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_fmod_and_bit_operations(arch):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), X: T.Tensor((N,), "int32"), F: T.Tensor((N,), "float32"),
+             Y: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                F[i] = T.fmod(A[i] * 10.0, 3.0)
+                Y[i] = T.bitwise_xor(T.bitwise_and(X[i], 0xFF0), T.bitwise_or(T.shift_left(X[i], 3), 1)) \
+                    + T.shift_right(X[i], 2) + T.bitwise_not(X[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "fmodf(" in source and all(op in source for op in (" & ", " ^ ", " | ", " << ", " >> ", "~"))
+    a = rand((N,), torch.float32, 52)
+    x = torch.randint(-2**20, 2**20, (N,), generator=torch.Generator().manual_seed(53), dtype=torch.int32)
+    f, y = poison((N,), torch.float32), torch.full((N,), -7, dtype=torch.int32)
+    kernel(a, x, f, y)
+    torch.testing.assert_close(f, torch.fmod(a * 10.0, 3.0), rtol=1e-5, atol=1e-5)
+    expected = ((x & 0xFF0) ^ ((x << 3) | 1)) + (x >> 2) + (~x)
+    assert torch.equal(y, expected)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_math_in_a_vectorized_loop_runs_lane_by_lane(arch, dtype):
+    """A plain elementwise loop is vectorized; its math calls become the lane-wise tl::vmath overloads (16-bit
+    lanes computed in float)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(N):
+                B[i] = T.exp(A[i]) + T.sigmoid(A[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::vmath::expf(" in source
+    if dtype == "float16":
+        assert "tl::vec_cast<half_t>(tl::vmath::expf(tl::vec_cast<float>(" in source
+    torch_dtype = getattr(torch, dtype)
+    a = rand((N,), torch_dtype, 54)
+    b = poison((N,), torch_dtype)
+    kernel(a, b)
+    x = a.float()
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    torch.testing.assert_close(b.float(), torch.exp(x) + torch.sigmoid(x), rtol=tol, atol=tol)
