@@ -4,6 +4,9 @@ from .annotate import annotate_layout
 from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .atomic import atomic_add, atomic_max, atomic_min
 from .builtin import sync_threads, use_swizzle, wait_sqmma, wait_wgmma
+from .warp import (
+    get_lane_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor, sync_warp,
+)
 from .copy import copy
 from .debug import device_assert, print
 from .cumsum import cumsum
@@ -34,6 +37,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
+    "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",

@@ -344,6 +344,31 @@ TL_HOST_DEVICE vec<T, N> rsqrtf(const vec<T, N>& a) {
 #undef TL_VEC_MATH_ARGS_3
 }  // namespace vmath
 
+// ---- warps ------------------------------------------------------------------------------------------------------
+// The warp size of the arch being compiled: __MUSA_ARCH_LIST__ names one arch and is defined in both of mcc's passes.
+#if defined(__MUSA_ARCH_LIST__) && __MUSA_ARCH_LIST__ < 300
+constexpr int kWarpSize = 128;  // mp_21 / mp_22
+#else
+constexpr int kWarpSize = 32;  // mp_31 / mp_32
+#endif
+
+/*! \brief The calling thread's id in the block, x fastest. */
+TL_DEVICE int linear_thread_id() {
+  return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+}
+
+/*! \brief Lane of the calling thread in its warp of WarpSize threads (T.get_lane_idx). */
+template <int WarpSize = kWarpSize>
+TL_DEVICE int get_lane_idx() {
+  return linear_thread_id() % WarpSize;
+}
+
+/*! \brief Warp of the calling thread in the block (T.get_warp_idx). */
+template <int WarpSize = kWarpSize>
+TL_DEVICE int get_warp_idx() {
+  return linear_thread_id() / WarpSize;
+}
+
 }  // namespace tl
 
 using tl::bfloat16_t;

@@ -1,0 +1,61 @@
+"""Warp built-ins: lane and warp indices on the arch's warp (32 lanes on mp_31, 128 on mp_22), `T.sync_warp`, and
+the shuffles `T.shfl_xor / shfl_down / shfl_up / shfl_sync`, in the simulator against a torch model of the warp."""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import rand
+
+THREADS = 256
+WARP = {"mp_31": 32, "mp_22": 128}
+
+
+def warp_program():
+    @T.prim_func
+    def main(A: T.Tensor((THREADS,), "float32"), Lane: T.Tensor((THREADS,), "int32"),
+             Warp: T.Tensor((THREADS,), "int32"), Lane8: T.Tensor((THREADS,), "int32"),
+             Out: T.Tensor((4, THREADS), "float32")):
+        with T.Kernel(1, threads=THREADS) as bx:
+            tx = T.get_thread_binding()
+            Lane[tx] = T.get_lane_idx()
+            Warp[tx] = T.get_warp_idx()
+            Lane8[tx] = T.get_lane_idx(8)
+            v = A[tx]
+            T.sync_warp()
+            Out[0, tx] = T.shfl_xor(v, 1)
+            Out[1, tx] = T.shfl_down(v, 2)
+            Out[2, tx] = T.shfl_up(v, 3)
+            Out[3, tx] = T.shfl_sync(v, 5)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_lanes_warps_and_shuffles(arch):
+    kernel = tilelang.compile(warp_program(), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    for text in ("tl::get_lane_idx()", "tl::get_warp_idx()", "tl::get_lane_idx<8>()", "__syncwarp()",
+                 "__shfl_xor_sync(", "__shfl_down_sync(", "__shfl_up_sync(", "__shfl_sync("):
+        assert text in source, text
+    a = rand((THREADS,), torch.float32, 61)
+    lane, warp, lane8 = (torch.full((THREADS,), -1, dtype=torch.int32) for _ in range(3))
+    out = torch.full((4, THREADS), float("nan"))
+    kernel(a, lane, warp, lane8, out)
+    ws = WARP[arch]
+    t = torch.arange(THREADS)
+    assert torch.equal(lane, (t % ws).int()) and torch.equal(warp, (t // ws).int())
+    assert torch.equal(lane8, (t % 8).int())
+    base, own = t - t % ws, t % ws
+    torch.testing.assert_close(out[0], a[base + (own ^ 1)])
+    torch.testing.assert_close(out[1], a[torch.where(own + 2 < ws, t + 2, t)])
+    torch.testing.assert_close(out[2], a[torch.where(own >= 3, t - 3, t)])
+    torch.testing.assert_close(out[3], a[base + 5])
+
+
+def test_warp_builtins_need_a_kernel():
+    with pytest.raises(tilelang.CompileError, match="`T.get_lane_idx` must be used inside"):
+        @T.prim_func
+        def main(A: T.Tensor((1,), "int32")):
+            A[0] = T.get_lane_idx()

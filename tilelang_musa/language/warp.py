@@ -1,0 +1,85 @@
+"""Warp-level built-ins: `T.get_lane_idx`, `T.get_warp_idx`, `T.sync_warp`, and the shuffles `T.shfl_xor`,
+`T.shfl_down`, `T.shfl_up`, `T.shfl_sync`.
+
+The warp is the architecture's: 32 lanes on mp_31/mp_32, 128 on mp_21/mp_22 (`tl::kWarpSize` in common.h, fixed
+by the arch being compiled). Lanes count along the block's linear thread id. Shuffles call the CUDA-named MUSA
+built-ins with a full 32-bit lane mask; on 128-lane warps their behaviour beyond offset 31 is modelled in the
+simulator but unverified on hardware (shared/docs/MUSA_FACTS.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import tirx
+from tvm.tirx.script import builder as Tb
+
+from .builder import as_expr, current_trace
+
+_FULL_MASK = 0xFFFFFFFF
+
+
+def _in_kernel(construct: str):
+    trace = current_trace(construct)
+    if trace.kernel is None:
+        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    return trace
+
+
+def _warp_template(construct: str, name: str, warp_size: Any) -> Any:
+    trace = _in_kernel(construct)
+    if warp_size is None:
+        return tirx.call_extern("int32", f"tl::{name}")
+    if not isinstance(warp_size, int) or warp_size <= 0:
+        raise trace.error(f"{construct}: warp_size={warp_size!r} must be a positive int")
+    return tirx.call_extern("int32", f"tl::{name}<{warp_size}>")
+
+
+def get_lane_idx(warp_size: int | None = None) -> Any:
+    """The calling thread's lane in its warp: linear thread id % warp size (the arch's unless given)."""
+    return _warp_template("T.get_lane_idx", "get_lane_idx", warp_size)
+
+
+def get_warp_idx(warp_size: int | None = None) -> Any:
+    """The calling thread's warp in the block: linear thread id // warp size (the arch's unless given)."""
+    return _warp_template("T.get_warp_idx", "get_warp_idx", warp_size)
+
+
+def get_warp_idx_sync(warp_size: int | None = None) -> Any:
+    """`T.get_warp_idx` (the value is the same in every lane of a warp by construction)."""
+    return _warp_template("T.get_warp_idx_sync", "get_warp_idx", warp_size)
+
+
+def sync_warp(mask: int | None = None) -> None:
+    """`__syncwarp(mask)`: the lanes of `mask` (all by default) wait for each other."""
+    _in_kernel("T.sync_warp")
+    args = [] if mask is None else [tirx.const(mask, "uint32")]
+    Tb.evaluate(tirx.call_extern("int32", "__syncwarp", *args))
+
+
+def _shuffle(construct: str, builtin: str, value: Any, lane_arg: Any, width: Any, mask: Any) -> Any:
+    _in_kernel(construct)
+    value = as_expr(value)
+    mask = tirx.const(mask, "uint32") if isinstance(mask, int) else mask
+    args = [mask, value, as_expr(lane_arg)] + ([] if width is None else [as_expr(width)])
+    return tirx.call_extern(str(value.ty.dtype), builtin, *args)
+
+
+def shfl_xor(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
+    """`value` of lane `lane ^ offset` (within groups of `width` lanes, the whole warp by default)."""
+    return _shuffle("T.shfl_xor", "__shfl_xor_sync", value, offset, width, mask)
+
+
+def shfl_down(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
+    """`value` of lane `lane + offset`; lanes past the group's end keep their own."""
+    return _shuffle("T.shfl_down", "__shfl_down_sync", value, offset, width, mask)
+
+
+def shfl_up(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
+    """`value` of lane `lane - offset`; lanes below `offset` keep their own."""
+    return _shuffle("T.shfl_up", "__shfl_up_sync", value, offset, width, mask)
+
+
+def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
+    """`value` of lane `src_lane` (of the caller's group of `width` lanes)."""
+    return _shuffle("T.shfl_sync", "__shfl_sync", value, src_lane, width, mask)
