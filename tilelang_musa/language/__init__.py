@@ -8,13 +8,14 @@ from .warp import (
     get_lane_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor, sync_warp,
 )
 from .copy import copy
+from .tir import PrimExpr, Select, Var, address_of, call_extern, call_intrin, evaluate, reinterpret
 from .debug import device_assert, print
 from .cumsum import cumsum
 from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
-    DType, bfloat16, boolean, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, int8, int16,
-    int32, int64, uint8, uint16, uint32, uint64,
+    DType, bfloat16, boolean, double, dtype, float, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32,
+    float64, half, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings
 from .loop import Parallel, Pipelined, serial, unroll, vectorized
@@ -37,6 +38,8 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
+    "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "call_extern",
+    "call_intrin", "evaluate", "reinterpret",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",

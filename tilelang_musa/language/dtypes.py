@@ -39,7 +39,34 @@ def canonical_dtype(dtype: Any) -> str:
 
 
 class DType(str):
-    """A dtype string that is also a constructor of constants and casts."""
+    """A dtype string that is also a constructor of constants and casts. `T.dtype("half")`, `T.dtype(torch.half)`
+    and `T.float16` are equal (to each other, to "float16" and to torch.float16); `.as_torch()` is the torch dtype."""
+
+    def __new__(cls, value: Any) -> "DType":
+        return str.__new__(cls, canonical_dtype(value))
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, str) or type(other).__module__ == "torch":
+            try:
+                return str.__eq__(self, canonical_dtype(other))
+            except Exception:  # noqa: BLE001 - not a dtype at all: unequal
+                return False
+        return NotImplemented
+
+    def __ne__(self, other: Any) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = str.__hash__
+
+    def as_torch(self) -> Any:
+        import torch
+
+        name = str.__str__(self)
+        found = getattr(torch, name, None)
+        if not isinstance(found, torch.dtype):
+            raise TypeError(f"T.{name} has no torch dtype")
+        return found
 
     def __call__(self, value: Any = None) -> Any:
         dtype = str.__str__(self)
@@ -54,6 +81,7 @@ class DType(str):
 
 
 
+dtype = DType  # T.dtype("float16"), as upstream
 float16 = DType("float16")
 bfloat16 = DType("bfloat16")
 float32 = DType("float32")
@@ -70,8 +98,13 @@ boolean = DType("bool")
 float8_e4m3 = DType("float8_e4m3fn")
 float8_e4m3fn = DType("float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2")
+float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.double aliases
+half = DType("float16")
+int = DType("int32")  # noqa: A001
+double = DType("float64")
 
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
+    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "dtype", "float",
+    "half", "int", "double",
 ]

@@ -1,0 +1,43 @@
+"""Low-level names upstream scripts use through `T` (call_extern, Select, reinterpret, address_of, evaluate) and
+the dtype spellings (T.dtype(...), T.float, T.half, T.int): IR as TVMScript builds it, run in the simulator."""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+
+N = 128
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_call_extern_select_reinterpret_address_of_evaluate(arch):
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float), Bits: T.Tensor((N,), T.int), M: T.Tensor((N,), T.float),
+             Count: T.Tensor((1,), T.int)):
+        with T.Kernel(1, threads=N) as bx:
+            tx = T.get_thread_binding()
+            Bits[tx] = T.reinterpret("int32", A[tx])
+            M[tx] = T.Select(A[tx] > 0, T.call_extern("float32", "tl::max", A[tx], 0.5), A[tx] * 2.0)
+            T.evaluate(T.call_extern("int32", "tl::AtomicAdd", T.address_of(Count[0]), 1))
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    for text in ("tl::bit_cast<int>(A[", "? tl::max(A[(int)threadIdx.x], 5.000000e-01f) :", "tl::AtomicAdd(&Count[0], 1);"):
+        assert text in source, text
+    a = rand((N,), torch.float32, 71)
+    bits, m, count = torch.zeros(N, dtype=torch.int32), poison((N,), torch.float32), torch.zeros(1, dtype=torch.int32)
+    kernel(a, bits, m, count)
+    assert torch.equal(bits, a.view(torch.int32))
+    torch.testing.assert_close(m, torch.where(a > 0, a.clamp(min=0.5), a * 2.0))
+    assert count.item() == N
+
+
+def test_dtype_spellings_agree():
+    assert T.dtype("half") == T.float16 == "float16" and T.float16 == torch.float16
+    assert T.dtype(torch.bfloat16) == T.bfloat16 and T.float == "float32" and T.int == T.int32
+    assert T.float16.as_torch() is torch.float16 and T.dtype("float") != T.half
+    assert {T.float32: 1}["float32"] == 1 and isinstance(T.float32, T.dtype)
+    with pytest.raises(tilelang.CompileError, match="unknown dtype `floaty`"):
+        T.dtype("floaty")
