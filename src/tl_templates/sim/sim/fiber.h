@@ -10,7 +10,10 @@
  * ucontext (correct, slower).
  *
  * Stacks are mmap'd with a PROT_NONE guard page below each one (an overflow faults instead of corrupting the
- * neighbour), sized by TILELANG_SIM_STACK_KB, and kept in a process-wide pool so launches do not remap them.
+ * neighbour), sized by TILELANG_SIM_STACK_KB, and unmapped when the launch ends. They are not kept for the next
+ * launch: every kernel library carries its own copy of the simulator, so a cache would live once per loaded
+ * library, and each idle set of N guarded stacks holds 2N memory mappings: a process with a few dozen kernels of
+ * 1024 threads loaded would exhaust the kernel's mapping limit (vm.max_map_count), as a long test run did.
  */
 #pragma once
 
@@ -20,8 +23,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
-#include <vector>
 
 #include "config.h"
 
@@ -167,52 +168,19 @@ struct StackSet {
   void* StackLow(uint32_t i) const { return base + i * stride + guard_bytes; }
 };
 
-/*! \brief Process-wide pool of stack sets; a launch takes one per OS thread and gives it back. Thread-safe. */
+/*! \brief Maps and unmaps the stack sets of launches: one per OS thread of a launch, for the launch (see the file
+ *         comment for why nothing is kept). Thread-safe: it holds no state. */
 class StackPool {
  public:
-  /*! \brief A set with at least `count` stacks of exactly `stack_bytes`; null (and `error` filled) on failure. */
+  /*! \brief A set of `count` stacks of `stack_bytes`; null (and `error` filled) on failure. */
   StackSet* Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < free_.size(); ++i) {
-        StackSet* s = free_[i];
-        if (s->stack_bytes == stack_bytes && s->count >= count) {
-          free_.erase(free_.begin() + static_cast<ptrdiff_t>(i));
-          return s;
-        }
-      }
-      // A free set that does not fit is dropped so the pool holds only the current configuration.
-      for (size_t i = 0; i < free_.size();) {
-        if (free_[i]->stack_bytes != stack_bytes) {
-          Unmap(free_[i]);
-          free_.erase(free_.begin() + static_cast<ptrdiff_t>(i));
-        } else {
-          ++i;
-        }
-      }
-    }
     return Map(count, stack_bytes, error, error_size);
   }
 
-  void Release(StackSet* s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Keep the largest sets: a smaller one of the same size class is superseded.
-    for (size_t i = 0; i < free_.size(); ++i) {
-      if (free_[i]->stack_bytes == s->stack_bytes && free_[i]->count <= s->count) {
-        Unmap(free_[i]);
-        free_[i] = s;
-        return;
-      }
-    }
-    free_.push_back(s);
-  }
+  void Release(StackSet* s) { Unmap(s); }
 
-  /*! \brief Unmap every idle set (musaDeviceReset). */
-  void Trim() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (StackSet* s : free_) Unmap(s);
-    free_.clear();
-  }
+  /*! \brief Nothing is idle to unmap (musaDeviceReset). */
+  void Trim() {}
 
  private:
   static StackSet* Map(uint32_t count, size_t stack_bytes, char* error, size_t error_size) {
@@ -247,8 +215,6 @@ class StackPool {
     delete s;
   }
 
-  std::mutex mu_;
-  std::vector<StackSet*> free_;
 };
 
 inline StackPool& GlobalStackPool() {
