@@ -162,7 +162,11 @@ class NvccCheck(DeviceCompiler):
         return [CompileJob(source, self.name, "both passes", tuple(cmd))]
 
 
-COMPILERS = {c.name: c for c in (ClangCheck, NvccCheck)}
+# name -> the compiler as the command line configures it
+COMPILERS = {
+    "clang": lambda args: ClangCheck(args.clang),
+    "nvcc": lambda args: NvccCheck(args.nvcc, args.cuda_arch),
+}
 
 
 def collect_sources(paths: list[Path], default_arch: str = "mp_31") -> list[KernelSource]:
@@ -204,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shared is not None:
         names = ["nvcc"]
         args.shared.mkdir(parents=True, exist_ok=True)
-    compilers = [ClangCheck(args.clang) if n == "clang" else NvccCheck(args.nvcc, args.cuda_arch) for n in names]
+    compilers = [COMPILERS[n](args) for n in names]
     for c in compilers:
         if not c.available():
             print(f"{c.name} was not found", file=sys.stderr)

@@ -3,9 +3,9 @@
  * \brief The `__musa_*` device built-ins, declared for a compiler that does not know them (clang or nvcc in CUDA
  *        mode), with the prototypes of shared/docs/MUSA_FACTS.md and the simulator (src/tl_templates/sim/sim/).
  *
- * mcc knows these in the device pass only; so do the shims: they are declared when the device pass is being
- * compiled (__CUDA_ARCH__), so a built-in call the host pass can see (outside `#if defined(__MUSA_ARCH__)`) fails
- * the check, as it would fail mcc. The including shim defines TL_SHIM_BUILTIN (the specifiers) and
+ * Whether mcc's host pass knows them is not documented; TileLang-MUSA calls them only under __MUSA_ARCH__, and the
+ * shims hold the templates to that: the built-ins are declared in the device pass only (__CUDA_ARCH__), so a call
+ * the host pass can see (outside `#if defined(__MUSA_ARCH__)`) fails the check. The including shim defines TL_SHIM_BUILTIN (the specifiers) and
  * TL_SHIM_BUILTIN_BODY (`;` for clang's syntax check; a body that traps for nvcc, since nvcc
  * links the device code of a translation unit and needs a definition). Nothing here runs.
  *
