@@ -6,6 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang_musa.diagnostics import TileLangWarning
 from conftest import rand
 
 
@@ -147,22 +148,45 @@ def test_annotated_fragment_layout_is_used_and_conflicts_are_reported():
     kernel(a, b)
     torch.testing.assert_close(b, a + 1)
 
+    # A loop over two fragments annotated with layouts that disagree: G is exchanged through shared memory
+    # into the layout the loop runs in (F's), with a warning naming it.
     @T.prim_func
-    def conflict(A: T.Tensor((32, 4), "float32")):
+    def disagree(A: T.Tensor((32, 4), "float32"), B: T.Tensor((32, 4), "float32")):
         with T.Kernel(1, threads=32):
             F = T.alloc_fragment((32, 4), "float32")
             G = T.alloc_fragment((32, 4), "float32")
             T.annotate_layout({F: T.Fragment((32, 4), forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j),
-                               G: T.Fragment((32, 4), forward_thread_fn=lambda i, j: (i + 1) % 32,
+                               G: T.Fragment((32, 4), forward_thread_fn=lambda i, j: 31 - i,
                                              forward_index_fn=lambda i, j: j)})
             T.copy(A, F)
             T.copy(A, G)
             for i, j in T.Parallel(32, 4):
-                F[i, j] = G[i, j]
+                F[i, j] = F[i, j] * G[i, j]
+            T.copy(F, B)
 
-    with pytest.raises(tilelang.CompileError, match=r"layout conflict.*`G`") as info:
-        tilelang.compile(conflict)
-    assert "for i, j in T.Parallel(32, 4):" in str(info.value)
+    with pytest.warns(TileLangWarning, match=r"fragment `G` is exchanged through a 512-byte shared-memory tile"):
+        kernel = tilelang.compile(disagree)
+    assert "G_exchange" in kernel.get_kernel_source()
+    b = torch.full((32, 4), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a * a)
+
+    # Two layouts required of one fragment (an annotation and a gemm accumulator) cannot both hold: an error.
+    @T.prim_func
+    def conflict(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((32, 32), "float16")
+            acc = T.alloc_fragment((32, 32), "float32")
+            T.annotate_layout({acc: T.Fragment((32, 32), forward_thread_fn=lambda i, j: i * 4 + j // 8,
+                                               forward_index_fn=lambda i, j: j % 8)})
+            T.copy(A, A_s)
+            T.clear(acc)
+            T.gemm(A_s, A_s, acc)
+            T.copy(acc, C)
+
+    with pytest.raises(tilelang.CompileError, match=r"layout conflict on `acc`") as info:
+        tilelang.compile(conflict, target="musa -arch=mp_31")
+    assert "T.gemm(A_s, A_s, acc)" in str(info.value)
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])

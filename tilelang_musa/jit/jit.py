@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from .. import env
 from ..language.parser import contains_kernel_scope, parse_kernel
 from ..language.prim_func import discover_consts, eager_signature, trace_eager
 from .compile import compile as compile_program
@@ -47,6 +48,8 @@ class JITFunction:
         return self._eager
 
     def _compile(self, key: Any, build_program: Callable[[], Any]) -> JITKernel:
+        if self.options["target"] is None:  # the default target may change between calls (TILELANG_TARGET)
+            key = (key, env.TARGET.raw())
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = compile_program(build_program(), **self.options)

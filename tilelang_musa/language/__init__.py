@@ -27,7 +27,7 @@ from .math import (
 )
 from .prim_func import macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
-from .proxy import Buffer, StridedTensor, Tensor
+from .proxy import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor
 from .reduce import reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
@@ -37,7 +37,7 @@ from .unsupported import UNSUPPORTED  # noqa: E402
 globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
 
 __all__ = [
-    "Buffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
+    "Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "call_extern",
     "call_intrin", "evaluate", "reinterpret",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",

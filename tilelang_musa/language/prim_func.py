@@ -113,7 +113,17 @@ class Macro:
         self.__doc__ = func.__doc__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return parse_kernel(self.func).fn(*args, **kwargs)
+        from .builder import current_trace
+        from .proxy import check_macro_argument
+
+        parsed = parse_kernel(self.func)
+        bound = inspect.signature(self.func).bind(*args, **kwargs)
+        trace = current_trace(f"@T.macro {self.__name__}")
+        for name, value in bound.arguments.items():
+            param = bound.signature.parameters[name]
+            if param.annotation is not inspect.Parameter.empty:
+                check_macro_argument(trace, self.__name__, name, _annotation(parsed, param), value)
+        return parsed.fn(*args, **kwargs)
 
 
 def macro(func: Callable | None = None, *, hygienic: bool = True):

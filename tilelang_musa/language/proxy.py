@@ -1,7 +1,9 @@
 """Tensor parameter annotations: `T.Tensor((M, K), dtype)` and `T.Tensor[(M, K), dtype]`.
 
 In a `@T.prim_func` signature an annotation makes the parameter a global buffer; in the eager jit style
-the statement `A: T.Tensor[(N,), dtype]` in the body does the same for parameter `A`.
+the statement `A: T.Tensor[(N,), dtype]` in the body does the same for parameter `A`. `T.SharedBuffer`,
+`T.FragmentBuffer` and `T.LocalBuffer` annotate the parameters of a `@T.macro` that take on-chip tiles;
+a macro checks each tile it is given against its annotation (`check_macro_argument`).
 """
 
 from __future__ import annotations
@@ -61,8 +63,49 @@ class StridedTensor(Tensor):
         return TensorType(_shape(shape), canonical_dtype(dtype), _shape(strides))
 
 
+def _on_chip(scope: str, doc: str):
+    class OnChipBuffer(Tensor):
+        __doc__ = doc
+
+        def __new__(cls, shape: Any, dtype: Any = "float32") -> TensorType:  # type: ignore[misc]
+            return TensorType(_shape(shape), canonical_dtype(dtype), None, scope)
+
+    return OnChipBuffer
+
+
+SharedBuffer = _on_chip("shared", "`T.SharedBuffer(shape, dtype)`: a @T.macro parameter that is a shared-memory tile.")
+FragmentBuffer = _on_chip("local.fragment", "`T.FragmentBuffer(shape, dtype)`: a @T.macro parameter that is a fragment.")
+LocalBuffer = _on_chip("local", "`T.LocalBuffer(shape, dtype)`: a @T.macro parameter that is a thread's local array.")
+_SCOPE_NAMES = {"shared": "T.SharedBuffer", "local.fragment": "T.FragmentBuffer", "local": "T.LocalBuffer"}
+
+
+def check_macro_argument(trace: KernelTrace, macro: str, name: str, annotation: Any, value: Any) -> None:
+    """A tile passed to a @T.macro parameter annotated with a buffer type must have its dtype, shape and (for
+    the on-chip annotations) memory scope."""
+    if not isinstance(annotation, TensorType) or not (isinstance(value, tvm.ir.expr.Var)
+                                                       and isinstance(value.ty, tvm.tirx.BufferType)):
+        return
+    scope, dtype = str(value.ty.storage_scope), str(value.ty.dtype.dtype)
+    shape = [int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in value.ty.shape]
+    wanted = [int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in annotation.shape]
+    problems = []
+    if annotation.scope != "global" and scope.split(".dyn")[0] != annotation.scope:
+        problems.append(f"it is a {scope} buffer, not a {_SCOPE_NAMES[annotation.scope]}")
+    if dtype != annotation.dtype:
+        problems.append(f"its dtype is {dtype}, not {annotation.dtype}")
+    if len(shape) != len(wanted) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                        for a, b in zip(shape, wanted)):
+        problems.append(f"its shape is {tuple(shape)}, not {tuple(wanted)}")
+    if problems:
+        raise trace.error(f"@T.macro `{macro}`: argument `{name}` ({value.name}) does not match its annotation: "
+                          + "; ".join(problems))
+
+
 def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
     """Declare kernel parameter `name` from its annotation; returns the buffer or scalar Var."""
+    if isinstance(annotation, TensorType) and annotation.scope != "global":
+        raise trace.error(f"parameter `{name}`: {_SCOPE_NAMES[annotation.scope]} annotates a @T.macro parameter; a "
+                          "kernel's parameters are global tensors (T.Tensor)")
     if isinstance(annotation, TensorType):
         if annotation.strides is not None:
             raise trace.error(f"parameter `{name}`: strided tensors are not supported yet; pass a contiguous tensor")

@@ -138,3 +138,40 @@ def loc_of(node: Any):
         filename, line, col = text.rsplit(":", 2)
         return SourceLoc(filename, int(line), int(col))
     return None
+
+
+def declare_buffers(body: Any, buffers: list[Any]) -> Any:
+    """`body` with `AllocBuffer`s for `buffers` added before the kernel's first allocation (the outermost
+    sequence that allocates), so they are in scope wherever the kernel's own tiles are."""
+    if not buffers:
+        return body
+    done = False
+
+    def on_seq(node, mutator):
+        nonlocal done
+        if done:
+            return node
+        first = next((k for k, s in enumerate(node.seq) if isinstance(s, tirx.AllocBuffer)), None)
+        if first is None:
+            return mutator.default_mutate(node)
+        done = True
+        seq = list(node.seq)
+        return tirx.SeqStmt(seq[:first] + [tirx.AllocBuffer(b) for b in buffers] + seq[first:])
+
+    body = tvm_ffi.structural_mutate(body, [(tirx.SeqStmt, on_seq)])
+    if not done:
+        raise ValueError("declare_buffers: the kernel allocates nothing to declare beside")
+    return body
+
+
+def replace_buffer(node: Any, old: Var, new: Var) -> Any:
+    """`node` with every load and store of `old` going to `new` (same shape)."""
+    def on_store(n, mutator):
+        n = mutator.default_mutate(n)
+        return tirx.BufferStore(new, n.value, n.indices) if n.buffer.same_as(old) else n
+
+    def on_load(n, mutator):
+        n = mutator.default_mutate(n)
+        return new[tuple(n.indices)] if n.source.same_as(old) else n
+
+    return tvm_ffi.structural_mutate(node, [(tirx.BufferStore, on_store), (TensorLoad, on_load)])

@@ -15,29 +15,41 @@ Each nest over fragments is then lowered right here to a per-thread loop over sl
 the layouts are recorded in the function attribute `tl.fragment_layouts` for LowerFragmentAccess. A
 fragment that two nests would place differently is an error naming both buffers, the two layouts and the
 source line.
+
+Two layouts that cannot agree (a loop runs where `acc_s_cast` lives and reads `acc_s`, which a gemm placed
+elsewhere) are reconciled through shared memory rather than rejected: the loop works on a copy of the
+fragment in the layout it needs, exchanged through a shared tile before it (and back after it, if the loop
+writes the fragment), with a TileLangWarning naming the fragments, since it costs a round trip through
+shared memory and two barriers each time the loop runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import tvm
 import tvm_ffi
 from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
 
+from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..language.annotate import ANNOTATIONS_ATTR
 from ..layout import Fragment, Layout, LayoutError
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
-from .ir_utils import as_int, collect_accesses, loc_of, scope_of, substitute, thread_info
+from .ir_utils import (as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute,
+                       thread_info)
 from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, vector_width
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
 
 FRAGMENT_SCOPE = "local.fragment"
+EXCHANGE_SCOPE = "shared.dyn"
 LAYOUTS_ATTR = "tl.fragment_layouts"
 STAGE = "LayoutInference"
 
@@ -60,10 +72,21 @@ class _Nest:
     accesses: list[tuple[Any, tuple]]  # (fragment buffer, indices)
     plan: LoopPlan | None = None
     source: Any = None  # the fragment whose layout the plan follows
+    exchanges: dict = field(default_factory=dict)  # fragment -> _Exchange: it is relaid out around the nest
 
     @property
     def loc(self):
         return loc_of(self.loop)
+
+
+@dataclass
+class _Exchange:
+    """A fragment the nest reads (or writes) in another layout: `copy` is the fragment in the nest's layout,
+    `tile` the shared tile the elements pass through."""
+
+    copy: Any
+    tile: Any
+    written: bool
 
 
 def _index_map(indices: tuple, loop_vars: list[Any], extents: list[int], shape: list[int]) -> Layout | None:
@@ -237,13 +260,16 @@ class _Inference:
                 self.origin[frag] = "default placement"
         for nest in self.nests:
             for buf, indices in nest.accesses:
-                if buf is nest.source:
+                if buf is nest.source or buf in nest.exchanges:
                     continue
-                self._check_compatible(nest, buf, indices)
+                conflict = self._conflict(nest, buf, indices)
+                if conflict is not None:
+                    self._exchange(nest, buf, conflict)
 
-    def _check_compatible(self, nest: _Nest, buf, indices) -> None:
-        """Every iteration must run on a thread that holds the fragment element it touches."""
-        layout = self.layouts[buf]
+    def _conflict(self, nest: _Nest, buf, indices, layout: Fragment | None = None) -> str | None:
+        """Why an iteration of the nest would touch an element of `buf` its thread does not hold (None if
+        none would)."""
+        layout = layout if layout is not None else self.layouts[buf]
         loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
         frag_thread, _ = layout.evaluate_all()
         points = np.indices(loop_thread.shape[:-1])
@@ -262,11 +288,36 @@ class _Inference:
             owners = loop_thread[..., rep]
             held = frag_thread[key]  # (... , fragment replicas)
             if not np.all((held == owners[..., None]).any(axis=-1)):
-                raise CompileError(
-                    f"layout conflict: the T.Parallel loop runs where `{nest.source.name if nest.source is not None else 'its free plan'}`"
-                    f" lives ({nest.plan.fragment!r}), but fragment `{buf.name}` is laid out as {layout!r} "
-                    f"({self.origin.get(buf)}): an iteration would touch an element another thread holds",
-                    nest.loc, STAGE)
+                runs = f"where `{nest.source.name}` lives" if nest.source is not None else "on its own partition"
+                return (f"the T.Parallel loop runs {runs} ({nest.plan.fragment!r}), but fragment `{buf.name}` is laid out as {layout!r} "
+                        f"({self.origin.get(buf)}): an iteration would touch an element another thread holds")
+        return None
+
+    def _exchange(self, nest: _Nest, buf, conflict: str) -> None:
+        """Give the nest a copy of `buf` in the layout it needs, exchanged through shared memory."""
+        accesses = [indices for b, indices in nest.accesses if b is buf]
+        try:
+            needed = self._implied(buf, accesses[0], nest)
+        except CompileError:
+            raise CompileError(f"layout conflict: {conflict}", nest.loc, STAGE) from None
+        if any(self._conflict(nest, buf, indices, needed) is not None for indices in accesses):
+            raise CompileError(f"layout conflict: {conflict}", nest.loc, STAGE)
+        shape, dtype = self._shape(buf), str(buf.ty.dtype.dtype)
+        copy = Tb.buffer(shape, dtype, scope=FRAGMENT_SCOPE)
+        IRBuilder.name(f"{buf.name}_relaid", copy)
+        tile = Tb.buffer(shape, dtype, scope=EXCHANGE_SCOPE)
+        IRBuilder.name(f"{buf.name}_exchange", tile)
+        written = any(a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
+        nest.exchanges[buf] = _Exchange(copy, tile, written)
+        self.layouts[copy] = needed
+        self.origin[copy] = f"the T.Parallel loop at {nest.loc}"
+        self.fragments.append(copy)
+        nbytes = int(np.prod(shape)) * tvm.runtime.DataType(dtype).bits // 8
+        warn_once(f"layout exchange at {nest.loc}: {conflict}",
+                  f"{nest.loc}: fragment `{buf.name}` is exchanged through a {nbytes}-byte shared-memory tile "
+                  f"{'around' if written else 'before'} this T.Parallel loop, each time it runs, because {conflict}. "
+                  "Where the two layouts come from different gemm instructions or warp policies, making them agree "
+                  "avoids the exchange.")
 
     def fix_from_annotations(self) -> None:
         annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
@@ -298,11 +349,44 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         nest = plans.get(node.__chandle__())
         if nest is None:
             return mutator.default_mutate(node)
-        return lower_with_plan(nest.loop_vars, nest.body, nest.plan, threads.linear_thread_id(),
-                               threads.num_threads, inference.analyzer())
+        body = nest.body
+        for buf, exchange in nest.exchanges.items():
+            body = replace_buffer(body, buf, exchange.copy)
+        loop = lower_with_plan(nest.loop_vars, body, nest.plan, threads.linear_thread_id(), threads.num_threads,
+                               inference.analyzer())
+        if not nest.exchanges:
+            return loop
+        layouts = inference.layouts
+        before = [_relayout(buf, x.copy, x.tile, layouts, inference) for buf, x in nest.exchanges.items()]
+        after = [_relayout(x.copy, buf, x.tile, layouts, inference) for buf, x in nest.exchanges.items() if x.written]
+        return tirx.SeqStmt(before + [loop] + after)
 
     func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+    exchanged = [x for n in inference.nests for x in n.exchanges.values()]
+    if exchanged:
+        func = func.with_body(declare_buffers(func.body, [b for x in exchanged for b in (x.copy, x.tile)]))
     return func.with_attr(LAYOUTS_ATTR, {buf: layout for buf, layout in inference.layouts.items()})
+
+
+def _relayout(src, dst, tile, layouts: dict, inference: _Inference) -> Any:
+    """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
+    stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
+    in `dst` (the barrier passes put the barriers between and around)."""
+    threads = inference.threads
+    shape = [as_int(e) for e in src.ty.shape]
+    xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
+    thread = threads.linear_thread_id()
+    store = tirx.BufferStore(tile, src[tuple(xs)], xs)
+    src_layout = layouts[src]
+    if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
+        store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
+    load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
+    return tirx.SeqStmt([
+        lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, threads.num_threads,
+                        inference.analyzer()),
+        lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, threads.num_threads,
+                        inference.analyzer()),
+    ])
 
 
 def LayoutInference(configs):  # noqa: N802

@@ -23,6 +23,7 @@ from .pass_base import run_pass
 from .pass_config import PassConfigKey
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .safe_memory_access import SafeMemoryAccess
+from .stage_gemm_operands import StageGemmOperands
 from .sync_write_after_write import SyncWriteAfterWrite
 
 
@@ -30,6 +31,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
     return [
         # T.use_swizzle: every later pass sees the remapped block indices.
         RasterizeBlocks(),
+        # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
+        StageGemmOperands(configs),
         # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
         LowerTileOp(configs),
         # Where fragments live; the loops over fragments run there (per-thread loops over slots).

@@ -7,16 +7,19 @@ registry (registry.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import tvm
 from tvm import tirx
+from tvm.tirx.script import builder as Tb
 
 from ...errors import SourceLoc
 from ..base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
 from ..region import Region, is_unit
-from .registry import GemmContext, select_implementation
+from .registry import GemmContext, choose_implementation, select_implementation
+
+STAGING_SCOPE = "shared.dyn"
 
 
 def _matrix(region: Region, what: str, error) -> tuple[Any, Any]:
@@ -68,6 +71,29 @@ class Gemm(TileOp):
         if isinstance(extent, tirx.IntImm):
             return int(extent.value)
         raise self.error(f"T.gemm: {what} = {extent} must be a compile-time constant")
+
+    def staging_shape(self, operand: str) -> tuple[int, int]:
+        """The shared tile a fragment operand is staged in: its matrix as stored (transposes kept)."""
+        region = self.A if operand == "A" else self.B
+        rows, cols = _matrix(region, operand, self.error)
+        return self._static(rows, f"{operand}'s rows"), self._static(cols, f"{operand}'s columns")
+
+    def staged(self, operands: tuple[str, ...], tiles: dict | None = None) -> "Gemm":
+        """This gemm with the given operands read from shared tiles (`tiles`: operand -> buffer; fresh
+        placeholders if omitted, which is enough to ask a path whether it takes the staged gemm)."""
+        changes = {}
+        for what in operands:
+            tile = (tiles or {}).get(what)
+            if tile is None:
+                tile = Tb.buffer(self.staging_shape(what), (self.A if what == "A" else self.B).dtype,
+                                 scope=STAGING_SCOPE)
+            zero = tirx.const(0, "int32")
+            changes[what] = Region(tile, (zero, zero), tuple(tile.ty.shape))
+        return replace(self, **changes)
+
+    def staging(self, ctx: GemmContext) -> tuple[str, ...]:
+        """The fragment operands the chosen path needs staged in shared memory (StageGemmOperands)."""
+        return choose_implementation(self, ctx)[1]
 
     def validate(self) -> None:
         if self.C.scope != "local.fragment":

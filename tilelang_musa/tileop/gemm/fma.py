@@ -2,7 +2,8 @@
 
 C's layout is whatever the rest of the kernel needs (or a plain partition if nothing does); each thread
 loops over the C elements it holds, accumulating in fp32/int32 registers, reading A and B from shared
-memory. It is the fallback every other path declines to, and accepts every shape.
+memory (a fragment operand is staged there first, see registry.py). It is the fallback every other path
+declines to, and accepts every shape.
 """
 
 from __future__ import annotations
@@ -53,4 +54,4 @@ def _lower(gemm: Any, args: Any, ctx: GemmContext) -> Any:
     return lower_with_plan([i, j], body, plan, args.thread_var, args.num_threads, ana)
 
 
-FMA = GemmImpl("FMA", _declines, _infer_layout, _lower)
+FMA = GemmImpl("FMA", _declines, _infer_layout, _lower, stages=lambda operands: True)

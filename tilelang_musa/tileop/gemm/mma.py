@@ -42,6 +42,7 @@ class Path:
     disabled_by: PassConfigKey | None
     register_operands: bool  # may A / B be fragments
     swizzled: bool = False  # the operands are stored in the SQMMA swizzled layout (which this path requires)
+    staged_operands: int = 0  # how many fragment operands may be staged through shared memory (registry.py)
 
 
 def _k_major(operand: str, gemm) -> bool:
@@ -177,12 +178,15 @@ def _lower(path: Path):
 
 
 def _impl(path: Path) -> GemmImpl:
-    return GemmImpl(path.name, _declines(path), _infer_layout(path), _lower(path))
+    return GemmImpl(path.name, _declines(path), _infer_layout(path), _lower(path),
+                    stages=lambda operands: len(operands) <= path.staged_operands)
 
 
+# SQMMA has no register-operand form: one fragment operand is staged (registry.py says why); two follow the
+# user's guide (WMMA first). mp_22's MMA reads shared memory only: it stages what it is given.
 SQMMA = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
-                   False))
+                   False, staged_operands=1))
 SQMMA_SWIZZLED = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma_swizzled",
-                            PassConfigKey.TL_DISABLE_SQMMA, False, swizzled=True))
+                            PassConfigKey.TL_DISABLE_SQMMA, False, swizzled=True, staged_operands=1))
 WMMA = _impl(Path("WMMA", ("mp_31", "mp_32"), 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
-MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, False))
+MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, False, staged_operands=2))

@@ -1,0 +1,89 @@
+"""The classic TileLang FlashAttention forward (examples/flash_attention/flash_attention.py) on both arches:
+MHA and GQA, causal or not, bshd and bhsd, every warp policy; against torch's attention on fresh inputs.
+
+What each arch must produce: on mp_31 both gemms run on SQMMA, P (a fragment) staged through a shared tile
+(SQMMA reads shared memory only); with SQMMA disabled the second gemm reads P from registers on WMMA,
+whose A layout differs from its accumulator layout, so P is exchanged through shared memory with a warning.
+On mp_22 both gemms run on the warp MMA, P staged through shared memory.
+"""
+
+import importlib.util
+import pathlib
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+from tilelang_musa.diagnostics import TileLangWarning
+
+EXAMPLE = pathlib.Path(__file__).parents[1] / "examples" / "flash_attention" / "flash_attention.py"
+_spec = importlib.util.spec_from_file_location("flash_attention_example", EXAMPLE)
+example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(example)
+
+
+def program(**options):
+    """The example's prim_func (the jit's inner function) for the given options."""
+    args = dict(batch=1, heads=2, seq_len=128, dim=32, is_causal=False)
+    args.update(options)
+    return example.flash_attention.func(**args)
+
+
+def run(kernel, heads, seq_len, dim, is_causal, groups=1, layout="bshd", batch=1, seed=0):
+    q_shape = (batch, seq_len, heads, dim) if layout == "bshd" else (batch, heads, seq_len, dim)
+    kv = (batch, seq_len, heads // groups, dim) if layout == "bshd" else (batch, heads // groups, seq_len, dim)
+    q, k, v = rand(q_shape, torch.float16, seed), rand(kv, torch.float16, seed + 1), rand(kv, torch.float16, seed + 2)
+    out = poison(q_shape, torch.float16)
+    kernel(q, k, v, out)
+    ref = example.ref_program(q, k, v, is_causal, groups, layout)
+    torch.testing.assert_close(out.float(), ref.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("groups", [1, 2], ids=["mha", "gqa"])
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+def test_flash_attention_forward(arch, groups, is_causal, layout):
+    heads = 2 * groups
+    kernel = tilelang.compile(program(heads=heads, is_causal=is_causal, groups=groups, layout=layout),
+                              target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    staged = "acc_s_cast_staged"  # P copied to shared memory for an instruction that reads it there
+    if arch == "mp_31":
+        assert source.count("tl::gemm_ss_mp31_sqmma") == 2 and staged in source
+    else:
+        assert source.count("tl::gemm_ss_mp22_mma") == 2 and staged in source
+    run(kernel, heads, 128, 32, is_causal, groups, layout)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_flash_attention_ragged_sequence(arch):
+    """A sequence that is not a multiple of the blocks: the last key block is masked, the last query rows
+    are not stored."""
+    kernel = tilelang.compile(program(seq_len=200, is_causal=True), target=f"musa -arch={arch}")
+    run(kernel, 2, 200, 32, True)
+
+
+@pytest.mark.parametrize("policy", ["FullRow", "Square", "FullCol"])
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_flash_attention_every_warp_policy(arch, policy):
+    """Two squads (mp_31) / two warps (mp_22) split the tiles as the policy says; the accumulators of the two
+    gemms and the row statistics meet in the same loops whatever the split."""
+    prog = program(seq_len=256, is_causal=True, block_M=128, threads=256, policy=getattr(T.GemmWarpPolicy, policy))
+    kernel = tilelang.compile(prog, target=f"musa -arch={arch}")
+    run(kernel, 2, 256, 32, True, seed=3)
+
+
+@pytest.mark.parametrize("policy", ["FullRow", "Square"])
+def test_flash_attention_on_wmma_exchanges_p_through_shared_memory(policy):
+    """With SQMMA off the second gemm takes P from registers on WMMA; MUSA's WMMA accumulator layout is not
+    its A layout, so P moves between threads through a shared tile, and the compiler says so."""
+    configs = {tilelang.PassConfigKey.TL_DISABLE_SQMMA: True}
+    with pytest.warns(TileLangWarning, match=r"fragment `acc_s` is exchanged through a 16384-byte shared-memory tile"):
+        kernel = tilelang.compile(program(is_causal=True, policy=getattr(T.GemmWarpPolicy, policy)),
+                                  target="musa -arch=mp_31", pass_configs=configs)
+    source = kernel.get_kernel_source()
+    assert "tl::gemm_rs_mp31_wmma" in source and "tl::gemm_ss_mp31_wmma" in source and "acc_s_exchange" in source
+    run(kernel, 2, 128, 32, True, seed=5)

@@ -1,0 +1,76 @@
+"""StageGemmOperands: a gemm operand in registers that its instruction reads from shared memory is copied there.
+
+    T.gemm(P_frag, V_shared, acc)     ->     T.copy(P_frag, P_frag_staged)      # a shared tile, P's shape
+                                             T.gemm(P_frag_staged, V_shared, acc)
+
+exactly what a user would write by hand. The gemm registry says which operands a path needs staged
+(tileop/gemm/registry.py: mp_22's MMA and FMA read shared memory only; SQMMA stages one fragment operand).
+Runs before the tile ops are lowered, so the copy is an ordinary T.copy: layout inference places it where
+the fragment lives, and the barrier passes order it before the gemm and after the gemm's previous read.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..tileop import is_tile_op, parse_tile_op
+from ..tileop.copy import Copy
+from ..tileop.gemm import Gemm
+from ..tileop.gemm.base import STAGING_SCOPE
+from ..tileop.gemm.registry import GemmContext
+from .ir_utils import declare_buffers, thread_info
+from .layout_inference import annotated_buffers
+from .pass_base import tl_pass
+
+
+def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+    target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
+    ctx = GemmContext(target, configs, thread_info(func).num_threads, annotated_buffers(func))
+    tiles: list = []
+
+    def on_evaluate(node, mutator):
+        if not is_tile_op(node.value):
+            return node
+        op = parse_tile_op(node.value)
+        if not isinstance(op, Gemm):
+            return node
+        staged = op.staging(ctx)
+        if not staged:
+            return node
+        copies, by_operand = [], {}
+        for what in staged:
+            region = op.A if what == "A" else op.B
+            tile = Tb.buffer(op.staging_shape(what), region.dtype, scope=STAGING_SCOPE)
+            IRBuilder.name(f"{region.name}_staged", tile)
+            tiles.append(tile)
+            by_operand[what] = tile
+        new = op.staged(staged, by_operand)
+        for what in staged:
+            src, dst = (op.A, new.A) if what == "A" else (op.B, new.B)
+            copies.append(_copy_call(src, dst, node.value))
+        index = {"A": 0, "B": 1}
+        args = list(node.value.args)
+        for what in staged:
+            args[index[what]] = (new.A if what == "A" else new.B).to_ir()
+        gemm = tvm.ir.Call(node.value.op, args, attrs=node.value.attrs, ret_ty="int32")
+        return tirx.SeqStmt([tirx.Evaluate(c) for c in copies] + [tirx.Evaluate(gemm)])
+
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.Evaluate, on_evaluate)])
+    if not tiles:
+        return func
+    return func.with_body(declare_buffers(body, tiles))
+
+
+def _copy_call(src, dst, gemm_call) -> tvm.ir.Call:
+    """`T.copy(src, dst)` at the gemm's source line."""
+    attrs = {"tl.loc": gemm_call.attrs["tl.loc"]} if gemm_call.attrs is not None and "tl.loc" in gemm_call.attrs \
+        else {}
+    return tvm.ir.Call(tvm.ir.Op.get(Copy.op_name), [src.to_ir(), dst.to_ir()], attrs=attrs, ret_ty="int32")
+
+
+def StageGemmOperands(configs):  # noqa: N802
+    return tl_pass("StageGemmOperands", lambda func: stage_gemm_operands(func, configs))
