@@ -1,4 +1,8 @@
-"""Atomic read-modify-write: `T.atomic_add`, `T.atomic_max`, `T.atomic_min`."""
+"""Atomics: read-modify-write `T.atomic_add` / `atomic_max` / `atomic_min`, the paired and quadrupled adds
+`T.atomic_addx2` / `atomic_addx4`, and the whole-element `T.atomic_load` / `atomic_store`.
+
+`memory_order` ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst") adds the fences it asks for
+around the access (atomic.h: a release fences before, an acquire after)."""
 
 from __future__ import annotations
 
@@ -9,23 +13,40 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..tileop import emit_tile_op
-from ..tileop.atomic import Atomic, element_atomic
+from ..tileop.atomic import MEMORY_ORDERS, Atomic, element_atomic, ordered
 from ..tileop.region import TensorLoad, pair_dims, to_region
 from .builder import current_trace
 
 
-def _atomic(kind: str, dst: Any, value: Any, return_prev: bool) -> Any:
-    construct = f"T.atomic_{kind}"
+def _checked_order(trace, construct: str, memory_order: Any) -> str | None:
+    if memory_order is not None and memory_order not in MEMORY_ORDERS:
+        raise trace.error(f"{construct}: memory_order={memory_order!r} is not one of {', '.join(MEMORY_ORDERS)}")
+    return memory_order
+
+
+def _in_kernel(construct: str):
     trace = current_trace(construct)
     if trace.kernel is None:
         raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    return trace
+
+
+def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: Any) -> Any:
+    construct = f"T.atomic_{kind}"
+    trace = _in_kernel(construct)
+    memory_order = _checked_order(trace, construct, memory_order)
     if isinstance(dst, TensorLoad):  # one element
         if isinstance(value, (int, float)):
             value = tirx.const(value, str(dst.ty.dtype))
         call = element_atomic(kind, dst, value, return_prev)
         if return_prev:
+            if memory_order not in (None, "relaxed"):
+                raise trace.error(f"{construct}(return_prev=True, memory_order={memory_order!r}): an ordered atomic "
+                                  "that returns the old value is not supported yet; use memory_order='relaxed' and "
+                                  "fence with a separate T.atomic_load/T.atomic_store")
             return call
-        Tb.evaluate(call)
+        for c in ordered(call, memory_order):
+            Tb.evaluate(c)
         return None
     if return_prev:
         raise trace.error(f"{construct}(return_prev=True) needs a single element as the destination")
@@ -41,20 +62,76 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool) -> Any:
         value_arg = src.to_ir()
     else:
         value_arg = value if isinstance(value, tvm.ir.Expr) else tirx.const(value, region.dtype)
-    emit_tile_op(Atomic.op_name, [region.to_ir(), value_arg], {"kind": kind})
+    emit_tile_op(Atomic.op_name, [region.to_ir(), value_arg], {"kind": kind, "memory_order": memory_order})
     return None
 
 
 def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> Any:
     """dst += value atomically (an element, or a region with a same-shaped region or a scalar value)."""
-    return _atomic("add", dst, value, return_prev)
+    return _atomic("add", dst, value, return_prev, memory_order)
 
 
 def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> Any:
     """dst = max(dst, value) atomically."""
-    return _atomic("max", dst, value, return_prev)
+    return _atomic("max", dst, value, return_prev, memory_order)
 
 
 def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> Any:
     """dst = min(dst, value) atomically."""
-    return _atomic("min", dst, value, return_prev)
+    return _atomic("min", dst, value, return_prev, memory_order)
+
+
+def _element(trace, construct: str, what: str, value: Any, scopes: tuple[str, ...]) -> Any:
+    if not isinstance(value, TensorLoad):
+        raise trace.error(f"{construct}: {what} must be one element of a buffer (`A[i, j]`); got {value!r}")
+    scope = str(value.source.ty.storage_scope)
+    if scope not in scopes:
+        raise trace.error(f"{construct}: {what} `{value.source.name}` is {scope}; it must be in {' or '.join(scopes)}")
+    return value
+
+
+def _atomic_add_lanes(lanes: int, dst: Any, value: Any, return_prev: bool, memory_order: Any) -> Any:
+    construct = f"T.atomic_addx{lanes}"
+    trace = _in_kernel(construct)
+    memory_order = _checked_order(trace, construct, memory_order)
+    dst = _element(trace, construct, "dst", dst, ("global", "shared", "shared.dyn"))
+    # the value's lanes are read from consecutive addresses: not from a fragment, whose elements a layout places
+    value = _element(trace, construct, "value", value, ("global", "shared", "shared.dyn", "local", "local.var"))
+    if str(dst.ty.dtype) != str(value.ty.dtype):
+        raise trace.error(f"{construct}: dst is {dst.ty.dtype} but value is {value.ty.dtype}")
+    if return_prev:
+        raise trace.error(f"{construct}(return_prev=True) is not supported: read the old lanes with T.atomic_load")
+    call = tirx.call_extern("int32", f"tl::AtomicAddx{lanes}", tirx.address_of(dst), tirx.address_of(value))
+    for c in ordered(call, memory_order):
+        Tb.evaluate(c)
+    return None
+
+
+def atomic_addx2(dst: Any, value: Any, return_prev: bool = False, memory_order: str | None = None) -> Any:
+    """dst[0:2] += value[0:2], each lane atomically (16-bit lanes as one 32-bit atomic): `dst` and `value` are the
+    first elements of two consecutive ones."""
+    return _atomic_add_lanes(2, dst, value, return_prev, memory_order)
+
+
+def atomic_addx4(dst: Any, value: Any, return_prev: bool = False, memory_order: str | None = None) -> Any:
+    """dst[0:4] += value[0:4], each lane atomically (see T.atomic_addx2)."""
+    return _atomic_add_lanes(4, dst, value, return_prev, memory_order)
+
+
+def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
+    """The element `src`, read whole and once, with the memory order's fence."""
+    trace = _in_kernel("T.atomic_load")
+    memory_order = _checked_order(trace, "T.atomic_load", memory_order) or "seq_cst"
+    src = _element(trace, "T.atomic_load", "src", src, ("global", "shared", "shared.dyn"))
+    return tirx.call_extern(str(src.ty.dtype), f"tl::AtomicLoad<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(src))
+
+
+def atomic_store(dst: Any, value: Any, memory_order: str = "seq_cst") -> None:
+    """dst = value, written whole and once, with the memory order's fence."""
+    trace = _in_kernel("T.atomic_store")
+    memory_order = _checked_order(trace, "T.atomic_store", memory_order) or "seq_cst"
+    dst = _element(trace, "T.atomic_store", "dst", dst, ("global", "shared", "shared.dyn"))
+    if isinstance(value, (int, float)):
+        value = tirx.const(value, str(dst.ty.dtype))
+    Tb.evaluate(tirx.call_extern("int32", f"tl::AtomicStore<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(dst),
+                                 value))

@@ -126,6 +126,13 @@ def loc(lineno: int, col: int) -> None:
         trace.loc = SourceLoc(trace.filename, lineno, col)
 
 
+def value(x: Any) -> Any:
+    """An operand's value: a `T.alloc_var` scalar reads as its element; anything else is itself."""
+    from .allocate import is_var_buffer  # local import: allocate imports this module
+
+    return x[0] if is_var_buffer(x) else x
+
+
 def lookup(thunk: Callable[[], Any]) -> Any:
     try:
         return thunk()
@@ -230,6 +237,10 @@ def store(target: Any, index: Any, value: Any) -> None:
             f"slice assignment to `{target.name}` is not supported; use T.copy or a T.Parallel loop"
         )
     dtype = str(target.dtype)
+    from .allocate import is_var_buffer
+
+    if is_var_buffer(value):  # `B[i] = x` with x a T.alloc_var scalar stores its value
+        value = value[0]
     value = _convert(value, dtype)
     if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
         value = tirx.Cast(dtype, value)

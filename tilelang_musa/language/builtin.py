@@ -30,14 +30,35 @@ def fragment_ptr(buffer) -> tvm.ir.Expr:
     return tirx.call_intrin("handle", FRAGMENT_PTR_OP, buffer)
 
 
-def sync_threads() -> None:
+def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None) -> None:
     """A block-wide barrier (`__syncthreads()`): every thread's earlier shared-memory writes are visible to
     every thread after it. The compiler inserts the barriers a kernel needs by itself; this is for code
-    that needs one the analysis cannot see."""
+    that needs one the analysis cannot see.
+
+    Upstream's named form `T.sync_threads(barrier_id, arrive_count)` is accepted when every thread of the block
+    arrives (the id then changes nothing); a barrier over a subset of the block has no MUSA built-in we know
+    of, and is rejected rather than turned into a block barrier that would deadlock."""
     trace = current_trace("T.sync_threads")
     if trace.kernel is None:
         raise trace.error("`T.sync_threads` must be used inside `with T.Kernel(...)`")
+    if barrier_id is not None and (not isinstance(barrier_id, int) or not 0 <= barrier_id < 16):
+        raise trace.error(f"T.sync_threads: barrier_id={barrier_id!r} must be an int from 0 to 15")
+    if arrive_count is not None and arrive_count != trace.kernel.num_threads:
+        raise trace.error(
+            f"T.sync_threads(arrive_count={arrive_count!r}): a barrier over part of the block's "
+            f"{trace.kernel.num_threads} threads (a named barrier) has no MUSA equivalent; synchronize the whole "
+            "block (T.sync_threads()) or use the asynchronous barriers")
     Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def thread_return() -> None:
+    """The calling thread leaves the kernel here (CUDA's `return` in device code). Threads that left take no
+    part in later barriers: a block barrier after it, in a block where some threads returned, is an error the
+    simulator reports."""
+    trace = current_trace("T.thread_return")
+    if trace.kernel is None:
+        raise trace.error("`T.thread_return` must be used inside `with T.Kernel(...)`")
+    Tb.evaluate(tirx.call_intrin("int32", "tirx.thread_return"))
 
 
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:

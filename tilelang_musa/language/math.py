@@ -7,7 +7,8 @@ so grid extents and shapes fold to constants.
 from __future__ import annotations
 
 import builtins
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import tvm
 from tvm import tirx
@@ -174,3 +175,21 @@ def shift_left(a: Any, b: Any) -> Any:
 def shift_right(a: Any, b: Any) -> Any:
     """Arithmetic for signed integers, logical for unsigned (C's >>)."""
     return tirx.shift_right(as_expr(a), b)
+
+
+def _reading_vars(fn: Callable) -> Callable:
+    """`fn` with `T.alloc_var` scalars among its arguments read as their values (`T.max(x, 0)`)."""
+    from .builder import value
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*(value(a) for a in args), **{k: value(v) for k, v in kwargs.items()})
+
+    return wrapper
+
+
+for _name in ("ceildiv", "floordiv", "floormod", "max", "min", "clamp", "if_then_else", "cast", "Cast", "exp", "exp2",
+              "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "tan", "sinh", "cosh", "atan", "erf",
+              "exp10", "log10", "log1p", "nearbyint", "floor", "ceil", "round", "trunc", "abs", "pow", "fmod",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"):
+    globals()[_name] = _reading_vars(globals()[_name])

@@ -184,7 +184,7 @@ class _Rewriter(ast.NodeTransformer):
         )
 
     def visit_Assign(self, node: ast.Assign):
-        value = self.visit(node.value)
+        value = self._operand(node.value)
         if len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
@@ -198,16 +198,16 @@ class _Rewriter(ast.NodeTransformer):
                     ),
                 )
             if isinstance(target, ast.Subscript):
-                return ast.Expr(_call(_helper("store"), self.visit(target.value), self.visit(target.slice), value))
+                return ast.Expr(_call(_helper("store"), self.visit(target.value), self._index(target.slice), value))
         node.value = value
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign):
-        value = self.visit(node.value)
+        value = self._operand(node.value)
         op = ast.Constant(type(node.op).__name__)
         if isinstance(node.target, ast.Subscript):
             return ast.Expr(
-                _call(_helper("aug_store"), self.visit(node.target.value), self.visit(node.target.slice), op, value)
+                _call(_helper("aug_store"), self.visit(node.target.value), self._index(node.target.slice), op, value)
             )
         if isinstance(node.target, ast.Name):
             name = node.target.id
@@ -242,8 +242,29 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     # -- expressions
+    def _operand(self, node: ast.expr) -> ast.expr:
+        """An operand of an operator: a name is read through `value`, so a `T.alloc_var` scalar reads as its
+        value (`x + 1`), while a name passed to a call stays the variable itself (a macro may assign it)."""
+        node = self.visit(node)
+        return _call(_helper("value"), node) if isinstance(node, ast.Name) else node
+
+    def visit_BinOp(self, node: ast.BinOp):
+        node.left, node.right = self._operand(node.left), self._operand(node.right)
+        return node
+
+    def _index(self, index: ast.expr) -> ast.expr:
+        if isinstance(index, ast.Tuple):
+            index.elts = [self._operand(e) for e in index.elts]
+            return index
+        return self._operand(index)
+
+    def visit_Subscript(self, node: ast.Subscript):
+        node.value = self.visit(node.value)
+        node.slice = self._index(node.slice)
+        return node
+
     def visit_BoolOp(self, node: ast.BoolOp):
-        values = [self.visit(v) for v in node.values]
+        values = [self._operand(v) for v in node.values]
         fn = "and_" if isinstance(node.op, ast.And) else "or_"
         expr = values[0]
         for v in values[1:]:
@@ -251,14 +272,14 @@ class _Rewriter(ast.NodeTransformer):
         return expr
 
     def visit_UnaryOp(self, node: ast.UnaryOp):
-        node.operand = self.visit(node.operand)
+        node.operand = self._operand(node.operand)
         if isinstance(node.op, ast.Not):
             return _call(_helper("not_"), node.operand)
         return node
 
     def visit_Compare(self, node: ast.Compare):
-        node.left = self.visit(node.left)
-        node.comparators = [self.visit(c) for c in node.comparators]
+        node.left = self._operand(node.left)
+        node.comparators = [self._operand(c) for c in node.comparators]
         if len(node.ops) == 1:
             return node
         # a < b < c  ->  (a < b) and (b < c), keeping Python's short-circuit for static values
@@ -271,7 +292,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_IfExp(self, node: ast.IfExp):
         return _call(
-            _helper("select"), self.visit(node.test), _thunk(self.visit(node.body)), _thunk(self.visit(node.orelse))
+            _helper("select"), self._operand(node.test), _thunk(self._operand(node.body)),
+            _thunk(self._operand(node.orelse))
         )
 
     def _error(self, node: ast.AST, message: str) -> CompileError:

@@ -83,3 +83,53 @@ def shfl_up(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) 
 def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
     """`value` of lane `src_lane` (of the caller's group of `width` lanes)."""
     return _shuffle("T.shfl_sync", "__shfl_sync", value, src_lane, width, mask)
+
+
+def _warp_reduce(construct: str, op: str, value: Any) -> Any:
+    _in_kernel(construct)
+    value = as_expr(value)
+    return tirx.call_extern(str(value.ty.dtype), f"tl::WarpReduce<tl::{op}>", value)
+
+
+def warp_reduce_sum(value: Any) -> Any:
+    """The sum of `value` over the 32 lanes of the caller's 32-thread group, returned to each lane (32 lanes on
+    both archs, as upstream's CUDA warps: a quarter of an mp_22 warp)."""
+    return _warp_reduce("T.warp_reduce_sum", "SumOp", value)
+
+
+def warp_reduce_max(value: Any) -> Any:
+    """The maximum of `value` over the caller's 32-lane group (see T.warp_reduce_sum)."""
+    return _warp_reduce("T.warp_reduce_max", "MaxOp", value)
+
+
+def warp_reduce_min(value: Any) -> Any:
+    """The minimum of `value` over the caller's 32-lane group (see T.warp_reduce_sum)."""
+    return _warp_reduce("T.warp_reduce_min", "MinOp", value)
+
+
+def warp_reduce_bitand(value: Any) -> Any:
+    """`value & ...` over the caller's 32-lane group (see T.warp_reduce_sum)."""
+    return _warp_reduce("T.warp_reduce_bitand", "BitAndOp", value)
+
+
+def warp_reduce_bitor(value: Any) -> Any:
+    """`value | ...` over the caller's 32-lane group (see T.warp_reduce_sum)."""
+    return _warp_reduce("T.warp_reduce_bitor", "BitOrOp", value)
+
+
+def shuffle_elect(thread_extent: int = 0) -> Any:
+    """True in exactly one thread of each group of `thread_extent` consecutive threads (its first); 0 means one
+    thread of the whole block. For work a single thread does on behalf of its group."""
+    trace = _in_kernel("T.shuffle_elect")
+    if not isinstance(thread_extent, int) or thread_extent < 0:
+        raise trace.error(f"T.shuffle_elect: thread_extent={thread_extent!r} must be a non-negative int")
+    if thread_extent and trace.kernel.num_threads % thread_extent:
+        raise trace.error(f"T.shuffle_elect({thread_extent}): the block's {trace.kernel.num_threads} threads are not "
+                          "whole groups of that size")
+    kernel = trace.kernel
+    tid, stride = kernel.thread_vars[0], kernel.threads[0]
+    for var, extent in zip(kernel.thread_vars[1:], kernel.threads[1:]):
+        tid, stride = tid + var * stride, stride * extent
+    if thread_extent in (0, trace.kernel.num_threads):
+        return tid == 0
+    return tirx.floormod(tid, thread_extent) == 0

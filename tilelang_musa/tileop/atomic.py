@@ -13,11 +13,24 @@ import tvm
 from tvm import tirx
 
 from ..errors import SourceLoc
+from ..transform.ir_utils import seq
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import parallel_nest
 from .region import Region, TensorRegion, is_unit, pair_dims, paired_indices
 
 FUNCTIONS = {"add": "tl::AtomicAdd", "max": "tl::AtomicMax", "min": "tl::AtomicMin"}
+# std::memory_order's numbering, as atomic.h's tl::MemoryOrder.
+MEMORY_ORDERS = {"relaxed": 0, "consume": 1, "acquire": 2, "release": 3, "acq_rel": 4, "seq_cst": 5}
+
+
+def ordered(call: Any, memory_order: str | None) -> list[Any]:
+    """The calls that perform one atomic access `call` in its memory order: the fences it asks for around it
+    (atomic.h's tl::fence_before / fence_after; none when relaxed)."""
+    order = MEMORY_ORDERS[memory_order or "relaxed"]
+    if order == 0:
+        return [call]
+    return [tirx.call_extern("int32", f"tl::fence_before<{order}>"), call,
+            tirx.call_extern("int32", f"tl::fence_after<{order}>")]
 
 
 def element_atomic(kind: str, load: Any, value: Any, return_prev: bool = False) -> Any:
@@ -36,12 +49,15 @@ class Atomic(TileOp):
     dst: Region
     value: Any  # a Region (same extents as dst) or a scalar expression
     loc: SourceLoc | None = None
+    memory_order: str | None = None
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "Atomic":
         value = call.args[1]
         value = Region.from_ir(value) if isinstance(value, TensorRegion) else value
-        return cls(str(call_attr(call, "kind")), Region.from_ir(call.args[0]), value, call_loc(call))
+        order = call_attr(call, "memory_order")
+        return cls(str(call_attr(call, "kind")), Region.from_ir(call.args[0]), value, call_loc(call),
+                   None if order is None else str(order))
 
     def lower(self, args: LowerArgs) -> Any:
         if isinstance(self.value, Region):
@@ -57,6 +73,7 @@ class Atomic(TileOp):
             dst_index, value_index = paired_indices(self.dst, self.value if isinstance(self.value, Region)
                                                     else self.dst, dims, idx)
             value = self.value.buffer[tuple(value_index)] if isinstance(self.value, Region) else self.value
-            return tirx.Evaluate(element_atomic(self.kind, self.dst.buffer[tuple(dst_index)], value))
+            calls = ordered(element_atomic(self.kind, self.dst.buffer[tuple(dst_index)], value), self.memory_order)
+            return seq([tirx.Evaluate(c) for c in calls])
 
         return parallel_nest(extents, body, self.loc)

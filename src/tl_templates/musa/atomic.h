@@ -229,4 +229,44 @@ TL_DEVICE void AtomicAddx4(T* addr, const T* val) {
   (void)AtomicAddx4Ret(addr, val);
 }
 
+// ---- ordered loads and stores, fences -------------------------------------------------------------
+// Memory orders by std::memory_order's numbering (T.atomic_* memory_order=). An acquire is a fence after the access,
+// a release a fence before it: conservative on any memory model, as MUSA documents no finer-grained ordering.
+
+enum MemoryOrder : int { kRelaxed = 0, kConsume = 1, kAcquire = 2, kRelease = 3, kAcqRel = 4, kSeqCst = 5 };
+
+template <int Order>
+TL_DEVICE void fence_before() {
+  if constexpr (Order == kRelease || Order == kAcqRel || Order == kSeqCst) __threadfence();
+}
+
+template <int Order>
+TL_DEVICE void fence_after() {
+  if constexpr (Order == kConsume || Order == kAcquire || Order == kAcqRel || Order == kSeqCst) __threadfence();
+}
+
+/*! \brief *addr read once, whole (a volatile access of its bits), with the memory order's fence (T.atomic_load). */
+template <int Order = kSeqCst, typename T>
+TL_DEVICE T AtomicLoad(const T* addr) {
+  detail::check_atomic_element<T>();
+  using Bits = typename std::conditional<sizeof(T) == 2, uint16_t,
+                                         typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type;
+  fence_before<Order == kSeqCst ? kSeqCst : kRelaxed>();
+  const Bits bits = *reinterpret_cast<const volatile Bits*>(addr);
+  fence_after<Order>();
+  return bit_cast<T>(bits);
+}
+
+/*! \brief *addr = val written once, whole, with the memory order's fence (T.atomic_store). */
+template <int Order = kSeqCst, typename T, typename V>
+TL_DEVICE void AtomicStore(T* addr, V val) {
+  detail::check_atomic_element<T>();
+  using Bits = typename std::conditional<sizeof(T) == 2, uint16_t,
+                                         typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type;
+  const Bits bits = bit_cast<Bits>(cast<T>(val));
+  fence_before<Order>();
+  *reinterpret_cast<volatile Bits*>(addr) = bits;
+  fence_after<Order == kSeqCst ? kSeqCst : kRelaxed>();
+}
+
 }  // namespace tl

@@ -255,4 +255,24 @@ TL_DEVICE T AllReduce(T value, T* red_buf) {
   return value;
 }
 
+// ---- WarpReduce ----------------------------------------------------------------------------------
+
+/*!
+ * \brief Combines `value` with Op over the 32 lanes of the caller's 32-thread group (threads 32k .. 32k + 31 of
+ *        the block) and returns the result to each of them (T.warp_reduce_sum / max / min / bitand / bitor /
+ *        bitxor). 32 lanes on both archs: upstream scripts size their work to 32-lane warps, and on mp_22's
+ *        128-lane warps the shuffles stay within the offsets below 32 that are known to work (reduce.h's note).
+ *
+ * Contract: all 32 lanes of the group call it together (full-mask shuffles).
+ */
+template <class Op, class T>
+TL_DEVICE T WarpReduce(T value) {
+  const Op op{};
+#pragma unroll
+  for (int offset = detail::kMaxShuffleOffset / 2; offset > 0; offset /= 2) {
+    value = op(value, detail::shfl_xor_bits(value, offset, detail::kMaxShuffleOffset));
+  }
+  return value;
+}
+
 }  // namespace tl

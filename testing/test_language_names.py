@@ -1,0 +1,225 @@
+"""Language names upstream scripts write: `T.alloc_var` used as a scalar, on-chip buffer annotations of macros,
+`T.cumsum` on fragments, warp reductions and elections, named `T.sync_threads`, `T.thread_return`, and the
+atomics `T.atomic_addx2/x4`, `T.atomic_load/store` and `memory_order`. Each is compiled for both arches, its
+MUSA C checked, and run in the simulator against torch."""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+from tilelang_musa.jit.launcher.spec import KernelLaunchError
+
+ARCHS = ["mp_31", "mp_22"]
+
+
+def compile_for(func, arch, **kwargs):
+    return tilelang.compile(func, target=f"musa -arch={arch}", **kwargs)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_alloc_var_reads_as_a_scalar(arch):
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), I: T.Tensor((N,), "int32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            x = T.alloc_var("float32")
+            idx = T.alloc_var("int32")
+            idx = I[tx]
+            x = A[idx]
+            y = x  # the value now, not the variable
+            x += 1.0
+            if x > 0.5:
+                x = x * 2
+            B[idx] = T.max(x, y) if idx < 64 else -x
+
+    kernel = compile_for(main, arch)
+    a, perm = rand((N,), torch.float32, 1), torch.randperm(N, generator=torch.Generator().manual_seed(2)).int()
+    b = poison((N,), torch.float32)
+    kernel(a, perm, b)
+    y = a[perm.long()]
+    x = y + 1
+    x = torch.where(x > 0.5, x * 2, x)
+    ref = torch.empty(N)
+    ref[perm.long()] = torch.where(perm < 64, torch.maximum(x, y), -x)
+    torch.testing.assert_close(b, ref)
+
+
+def test_macro_buffer_annotations_are_checked():
+    @T.macro
+    def scale(s: T.SharedBuffer([64], "float32"), f: T.FragmentBuffer([64], "float32")):
+        for i in T.Parallel(64):
+            f[i] = s[i] * 2
+
+    def program(frag_shape):
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                s = T.alloc_shared((64,), "float32")
+                f = T.alloc_fragment(frag_shape, "float32")
+                T.copy(A, s)
+                scale(s, f)
+                T.copy(f, B)
+
+        return main
+
+    kernel = compile_for(program((64,)), "mp_31")
+    a, b = rand((64,), torch.float32, 3), poison((64,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 2)
+    with pytest.raises(tilelang.CompileError, match=r"@T.macro `scale`: argument `f` \(f\) does not match its "
+                                                    r"annotation: its shape is \(32,\), not \(64,\)"):
+        program((32,))
+    with pytest.raises(tilelang.CompileError, match=r"T.SharedBuffer annotates a @T.macro parameter"):
+        @T.prim_func
+        def bad(A: T.SharedBuffer((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                pass
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_cumsum_of_a_fragment(arch):
+    M, N = 4, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((N,), "float32")
+            for r in T.serial(M):
+                T.copy(A[r, :], f)
+                for i in T.Parallel(N):
+                    f[i] = f[i] * 2
+                T.cumsum(f, dim=0, reverse=True)
+                T.copy(f, B[r, :])
+
+    kernel = compile_for(main, arch)
+    assert "tl::CumSum1D<128, true>::run" in kernel.get_kernel_source()
+    a, b = rand((M, N), torch.float32, 4), poison((M, N), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, (a * 2).flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_warp_reductions_and_election(arch):
+    N = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), K: T.Tensor((N,), "int32"), S: T.Tensor((N,), "float32"),
+             M: T.Tensor((N,), "float32"), L: T.Tensor((N,), "float32"), X: T.Tensor((N,), "int32"),
+             E: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            S[tx] = T.warp_reduce_sum(A[tx])
+            M[tx] = T.warp_reduce_max(A[tx])
+            L[tx] = T.warp_reduce_min(A[tx])
+            X[tx] = T.warp_reduce_bitor(K[tx])
+            E[tx] = T.if_then_else(T.shuffle_elect(64), 1, 0)
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert "tl::WarpReduce<tl::SumOp>" in source and "tl::WarpReduce<tl::BitOrOp>" in source
+    a = rand((N,), torch.float32, 5)
+    k = torch.randint(0, 1 << 20, (N,), generator=torch.Generator().manual_seed(6), dtype=torch.int32)
+    outs = [poison((N,), torch.float32) for _ in range(3)]
+    x, e = torch.full((N,), -1, dtype=torch.int32), torch.full((N,), -1, dtype=torch.int32)
+    kernel(a, k, *outs, x, e)
+    groups = a.view(-1, 32)
+
+    def each(v):
+        return v.unsqueeze(1).expand(-1, 32).reshape(-1)
+
+    torch.testing.assert_close(outs[0], each(groups.sum(1)), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outs[1], each(groups.amax(1)))
+    torch.testing.assert_close(outs[2], each(groups.amin(1)))
+    ors = [0] * (N // 32)
+    for i, v in enumerate(k.tolist()):
+        ors[i // 32] |= v
+    assert x.tolist() == [ors[i // 32] for i in range(N)]
+    assert e.tolist() == [int(i % 64 == 0) for i in range(N)]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_named_sync_threads_and_thread_return(arch):
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((N,), "float32")
+            s[tx] = A[tx]
+            T.sync_threads(1, N)  # every thread arrives: a block barrier
+            if tx >= 100:
+                T.thread_return()
+            B[tx] = s[N - 1 - tx] + 1
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert "__syncthreads();" in source and "return;" in source
+    a, b = rand((N,), torch.float32, 7), poison((N,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b[:100], a.flip(0)[:100] + 1)
+    assert b[100:].isnan().all()
+
+    # A barrier that threads which returned never reach: the simulator names it rather than hanging.
+    @T.prim_func
+    def divergent(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            if tx >= 100:
+                T.thread_return()
+            T.sync_threads()
+            B[tx] = A[tx]
+
+    with pytest.raises(KernelLaunchError, match=r"divergent __syncthreads: this thread exited"):
+        compile_for(divergent, arch)(a, poison((N,), torch.float32))
+
+    with pytest.raises(tilelang.CompileError, match=r"a barrier over part of the block's 128 threads"):
+        @T.prim_func
+        def partial(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=N):
+                T.sync_threads(1, 64)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lane_atomics_ordered_atomics_and_whole_element_access(arch):
+    N = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float16"), C: T.Tensor((8,), "float16"), F: T.Tensor((4,), "float32"),
+             G: T.Tensor((N,), "int32")):
+        with T.Kernel(2, threads=128) as bx:
+            tx = T.get_thread_binding()
+            i = bx * 128 + tx
+            lanes = T.alloc_local((4,), "float16")
+            for k in T.serial(4):
+                lanes[k] = A[(i * 4 + k) % N]
+            T.atomic_addx4(C[(tx % 2) * 4], lanes[0])
+            T.atomic_add(F[tx % 4], 1.0, memory_order="release")
+            v = T.atomic_load(G[i], memory_order="acquire")
+            T.atomic_store(G[i], v * 2 + 1)
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    for text in ("tl::AtomicAddx4(&C[", "tl::fence_before<3>();", "tl::fence_after<3>();", "tl::AtomicLoad<2>(",
+                 "tl::AtomicStore<5>("):
+        assert text in source
+    a = rand((N,), torch.float16, 8)
+    c, f, g = torch.zeros(8, dtype=torch.float16), torch.zeros(4), torch.arange(N, dtype=torch.int32)
+    kernel(a, c, f, g)
+    ref = torch.zeros(8)
+    for i in range(N):
+        for k in range(4):
+            ref[(i % 2) * 4 + k] += a[(i * 4 + k) % N].float()
+    torch.testing.assert_close(c.float(), ref, rtol=2e-2, atol=0.25)
+    assert f.tolist() == [64.0] * 4
+    assert g.tolist() == [2 * i + 1 for i in range(N)]
+
+    with pytest.raises(tilelang.CompileError, match=r"memory_order='strict' is not one of relaxed"):
+        @T.prim_func
+        def bad(F: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                T.atomic_add(F[0], 1.0, memory_order="strict")
