@@ -223,3 +223,47 @@ def test_lane_atomics_ordered_atomics_and_whole_element_access(arch):
         def bad(F: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=4):
                 T.atomic_add(F[0], 1.0, memory_order="strict")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_bitwise_reductions(arch, dtype):
+    M, N = 16, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), R: T.Tensor((3, M), dtype)):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((M, N), dtype)
+            r_and = T.alloc_fragment((M,), dtype)
+            r_or = T.alloc_fragment((M,), dtype)
+            r_xor = T.alloc_fragment((M,), dtype)
+            T.copy(A, f)
+            T.reduce_bitand(f, r_and, dim=1)
+            T.reduce_bitor(f, r_or, dim=1)
+            T.reduce_bitxor(f, r_xor, dim=1)
+            T.copy(r_and, R[0, :])
+            T.copy(r_or, R[1, :])
+            T.copy(r_xor, R[2, :])
+
+    kernel = compile_for(main, arch)
+    assert "tl::AllReduce<tl::BitXorOp" in kernel.get_kernel_source()
+    g = torch.Generator().manual_seed(9)
+    bits = torch.randint(0, 1 << 16, (M, N), generator=g) | (torch.randint(0, 2, (M, N), generator=g) << 30)
+    a = (bits | 0x10001).to(torch.int32)  # bit 0 and 16 set everywhere: the and is not zero
+    out = torch.full((3, M), -7, dtype=torch.int32)
+    kernel(a.view(getattr(torch, dtype)), out.view(getattr(torch, dtype)))
+    rows = a.tolist()
+    for m, row in enumerate(rows):
+        x_and, x_or, x_xor = -1, 0, 0
+        for v in row:
+            x_and, x_or, x_xor = x_and & v, x_or | v, x_xor ^ v
+        assert out[:, m].tolist() == [x_and, x_or, x_xor]
+
+    with pytest.raises(tilelang.CompileError, match=r"T.reduce_bitor: src and dst must be integer fragments"):
+        @T.prim_func
+        def floats(A: T.Tensor((M, N), "float32")):
+            with T.Kernel(1, threads=128):
+                f = T.alloc_fragment((M, N), "float32")
+                r = T.alloc_fragment((M,), "float32")
+                T.copy(A, f)
+                T.reduce_bitor(f, r, dim=1)

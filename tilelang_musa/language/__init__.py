@@ -31,7 +31,9 @@ from .math import (
 from .prim_func import macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
 from .proxy import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor
-from .reduce import reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
+from .reduce import (
+    reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max, reduce_min, reduce_sum,
+)
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
 
@@ -52,6 +54,6 @@ __all__ = [
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func", "print",
-    "reduce", "reduce_absmax", "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
+    "reduce", "reduce_absmax", "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
     "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED,
 ]

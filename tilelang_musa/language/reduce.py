@@ -1,11 +1,12 @@
-"""Reductions of a fragment along one dimension: `T.reduce_sum / max / min / abssum / absmax`."""
+"""Reductions of a fragment along one dimension: `T.reduce_sum / max / min / abssum / absmax`, and of integer
+fragments `T.reduce_bitand / bitor / bitxor`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..tileop import emit_tile_op
-from ..tileop.reduce import KINDS, Reduce
+from ..tileop.reduce import BITWISE_KINDS, KINDS, Reduce
 from ..tileop.region import to_region
 from .builder import current_trace
 
@@ -20,6 +21,8 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool) -> None:
     for what, r in (("src", src_r), ("dst", dst_r)):
         if r.scope != "local.fragment":
             raise trace.error(f"{construct}: {what} `{r.name}` must be a fragment (T.alloc_fragment); it is {r.scope}")
+    if kind in BITWISE_KINDS and not all(r.dtype.startswith(("int", "uint")) for r in (src_r, dst_r)):
+        raise trace.error(f"{construct}: src and dst must be integer fragments; got {src_r.dtype} and {dst_r.dtype}")
     ndim = src_r.ndim
     if not -ndim <= dim < ndim:
         raise trace.error(f"{construct}: dim {dim} is out of range for the {ndim}-d `{src_r.name}`")
@@ -54,6 +57,21 @@ def reduce_abssum(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None
 def reduce_absmax(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
     """dst = max of |src| along `dim`."""
     _reduce("absmax", src, dst, dim, clear)
+
+
+def reduce_bitand(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+    """dst = bitwise and of the integers of src along `dim` (clear=False: dst &= that)."""
+    _reduce("bitand", src, dst, dim, clear)
+
+
+def reduce_bitor(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+    """dst = bitwise or of the integers of src along `dim` (clear=False: dst |= that)."""
+    _reduce("bitor", src, dst, dim, clear)
+
+
+def reduce_bitxor(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+    """dst = bitwise xor of the integers of src along `dim` (clear=False: dst ^= that)."""
+    _reduce("bitxor", src, dst, dim, clear)
 
 
 def reduce(src: Any, dst: Any, reduce_type: str, dim: int = -1, clear: bool = True) -> None:

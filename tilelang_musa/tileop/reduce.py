@@ -29,11 +29,18 @@ KINDS = {
     "max": ("tl::MaxOp", float("-inf"), False),
     "absmax": ("tl::MaxOp", 0.0, True),
     "min": ("tl::MinOp", float("inf"), False),
+    # integers only (the language checks): all bits set, no bits, no bits
+    "bitand": ("tl::BitAndOp", "all ones", False),
+    "bitor": ("tl::BitOrOp", 0, False),
+    "bitxor": ("tl::BitXorOp", 0, False),
 }
+BITWISE_KINDS = ("bitand", "bitor", "bitxor")
 
 
 def _identity(kind: str, dtype: str) -> Any:
     value = KINDS[kind][1]
+    if value == "all ones":
+        return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
     if value == float("-inf"):
         return tirx.min_value(dtype)  # -inf for floats, the smallest value for integers
     if value == float("inf"):
@@ -46,6 +53,8 @@ def _combine(kind: str, a: Any, b: Any) -> Any:
         return a + b
     if kind in ("max", "absmax"):
         return tirx.max(a, b)
+    if kind in BITWISE_KINDS:
+        return {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}[kind](a, b)
     return tirx.min(a, b)
 
 
