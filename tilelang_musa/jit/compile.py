@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -70,6 +71,14 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int]) -> list[ParamSpec]:
         else:
             specs.append(ParamSpec(var.name, "scalar", str(ty.dtype)))
     return specs
+
+
+def _split_flags(flags: Any) -> tuple[str, ...]:
+    """Compiler flags given as one string or a list of strings, each split like a shell (as upstream does)."""
+    if not flags:
+        return ()
+    items = [flags] if isinstance(flags, str) else list(flags)
+    return tuple(token for item in items for token in shlex.split(str(item)))
 
 
 def _ir_dumper(configs: dict) -> Any:
@@ -144,8 +153,10 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
         dump_path.write_text(text)
     archive_source(text, name, arch_of(target).name)
 
-    flags = tuple(compile_flags or ()) + tuple(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS, None) or ())
-    fast_math = enabled(configs, PassConfigKey.TL_ENABLE_FAST_MATH)
+    flags = _split_flags(compile_flags) + _split_flags(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS))
+    # TL_DISABLE_FAST_MATH is upstream's older switch; as there, setting it overrides TL_ENABLE_FAST_MATH.
+    fast_math = (enabled(configs, PassConfigKey.TL_ENABLE_FAST_MATH)
+                 and not enabled(configs, PassConfigKey.TL_DISABLE_FAST_MATH))
     arch = arch_of(target)
     toolchain = backend.toolchain
 

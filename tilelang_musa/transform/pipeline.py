@@ -20,7 +20,7 @@ from .partition_parallel_loop import PartitionParallelLoop
 from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
 from .pass_base import run_pass
-from .pass_config import PassConfigKey
+from .pass_config import PassConfigKey, enabled
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .safe_memory_access import SafeMemoryAccess
 from .stage_gemm_operands import StageGemmOperands
@@ -59,10 +59,13 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # StmtSimplify substitutes integer bindings into their uses and leaves the bindings unread.
         RemoveUnusedBinds(),
         # Barriers between shared-memory accesses by different threads (final accesses only): first the
-        # write-after-write hazards TVM's ThreadSync does not see, then its read/write ones.
-        SyncWriteAfterWrite(),
-        tvm.s_tir.transform.ThreadSync("shared"),
-        tvm.s_tir.transform.ThreadSync("shared.dyn"),
+        # write-after-write hazards TVM's ThreadSync does not see, then its read/write ones. Users who place
+        # T.sync_threads() themselves switch them off.
+        *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
+            SyncWriteAfterWrite(),
+            tvm.s_tir.transform.ThreadSync("shared"),
+            tvm.s_tir.transform.ThreadSync("shared.dyn"),
+        ]),
         # Math intrinsics (T.exp ...) to the MUSA math library names.
         tirx.transform.LowerIntrin(),
         # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.
