@@ -267,3 +267,65 @@ def test_bitwise_reductions(arch, dtype):
                 r = T.alloc_fragment((M,), "float32")
                 T.copy(A, f)
                 T.reduce_bitor(f, r, dim=1)
+
+
+def _directed(exact: torch.Tensor, mode: str) -> torch.Tensor:
+    """float64 values rounded to float32 toward +inf ("ru"), -inf ("rd") or zero ("rz")."""
+    import numpy as np
+
+    nearest = exact.float()
+    toward = {"ru": np.inf, "rd": -np.inf}
+    if mode == "rz":
+        return torch.where(exact >= 0, _directed(exact, "rd"), _directed(exact, "ru"))
+    step = torch.from_numpy(np.nextafter(nearest.numpy(), np.float32(toward[mode])).astype(np.float32))
+    keep = nearest.double() >= exact if mode == "ru" else nearest.double() <= exact
+    return torch.where(keep, nearest, step)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ieee_rounding_and_fast_math(arch):
+    N = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), O: T.Tensor((9, N), "float32"),
+             H: T.Tensor((N,), "float16")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            a = A[tx]
+            b = B[tx]
+            O[0, tx] = T.ieee_add(a, b)
+            O[1, tx] = T.ieee_add(a, b, rounding_mode="rz")
+            O[2, tx] = T.ieee_mul(a, b, "ru")
+            O[3, tx] = T.ieee_mul(a, b, "rd")
+            O[4, tx] = T.ieee_fdiv(a, b, "ru")
+            O[5, tx] = T.ieee_fmaf(a, b, a, "rd")
+            O[6, tx] = T.ieee_fsqrt(T.abs(a), "rz")
+            O[7, tx] = T.__exp(a)
+            O[8, tx] = T.__log(T.abs(b))
+            H[tx] = T.__sin(T.Cast("float16", a))
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    for builtin in ("__fadd_rn(", "__fadd_rz(", "__fmul_ru(", "__fdiv_ru(", "__fmaf_rd(", "__fsqrt_rz(", "__expf(",
+                    "__logf(", "__sinf("):
+        assert builtin in source
+    a, b = rand((N,), torch.float32, 10), rand((N,), torch.float32, 11)
+    o, h = poison((9, N), torch.float32), poison((N,), torch.float16)
+    kernel(a, b, o, h)
+    ad, bd = a.double(), b.double()
+    assert torch.equal(o[0], a + b)
+    assert torch.equal(o[1], _directed(ad + bd, "rz"))
+    assert torch.equal(o[2], _directed(ad * bd, "ru")) and torch.equal(o[3], _directed(ad * bd, "rd"))
+    assert torch.equal(o[4], _directed(ad / bd, "ru"))
+    assert torch.equal(o[5], _directed(ad * bd + ad, "rd"))  # the exact product and sum fit a double here
+    assert torch.equal(o[6], _directed(ad.abs().sqrt(), "rz"))
+    assert not torch.equal(o[2], o[3])
+    torch.testing.assert_close(o[7], a.exp())
+    torch.testing.assert_close(o[8], b.abs().log())
+    torch.testing.assert_close(h.float(), a.half().float().sin(), rtol=1e-3, atol=1e-3)
+
+    with pytest.raises(tilelang.CompileError, match=r"T.ieee_add: rounding_mode='rx' is not one of rn, rz, ru, rd"):
+        @T.prim_func
+        def bad(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=N):
+                A[0] = T.ieee_add(A[0], A[1], "rx")

@@ -14,6 +14,10 @@ from .copy import copy
 from .tir import PrimExpr, Select, Var, address_of, call_extern, call_intrin, evaluate, reinterpret
 from .debug import device_assert, print
 from .cumsum import cumsum
+from .fastmath import (
+    __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt,
+    ieee_fsqrt, ieee_mul, ieee_sub,
+)
 from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
@@ -47,7 +51,8 @@ __all__ = [
     "call_intrin", "evaluate", "reinterpret",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",
-    "warp_reduce_sum",
+    "warp_reduce_sum", "__cos", "__exp", "__exp10", "__log", "__log2", "__log10", "__sin", "__tan", "ieee_add",
+    "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",

@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include <cfenv>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -39,14 +40,70 @@ inline float __tanf(float x) { return tanf(x); }
 inline void __sincosf(float x, float* s, float* c) { *s = sinf(x); *c = cosf(x); }
 inline float __fdividef(float x, float y) { return x / y; }
 inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }  // NaN -> 0
-inline float __fadd_rn(float x, float y) { return x + y; }
-inline float __fsub_rn(float x, float y) { return x - y; }
-inline float __fmul_rn(float x, float y) { return x * y; }
-inline float __fdiv_rn(float x, float y) { return x / y; }
-inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
-inline float __frcp_rn(float x) { return 1.0f / x; }
-inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
+
+// Explicitly rounded arithmetic (T.ieee_*): the operation runs with the host FPU in the requested mode. Operands
+// and result pass through volatiles so the operation cannot move out from between the two fesetround calls; a
+// fiber never yields inside, so the mode is restored before another simulated thread runs.
+namespace tl_sim {
+template <int Mode, class F>
+inline auto Rounded(F op) {
+  const int saved = std::fegetround();
+  std::fesetround(Mode);
+  volatile auto result = op();
+  std::fesetround(saved);
+  return result;
+}
+}  // namespace tl_sim
+
+#define TL_SIM_ROUNDED_OPS(suffix, mode)                                                                          \
+  inline float __fadd_##suffix(float x, float y) {                                                                \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x, b = y; return a + b; });                             \
+  }                                                                                                               \
+  inline float __fsub_##suffix(float x, float y) {                                                                \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x, b = y; return a - b; });                             \
+  }                                                                                                               \
+  inline float __fmul_##suffix(float x, float y) {                                                                \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x, b = y; return a * b; });                             \
+  }                                                                                                               \
+  inline float __fdiv_##suffix(float x, float y) {                                                                \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x, b = y; return a / b; });                             \
+  }                                                                                                               \
+  inline float __fmaf_##suffix(float x, float y, float z) {                                                       \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x, b = y, c = z; return fmaf(a, b, c); });              \
+  }                                                                                                               \
+  inline float __frcp_##suffix(float x) {                                                                         \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x; return 1.0f / a; });                                 \
+  }                                                                                                               \
+  inline float __fsqrt_##suffix(float x) {                                                                        \
+    return tl_sim::Rounded<mode>([&] { volatile float a = x; return sqrtf(a); });                                 \
+  }                                                                                                               \
+  inline double __dadd_##suffix(double x, double y) {                                                             \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x, b = y; return a + b; });                            \
+  }                                                                                                               \
+  inline double __dsub_##suffix(double x, double y) {                                                             \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x, b = y; return a - b; });                            \
+  }                                                                                                               \
+  inline double __dmul_##suffix(double x, double y) {                                                             \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x, b = y; return a * b; });                            \
+  }                                                                                                               \
+  inline double __ddiv_##suffix(double x, double y) {                                                             \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x, b = y; return a / b; });                            \
+  }                                                                                                               \
+  inline double __fma_##suffix(double x, double y, double z) {                                                    \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x, b = y, c = z; return fma(a, b, c); });              \
+  }                                                                                                               \
+  inline double __drcp_##suffix(double x) {                                                                       \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x; return 1.0 / a; });                                 \
+  }                                                                                                               \
+  inline double __dsqrt_##suffix(double x) {                                                                      \
+    return tl_sim::Rounded<mode>([&] { volatile double a = x; return sqrt(a); });                                 \
+  }
+TL_SIM_ROUNDED_OPS(rn, FE_TONEAREST)
+TL_SIM_ROUNDED_OPS(rz, FE_TOWARDZERO)
+TL_SIM_ROUNDED_OPS(ru, FE_UPWARD)
+TL_SIM_ROUNDED_OPS(rd, FE_DOWNWARD)
+#undef TL_SIM_ROUNDED_OPS
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
