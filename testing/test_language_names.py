@@ -329,3 +329,29 @@ def test_ieee_rounding_and_fast_math(arch):
         def bad(A: T.Tensor((N,), "float32")):
             with T.Kernel(1, threads=N):
                 A[0] = T.ieee_add(A[0], A[1], "rx")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_unroll_forms(arch):
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N, 8), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            acc = T.alloc_var("float32", 0)
+            for k in T.unroll(8, explicit=True):  # unrolled in the IR: no loop left
+                acc += A[tx, k]
+            for k in T.unroll(0, 8, unroll_factor=2):
+                acc += A[tx, k] * 2
+            for k in T.unroll(8):
+                acc += A[tx, k] * 4
+            B[tx] = acc
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert source.count(" < 8; ++k") == 2  # two loops kept, the explicit one unrolled in the IR
+    assert "#pragma unroll 2\n" in source and "#pragma unroll\n" in source
+    a, b = rand((N, 8), torch.float32, 12), poison((N,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.sum(1) * 7, rtol=1e-5, atol=1e-5)

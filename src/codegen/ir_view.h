@@ -308,6 +308,7 @@ struct ForView : View {
   TLM_FIELD(int64_t, kind)
   TLM_FIELD(ObjectRef, body)
   TLM_FIELD(ffi::Optional<ObjectRef>, step)
+  TLM_FIELD(AnnotationMap, annotations)
 };
 struct WhileView : View {
   TLM_VIEW(WhileView, "tirx.While")

@@ -300,7 +300,17 @@ void MusaPrinter::VisitFor(const ObjectRef& op) {
   } else {
     increment = name + " += " + PrintExpr(*step);
   }
-  if (kind == ForKind::kUnrolled) Line("#pragma unroll");
+  if (kind == ForKind::kUnrolled) {
+    // T.unroll(..., unroll_factor=k): unroll by k, leaving the compiler the remainder.
+    std::optional<Any> factor = loop.annotations().Get("tl.unroll_factor");
+    std::optional<int64_t> k;
+    if (factor.has_value()) {
+      if (auto i = factor->try_cast<int64_t>()) k = *i;
+      else if (auto ref = factor->as<ObjectRef>()) k = AsConstInt(*ref);
+      if (!k || *k <= 0) Fail("loop `" + var_hint + "`: tl.unroll_factor must be a positive integer");
+    }
+    Line(k ? "#pragma unroll " + std::to_string(*k) : std::string("#pragma unroll"));
+  }
   Line("for (" + CTypeName(t) + " " + name + " = " + begin + "; " + name + " < " + end + "; " + increment + ") {");
   ++indent_;
   PrintStmt(loop.body());

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from tvm.script.ir_builder import IRBuilder
+from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from .builder import current_trace
@@ -26,11 +27,13 @@ PIPELINE_GROUP = "tl.pipeline.group"
 class LoopFrame:
     """One or more nested loops created by a `for` statement of the kernel."""
 
-    def __init__(self, construct: str, ranges: list[tuple[Any, Any]], make_frame, annotations=None):
+    def __init__(self, construct: str, ranges: list[tuple[Any, Any]], make_frame, annotations=None,
+                 scope_attrs: dict | None = None):
         self.construct = construct
         self.ranges = ranges
         self.make_frame = make_frame
         self.annotations = annotations or {}
+        self.scope_attrs = scope_attrs or {}  # AttrStmts around the loops (read by TVM passes, e.g. UnrollLoop)
 
     def build(self, names: tuple[str, ...] | None) -> Iterator[Any]:
         trace = current_trace(self.construct)
@@ -44,6 +47,10 @@ class LoopFrame:
         frames = []
         loop_vars = []
         try:
+            for key, attr_value in self.scope_attrs.items():
+                frame = Tb.attr(tirx.const(0, "int32"), key, attr_value)
+                frame.__enter__()
+                frames.append(frame)
             for k, (start, stop) in enumerate(self.ranges):
                 frame = self.make_frame(start, stop, dict(annotations) if annotations else None)
                 var = frame.__enter__()
@@ -91,8 +98,24 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict 
                      annotations)
 
 
-def unroll(start: Any, stop: Any = None, *, explicit: bool = False) -> LoopFrame:
-    return LoopFrame("T.unroll", _range("T.unroll", start, stop), lambda lo, hi, ann: Tb.unroll(lo, hi, annotations=ann))
+UNROLL_FACTOR = "tl.unroll_factor"
+
+
+def unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False,
+           unroll_factor: int | None = None) -> LoopFrame:
+    """`for i in T.unroll(n)`: a loop the device compiler unrolls (`#pragma unroll`, or `#pragma unroll k` with
+    `unroll_factor=k`); `explicit=True` unrolls it here, in the IR, instead (a constant trip count)."""
+    trace = current_trace("T.unroll")
+    if step not in (None, 1):
+        raise trace.error(f"T.unroll: step {step} is not supported; use a unit step")
+    if unroll_factor is not None and (not isinstance(unroll_factor, int) or unroll_factor <= 0):
+        raise trace.error(f"T.unroll: unroll_factor={unroll_factor!r} must be a positive int")
+    if explicit and unroll_factor is not None:
+        raise trace.error("T.unroll: explicit=True unrolls the loop completely; it takes no unroll_factor")
+    annotations = {UNROLL_FACTOR: unroll_factor} if unroll_factor is not None else None
+    # TVM's UnrollLoop unrolls in the IR under `pragma_unroll_explicit` = 1 and leaves a `#pragma unroll` loop under 0.
+    return LoopFrame("T.unroll", _range("T.unroll", start, stop), lambda lo, hi, ann: Tb.unroll(lo, hi, annotations=ann),
+                     annotations, scope_attrs={"pragma_unroll_explicit": tirx.const(int(bool(explicit)), "int32")})
 
 
 def vectorized(start: Any, stop: Any = None) -> LoopFrame:
