@@ -355,3 +355,35 @@ def test_unroll_forms(arch):
     a, b = rand((N, 8), torch.float32, 12), poison((N,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a.sum(1) * 7, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_kernel_annotated_pass_configs_and_compile_flags(arch, monkeypatch, capfd):
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        T.annotate_pass_configs({tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
+        T.annotate_compile_flags(["-DTL_KERNEL_FLAG=1"])
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            B[tx] = A[tx] * 2
+
+    monkeypatch.setenv("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "1")
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
+    kernel = compile_for(main, arch, compile_flags=["-DTL_CALLER_FLAG=1"],
+                         pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False})
+    command = capfd.readouterr().err
+    # the kernel's own settings win over the caller's, and its flags come after the caller's
+    assert kernel.pass_configs[tilelang.PassConfigKey.TL_ENABLE_FAST_MATH] is True
+    assert command.index("-DTL_CALLER_FLAG=1") < command.index("-DTL_KERNEL_FLAG=1")
+    a, b = rand((N,), torch.float32, 13), poison((N,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 2)
+
+    with pytest.raises(tilelang.CompileError, match=r"T.annotate_pass_configs: unknown pass config key 'tl.no_such_key'"):
+        @T.prim_func
+        def bad(A: T.Tensor((N,), "float32")):
+            T.annotate_pass_configs({"tl.no_such_key": True})
+            with T.Kernel(1, threads=N):
+                pass

@@ -22,6 +22,7 @@ from tvm import tirx
 from .. import env
 from ..codegen import generate
 from ..errors import CompileError
+from ..language.annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
 from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
 from ..target import arch_of, determine_target
 from ..transform import lower, normalize_pass_configs
@@ -94,6 +95,23 @@ def _ir_dumper(configs: dict) -> Any:
     return dump
 
 
+def _annotated(attrs: Any, key: str, default: Any) -> Any:
+    if key not in attrs:
+        return default
+    value = attrs[key]
+    return {str(k): _plain(v) for k, v in value.items()} if hasattr(value, "items") else list(value)
+
+
+def _plain(value: Any) -> Any:
+    """A config value from the IR as Python (bool/int/float/str)."""
+    for kind in (bool, int, float):
+        if isinstance(value, kind):
+            return value
+    if hasattr(value, "value"):
+        return value.value
+    return str(value)
+
+
 def archive_source(text: str, name: str, arch: str) -> Path | None:
     """Keeps `text` in TILELANG_SOURCE_ARCHIVE_DIR as `<name>.<arch>.<hash>.mu`, the arch in the name so that a
     later build (mcc, or the test suite's device-compiler check) knows its --offload-arch. Written atomically:
@@ -126,7 +144,11 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     if not isinstance(program, tirx.PrimFunc):
         raise TypeError(f"tilelang.compile expects a @T.prim_func; got {type(program).__name__}")
     target = determine_target(target)
-    configs = normalize_pass_configs(pass_configs)
+    attrs = program.attrs if program.attrs is not None else {}
+    # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's.
+    configs = normalize_pass_configs({**normalize_pass_configs(pass_configs),
+                                      **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))})
+    compile_flags = [*_split_flags(compile_flags), *(str(f) for f in _annotated(attrs, COMPILE_FLAGS_ATTR, []))]
     backend = resolve_backend(execution_backend)
     verbose = verbose or env.VERBOSE.flag()
     name = str(program.attrs["global_symbol"]) if program.attrs is not None and "global_symbol" in program.attrs \

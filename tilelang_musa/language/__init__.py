@@ -1,6 +1,6 @@
 """The TileLang language namespace, used as `import tilelang.language as T`."""
 
-from .annotate import annotate_layout
+from .annotate import annotate_compile_flags, annotate_layout, annotate_pass_configs
 from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
@@ -54,7 +54,7 @@ __all__ = [
     "warp_reduce_sum", "__cos", "__exp", "__exp10", "__log", "__log2", "__log10", "__sin", "__tan", "ieee_add",
     "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
-    "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_layout", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
+    "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_compile_flags", "annotate_layout", "annotate_pass_configs", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",

@@ -1,4 +1,5 @@
-"""`T.annotate_layout({buffer: layout})`: fix a buffer's layout before inference.
+"""`T.annotate_layout({buffer: layout})`: fix a buffer's layout before inference; `T.annotate_pass_configs` and
+`T.annotate_compile_flags`: settings the kernel carries to `tilelang.compile`.
 
 A Fragment fixes where a fragment's elements live (thread and slot); a Layout fixes how a shared tile is
 stored (e.g. `tilelang.layout.make_sqmma_swizzled_layout(buf)`), or renumbers the elements of a global tensor
@@ -15,6 +16,32 @@ from ..tileop.region import TensorRegion, is_buffer
 from .builder import current_trace
 
 ANNOTATIONS_ATTR = "tl.layout_annotations"
+PASS_CONFIGS_ATTR = "tl.pass_configs"
+COMPILE_FLAGS_ATTR = "tl.compile_flags"
+
+
+def annotate_pass_configs(configs: dict) -> None:
+    """Pass configs this kernel is always compiled with (`{PassConfigKey.X: value}`); they take precedence over
+    the `pass_configs` given to `tilelang.compile` / `tilelang.jit`."""
+    from ..transform.pass_config import normalize_pass_configs
+
+    trace = current_trace("T.annotate_pass_configs")
+    if not isinstance(configs, dict):
+        raise trace.error(f"T.annotate_pass_configs takes a dict; got {configs!r}")
+    try:
+        normalized = normalize_pass_configs(configs)
+    except ValueError as err:
+        raise trace.error(f"T.annotate_pass_configs: {err}") from None
+    trace.pass_configs.update({key.value: value for key, value in normalized.items()})
+
+
+def annotate_compile_flags(flags) -> None:
+    """Device-compiler flags this kernel is always compiled with (added after `compile_flags`)."""
+    trace = current_trace("T.annotate_compile_flags")
+    flags = [flags] if isinstance(flags, str) else list(flags)
+    if not all(isinstance(f, str) for f in flags):
+        raise trace.error(f"T.annotate_compile_flags takes a string or a list of strings; got {flags!r}")
+    trace.compile_flags.extend(flags)
 
 
 def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_reannotation: bool = False) -> None:

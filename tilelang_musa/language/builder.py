@@ -44,6 +44,8 @@ class KernelTrace:
     naming_hint: str | None = None
     kernel: Any = None  # the open T.Kernel frame
     layout_annotations: dict = field(default_factory=dict)  # buffer -> Layout/Fragment (T.annotate_layout)
+    pass_configs: dict = field(default_factory=dict)  # T.annotate_pass_configs
+    compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)

@@ -60,6 +60,12 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(ANNOTATIONS_ATTR, dict(trace.layout_annotations))
     if outputs:
         func = func.with_attr(OUTPUTS_ATTR, outputs)
+    from .annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
+
+    if trace.pass_configs:
+        func = func.with_attr(PASS_CONFIGS_ATTR, dict(trace.pass_configs))
+    if trace.compile_flags:
+        func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     return func
 
 
