@@ -387,3 +387,30 @@ def test_kernel_annotated_pass_configs_and_compile_flags(arch, monkeypatch, capf
             T.annotate_pass_configs({"tl.no_such_key": True})
             with T.Kernel(1, threads=N):
                 pass
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("zeroing_thread", [0, 5, 127])
+def test_atomic_on_shared_memory_is_ordered_with_plain_accesses(arch, zeroing_thread):
+    """`s[0] = 0` by one thread, then every thread's `T.atomic_add(s[0], 1)`, then a read: the atomic takes s[0]
+    by address, which TVM's barrier analysis does not see; barriers must still separate the three (the upstream
+    split-K GEMV pattern)."""
+
+    @T.prim_func
+    def main(C: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            s = T.alloc_shared((1,), "float32")
+            if tx == zeroing_thread:
+                s[0] = 0
+            T.atomic_add(s[0], 1.0)
+            if tx == 0:
+                C[0] = s[0]
+
+    kernel = compile_for(main, arch)
+    body = kernel.get_kernel_source().split("tl::AtomicAdd(&s[0]")
+    assert body[0].rstrip().endswith("__syncthreads();")
+    assert body[1].split(";", 1)[1].lstrip().startswith("__syncthreads();")
+    c = poison((1,), torch.float32)
+    kernel(c)
+    assert c.item() == 128.0

@@ -6,10 +6,16 @@ loops whose thread -> element maps differ (different vector widths), so without 
 zero could land after another thread's copied value. Within one statement sequence, a statement that
 writes a shared buffer already written since the last read of it gets a barrier before it. (A read in
 between needs no extra barrier: ThreadSync puts one before that read.)
+
+It also orders the shared-memory accesses ThreadSync cannot see: an element passed by address to a call
+(`tl::AtomicAdd(&s[0], v)`, any `T.address_of(s[...])`) may be read and written by it, but ThreadSync skips
+the operand of `address_of`. Such a statement gets a barrier before it if the buffer was accessed since the
+last barrier, and the next statement that accesses the buffer gets one before it.
 """
 
 from __future__ import annotations
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -23,12 +29,27 @@ def _sync(scope: str):
     return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", scope))
 
 
+def _is_barrier(stmt) -> bool:
+    return (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tvm.ir.Call)
+            and isinstance(stmt.value.op, tvm.ir.Op) and str(stmt.value.op.name) == "tirx.tvm_storage_sync")
+
+
 def _shared_accesses(stmt):
-    reads, writes = set(), set()
+    """(read, written, by address) shared buffers of `stmt`; an element whose address is taken counts as all
+    three."""
+    reads, writes, opaque = set(), set(), set()
     for access in collect_accesses(stmt):
         if scope_of(access.buffer) in _SHARED:
             (writes if access.is_store else reads).add(access.buffer)
-    return reads, writes
+
+    def on_call(call):
+        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.address_of":
+            load = call.args[0]
+            if hasattr(load, "source") and scope_of(load.source) in _SHARED:
+                opaque.add(load.source)
+
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, on_call)])
+    return reads | opaque, writes | opaque, opaque
 
 
 def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -36,14 +57,23 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
         node = mutator.default_mutate(node)
         out = []
         pending: set = set()  # shared buffers written since their last read
+        touched: set = set()  # shared buffers accessed since the last barrier
+        by_address: set = set()  # shared buffers passed by address since the last barrier
         for stmt in node.seq:
-            reads, writes = _shared_accesses(stmt)
+            if _is_barrier(stmt):
+                pending.clear(), touched.clear(), by_address.clear()
+                out.append(stmt)
+                continue
+            reads, writes, opaque = _shared_accesses(stmt)
             pending -= reads
-            clash = [b for b in writes if b in pending]
+            clash = [b for b in writes if b in pending] + [b for b in opaque if b in touched] + \
+                [b for b in reads | writes if b in by_address]
             if clash:
                 out.append(_sync(scope_of(clash[0])))
-                pending.clear()
-            pending |= writes
+                pending.clear(), touched.clear(), by_address.clear()
+            pending |= writes - opaque
+            touched |= reads | writes
+            by_address |= opaque
             out.append(stmt)
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
