@@ -414,3 +414,42 @@ def test_atomic_on_shared_memory_is_ordered_with_plain_accesses(arch, zeroing_th
     c = poison((1,), torch.float32)
     kernel(c)
     assert c.item() == 128.0
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fp8_tensors_and_conversions_are_bit_exact(arch):
+    N = 4096
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float8_e4m3fn"), Z: T.Tensor((N,), "float8_e5m2"),
+             W: T.Tensor((N,), "float32"), V: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float8_e4m3fn")):
+        with T.Kernel(N // 256, threads=128) as bx:
+            s = T.alloc_shared((256,), "float8_e4m3fn")
+            for i in T.Parallel(256):
+                Y[bx * 256 + i] = T.cast(X[bx * 256 + i], "float8_e4m3fn")
+                Z[bx * 256 + i] = T.cast(X[bx * 256 + i], "float8_e5m2")
+            for i in T.Parallel(256):
+                W[bx * 256 + i] = T.cast(Y[bx * 256 + i], "float32")
+                V[bx * 256 + i] = T.cast(Z[bx * 256 + i], "float32")
+            T.sync_threads()  # other threads of the block wrote Y (global memory: no automatic barrier)
+            T.copy(Y[bx * 256:(bx + 1) * 256], s)  # 16 fp8 lanes per 128-bit access
+            T.copy(s, C[bx * 256:(bx + 1) * 256])
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert "fp8_e4_t* __restrict__ Y" in source and "fp8_e5_t* __restrict__ Z" in source
+    assert "tl::vec<fp8_e4_t, 16>" in source
+    # magnitudes from far below the smallest subnormal to beyond both formats' range, and the special values
+    g = torch.Generator().manual_seed(14)
+    x = torch.randn(N, generator=g) * torch.pow(2.0, torch.randint(-26, 20, (N,), generator=g).float())
+    x[:10] = torch.tensor([float("inf"), float("-inf"), float("nan"), 470.0, 464.0, 448.0, 61440.0, 57344.0, -0.0,
+                           2.0 ** -10])
+    y, z = torch.empty(N, dtype=torch.float8_e4m3fn), torch.empty(N, dtype=torch.float8_e5m2)
+    w, v, c = poison((N,), torch.float32), poison((N,), torch.float32), torch.empty(N, dtype=torch.float8_e4m3fn)
+    kernel(x, y, z, w, v, c)
+    ry, rz = x.to(torch.float8_e4m3fn), x.to(torch.float8_e5m2)
+    assert torch.equal(y.view(torch.uint8), ry.view(torch.uint8))
+    assert torch.equal(z.view(torch.uint8), rz.view(torch.uint8))
+    torch.testing.assert_close(w, ry.float(), equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(v, rz.float(), equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(c.view(torch.uint8), ry.view(torch.uint8))

@@ -154,18 +154,14 @@ def test_flash_decoding(arch, batch, heads, kv_heads, seqlen_kv, dim, num_split)
     torch.testing.assert_close(out.float(), flash_decoding.ref_program(q, k, v), rtol=1e-2, atol=1e-2)
 
 
-FP8_CODEGEN = ("MUSA codegen: dtype `float8_e4m3fn` has no MUSA C type (supported: float16/32/64, bfloat16, "
-               "int8..64, uint8..64, bool, handle, and vectors of those)")
-
-
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=f"fp8 tensors are not supported yet: {FP8_CODEGEN}")
 @pytest.mark.parametrize("arch", ARCHS)
 def test_fp8_per_token_quant(arch):
     """amax by T.reduce_absmax, scale = amax / 448, y = cast(x / scale) to float8_e4m3fn: bit-exact against
     torch's conversion."""
     M, N = 12, 256
     kernel = compile_for(arch, fp8_quant.per_token_quant_fp8.func(M, N))
-    assert "tl::AllReduce<tl::MaxOp" in kernel.get_kernel_source()
+    source = kernel.get_kernel_source()
+    assert "tl::AllReduce<tl::MaxOp" in source and "fp8_e4_t* __restrict__ Y" in source
     X = rand((M, N), torch.float32, 13) * 3
     Y = torch.full((M, N), float("nan"), dtype=torch.float32).to(torch.float8_e4m3fn)
     scales = poison((M,), torch.float32)

@@ -73,6 +73,8 @@ Any GetField(const ObjectRef& node, const char* name);
 /*! \brief A scalar or vector element type, as `ir.PrimType.dtype` stores it. */
 class DataType {
  public:
+  static constexpr int kFloat8E4M3FN = 10;  // DLPack's kDLFloat8_e4m3fn
+  static constexpr int kFloat8E5M2 = 12;    // DLPack's kDLFloat8_e5m2
   DataType() : dt_{kDLOpaqueHandle, 0, 0} {}
   explicit DataType(DLDataType dt) : dt_(dt) {}
   static DataType Make(int code, int bits, int lanes) {
@@ -95,9 +97,11 @@ class DataType {
   bool is_float() const { return dt_.code == kDLFloat; }
   bool is_bfloat16() const { return dt_.code == kDLBfloat && dt_.bits == 16; }
   bool is_float16() const { return is_float() && dt_.bits == 16; }
-  /*! \brief A 16-bit float type that the device stores as a class (`half_t`, `bfloat16_t`). */
-  bool is_half_like() const { return is_float16() || is_bfloat16(); }
-  bool is_floating() const { return is_float() || is_bfloat16(); }
+  /*! \brief The 8-bit floats with a MUSA C type: OCP E4M3 (finite, "fn") and E5M2 (DLPack codes 10 and 12). */
+  bool is_float8() const { return (dt_.code == kFloat8E4M3FN || dt_.code == kFloat8E5M2) && dt_.bits == 8; }
+  /*! \brief A float type narrower than float that the device stores as a class and converts through float. */
+  bool is_half_like() const { return is_float16() || is_bfloat16() || is_float8(); }
+  bool is_floating() const { return is_float() || is_bfloat16() || is_float8(); }
   bool is_handle() const { return dt_.code == kDLOpaqueHandle; }
   int bytes() const { return (bits() * lanes() + 7) / 8; }
   DataType element() const { return Make(dt_.code, dt_.bits, 1); }

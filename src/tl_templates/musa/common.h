@@ -34,11 +34,111 @@ namespace tl {
 using half_t = half;
 using bfloat16_t = __mt_bfloat16;
 
+// ---- 8-bit floats --------------------------------------------------------------------------------
+// OCP FP8 E4M3 ("fn": finite, 0x7F/0xFF are NaN, max 448) and E5M2 (IEEE-like: infinities, max 57344), stored as
+// their bits and converted in software, bit-exact with torch's conversions: round to nearest even; a value too large
+// for E4M3 saturates to +-448, for E5M2 it becomes infinity (as torch does). Arithmetic goes through float.
+
+namespace detail {
+
+/*!
+ * \brief |x|'s float bits (finite, below the format's overflow threshold) rounded to nearest even into a minifloat
+ *        with ManBits mantissa bits and exponent bias Bias: returns exponent << ManBits | mantissa.
+ */
+template <int ManBits, int Bias>
+TL_HOST_DEVICE uint32_t round_to_minifloat(uint32_t abs_bits) {
+  constexpr uint32_t kMinNormal = static_cast<uint32_t>(127 + 1 - Bias) << 23;
+  if (abs_bits < kMinNormal) {
+    // Subnormal: adding 2^k, whose float ULP is the minifloat's subnormal step, rounds (to nearest even) in float.
+    constexpr uint32_t kMagic = static_cast<uint32_t>(127 + 24 - Bias - ManBits) << 23;
+    float magic, value;
+    __builtin_memcpy(&magic, &kMagic, 4);
+    __builtin_memcpy(&value, &abs_bits, 4);
+    const float sum = value + magic;
+    uint32_t sum_bits;
+    __builtin_memcpy(&sum_bits, &sum, 4);
+    return sum_bits - kMagic;
+  }
+  constexpr int kDrop = 23 - ManBits;
+  const uint32_t odd = (abs_bits >> kDrop) & 1u;
+  abs_bits += (static_cast<uint32_t>(Bias - 127) << 23) + ((1u << (kDrop - 1)) - 1u) + odd;
+  return abs_bits >> kDrop;
+}
+
+/*! \brief A minifloat's value as a float (exponent field all ones is NaN/inf as each format says). */
+template <int ManBits, int Bias>
+TL_HOST_DEVICE float minifloat_to_float(uint32_t magnitude, bool negative, bool finite_only) {
+  const uint32_t exp = magnitude >> ManBits, man = magnitude & ((1u << ManBits) - 1u);
+  constexpr uint32_t kExpMax = (1u << (7 - ManBits)) - 1u;
+  float value;
+  if (finite_only ? magnitude == ((kExpMax << ManBits) | ((1u << ManBits) - 1u)) : exp == kExpMax) {
+    value = (finite_only || man != 0) ? __builtin_nanf("") : __builtin_huge_valf();
+  } else if (exp == 0) {
+    constexpr uint32_t kStepBits = static_cast<uint32_t>(127 + 1 - Bias - ManBits) << 23;  // the subnormal step
+    float step;
+    __builtin_memcpy(&step, &kStepBits, 4);
+    value = static_cast<float>(man) * step;
+  } else {
+    const uint32_t bits = ((exp + 127 - Bias) << 23) | (man << (23 - ManBits));
+    __builtin_memcpy(&value, &bits, 4);
+  }
+  return negative ? -value : value;
+}
+
+}  // namespace detail
+
+/*! \brief FP8 E4M3 (OCP, finite: no infinities; 0x7F and 0xFF are NaN). */
+struct fp8_e4_t {
+  uint8_t bits;
+  fp8_e4_t() = default;
+  TL_HOST_DEVICE fp8_e4_t(float x) {  // NOLINT: converts implicitly, as half_t does
+    uint32_t f;
+    __builtin_memcpy(&f, &x, 4);
+    const uint32_t sign = (f >> 24) & 0x80u, abs_bits = f & 0x7FFFFFFFu;
+    uint32_t magnitude;
+    if (abs_bits > 0x7F800000u) {
+      magnitude = 0x7Fu;  // NaN
+    } else {  // what rounds past the largest finite value (448), infinity included, saturates to it
+      magnitude = abs_bits >= 0x7F800000u ? 0x7Eu : detail::round_to_minifloat<3, 7>(abs_bits);
+      magnitude = magnitude > 0x7Eu ? 0x7Eu : magnitude;
+    }
+    bits = static_cast<uint8_t>(sign | magnitude);
+  }
+  TL_HOST_DEVICE operator float() const {
+    return detail::minifloat_to_float<3, 7>(bits & 0x7Fu, (bits & 0x80u) != 0, /*finite_only=*/true);
+  }
+};
+
+/*! \brief FP8 E5M2 (IEEE-like: infinities and NaNs). */
+struct fp8_e5_t {
+  uint8_t bits;
+  fp8_e5_t() = default;
+  TL_HOST_DEVICE fp8_e5_t(float x) {  // NOLINT: converts implicitly, as half_t does
+    uint32_t f;
+    __builtin_memcpy(&f, &x, 4);
+    const uint32_t sign = (f >> 24) & 0x80u, abs_bits = f & 0x7FFFFFFFu;
+    uint32_t magnitude;
+    if (abs_bits > 0x7F800000u) {
+      magnitude = 0x7Fu;  // NaN
+    } else if (abs_bits >= (143u << 23)) {
+      magnitude = 0x7Cu;  // 65536 and beyond: infinity
+    } else {
+      magnitude = detail::round_to_minifloat<2, 15>(abs_bits);  // may round up to infinity (0x7C)
+    }
+    bits = static_cast<uint8_t>(sign | magnitude);
+  }
+  TL_HOST_DEVICE operator float() const {
+    return detail::minifloat_to_float<2, 15>(bits & 0x7Fu, (bits & 0x80u) != 0, /*finite_only=*/false);
+  }
+};
+
 namespace detail {
 
 template <typename T>
 struct is_half_like : std::integral_constant<bool, std::is_same<T, half_t>::value ||
-                                                       std::is_same<T, bfloat16_t>::value> {};
+                                                       std::is_same<T, bfloat16_t>::value ||
+                                                       std::is_same<T, fp8_e4_t>::value ||
+                                                       std::is_same<T, fp8_e5_t>::value> {};
 
 // Alignment of an N-lane vector: its size when that is a power of two, capped at 16 bytes (the widest single
 // access), so that a 16-byte-aligned array can be viewed as any vector of its elements.
@@ -372,4 +472,6 @@ TL_DEVICE int get_warp_idx() {
 }  // namespace tl
 
 using tl::bfloat16_t;
+using tl::fp8_e4_t;
+using tl::fp8_e5_t;
 using tl::half_t;
