@@ -41,3 +41,35 @@ def test_dtype_spellings_agree():
     assert {T.float32: 1}["float32"] == 1 and isinstance(T.float32, T.dtype)
     with pytest.raises(tilelang.CompileError, match="unknown dtype `floaty`"):
         T.dtype("floaty")
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_handle_match_buffer_grid_thread_binding_assume(arch):
+    """The TVMScript spellings of raw-TIR kernels: handle parameters bound by T.match_buffer, T.thread_binding on
+    the kernel's own threads, T.grid loops, T.assume."""
+    M, N = 64, 32
+
+    @T.prim_func
+    def main(a: T.handle, b: T.handle):
+        A = T.match_buffer(a, (M, N), "float32")
+        B = T.match_buffer(b, (M, N), "float32")
+        with T.Kernel(M, threads=N) as bx:
+            for tx in T.thread_binding(N, thread="threadIdx.x"):
+                T.assume(bx < M)
+                for i, j in T.grid(2, 3):
+                    if i == 1 and j == 2:
+                        B[bx, tx] = A[bx, tx] * 3
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "float* __restrict__ A, float* __restrict__ B" in source and "assume" not in source
+    a, b = rand((M, N), torch.float32, 1), poison((M, N), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 3)
+
+    with pytest.raises(tilelang.CompileError, match=r"T.thread_binding: extent 64 differs from the kernel's 32"):
+        @T.prim_func
+        def wrong(A: T.Tensor((M, N), "float32")):
+            with T.Kernel(M, threads=N):
+                for tx in T.thread_binding(64, thread="threadIdx.x"):
+                    A[0, tx] = 0

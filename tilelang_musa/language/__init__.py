@@ -11,7 +11,10 @@ from .warp import (
     warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
 )
 from .copy import copy
-from .tir import PrimExpr, Select, Var, address_of, call_extern, call_intrin, evaluate, reinterpret
+from .tir import (
+    PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, evaluate, grid, handle, match_buffer,
+    reinterpret, thread_binding,
+)
 from .debug import device_assert, print
 from .cumsum import cumsum
 from .fastmath import (
@@ -47,7 +50,8 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
-    "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "call_extern",
+    "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "assume", "attr", "call_extern",
+    "grid", "handle", "match_buffer", "thread_binding",
     "call_intrin", "evaluate", "reinterpret",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",

@@ -103,6 +103,13 @@ def check_macro_argument(trace: KernelTrace, macro: str, name: str, annotation: 
 
 def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
     """Declare kernel parameter `name` from its annotation; returns the buffer or scalar Var."""
+    from .tir import _Handle
+
+    if isinstance(annotation, _Handle):  # bound to a tensor by T.match_buffer in the body
+        var = Tb.arg(name, Tb.handle())
+        IRBuilder.name(name, var)
+        trace.params.append(Param(name, var))
+        return var
     if isinstance(annotation, TensorType) and annotation.scope != "global":
         raise trace.error(f"parameter `{name}`: {_SCOPE_NAMES[annotation.scope]} annotates a @T.macro parameter; a "
                           "kernel's parameters are global tensors (T.Tensor)")

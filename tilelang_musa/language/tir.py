@@ -51,3 +51,82 @@ def evaluate(value: Any) -> None:
     if trace.kernel is None:
         raise trace.error("`T.evaluate` must be used inside `with T.Kernel(...)`")
     Tb.evaluate(as_expr(value))
+
+
+class _Handle:
+    """`T.handle`: the annotation of a parameter that `T.match_buffer` turns into a tensor."""
+
+    def __repr__(self) -> str:
+        return "T.handle"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> "_Handle":  # `T.handle()` / `T.handle("float32")` too
+        return self
+
+
+handle = _Handle()
+
+
+def match_buffer(param: Any, shape: Any, dtype: Any = "float32", strides: Any = None, **unused: Any) -> Any:
+    """`A = T.match_buffer(a, (M, N), dtype)`: parameter `a` (annotated `T.handle`) is a tensor of that shape."""
+    trace = current_trace("T.match_buffer")
+    if not (isinstance(param, tvm.ir.expr.Var) and isinstance(param.ty, tvm.ir.PointerType)):
+        raise trace.error(f"T.match_buffer: {param!r} must be a parameter annotated T.handle")
+    if strides is not None:
+        raise trace.error("T.match_buffer: strided tensors are not supported yet; pass a contiguous tensor")
+    offset = unused.pop("elem_offset", None)
+    if offset not in (None, 0) or unused.get("scope", "global") != "global":
+        raise trace.error(f"T.match_buffer: elem_offset / scope {unused.get('scope')!r} are not supported")
+    shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    from tvm.script.ir_builder import IRBuilder
+
+    buffer = Tb.match_buffer(param, shape, canonical_dtype(dtype))
+    IRBuilder.name(trace.naming_hint or param.name, buffer)
+    for p in trace.params:  # the launcher's parameter list follows the function's
+        if p.var.same_as(param):
+            p.var = buffer
+    return buffer
+
+
+def grid(*extents: Any):
+    """`for i, j in T.grid(M, N)`: nested serial loops (TVMScript's name)."""
+    from .loop import LoopFrame
+
+    return LoopFrame("T.grid", [(0, e) for e in extents], lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann))
+
+
+def thread_binding(start: Any, stop: Any = None, thread: str = "threadIdx.x", annotations: Any = None):
+    """`for tx in T.thread_binding(n, thread="threadIdx.x")` inside a `T.Kernel`: the kernel's own thread index
+    along that axis (its extent must be the kernel's: the block's threads are fixed by T.Kernel)."""
+    from .kernel import _THREAD_TAGS
+    from .loop import LoopFrame
+
+    trace = current_trace("T.thread_binding")
+    kernel = trace.kernel
+    extent = start if stop is None else stop - start
+    if kernel is None or thread not in _THREAD_TAGS[: len(kernel.threads)] or (stop is not None and start != 0):
+        raise trace.error(f"T.thread_binding({start}, thread={thread!r}) must name an axis of the enclosing "
+                          "T.Kernel's threads")
+    axis = _THREAD_TAGS.index(thread)
+    if not tvm.sym.Analyzer().can_prove_equal(as_expr(extent), as_expr(kernel.threads[axis])):
+        raise trace.error(f"T.thread_binding: extent {extent} differs from the kernel's {kernel.threads[axis]} "
+                          f"threads along {thread}")
+
+    class _Bound(LoopFrame):
+        def build(self, names):
+            yield kernel.thread_vars[axis]
+
+    return _Bound("T.thread_binding", [(0, extent)], None)
+
+
+def attr(node: Any, attr_key: str, value: Any):
+    """`with T.attr(node, key, value):` an AttrStmt around the block (TVMScript's name)."""
+    current_trace("T.attr")
+    return Tb.attr(node, attr_key, as_expr(value))
+
+
+def assume(condition: Any) -> None:
+    """`T.assume(cond)`: the compiler may assume `cond` holds here (it simplifies with it; nothing is checked)."""
+    trace = current_trace("T.assume")
+    if trace.kernel is None:
+        raise trace.error("`T.assume` must be used inside `with T.Kernel(...)`")
+    Tb.evaluate(tirx.assume(as_expr(condition)))

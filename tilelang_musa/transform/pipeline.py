@@ -56,6 +56,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         tirx.transform.VectorizeLoop(True),
         tirx.transform.UnrollLoop(),
         tirx.transform.StmtSimplify(),
+        # T.assume has served the simplifier; it prints as nothing.
+        tirx.transform.RemoveAssume(),
         # StmtSimplify substitutes integer bindings into their uses and leaves the bindings unread.
         RemoveUnusedBinds(),
         # Barriers between shared-memory accesses by different threads (final accesses only): first the
