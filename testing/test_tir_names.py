@@ -73,3 +73,14 @@ def test_handle_match_buffer_grid_thread_binding_assume(arch):
             with T.Kernel(M, threads=N):
                 for tx in T.thread_binding(64, thread="threadIdx.x"):
                     A[0, tx] = 0
+
+
+def test_T_holds_language_names_only():
+    import types
+
+    for name in T.__all__:
+        assert hasattr(T, name), name
+    modules = [n for n in dir(T) if isinstance(getattr(T, n), types.ModuleType)]
+    assert modules == [], f"implementation modules visible through T: {modules}"
+    for name in ("builder", "parser", "proxy", "UNSUPPORTED"):
+        assert not hasattr(T, name)

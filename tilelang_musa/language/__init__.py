@@ -66,3 +66,10 @@ __all__ = [
     "reduce", "reduce_absmax", "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
     "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED,
 ]
+
+# `T` holds the language's names only: the modules that implement them stay importable by their full names
+# (tilelang_musa.language.builder) but are not names a kernel can write.
+for _module in ("allocate", "annotate", "atomic", "builder", "builtin", "debug", "dtypes", "fastmath", "kernel", "loop",
+                "math", "parser", "proxy", "tir", "unsupported", "warp"):
+    globals().pop(_module, None)
+del _module, UNSUPPORTED
