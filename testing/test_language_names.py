@@ -453,3 +453,48 @@ def test_fp8_tensors_and_conversions_are_bit_exact(arch):
     torch.testing.assert_close(w, ry.float(), equal_nan=True, rtol=0, atol=0)
     torch.testing.assert_close(v, rz.float(), equal_nan=True, rtol=0, atol=0)
     assert torch.equal(c.view(torch.uint8), ry.view(torch.uint8))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_strided_tensor_parameters(arch):
+    M, N = 64, 48
+    row_stride = T.dynamic("row_stride")
+
+    @T.prim_func
+    def main(A: T.StridedTensor((M, N), (1, M), "float32"), B: T.StridedTensor[(M, N), (row_stride, 1), "float32"],
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // 16, threads=128) as bx:
+            for i, j in T.Parallel(16, N):
+                C[bx * 16 + i, j] = A[bx * 16 + i, j] + B[bx * 16 + i, j] * 2
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert "int row_stride)" in source
+    # A's columns are M apart and B's rows row_stride apart (unknown alignment): neither is read as vectors
+    assert "tl::vec<float, 4>*>(A" not in source and "tl::vec<float, 4>*>(B" not in source
+    a = rand((N, M), torch.float32, 15).t()  # a transposed view: strides (1, M)
+    b = rand((M, 80), torch.float32, 16)[:, 7:7 + N]  # a column slice: strides (80, 1), 28 bytes in
+    c = poison((M, N), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a + b * 2)
+    with pytest.raises(ValueError, match=r"A stride of dim 0 must be 1; got 48"):
+        kernel(a.contiguous(), b, c)
+
+
+def test_misaligned_tensor_is_rejected_before_a_vector_access():
+    N = 1024
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(N // 256, threads=64) as bx:
+            for i in T.Parallel(256):
+                C[bx * 256 + i] = A[bx * 256 + i] * 2
+
+    kernel = compile_for(main, "mp_31")
+    assert "tl::vec<float, 4>" in kernel.get_kernel_source()
+    a = rand((N + 4,), torch.float32, 17)
+    c = poison((N,), torch.float32)
+    with pytest.raises(ValueError, match=r"A is read or written 16 bytes at a time, but its data starts 4 bytes past"):
+        kernel(a[1:N + 1], c)
+    kernel(a[4:], c)  # 16 bytes in: aligned
+    torch.testing.assert_close(c, a[4:] * 2)

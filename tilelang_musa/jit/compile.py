@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from .. import env
@@ -62,13 +63,33 @@ def _dim(extent: Any) -> Any:
     raise CompileError(f"tensor dimension `{extent}` must be a constant or a plain size variable")
 
 
-def param_specs(func: tirx.PrimFunc, outputs: set[int]) -> list[ParamSpec]:
+def vector_access_bytes(funcs: Sequence[tirx.PrimFunc]) -> dict[str, int]:
+    """Parameter name -> the widest vector load or store the kernels make to that tensor, in bytes (its data
+    pointer must be aligned to it)."""
+    widest: dict[str, int] = {}
+
+    def note(buffer: Any, dtype: Any) -> None:
+        lanes = dtype.lanes if hasattr(dtype, "lanes") else 1
+        if lanes > 1 and buffer.name:
+            widest[buffer.name] = max(widest.get(buffer.name, 1), lanes * dtype.bits // 8)
+
+    for func in funcs:  # parameters are matched by name: lowering may redeclare a parameter's buffer
+        names = {p.name for p in func.params}
+        tvm_ffi.structural_walk(func.body, [
+            (tvm.ir.expr.TensorLoad, lambda n: note(n.source, n.ty.dtype) if n.source.name in names else None),
+            (tirx.BufferStore, lambda n: note(n.buffer, n.value.ty.dtype) if n.buffer.name in names else None)])
+    return widest
+
+
+def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | None = None) -> list[ParamSpec]:
     specs = []
+    align = align or {}
     for i, var in enumerate(func.params):
         ty = var.ty
         if isinstance(ty, tirx.BufferType):
+            strides = tuple(_dim(d) for d in ty.strides) if ty.strides else None  # T.StridedTensor
             specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype), tuple(_dim(d) for d in ty.shape),
-                                   is_output=i in outputs))
+                                   strides=strides, is_output=i in outputs, align=align.get(var.name, 1)))
         else:
             specs.append(ParamSpec(var.name, "scalar", str(ty.dtype)))
     return specs
@@ -154,7 +175,6 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     name = str(program.attrs["global_symbol"]) if program.attrs is not None and "global_symbol" in program.attrs \
         else "main"
     outputs = _output_indices(program, out_idx)
-    specs = param_specs(program, outputs)
 
     dumper = _ir_dumper(configs)
     device_funcs = []
@@ -164,6 +184,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     if verbose:
         for device_func in device_funcs:
             print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
+    specs = param_specs(program, outputs, vector_access_bytes(device_funcs))
     source = generate(device_funcs, target, name)
     text = source.text
     replacement = env.REPLACE_MUSAC.path()
@@ -199,6 +220,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
         (out / f"{name}.mu").write_text(text)
         shutil.copyfile(library, out / f"{name}.so")
     artifact = CompiledArtifact(source, library, device_funcs[0])
-    size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape if isinstance(d, str)}
+    size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape + (spec.strides or ())
+                  if isinstance(d, str)}
     bound = [spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names]
     return JITKernel(artifact, specs, backend, target, program, configs, bound)

@@ -43,7 +43,7 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
     # A size that appears only in tensor shapes is still needed in the kernel: bounds guards compare against it.
     for param in func.params:
         if isinstance(param.ty, tirx.BufferType):
-            for extent in param.ty.shape:
+            for extent in list(param.ty.shape) + list(param.ty.strides or []):
                 tvm_ffi.structural_walk(extent, [(tvm.ir.expr.Var, lambda v: None if v in free else free.append(v))])
     if not free:
         return func

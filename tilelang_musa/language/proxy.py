@@ -40,6 +40,8 @@ def _shape(shape: Any) -> tuple:
 
 class _TensorMeta(type):
     def __getitem__(cls, item: Any) -> TensorType:
+        if cls is StridedTensor and isinstance(item, tuple) and len(item) == 3:
+            return cls(*item)  # T.StridedTensor[(M, K), (stride_m, 1), dtype]
         if not isinstance(item, tuple) or len(item) != 2:
             raise TypeError("T.Tensor[...] takes a shape and a dtype: T.Tensor[(M, K), 'float16']")
         shape, dtype = item
@@ -114,9 +116,10 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
         raise trace.error(f"parameter `{name}`: {_SCOPE_NAMES[annotation.scope]} annotates a @T.macro parameter; a "
                           "kernel's parameters are global tensors (T.Tensor)")
     if isinstance(annotation, TensorType):
-        if annotation.strides is not None:
-            raise trace.error(f"parameter `{name}`: strided tensors are not supported yet; pass a contiguous tensor")
-        var = Tb.arg(name, Tb.buffer(list(annotation.shape), annotation.dtype))
+        strides = None if annotation.strides is None else list(annotation.strides)
+        if strides is not None and len(strides) != len(annotation.shape):
+            raise trace.error(f"parameter `{name}`: {len(strides)} strides for a {len(annotation.shape)}-d tensor")
+        var = Tb.arg(name, Tb.buffer(list(annotation.shape), annotation.dtype, strides=strides))
     elif isinstance(annotation, (DType, str)):
         var = Tb.arg(name, tvm.tirx.Var(name, canonical_dtype(annotation)))
     elif isinstance(annotation, tvm.ir.PrimType):

@@ -56,9 +56,16 @@ def collect_accesses(node: Any) -> list[Access]:
 
 
 def flat_index(buffer: Var, indices: Iterable[Any]) -> Any:
-    """Row-major linear element index of `indices` into `buffer` (compact layout)."""
+    """Linear element index of `indices` into `buffer`: through its strides if it has them (T.StridedTensor),
+    else row-major (compact layout)."""
     shape = list(buffer.ty.shape)
     indices = list(indices)
+    strides = list(buffer.ty.strides or [])
+    if strides:
+        flat = tirx.const(0, "int32")
+        for stride, index in zip(strides, indices):
+            flat = flat + index * stride
+        return flat
     flat = indices[0] if indices else tirx.const(0, "int32")
     for extent, index in zip(shape[1:], indices[1:]):
         flat = flat * extent + index

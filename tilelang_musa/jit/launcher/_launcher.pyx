@@ -85,6 +85,7 @@ cdef struct ParamInfo:
     int dims_at      # offset of the shape in Launcher._dims
     int strides_at   # offset of the strides in Launcher._dims; -1: contiguous required
     int symbol       # scalars: index of the same-named symbol, or -1
+    int align        # tensors: bytes the data pointer must be a multiple of
 
 # Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
 # bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
@@ -225,6 +226,7 @@ cdef class Launcher:
             info.strides_at = -1
             info.symbol = -1
             info.scalar = -1
+            info.align = p.align
             if p.kind == "tensor":
                 info.kind = TENSOR_OUT if p.is_output else TENSOR_IN
                 dims.extend([d if isinstance(d, int) else -symbols[d] - 1 for d in p.shape])
@@ -402,6 +404,7 @@ cdef class Launcher:
         cdef ParamInfo* p = &self._info[i]
         cdef int d
         cdef int64_t want
+        cdef uintptr_t ptr
         if not isinstance(t, _Tensor):
             raise TypeError(f"kernel '{self.kernel_name}': {self.params[i].describe()} expects a torch.Tensor; "
                             f"got {type(t).__name__}")
@@ -449,7 +452,12 @@ cdef class Launcher:
                                          f"{d} must be {want}; got {strides[d]} (strides {strides})")
                 else:
                     self._bind(st, -want - 1, strides[d], i, -d - 2)
-        st.slots[i].ptr = <void*><uintptr_t>t.data_ptr()
+        ptr = <uintptr_t>t.data_ptr()
+        if p.align > 1 and ptr % p.align:
+            raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} is read or written {p.align} bytes "
+                             f"at a time, but its data starts {ptr % p.align} bytes past a {p.align}-byte boundary "
+                             "(a view at an offset into another tensor?); pass .clone() of it")
+        st.slots[i].ptr = <void*>ptr
         return device
 
     cdef int _bind(self, CallState* st, int sym, int64_t value, int param, int where) except -1:

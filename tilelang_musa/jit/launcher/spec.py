@@ -70,6 +70,7 @@ class ParamSpec:
     shape     tensor dims, each an int (static) or a str (symbolic size, e.g. "N", bound from the caller's tensors)
     strides   None: contiguous row-major required; else one int or symbol name per dim (in elements)
     is_output allocated by the launcher (out_idx / T.empty) and returned, not passed by the caller
+    align     bytes the data pointer must be a multiple of: the widest vector access the kernel makes to it
     """
 
     name: str
@@ -78,6 +79,7 @@ class ParamSpec:
     shape: tuple = ()
     strides: tuple | None = None
     is_output: bool = False
+    align: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -90,6 +92,8 @@ class ParamSpec:
         object.__setattr__(self, "shape", tuple(self.shape))
         if self.strides is not None:
             object.__setattr__(self, "strides", tuple(self.strides))
+        if not isinstance(self.align, int) or self.align < 1 or self.align & (self.align - 1):
+            raise ValueError(f"parameter {self.name}: align must be a power of two; got {self.align!r}")
         if self.kind == "scalar":
             self._check_scalar()
         else:
