@@ -498,3 +498,26 @@ def test_misaligned_tensor_is_rejected_before_a_vector_access():
         kernel(a[1:N + 1], c)
     kernel(a[4:], c)  # 16 bytes in: aligned
     torch.testing.assert_close(c, a[4:] * 2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_none_for_a_tensor_the_kernel_never_touches(arch):
+    N = 256
+
+    def program(has_bias):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), Bias: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(N):
+                    if has_bias:
+                        C[i] = A[i] + Bias[i]
+                    else:
+                        C[i] = A[i] * 2
+
+        return main
+
+    a, c = rand((N,), torch.float32, 18), poison((N,), torch.float32)
+    compile_for(program(False), arch)(a, None, c)
+    torch.testing.assert_close(c, a * 2)
+    with pytest.raises(TypeError, match=r"Bias: Tensor\[\(256,\), float32\] expects a torch.Tensor; got NoneType"):
+        compile_for(program(True), arch)(a, None, c)

@@ -63,6 +63,17 @@ def _dim(extent: Any) -> Any:
     raise CompileError(f"tensor dimension `{extent}` must be a constant or a plain size variable")
 
 
+def accessed_tensors(funcs: Sequence[tirx.PrimFunc]) -> set[str]:
+    """Names of the tensor parameters some kernel reads, writes or takes the address of."""
+    names: set[str] = set()
+    for func in funcs:
+        params = {p.name for p in func.params}
+        tvm_ffi.structural_walk(func.body, [
+            (tvm.ir.expr.TensorLoad, lambda n: names.add(n.source.name) if n.source.name in params else None),
+            (tirx.BufferStore, lambda n: names.add(n.buffer.name) if n.buffer.name in params else None)])
+    return names
+
+
 def vector_access_bytes(funcs: Sequence[tirx.PrimFunc]) -> dict[str, int]:
     """Parameter name -> the widest vector load or store the kernels make to that tensor, in bytes (its data
     pointer must be aligned to it)."""
@@ -81,7 +92,8 @@ def vector_access_bytes(funcs: Sequence[tirx.PrimFunc]) -> dict[str, int]:
     return widest
 
 
-def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | None = None) -> list[ParamSpec]:
+def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | None = None,
+                accessed: set[str] | None = None) -> list[ParamSpec]:
     specs = []
     align = align or {}
     for i, var in enumerate(func.params):
@@ -89,7 +101,8 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | 
         if isinstance(ty, tirx.BufferType):
             strides = tuple(_dim(d) for d in ty.strides) if ty.strides else None  # T.StridedTensor
             specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype), tuple(_dim(d) for d in ty.shape),
-                                   strides=strides, is_output=i in outputs, align=align.get(var.name, 1)))
+                                   strides=strides, is_output=i in outputs, align=align.get(var.name, 1),
+                                   unused=accessed is not None and var.name not in accessed and i not in outputs))
         else:
             specs.append(ParamSpec(var.name, "scalar", str(ty.dtype)))
     return specs
@@ -184,7 +197,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     if verbose:
         for device_func in device_funcs:
             print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
-    specs = param_specs(program, outputs, vector_access_bytes(device_funcs))
+    specs = param_specs(program, outputs, vector_access_bytes(device_funcs), accessed_tensors(device_funcs))
     source = generate(device_funcs, target, name)
     text = source.text
     replacement = env.REPLACE_MUSAC.path()

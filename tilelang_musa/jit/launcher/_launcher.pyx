@@ -86,6 +86,7 @@ cdef struct ParamInfo:
     int strides_at   # offset of the strides in Launcher._dims; -1: contiguous required
     int symbol       # scalars: index of the same-named symbol, or -1
     int align        # tensors: bytes the data pointer must be a multiple of
+    bint unused      # tensors: the kernel never accesses it (None is accepted)
 
 # Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
 # bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
@@ -227,6 +228,7 @@ cdef class Launcher:
             info.symbol = -1
             info.scalar = -1
             info.align = p.align
+            info.unused = p.unused
             if p.kind == "tensor":
                 info.kind = TENSOR_OUT if p.is_output else TENSOR_IN
                 dims.extend([d if isinstance(d, int) else -symbols[d] - 1 for d in p.shape])
@@ -388,7 +390,10 @@ cdef class Launcher:
         for i in range(self._num_params):
             p = &self._info[i]
             if p.kind == TENSOR_IN:
-                device = self._check_tensor(i, args[a], st, device)
+                if args[a] is None and p.unused:  # a tensor the kernel never touches may be left out
+                    st.slots[i].ptr = NULL
+                else:
+                    device = self._check_tensor(i, args[a], st, device)
                 a += 1
             elif p.kind == SCALAR_ARG:
                 value = self._pack_scalar(i, args[a], &st.slots[i])

@@ -71,6 +71,7 @@ class ParamSpec:
     strides   None: contiguous row-major required; else one int or symbol name per dim (in elements)
     is_output allocated by the launcher (out_idx / T.empty) and returned, not passed by the caller
     align     bytes the data pointer must be a multiple of: the widest vector access the kernel makes to it
+    unused    the kernel never accesses the tensor: the caller may pass None for it
     """
 
     name: str
@@ -80,6 +81,7 @@ class ParamSpec:
     strides: tuple | None = None
     is_output: bool = False
     align: int = 1
+    unused: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
