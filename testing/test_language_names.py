@@ -4,6 +4,7 @@ atomics `T.atomic_addx2/x4`, `T.atomic_load/store` and `memory_order`. Each is c
 MUSA C checked, and run in the simulator against torch."""
 
 import pytest
+import tvm
 import torch
 
 import tilelang
@@ -521,3 +522,63 @@ def test_none_for_a_tensor_the_kernel_never_touches(arch):
     torch.testing.assert_close(c, a * 2)
     with pytest.raises(TypeError, match=r"Bias: Tensor\[\(256,\), float32\] expects a torch.Tensor; got NoneType"):
         compile_for(program(True), arch)(a, None, c)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mul_half_float_to_bfloat16_x4_explicit_and_recognised(arch):
+    N = 512
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float16"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "bfloat16"),
+             D: T.Tensor((N,), "bfloat16")):
+        with T.Kernel(N // 128, threads=32) as bx:
+            tx = T.get_thread_binding()
+            offset = bx * 128 + tx * 4
+            C[offset:offset + 4] = T.mul_half_float_to_bfloat16_x4(A[offset:offset + 4], B[offset:offset + 4])
+            for i in T.Parallel(128):  # the same product, written as casts: fused once vectorized
+                D[bx * 128 + i] = T.Cast("bfloat16", T.Cast("float32", A[bx * 128 + i]) * B[bx * 128 + i])
+
+    kernel = compile_for(main, arch)
+    assert kernel.get_kernel_source().count("tl::mul_half_float_to_bfloat16_x4(") == 2
+    a, b = rand((N,), torch.float16, 19), rand((N,), torch.float32, 20)
+    c, d = poison((N,), torch.bfloat16), poison((N,), torch.bfloat16)
+    kernel(a, b, c, d)
+    ref = (a.float() * b).bfloat16()
+    assert torch.equal(c, ref) and torch.equal(d, ref)
+
+    with pytest.raises(tilelang.CompileError, match=r"T.mul_half_float_to_bfloat16_x4: rhs must be float32x4; got "
+                                                    r"float16x4"):
+        @T.prim_func
+        def wrong_type(A: T.Tensor((N,), "float16"), C: T.Tensor((N,), "bfloat16")):
+            with T.Kernel(1, threads=32):
+                C[0:4] = T.mul_half_float_to_bfloat16_x4(A[0:4], A[4:8])
+    with pytest.raises(tilelang.CompileError, match=r"a vector access needs a unit-step slice of exactly 4 elements"):
+        @T.prim_func
+        def wrong_width(A: T.Tensor((N,), "float16"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "bfloat16")):
+            with T.Kernel(1, threads=32):
+                C[0:8] = T.mul_half_float_to_bfloat16_x4(A[0:4], B[0:4])
+
+
+def test_fuse_accelerated_ops_pass():
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.tirx.script import builder as Tb
+    from tilelang_musa.transform.fuse_accelerated_ops import fuse_accelerated_ops
+    from tvm import tirx
+
+    def build(fused: bool):
+        with IRBuilder() as ib:
+            with Tb.prim_func():
+                Tb.func_name("f")
+                a = Tb.arg("A", Tb.buffer((4,), "float16"))
+                b = Tb.arg("B", Tb.buffer((4,), "float32"))
+                c = Tb.arg("C", Tb.buffer((4,), "bfloat16"))
+                ramp = tirx.Ramp(tirx.const(0, "int32"), 1, 4)
+                x, y = a[ramp], b[ramp]
+                value = (tirx.call_extern("bfloat16x4", "tl::mul_half_float_to_bfloat16_x4", x, y) if fused
+                         else tirx.Cast("bfloat16x4", y * tirx.Cast("float32x4", x)))
+                Tb.buffer_store(c, value, [ramp])
+        return ib.get()
+
+    tvm.ir.assert_structural_equal(fuse_accelerated_ops(build(False)), build(True))
+    unfused = build(True)
+    assert fuse_accelerated_ops(unfused).same_as(unfused)

@@ -235,9 +235,12 @@ def store(target: Any, index: Any, value: Any) -> None:
     trace = current_trace("buffer store")
     indices = _indices(target, index)
     if any(isinstance(i, slice) for i in indices):
-        raise trace.error(
-            f"slice assignment to `{target.name}` is not supported; use T.copy or a T.Parallel loop"
-        )
+        lanes = value.ty.dtype.lanes if isinstance(value, tvm.ir.Expr) and hasattr(value.ty, "dtype") else 1
+        indices = vector_indices(trace, target, indices, lanes) if lanes > 1 else None
+        if indices is None:
+            raise trace.error(
+                f"slice assignment to `{target.name}` takes a vector of the slice's length (`C[i:i + 4] = "
+                "T.mul_half_float_to_bfloat16_x4(...)`); for tiles use T.copy or a T.Parallel loop")
     dtype = str(target.dtype)
     from .allocate import is_var_buffer
 
@@ -247,6 +250,22 @@ def store(target: Any, index: Any, value: Any) -> None:
     if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
         value = tirx.Cast(dtype, value)
     Tb.buffer_store(target, value, indices)
+
+
+def vector_indices(trace: KernelTrace, buffer: Any, indices: list[Any], lanes: int) -> list[Any] | None:
+    """The indices of a `lanes`-element vector access `buffer[i, j:j + lanes]`: one unit-step slice of exactly
+    `lanes` elements (a Ramp), every other index a scalar; None if `indices` is not that."""
+    sliced = [k for k, i in enumerate(indices) if isinstance(i, slice)]
+    if len(sliced) != 1:
+        return None
+    s = indices[sliced[0]]
+    start = 0 if s.start is None else s.start
+    stop = buffer.ty.shape[sliced[0]] if s.stop is None else s.stop
+    if s.step not in (None, 1) or not tvm.sym.Analyzer().can_prove_equal(as_expr(stop) - as_expr(start), lanes):
+        raise trace.error(f"`{buffer.name}[...]`: a vector access needs a unit-step slice of exactly {lanes} elements")
+    out = list(indices)
+    out[sliced[0]] = tirx.Ramp(as_expr(tirx.const(start, "int32") if isinstance(start, int) else start), 1, lanes)
+    return out
 
 
 def _convert(value: Any, dtype: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
+from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
 from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
@@ -54,6 +55,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
         tirx.transform.FlattenBuffer(),
         tirx.transform.VectorizeLoop(True),
+        # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
+        FuseAcceleratedOps(),
         tirx.transform.UnrollLoop(),
         tirx.transform.StmtSimplify(),
         # T.assume has served the simplifier; it prints as nothing.

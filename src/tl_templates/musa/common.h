@@ -444,6 +444,17 @@ TL_HOST_DEVICE vec<T, N> rsqrtf(const vec<T, N>& a) {
 #undef TL_VEC_MATH_ARGS_3
 }  // namespace vmath
 
+// ---- accelerated ops --------------------------------------------------------------------------------------------
+
+/*! \brief bfloat16(float(x[i]) * y[i]) for 4 lanes, each rounded once to nearest even
+ *         (T.mul_half_float_to_bfloat16_x4, and what the compiler fuses Cast(bf16, Cast(f32, x) * y) into). */
+TL_HOST_DEVICE vec<bfloat16_t, 4> mul_half_float_to_bfloat16_x4(const vec<half_t, 4>& x, const vec<float, 4>& y) {
+  vec<bfloat16_t, 4> out;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out.data[i] = cast<bfloat16_t>(static_cast<float>(x.data[i]) * y.data[i]);
+  return out;
+}
+
 // ---- warps ------------------------------------------------------------------------------------------------------
 // The warp size of the arch being compiled: __MUSA_ARCH_LIST__ names one arch and is defined in both of mcc's passes.
 #if defined(__MUSA_ARCH_LIST__) && __MUSA_ARCH_LIST__ < 300
