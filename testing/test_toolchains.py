@@ -98,3 +98,16 @@ def test_auto_backend_is_the_simulator_without_a_device(monkeypatch):
 def test_unknown_pass_config_lists_known_keys():
     with pytest.raises(ValueError, match="tl.disable_sqmma"):
         tilelang.compile(negate, pass_configs={"tl.no_such_thing": True})
+
+
+def test_a_fast_math_kernel_leaves_subnormals_alone_in_the_process():
+    """Loading a kernel built with fast math must not switch the process to flush-to-zero (gcc and clang's
+    crtfastmath.o does that on load when the library is linked with -ffast-math)."""
+    tiny = torch.tensor([1e-39], dtype=torch.float32)  # a float32 subnormal
+    assert (tiny * 1.0).item() != 0.0
+    kernel = tilelang.compile(negate, target="musa -arch=mp_31",
+                              pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
+    a, b = torch.randn(N), torch.full((N,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, -a)
+    assert (tiny * 1.0).item() != 0.0

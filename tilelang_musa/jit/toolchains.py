@@ -109,6 +109,13 @@ class MccToolchain(Toolchain):
         return cmd
 
 
+# -ffast-math, spelled out: given -ffast-math (or -funsafe-math-optimizations) when linking, gcc and clang add
+# crtfastmath.o, whose constructor turns on flush-to-zero for the whole process when the kernel library loads: every
+# later computation (torch's, other kernels') would then flush subnormals. These flags permit the same rewrites.
+SIM_FAST_MATH_FLAGS = ["-fno-math-errno", "-fno-signed-zeros", "-fno-trapping-math", "-fassociative-math",
+                       "-freciprocal-math", "-ffinite-math-only", "-fno-rounding-math", "-fcx-limited-range"]
+
+
 class SimToolchain(Toolchain):
     """The host C++ compiler with the simulator's MUSA headers first on the include path."""
 
@@ -135,7 +142,7 @@ class SimToolchain(Toolchain):
             # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime
             cmd.append(f"-DTL_SIM_MIN_STACK_KB={-(-(2 * req.local_bytes + 32 * 1024) // 1024)}")
         if req.fast_math:
-            cmd.append("-ffast-math")
+            cmd += SIM_FAST_MATH_FLAGS
         cmd += list(req.extra_flags)
         cmd += [str(req.source), "-o", str(req.output)]
         return cmd
