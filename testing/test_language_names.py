@@ -582,3 +582,22 @@ def test_fuse_accelerated_ops_pass():
     tvm.ir.assert_structural_equal(fuse_accelerated_ops(build(False)), build(True))
     unfused = build(True)
     assert fuse_accelerated_ops(unfused).same_as(unfused)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_copy_of_one_element_per_thread(arch):
+    N = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float16")):
+        with T.Kernel(1, threads=N):
+            s = T.alloc_shared((N,), "float32")
+            tx = T.get_thread_binding()
+            T.copy(A[tx], s[N - 1 - tx])  # each thread its own element
+            T.copy(s[tx], B[tx])  # with the dtype change of a copy
+
+    kernel = compile_for(main, arch)
+    assert "s[63 - ((int)threadIdx.x)] = A[(int)threadIdx.x];" in kernel.get_kernel_source()
+    a, b = rand((N,), torch.float32, 21), poison((N,), torch.float16)
+    kernel(a, b)
+    assert torch.equal(b, a.flip(0).half())

@@ -44,6 +44,11 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
         raise UnsupportedError(f"T.copy({what}) (the LDLMS async-copy path) is not implemented yet", trace.loc)
     src_region, src_origin = to_region(src, "T.copy", "src")
     dst_region, dst_origin = to_region(dst, "T.copy", "dst")
+    if src_origin and dst_origin:  # T.copy(A[i], s[j]): one element, copied by each thread that runs it
+        from .builder import store
+
+        store(dst.source, tuple(dst.indices), src)
+        return
     src_region, dst_region = resolve_extents(src_region, src_origin, dst_region, dst_origin, trace.error)
     op = Copy(src_region, dst_region, trace.loc)
     op.copy_dims()  # validate the extents now, at the user's line
