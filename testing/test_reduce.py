@@ -6,7 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from conftest import rand
+from conftest import poison, rand
 
 REF = {
     "sum": lambda x, d: x.sum(d), "max": lambda x, d: x.amax(d), "min": lambda x, d: x.amin(d),
@@ -132,3 +132,47 @@ def test_cumsum_1d_into_another_tile():
     b = torch.full((1000,), float("nan"))
     kernel(a, b)
     torch.testing.assert_close(b, a.cumsum(0))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("rows,cols", [(4, 384), (8, 96), (2, 320)])
+def test_rows_that_do_not_split_over_the_threads_are_kept_apart(arch, rows, cols):
+    """A fragment reduced along its rows (and the fragments that share its layout through whole-tile loops) is
+    placed row by row when the coalesced placement would let a row straddle thread groups; a loop that reads the
+    per-row result runs row by row too, so nothing is exchanged through shared memory."""
+    import warnings
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "float32"), Y: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((rows, cols), "float32")
+            sq = T.alloc_fragment((rows, cols), "float32")
+            total = T.alloc_fragment((rows,), "float32")
+            T.copy(X, x)
+            for i, j in T.Parallel(rows, cols):
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, total, dim=1)
+            for i, j in T.Parallel(rows, cols):
+                Y[i, j] = X[i, j] / total[i]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no exchange warning
+        kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    x, y = rand((rows, cols), torch.float32, 3), poison((rows, cols), torch.float32)
+    kernel(x, y)
+    torch.testing.assert_close(y, x / (x * x).sum(1, keepdim=True), rtol=1e-5, atol=1e-5)
+
+
+def test_a_row_spread_over_a_non_power_of_two_of_threads_is_a_clear_error():
+    @T.prim_func
+    def main(X: T.Tensor((4, 100), "float32"), S: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((4, 100), "float32")
+            s = T.alloc_fragment((4,), "float32")
+            T.copy(X, x)
+            T.reduce_sum(x, s, dim=1)
+            T.copy(s, S)
+
+    with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine "
+                                                    r"needs a power of two threads"):
+        tilelang.compile(main, target="musa -arch=mp_31")

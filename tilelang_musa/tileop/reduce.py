@@ -127,6 +127,13 @@ class Reduce(TileOp):
             red_buf = Tb.buffer((args.num_threads,), acc_t, scope="shared.dyn")
             IRBuilder.name(f"{self.dst.name}_red_buf", red_buf)
             stmts.insert(0, tirx.AllocBuffer(red_buf))
+        for split in groups.splits:
+            for what, n in (("threads", split.count), ("thread stride", split.scale)):
+                if n & (n - 1):
+                    raise self.error(
+                        f"T.reduce_{self.kind}: a row of `{self.src.name}` spans {split.count} threads {split.scale} "
+                        f"apart; the cross-thread combine needs a power of two {what}, got {n}. Give `{self.src.name}` "
+                        "a row length that splits evenly over a power of two of threads")
         d = tirx.Var("dst_slot", "int32")
         combined = partial[d]
         for split in groups.splits:

@@ -41,9 +41,10 @@ from ..language.annotate import ANNOTATIONS_ATTR
 from ..layout import Fragment, Layout, LayoutError
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
+from ..tileop.reduce import Reduce
 from .ir_utils import (as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute,
                        thread_info)
-from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, vector_width
+from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, row_plan, vector_width
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
@@ -215,9 +216,39 @@ class _Inference:
             if nest.plan is None:
                 width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
                                      self.disable_vectorize, coalesced_width(nest.loop))
-                nest.plan = free_plan(nest.extents, self.threads.num_threads, width)
+                plan = None
+                rowwise = self._reduced_along_rows()
+                if any(buf in rowwise and self._walks_whole(buf, indices, nest) or self._reads_row_values(buf, indices, nest)
+                       for buf, indices in nest.accesses):
+                    plan = row_plan(nest.extents, self.threads.num_threads, width)
+                nest.plan = plan or free_plan(nest.extents, self.threads.num_threads, width)
                 return True
         return False
+
+    def _reads_row_values(self, buf, indices, nest: _Nest) -> bool:
+        """`buf[i]` in a nest over (i, j): a per-row value (a row reduction's result) with a known layout."""
+        positions = _index_positions(indices, nest.loop_vars)
+        return buf in self.layouts and positions is not None and 0 < len(positions) < len(nest.loop_vars) and \
+            positions == list(range(len(positions)))
+
+    def _walks_whole(self, buf, indices, nest: _Nest) -> bool:
+        return _index_positions(indices, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
+            self._same_shape(buf, nest.extents)
+
+    def _reduced_along_rows(self) -> set:
+        """Fragments reduced along their last dimension by a T.reduce_*, and those sharing their layout with one
+        through a T.Parallel nest that walks both whole: their layout should keep rows apart (row_plan)."""
+        found = {op.src.buffer for op in self.ops
+                 if isinstance(op, Reduce) and op.dim == len(self._shape(op.src.buffer)) - 1}
+        changed = True
+        while changed:
+            changed = False
+            for nest in self.nests:
+                whole = [buf for buf, indices in nest.accesses if self._walks_whole(buf, indices, nest)]
+                if any(buf in found for buf in whole) and not all(buf in found for buf in whole):
+                    found.update(whole)
+                    changed = True
+        return found
 
     def _same_shape(self, buf, extents) -> bool:
         return self._shape(buf) == list(extents)

@@ -72,6 +72,45 @@ def free_plan(extents: list[int], num_threads: int, width: int) -> LoopPlan:
     return plan
 
 
+def row_plan(extents: list[int], num_threads: int, width: int) -> LoopPlan | None:
+    """A free plan that keeps each row (the last dimension) on its own group of threads: rows over groups of
+    num_threads / rows threads, a row's V-wide pieces round-robin over its group (V narrowed until they share
+    them evenly). For a fragment that is reduced along its rows, whose free plan would let rows straddle thread
+    groups (4 x 384 on 128 threads). None if the rows do not divide the threads or the pieces (then the free plan
+    serves)."""
+    rows = 1
+    for e in extents[:-1]:
+        rows *= e
+    cols = extents[-1]
+    if rows > num_threads or num_threads % rows:
+        return None
+    group = num_threads // rows
+    # every thread of a group the same number of whole pieces (a reduction needs every slot filled)
+    while width > 1 and (cols % width or (cols // width) % group):
+        width //= 2
+    if cols % width or (cols // width) % group:
+        return None
+    pieces = cols // width
+    iters = pieces // group
+    fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(extents))]
+    row = flat_index_of(fvars[:-1], extents[:-1]) if len(extents) > 1 else tirx.const(0, "int32")
+    col = fvars[-1]
+    thread = row * group + tirx.floormod(tirx.floordiv(col, width), group)
+    slot = tirx.floordiv(col, width * group) * width + tirx.floormod(col, width)
+    fragment = Fragment.from_exprs(extents, fvars, thread, slot)
+
+    def inverse(t, s):
+        r = tirx.floordiv(t, group)
+        c = (tirx.floordiv(s, width) * group + tirx.floormod(t, group)) * width + tirx.floormod(s, width)
+        xs, stride = [], rows
+        for e in extents[:-1]:
+            stride //= e
+            xs.append(tirx.floormod(tirx.floordiv(r, stride), e))
+        return xs + [c], None
+
+    return LoopPlan(fragment, iters * width, width, inverse)
+
+
 def flat_index_of(xs: list[Any], extents: list[int]) -> Any:
     f = xs[0]
     for x, e in zip(xs[1:], extents[1:]):
