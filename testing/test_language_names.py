@@ -601,3 +601,32 @@ def test_copy_of_one_element_per_thread(arch):
     a, b = rand((N,), torch.float32, 21), poison((N,), torch.float16)
     kernel(a, b)
     assert torch.equal(b, a.flip(0).half())
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_prim_func_parameters_annotated_in_the_body(arch):
+    def make(N, dtype):
+        @T.prim_func
+        def main(A, B: T.Tensor((N,), dtype), C):
+            A: T.Tensor[(N,), dtype]  # upstream's lazy form: parameters keep their signature order
+            C: T.Tensor((N,), dtype)
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(N):
+                    C[i] = A[i] - B[i]
+
+        return main
+
+    kernel = compile_for(make(256, "float32"), arch)
+    assert "main_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C)" in \
+        kernel.get_kernel_source()
+    a, b, c = rand((256,), torch.float32, 22), rand((256,), torch.float32, 23), poison((256,), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a - b)
+
+    with pytest.raises(tilelang.CompileError, match=r"the annotation of parameter `A` must use names defined outside"):
+        @T.prim_func
+        def local_size(A):
+            n = 64
+            A: T.Tensor[(n,), "float32"]
+            with T.Kernel(1, threads=64):
+                pass

@@ -78,21 +78,48 @@ def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) ->
     return ib.get(), result
 
 
+def _body_annotations(parsed: ParsedKernel, params: tuple[str, ...]) -> dict[str, ast.AnnAssign]:
+    """`A: T.Tensor[(M,), dtype]` statements in the body that annotate parameters (upstream's lazy form)."""
+    return {stmt.target.id: stmt for stmt in ast.walk(parsed.tree)
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name)
+            and stmt.target.id in params}
+
+
+def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign) -> Any:
+    """The in-body annotation of parameter `name`, evaluated before the body runs (parameters come first, in
+    signature order): it may use the function's globals and closure, not the body's own variables."""
+    namespace = dict(parsed.source_fn.__globals__)
+    namespace.update(dict(zip(parsed.source_fn.__code__.co_freevars,
+                              [c.cell_contents for c in parsed.source_fn.__closure__ or ()])))
+    try:
+        return eval(compile(ast.Expression(stmt.annotation), parsed.filename, "eval"), namespace)  # noqa: S307
+    except NameError as err:
+        raise CompileError(f"the annotation of parameter `{name}` must use names defined outside the kernel body "
+                           f"(its closure or module): {err}", SourceLoc(parsed.filename, stmt.lineno)) from None
+
+
 def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
     """`@T.prim_func`: parameters are annotated in the signature."""
     trace = KernelTrace(parsed.filename, mode="prim_func")
     sig = inspect.signature(parsed.source_fn)
     line = parsed.tree.lineno
 
+    in_body = _body_annotations(parsed, tuple(sig.parameters))
+
     def body():
         args = []
         for name, param in sig.parameters.items():
-            if param.annotation is inspect.Parameter.empty:
-                raise CompileError(
-                    f"parameter `{name}` of @T.prim_func `{parsed.name}` needs an annotation such as "
-                    "T.Tensor((M, N), 'float16') or T.int32", SourceLoc(parsed.filename, line))
             trace.loc = SourceLoc(parsed.filename, line)
-            args.append(make_param(trace, name, _annotation(parsed, param)))
+            if param.annotation is inspect.Parameter.empty:
+                if name not in in_body:
+                    raise CompileError(
+                        f"parameter `{name}` of @T.prim_func `{parsed.name}` needs an annotation such as "
+                        "T.Tensor((M, N), 'float16') or T.int32 (in the signature, or `{name}: ...` in the body)",
+                        SourceLoc(parsed.filename, line))
+                annotation = _eval_body_annotation(parsed, name, in_body[name])
+            else:
+                annotation = _annotation(parsed, param)
+            args.append(make_param(trace, name, annotation))
         result = parsed.fn(*args)
         if result is not None:
             raise trace.error("a @T.prim_func returns nothing; outputs are parameters (select them with out_idx)")

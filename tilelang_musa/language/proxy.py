@@ -136,6 +136,8 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
 
 def declare_param(trace: KernelTrace, name: str, annotation: Any, current: Any) -> Any:
     """The eager style's `A: T.Tensor[(N,), dtype]` statement."""
+    if trace.mode == "prim_func" and any(p.name == name for p in trace.params) and isinstance(annotation, TensorType):
+        return current  # upstream's lazy form: the parameter was declared from this annotation before the body
     if trace.mode == "prim_func":
         raise trace.error(
             f"`{name}: {annotation!r}` declares a tensor parameter, which only the @tilelang.jit eager style "
