@@ -630,3 +630,71 @@ def test_prim_func_parameters_annotated_in_the_body(arch):
             A: T.Tensor[(n,), "float32"]
             with T.Kernel(1, threads=64):
                 pass
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reshape_and_view(arch):
+    M, N, K = 64, 64, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M * K,), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32"),
+             D: T.Tensor((M * N,), "float32"), E: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=128):
+            a_flat = T.alloc_shared((M * K,), "float16")
+            a_tile = T.reshape(a_flat, (M, K))  # a gemm operand seen through a view
+            b_tile = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(T.reshape(A, (M, K)), a_tile)
+            T.copy(B, b_tile)
+            T.clear(acc)
+            T.gemm(a_tile, b_tile, acc)
+            T.copy(acc, C)
+            T.sync_threads()  # C (global) was written by other threads of the block
+            flat = T.view(C, (M * N,))
+            for i in T.Parallel(M * N):
+                D[i] = flat[i] * 2
+            bits = T.view(C, (M * N,), "int32")  # another dtype: a reinterpreting pointer
+            for i in T.Parallel(4):
+                E[i] = bits[i]
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert "a_tile" not in source.split("extern \"C\" int call")[0]  # a view is a name, not storage
+    assert "int* bits = reinterpret_cast<int*>(C);" in source
+    a, b = rand((M * K,), torch.float16, 24), rand((K, N), torch.float16, 25)
+    c, d, e = poison((M, N), torch.float32), poison((M * N,), torch.float32), torch.zeros(4, dtype=torch.int32)
+    kernel(a, b, c, d, e)
+    torch.testing.assert_close(c, a.view(M, K).float() @ b.float(), rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(d, c.flatten() * 2)
+    assert torch.equal(e, c.flatten()[:4].view(torch.int32))
+
+    with pytest.raises(tilelang.CompileError, match=r"`A` \[2048\] float32 holds 8192 bytes, the view \[64, 33\] "
+                                                    r"float32 8448"):
+        @T.prim_func
+        def wrong_size(A: T.Tensor((M * K,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.reshape(A, (M, K + 1))
+
+
+def test_lower_buffer_views_pass():
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.tirx.script import builder as Tb
+    from tvm import tirx
+    from tilelang_musa.language.view import VIEWS_ATTR
+    from tilelang_musa.transform.lower_buffer_views import lower_buffer_views
+
+    def build(through_view: bool):
+        with IRBuilder() as ib:
+            with Tb.prim_func():
+                Tb.func_name("f")
+                a = Tb.arg("A", Tb.buffer((128,), "float32"))
+                v = Tb.buffer((4, 32), "float32")
+                i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
+                if through_view:
+                    Tb.buffer_store(v, v[i, j] + 1.0, [i, j])
+                else:
+                    Tb.buffer_store(a, a[i * 32 + j] + 1.0, [i * 32 + j])
+        func = ib.get()
+        return func.with_attr(VIEWS_ATTR, {v: a}) if through_view else func
+
+    tvm.ir.assert_structural_equal(lower_buffer_views(build(True)), build(False), map_free_vars=True)

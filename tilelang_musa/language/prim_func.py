@@ -64,6 +64,10 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
 
     if trace.pass_configs:
         func = func.with_attr(PASS_CONFIGS_ATTR, dict(trace.pass_configs))
+    if trace.buffer_views:
+        from .view import VIEWS_ATTR
+
+        func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     return func

@@ -24,6 +24,7 @@ class LowerArgs:
     configs: dict = field(default_factory=dict)  # PassConfigKey -> value
     annotated: frozenset = frozenset()  # shared buffers stored in an annotated layout (T.annotate_layout)
     thread_extents: dict = field(default_factory=dict)  # "threadIdx.x" -> extent, for analyzers
+    views: frozenset = frozenset()  # T.view / T.reshape views (their storage is another buffer's)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class LayoutInferArgs:
     layouts: dict  # buffer Var -> Layout/Fragment known so far
     configs: dict = field(default_factory=dict)
     annotated: frozenset = frozenset()
+    views: frozenset = frozenset()
 
 
 class TileOp:

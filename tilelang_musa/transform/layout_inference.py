@@ -55,6 +55,14 @@ LAYOUTS_ATTR = "tl.fragment_layouts"
 STAGE = "LayoutInference"
 
 
+def view_buffers(func: tirx.PrimFunc) -> frozenset:
+    """T.view / T.reshape views (their storage is another buffer's: no layout of their own)."""
+    from ..language.view import VIEWS_ATTR
+
+    return frozenset(func.attrs[VIEWS_ATTR].keys()) if func.attrs is not None and VIEWS_ATTR in func.attrs \
+        else frozenset()
+
+
 def annotated_buffers(func: tirx.PrimFunc) -> frozenset:
     """Shared buffers stored in a user-annotated layout (a swizzle): templates that assume dense row-major
     tiles must not take them."""
@@ -163,7 +171,8 @@ class _Inference:
     def fix_from_ops(self) -> bool:
         """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
         args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
-                               self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func))
+                               self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
+                               view_buffers(self.func))
         changed = False
         for op in self.ops:
             for buf, layout in op.infer_layout(args, 0).items():

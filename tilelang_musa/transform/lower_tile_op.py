@@ -10,7 +10,7 @@ from tvm import tirx
 
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
 from .ir_utils import thread_info
-from .layout_inference import LAYOUTS_ATTR, annotated_buffers
+from .layout_inference import LAYOUTS_ATTR, annotated_buffers, view_buffers
 from .pass_base import tl_pass
 
 
@@ -20,7 +20,7 @@ def lower_tile_op(func: tirx.PrimFunc, configs: dict, late: bool) -> tirx.PrimFu
     attrs = func.attrs if func.attrs is not None else {}
     layouts = dict(attrs[LAYOUTS_ATTR].items()) if late and LAYOUTS_ATTR in attrs else {}
     args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, layouts, configs,
-                     annotated_buffers(func), dict(threads.extents))
+                     annotated_buffers(func), dict(threads.extents), view_buffers(func))
 
     def on_evaluate(node, mutator):
         if is_tile_op(node.value):

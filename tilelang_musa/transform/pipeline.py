@@ -12,6 +12,7 @@ from tvm import tirx
 
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
+from .lower_buffer_views import LowerBufferViews
 from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_shared_layout import LowerSharedLayout
@@ -40,6 +41,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LayoutInference(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
         LowerTileOp(configs, late=True),
+        # Accesses through T.view / T.reshape views go to the viewed buffers (every op is lowered by now).
+        LowerBufferViews(),
         # T.wait_sqmma: the SQMMA completion wait where SQMMA exists, nothing elsewhere.
         LowerWaitSqmma(),
         # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.

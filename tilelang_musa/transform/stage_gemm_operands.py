@@ -23,13 +23,13 @@ from ..tileop.gemm import Gemm
 from ..tileop.gemm.base import STAGING_SCOPE
 from ..tileop.gemm.registry import GemmContext
 from .ir_utils import declare_buffers, thread_info
-from .layout_inference import annotated_buffers
+from .layout_inference import annotated_buffers, view_buffers
 from .pass_base import tl_pass
 
 
 def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    ctx = GemmContext(target, configs, thread_info(func).num_threads, annotated_buffers(func))
+    ctx = GemmContext(target, configs, thread_info(func).num_threads, annotated_buffers(func), view_buffers(func))
     tiles: list = []
 
     def on_evaluate(node, mutator):

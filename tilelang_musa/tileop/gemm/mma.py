@@ -116,6 +116,8 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
                 return f"no SQMMA shape divides the squad tile {tile_m} x {tile_n}"
             for what, region in (("A", gemm.A), ("B", gemm.B)):
                 if path.swizzled:
+                    if region.buffer in ctx.views:
+                        return f"operand {what} is a T.view / T.reshape view, whose storage cannot be swizzled"
                     try:
                         _swizzled_layout(region, what, gemm)
                     except LayoutError as err:

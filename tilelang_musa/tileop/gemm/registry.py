@@ -30,6 +30,7 @@ class GemmContext:
     configs: dict
     num_threads: int
     annotated: frozenset  # shared buffers stored in an annotated (swizzled) layout
+    views: frozenset = frozenset()  # T.view / T.reshape views: their storage cannot take a swizzled layout
 
 
 @dataclass(frozen=True)
