@@ -195,7 +195,13 @@ def small_gemm():
 
 
 @pytest.mark.parametrize("form", [K.TL_DISABLE_WGMMA, "tl.disable_wgmma", "TL_DISABLE_WGMMA"])
-def test_disable_wgmma_disables_sqmma_like_disable_sqmma(form):
+def test_every_spelling_of_disable_wgmma_means_disable_sqmma(form):
+    assert normalize_pass_configs({form: True})[K.TL_DISABLE_SQMMA] is True
+
+
+def test_disable_wgmma_disables_sqmma_like_disable_sqmma():
+    form = K.TL_DISABLE_WGMMA
+
     def source(configs):
         return tilelang.compile(small_gemm(), target="musa -arch=mp_31", pass_configs=configs).get_kernel_source()
 

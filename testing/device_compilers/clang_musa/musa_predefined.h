@@ -147,6 +147,26 @@ __device__ float __sinf(float);
 __device__ float __cosf(float);
 __device__ float __tanf(float);
 __device__ float __fdividef(float, float);
+__device__ float __log10f(float);
+// Explicitly rounded arithmetic (T.ieee_*), CUDA's names: which of them mcc provides is not documented.
+#define TL_SHIM_ROUNDED(MODE)                                                                              \
+  __device__ float __fadd_##MODE(float, float);                                                            \
+  __device__ float __fsub_##MODE(float, float);                                                            \
+  __device__ float __fmul_##MODE(float, float);                                                            \
+  __device__ float __fdiv_##MODE(float, float);                                                            \
+  __device__ float __fmaf_##MODE(float, float, float);                                                     \
+  __device__ float __frcp_##MODE(float);                                                                   \
+  __device__ float __fsqrt_##MODE(float);                                                                  \
+  __device__ double __dadd_##MODE(double, double);                                                         \
+  __device__ double __dsub_##MODE(double, double);                                                         \
+  __device__ double __dmul_##MODE(double, double);                                                         \
+  __device__ double __ddiv_##MODE(double, double);                                                         \
+  __device__ double __fma_##MODE(double, double, double);                                                  \
+  __device__ double __drcp_##MODE(double);                                                                 \
+  __device__ double __dsqrt_##MODE(double);
+TL_SHIM_ROUNDED(rn) TL_SHIM_ROUNDED(rz) TL_SHIM_ROUNDED(ru) TL_SHIM_ROUNDED(rd)
+#undef TL_SHIM_ROUNDED
+__device__ float __frsqrt_rn(float);
 __device__ bool isnan(float);
 __device__ bool isnan(double);
 __device__ bool isinf(float);
