@@ -12,9 +12,9 @@ A fragment (`T.alloc_fragment`) is a tile spread over the registers of the block
 3. a free choice for what is still open: the coalesced, vectorized partition of the first such nest.
 
 Each nest over fragments is then lowered right here to a per-thread loop over slots (loop_plan.py), and
-the layouts are recorded in the function attribute `tl.fragment_layouts` for LowerFragmentAccess. A
-fragment that two nests would place differently is an error naming both buffers, the two layouts and the
-source line.
+the layouts are recorded in the function attribute `tl.fragment_layouts` for LowerFragmentAccess. Two ops
+that require different layouts of one fragment are an error naming the buffer, the two layouts and the
+source line. A free choice keeps the rows of a fragment that is reduced along them on their own threads.
 
 Two layouts that cannot agree (a loop runs where `acc_s_cast` lives and reads `acc_s`, which a gemm placed
 elsewhere) are reconciled through shared memory rather than rejected: the loop works on a copy of the
@@ -227,8 +227,8 @@ class _Inference:
                                      self.disable_vectorize, coalesced_width(nest.loop))
                 plan = None
                 rowwise = self._reduced_along_rows()
-                if any(buf in rowwise and self._walks_whole(buf, indices, nest) or self._reads_row_values(buf, indices, nest)
-                       for buf, indices in nest.accesses):
+                if any((buf in rowwise and self._walks_whole(buf, indices, nest))
+                       or self._reads_row_values(buf, indices, nest) for buf, indices in nest.accesses):
                     plan = row_plan(nest.extents, self.threads.num_threads, width)
                 nest.plan = plan or free_plan(nest.extents, self.threads.num_threads, width)
                 return True
@@ -329,8 +329,9 @@ class _Inference:
             held = frag_thread[key]  # (... , fragment replicas)
             if not np.all((held == owners[..., None]).any(axis=-1)):
                 runs = f"where `{nest.source.name}` lives" if nest.source is not None else "on its own partition"
-                return (f"the T.Parallel loop runs {runs} ({nest.plan.fragment!r}), but fragment `{buf.name}` is laid out as {layout!r} "
-                        f"({self.origin.get(buf)}): an iteration would touch an element another thread holds")
+                return (f"the T.Parallel loop runs {runs} ({nest.plan.fragment!r}), but fragment `{buf.name}` is "
+                        f"laid out as {layout!r} ({self.origin.get(buf)}): an iteration would touch an element "
+                        "another thread holds")
         return None
 
     def _exchange(self, nest: _Nest, buf, conflict: str) -> None:
