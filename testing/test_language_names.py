@@ -698,3 +698,49 @@ def test_lower_buffer_views_pass():
         return func.with_attr(VIEWS_ATTR, {v: a}) if through_view else func
 
     tvm.ir.assert_structural_equal(lower_buffer_views(build(True)), build(False), map_free_vars=True)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("threads", [32, 256])
+def test_reducers(arch, threads):
+    """Each thread adds its iterations to its copy; T.finalize_reducer combines the copies (with shared memory
+    once the block exceeds 32 threads)."""
+    M, N = 64, 32
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), S: T.Tensor((N,), "float32"), Mx: T.Tensor((N,), "float32"),
+             C: T.Tensor((M,), "int32")):
+        with T.Kernel(1, threads=threads):
+            total = T.alloc_reducer((N,), "float32", op="sum", replication="all")
+            peak = T.alloc_reducer((N,), "float32", op="max")
+            count = T.alloc_reducer((M,), "int32", op="sum")
+            T.fill(total, 0)
+            T.reducer_init(peak)
+            T.clear(count)
+            for i, j in T.Parallel(M, N):
+                total[j] += X[i, j]
+                T.reducer_update(peak[j], X[i, j])
+            for i in T.Parallel(M):  # indexed by every loop variable: still each iteration once
+                count[i] += T.if_then_else(X[i, 0] > 0, 1, 0)
+            T.finalize_reducer(total)
+            T.finalize_reducer(peak)
+            T.finalize_reducer(count)
+            T.copy(total, S)
+            T.copy(peak, Mx)
+            T.copy(count, C)
+
+    kernel = compile_for(main, arch)
+    assert f"tl::AllReduce<tl::SumOp, {threads}, 1," in kernel.get_kernel_source()
+    x = rand((M, N), torch.float32, 26)
+    s, mx, c = poison((N,), torch.float32), poison((N,), torch.float32), torch.full((M,), -1, dtype=torch.int32)
+    kernel(x, s, mx, c)
+    torch.testing.assert_close(s, x.sum(0), rtol=1e-5, atol=1e-5)
+    assert torch.equal(mx, x.amax(0))
+    assert torch.equal(c, (x[:, 0] > 0).int())
+
+    with pytest.raises(tilelang.CompileError, match=r"T.finalize_reducer: .* is not a reducer"):
+        @T.prim_func
+        def not_a_reducer(X: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=32):
+                f = T.alloc_fragment((N,), "float32")
+                T.finalize_reducer(f)

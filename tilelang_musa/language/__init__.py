@@ -7,6 +7,7 @@ from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
 )
 from .builtin import sync_threads, thread_return, use_swizzle, wait_sqmma, wait_wgmma
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp import (
     get_lane_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor, shuffle_elect, sync_warp,
@@ -57,7 +58,8 @@ __all__ = [
     "call_intrin", "evaluate", "reinterpret",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",
-    "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "__cos", "__exp", "__exp10", "__log", "__log2", "__log10", "__sin", "__tan", "ieee_add",
+    "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "alloc_reducer",
+    "finalize_reducer", "reducer_init", "reducer_update", "__cos", "__exp", "__exp10", "__log", "__log2", "__log10", "__sin", "__tan", "ieee_add",
     "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_compile_flags", "annotate_layout", "annotate_pass_configs", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",

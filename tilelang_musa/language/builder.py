@@ -45,6 +45,7 @@ class KernelTrace:
     kernel: Any = None  # the open T.Kernel frame
     layout_annotations: dict = field(default_factory=dict)  # buffer -> Layout/Fragment (T.annotate_layout)
     pass_configs: dict = field(default_factory=dict)  # T.annotate_pass_configs
+    reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
 

@@ -64,6 +64,10 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
 
     if trace.pass_configs:
         func = func.with_attr(PASS_CONFIGS_ATTR, dict(trace.pass_configs))
+    if trace.reducers:
+        from ..tileop.finalize_reducer import REDUCERS_ATTR
+
+        func = func.with_attr(REDUCERS_ATTR, {buf: op for buf, op in trace.reducers.items()})
     if trace.buffer_views:
         from .view import VIEWS_ATTR
 

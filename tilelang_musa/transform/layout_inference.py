@@ -38,7 +38,7 @@ from tvm.tirx.script import builder as Tb
 from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..language.annotate import ANNOTATIONS_ATTR
-from ..layout import Fragment, Layout, LayoutError
+from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from ..tileop.reduce import Reduce
@@ -143,6 +143,7 @@ class _Inference:
         self.fragments: list[Any] = []
         self.nests: list[_Nest] = []
         self.ops: list[Any] = []
+        self.reducers: set = set()  # T.alloc_reducer fragments
 
     # -- collection
     def collect(self) -> None:
@@ -198,8 +199,8 @@ class _Inference:
             if nest.plan is None:
                 for buf, indices in nest.accesses:
                     layout = self.layouts.get(buf)
-                    if layout is None:
-                        continue
+                    if layout is None or (buf in self.reducers and self._reads(nest, buf)):
+                        continue  # a loop that accumulates into a reducer must run each iteration once
                     if _index_positions(indices, nest.loop_vars) == list(
                             range(len(nest.loop_vars))) and self._same_shape(buf, nest.extents):
                         nest.plan, nest.source = fragment_plan(layout, nest.extents), buf
@@ -239,6 +240,10 @@ class _Inference:
         positions = _index_positions(indices, nest.loop_vars)
         return buf in self.layouts and positions is not None and 0 < len(positions) < len(nest.loop_vars) and \
             positions == list(range(len(positions)))
+
+    @staticmethod
+    def _reads(nest: _Nest, buf) -> bool:
+        return any(not a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
 
     def _walks_whole(self, buf, indices, nest: _Nest) -> bool:
         return _index_positions(indices, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
@@ -360,6 +365,16 @@ class _Inference:
                   "Where the two layouts come from different gemm instructions or warp policies, making them agree "
                   "avoids the exchange.")
 
+    def fix_reducers(self) -> None:
+        """A reducer (T.alloc_reducer) is held whole by every thread: each adds its own iterations to its copy."""
+        from ..tileop.finalize_reducer import REDUCERS_ATTR
+
+        attrs = self.func.attrs
+        for buf in (attrs[REDUCERS_ATTR].keys() if attrs is not None and REDUCERS_ATTR in attrs else ()):
+            self.reducers.add(buf)
+            self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
+                                                                 self.threads.num_threads), "T.alloc_reducer", None)
+
     def fix_from_annotations(self) -> None:
         annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
         for buf, layout in annotations.items():
@@ -368,6 +383,7 @@ class _Inference:
 
     def run(self) -> None:
         self.collect()
+        self.fix_reducers()
         self.fix_from_annotations()
         self.fix_from_ops()
         while True:

@@ -1,0 +1,88 @@
+"""Reducers: `T.alloc_reducer`, `T.finalize_reducer`, and the epoch spelling `T.reducer_init` / `T.reducer_update`.
+
+    r = T.alloc_reducer((N,), "float32", op="sum")
+    T.fill(r, 0)                                  # or T.reducer_init(r): the op's identity
+    for i, j in T.Parallel(M, N):
+        r[j] += x[i, j]                           # or T.reducer_update(r[j], x[i, j])
+    T.finalize_reducer(r)                         # now every thread's r holds the sums over i
+
+Every thread holds the whole reducer and adds its own iterations' contributions (no atomics, no barriers), and
+`T.finalize_reducer` combines the partials across the block (tileop/finalize_reducer.py). `replication` is
+accepted for upstream's scripts: both of its strategies give the same values here, where the partials are
+always replicated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import tirx
+
+from ..tileop import emit_tile_op
+from ..tileop.finalize_reducer import FinalizeReducer
+from ..tileop.reduce import BITWISE_KINDS, _identity
+from .allocate import alloc_fragment
+from .builder import as_expr, current_trace, is_buffer, store
+
+REDUCER_OPS = ("sum", "max", "min", *BITWISE_KINDS)
+
+
+def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: str | None = None) -> Any:
+    """A reducer of the given shape (see the module docstring); `op` is "sum", "max", "min" (or, on integers,
+    "bitand", "bitor", "bitxor")."""
+    trace = current_trace("T.alloc_reducer")
+    if op not in REDUCER_OPS:
+        raise trace.error(f"T.alloc_reducer: op={op!r} is not one of {', '.join(REDUCER_OPS)}")
+    if replication not in (None, "all", "none"):
+        raise trace.error(f"T.alloc_reducer: replication={replication!r} must be 'all', 'none' or None")
+    buf = alloc_fragment(shape, dtype)
+    if op in BITWISE_KINDS and not str(buf.ty.dtype.dtype).startswith(("int", "uint")):
+        raise trace.error(f"T.alloc_reducer: op={op!r} needs an integer dtype; got {buf.ty.dtype.dtype}")
+    trace.reducers[buf] = op
+    return buf
+
+
+def _reducer(trace, construct: str, value: Any) -> Any:
+    buf = value if is_buffer(value) else getattr(value, "source", None)
+    if buf is None or buf not in trace.reducers:
+        raise trace.error(f"{construct}: {value!r} is not a reducer (T.alloc_reducer)")
+    return buf
+
+
+def finalize_reducer(reducer: Any, dst: Any = None) -> None:
+    """Combine the reducer's per-thread partials: afterwards every thread's copy holds the totals (copied into
+    `dst` as well, if given)."""
+    trace = current_trace("T.finalize_reducer")
+    buf = _reducer(trace, "T.finalize_reducer", reducer)
+    from ..tileop.region import to_region
+
+    region, _ = to_region(buf, "T.finalize_reducer", "reducer")
+    emit_tile_op(FinalizeReducer.op_name, [region.to_ir()], {"kind": trace.reducers[buf]})
+    if dst is not None:
+        from .copy import copy
+
+        copy(buf, dst)
+
+
+def reducer_init(reducer: Any, value: Any = None) -> None:
+    """Every element of the reducer to `value` (default: the identity of its op)."""
+    trace = current_trace("T.reducer_init")
+    buf = _reducer(trace, "T.reducer_init", reducer)
+    from .fill import fill
+
+    dtype = str(buf.ty.dtype.dtype)
+    fill(buf, _identity(trace.reducers[buf], dtype) if value is None else value)
+
+
+def reducer_update(element: Any, contribution: Any) -> None:
+    """`reducer[idx] = op(reducer[idx], contribution)` for one element of a reducer."""
+    trace = current_trace("T.reducer_update")
+    buf = _reducer(trace, "T.reducer_update", element)
+    op = trace.reducers[buf]
+    current = element
+    contribution = as_expr(contribution)
+    combine = {"sum": lambda a, b: a + b, "max": tirx.max, "min": tirx.min, "bitand": tirx.bitwise_and,
+               "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}[op]
+    store(buf, tuple(element.indices), combine(current, contribution))
+
+

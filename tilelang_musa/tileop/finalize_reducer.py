@@ -1,0 +1,64 @@
+"""`T.finalize_reducer(r)`: combine the per-thread partials of a reducer (`T.alloc_reducer`) across the block.
+
+A reducer is a fragment every thread holds whole (LayoutInference fixes that layout): the loops that update it
+each add their own iterations' contributions to their thread's copy. Here every element is combined over all
+the block's threads with the reducer's op (`tl::AllReduce`, reduce.h), so that each copy holds the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..errors import SourceLoc
+from .base import LowerArgs, TileOp, call_attr, call_loc
+from .reduce import KINDS
+from .region import Region
+
+REDUCERS_ATTR = "tl.reducers"  # PrimFunc attribute: reducer buffer -> op
+
+
+@dataclass(frozen=True)
+class FinalizeReducer(TileOp):
+    op_name = "tl.tileop.finalize_reducer"
+    needs_layout = True
+    reducer: Region
+    kind: str
+    loc: SourceLoc | None = None
+
+    @classmethod
+    def from_call(cls, call: tvm.ir.Call) -> "FinalizeReducer":
+        return cls(Region.from_ir(call.args[0]), str(call_attr(call, "kind")), call_loc(call))
+
+    def lower(self, args: LowerArgs) -> Any:
+        threads = args.num_threads
+        if threads & (threads - 1):
+            raise self.error(f"T.finalize_reducer: the block's {threads} threads must be a power of two to combine "
+                             "the reducer's partials")
+        buf, dtype = self.reducer.buffer, self.reducer.dtype
+        shape = [int(e) for e in buf.ty.shape]
+        warp = int(args.target.attrs["thread_warp_size"])
+        stmts: list[Any] = []
+        red_buf = None
+        if threads > 32:  # AllReduce combines spans beyond 32 lanes through shared memory
+            red_buf = Tb.buffer((threads,), dtype, scope="shared.dyn")
+            IRBuilder.name(f"{buf.name}_red_buf", red_buf)
+            stmts.append(tirx.AllocBuffer(red_buf))
+        slot = tirx.Var("slot", "int32")
+        xs, flat = [], slot
+        for k in range(len(shape) - 1, -1, -1):  # the slot's element (row-major, as the replicated layout stores it)
+            xs.insert(0, tirx.floormod(flat, shape[k]) if k else flat)
+            flat = tirx.floordiv(flat, shape[k])
+        scratch = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(buf[tuple(xs)])
+        combined = tirx.call_extern(dtype, f"tl::AllReduce<{KINDS[self.kind][0]}, {threads}, 1, {warp}>",
+                                    buf[tuple(xs)], scratch)
+        size = 1
+        for e in shape:
+            size *= e
+        stmts.append(tirx.For(slot, 0, size, tirx.ForKind.SERIAL, tirx.BufferStore(buf, combined, xs)))
+        return tirx.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
