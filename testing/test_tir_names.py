@@ -84,3 +84,44 @@ def test_T_holds_language_names_only():
     assert modules == [], f"implementation modules visible through T: {modules}"
     for name in ("builder", "parser", "proxy", "UNSUPPORTED"):
         assert not hasattr(T, name)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_comm_reducer_and_tvm_thread_allreduce(arch):
+    """The raw-TIR reduction of upstream's split-K GEMV: partial sums per thread, combined over threadIdx.x."""
+    M, K, block_n, block_k = 64, 256, 4, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), Y: T.Tensor((M,), "float32")):
+        with T.Kernel(M // block_n, threads=(block_k, block_n)) as bn:
+            tk = T.get_thread_binding(0)
+            tn = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), "float32")
+            reduced = T.alloc_local((1,), "float32")
+            acc[0] = 0
+            for k in T.serial(K // block_k):
+                acc[0] += A[bn * block_n + tn, k * block_k + tk]
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.Cast("float32", 0)]), "reduce_scope",
+                        T.reinterpret("handle", T.uint64(0))):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, reduced[0], tk, dtype="handle"))
+            if tk == 0:
+                Y[bn * block_n + tn] = reduced[0]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "= tl::AllReduce<tl::SumOp, 32, 1," in kernel.get_kernel_source()
+    a, y = rand((M, K), torch.float32, 3), poison((M,), torch.float32)
+    kernel(a, y)
+    torch.testing.assert_close(y, a.sum(1), rtol=1e-5, atol=1e-5)
+
+    @T.prim_func
+    def product(A: T.Tensor((32,), "float32"), Y: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            tk = T.get_thread_binding(0)
+            out = T.alloc_local((1,), "float32")
+            with T.attr(T.comm_reducer(lambda x, y: x * y, [T.Cast("float32", 1)]), "reduce_scope",
+                        T.reinterpret("handle", T.uint64(0))):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), A[tk], True, out[0], tk, dtype="handle"))
+            Y[0] = out[0]
+
+    with pytest.raises(tilelang.CompileError, match=r"the combiner `x \* y` is not a sum, max, min"):
+        tilelang.compile(product, target=f"musa -arch={arch}")

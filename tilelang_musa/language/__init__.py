@@ -15,8 +15,8 @@ from .warp import (
 )
 from .copy import copy
 from .tir import (
-    PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, evaluate, grid, handle, match_buffer,
-    reinterpret, thread_binding,
+    PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid, handle,
+    match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
 from .cumsum import cumsum
@@ -54,7 +54,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 __all__ = [
     "Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "assume", "attr", "call_extern",
-    "grid", "handle", "match_buffer", "thread_binding",
+    "grid", "handle", "match_buffer", "thread_binding", "comm_reducer", "tvm_thread_allreduce",
     "call_intrin", "evaluate", "reinterpret",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",

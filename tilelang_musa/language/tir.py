@@ -130,3 +130,16 @@ def assume(condition: Any) -> None:
     if trace.kernel is None:
         raise trace.error("`T.assume` must be used inside `with T.Kernel(...)`")
     Tb.evaluate(tirx.assume(as_expr(condition)))
+
+
+def comm_reducer(combiner: Any, identity: list) -> Any:
+    """`T.comm_reducer(lambda x, y: x + y, [T.Cast(dtype, 0)])`: the combiner of a `T.tvm_thread_allreduce`,
+    given to it through `with T.attr(reducer, "reduce_scope", ...)`."""
+    return Tb.comm_reducer(combiner, [as_expr(e) for e in identity])
+
+
+def tvm_thread_allreduce(*args: Any, dtype: Any = "handle") -> Any:
+    """TVMScript's cross-thread reduction `(count, value, cond, out, *thread_vars)` (see
+    transform/lower_thread_allreduce.py for what is supported)."""
+    return Tb.tvm_thread_allreduce(*[as_expr(a) for a in args], dtype=canonical_dtype(dtype) if dtype != "handle"
+                                   else "handle")

@@ -12,6 +12,7 @@ from tvm import tirx
 
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
+from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_buffer_views import LowerBufferViews
 from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
@@ -33,6 +34,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
     return [
         # T.use_swizzle: every later pass sees the remapped block indices.
         RasterizeBlocks(),
+        # Raw-TIR T.tvm_thread_allreduce reductions become the reduction template.
+        LowerThreadAllreduce(),
         # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
         StageGemmOperands(configs),
         # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
