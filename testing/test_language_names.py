@@ -744,3 +744,28 @@ def test_reducers(arch, threads):
             with T.Kernel(1, threads=32):
                 f = T.alloc_fragment((N,), "float32")
                 T.finalize_reducer(f)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_e8m0_scale_tensors_match_torch(arch):
+    N = 4096
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), E: T.Tensor((N,), T.float8_e8m0fnu), W: T.Tensor((N,), "float32")):
+        with T.Kernel(N // 256, threads=128) as bx:
+            for i in T.Parallel(256):
+                E[bx * 256 + i] = T.cast(X[bx * 256 + i], "float8_e8m0fnu")
+            for i in T.Parallel(256):
+                W[bx * 256 + i] = T.cast(E[bx * 256 + i], "float32")
+
+    kernel = compile_for(main, arch)
+    assert "fp8_e8m0_t* __restrict__ E" in kernel.get_kernel_source()
+    g = torch.Generator().manual_seed(27)
+    bits = torch.randint(-2 ** 31, 2 ** 31 - 1, (N,), generator=g, dtype=torch.int64).to(torch.int32)
+    x = bits.view(torch.float32).clone()  # every exponent, subnormals, infinities and NaNs
+    x[:6] = torch.tensor([1.5, 1.25, 3.0, 2.0 ** -127, 3 * 2.0 ** -128, -2.0])
+    e, w = torch.empty(N, dtype=torch.float8_e8m0fnu), poison((N,), torch.float32)
+    kernel(x, e, w)
+    ref = x.to(torch.float8_e8m0fnu)
+    assert torch.equal(e.view(torch.uint8), ref.view(torch.uint8))
+    torch.testing.assert_close(w, ref.float(), equal_nan=True, rtol=0, atol=0)

@@ -27,7 +27,7 @@ from .fastmath import (
 from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
-    DType, bfloat16, boolean, double, dtype, float, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32,
+    DType, bfloat16, boolean, double, dtype, float, float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16, float32,
     float64, half, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings
@@ -64,7 +64,7 @@ __all__ = [
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_compile_flags", "annotate_layout", "annotate_pass_configs", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
-    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
+    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func", "print",
     "reduce", "reduce_absmax", "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",

@@ -98,6 +98,7 @@ boolean = DType("bool")
 float8_e4m3 = DType("float8_e4m3fn")
 float8_e4m3fn = DType("float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2")
+float8_e8m0fnu = DType("float8_e8m0fnu")
 float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.double aliases
 half = DType("float16")
 int = DType("int32")  # noqa: A001
@@ -105,6 +106,6 @@ double = DType("float64")
 
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "dtype", "float",
+    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "dtype", "float",
     "half", "int", "double",
 ]

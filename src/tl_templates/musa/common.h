@@ -132,13 +132,38 @@ struct fp8_e5_t {
   }
 };
 
+/*!
+ * \brief FP8 E8M0 (OCP MX scale: an unsigned power of two 2^(bits - 127); 0xFF is NaN). From float as torch: the
+ *        float's exponent, plus one when the mantissa is at least half (more than half for subnormal floats);
+ *        the sign is dropped; infinity and NaN become NaN.
+ */
+struct fp8_e8m0_t {
+  uint8_t bits;
+  fp8_e8m0_t() = default;
+  TL_HOST_DEVICE fp8_e8m0_t(float x) {  // NOLINT: converts implicitly, as half_t does
+    uint32_t f;
+    __builtin_memcpy(&f, &x, 4);
+    const uint32_t exp = (f >> 23) & 0xFFu, man = f & 0x7FFFFFu;
+    uint32_t e = exp == 0xFFu ? 0xFFu : exp + (exp == 0 ? (man > 0x400000u) : (man >= 0x400000u));
+    bits = static_cast<uint8_t>(e > 0xFFu ? 0xFFu : e);
+  }
+  TL_HOST_DEVICE operator float() const {
+    if (bits == 0xFFu) return __builtin_nanf("");
+    const uint32_t f = bits == 0 ? 0x00400000u : static_cast<uint32_t>(bits) << 23;  // 2^-127 is a subnormal
+    float value;
+    __builtin_memcpy(&value, &f, 4);
+    return value;
+  }
+};
+
 namespace detail {
 
 template <typename T>
 struct is_half_like : std::integral_constant<bool, std::is_same<T, half_t>::value ||
                                                        std::is_same<T, bfloat16_t>::value ||
                                                        std::is_same<T, fp8_e4_t>::value ||
-                                                       std::is_same<T, fp8_e5_t>::value> {};
+                                                       std::is_same<T, fp8_e5_t>::value ||
+                                                       std::is_same<T, fp8_e8m0_t>::value> {};
 
 // Alignment of an N-lane vector: its size when that is a power of two, capped at 16 bytes (the widest single
 // access), so that a 16-byte-aligned array can be viewed as any vector of its elements.
@@ -485,4 +510,5 @@ TL_DEVICE int get_warp_idx() {
 using tl::bfloat16_t;
 using tl::fp8_e4_t;
 using tl::fp8_e5_t;
+using tl::fp8_e8m0_t;
 using tl::half_t;
