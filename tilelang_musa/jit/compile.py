@@ -63,33 +63,26 @@ def _dim(extent: Any) -> Any:
     raise CompileError(f"tensor dimension `{extent}` must be a constant or a plain size variable")
 
 
-def accessed_tensors(funcs: Sequence[tirx.PrimFunc]) -> set[str]:
-    """Names of the tensor parameters some kernel reads, writes or takes the address of."""
-    names: set[str] = set()
-    for func in funcs:
-        params = {p.name for p in func.params}
-        tvm_ffi.structural_walk(func.body, [
-            (tvm.ir.expr.TensorLoad, lambda n: names.add(n.source.name) if n.source.name in params else None),
-            (tirx.BufferStore, lambda n: names.add(n.buffer.name) if n.buffer.name in params else None)])
-    return names
-
-
-def vector_access_bytes(funcs: Sequence[tirx.PrimFunc]) -> dict[str, int]:
-    """Parameter name -> the widest vector load or store the kernels make to that tensor, in bytes (its data
-    pointer must be aligned to it)."""
+def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[str, int]]:
+    """Which tensor parameters the kernels read, write or take the address of, and for each the widest vector
+    load or store they make to it in bytes (its data pointer must be aligned to that). Parameters are matched by
+    name: lowering may redeclare a parameter's buffer."""
+    accessed: set[str] = set()
     widest: dict[str, int] = {}
 
-    def note(buffer: Any, dtype: Any) -> None:
-        lanes = dtype.lanes if hasattr(dtype, "lanes") else 1
-        if lanes > 1 and buffer.name:
-            widest[buffer.name] = max(widest.get(buffer.name, 1), lanes * dtype.bits // 8)
+    def note(names: set[str], buffer: Any, dtype: Any) -> None:
+        if buffer.name not in names:
+            return
+        accessed.add(buffer.name)
+        if dtype.lanes > 1:
+            widest[buffer.name] = max(widest.get(buffer.name, 1), dtype.lanes * dtype.bits // 8)
 
-    for func in funcs:  # parameters are matched by name: lowering may redeclare a parameter's buffer
+    for func in funcs:
         names = {p.name for p in func.params}
         tvm_ffi.structural_walk(func.body, [
-            (tvm.ir.expr.TensorLoad, lambda n: note(n.source, n.ty.dtype) if n.source.name in names else None),
-            (tirx.BufferStore, lambda n: note(n.buffer, n.value.ty.dtype) if n.buffer.name in names else None)])
-    return widest
+            (tvm.ir.expr.TensorLoad, lambda n: note(names, n.source, n.ty.dtype)),
+            (tirx.BufferStore, lambda n: note(names, n.buffer, n.value.ty.dtype))])
+    return accessed, widest
 
 
 def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | None = None,
@@ -197,7 +190,8 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     if verbose:
         for device_func in device_funcs:
             print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
-    specs = param_specs(program, outputs, vector_access_bytes(device_funcs), accessed_tensors(device_funcs))
+    accessed, widest = parameter_accesses(device_funcs)
+    specs = param_specs(program, outputs, widest, accessed)
     source = generate(device_funcs, target, name)
     text = source.text
     replacement = env.REPLACE_MUSAC.path()

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm import tirx
-
 from ..tileop import emit_tile_op
 from ..tileop.finalize_reducer import FinalizeReducer
-from ..tileop.reduce import BITWISE_KINDS, _identity
+from ..tileop.reduce import BITWISE_KINDS, _combine, _identity
 from .allocate import alloc_fragment
 from .builder import as_expr, current_trace, is_buffer, store
 
@@ -78,11 +76,6 @@ def reducer_update(element: Any, contribution: Any) -> None:
     """`reducer[idx] = op(reducer[idx], contribution)` for one element of a reducer."""
     trace = current_trace("T.reducer_update")
     buf = _reducer(trace, "T.reducer_update", element)
-    op = trace.reducers[buf]
-    current = element
-    contribution = as_expr(contribution)
-    combine = {"sum": lambda a, b: a + b, "max": tirx.max, "min": tirx.min, "bitand": tirx.bitwise_and,
-               "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}[op]
-    store(buf, tuple(element.indices), combine(current, contribution))
+    store(buf, tuple(element.indices), _combine(trace.reducers[buf], element, as_expr(contribution)))
 
 

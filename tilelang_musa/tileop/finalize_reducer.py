@@ -17,6 +17,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..errors import SourceLoc
 from .base import LowerArgs, TileOp, call_attr, call_loc
+from ..transform.ir_utils import unflatten
 from .reduce import KINDS
 from .region import Region
 
@@ -50,10 +51,7 @@ class FinalizeReducer(TileOp):
             IRBuilder.name(f"{buf.name}_red_buf", red_buf)
             stmts.append(tirx.AllocBuffer(red_buf))
         slot = tirx.Var("slot", "int32")
-        xs, flat = [], slot
-        for k in range(len(shape) - 1, -1, -1):  # the slot's element (row-major, as the replicated layout stores it)
-            xs.insert(0, tirx.floormod(flat, shape[k]) if k else flat)
-            flat = tirx.floordiv(flat, shape[k])
+        xs = unflatten(slot, shape)  # the slot's element (row-major, as the replicated layout stores it)
         scratch = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(buf[tuple(xs)])
         combined = tirx.call_extern(dtype, f"tl::AllReduce<{KINDS[self.kind][0]}, {threads}, 1, {warp}>",
                                     buf[tuple(xs)], scratch)

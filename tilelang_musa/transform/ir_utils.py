@@ -72,6 +72,15 @@ def flat_index(buffer: Var, indices: Iterable[Any]) -> Any:
     return flat
 
 
+def unflatten(flat: Any, shape: list[Any]) -> list[Any]:
+    """The row-major indices of linear position `flat` in `shape` (flat_index's inverse for a compact buffer)."""
+    out = []
+    for k in range(len(shape) - 1, -1, -1):
+        out.append(tirx.floormod(flat, shape[k]) if k else flat)
+        flat = tirx.floordiv(flat, shape[k])
+    return out[::-1]
+
+
 def buffer_size(buffer: Var) -> Any:
     size = tirx.const(1, "int32")
     for extent in buffer.ty.shape:

@@ -144,6 +144,7 @@ class _Inference:
         self.nests: list[_Nest] = []
         self.ops: list[Any] = []
         self.reducers: set = set()  # T.alloc_reducer fragments
+        self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
 
     # -- collection
     def collect(self) -> None:
@@ -227,8 +228,7 @@ class _Inference:
                 width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
                                      self.disable_vectorize, coalesced_width(nest.loop))
                 plan = None
-                rowwise = self._reduced_along_rows()
-                if any((buf in rowwise and self._walks_whole(buf, indices, nest))
+                if any((buf in self.rowwise and self._walks_whole(buf, indices, nest))
                        or self._reads_row_values(buf, indices, nest) for buf, indices in nest.accesses):
                     plan = row_plan(nest.extents, self.threads.num_threads, width)
                 nest.plan = plan or free_plan(nest.extents, self.threads.num_threads, width)
@@ -383,6 +383,7 @@ class _Inference:
 
     def run(self) -> None:
         self.collect()
+        self.rowwise = self._reduced_along_rows()
         self.fix_reducers()
         self.fix_from_annotations()
         self.fix_from_ops()

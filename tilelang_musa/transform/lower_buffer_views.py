@@ -16,16 +16,8 @@ import tvm_ffi
 from tvm import tirx
 
 from ..language.view import VIEWS_ATTR
-from .ir_utils import TensorLoad, flat_index
+from .ir_utils import TensorLoad, flat_index, unflatten
 from .pass_base import tl_pass
-
-
-def _unflatten(flat, shape) -> list:
-    out = []
-    for k in range(len(shape) - 1, -1, -1):
-        out.append(tirx.floormod(flat, shape[k]) if k else flat)
-        flat = tirx.floordiv(flat, shape[k])
-    return out[::-1]
 
 
 def lower_buffer_views(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -39,7 +31,7 @@ def lower_buffer_views(func: tirx.PrimFunc) -> tirx.PrimFunc:
         while source in views:  # a view of a view
             source = views[source]
         flat = flat_index(view, indices)
-        return source, [ana.simplify(i) for i in _unflatten(flat, list(source.ty.shape))]
+        return source, [ana.simplify(i) for i in unflatten(flat, list(source.ty.shape))]
 
     def on_load(node, mutator):
         node = mutator.default_mutate(node)

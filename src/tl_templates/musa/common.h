@@ -42,8 +42,9 @@ using bfloat16_t = __mt_bfloat16;
 namespace detail {
 
 /*!
- * \brief |x|'s float bits (finite, below the format's overflow threshold) rounded to nearest even into a minifloat
- *        with ManBits mantissa bits and exponent bias Bias: returns exponent << ManBits | mantissa.
+ * \brief |x|'s float bits (finite) rounded to nearest even into a minifloat with ManBits mantissa bits and exponent
+ *        bias Bias: returns exponent << ManBits | mantissa, which exceeds the format's range for large |x| (the
+ *        caller decides what overflow becomes).
  */
 template <int ManBits, int Bias>
 TL_HOST_DEVICE uint32_t round_to_minifloat(uint32_t abs_bits) {
@@ -65,72 +66,52 @@ TL_HOST_DEVICE uint32_t round_to_minifloat(uint32_t abs_bits) {
   return abs_bits >> kDrop;
 }
 
-/*! \brief A minifloat's value as a float (exponent field all ones is NaN/inf as each format says). */
-template <int ManBits, int Bias>
-TL_HOST_DEVICE float minifloat_to_float(uint32_t magnitude, bool negative, bool finite_only) {
-  const uint32_t exp = magnitude >> ManBits, man = magnitude & ((1u << ManBits) - 1u);
-  constexpr uint32_t kExpMax = (1u << (7 - ManBits)) - 1u;
-  float value;
-  if (finite_only ? magnitude == ((kExpMax << ManBits) | ((1u << ManBits) - 1u)) : exp == kExpMax) {
-    value = (finite_only || man != 0) ? __builtin_nanf("") : __builtin_huge_valf();
-  } else if (exp == 0) {
-    constexpr uint32_t kStepBits = static_cast<uint32_t>(127 + 1 - Bias - ManBits) << 23;  // the subnormal step
-    float step;
-    __builtin_memcpy(&step, &kStepBits, 4);
-    value = static_cast<float>(man) * step;
-  } else {
-    const uint32_t bits = ((exp + 127 - Bias) << 23) | (man << (23 - ManBits));
-    __builtin_memcpy(&value, &bits, 4);
-  }
-  return negative ? -value : value;
-}
-
 }  // namespace detail
 
-/*! \brief FP8 E4M3 (OCP, finite: no infinities; 0x7F and 0xFF are NaN). */
-struct fp8_e4_t {
+/*!
+ * \brief A signed 8-bit float with ManBits mantissa bits and exponent bias Bias, stored as its bits. From float: NaN
+ *        stays NaN (0x7F), everything else rounds to nearest even, and a magnitude beyond MaxFinite (infinity
+ *        included) becomes Overflow: the largest finite value to saturate, the infinity code otherwise. FiniteOnly:
+ *        only the all-ones magnitude is NaN (no infinities).
+ */
+template <int ManBits, int Bias, uint32_t MaxFinite, uint32_t Overflow, bool FiniteOnly>
+struct fp8_t {
   uint8_t bits;
-  fp8_e4_t() = default;
-  TL_HOST_DEVICE fp8_e4_t(float x) {  // NOLINT: converts implicitly, as half_t does
+  fp8_t() = default;
+  TL_HOST_DEVICE fp8_t(float x) {  // NOLINT: converts implicitly, as half_t does
     uint32_t f;
     __builtin_memcpy(&f, &x, 4);
     const uint32_t sign = (f >> 24) & 0x80u, abs_bits = f & 0x7FFFFFFFu;
-    uint32_t magnitude;
-    if (abs_bits > 0x7F800000u) {
-      magnitude = 0x7Fu;  // NaN
-    } else {  // what rounds past the largest finite value (448), infinity included, saturates to it
-      magnitude = abs_bits >= 0x7F800000u ? 0x7Eu : detail::round_to_minifloat<3, 7>(abs_bits);
-      magnitude = magnitude > 0x7Eu ? 0x7Eu : magnitude;
+    uint32_t magnitude = 0x7Fu;  // NaN
+    if (abs_bits <= 0x7F800000u) {
+      magnitude = abs_bits == 0x7F800000u ? Overflow : detail::round_to_minifloat<ManBits, Bias>(abs_bits);
+      magnitude = magnitude > MaxFinite ? Overflow : magnitude;
     }
     bits = static_cast<uint8_t>(sign | magnitude);
   }
   TL_HOST_DEVICE operator float() const {
-    return detail::minifloat_to_float<3, 7>(bits & 0x7Fu, (bits & 0x80u) != 0, /*finite_only=*/true);
+    constexpr uint32_t kExpMax = (1u << (7 - ManBits)) - 1u;
+    const uint32_t magnitude = bits & 0x7Fu, exp = magnitude >> ManBits, man = magnitude & ((1u << ManBits) - 1u);
+    float value;
+    if (FiniteOnly ? magnitude == 0x7Fu : exp == kExpMax) {
+      value = (FiniteOnly || man != 0) ? __builtin_nanf("") : __builtin_huge_valf();
+    } else if (exp == 0) {
+      constexpr uint32_t kStepBits = static_cast<uint32_t>(127 + 1 - Bias - ManBits) << 23;  // the subnormal step
+      float step;
+      __builtin_memcpy(&step, &kStepBits, 4);
+      value = static_cast<float>(man) * step;
+    } else {
+      const uint32_t f = ((exp + 127 - Bias) << 23) | (man << (23 - ManBits));
+      __builtin_memcpy(&value, &f, 4);
+    }
+    return (bits & 0x80u) ? -value : value;
   }
 };
 
-/*! \brief FP8 E5M2 (IEEE-like: infinities and NaNs). */
-struct fp8_e5_t {
-  uint8_t bits;
-  fp8_e5_t() = default;
-  TL_HOST_DEVICE fp8_e5_t(float x) {  // NOLINT: converts implicitly, as half_t does
-    uint32_t f;
-    __builtin_memcpy(&f, &x, 4);
-    const uint32_t sign = (f >> 24) & 0x80u, abs_bits = f & 0x7FFFFFFFu;
-    uint32_t magnitude;
-    if (abs_bits > 0x7F800000u) {
-      magnitude = 0x7Fu;  // NaN
-    } else if (abs_bits >= (143u << 23)) {
-      magnitude = 0x7Cu;  // 65536 and beyond: infinity
-    } else {
-      magnitude = detail::round_to_minifloat<2, 15>(abs_bits);  // may round up to infinity (0x7C)
-    }
-    bits = static_cast<uint8_t>(sign | magnitude);
-  }
-  TL_HOST_DEVICE operator float() const {
-    return detail::minifloat_to_float<2, 15>(bits & 0x7Fu, (bits & 0x80u) != 0, /*finite_only=*/false);
-  }
-};
+/*! \brief FP8 E4M3 (OCP, finite: 0x7F and 0xFF are NaN, max 448; torch saturates to it). */
+using fp8_e4_t = fp8_t<3, 7, 0x7Eu, 0x7Eu, true>;
+/*! \brief FP8 E5M2 (IEEE-like: infinities and NaNs, max 57344; beyond it, infinity). */
+using fp8_e5_t = fp8_t<2, 15, 0x7Bu, 0x7Cu, false>;
 
 /*!
  * \brief FP8 E8M0 (OCP MX scale: an unsigned power of two 2^(bits - 127); 0xFF is NaN). From float as torch: the
