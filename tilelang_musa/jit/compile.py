@@ -173,8 +173,8 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
     # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's.
-    configs = normalize_pass_configs({**normalize_pass_configs(pass_configs),
-                                      **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))})
+    configs = {**normalize_pass_configs(pass_configs),
+               **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))}
     compile_flags = [*_split_flags(compile_flags), *(str(f) for f in _annotated(attrs, COMPILE_FLAGS_ATTR, []))]
     backend = resolve_backend(execution_backend)
     verbose = verbose or env.VERBOSE.flag()
