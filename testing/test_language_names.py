@@ -1,5 +1,5 @@
 """Language names upstream scripts write: `T.alloc_var` used as a scalar, on-chip buffer annotations of macros,
-`T.cumsum` on fragments, warp reductions and elections, named `T.sync_threads`, `T.thread_return`, and the
+`T.cumsum` / `T.cummax` on fragments, warp reductions and elections, named `T.sync_threads`, `T.thread_return`, and the
 atomics `T.atomic_addx2/x4`, `T.atomic_load/store` and `memory_order`. Each is compiled for both arches, its
 MUSA C checked, and run in the simulator against torch."""
 
@@ -106,10 +106,38 @@ def test_cumsum_of_a_fragment(arch):
                 T.copy(f, B[r, :])
 
     kernel = compile_for(main, arch)
-    assert "tl::CumSum1D<128, true>::run" in kernel.get_kernel_source()
+    assert "tl::Scan1D<128, tl::SumOp, true>::run" in kernel.get_kernel_source()
     a, b = rand((M, N), torch.float32, 4), poison((M, N), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, (a * 2).flip(1).cumsum(1).flip(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_cummax_of_a_fragment_and_of_a_shared_tile(arch):
+    """Running maxima along rows of a fragment (through shared memory) and down the columns of a shared tile,
+    in reverse; inputs are all negative, so a scan that starts from 0 instead of the lowest value shows."""
+    M, N = 16, 48
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((M, N), "float16")
+            s = T.alloc_shared((M, N), "float16")
+            T.copy(A, f)
+            T.cummax(f, dim=1)
+            T.copy(f, B)
+            T.copy(A, s)
+            T.cummax(s, dim=0, reverse=True)
+            T.copy(s, C)
+
+    kernel = compile_for(main, arch)
+    src = kernel.get_kernel_source()
+    assert "tl::Scan2D<128, 1, tl::MaxOp, false>::run" in src and "tl::Scan2D<128, 0, tl::MaxOp, true>::run" in src
+    a = -rand((M, N), torch.float16, 5).abs() - 0.5
+    b, c = poison((M, N), torch.float16), poison((M, N), torch.float16)
+    kernel(a, b, c)
+    torch.testing.assert_close(b, a.cummax(1).values, rtol=0, atol=0)
+    torch.testing.assert_close(c, a.flip(0).cummax(0).values.flip(0), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -778,3 +806,38 @@ def test_e8m0_scale_tensors_match_torch(arch):
     ref = x.to(torch.float8_e8m0fnu)
     assert torch.equal(e.view(torch.uint8), ref.view(torch.uint8))
     torch.testing.assert_close(w, ref.float(), equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_transpose_of_shared_tiles(arch):
+    """Upstream's shared-memory transpose: B's tile (bx, by) is A's tile (by, bx) transposed; and a fragment
+    transposed into a shared tile of another dtype."""
+    M, N, bM, bN = 96, 64, 32, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((N, M), "float16"), C: T.Tensor((N, M), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            tile = T.alloc_shared((bM, bN), "float16")
+            tile_t = T.alloc_shared((bN, bM), "float16")
+            frag = T.alloc_fragment((bM, bN), "float16")
+            wide_t = T.alloc_shared((bN, bM), "float32")
+            T.copy(A[by * bM:(by + 1) * bM, bx * bN:(bx + 1) * bN], tile)
+            T.transpose(tile, tile_t)
+            T.copy(tile_t, B[bx * bN:(bx + 1) * bN, by * bM:(by + 1) * bM])
+            T.copy(tile, frag)
+            T.transpose(frag, wide_t)
+            T.copy(wide_t, C[bx * bN:(bx + 1) * bN, by * bM:(by + 1) * bM])
+
+    kernel = compile_for(main, arch)
+    a = rand((M, N), torch.float16, 32)
+    b, c = poison((N, M), torch.float16), poison((N, M), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(b, a.T, rtol=0, atol=0)
+    torch.testing.assert_close(c, a.T.float(), rtol=0, atol=0)
+
+    with pytest.raises(tilelang.CompileError, match="last two dimensions swapped"):
+        @T.prim_func
+        def bad(A: T.Tensor((M, N), "float16")):
+            with T.Kernel(1, threads=128):
+                s = T.alloc_shared((bM, bN), "float16")
+                T.transpose(s, s)

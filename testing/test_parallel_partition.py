@@ -1,6 +1,7 @@
 """Who runs the iterations of a `T.Parallel` nest: a nest writing only thread-private buffers runs in full in every
 thread; a nest under `if`s on the thread index is split among exactly the threads that reach it; a guard that does
-not admit a contiguous range of threads is an error at the loop's line."""
+not admit a contiguous range of threads is an error at the loop's line; a nest over a fragment placed by a tile op
+runs where the fragment's elements live, also through an affine index or over a box of it."""
 
 import inspect
 import re
@@ -135,3 +136,37 @@ def test_loop_follows_a_placed_fragment_through_an_affine_index(arch):
     b = poison((16,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a.sum(1) * 3.0, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_over_a_box_of_a_placed_fragment_runs_where_the_box_lives(arch):
+    """A gemm places `acc`; a T.Parallel over part of it (`acc[i + 16, j + 40]`) and a T.clear of a slice (upstream's
+    `X_local = C_local[:M, :K]; T.clear(X_local)`) run on the threads holding those elements, each thread
+    guarding its slots by the box."""
+    M = N = 64
+    K = 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((N, K), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.clear(acc)
+            T.gemm(a, b, acc, transpose_B=True)
+            for i, j in T.Parallel(32, 16):
+                acc[i + 16, j + 40] = acc[i + 16, j + 40] * 2 + 1
+            corner = acc[48:64, 0:8]
+            T.clear(corner)
+            T.copy(acc, C)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, b = rand((M, K), torch.float16, 15), rand((N, K), torch.float16, 16)
+    c = poison((M, N), torch.float32)
+    kernel(a, b, c)
+    ref = a.float() @ b.float().T
+    ref[16:48, 40:56] = ref[16:48, 40:56] * 2 + 1
+    ref[48:64, 0:8] = 0
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)

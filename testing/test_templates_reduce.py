@@ -1,4 +1,4 @@
-"""Device templates for reductions, prefix sums and atomics (`src/tl_templates/musa/{reduce,cumsum,atomic}.h`),
+"""Device templates for reductions, prefix sums and atomics (`src/tl_templates/musa/{reduce,scan,atomic}.h`),
 run in the CPU simulator through handwritten kernels (`testing/sim_kernels/tpl_*.mu`).
 
 Each kernel file is compiled once per module and arch with the simulator toolchain's command (g++ against
@@ -26,7 +26,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
 ARCHS = (220, 310)
-KERNEL_FILES = ("tpl_reduce", "tpl_cumsum", "tpl_atomic")
+KERNEL_FILES = ("tpl_reduce", "tpl_scan", "tpl_atomic")
 
 from sim_build import SimLibrary, sim_compile_command  # noqa: E402
 
@@ -290,7 +290,7 @@ def test_all_reduce_orders_signed_zeros_so_members_agree(build, arch, dtype, op)
     assert_same_bits(dtype, out_a, dtype.encode(np.where(expected, -0.0, 0.0)))
 
 
-# ---- CumSum --------------------------------------------------------------------------------------------------------
+# ---- Scan (sums, maxima) ----------------------------------------------------------------------------------------------
 
 CUMSUM_KINDS = {"1d": 0, "2d_axis0": 1, "2d_axis1": 2}
 SHAPES_1D = [(1, 1), (1, 7), (1, 33), (1, 100), (1, 1000), (1, 4099)]
@@ -306,19 +306,19 @@ def cumsum_cases():
             for kind in CUMSUM_KINDS for dtype, threads in configs]  # fmt: skip
 
 
-def cumsum_reference(x: np.ndarray, kind: str, reverse: bool) -> np.ndarray:
+def cumsum_reference(x: np.ndarray, kind: str, reverse: bool, scan=np.cumsum) -> np.ndarray:
     """x is (blocks, H, W); the scan runs along W for 1D and axis 1, along H for axis 0."""
     axis = 1 if kind == "2d_axis0" else 2
     if reverse:
-        return np.flip(np.cumsum(np.flip(x, axis), axis), axis)
-    return np.cumsum(x, axis)
+        return np.flip(scan(np.flip(x, axis), axis), axis)
+    return scan(x, axis)
 
 
-def run_cumsum(lib, dtype: DType, threads: int, kind: str, reverse: bool, in_place: bool, x: np.ndarray):
+def run_cumsum(lib, dtype: DType, threads: int, kind: str, reverse: bool, in_place: bool, x: np.ndarray, op: int = 0):
     blocks, height, width = x.shape
     out = dtype.poison((blocks, 2, height, width))
-    rc = lib.call_cumsum(dtype.code, threads, CUMSUM_KINDS[kind], int(reverse), int(in_place), ptr(x), ptr(out),
-                         height, width, blocks, CUMSUM_BLOCK[threads])  # fmt: skip
+    rc = lib.call_scan(op, dtype.code, threads, CUMSUM_KINDS[kind], int(reverse), int(in_place), ptr(x), ptr(out),
+                       height, width, blocks, CUMSUM_BLOCK[threads])  # fmt: skip
     assert rc == 0, lib.error()
     return out[:, 0], out[:, 1]
 
@@ -329,7 +329,7 @@ def run_cumsum(lib, dtype: DType, threads: int, kind: str, reverse: bool, in_pla
 @pytest.mark.parametrize("kind,dtype,threads", cumsum_cases())
 def test_cumsum_matches_numpy_on_odd_shapes(build, arch, in_place, reverse, kind, dtype, threads):
     """Integer-valued inputs: the float accumulator is exact, so each output is the exact sum rounded once."""
-    lib = build("tpl_cumsum", arch)
+    lib = build("tpl_scan", arch)
     bound = 4 if dtype.name in ("float16", "bfloat16") else 50
     for shape in SHAPES_1D if kind == "1d" else SHAPES_2D:
         rng = rng_for(arch, in_place, reverse, kind, shape, dtype.name, threads)
@@ -344,12 +344,30 @@ def test_cumsum_matches_numpy_on_odd_shapes(build, arch, in_place, reverse, kind
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("kind,shape", [("1d", (1, 4099)), ("2d_axis0", (129, 63)), ("2d_axis1", (3, 300))])
 def test_cumsum_of_random_floats_is_close_to_float64(build, arch, kind, shape):
-    lib = build("tpl_cumsum", arch)
+    lib = build("tpl_scan", arch)
     x = rng_for(arch, kind, shape).standard_normal((2, *shape)).astype(np.float32)
     dst, _ = run_cumsum(lib, FLOAT32, 256, kind, True, False, x)
     expected = cumsum_reference(x.astype(np.float64), kind, True)
     scale = cumsum_reference(np.abs(x.astype(np.float64)), kind, True)
     assert (np.abs(dst - expected) <= 1e-5 * scale + 1e-6).all()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("dtype,threads", [(d, 128) for d in REDUCE_DTYPES] + [(FLOAT32, 1024)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_cummax_matches_numpy(build, arch, reverse, dtype, threads):
+    """Running maxima (tl::MaxOp) are exact: every kind, odd shapes, negative values (the identity is the lowest
+    value, not 0), in place and not."""
+    lib = build("tpl_scan", arch)
+    for kind in CUMSUM_KINDS:
+        shapes = (SHAPES_1D[-1], SHAPES_1D[3]) if kind == "1d" else (SHAPES_2D[2], SHAPES_2D[-1])
+        for shape, in_place in zip(shapes, (False, True)):
+            rng = rng_for(arch, reverse, kind, shape, dtype.name, threads, "max")
+            x = dtype.encode(rng.integers(-1000 if dtype.name == "int32" else -200, -1, (2, *shape), endpoint=True))
+            dst, _ = run_cumsum(lib, dtype, threads, kind, reverse, in_place, x, op=1)
+            expected = dtype.encode(cumsum_reference(dtype.decode(x), kind, reverse, np.maximum.accumulate))
+            assert (dtype.bits(dst) == dtype.bits(expected)).all(), f"{kind} {shape}: {dtype.decode(dst)}"
 
 
 # ---- atomics -------------------------------------------------------------------------------------------------------
@@ -569,8 +587,8 @@ def misuse_errors(tmp_path_factory) -> str:
         ("scale_not_pow2", "tl::AllReduce: Scale must be a power of two"),
         ("span_too_wide", "tl::AllReduce: Threads * Scale exceeds the 1024 threads of a block"),
         ("warp_size_mismatch", "tl::AllReduce: WarpSize differs from the warp size of the architecture"),
-        ("cumsum_bad_axis", "tl::CumSum2D: Axis must be 0 or 1"),
-        ("cumsum_too_many_threads", "tl::CumSum: Threads must be in [1, 1024]"),
+        ("scan_bad_axis", "tl::Scan2D: Axis must be 0 or 1"),
+        ("scan_too_many_threads", "tl::Scan: Threads must be in [1, 1024]"),
         ("atomic_bad_type", "tl atomics support float, double, half_t, bfloat16_t and 32/64-bit integer elements"),
     ],
 )

@@ -125,3 +125,28 @@ def test_comm_reducer_and_tvm_thread_allreduce(arch):
 
     with pytest.raises(tilelang.CompileError, match=r"the combiner `x \* y` is not a sum, max, min"):
         tilelang.compile(product, target=f"musa -arch={arch}")
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_let_binds_a_declared_variable_and_Let_an_expression(arch):
+    """Upstream's alias test: `off = T.int32(); T.let(off, ko * 32)` then `A[by * 64, off]`; and `T.Let`."""
+    M, K = 64, 96
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((M, K), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((M, 32), "float32")
+            for ko in T.serial(K // 32):
+                off = T.int32()
+                T.let(off, ko * 32)
+                T.copy(A[0, off], s)
+                for i, j in T.Parallel(M, 32):
+                    x = T.int32()
+                    B[i, off + j] = s[i, j] * T.Let(x * 2 + 1, where={x: ko})
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "(ko * 32)" in src and "((ko * 2) + 1)" in src  # the bindings, substituted where they are used
+    a, b = rand((M, K), torch.float32, 31), poison((M, K), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * torch.arange(K).div(32, rounding_mode="floor").mul(2).add(1).float())

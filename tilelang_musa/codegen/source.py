@@ -16,7 +16,7 @@ from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host
 
 # The device template library; each header includes common.h.
-TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "cumsum.h", "debug.h", "gemm_mp22_mma.h",
+TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "scan.h", "debug.h", "gemm_mp22_mma.h",
                     "gemm_mp31_wmma.h", "gemm_mp31_sqmma.h")
 HEADER = "".join(f'#include "tl_templates/musa/{h}"\n' for h in TEMPLATE_HEADERS) + "#include <cstdio>\n"
 

@@ -14,12 +14,13 @@ from .warp import (
     warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
 )
 from .copy import copy
+from .transpose import transpose
 from .tir import (
-    PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid, handle,
-    match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
+    Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid,
+    handle, let, match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
-from .cumsum import cumsum
+from .scan import cummax, cumsum
 from .fastmath import (
     __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt,
     ieee_fsqrt, ieee_mul, ieee_sub,
@@ -55,7 +56,7 @@ __all__ = [
     "Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "assume", "attr", "call_extern",
     "grid", "handle", "match_buffer", "thread_binding", "comm_reducer", "tvm_thread_allreduce",
-    "call_intrin", "evaluate", "reinterpret",
+    "call_intrin", "evaluate", "reinterpret", "Let", "let",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "alloc_reducer",
@@ -63,11 +64,11 @@ __all__ = [
     "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_compile_flags", "annotate_layout", "annotate_pass_configs", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
-    "ceil", "ceildiv", "clamp", "const", "cos", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
+    "ceil", "ceildiv", "clamp", "const", "cos", "cummax", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv", "floormod", "gemm", "get_block_binding",
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func", "print",
-    "reduce", "reduce_absmax", "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "trunc", "uint16", "uint32", "uint64", "uint8",
+    "reduce", "reduce_absmax", "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "transpose", "trunc", "uint16", "uint32", "uint64", "uint8",
     "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED,
 ]
 

@@ -70,8 +70,10 @@ class DType(str):
 
     def __call__(self, value: Any = None) -> Any:
         dtype = str.__str__(self)
-        if value is None:  # `x: T.int32` style declarations take the type itself
-            return tvm.ir.PrimType(dtype)
+        if value is None:  # `v = T.int32()`: a fresh variable, bound later (T.let) or used as a size
+            from .builder import take_name
+
+            return tirx.Var(take_name("v"), dtype)
         if isinstance(value, tvm.ir.Expr):
             return tirx.Cast(dtype, value)
         return tirx.const(value, dtype)

@@ -1,5 +1,5 @@
 """Low-level TIR names that upstream TileLang scripts use through `T`: `T.call_extern`, `T.call_intrin`,
-`T.Select`, `T.reinterpret`, `T.address_of`, `T.evaluate`, and the types `T.PrimExpr` / `T.Var`.
+`T.Select`, `T.reinterpret`, `T.address_of`, `T.evaluate`, `T.let`, and the types `T.PrimExpr` / `T.Var`.
 
 They build the same IR as TVMScript's; `T.call_extern("float32", "my_device_fn", x)` prints as
 `my_device_fn(x)` in the MUSA C (the function must be visible to the kernel: a device template or built-in).
@@ -43,6 +43,29 @@ def reinterpret(dtype: Any, value: Any) -> Any:
 def address_of(element: Any) -> Any:
     """The address of a buffer element, `&A[i]`."""
     return tirx.address_of(element)
+
+
+def let(var: Any, value: Any, body: Any = None) -> Any:
+    """`T.let(v, value)`: bind the existing variable `v` (e.g. `v = T.int32()`) to `value` from here to the end
+    of the enclosing scope. `T.let(v, value, body)`: the expression `body` with `v` bound (`T.Let`)."""
+    if not isinstance(var, tvm.ir.expr.Var):
+        raise current_trace("T.let").error(f"T.let binds a variable (`v = T.int32()`); got {var!r}")
+    value = as_expr(value)
+    if value.ty.dtype != var.ty.dtype:
+        value = tirx.Cast(var.ty.dtype, value)
+    if body is not None:
+        return tirx.Let(var, value, as_expr(body))
+    current_trace("T.let")
+    Tb.Bind(value, var=var)
+    return None
+
+
+def Let(expr: Any, where: dict) -> Any:  # noqa: N802 - TVMScript's name
+    """`T.Let(expr, where={v: value})`: the expression `expr` with `v` bound to `value`."""
+    if len(where) != 1:
+        raise current_trace("T.Let").error("T.Let binds exactly one variable: `where={v: value}`")
+    (var, value), = where.items()
+    return let(var, value, expr)
 
 
 def evaluate(value: Any) -> None:

@@ -3,14 +3,16 @@
 from .atomic import Atomic
 from .base import LayoutInferArgs, LowerArgs, TileOp
 from .copy import Copy
-from .cumsum import CumSum
 from .fill import Fill
 from .finalize_reducer import FinalizeReducer
 from .gemm import Gemm
 from .reduce import Reduce
+from .scan import CumMax, CumSum
+from .transpose import Transpose
 from .registry import emit_tile_op, is_tile_op, parse_tile_op, register_tile_op
 
-for _cls in (Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, Reduce):
+for _cls in (Atomic, Copy, CumMax, CumSum, Fill, FinalizeReducer, Gemm, Reduce, Transpose):
     register_tile_op(_cls)
 
-__all__ = ["Atomic", "Copy", "CumSum", "Fill", "FinalizeReducer", "Gemm", "Reduce", "LayoutInferArgs", "LowerArgs", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]
+__all__ = ["Atomic", "Copy", "CumMax", "CumSum", "Fill", "FinalizeReducer", "Gemm", "Reduce", "LayoutInferArgs",
+           "LowerArgs", "Transpose", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]

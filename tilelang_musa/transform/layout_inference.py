@@ -44,7 +44,8 @@ from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from ..tileop.reduce import Reduce
 from .ir_utils import (as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute,
                        thread_info)
-from .loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, row_plan, vector_width
+from .loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan,
+                        vector_width)
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
@@ -110,6 +111,33 @@ def _index_map(indices: tuple, loop_vars: list[Any], extents: list[int], shape: 
     except (LayoutError, KeyError, TypeError):  # not an integer map of the loop variables alone
         return None
     return index_map
+
+
+def _box_access(indices: tuple, loop_vars: list[Any], extents: list[int], shape: list[int]):
+    """If the access is a box of the fragment (each index a constant, or one loop variable plus a constant, each
+    loop variable used once, the box inside the fragment): (origin, positions) as region_plan takes them."""
+    analyzer = tvm.sym.Analyzer()
+    origin, positions = [], []
+    for index in indices:
+        used = [k for k, v in enumerate(loop_vars) if _uses(index, v)]
+        offset = as_int(analyzer.simplify(index - loop_vars[used[0]] if len(used) == 1 else index))
+        if len(used) > 1 or offset is None:
+            return None
+        origin.append(offset)
+        positions.append(used[0] if used else None)
+    taken = [k for k in positions if k is not None]
+    if sorted(taken) != list(range(len(loop_vars))):
+        return None
+    for o, k, n in zip(origin, positions, shape):
+        if o < 0 or o + (1 if k is None else extents[k]) > n:
+            return None
+    return origin, positions
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tirx.Var, lambda n: found.append(n) if n.same_as(var) else None)])
+    return bool(found)
 
 
 def _compose(fragment: Fragment, outer: Layout) -> Fragment:
@@ -206,10 +234,10 @@ class _Inference:
                             range(len(nest.loop_vars))) and self._same_shape(buf, nest.extents):
                         nest.plan, nest.source = fragment_plan(layout, nest.extents), buf
                     else:
-                        index_map = _index_map(indices, nest.loop_vars, nest.extents, self._shape(buf))
-                        if index_map is None:
+                        plan = self._plan_through(buf, layout, indices, nest)
+                        if plan is None:
                             continue
-                        nest.plan, nest.source = fragment_plan(_compose(layout, index_map), nest.extents), buf
+                        nest.plan, nest.source = plan, buf
                     changed = True
                     break
             if nest.plan is None:
@@ -221,6 +249,22 @@ class _Inference:
                                 nest.loc)
                 changed = True
         return changed
+
+    def _plan_through(self, buf, layout: Fragment, indices, nest: _Nest) -> LoopPlan | None:
+        """The nest's plan when it follows `buf` (laid out as `layout`) through an access other than the identity:
+        an affine map onto the whole fragment (`frag[i * 8 + j]`), or a box of it (`frag[i, j + 32]` over a part
+        of the fragment); None for other accesses."""
+        shape = self._shape(buf)
+        index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
+        if index_map is not None:
+            return fragment_plan(_compose(layout, index_map), nest.extents)
+        box = _box_access(indices, nest.loop_vars, nest.extents, shape)
+        if box is None:
+            return None
+        fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(nest.loop_vars))]
+        exprs = [substitute(e, dict(zip(nest.loop_vars, fvars))) for e in indices]
+        placement = _compose(layout, Layout.from_exprs(nest.extents, fvars, exprs))
+        return region_plan(fragment_plan(layout, shape), placement, *box, nest.extents)
 
     def choose_free(self) -> bool:
         for nest in self.nests:

@@ -140,6 +140,31 @@ def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
     return LoopPlan(fragment, local_size, 1, inverse)
 
 
+def region_plan(whole: LoopPlan, fragment: Fragment, origin: list[int], positions: list[int | None],
+                extents: list[int]) -> LoopPlan:
+    """A loop over a box of a fragment (`frag[i + 4, 3, j]` in `T.Parallel(I, J)`): it runs on the slots of the
+    fragment's plan `whole`, each thread doing the slots whose element lies in the box. Element coordinate d is
+    `origin[d]`, plus loop variable `positions[d]` unless that is None. `fragment` is the loop's placement
+    (iteration -> (thread, slot) of the whole fragment)."""
+
+    def inverse(t, s):
+        ys, cond = whole.inverse(t, s)
+        xs: list[Any] = [None] * len(extents)
+        conds = [] if cond is None else [cond]
+        for y, o, k in zip(ys, origin, positions):
+            if k is None:
+                conds.append(tirx.EQ(y, o))
+            else:
+                xs[k] = y - o if o else y
+                conds.append(tirx.And(xs[k] >= 0, xs[k] < extents[k]))
+        guard = conds[0]
+        for c in conds[1:]:
+            guard = tirx.And(guard, c)
+        return xs, guard
+
+    return LoopPlan(fragment, whole.local_size, 1, inverse)
+
+
 def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer: Callable[[], Any],
                  disable: bool, cap: int | None = None) -> int:
     """The widest V (16 bytes per access at most, and at most `cap` elements: the loop's coalesced_width) for

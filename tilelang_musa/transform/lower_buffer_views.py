@@ -2,7 +2,7 @@
 
     v = T.reshape(s, (4, 32))      # s: (128,)
     v[i, j]            ->   s[i * 32 + j]
-    &v[i, j]           ->   &s[i * 32 + j]      (gemm / cumsum / atomic operands)
+    &v[i, j]           ->   &s[i * 32 + j]      (gemm / scan / atomic operands)
 
 The element keeps its row-major position. Runs after every tile op is lowered (they may take views as
 operands, read with the view's shape) and before the passes that reason about buffers: barriers, bounds

@@ -1,7 +1,7 @@
 """LowerTileOp: replace `tl.tileop.*` calls by the statements their classes lower them to.
 
 Runs twice: before LayoutInference for the ops that lower to T.Parallel nests or layout-free calls (copy,
-fill, atomics, cumsum), and after it for the ops that need the chosen layouts (reductions, gemms)."""
+fill, atomics, scans), and after it for the ops that need the chosen layouts (reductions, gemms)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,60 @@
+"""`T.cumsum` / `T.cummax(src, dst=None, dim=0, reverse=False)`: inclusive scans of a shared tile along `dim`.
+
+Lowered to the block-cooperative `tl::Scan1D` / `tl::Scan2D` templates (scan.h) with the op's combine functor;
+every thread of the block calls them, between barriers (the template reads and writes shared memory through
+pointers the barrier analysis cannot see).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+from tvm import tirx
+
+from ..errors import SourceLoc
+from .base import LowerArgs, TileOp, call_attr, call_loc
+from .region import Region
+
+
+@dataclass(frozen=True)
+class Scan(TileOp):
+    combine: ClassVar[str]
+    src: Region
+    dst: Region
+    dim: int
+    reverse: bool
+    loc: SourceLoc | None = None
+
+    @classmethod
+    def from_call(cls, call: tvm.ir.Call) -> "Scan":
+        return cls(Region.from_ir(call.args[0]), Region.from_ir(call.args[1]), int(call_attr(call, "dim")),
+                   bool(call_attr(call, "reverse")), call_loc(call))
+
+    def lower(self, args: LowerArgs) -> Any:
+        shape = [int(e) for e in self.src.buffer.ty.shape]
+        reverse = str(self.reverse).lower()
+        src = tirx.address_of(self.src.buffer[tuple(0 for _ in shape)])
+        dst = tirx.address_of(self.dst.buffer[tuple(0 for _ in shape)])
+        if len(shape) == 1:
+            call = tirx.call_extern("int32", f"tl::Scan1D<{args.num_threads}, {self.combine}, {reverse}>::run",
+                                    src, dst, shape[0])
+        else:
+            call = tirx.call_extern(
+                "int32", f"tl::Scan2D<{args.num_threads}, {self.dim}, {self.combine}, {reverse}>::run",
+                src, dst, shape[0], shape[1])
+        sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        return tirx.SeqStmt([sync, tirx.Evaluate(call), sync])
+
+
+@dataclass(frozen=True)
+class CumSum(Scan):
+    op_name = "tl.tileop.cumsum"
+    combine = "tl::SumOp"
+
+
+@dataclass(frozen=True)
+class CumMax(Scan):
+    op_name = "tl.tileop.cummax"
+    combine = "tl::MaxOp"
