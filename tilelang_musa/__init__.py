@@ -12,7 +12,10 @@ from . import _native
 
 _native.load()  # registers the `musa` target kind and the device printer
 
-from . import language, profiler  # noqa: E402
+import tvm  # noqa: E402  (`from tilelang import tvm`, as upstream scripts do)
+
+from . import backend, contrib, language, math, profiler, utils  # noqa: E402
+from .math import cdiv, next_power_of_2  # noqa: E402
 from .profiler import TensorSupplyType  # noqa: E402
 from .diagnostics import TileLangWarning  # noqa: E402
 from .errors import CompileError, TileLangError, UnsupportedError  # noqa: E402
@@ -22,6 +25,7 @@ from .transform import PassConfigKey  # noqa: E402
 
 __all__ = [
     "CompileError", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "TileLangWarning",
-    "UnsupportedError", "__version__", "compile",
-    "determine_target", "disable_cache", "enable_cache", "is_cache_enabled", "jit", "language", "profiler",
+    "UnsupportedError", "__version__", "backend", "cdiv", "compile", "contrib",
+    "determine_target", "disable_cache", "enable_cache", "is_cache_enabled", "jit", "language", "math",
+    "next_power_of_2", "profiler", "tvm", "utils",
 ]

@@ -1,0 +1,9 @@
+"""Helpers under upstream TileLang's `tilelang.utils` import paths: tensor comparison and dtype mapping
+(`utils.tensor`), target checks (`utils.target`), the device kernels take their tensors on (`utils.device`)."""
+
+from .device import get_current_device, synchronize
+from .target import determine_target
+from .tensor import TensorSupplyType, map_torch_type, torch_assert_close
+
+__all__ = ["TensorSupplyType", "determine_target", "get_current_device", "map_torch_type", "synchronize",
+           "torch_assert_close"]
