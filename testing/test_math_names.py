@@ -88,3 +88,29 @@ def test_math_in_a_vectorized_loop_runs_lane_by_lane(arch, dtype):
     x = a.float()
     tol = 1e-5 if dtype == "float32" else 2e-2
     torch.testing.assert_close(b.float(), torch.exp(x) + torch.sigmoid(x), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_wide_int_literals_in_bitwise_operators_keep_their_value(arch):
+    """The stock wheel makes `x & 0x100000000` on an int64 `x & 0` and rejects `u & 0xFFFFFFFF` on a uint32:
+    a Python int beside an integer expression takes its type (upstream's test_tilelang_intimm, plus numerics)."""
+    from tvm import tirx
+
+    assert (tirx.Var("u", "uint32") & 0xFFFFFFFF).b.value == 0xFFFFFFFF
+    assert (0x100000000 | tirx.Var("v", "int64")).a.value == 0x100000000
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int64"), B: T.Tensor((N,), "int64"), C: T.Tensor((N,), "int64")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            B[tx] = (A[tx] & 0x7FFFFFFF00000000) ^ 0x100000000
+            C[tx] = T.bitwise_or(A[tx] & 0xFFFFFFFF, 0x4000000000)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "4294967296" in kernel.get_kernel_source()
+    a = torch.randint(-(1 << 62), 1 << 62, (N,), generator=torch.Generator().manual_seed(41))
+    b, c = torch.full((N,), -7, dtype=torch.int64), torch.full((N,), -7, dtype=torch.int64)  # poisoned
+    kernel(a, b, c)
+    assert torch.equal(b, (a & 0x7FFFFFFF00000000) ^ 0x100000000)
+    assert torch.equal(c, (a & 0xFFFFFFFF) | 0x4000000000)

@@ -48,6 +48,10 @@ from .reduce import (
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
 
+from .int_operands import install as _install_int_operands  # noqa: E402
+
+_install_int_operands()  # `x & 0xFFFFFFFF` on a uint32 / int64 expression (see int_operands.py)
+
 from .unsupported import UNSUPPORTED  # noqa: E402
 
 globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
@@ -78,4 +82,4 @@ import types as _types  # noqa: E402
 
 for _name in [n for n, v in globals().items() if isinstance(v, _types.ModuleType) and not n.startswith("_")]:
     del globals()[_name]
-del _name, _types, UNSUPPORTED
+del _name, _types, UNSUPPORTED, _install_int_operands

@@ -15,6 +15,7 @@ from tvm import tirx
 
 from .builder import as_expr, static_value
 from .dtypes import canonical_dtype
+from .int_operands import typed_operand
 
 
 def _static_int(*values: Any) -> list[int] | None:
@@ -153,15 +154,18 @@ def fmod(x: Any, y: Any) -> Any:
 
 # Bit operations on integers, by upstream's names (`a & b` etc. work as well).
 def bitwise_and(a: Any, b: Any) -> Any:
-    return tirx.bitwise_and(as_expr(a), b)
+    a = as_expr(a)
+    return tirx.bitwise_and(a, typed_operand(b, a))
 
 
 def bitwise_or(a: Any, b: Any) -> Any:
-    return tirx.bitwise_or(as_expr(a), b)
+    a = as_expr(a)
+    return tirx.bitwise_or(a, typed_operand(b, a))
 
 
 def bitwise_xor(a: Any, b: Any) -> Any:
-    return tirx.bitwise_xor(as_expr(a), b)
+    a = as_expr(a)
+    return tirx.bitwise_xor(a, typed_operand(b, a))
 
 
 def bitwise_not(a: Any) -> Any:
