@@ -841,3 +841,28 @@ def test_transpose_of_shared_tiles(arch):
             with T.Kernel(1, threads=128):
                 s = T.alloc_shared((bM, bN), "float16")
                 T.transpose(s, s)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_alloc_var_as_a_condition(arch):
+    """Upstream's alloc_var_cmp: `cond = T.alloc_var(T.bool); cond = x == 2; if cond:` (and in `and`/`not`)."""
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int32"), B: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            cond = T.alloc_var(T.bool)
+            cond = A[tx] % 3 == 2
+            if cond:
+                B[tx] = 1
+            elif not cond and A[tx] > 0:
+                B[tx] = 2
+            else:
+                B[tx] = 0
+
+    kernel = compile_for(main, arch)
+    a = torch.randint(-50, 50, (N,), generator=torch.Generator().manual_seed(33), dtype=torch.int32)
+    b = torch.full((N,), -7, dtype=torch.int32)
+    kernel(a, b)
+    assert torch.equal(b, torch.where(a % 3 == 2, 1, torch.where(a > 0, 2, 0)).int())

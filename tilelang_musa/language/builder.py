@@ -137,6 +137,11 @@ def value(x: Any) -> Any:
     return x[0] if is_var_buffer(x) else x
 
 
+def _operand(x: Any) -> Any:
+    """A condition or logical operand as an expression (a `T.alloc_var` scalar reads as its value)."""
+    return as_expr(value(x))
+
+
 def lookup(thunk: Callable[[], Any]) -> Any:
     try:
         return thunk()
@@ -334,7 +339,7 @@ def range_(*args: Any):
 
 
 def static_condition(cond: Any) -> bool:
-    cond = as_expr(cond)
+    cond = _operand(cond)
     value = static_value(cond)
     if value is None and isinstance(cond, tvm.ir.Expr):
         raise current_trace().error(
@@ -348,7 +353,7 @@ class _IfBuilder:
     """`if` over a static condition keeps Python semantics; over an IR condition it builds IfThenElse."""
 
     def __init__(self, cond: Any):
-        cond = as_expr(cond)
+        cond = _operand(cond)
         self.static = static_value(cond)
         if self.static is None and not isinstance(cond, tvm.ir.Expr):
             self.static = bool(cond)
@@ -387,48 +392,48 @@ def if_(cond: Any) -> _IfBuilder:
 
 
 def while_(test: Callable[[], Any]) -> Iterator[None]:
-    cond = as_expr(test())
+    cond = _operand(test())
     if static_value(cond) is not None or not isinstance(cond, tvm.ir.Expr):
         while static_value(cond) if static_value(cond) is not None else cond:
             yield
-            cond = as_expr(test())
+            cond = _operand(test())
         return
     with Tb.While(cond):
         yield
 
 
 def and_(lhs: Any, rhs: Callable[[], Any]) -> Any:
-    lhs = as_expr(lhs)
+    lhs = _operand(lhs)
     value = static_value(lhs)
     if value is not None or not isinstance(lhs, tvm.ir.Expr):
         return rhs() if (value if value is not None else lhs) else lhs
-    other = as_expr(rhs())
+    other = _operand(rhs())
     if static_value(other) is not None:
         return lhs if static_value(other) else tirx.const(False, "bool")
     return tirx.And(lhs, other)
 
 
 def or_(lhs: Any, rhs: Callable[[], Any]) -> Any:
-    lhs = as_expr(lhs)
+    lhs = _operand(lhs)
     value = static_value(lhs)
     if value is not None or not isinstance(lhs, tvm.ir.Expr):
         return lhs if (value if value is not None else lhs) else rhs()
-    other = as_expr(rhs())
+    other = _operand(rhs())
     if static_value(other) is not None:
         return tirx.const(True, "bool") if static_value(other) else lhs
     return tirx.Or(lhs, other)
 
 
-def not_(value: Any) -> Any:
-    value = as_expr(value)
-    static = static_value(value)
-    if static is not None or not isinstance(value, tvm.ir.Expr):
-        return not (static if static is not None else value)
-    return tirx.Not(value)
+def not_(operand: Any) -> Any:
+    operand = _operand(operand)
+    static = static_value(operand)
+    if static is not None or not isinstance(operand, tvm.ir.Expr):
+        return not (static if static is not None else operand)
+    return tirx.Not(operand)
 
 
 def select(cond: Any, then: Callable[[], Any], otherwise: Callable[[], Any]) -> Any:
-    cond = as_expr(cond)
+    cond = _operand(cond)
     static = static_value(cond)
     if static is not None or not isinstance(cond, tvm.ir.Expr):
         return then() if (static if static is not None else cond) else otherwise()
