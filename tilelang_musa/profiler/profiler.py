@@ -1,8 +1,13 @@
-"""`kernel.get_profiler()`: run a kernel on generated inputs, check it against a reference, time it."""
+"""`kernel.get_profiler()`: run a kernel on generated inputs, check it against a reference, time it.
+
+The methods and their arguments are upstream TileLang's: `run_once`, `assert_allclose`, `manual_assert_close`,
+`assert_consistent`, `do_bench` (see bench.py for what warmup/rep mean and how a run is timed).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -17,45 +22,110 @@ class Profiler:
         self.seed = seed
         self.device = kernel.backend.device
 
-    def _inputs(self) -> list[Any]:
-        specs = self.kernel.params
-        unbound = sorted({d for s in specs if s.kind == "tensor" for d in s.shape if isinstance(d, str)})
+    @property
+    def params(self) -> list:
+        return list(self.kernel.params)
+
+    def _get_params(self, with_output: bool = False) -> list:
+        """The kernel's parameter specs (`ParamSpec`), outputs included only when asked."""
+        return [p for p in self.kernel.params if with_output or not p.is_output]
+
+    def _get_inputs(self, with_output: bool = False,
+                    dynamic_symbolic_constraints: dict[str, int] | None = None) -> list[Any]:
+        """Tensors for the kernel's inputs (and outputs, `with_output`), made by `supply_type` from a generator
+        seeded with `seed`: every call returns the same values. Symbolic sizes take their values from
+        `dynamic_symbolic_constraints` ({"m": 2048})."""
+        sizes = dict(dynamic_symbolic_constraints or {})
+        specs = self._get_params(with_output)
+        unbound = sorted({d for s in specs if s.kind == "tensor" for d in s.shape if isinstance(d, str)} - set(sizes))
         if unbound:
-            raise ValueError(f"profiler: sizes {unbound} are symbolic; call the kernel with tensors instead")
+            raise ValueError(f"profiler: sizes {unbound} are symbolic; pass dynamic_symbolic_constraints="
+                             f"{{{', '.join(repr(u) + ': ...' for u in unbound)}}} or call the kernel with tensors")
         gen = torch.Generator().manual_seed(self.seed)
         inputs = []
         for spec in specs:
-            if spec.is_output:
-                continue
             if spec.kind == "scalar":
+                if spec.name in sizes:
+                    inputs.append(sizes[spec.name])
+                    continue
                 raise ValueError(f"profiler: scalar parameter `{spec.name}` needs a value; benchmark a lambda instead")
-            inputs.append(supply_tensor(spec, {}, self.supply_type, self.device, gen))
+            inputs.append(supply_tensor(spec, sizes, self.supply_type, self.device, gen))
         return inputs
 
     def run_once(self, func: Callable | None = None) -> Any:
-        inputs = self._inputs()
-        return (func or self.kernel)(*inputs)
+        return (func or self.kernel)(*self._get_inputs())
 
-    def assert_allclose(self, reference_program: Callable, atol: float = 1e-2, rtol: float = 1e-2,
-                        max_mismatched_ratio: float = 0.0) -> None:
-        inputs = self._inputs()
-        outs = self.kernel(*inputs)
+    def _outputs_and_references(self, reference_program: Callable, input_tensors: Sequence[Any] | None):
+        inputs = list(input_tensors) if input_tensors is not None else self._get_inputs()
         refs = reference_program(*inputs)
-        outs = outs if isinstance(outs, (tuple, list)) else [outs] if outs is not None else list(inputs)
-        refs = refs if isinstance(refs, (tuple, list)) else [refs]
+        outs = self.kernel(*inputs)
+        return _as_list(outs, inputs), _as_list(refs, None)
+
+    def assert_allclose(self, reference_program: Callable, input_tensors: Sequence[Any] | None = None,
+                        atol: float = 1e-2, rtol: float = 1e-2, max_mismatched_ratio: float = 0.01) -> None:
+        """Run the kernel and `reference_program` on the same inputs (`input_tensors`, else generated ones) and
+        raise AssertionError when more than `max_mismatched_ratio` of any output's elements differ beyond
+        `atol + rtol * |ref|`. A reference output that is None is not compared."""
+        outs, refs = self._outputs_and_references(reference_program, input_tensors)
         if len(outs) != len(refs):
             raise AssertionError(f"the kernel returned {len(outs)} outputs, the reference {len(refs)}")
-        for out, ref in zip(outs, refs):
-            out, ref = out.float(), ref.to(out.device).float()
-            close = torch.isclose(out, ref, rtol=rtol, atol=atol)
-            ratio = 1.0 - close.float().mean().item()
+        for index, (out, ref) in enumerate(zip(outs, refs)):
+            if out is None or ref is None:
+                continue
+            out, ref = out.float(), torch.as_tensor(ref).to(out.device).float()
+            if out.shape != ref.shape:
+                raise AssertionError(f"output {index}: the kernel's shape is {tuple(out.shape)}, "
+                                     f"the reference's {tuple(ref.shape)}")
+            mismatched = ~torch.isclose(out, ref, rtol=rtol, atol=atol)
+            ratio = mismatched.float().mean().item() if out.numel() else 0.0
             if ratio > max_mismatched_ratio:
-                torch.testing.assert_close(out, ref, rtol=rtol, atol=atol)
+                worst = (out - ref).abs().nan_to_num(float("inf")).max().item()
+                raise AssertionError(
+                    f"output {index}: {int(mismatched.sum())} of {out.numel()} elements ({ratio:.2%}) differ from "
+                    f"the reference beyond atol={atol}, rtol={rtol} (allowed: {max_mismatched_ratio:.2%}); "
+                    f"largest difference {worst:g}")
 
-    def do_bench(self, func: Callable | None = None, n_warmup: int = 5, n_repeat: int = 20, backend: str = "event",
-                 quantiles: Any = None, return_mode: str = "mean", input_tensors: list | None = None,
-                 warmup: float | None = None, rep: float | None = None) -> Any:
-        inputs = input_tensors if input_tensors is not None else self._inputs()
+    def manual_assert_close(self, reference_program: Callable, input_tensors: Sequence[Any] | None = None,
+                            manual_check_prog: Callable | None = None) -> None:
+        """Run both programs and hand their outputs (two lists) to `manual_check_prog`, which raises on mismatch."""
+        outs, refs = self._outputs_and_references(reference_program, input_tensors)
+        if len(outs) != len(refs):
+            raise AssertionError(f"the kernel returned {len(outs)} outputs, the reference {len(refs)}")
+        if manual_check_prog is None:
+            raise ValueError("manual_assert_close needs manual_check_prog")
+        manual_check_prog(outs, refs)
+
+    def assert_consistent(self, repeat: int = 10) -> None:
+        """Run the kernel `repeat` more times on the same inputs; every run must give the first run's outputs."""
+        inputs = self._get_inputs()
+        first = [t.clone() for t in _as_list(self.kernel(*inputs), inputs)]
+        for _ in range(repeat):
+            for a, b in zip(_as_list(self.kernel(*inputs), inputs), first):
+                if not torch.equal(a, b):
+                    raise AssertionError("the kernel's outputs differ between runs on the same inputs")
+
+    def do_bench(self, func: Callable | None = None, warmup: float = 25, rep: float = 100, n_warmup: int = 0,
+                 n_repeat: int = 0, input_tensors: Sequence[Any] | None = None, backend: str = "event",
+                 quantiles: Sequence[float] | None = None, return_mode: str = "mean",
+                 dynamic_symbolic_constraints: dict[str, int] | None = None, device: Any = None,
+                 early_stop_baseline: float | None = None) -> float | list[float]:
+        """Milliseconds per call of `func` (default: the kernel) on `input_tensors` (default: generated ones).
+        `warmup`/`rep` are milliseconds; `n_warmup`/`n_repeat` > 0 fix the counts instead (see bench.py)."""
+        if input_tensors is not None:
+            inputs = list(input_tensors)
+        else:
+            inputs = self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
         target = func or self.kernel
-        return do_bench(lambda: target(*inputs), n_warmup=n_warmup, n_repeat=n_repeat, quantiles=quantiles,
-                        return_mode=return_mode, device=self.device, backend=backend)
+        return do_bench(partial(target, *inputs), warmup=warmup, rep=rep, n_warmup=n_warmup, n_repeat=n_repeat,
+                        quantiles=quantiles, backend=backend, return_mode=return_mode,
+                        device=device if device is not None else self.device,
+                        early_stop_baseline=early_stop_baseline)
+
+
+def _as_list(result: Any, inputs: list[Any] | None) -> list[Any]:
+    """Outputs as a list: a tensor, a tuple/list, or None (a kernel with no outputs writes into `inputs`)."""
+    if result is None:
+        return list(inputs) if inputs is not None else []
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    return [result]
