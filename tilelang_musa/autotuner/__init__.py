@@ -1,0 +1,18 @@
+"""The autotuner: `@autotune(configs=...)` over `@tilelang.jit`, and `AutoTuner.from_kernel(...)...run()`.
+
+Every config is compiled in parallel worker processes; invalid ones (compile errors, mismatches against
+`ref_prog`, crashes, timeouts) are skipped with their error recorded; the best config's kernel is returned with
+its config and latency, and the result is persisted so that a later run compiles only the best config. On a MUSA
+device configs are timed with MUSA events; in the CPU simulator nothing is timed and the first valid config in
+the order given is taken, unless a `cost_model` ranks them. See tuner.py for the details.
+"""
+
+from .capture import get_autotune_inputs, set_autotune_inputs
+from .decorator import AutoTuneImpl, autotune
+from .param import AutotuneResult, CompileArgs, ProfileArgs, Trial
+from .tuner import AutoTuner
+
+__all__ = [
+    "AutoTuneImpl", "AutoTuner", "AutotuneResult", "CompileArgs", "ProfileArgs", "Trial", "autotune",
+    "get_autotune_inputs", "set_autotune_inputs",
+]
