@@ -1,8 +1,11 @@
 """Wrapping our Python passes as TVM passes without losing our error types.
 
 A Python exception raised inside a pass (often inside a structural-mutate callback) crosses tvm-ffi on
-its way out and arrives as a generic error. `run_pass` re-raises the original TileLangError (with its
-source line and message intact) once the pass has unwound.
+its way out and arrives as a generic error carrying only its message. `run_pass` re-raises the original
+TileLangError (with its source line and message intact) once the pass has unwound, but only the error that
+escaped: a TileLangError the pass created and handled itself (an implementation declining a GEMM, a layout
+that did not fit) must not stand in for an unrelated error raised later. The error that arrives names the
+one that escaped by its message.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ def run_pass(p: Any, mod: Any) -> Any:
         return p(mod)
     except TileLangError:
         raise
-    except Exception:
+    except Exception as arrived:
         err = take_recent_error()
-        if err is not None:
+        if err is not None and str(err) == str(arrived):
             raise err from None
         raise
