@@ -51,7 +51,9 @@ SOURCE_ARCHIVE_DIR = _Var(
 TARGET = _Var("TILELANG_TARGET", "default compile target, e.g. musa or 'musa -arch=mp_22'")
 VERBOSE = _Var("TILELANG_VERBOSE", "verbose compilation output")
 EXECUTION_BACKEND = _Var(
-    "TILELANG_EXECUTION_BACKEND", "force the execution backend: 'sim' (CPU simulator) or 'cython' (MUSA device)"
+    "TILELANG_EXECUTION_BACKEND",
+    "force the execution backend, over the script's execution_backend=: 'sim' (CPU simulator) or 'cython' (MUSA "
+    "device)",
 )
 SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend", "g++")
 # Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.

@@ -3,17 +3,26 @@
     mcc  the MUSA compiler (a MUSA machine): device code for the target arch + the host wrapper
     sim  the host C++ compiler against the simulator headers (any machine): the same source runs on CPU
 
-A registry, not an if-chain: each toolchain says whether it is `available()` and how to `build()`.
+A registry, not an if-chain: each toolchain says whether it is `available()`, who it is (`identity()`, for the
+kernel cache's key, without running it) and how to `build()`.
+
+The user's compile flags (`compile_flags`, `T.annotate_compile_flags`, `TL_DEVICE_COMPILE_FLAGS`) are mcc flags,
+all passed to mcc. The simulator's host compiler takes only those that mean something to it (optimization level,
+-D/-U/-I, -std=, warnings, -g, the math and aliasing -f options) and drops the rest (`-mllvm <arg>`, `-fmusa-*`,
+`-Od3`, `--offload-arch`, `-Xclang <arg>`, nvcc options, ...) with a one-line note, once per flag and process, so
+a device script runs unchanged in the simulator.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from .. import env
@@ -46,6 +55,17 @@ class Toolchain:
     def version(self) -> str:
         raise NotImplementedError
 
+    def executable(self) -> Path | None:
+        """The compiler this toolchain runs, None when it is missing."""
+        raise NotImplementedError
+
+    def identity(self) -> str:
+        """Who would build: the toolchain and its compiler binary (resolved path, size, mtime), without running
+        it; looked up once per process and setting (PATH, MUSA_HOME, TILELANG_SIM_CXX). The kernel cache keys on
+        this instead of `version()`, which starts a process."""
+        settings = (os.environ.get("PATH"), env.musa_home(), env.SIM_CXX.raw())
+        return _identity(self, settings)
+
     def command(self, req: BuildRequest) -> list[str]:
         raise NotImplementedError
 
@@ -60,6 +80,19 @@ class Toolchain:
                 f"command: {shlex.join(cmd)}\n{proc.stderr.strip() or proc.stdout.strip()}"
             )
         return req.output
+
+
+@cache
+def _identity(toolchain: Toolchain, settings: tuple) -> str:
+    path = toolchain.executable()
+    if path is None:
+        return f"{toolchain.name}:missing"
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return f"{toolchain.name}:{real}:unreadable"
+    return f"{toolchain.name}:{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _find_mcc() -> Path | None:
@@ -83,6 +116,9 @@ class MccToolchain(Toolchain):
 
     def available(self) -> bool:
         return _find_mcc() is not None
+
+    def executable(self) -> Path | None:
+        return _find_mcc()
 
     def version(self) -> str:
         mcc = _find_mcc()
@@ -116,6 +152,54 @@ SIM_FAST_MATH_FLAGS = ["-fno-math-errno", "-fno-signed-zeros", "-fno-trapping-ma
                        "-freciprocal-math", "-ffinite-math-only", "-fno-rounding-math", "-fcx-limited-range"]
 
 
+# Which of the user's (mcc) flags the host compiler takes. Anything else is dropped, with a note.
+_HOST_FLAG = re.compile(
+    r"-O[0-3sgz]?|-[DUI].+|-std=.+|-W(?![lap],).+|-w|-g[0-3]?|-ggdb[0-3]?|-pthread|"
+    r"-f(no-)?(signed-zeros|math-errno|trapping-math|associative-math|reciprocal-math|finite-math-only|"
+    r"rounding-math|cx-limited-range|strict-aliasing|unroll-loops|syntax-only|exceptions|rtti)|-ffp-contract=\w+"
+)
+_HOST_FLAG_WITH_ARG = ("-D", "-U", "-I", "-isystem", "-include")  # the value as the next argument
+# mcc/clang/nvcc options whose value is the next argument: dropped together with it.
+_DEVICE_FLAG_WITH_ARG = ("-mllvm", "-Xclang", "-Xlinker", "-Xcompiler", "-Xptxas", "-Xarch_device", "-Xarch_host",
+                         "-gencode", "-arch", "--offload-arch", "--cuda-gpu-arch", "-o", "-x")
+# Flags implying fast math: the simulator spells it out (SIM_FAST_MATH_FLAGS).
+_FAST_MATH = {"-ffast-math": [], "-funsafe-math-optimizations": [], "-Ofast": ["-O3"]}
+_noted_flags: set[str] = set()
+
+
+def host_compiler_flags(flags: tuple[str, ...] | list[str]) -> tuple[list[str], bool]:
+    """The flags among the user's mcc `flags` that the simulator's host compiler takes, and whether one of them
+    asks for fast math. Prints one line naming the dropped flags not noted before in this process."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    fast_math = False
+    tokens = list(flags)
+    i = 0
+    while i < len(tokens):
+        flag = tokens[i]
+        has_value = i + 1 < len(tokens)
+        if flag in _FAST_MATH:
+            kept += _FAST_MATH[flag]
+            fast_math = True
+        elif flag in _HOST_FLAG_WITH_ARG and has_value:
+            kept += [flag, tokens[i + 1]]
+            i += 1
+        elif flag in _DEVICE_FLAG_WITH_ARG and has_value:
+            dropped.append(f"{flag} {tokens[i + 1]}")
+            i += 1
+        elif _HOST_FLAG.fullmatch(flag):
+            kept.append(flag)
+        else:
+            dropped.append(flag)
+        i += 1
+    new = [flag for flag in dict.fromkeys(dropped) if flag not in _noted_flags]
+    if new:
+        _noted_flags.update(new)
+        print(f"[tilelang] sim: the host compiler ignores the MUSA compiler flag(s) {', '.join(new)}",
+              file=sys.stderr)
+    return kept, fast_math
+
+
 class SimToolchain(Toolchain):
     """The host C++ compiler with the simulator's MUSA headers first on the include path."""
 
@@ -127,6 +211,10 @@ class SimToolchain(Toolchain):
 
     def available(self) -> bool:
         return shutil.which(self._cxx()) is not None
+
+    def executable(self) -> Path | None:
+        found = shutil.which(self._cxx())
+        return Path(found) if found else None
 
     def version(self) -> str:
         proc = subprocess.run([self._cxx(), "--version"], capture_output=True, text=True)
@@ -141,9 +229,10 @@ class SimToolchain(Toolchain):
         if req.local_bytes:
             # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime
             cmd.append(f"-DTL_SIM_MIN_STACK_KB={-(-(2 * req.local_bytes + 32 * 1024) // 1024)}")
-        if req.fast_math:
+        extra, fast_math = host_compiler_flags(req.extra_flags)
+        if req.fast_math or fast_math:
             cmd += SIM_FAST_MATH_FLAGS
-        cmd += list(req.extra_flags)
+        cmd += extra
         cmd += [str(req.source), "-o", str(req.output)]
         return cmd
 
