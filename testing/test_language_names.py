@@ -866,3 +866,39 @@ def test_alloc_var_as_a_condition(arch):
     b = torch.full((N,), -7, dtype=torch.int32)
     kernel(a, b)
     assert torch.equal(b, torch.where(a % 3 == 2, 1, torch.where(a > 0, 2, 0)).int())
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_all_of_and_any_of_masks(arch):
+    """Upstream's block-sparse pattern: `if T.all_of(Mask[by, k, :])` over a global region, a shared copy of it and
+    a thread-private one; `T.any_of` likewise."""
+    M, K, D = 64, 4, 5
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), Mask: T.Tensor((M // 16, K, D), "bool"),
+             B: T.Tensor((M, K), "float32")):
+        with T.Kernel(M // 16, threads=64) as by:
+            shared_mask = T.alloc_shared((D,), "bool")
+            local_mask = T.alloc_local((D,), "bool")
+            for k in T.serial(K):
+                T.copy(Mask[by, k, :], shared_mask)
+                T.copy(Mask[by, k, :], local_mask)
+                for i in T.Parallel(16):
+                    B[by * 16 + i, k] = 0.0
+                    if T.all_of(Mask[by, k, :]):
+                        B[by * 16 + i, k] = A[by * 16 + i, k]
+                    if T.any_of(shared_mask) and not T.all_of(local_mask):
+                        B[by * 16 + i, k] = -A[by * 16 + i, k]
+
+    kernel = compile_for(main, arch)
+    src = kernel.get_kernel_source()
+    assert "tl::all_of(&Mask[" in src and "tl::any_of(&shared_mask[0], 5)" in src and "tl::all_of(&local_mask[0], 5)" in src
+    a = rand((M, K), torch.float32, 34)
+    mask = torch.rand((M // 16, K, D), generator=torch.Generator().manual_seed(35)) < 0.7
+    mask[0, 0] = True  # some all-true rows
+    mask[1, 1] = False  # and all-false ones
+    b = poison((M, K), torch.float32)
+    kernel(a, mask, b)
+    every = mask.all(-1).repeat_interleave(16, 0)
+    some = mask.any(-1).repeat_interleave(16, 0)
+    torch.testing.assert_close(b, torch.where(some & ~every, -a, torch.where(every, a, torch.zeros_like(a))))

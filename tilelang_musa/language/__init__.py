@@ -15,6 +15,7 @@ from .warp import (
 )
 from .copy import copy
 from .transpose import transpose
+from .logical import all_of, any_of
 from .tir import (
     Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid,
     handle, let, match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
@@ -60,7 +61,7 @@ __all__ = [
     "Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "assume", "attr", "call_extern",
     "grid", "handle", "match_buffer", "thread_binding", "comm_reducer", "tvm_thread_allreduce",
-    "call_intrin", "evaluate", "reinterpret", "Let", "let",
+    "call_intrin", "evaluate", "reinterpret", "Let", "let", "all_of", "any_of",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "alloc_reducer",

@@ -10,7 +10,9 @@ between needs no extra barrier: ThreadSync puts one before that read.)
 It also orders the shared-memory accesses ThreadSync cannot see: an element passed by address to a call
 (`tl::AtomicAdd(&s[0], v)`, any `T.address_of(s[...])`) may be read and written by it, but ThreadSync skips
 the operand of `address_of`. Such a statement gets a barrier before it if the buffer was accessed since the
-last barrier, and the next statement that accesses the buffer gets one before it.
+last barrier, and the next statement that accesses the buffer gets one before it. In a loop the next statement
+may be in the next iteration (`if T.any_of(s): ...` then, next iteration, `T.copy(..., s)`): a loop body that
+has barriers (so all threads run it) then ends with one.
 """
 
 from __future__ import annotations
@@ -77,7 +79,28 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
             out.append(stmt)
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
-    return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq)])
+    def on_for(node, mutator):
+        node = mutator.default_mutate(node)
+        stmts = list(node.body.seq) if isinstance(node.body, tirx.SeqStmt) else [node.body]
+        barriers = [k for k, stmt in enumerate(stmts) if _is_barrier(stmt)]
+        if not barriers:  # a loop without barriers may run in some threads only (a thread's slots, a guard)
+            return node
+        head = stmts[:barriers[0]]  # runs right after the previous iteration's tail
+        tail = stmts[barriers[-1] + 1:]
+        head_touched, tail_touched, head_opaque, tail_opaque = set(), set(), set(), set()
+        for stmts_, touched, opaque in ((head, head_touched, head_opaque), (tail, tail_touched, tail_opaque)):
+            for stmt in stmts_:
+                reads, writes, by_address = _shared_accesses(stmt)
+                touched |= reads | writes
+                opaque |= by_address
+        clash = (tail_opaque & head_touched) | (head_opaque & tail_touched)
+        if not clash:
+            return node
+        body = tirx.SeqStmt([*stmts, _sync(scope_of(next(iter(clash))))])
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_binding, node.annotations,
+                        node.step)
+
+    return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq), (tirx.For, on_for)])
 
 
 def SyncWriteAfterWrite():  # noqa: N802

@@ -389,6 +389,24 @@ TL_HOST_DEVICE typename std::common_type<A, B>::type max(const A& a_, const B& b
   return a > b ? a : b;
 }
 
+/*! \brief T.all_of: whether all `n` elements from `p` are nonzero. Each calling thread reads them all. */
+template <typename T>
+TL_DEVICE bool all_of(const T* p, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!static_cast<bool>(p[i])) return false;
+  }
+  return true;
+}
+
+/*! \brief T.any_of: whether any of the `n` elements from `p` is nonzero. Each calling thread reads them all. */
+template <typename T>
+TL_DEVICE bool any_of(const T* p, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<bool>(p[i])) return true;
+  }
+  return false;
+}
+
 #define TL_VEC_BINARY_HELPER(NAME)                                                  \
   template <typename T, int N>                                                      \
   TL_HOST_DEVICE vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {           \

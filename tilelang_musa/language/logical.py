@@ -1,0 +1,49 @@
+"""`T.all_of(mask)` / `T.any_of(mask)`: whether all / any elements of a boolean (or numeric) region are nonzero.
+
+Each thread that evaluates one reads the whole region (`tl::all_of(&mask[...], n)` in common.h), so it serves as
+a block-uniform condition over a mask in global, shared or thread-private memory: `if T.all_of(Mask[by, bx, k, :]):`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import tirx
+
+from ..tileop.region import to_region
+from .allocate import FRAGMENT_SCOPE
+from .builder import current_trace
+
+
+def all_of(buffer: Any) -> Any:
+    """True if every element of `buffer` (a buffer, or a region contiguous in memory) is nonzero."""
+    return _reduce_mask("all_of", buffer)
+
+
+def any_of(buffer: Any) -> Any:
+    """True if some element of `buffer` (a buffer, or a region contiguous in memory) is nonzero."""
+    return _reduce_mask("any_of", buffer)
+
+
+def _reduce_mask(name: str, buffer: Any) -> Any:
+    construct = f"T.{name}"
+    trace = current_trace(construct)
+    region, _ = to_region(buffer, construct, "buffer")
+    if region.scope == FRAGMENT_SCOPE:
+        raise trace.error(f"{construct}: `{region.name}` is a fragment, spread over the threads; copy it to shared "
+                          "memory (or use T.reduce_* on it) first")
+    if region.buffer in trace.layout_annotations:
+        raise trace.error(f"{construct}: `{region.name}` has an annotated layout; its region is not contiguous")
+    shape = [int(e) if isinstance(e, tirx.IntImm) else e for e in region.buffer.ty.shape]
+    extents = region.static_extents()
+    # Contiguous in a row-major buffer: size-1 dimensions, then one partial dimension, then whole ones.
+    dims = [d for d, e in enumerate(extents) if e != 1]
+    if dims and (any(e is None for e in extents)
+                 or any(extents[d] != shape[d] for d in range(dims[0] + 1, len(extents)))):
+        raise trace.error(f"{construct}: the region {region.describe()} must be contiguous in memory (a slice of "
+                          "the innermost dimensions, with constant extents)")
+    count = 1
+    for e in extents:
+        count *= e
+    first = region.buffer[tuple(region.mins)]
+    return tirx.call_extern("bool", f"tl::{name}", tirx.address_of(first), tirx.const(count, "int32"))
