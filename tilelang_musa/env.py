@@ -41,7 +41,17 @@ MUSA_PATH = _Var("MUSA_PATH", "alias of MUSA_HOME")
 CACHE_DIR = _Var("TILELANG_CACHE_DIR", "kernel cache root", str(Path("~/.tilelang/cache").expanduser()))
 DISABLE_CACHE = _Var("TILELANG_DISABLE_CACHE", "disable the kernel cache")
 PRINT_DEVICE_COMPILE_COMMAND = _Var("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "print the mcc / host compiler command")
-REPLACE_MUSAC = _Var("TILELANG_REPLACE_MUSAC", "compile this .mu file instead of the generated source")
+REPLACE_MUSAC = _Var("TILELANG_REPLACE_MUSAC",
+                     "compile this .mu file instead of the generated source (replaces the `mu` stage)")
+DUMP_STAGES = _Var(
+    "TILELANG_DUMP_STAGES",
+    "write every compile stage's output into this directory: <kernel>.tir.py, .lowered.py, .mu, .host.json, .so",
+)
+REPLACE_STAGES = _Var(
+    "TILELANG_REPLACE_STAGES",
+    "a directory of stage outputs named as TILELANG_DUMP_STAGES writes them (<kernel>.lowered.py, .mu, .host.json, "
+    ".so): each file there replaces that stage's output, and the later stages start from it",
+)
 MCC_EXTRA_ARGS = _Var("TILELANG_MCC_EXTRA_ARGS", "comma-separated extra arguments for mcc")
 DUMP_KERNEL_SOURCE = _Var("TILELANG_DUMP_KERNEL_SOURCE", "write the generated MUSA source to this path")
 SOURCE_ARCHIVE_DIR = _Var(

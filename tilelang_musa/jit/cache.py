@@ -1,23 +1,39 @@
-"""The on-disk kernel cache: built libraries keyed by everything that can change them.
+"""The kernel cache: compiled kernels on disk, keyed by everything that can change them, and in memory.
 
-Key = sha256(source text, toolchain name and version, build command flags, the package version, the
-content of every template/simulator header). Entries are written to a temporary directory and moved
-into place with `os.replace`, so concurrent processes never see half-written files.
+The key is computed without lowering anything: the program's structural hash (attributes included) and parameter
+names, the target, the backend and its toolchain's identity (compiler binary path, size, mtime: no process is
+run), the options (pass configs, compile flags, out_idx), the settings that change the build
+(TILELANG_MCC_EXTRA_ARGS, the content of TILELANG_REPLACE_MUSAC and of the TILELANG_REPLACE_STAGES files), the
+package version and a digest of the package's own sources (Python, templates, native library; read once per
+process). A hit reloads the entry's `metadata.json` and library (`JITKernel.from_database`); a repeated compile in
+the same process returns the same JITKernel from memory.
+
+An entry is a directory `<cache>/<key>/` with the stage files (stages.py). It is built in a temporary directory
+`<cache>/.<key>.<random>/` and moved into place with `os.replace`: a process that loses the race to another
+building the same entry deletes its own copy and uses the winner's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
+import time
 from functools import cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
+
+import tvm_ffi
 
 from .. import env
-from .._paths import include_root
+from .._paths import PACKAGE_DIR, include_root, native_library
+from .stages import FORMAT, METADATA, REPLACEABLE, stage_file
 
 _disabled_by_api = False
+_memo: dict[tuple[str, str], Any] = {}  # (cache dir, key) -> JITKernel
+_swept: set[Path] = set()
+STALE_SECONDS = 3600  # a temporary entry this old belongs to a process that died while building it
 
 
 def disable_cache() -> None:
@@ -35,49 +51,144 @@ def is_cache_enabled() -> bool:
     return not _disabled_by_api and not env.DISABLE_CACHE.flag()
 
 
-@cache
-def _templates_digest() -> str:
-    h = hashlib.sha256()
-    root = include_root() / "tl_templates"
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def cache_key(*parts: str) -> str:
-    from .. import __version__
-
-    h = hashlib.sha256()
-    for part in (__version__, _templates_digest(), *parts):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:32]
+def clear_memory_cache() -> None:
+    """Forget the kernels compiled in this process (the disk cache stays)."""
+    _memo.clear()
 
 
 def cache_dir() -> Path:
     return env.CACHE_DIR.path() or Path("~/.tilelang/cache").expanduser()
 
 
-def build_cached(key: str, filename: str, build: Callable[[Path], None]) -> Path:
-    """Return the cached artifact `filename` for `key`, running `build(workdir)` to create it on a miss.
+@cache
+def package_digest() -> str:
+    """sha256 of the package's own sources: the Python modules, the template and simulator headers, the native
+    library (target kind and device printer). Any change to them may change what a compile produces."""
+    h = hashlib.sha256()
+    files = (_files(str(PACKAGE_DIR), (".py", ".pyx"), "tilelang_musa")
+             + _files(str(include_root() / "tl_templates"), ("",), "tl_templates"))
+    for path, name in sorted(files, key=lambda item: item[1]):
+        with open(path, "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    h.update(native_library().read_bytes())
+    return h.hexdigest()
 
-    `build` writes `filename` (and anything else worth keeping, e.g. the source) into `workdir`. With the
-    cache disabled the artifact lives in a fresh temporary directory."""
-    if not is_cache_enabled():
-        workdir = Path(tempfile.mkdtemp(prefix="tilelang_"))
+
+def _files(root: str, suffixes: tuple[str, ...], label: str) -> list[tuple[str, str]]:
+    """(path, label/relative path) of the files under `root` ending in one of `suffixes`. Plain strings and
+    os.walk: this runs in the first compile of every process, and pathlib would triple its cost."""
+    found = []
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+        relative = os.path.relpath(directory, root)
+        for name in names:
+            if name.endswith(suffixes):
+                found.append((os.path.join(directory, name), f"{label}/{relative}/{name}"))
+    return found
+
+
+def _file_digest(path: Path, what: str) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as err:
+        raise FileNotFoundError(f"{what}={path}: {err.strerror}") from None
+
+
+def replacement_files(kernel: str) -> dict[str, Path]:
+    """Stage outputs that replace the generated ones for `kernel`: TILELANG_REPLACE_STAGES/<kernel>.<suffix>, and
+    TILELANG_REPLACE_MUSAC for `mu`."""
+    found = {}
+    directory = env.REPLACE_STAGES.path()
+    if directory is not None:
+        for stage in REPLACEABLE:
+            path = directory / stage_file(kernel, stage)
+            if path.is_file():
+                found[stage] = path
+    musac = env.REPLACE_MUSAC.path()
+    if musac is not None:
+        found["mu"] = musac
+    return found
+
+
+def kernel_key(program: Any, kernel: str, target: Any, backend: Any, configs: dict, flags: tuple[str, ...],
+               out_idx: Any) -> str:
+    """The cache key of compiling `program` (named `kernel`) with these settings (see the module docstring)."""
+    from .. import __version__
+
+    replaced = sorted((stage, _file_digest(path, env.REPLACE_MUSAC.name if stage == "mu" else
+                                          env.REPLACE_STAGES.name))
+                      for stage, path in replacement_files(kernel).items())
+    parts = (
+        FORMAT, __version__, package_digest(),
+        tvm_ffi.structural_hash(program), [p.name for p in program.params],
+        str(target), backend.name, backend.toolchain.identity(),
+        sorted((key.value, repr(value)) for key, value in configs.items()), list(flags), repr(out_idx),
+        env.MCC_EXTRA_ARGS.raw(), replaced,
+    )
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
+def memo_get(key: str) -> Any:
+    return _memo.get((str(cache_dir()), key))
+
+
+def memo_put(key: str, kernel: Any) -> None:
+    _memo[(str(cache_dir()), key)] = kernel
+
+
+def lookup(key: str) -> Path | None:
+    """The entry directory for `key`, if one is complete on disk."""
+    entry = cache_dir() / key
+    return entry if (entry / METADATA).is_file() else None
+
+
+def store(key: str | None, build: Callable[[Path], None]) -> Path:
+    """Runs `build(directory)` and returns the directory with its files: the cache entry for `key`, or a fresh
+    temporary directory when `key` is None (cache off). `build` writes metadata.json last."""
+    if key is None:
+        directory = Path(tempfile.mkdtemp(prefix="tilelang_"))
+        build(directory)
+        return directory
+    root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    _sweep_stale(root)
+    final = root / key
+    workdir = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+    try:
         build(workdir)
-        return workdir / filename
-    final = cache_dir() / key
-    artifact = final / filename
-    if artifact.is_file():
-        return artifact
-    final.parent.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
-    build(workdir)
+    except Exception as err:
+        from .toolchains import BuildError
+
+        if not isinstance(err, BuildError):  # a failed build keeps its source for the error message to point at
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
     try:
         os.replace(workdir, final)
-    except OSError:  # another process won the race: its entry is equivalent
-        pass
-    return artifact if artifact.is_file() else workdir / filename
+    except OSError:
+        # Another process stored this entry first (its files are equivalent): use it and delete ours. A directory
+        # without metadata is no complete entry (e.g. an older cache format): replace it.
+        if not (final / METADATA).is_file():
+            shutil.rmtree(final, ignore_errors=True)
+            try:
+                os.replace(workdir, final)
+                return final
+            except OSError:
+                pass
+        shutil.rmtree(workdir, ignore_errors=True)
+    return final
+
+
+def _sweep_stale(root: Path) -> None:
+    """Once per process and cache directory: delete temporary entries of processes that died while building."""
+    if root in _swept:
+        return
+    _swept.add(root)
+    now = time.time()
+    for name in os.listdir(root):
+        if name.startswith("."):
+            path = root / name
+            try:
+                if now - path.stat().st_mtime > STALE_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass

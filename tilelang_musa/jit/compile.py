@@ -1,18 +1,27 @@
-"""`tilelang.compile(program, ...)`: PrimFunc -> lowered device function -> MUSA source -> library -> JITKernel.
+"""`tilelang.compile(program, ...)`: a PrimFunc through ordered stages to a callable JITKernel, cached on disk.
 
-Stages, in order: target and options; lowering (transform/pipeline.py); code generation (device kernel
-by the C++ printer, host wrapper in Python); build with the backend's toolchain (cached on disk); a
-launcher over the library.
+    tir -> lowered -> mu -> host -> bin      (stages.py: what each is, and its file)
+
+First the target and the options are settled, and the cache key is computed from them and the program without
+lowering anything (cache.py). A repeated compile returns the kernel from memory; a disk hit reloads the entry
+(`JITKernel.from_database`). Otherwise the stages run in order into a new entry: lowering (transform/pipeline.py,
+once per T.Kernel scope), the MUSA source (device kernels by the C++ printer, host wrapper in Python), the launch
+description, and the build by the backend's toolchain.
+
+TILELANG_DUMP_STAGES=<dir> writes every stage's output there; TILELANG_REPLACE_STAGES=<dir> (and
+TILELANG_REPLACE_MUSAC for `mu`) replaces a stage's output with a file, and the later stages start from it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,22 +30,25 @@ import tvm_ffi
 from tvm import tirx
 
 from .. import env
+from .._version import __version__
 from ..codegen import generate
+from ..codegen.host import launch_config
+from ..codegen.source import kernel_names
 from ..errors import CompileError
 from ..language.annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
 from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
-from ..target import arch_of, determine_target
+from ..target import ArchInfo, arch_of, determine_target
 from ..transform import lower, normalize_pass_configs
-from ..transform.split_kernels import split_kernels
+from ..transform.ir_utils import thread_info
 from ..transform.pass_config import PassConfigKey, enabled
-from .backend import resolve_backend
-from .cache import build_cached, cache_key
-from .kernel import CompiledArtifact, JITKernel
+from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
+from ..transform.split_kernels import split_kernels
+from . import cache
+from .backend import Backend, resolve_backend
+from .kernel import JITKernel
 from .launcher import ParamSpec
+from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file
 from .toolchains import BuildRequest
-
-SOURCE_NAME = "kernel.mu"
-LIBRARY_NAME = "kernel.so"
 
 
 def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
@@ -156,6 +168,28 @@ def archive_source(text: str, name: str, arch: str) -> Path | None:
     return path
 
 
+
+@dataclass(frozen=True)
+class _Request:
+    """Everything the stages need, settled before the cache is consulted."""
+
+    program: tirx.PrimFunc
+    name: str  # the global symbol: the stem of the stage files
+    target: tvm.target.Target
+    arch: ArchInfo
+    backend: Backend
+    configs: dict
+    flags: tuple[str, ...]
+    out_idx: Any
+    fast_math: bool
+    instruments: tuple
+    verbose: bool
+
+    def options(self) -> dict[str, Any]:
+        return {"out_idx": plain(self.out_idx), "pass_configs": {k.value: plain(v) for k, v in self.configs.items()},
+                "compile_flags": list(self.flags), "fast_math": self.fast_math}
+
+
 def compile(  # noqa: A001 - the public name is tilelang.compile
     program: tirx.PrimFunc,
     out_idx: int | Sequence[int] | None = None,
@@ -165,69 +199,184 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     instruments: Sequence[Any] | None = None,
     verbose: bool = False,
     target_host: Any = None,
-    compile_flags: Sequence[str] | None = None,
+    compile_flags: Sequence[str] | str | None = None,
+    name: str | None = None,
 ) -> JITKernel:
-    """Compile a TileLang PrimFunc for MUSA and return a callable `JITKernel`."""
+    """Compile a TileLang PrimFunc for MUSA and return a callable `JITKernel`. `name` renames the program (its
+    global symbol, the kernels' and the stage files' names). Flags in `compile_flags` (a string or a list, each
+    split like a shell), `T.annotate_compile_flags` and the TL_DEVICE_COMPILE_FLAGS pass config go to mcc."""
     if not isinstance(program, tirx.PrimFunc):
         raise TypeError(f"tilelang.compile expects a @T.prim_func; got {type(program).__name__}")
+    if name is not None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"tilelang.compile: name must be a C identifier (it names the kernels); got {name!r}")
+        program = program.with_attr("global_symbol", name)
+    request = _settle(program, out_idx, target, execution_backend, pass_configs, instruments, verbose,
+                      compile_flags)
+    key = None
+    if cache.is_cache_enabled():
+        key = cache.kernel_key(program, request.name, request.target, request.backend, request.configs,
+                               request.flags, out_idx)
+        # Instruments and per-pass IR dumps observe the lowering: they get one, whatever the cache holds.
+        if not request.instruments and not _dumps_ir(request.configs):
+            kernel = cache.memo_get(key)
+            if kernel is None:
+                entry = cache.lookup(key)
+                if entry is not None:
+                    kernel = JITKernel.from_database(entry, program, request.target, request.backend,
+                                                     request.configs)
+                    cache.memo_put(key, kernel)
+            if kernel is not None:
+                if request.verbose:
+                    print(f"[tilelang] {request.name}: cache hit ({kernel.directory})", file=sys.stderr)
+                _publish(kernel, request.configs)
+                return kernel
+    directory = cache.store(key, lambda workdir: _run_stages(request, workdir, key))
+    kernel = JITKernel(directory, KernelMetadata.read(directory), request.backend, request.target, program,
+                       request.configs)
+    if key is not None:
+        cache.memo_put(key, kernel)
+    _publish(kernel, request.configs)
+    return kernel
+
+
+def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend: str, pass_configs: dict | None,
+            instruments: Sequence[Any] | None, verbose: bool, compile_flags: Any) -> _Request:
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
     # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's.
     configs = {**normalize_pass_configs(pass_configs),
                **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))}
-    compile_flags = [*_split_flags(compile_flags), *(str(f) for f in _annotated(attrs, COMPILE_FLAGS_ATTR, []))]
-    backend = resolve_backend(execution_backend)
-    verbose = verbose or env.VERBOSE.flag()
-    name = str(program.attrs["global_symbol"]) if program.attrs is not None and "global_symbol" in program.attrs \
-        else "main"
-    outputs = _output_indices(program, out_idx)
-
-    dumper = _ir_dumper(configs)
-    device_funcs = []
-    for index, kernel in enumerate(split_kernels(program)):  # one per T.Kernel scope, launched in order
-        dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
-        device_funcs.append(lower(kernel, target, configs, list(instruments or []), dump))
-    if verbose:
-        for device_func in device_funcs:
-            print(f"[tilelang] lowered {name}:\n{device_func.script()}", file=sys.stderr)
-    accessed, widest = parameter_accesses(device_funcs)
-    specs = param_specs(program, outputs, widest, accessed)
-    source = generate(device_funcs, target, name)
-    text = source.text
-    replacement = env.REPLACE_MUSAC.path()
-    if replacement is not None:
-        text = replacement.read_text()
-    dump_path = env.DUMP_KERNEL_SOURCE.path()
-    if dump_path is not None:
-        dump_path.parent.mkdir(parents=True, exist_ok=True)
-        dump_path.write_text(text)
-    archive_source(text, name, arch_of(target).name)
-
-    flags = _split_flags(compile_flags) + _split_flags(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS))
+    flags = (_split_flags(compile_flags) + _split_flags([str(f) for f in _annotated(attrs, COMPILE_FLAGS_ATTR, [])])
+             + _split_flags(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS)))
     # TL_DISABLE_FAST_MATH is upstream's older switch; as there, setting it overrides TL_ENABLE_FAST_MATH.
     fast_math = (enabled(configs, PassConfigKey.TL_ENABLE_FAST_MATH)
                  and not enabled(configs, PassConfigKey.TL_DISABLE_FAST_MATH))
-    arch = arch_of(target)
-    toolchain = backend.toolchain
+    name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
+    return _Request(program, name, target, arch_of(target), resolve_backend(execution_backend), configs, flags,
+                    out_idx, fast_math, tuple(instruments or ()), verbose or env.VERBOSE.flag())
 
-    def build(workdir: Path) -> None:
-        src = workdir / SOURCE_NAME
-        src.write_text(text)
-        toolchain.build(BuildRequest(src, workdir / LIBRARY_NAME, arch, fast_math, flags, source.local_bytes))
 
-    # The command line (with placeholder paths) covers flags, arch and TILELANG_MCC_EXTRA_ARGS.
-    command = toolchain.command(
-        BuildRequest(Path(SOURCE_NAME), Path(LIBRARY_NAME), arch, fast_math, flags, source.local_bytes))
-    key = cache_key(text, toolchain.name, toolchain.version(), " ".join(command))
-    library = build_cached(key, LIBRARY_NAME, build)
+def _dumps_ir(configs: dict) -> bool:
+    return enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()
+
+
+def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
+    """tir -> lowered -> mu -> host -> bin into `workdir`, each output replaced by its file where one is given;
+    metadata.json last."""
+    name, program = request.name, request.program
+    replaced = cache.replacement_files(name)
+
+    def path(stage: str) -> Path:
+        return workdir / stage_file(name, stage)
+
+    path("tir").write_text(_script(program))
+
+    if "lowered" in replaced:
+        device_funcs = _read_lowered(replaced["lowered"], name)
+    else:
+        dumper = _ir_dumper(request.configs)
+        device_funcs = []
+        for index, kernel in enumerate(split_kernels(program)):  # one per T.Kernel scope, launched in order
+            dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
+            device_funcs.append(lower(kernel, request.target, request.configs, list(request.instruments), dump))
+    names = kernel_names(name, len(device_funcs))
+    lowered = tvm.IRModule(dict(zip(names, device_funcs)))
+    lowered_text = _script(lowered)
+    path("lowered").write_text(lowered_text)
+    if request.verbose:
+        print(f"[tilelang] lowered {name}:\n{lowered_text}", file=sys.stderr)
+
+    source = generate(device_funcs, request.target, name)
+    if "mu" in replaced:
+        text, sections = replaced["mu"].read_text(), None
+    else:
+        text = source.text
+        device_at, host_at = text.index(source.device), text.rindex(source.host)
+        sections = {"device": [device_at, device_at + len(source.device)],
+                    "host": [host_at, host_at + len(source.host)]}
+    path("mu").write_text(text)
+
+    if "host" in replaced:
+        host = HostInfo.from_json(json.loads(replaced["host"].read_text()))
+    else:
+        host = _host_info(program, request.out_idx, device_funcs, names, source.local_bytes)
+    path("host").write_text(json.dumps(host.to_json(), indent=1))
+
+    if "bin" in replaced:
+        shutil.copyfile(replaced["bin"], path("bin"))
+    else:
+        request.backend.toolchain.build(BuildRequest(path("mu"), path("bin"), request.arch, request.fast_math,
+                                                     request.flags, host.local_bytes))
+    KernelMetadata(name, json.loads(str(request.target)), request.backend.name, request.backend.toolchain.identity(),
+                   request.options(), host, sections, tuple(s for s in STAGES if s in replaced), key, __version__,
+                   {stage: stage_file(name, stage) for stage in STAGES}).write(workdir)
+
+
+def _script(node: Any) -> str:
+    """TVMScript of `node`. An op without a printer name makes TVM print a warning at every print: ours
+    (`tl.*`) get their own name first, as the TVMScript name they print with anyway."""
+    def name_op(call: Any) -> None:
+        op = call.op
+        if isinstance(op, tvm.ir.Op) and str(op.name).startswith("tl.") and str(op.name) not in _printer_named:
+            if op.get_attr("TScriptPrinterName") is None:
+                op.set_attr("TScriptPrinterName", str(op.name))
+            _printer_named.add(str(op.name))
+
+    tvm_ffi.structural_walk(node, [(tvm.ir.Call, name_op)])
+    return node.script()
+
+
+_printer_named: set[str] = set()
+
+
+def _read_lowered(path: Path, name: str) -> list[tirx.PrimFunc]:
+    """The device functions of a replacement `<kernel>.lowered.py` (TVMScript as the `lowered` stage writes it:
+    an IRModule whose functions are named `<kernel>_kernel`, `<kernel>_kernel_1`, ... in launch order)."""
+    parsed = tvm.script.from_source(path.read_text())
+    if isinstance(parsed, tirx.PrimFunc):
+        return [parsed]
+    functions = {str(gv.name_hint): f for gv, f in parsed.functions.items()}
+    ordered = [functions[n] for n in kernel_names(name, len(functions)) if n in functions]
+    if len(ordered) != len(functions):
+        raise CompileError(f"{env.REPLACE_STAGES.name}: {path} must name its functions {name}_kernel, "
+                           f"{name}_kernel_1, ... (found {sorted(functions)})")
+    return ordered
+
+
+def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.PrimFunc], names: list[str],
+               local_bytes: int) -> HostInfo:
+    accessed, widest = parameter_accesses(device_funcs)
+    specs = param_specs(program, _output_indices(program, out_idx), widest, accessed)
+    size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape + (spec.strides or ())
+                  if isinstance(d, str)}
+    bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names)
+    launches = []
+    for func, kernel_name in zip(device_funcs, names):
+        smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
+        config = launch_config(func, thread_info(func).extents, smem)
+        launches.append(Launch(kernel_name, tuple(config.grid), tuple(config.block), config.dynamic_smem_bytes))
+    return HostInfo(tuple(specs), bound, tuple(launches), local_bytes)
+
+
+def _publish(kernel: JITKernel, configs: dict) -> None:
+    """What a compile leaves outside the cache, hit or miss: TILELANG_DUMP_KERNEL_SOURCE, the source archive,
+    MUSA_KERNELS_OUTPUT_DIR and TILELANG_DUMP_STAGES. The source is read only when one of them asks."""
+    dump_path = env.DUMP_KERNEL_SOURCE.path()
+    if dump_path is not None:
+        dump_path.parent.mkdir(parents=True, exist_ok=True)
+        dump_path.write_text(kernel.get_kernel_source())
+    if env.SOURCE_ARCHIVE_DIR.raw():
+        archive_source(kernel.get_kernel_source(), kernel.name, str(kernel.target.attrs["arch"]))
     output_dir = configs.get(PassConfigKey.MUSA_KERNELS_OUTPUT_DIR)
     if output_dir:
         out = Path(str(output_dir))
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{name}.mu").write_text(text)
-        shutil.copyfile(library, out / f"{name}.so")
-    artifact = CompiledArtifact(source, library, device_funcs[0])
-    size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape + (spec.strides or ())
-                  if isinstance(d, str)}
-    bound = [spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names]
-    return JITKernel(artifact, specs, backend, target, program, configs, bound)
+        (out / f"{kernel.name}.mu").write_text(kernel.get_kernel_source())
+        shutil.copyfile(kernel.library_path, out / f"{kernel.name}.so")
+    stages_dir = env.DUMP_STAGES.path()
+    if stages_dir is not None:
+        stages_dir.mkdir(parents=True, exist_ok=True)
+        for stage in STAGES:
+            shutil.copyfile(kernel.stage_path(stage), stages_dir / stage_file(kernel.name, stage))
+        shutil.copyfile(kernel.directory / METADATA, stages_dir / f"{kernel.name}.{METADATA}")

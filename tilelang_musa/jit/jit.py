@@ -100,12 +100,15 @@ class JITFunction:
 
 
 def jit(func: Callable | None = None, *, out_idx: Any = None, target: Any = None, execution_backend: str = "auto",
-        pass_configs: dict | None = None, verbose: bool = False, compile_flags: Any = None, **unsupported: Any):
-    """Decorator compiling a TileLang kernel function on first use (see the module docstring)."""
+        pass_configs: dict | None = None, verbose: bool = False, compile_flags: Any = None, name: str | None = None,
+        **unsupported: Any):
+    """Decorator compiling a TileLang kernel function on first use (see the module docstring). `name` names the
+    compiled program (its global symbol: the kernels are `<name>_kernel`, the stage files `<name>.mu`, ...);
+    by default it is the function's name."""
     if unsupported:
         raise TypeError(f"tilelang.jit: unsupported option(s) {sorted(unsupported)}")
     options = dict(out_idx=out_idx, target=target, execution_backend=execution_backend, pass_configs=pass_configs,
-                   verbose=verbose, compile_flags=compile_flags)
+                   verbose=verbose, compile_flags=compile_flags, name=name)
 
     def decorate(f: Callable) -> JITFunction:
         return JITFunction(f, options)

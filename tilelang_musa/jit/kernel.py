@@ -1,24 +1,20 @@
-"""JITKernel: a compiled kernel. Call it with tensors; read its MUSA source; benchmark it."""
+"""JITKernel: a compiled kernel. Call it with tensors; read its MUSA source; benchmark it.
+
+A kernel lives in a directory holding its stage files and `metadata.json` (stages.py): a kernel cache entry, or a
+temporary directory when the cache is off. `JITKernel.from_database(directory)` reloads one without lowering.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tvm
 from tvm import tirx
 
-from ..codegen import KernelSource
-from .backend import Backend
+from .backend import Backend, backend_named
 from .launcher import Launcher, ParamSpec
-
-
-@dataclass(frozen=True)
-class CompiledArtifact:
-    source: KernelSource
-    library: Path
-    device_func: tirx.PrimFunc  # the (first) lowered device function the printer saw
+from .stages import KernelMetadata, stage_file
 
 
 class JITKernel:
@@ -27,39 +23,75 @@ class JITKernel:
     `kernel(*inputs)` checks the inputs, allocates the outputs (`out_idx` / `T.empty`), runs, and returns
     the outputs (one tensor, a tuple, or None)."""
 
-    def __init__(self, artifact: CompiledArtifact, params: list[ParamSpec], backend: Backend,
-                 target: tvm.target.Target, program: tirx.PrimFunc, pass_configs: dict,
-                 size_params: list[str] | None = None):
-        self.artifact = artifact
-        self.params = params
+    def __init__(self, directory: Path, metadata: KernelMetadata, backend: Backend, target: tvm.target.Target,
+                 program: tirx.PrimFunc | None = None, pass_configs: dict | None = None):
+        self.directory = Path(directory)
+        self.metadata = metadata
+        self.params: list[ParamSpec] = list(metadata.host.params)
         self.backend = backend
         self.target = target
-        self.program = program
+        self.program = program  # None when reloaded from the cache by directory alone
+        if pass_configs is None:
+            from ..transform import normalize_pass_configs
+
+            pass_configs = normalize_pass_configs(metadata.options.get("pass_configs"))
         self.pass_configs = pass_configs
+        self._source: str | None = None
         # size parameters (T.dynamic) are taken from the tensors' shapes, not passed by the caller
-        self.launcher = Launcher(str(artifact.library), params, backend.device, artifact.source.kernel_name,
-                                 scalar_bindings=size_params or ())
+        self.launcher = Launcher(str(self.library_path), self.params, backend.device, self.kernel_name,
+                                 scalar_bindings=metadata.host.size_params)
+
+    @classmethod
+    def from_database(cls, directory: str | Path, program: tirx.PrimFunc | None = None,
+                      target: tvm.target.Target | None = None, backend: Backend | None = None,
+                      pass_configs: dict | None = None) -> "JITKernel":
+        """The kernel stored in `directory` (a kernel cache entry, or a copy of one), loaded without lowering or
+        building: parameters, launches, target and options come from its metadata.json."""
+        directory = Path(directory)
+        metadata = KernelMetadata.read(directory)
+        return cls(directory, metadata, backend or backend_named(metadata.execution_backend),
+                   target or tvm.target.Target(metadata.target), program, pass_configs)
 
     def __call__(self, *args: Any) -> Any:
         return self.launcher(*args)
 
     @property
+    def name(self) -> str:
+        """The program's name (its global symbol), the stem of its stage files."""
+        return self.metadata.name
+
+    @property
     def kernel_name(self) -> str:
-        return self.artifact.source.kernel_name
+        """The (first) `__global__` function."""
+        return self.metadata.host.launches[0].name
 
     @property
     def out_idx(self) -> list[int]:
         return [i for i, p in enumerate(self.params) if p.is_output]
 
+    def stage_path(self, stage: str) -> Path:
+        """The file holding the output of `stage` ("tir", "lowered", "mu", "host", "bin")."""
+        return self.directory / stage_file(self.name, stage)
+
     def get_kernel_source(self) -> str:
-        """The complete MUSA source compiled for this kernel (templates include, kernel, host wrapper)."""
-        return self.artifact.source.text
+        """The complete MUSA source compiled for this kernel (templates include, kernels, host wrapper): the `mu`
+        stage, a TILELANG_REPLACE_MUSAC file included."""
+        if self._source is None:
+            self._source = self.stage_path("mu").read_text()
+        return self._source
+
+    def _section(self, part: str) -> str:
+        sections = self.metadata.sections
+        if sections is None:  # a replaced source: no parts known
+            return self.get_kernel_source()
+        start, end = sections[part]
+        return self.get_kernel_source()[start:end]
 
     def get_device_source(self) -> str:
-        return self.artifact.source.device
+        return self._section("device")
 
     def get_host_source(self) -> str:
-        return self.artifact.source.host
+        return self._section("host")
 
     def get_profiler(self, tensor_supply_type: Any = None):
         """A Profiler that runs this kernel on generated inputs (`run_once`, `assert_allclose`, `do_bench`)."""
@@ -72,7 +104,7 @@ class JITKernel:
 
     @property
     def library_path(self) -> Path:
-        return self.artifact.library
+        return self.stage_path("bin")
 
     def __repr__(self) -> str:
         arch = self.target.attrs["arch"]

@@ -1,0 +1,221 @@
+"""The kernel cache and the compile stages: a hit runs no stage (no lowering, no codegen, no build), the entry's
+metadata.json reloads the kernel in another process, the key changes with everything that changes the kernel,
+concurrent writers of one entry leave nothing behind, and the stage outputs can be dumped and replaced."""
+
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import rand
+from tilelang_musa.jit import cache
+from tilelang_musa.jit.backend import backend_named
+from tilelang_musa.jit.toolchains import SimToolchain
+from tilelang_musa.target import determine_target
+from tilelang_musa.transform import normalize_pass_configs
+
+N = 256
+COMPILE = sys.modules["tilelang_musa.jit.compile"]  # the module (tilelang_musa.jit.compile is the function)
+
+
+def negate_program(threads=128):
+    @T.prim_func
+    def negate(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N // threads, threads=threads) as bx:
+            for i in T.Parallel(threads):
+                B[bx * threads + i] = -A[bx * threads + i]
+
+    return negate
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    path = tmp_path / "cache"
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """negate_program() compiled once for the module, in a cache directory of its own."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TILELANG_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        return tilelang.compile(negate_program(), out_idx=[-1])
+
+
+@pytest.fixture
+def in_built_cache(built, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(built.directory.parent))
+    return built.directory.parent
+
+
+@pytest.fixture
+def no_stage_runs(monkeypatch):
+    """Makes every stage fail: lowering, code generation and the build."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cache hit ran a compile stage")
+
+    def arm():
+        for name in ("split_kernels", "lower", "generate"):
+            monkeypatch.setattr(COMPILE, name, refuse)
+        monkeypatch.setattr(SimToolchain, "build", refuse)
+
+    return arm
+
+
+def test_a_hit_runs_no_stage_and_reloads_from_metadata(built, in_built_cache, no_stage_runs):
+    kernel = built
+    assert tilelang.compile(kernel.program, out_idx=[-1]) is kernel  # the in-process memo
+    cache.clear_memory_cache()
+    no_stage_runs()
+    again = tilelang.compile(negate_program(), out_idx=[-1])  # structurally equal: the same entry
+    assert again is not kernel and again.directory == kernel.directory
+    assert again.get_kernel_source() == kernel.get_kernel_source()
+    assert again.get_device_source() == kernel.get_device_source() and "negate_kernel(" in again.get_device_source()
+    assert "int call_packed(" in again.get_host_source() and "__global__" not in again.get_host_source()
+    a = rand((N,), torch.float32, 1)
+    torch.testing.assert_close(again(a), -a)
+    assert sorted(os.listdir(in_built_cache)) == [kernel.directory.name]
+
+    meta = json.loads((kernel.directory / "metadata.json").read_text())
+    assert meta["name"] == "negate" and meta["key"] == kernel.directory.name and meta["format"] == 1
+    assert meta["target"]["kind"] == "musa" and meta["target"]["arch"] == "mp_31"
+    assert meta["execution_backend"] == "sim" and meta["toolchain"].startswith("sim:")
+    assert meta["options"] == {"out_idx": [-1], "pass_configs": {}, "compile_flags": [], "fast_math": False}
+    assert meta["host"]["params"] == [
+        {"name": "A", "kind": "tensor", "dtype": "float32", "shape": [N], "strides": None, "is_output": False,
+         "align": 16, "unused": False},
+        {"name": "B", "kind": "tensor", "dtype": "float32", "shape": [N], "strides": None, "is_output": True,
+         "align": 16, "unused": False}]
+    assert meta["host"]["launches"] == [{"name": "negate_kernel", "grid": ["2", "1", "1"], "block": [128, 1, 1],
+                                         "dynamic_smem_bytes": 0}]
+    assert meta["stages"] == {"tir": "negate.tir.py", "lowered": "negate.lowered.py", "mu": "negate.mu",
+                              "host": "negate.host.json", "bin": "negate.so"}
+    assert sorted(os.listdir(kernel.directory)) == sorted([*meta["stages"].values(), "metadata.json"])
+    assert meta["replaced"] == [] and meta["sections"]["device"][0] > 0
+
+
+def test_a_kernel_reloads_from_its_entry_in_a_fresh_process(built):
+    kernel = built
+    child = textwrap.dedent(f"""
+        import sys, torch
+        from tilelang.jit import JITKernel
+        sys.modules["tilelang_musa.jit.compile"].lower = None  # a reload must not lower
+        kernel = JITKernel.from_database({str(kernel.directory)!r})
+        a = torch.arange({N}, dtype=torch.float32)
+        assert torch.equal(kernel(a), -a)
+        print(kernel.kernel_name, kernel.target.attrs["arch"], kernel.backend.name, kernel.out_idx,
+              kernel.get_kernel_source() == open({str(kernel.stage_path("mu"))!r}).read())
+    """)
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["negate_kernel", "mp_31", "sim", "[1]", "True"]
+
+
+def _compile_in_child(barrier, results):
+    barrier.wait()  # all lower and store at once: one entry, three writers
+    try:
+        results.put(str(tilelang.compile(negate_program(), out_idx=[-1]).directory))
+    except BaseException as err:  # noqa: BLE001 - reported to the parent
+        results.put(f"error: {err!r}")
+
+
+def test_concurrent_compiles_of_one_kernel_share_one_entry_and_leave_no_temporaries(built, cache_dir, tmp_path,
+                                                                                  monkeypatch):
+    # the library is the one built already (TILELANG_REPLACE_STAGES), so the children race without 3 host builds
+    replace = tmp_path / "replace"
+    replace.mkdir()
+    shutil.copyfile(built.library_path, replace / "negate.so")
+    monkeypatch.setenv("TILELANG_REPLACE_STAGES", str(replace))
+    context = multiprocessing.get_context("fork")  # the children share this process's imports
+    barrier, results = context.Barrier(3), context.Queue()
+    children = [context.Process(target=_compile_in_child, args=(barrier, results)) for _ in range(3)]
+    for child in children:
+        child.start()
+    directories = [results.get(timeout=300) for _ in children]
+    for child in children:
+        child.join(timeout=60)
+    assert [child.exitcode for child in children] == [0, 0, 0]
+    assert len(set(directories)) == 1, directories
+    assert os.listdir(cache_dir) == [os.path.basename(directories[0])]  # no `.<key>.<random>` left
+
+
+def test_a_writer_that_loses_the_race_deletes_its_copy(cache_dir):
+    def build(directory):
+        (directory / "metadata.json").write_text("{}")
+
+    first = cache.store("k" * 32, build)
+    assert cache.store("k" * 32, build) == first
+    assert os.listdir(cache_dir) == ["k" * 32]
+
+
+def test_the_key_changes_with_what_changes_the_kernel(monkeypatch, tmp_path):
+    program, target, sim = negate_program(), determine_target("musa"), backend_named("sim")
+
+    def key(program=program, target=target, backend=sim, configs=None, flags=(), out_idx=None, name="negate"):
+        return cache.kernel_key(program, name, target, backend, normalize_pass_configs(configs), flags, out_idx)
+
+    base = key()
+    assert key(program=negate_program()) == base  # the same program built again
+    replacement = tmp_path / "mine.mu"
+    replacement.write_text("// one")
+    variants = [key(program=negate_program(threads=64)),
+                key(program=program.with_attr("tl.pass_configs", {"tl.disable_sqmma": True})),
+                key(program=program.with_attr("global_symbol", "renamed"), name="renamed"),
+                key(target=determine_target("musa -arch=mp_22")),
+                key(backend=backend_named("cython")),
+                key(configs={tilelang.PassConfigKey.TL_DISABLE_SQMMA: True}),
+                key(configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}),
+                key(flags=("-O2",)),
+                key(out_idx=[-1])]
+    monkeypatch.setenv("TILELANG_MCC_EXTRA_ARGS", "-v")
+    variants.append(key())
+    monkeypatch.delenv("TILELANG_MCC_EXTRA_ARGS")
+    monkeypatch.setenv("TILELANG_REPLACE_MUSAC", str(replacement))
+    variants.append(key())
+    replacement.write_text("// two")
+    variants.append(key())
+    assert len({base, *variants}) == len(variants) + 1
+
+
+def test_replace_musac_is_compiled_and_shown_by_get_kernel_source(built, cache_dir, tmp_path, monkeypatch,
+                                                                   no_stage_runs):
+    program, generated = built.program, built.get_kernel_source()
+    replacement = tmp_path / "edited.mu"
+    replacement.write_text("// edited by hand\n" + generated)
+    monkeypatch.setenv("TILELANG_REPLACE_MUSAC", str(replacement))
+    kernel = tilelang.compile(program, out_idx=[-1])
+    assert kernel.get_kernel_source() == replacement.read_text() == kernel.stage_path("mu").read_text()
+    assert kernel.metadata.replaced == ("mu",) and kernel.get_device_source() == kernel.get_kernel_source()
+    cache.clear_memory_cache()
+    no_stage_runs()
+    again = tilelang.compile(program, out_idx=[-1])
+    assert again.directory == kernel.directory and again.get_kernel_source().startswith("// edited by hand\n")
+    a = rand((N,), torch.float32, 2)
+    torch.testing.assert_close(again(a), -a)
+
+
+def test_stages_are_dumped_and_a_replaced_stage_feeds_the_later_ones(built, in_built_cache, tmp_path, monkeypatch):
+    dump = tmp_path / "stages"
+    monkeypatch.setenv("TILELANG_DUMP_STAGES", str(dump))
+    kernel = tilelang.compile(built.program, out_idx=[-1])  # a hit dumps too
+    assert sorted(os.listdir(dump)) == ["negate.host.json", "negate.lowered.py", "negate.metadata.json",
+                                        "negate.mu", "negate.so", "negate.tir.py"]
+    assert "def negate_kernel(" in (dump / "negate.lowered.py").read_text()
+    replace = tmp_path / "replace"
+    replace.mkdir()
+    (replace / "negate.lowered.py").write_text((dump / "negate.lowered.py").read_text())
+    monkeypatch.setenv("TILELANG_REPLACE_STAGES", str(replace))
+    again = tilelang.compile(built.program, out_idx=[-1])
+    assert again.directory != kernel.directory and again.metadata.replaced == ("lowered",)
+    assert again.get_kernel_source() == kernel.get_kernel_source()  # the stages after `lowered` from the file
+    a = rand((N,), torch.float32, 4)
+    torch.testing.assert_close(again(a), -a)
