@@ -6,6 +6,7 @@ the rest hit the kernel cache of this module's cache directory."""
 
 import math
 import os
+import threading
 import time
 
 import pytest
@@ -128,15 +129,22 @@ def test_a_second_run_reads_the_persisted_result_and_compiles_only_the_best_conf
 
 
 def test_the_persisted_key_covers_the_target_the_configs_and_ref_prog():
+    def key_of(tuner, configs=CONFIGS):
+        return tuner.generate_cache_key(configs=configs, warmup=1, rep=2, timeout=60)
+
     kernel = logged_kernel("unused")
-    base = tuner_for(kernel)
-    key = base.generate_cache_key(CONFIGS, 1, 2, 60)
-    other_arch = tuner_for(kernel).set_compile_args(out_idx=[-1], target="musa -arch=mp_22")
-    assert key is not None and other_arch.generate_cache_key(CONFIGS, 1, 2, 60) != key
-    assert base.generate_cache_key(CONFIGS[1:], 1, 2, 60) != key
-    other_ref = tuner_for(kernel).set_profile_args(ref_prog=lambda a, b: a @ b)
-    assert other_ref.generate_cache_key(CONFIGS, 1, 2, 60) != key
-    assert base.generate_cache_key(CONFIGS, 1, 2, 60) == key
+    key = key_of(tuner_for(kernel))
+    assert key is not None and key_of(tuner_for(kernel)) == key
+    assert key_of(tuner_for(kernel).set_compile_args(out_idx=[-1], target="musa -arch=mp_22")) != key
+    assert key_of(tuner_for(kernel), CONFIGS[1:]) != key
+    assert key_of(tuner_for(kernel, ref_prog=lambda a, b: a @ b)) != key
+    lock = threading.Lock()  # a closure value with no stable fingerprint: the result is not persisted
+
+    def locked_ref(a, b):
+        with lock:
+            return ref_gemm(a, b)
+
+    assert key_of(tuner_for(kernel, ref_prog=locked_ref)) is None
 
 
 def test_configs_with_keys_that_are_not_kernel_parameters_are_rejected():
@@ -196,7 +204,7 @@ def test_set_autotune_inputs_are_the_inputs_configs_are_checked_on(first_run):
         tuner = tuner_for(logged_kernel(os.devnull), configs=CONFIGS[2:3], ref_prog=ref)
         result = tuner.run(warmup=1, rep=2, timeout=120)
     assert result.config == CONFIGS[2] and result.trials[0].valid
-    assert tuner.generate_cache_key(CONFIGS[2:3], 1, 2, 120) is None  # captured inputs are not persisted
+    assert tuner.generate_cache_key(configs=CONFIGS[2:3]) is None  # captured inputs are not persisted
 
 
 def test_workers_kill_a_task_past_its_timeout_and_report_a_crash():
@@ -231,11 +239,11 @@ def test_worker_count_follows_upstream_variables(monkeypatch):
 
 @autotune(configs=[{"threads": 64}, {"threads": 128}], warmup=1, rep=2, ref_prog=lambda a, b: a + b)
 @tilelang.jit
-def eager_add(A, B, threads=256):
+def eager_add(A, B, threads=256, dtype="float32"):
     N = T.const("N")
-    A: T.Tensor[(N,), "float32"]
-    B: T.Tensor[(N,), "float32"]
-    C = T.empty((N,), "float32")
+    A: T.Tensor[(N,), dtype]
+    B: T.Tensor[(N,), dtype]
+    C = T.empty((N,), dtype)
     with T.Kernel(T.ceildiv(N, threads), threads=threads) as bx:
         for i in T.Parallel(threads):
             C[bx * threads + i] = A[bx * threads + i] + B[bx * threads + i]

@@ -144,8 +144,16 @@ class AutoTuner:
 
     # -- the persisted key
 
-    def generate_cache_key(self, configs: list[dict[str, Any]], warmup: int, rep: int, timeout: float) -> str | None:
-        """The key of this run's persisted result, or None when it cannot be persisted."""
+    def generate_cache_key(self, parameters: Any = None, extra_parameters: Any = None, *,
+                           configs: list[dict[str, Any]] | None = None, warmup: int = 25, rep: int = 100,
+                           timeout: float = 180) -> str | None:
+        """The key of a run's persisted result, or None when it cannot be persisted. `parameters` and
+        `extra_parameters` (upstream's signature defaults and closure values) are accepted and not needed: the
+        kernel function's fingerprint covers both. Unlike upstream, callbacks (ref_prog, ...) do not prevent
+        persisting: they are part of the key by source and closure."""
+        del parameters, extra_parameters
+        if configs is None:
+            configs = self._resolve_configs()
         if self._captured_inputs:
             return None  # inputs given with set_autotune_inputs: not persisted (as upstream)
         from .. import __version__
@@ -268,7 +276,7 @@ class AutoTuner:
             raise ValueError(f"early_stop_factor must be >= 1.0; got {early_stop_factor}")
         configs = self._resolve_configs()
         persist = store.persistence_enabled()
-        key = self.generate_cache_key(configs, warmup, rep, timeout) if persist else None
+        key = self.generate_cache_key(configs=configs, warmup=warmup, rep=rep, timeout=timeout) if persist else None
         if key is not None:
             with self._lock:
                 cached = self._memory_cache.get(key)
