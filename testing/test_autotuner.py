@@ -158,6 +158,11 @@ def matmul(M, N, K, block_M=64, block_N=64, block_K=32):
     return gemm_program(M, N, K, block_M, block_N, block_K)
 
 
+def test_autotune_goes_above_jit_as_upstream():
+    with pytest.raises(TypeError, match=r"put @autotune\(...\) above @tilelang.jit"):
+        tilelang.jit(autotune(configs=CONFIGS)(gemm_program))
+
+
 def test_autotune_over_jit_tunes_when_called_with_only_the_problem_sizes(first_run):
     kernel = matmul(M, N, K)
     assert kernel.config == CONFIGS[BEST] and math.isnan(kernel.latency)

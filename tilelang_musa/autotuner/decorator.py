@@ -178,7 +178,8 @@ def autotune(func: Callable | None = None, *, configs: Any, warmup: int = 25, re
     cache_input_tensors, cost_model: see ProfileArgs. do_not_specialize: parameters whose value does not start a
     new tuning (the best config found is compiled for the new value)."""
     if callable(func):
-        raise ValueError("@autotune needs configs: write @autotune(configs=...) above @tilelang.jit")
+        raise ValueError("autotune(f, configs=...) is not supported: write @autotune(configs=...) above "
+                         "@tilelang.jit")
 
     def decorate(impl: Any) -> AutoTuneImpl:
         if not isinstance(impl, JITFunction):
