@@ -28,7 +28,7 @@ from ..jit import JITFunction, JITKernel
 from ..profiler import TensorSupplyType
 from .compilers import eager_jit_compiler, lazy_jit_compiler
 from .param import AutotuneResult, config_params
-from .tuner import AutoTuner
+from .tuner import AutoTuner, mark_tuned
 
 
 def _key_value(value: Any) -> Any:
@@ -113,8 +113,8 @@ class AutoTuneImpl:
             tuner.set_kernel_parameters((args, kwargs), problem)
             result = self._tuner_cache[key] = tuner.run()
         elif self.do_not_specialize:  # the same problem but for do_not_specialize: the best config, compiled anew
-            kernel = tuner.compile_config(result.config)
-            kernel.config, kernel.latency, kernel.ref_latency = dict(result.config), result.latency, result.ref_latency
+            kernel = mark_tuned(tuner.compile_config(result.config), result.config, result.latency,
+                                result.ref_latency)
             result = dataclasses.replace(result, kernel=kernel, libcode=kernel.get_kernel_source(),
                                          func=kernel.program)
         self.last_result = result

@@ -401,13 +401,16 @@ class AutoTuner:
 
     def _result(self, configs: list[dict[str, Any]], best: Trial, trials: list[Trial], ref_latency: float,
                 source: str, loaded: bool) -> AutotuneResult:
-        kernel = self.compile_config(best.config)
-        kernel.config = dict(configs[best.index])  # upstream's JITKernel attributes after tuning
-        kernel.latency = best.latency
-        kernel.ref_latency = ref_latency
+        kernel = mark_tuned(self.compile_config(best.config), configs[best.index], best.latency, ref_latency)
         return AutotuneResult(latency=best.latency, config=dict(configs[best.index]), ref_latency=ref_latency,
                               libcode=kernel.get_kernel_source(), func=kernel.program, kernel=kernel,
                               latency_source=source, trials=trials, loaded_from_disk=loaded)
+
+
+def mark_tuned(kernel: JITKernel, config: dict[str, Any], latency: float, ref_latency: float) -> JITKernel:
+    """Upstream's attributes of a tuned JITKernel: `config`, `latency`, `ref_latency`."""
+    kernel.config, kernel.latency, kernel.ref_latency = dict(config), latency, ref_latency
+    return kernel
 
 
 def device_timing(compile_args: CompileArgs) -> bool:
