@@ -31,9 +31,6 @@ from tvm import tirx
 
 from .. import env
 from .._version import __version__
-from ..codegen import generate
-from ..codegen.host import launch_config
-from ..codegen.source import kernel_names
 from ..errors import CompileError
 from ..language.annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
 from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
@@ -264,6 +261,9 @@ def _dumps_ir(configs: dict) -> bool:
 def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     """tir -> lowered -> mu -> host -> bin into `workdir`, each output replaced by its file where one is given;
     metadata.json last."""
+    from ..codegen import generate  # only a miss needs code generation: not imported with the package
+    from ..codegen.source import kernel_names
+
     name, program = request.name, request.program
     replaced = cache.replacement_files(name)
 
@@ -333,6 +333,8 @@ _printer_named: set[str] = set()
 def _read_lowered(path: Path, name: str) -> list[tirx.PrimFunc]:
     """The device functions of a replacement `<kernel>.lowered.py` (TVMScript as the `lowered` stage writes it:
     an IRModule whose functions are named `<kernel>_kernel`, `<kernel>_kernel_1`, ... in launch order)."""
+    from ..codegen.source import kernel_names
+
     parsed = tvm.script.from_source(path.read_text())
     if isinstance(parsed, tirx.PrimFunc):
         return [parsed]
@@ -346,6 +348,8 @@ def _read_lowered(path: Path, name: str) -> list[tirx.PrimFunc]:
 
 def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.PrimFunc], names: list[str],
                local_bytes: int) -> HostInfo:
+    from ..codegen.host import launch_config
+
     accessed, widest = parameter_accesses(device_funcs)
     specs = param_specs(program, _output_indices(program, out_idx), widest, accessed)
     size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape + (spec.strides or ())
