@@ -437,16 +437,16 @@ def test_merged_dynamic_shared_memory_declares_typed_views(arch, standin_dir):
 
 def test_local_arrays_loops_bind_if_else_and_while(arch, standin_dir):
     src = print_kernel(k_local_and_control(), arch)
-    assert "  float buf[1];\n" in src  # local.var
+    assert "  float buf;\n" in src  # local.var: one element, printed as a C scalar
     assert "  __align__(16) float buf_1[8];\n" in src  # local.fragment
     assert "#pragma unroll\n  for (int v = 0; v < 8; ++v) {" in src
     assert "for (int v_1 = 0; v_1 < 8; ++v_1) {" in src
     assert "const int v_2 = (((int)threadIdx.x) * 2) - n;" in src
     x = "((((int)threadIdx.x) * 2) - n)"  # StmtSimplify substitutes the Bind into its uses
-    assert (f"  if (0 < {x}) {{\n    B[(int)threadIdx.x] = buf[0];\n"
+    assert (f"  if (0 < {x}) {{\n    B[(int)threadIdx.x] = buf;\n"
             f"  }} else if ({x} == 0) {{\n    B[(int)threadIdx.x] = 0.000000e+00f;\n"
-            "  } else {\n    B[(int)threadIdx.x] = buf[0] * (-1.000000e+00f);\n  }\n") in src
-    assert "while (buf[0] < 1.000000e+02f) {" in src and "break;" in src
+            "  } else {\n    B[(int)threadIdx.x] = buf * (-1.000000e+00f);\n  }\n") in src
+    assert "while (buf < 1.000000e+02f) {" in src and "break;" in src
     syntax_check(src, arch, standin_dir)
 
 

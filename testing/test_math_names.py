@@ -114,3 +114,30 @@ def test_wide_int_literals_in_bitwise_operators_keep_their_value(arch):
     kernel(a, b, c)
     assert torch.equal(b, (a & 0x7FFFFFFF00000000) ^ 0x100000000)
     assert torch.equal(c, (a & 0xFFFFFFFF) | 0x4000000000)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_isnan_isinf_isfinite(arch, dtype):
+    """One MUSA built-in call each (upstream checks `isfinite(` in the source), on NaN, +-inf and numbers."""
+    N = 128
+    name = str(dtype).split(".")[1]
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), name), Y: T.Tensor((N, 3), "int32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            finite = T.alloc_var(T.bool)
+            finite = T.isfinite(X[tx])
+            Y[tx, 0] = T.if_then_else(finite, 1, 0)
+            Y[tx, 1] = T.if_then_else(T.isnan(X[tx]), 1, 0)
+            Y[tx, 2] = T.if_then_else(T.isinf(X[tx]), 1, 0)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "isfinite(" in src and "isnan(" in src and "isinf(" in src
+    x = rand((N,), dtype, 42)
+    x[::4], x[1::8], x[5::8] = float("nan"), float("inf"), float("-inf")
+    y = torch.full((N, 3), -7, dtype=torch.int32)
+    kernel(x, y)
+    assert torch.equal(y, torch.stack([x.isfinite(), x.isnan(), x.isinf()], 1).int())

@@ -37,6 +37,7 @@ struct BufferInfo {
   Array<ObjectRef> strides; //!< element strides; empty = compact row-major
   ObjectRef elem_offset;    //!< element offset added to every access; undefined or IntImm 0 for none
   bool is_volatile = false;
+  std::string scalar;       //!< set for a one-element T.alloc_var printed as a C scalar (`data` is then `(&x)`)
 };
 
 /*! \brief True when `s` is one parenthesised group, e.g. "(a + b)" but not "(a) + (b)". */

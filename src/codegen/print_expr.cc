@@ -6,6 +6,7 @@
  * analysis; `PrintBare` drops the outermost pair where the context delimits the expression anyway.
  * Vector values are `tl::vec<T, N>` (common.h), whose operators work lane by lane.
  */
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -200,6 +201,10 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
 
   ObjectRef last = indices[rank - 1];
   const int index_lanes = DTypeOf(last).lanes();
+  if (!info.scalar.empty() && value_type == info.elem &&
+      std::all_of(indices.begin(), indices.end(), [](const ObjectRef& i) { return AsConstInt(i).value_or(-1) == 0; })) {
+    return {AccessForm::kScalar, info.scalar, "", ""};
+  }
   if (value_type.lanes() != info.elem.lanes() * index_lanes) {
     fail("accesses " + value_type.str() + " through " + std::to_string(index_lanes) + " index lane(s) of " +
          info.elem.str() + " elements");

@@ -227,6 +227,12 @@ void MusaPrinter::VisitAllocBuffer(const ObjectRef& op) {
     count *= *c;
   }
   std::string name = names_.Fresh(hint, "buf");
+  if (scope == "local.var" && count == 1 && !is_volatile) {  // T.alloc_var: a C scalar, as upstream prints it
+    Line(elem + " " + name + ";");
+    DefineBuffer(buffer, "(&" + name + ")", false);
+    buffers_[buffer.get()].scalar = name;
+    return;
+  }
   // 16-byte alignment lets any tl::vec view of the array be loaded with one access.
   std::string align = is_shared || count > 1 ? "__align__(16) " : "";
   Line((is_shared ? "__shared__ " : "") + align + elem + " " + name + "[" + std::to_string(count) + "];");

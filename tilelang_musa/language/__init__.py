@@ -36,9 +36,9 @@ from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_bi
 from .loop import Parallel, Pipelined, serial, unroll, vectorized
 from .math import (
     Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
-    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, log, log1p, log2, log10, max,
-    max_value, min, min_value, nearbyint, ninf, pow, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh, sqrt,
-    tan, tanh, trunc,
+    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isfinite, isinf, isnan, log, log1p,
+    log2, log10, max, max_value, min, min_value, nearbyint, ninf, pow, round, rsqrt, shift_left, shift_right, sigmoid,
+    sin, sinh, sqrt, tan, tanh, trunc,
 )
 from .prim_func import macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
@@ -67,7 +67,7 @@ __all__ = [
     "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "alloc_reducer",
     "finalize_reducer", "reducer_init", "reducer_update", "__cos", "__exp", "__exp10", "__log", "__log2", "__log10", "__sin", "__tan", "ieee_add",
     "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
-    "abs", "atan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
+    "abs", "atan", "isfinite", "isinf", "isnan", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cosh", "erf", "exp10", "fmod",
     "log10", "log1p", "nearbyint", "shift_left", "shift_right", "sinh", "tan", "alloc_fragment", "annotate_compile_flags", "annotate_layout", "annotate_pass_configs", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "clear", "copy", "fill", "alloc_local", "alloc_shared", "alloc_var", "bfloat16", "bool", "boolean", "cast",
     "ceil", "ceildiv", "clamp", "const", "cos", "cummax", "cumsum", "device_assert", "dynamic", "empty", "exp", "exp2", "float16", "float32", "float64",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv", "floormod", "gemm", "get_block_binding",

@@ -137,6 +137,29 @@ round = _unary("round")  # noqa: A001
 trunc = _unary("trunc")
 
 
+def _float_predicate(name: str):
+    """`T.isnan/isinf/isfinite`: one call of the MUSA math built-in (the stock wheel's isinf and isfinite lower to
+    comparisons), 16-bit floats widened to float; integer operands are never NaN or infinite."""
+
+    def fn(x: Any) -> Any:
+        x = as_expr(x)
+        dtype = tvm.DataType(str(x.ty.dtype))
+        if dtype.type_code in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT):
+            return tirx.const(name == "isfinite", "bool")
+        if dtype.bits < 32:
+            x = tirx.Cast("float32", x)
+        return tirx.call_pure_extern("bool", name, x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"{name}(x) of a floating-point value."
+    return fn
+
+
+isnan = _float_predicate("isnan")
+isinf = _float_predicate("isinf")
+isfinite = _float_predicate("isfinite")
+
+
 def abs(x: Any) -> Any:  # noqa: A001
     if isinstance(x, (int, float)):
         return builtins.abs(x)
