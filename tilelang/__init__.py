@@ -33,6 +33,7 @@ if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
     sys.meta_path.insert(0, _AliasFinder())
 
 # Make `tilelang` itself the implementation package's namespace.
-globals().update({k: v for k, v in vars(_impl).items() if not k.startswith("__") or k == "__version__"})
+_SHARED_DUNDERS = ("__version__", "__getattr__")  # __getattr__: the lazily imported names (tilelang.autotune)
+globals().update({k: v for k, v in vars(_impl).items() if not k.startswith("__") or k in _SHARED_DUNDERS})
 __all__ = list(getattr(_impl, "__all__", []))
 __path__ = []  # a package, so that `import tilelang.language` consults the finder

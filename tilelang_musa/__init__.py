@@ -23,9 +23,23 @@ from .jit import JITKernel, compile, disable_cache, enable_cache, is_cache_enabl
 from .target import determine_target  # noqa: E402
 from .transform import PassConfigKey  # noqa: E402
 
+_LAZY = {"autotune": ("autotuner", "autotune"), "autotuner": ("autotuner", None)}  # tqdm etc. only when tuning
+
+
+def __getattr__(name: str):
+    """`tilelang.autotune` / `tilelang.autotuner`, imported on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tilelang' has no attribute {name!r}")
+    import importlib
+
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return module if attr is None else getattr(module, attr)
+
+
 __all__ = [
     "CompileError", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "TileLangWarning",
-    "UnsupportedError", "__version__", "backend", "cdiv", "compile", "contrib",
+    "UnsupportedError", "__version__", "autotune", "autotuner", "backend", "cdiv", "compile", "contrib",
     "determine_target", "disable_cache", "enable_cache", "is_cache_enabled", "jit", "language", "math",
     "next_power_of_2", "profiler", "tvm", "utils",
 ]
