@@ -28,6 +28,7 @@ import tvm_ffi
 
 from .. import env
 from .._paths import PACKAGE_DIR, include_root, native_library
+from .._version import __version__
 from .stages import FORMAT, METADATA, REPLACEABLE, stage_file
 
 _disabled_by_api = False
@@ -113,8 +114,6 @@ def replacement_files(kernel: str) -> dict[str, Path]:
 def kernel_key(program: Any, kernel: str, target: Any, backend: Any, configs: dict, flags: tuple[str, ...],
                out_idx: Any) -> str:
     """The cache key of compiling `program` (named `kernel`) with these settings (see the module docstring)."""
-    from .. import __version__
-
     replaced = sorted((stage, _file_digest(path, env.REPLACE_MUSAC.name if stage == "mu" else
                                           env.REPLACE_STAGES.name))
                       for stage, path in replacement_files(kernel).items())
