@@ -4,10 +4,12 @@ and the user's source line."""
 import inspect
 
 import pytest
+import torch
 from tvm import tirx
 
 import tilelang
 import tilelang.language as T
+from conftest import poison, rand
 
 
 def _line_of(fn, text):
@@ -197,3 +199,24 @@ def test_jit_kernel_defined_in_a_factory_sees_the_factorys_locals(arch, monkeypa
     eager = _eager_scale_factory("bfloat16")
     b = eager(a.to(torch.bfloat16), 2.0)
     torch.testing.assert_close(b, (a.to(torch.bfloat16).float() * 2.0).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_one_block_index_unpacked_as_a_tuple_and_a_barrier_id_expression(arch):
+    """`with T.Kernel(4, threads=128) as (bx,):` (TileLang-MUSA's tests write it) and `T.sync_threads(T.int32(1))`."""
+
+    @T.prim_func
+    def main(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
+        with T.Kernel(4, threads=128) as (bx,):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((128,), "float32")
+            s[tx] = A[bx * 128 + tx]
+            barrier_id = T.int32(1)
+            T.sync_threads(barrier_id)
+            B[bx * 128 + tx] = s[127 - tx] + 1.0
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "__syncthreads();" in kernel.get_kernel_source()
+    a, b = rand((512,), torch.float32, 43), poison((512,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.view(4, 128).flip(1).reshape(-1) + 1.0)

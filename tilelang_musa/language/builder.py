@@ -309,10 +309,11 @@ def declare(name: str, annotation: Any, thunk: Callable[[], Any]) -> Any:
     return assign(name, lambda: value, _UNBOUND)
 
 
-def named(frame: Any, names: tuple[str, ...]) -> Any:
-    """`with frame as names`: frames that define IR variables (T.Kernel) name them after the user's names."""
+def named(frame: Any, names: tuple[str, ...], unpacks: bool = False) -> Any:
+    """`with frame as names`: frames that define IR variables (T.Kernel) name them after the user's names;
+    `unpacks` when the target is a tuple (`as (bx,)` takes a 1-D kernel's block index as a 1-tuple)."""
     if hasattr(frame, "bind_names"):
-        frame.bind_names(names)
+        frame.bind_names(names, unpacks)
     return frame
 
 

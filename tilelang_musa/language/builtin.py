@@ -6,7 +6,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from .builder import current_trace
+from .builder import current_trace, static_value
 
 _OPAQUE = 3  # CallEffectKind::kOpaque
 
@@ -41,8 +41,11 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
     trace = current_trace("T.sync_threads")
     if trace.kernel is None:
         raise trace.error("`T.sync_threads` must be used inside `with T.Kernel(...)`")
-    if barrier_id is not None and (not isinstance(barrier_id, int) or not 0 <= barrier_id < 16):
-        raise trace.error(f"T.sync_threads: barrier_id={barrier_id!r} must be an int from 0 to 15")
+    static_id = static_value(barrier_id) if isinstance(barrier_id, tvm.ir.Expr) else barrier_id
+    if static_id is not None and (not isinstance(static_id, int) or not 0 <= static_id < 16):
+        raise trace.error(f"T.sync_threads: barrier_id={barrier_id!r} must be an integer from 0 to 15")
+    if isinstance(barrier_id, tvm.ir.Expr) and not str(barrier_id.ty.dtype).startswith(("int", "uint")):
+        raise trace.error(f"T.sync_threads: barrier_id `{barrier_id}` must be an integer")
     if arrive_count is not None and arrive_count != trace.kernel.num_threads:
         raise trace.error(
             f"T.sync_threads(arrive_count={arrive_count!r}): a barrier over part of the block's "

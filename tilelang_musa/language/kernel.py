@@ -59,13 +59,16 @@ class Kernel:
                       "producer warps of a warp-specialized kernel, and this build does not warp-specialize yet")
         self.producer_threads = producer_threads
         self.block_names: tuple[str, ...] = ()
+        self.unpacks = False
         self.block_vars: list[Any] = []
         self.thread_vars: list[Any] = []
         self._frames: list[Any] = []
 
-    def bind_names(self, names: tuple[str, ...]) -> None:
-        """The user's `as` names for the block indices (so generated code reads like the source)."""
+    def bind_names(self, names: tuple[str, ...], unpacks: bool = False) -> None:
+        """The user's `as` names for the block indices (so generated code reads like the source); `unpacks`:
+        the target is a tuple, so even one block index comes as a tuple (`as (bx,)`)."""
         self.block_names = names
+        self.unpacks = unpacks
 
     def __enter__(self):
         trace = current_trace("T.Kernel")
@@ -78,7 +81,9 @@ class Kernel:
         for tag, extent in zip(_THREAD_TAGS, self.threads):
             self.thread_vars.append(self._launch(tag, extent))
         trace.kernel = self
-        return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
+        if len(self.block_vars) == 1 and not self.unpacks:
+            return self.block_vars[0]
+        return tuple(self.block_vars)
 
     def _launch(self, tag: str, extent: Any, name: str | None = None) -> Any:
         frame = Tb.launch_thread(tag, extent)

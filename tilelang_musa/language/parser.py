@@ -10,7 +10,7 @@ constructs that may carry IR values through the runtime helpers in `builder.py`,
     x = V                  ->  x = __tl__.assign("x", lambda: V, __tl__.lookup(lambda: x))
     A[i] = V / A[i] += V   ->  __tl__.store(A, i, V) / __tl__.aug_store(A, i, "+", V)
     A: T.Tensor[...]       ->  A = __tl__.annotate("A", ANN, __tl__.lookup(lambda: A))
-    with F(...) as (a, b)  ->  with __tl__.named(F(...), ("a", "b")) as (a, b)   (IR names for T.Kernel)
+    with F(...) as (a, b)  ->  with __tl__.named(F(...), ("a", "b"), True) as (a, b)   (IR names for T.Kernel)
     a and b, not a         ->  __tl__.and_(a, lambda: b), __tl__.not_(a)
     x if c else y          ->  __tl__.select(c, lambda: x, lambda: y)
     range(...) in a for    ->  __tl__.range_(...)        (a serial TIR loop, as in TVMScript)
@@ -237,7 +237,8 @@ class _Rewriter(ast.NodeTransformer):
             names = _target_names(item.optional_vars) if item.optional_vars is not None else None
             if names:
                 names_arg = ast.Tuple([ast.Constant(n) for n in names], ast.Load())
-                item.context_expr = _call(_helper("named"), item.context_expr, names_arg)
+                unpacks = ast.Constant(isinstance(item.optional_vars, (ast.Tuple, ast.List)))
+                item.context_expr = _call(_helper("named"), item.context_expr, names_arg, unpacks)
         node.body = self._body(node.body)
         return node
 
