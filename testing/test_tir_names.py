@@ -150,3 +150,38 @@ def test_let_binds_a_declared_variable_and_Let_an_expression(arch):
     a, b = rand((M, K), torch.float32, 31), poison((M, K), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a * torch.arange(K).div(32, rounding_mode="floor").mul(2).add(1).float())
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_explicit_global_loads_and_stores(arch):
+    """TileLang-MUSA's T.ldg32..256 / T.stg32..256: raw 32-bit words, reinterpreted; `pred` false loads zero bits
+    and stores nothing."""
+    N = 64
+
+    @T.prim_func
+    def main(X: T.Tensor((N * 8,), "float32"), Y: T.Tensor((N * 8,), "float32"), Z: T.Tensor((N * 2,), "float32")):
+        with T.Kernel(N, threads=32) as pid:
+            T.stg32(Y[pid * 8], T.ldg32(X[pid * 8 + 7]))
+            T.stg64(Y[pid * 8 + 2:pid * 8 + 4], T.ldg64(X[pid * 8 + 4:pid * 8 + 6]), pred=pid % 2 == 0)
+            T.stg128(Y[pid * 8 + 4:pid * 8 + 8], T.ldg128(X[pid * 8:pid * 8 + 4]))
+            Z[pid * 2:pid * 2 + 2] = T.reinterpret(T.ldg64(X[pid * 8:pid * 8 + 2], pred=pid < N // 2), T.float32x2)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    for call in ("tl::store_global_32(", "tl::load_global_32(", "tl::store_global_64_conditional(",
+                 "tl::load_global_128(", "tl::load_global_64_conditional("):
+        assert call in src, call
+    x = rand((N * 8,), torch.float32, 44)
+    y, z = poison((N * 8,), torch.float32), poison((N * 2,), torch.float32)
+    kernel(x, y, z)
+    xs, ys = x.view(N, 8), y.view(N, 8)
+    torch.testing.assert_close(ys[:, 0], xs[:, 7])
+    torch.testing.assert_close(ys[0::2, 2:4], xs[0::2, 4:6])
+    assert ys[1::2, 1:4].isnan().all() and ys[:, 1].isnan().all()
+    torch.testing.assert_close(ys[:, 4:8], xs[:, 0:4])
+    torch.testing.assert_close(z.view(N, 2), torch.cat([xs[:N // 2, 0:2], torch.zeros(N // 2, 2)]))
+    with pytest.raises(tilelang.CompileError, match="must be 64 contiguous bits"):
+        @T.prim_func
+        def bad(X: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.ldg64(X[0:4])

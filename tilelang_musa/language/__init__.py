@@ -16,6 +16,7 @@ from .warp import (
 from .copy import copy
 from .transpose import transpose
 from .logical import all_of, any_of
+from .global_access import ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
     Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid,
     handle, let, match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
@@ -29,8 +30,8 @@ from .fastmath import (
 from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
-    DType, bfloat16, boolean, double, dtype, float, float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16, float32,
-    float64, half, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float8_e4m3, float8_e4m3fn, float8_e5m2,
+    float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings
 from .loop import Parallel, Pipelined, serial, unroll, vectorized
@@ -48,6 +49,7 @@ from .reduce import (
 )
 
 bool = boolean  # noqa: A001 - T.bool, as upstream
+globals().update(VECTOR_DTYPES)  # T.float32x4, ...
 
 from .int_operands import install as _install_int_operands  # noqa: E402
 
@@ -61,7 +63,8 @@ __all__ = [
     "Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "Cast", "DType", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Parallel", "Pipelined", "StridedTensor", "Tensor",
     "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "assume", "attr", "call_extern",
     "grid", "handle", "match_buffer", "thread_binding", "comm_reducer", "tvm_thread_allreduce",
-    "call_intrin", "evaluate", "reinterpret", "Let", "let", "all_of", "any_of",
+    "call_intrin", "evaluate", "reinterpret", "Let", "let", "all_of", "any_of", "ldg32", "ldg64", "ldg128", "ldg256",
+    "stg32", "stg64", "stg128", "stg256",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "alloc_reducer",
@@ -74,7 +77,7 @@ __all__ = [
     "get_block_bindings", "get_thread_binding", "get_thread_bindings", "if_then_else", "infinity", "int16", "int32",
     "int64", "int8", "log", "log2", "macro", "max", "max_value", "min", "min_value", "ninf", "pow", "prim_func", "print",
     "reduce", "reduce_absmax", "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt", "serial", "symbolic", "sync_threads", "sigmoid", "sin", "sqrt", "tanh", "transpose", "trunc", "uint16", "uint32", "uint64", "uint8",
-    "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED,
+    "unroll", "use_swizzle", "vectorized", "wait_sqmma", "wait_wgmma", *UNSUPPORTED, *VECTOR_DTYPES,
 ]
 
 # `T` holds the language's names only: the modules that implement them stay importable by their full names
@@ -83,4 +86,4 @@ import types as _types  # noqa: E402
 
 for _name in [n for n, v in globals().items() if isinstance(v, _types.ModuleType) and not n.startswith("_")]:
     del globals()[_name]
-del _name, _types, UNSUPPORTED, _install_int_operands
+del _name, _types, UNSUPPORTED, VECTOR_DTYPES, _install_int_operands

@@ -106,8 +106,17 @@ half = DType("float16")
 int = DType("int32")  # noqa: A001
 double = DType("float64")
 
+# Vector types, `T.float32x4` and so on: the lane counts of upstream's table.
+VECTOR_DTYPES = {
+    f"{base}x{lanes}": DType(f"{base}x{lanes}")
+    for base in ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                 "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
+    for lanes in (2, 4, 8, 16, 32, 64)
+}
+globals().update(VECTOR_DTYPES)
+
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "dtype", "float",
-    "half", "int", "double",
+    "half", "int", "double", *VECTOR_DTYPES,
 ]

@@ -35,8 +35,11 @@ def Select(cond: Any, true_value: Any, false_value: Any) -> Any:  # noqa: N802 -
     return tirx.Select(as_expr(cond), as_expr(true_value), as_expr(false_value))
 
 
-def reinterpret(dtype: Any, value: Any) -> Any:
-    """The bits of `value` read as `dtype` (same width)."""
+def reinterpret(value: Any, dtype: Any) -> Any:
+    """The bits of `value` read as `dtype` (same width). Upstream's order is (value, dtype); the older
+    (dtype, value) is accepted too, as upstream still does."""
+    if isinstance(value, str) or (isinstance(dtype, tvm.ir.Expr) and not isinstance(value, tvm.ir.Expr)):
+        value, dtype = dtype, value
     return tirx.reinterpret(canonical_dtype(dtype), as_expr(value))
 
 

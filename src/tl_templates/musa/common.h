@@ -389,6 +389,45 @@ TL_HOST_DEVICE typename std::common_type<A, B>::type max(const A& a_, const B& b
   return a > b ? a : b;
 }
 
+// ---- explicit global loads and stores (T.ldg32/64/128/256, T.stg32/64/128/256) --------------------------------
+
+/*! \brief Bits words of 32 bits: uint32_t for one, tl::vec<uint32_t, N> for more. */
+template <int Words>
+using global_word_t = typename std::conditional<Words == 1, uint32_t, vec<uint32_t, Words>>::type;
+
+/*! \brief One `Words * 32`-bit load from `p` (aligned to its width). */
+template <int Words>
+TL_DEVICE global_word_t<Words> load_global(const void* p) {
+  return *reinterpret_cast<const global_word_t<Words>*>(p);
+}
+
+/*! \brief The load when `pred` holds, else zero bits (the memory is not touched). */
+template <int Words>
+TL_DEVICE global_word_t<Words> load_global_conditional(const void* p, bool pred) {
+  return pred ? load_global<Words>(p) : global_word_t<Words>{};
+}
+
+/*! \brief One `Words * 32`-bit store of `value` to `p` (aligned to its width); skipped when `pred` is false. */
+template <int Words>
+TL_DEVICE void store_global(void* p, const global_word_t<Words>& value, bool pred = true) {
+  if (pred) *reinterpret_cast<global_word_t<Words>*>(p) = value;
+}
+
+#define TL_GLOBAL_ACCESS(BITS, WORDS)                                                                      \
+  TL_DEVICE global_word_t<WORDS> load_global_##BITS(const void* p) { return load_global<WORDS>(p); }        \
+  TL_DEVICE global_word_t<WORDS> load_global_##BITS##_conditional(const void* p, bool pred) {              \
+    return load_global_conditional<WORDS>(p, pred);                                                        \
+  }                                                                                                        \
+  TL_DEVICE void store_global_##BITS(void* p, const global_word_t<WORDS>& v) { store_global<WORDS>(p, v); } \
+  TL_DEVICE void store_global_##BITS##_conditional(void* p, const global_word_t<WORDS>& v, bool pred) {     \
+    store_global<WORDS>(p, v, pred);                                                                       \
+  }
+TL_GLOBAL_ACCESS(32, 1)
+TL_GLOBAL_ACCESS(64, 2)
+TL_GLOBAL_ACCESS(128, 4)
+TL_GLOBAL_ACCESS(256, 8)
+#undef TL_GLOBAL_ACCESS
+
 /*! \brief T.all_of: whether all `n` elements from `p` are nonzero. Each calling thread reads them all. */
 template <typename T>
 TL_DEVICE bool all_of(const T* p, int n) {

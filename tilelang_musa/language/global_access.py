@@ -1,0 +1,80 @@
+"""`T.ldg32/64/128/256(src, pred=None)` and `T.stg32/64/128/256(dst, value, pred=None)`: one explicit global
+load or store of 32 to 256 bits, as raw 32-bit words (uint32, uint32x2, uint32x4, uint32x8), TileLang-MUSA's
+names. `T.reinterpret(T.ldg64(X[i:i + 2]), T.float32x2)` reads two floats in one access; with `pred` false a
+load gives zero bits and a store writes nothing (the memory is not touched).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.tirx.script import builder as Tb
+
+from ..tileop.region import to_region
+from .builder import as_expr, current_trace
+
+_WORDS = {32: 1, 64: 2, 128: 4, 256: 8}
+
+
+def _word_dtype(bits: int) -> str:
+    return "uint32" if bits == 32 else f"uint32x{_WORDS[bits]}"
+
+
+def _address(construct: str, what: str, target: Any, bits: int) -> Any:
+    """The address of `target`'s first element, after checking that it spans exactly `bits` bits."""
+    trace = current_trace(construct)
+    region, _ = to_region(target, construct, what)
+    extents = region.static_extents()
+    if any(e is None for e in extents):
+        raise trace.error(f"{construct}: {what} {region.describe()} must have constant extents")
+    count = 1
+    for e in extents:
+        count *= e
+    elem_bits = tvm.DataType(region.dtype).bits
+    if count * elem_bits != bits or [e for e in extents[:-1] if e != 1]:
+        raise trace.error(f"{construct}: {what} {region.describe()} must be {bits} contiguous bits "
+                          f"({bits // elem_bits} x {region.dtype} in the last dimension)")
+    return tirx.address_of(region.buffer[tuple(region.mins)])
+
+
+def _load(bits: int):
+    name = f"ldg{bits}"
+
+    def load(src: Any, pred: Any = None) -> Any:
+        address = _address(f"T.{name}", "src", src, bits)
+        if pred is None:
+            return tirx.call_extern(_word_dtype(bits), f"tl::load_global_{bits}", address)
+        return tirx.call_extern(_word_dtype(bits), f"tl::load_global_{bits}_conditional", address,
+                                tirx.Cast("bool", as_expr(pred)))
+
+    load.__name__ = name
+    load.__doc__ = f"One {bits}-bit global load of `src` ({_word_dtype(bits)}); zero bits where `pred` is false."
+    return load
+
+
+def _store(bits: int):
+    name = f"stg{bits}"
+
+    def store(dst: Any, value: Any, pred: Any = None) -> None:
+        construct = f"T.{name}"
+        address = _address(construct, "dst", dst, bits)
+        value = as_expr(value)
+        if str(value.ty.dtype) != _word_dtype(bits):
+            raise current_trace(construct).error(
+                f"{construct}: the value must be {_word_dtype(bits)} (T.reinterpret it); got {value.ty.dtype}")
+        if pred is None:
+            call = tirx.call_extern("int32", f"tl::store_global_{bits}", address, value)
+        else:
+            call = tirx.call_extern("int32", f"tl::store_global_{bits}_conditional", address, value,
+                                    tirx.Cast("bool", as_expr(pred)))
+        Tb.evaluate(call)
+
+    store.__name__ = name
+    store.__doc__ = f"One {bits}-bit global store of `value` ({_word_dtype(bits)}) to `dst`; none where `pred` is false."
+    return store
+
+
+ldg32, ldg64, ldg128, ldg256 = (_load(b) for b in _WORDS)
+stg32, stg64, stg128, stg256 = (_store(b) for b in _WORDS)
