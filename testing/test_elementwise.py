@@ -288,3 +288,34 @@ def test_a_size_used_only_in_tensor_shapes_is_a_kernel_parameter(arch):
         kernel(a, b)
         torch.testing.assert_close(b[:64], a[:64])
         assert b[64:].isnan().all()  # beyond the 4 x 16 rows the grid covers: untouched
+
+
+@tilelang.jit
+def select_positive(data):
+    N = T.dynamic("N")
+    data: T.Tensor[[N], T.int32]
+    out = T.empty([N], T.int32)
+    with T.Kernel(T.ceildiv(N, 64), threads=64) as bx:
+        tx = T.get_thread_binding()
+        if bx * 64 + tx < N:
+            cond = T.alloc_var(T.bool)
+            cond = data[bx * 64 + tx] > 0
+            out[bx * 64 + tx] = T.if_then_else(cond, 1, 0)
+    return out
+
+
+def test_upstream_jit_surface_sources_and_dynamic_sizes():
+    """Eager kernels with a T.dynamic size take only the tensors; `f.get_kernel_source(N=...)`; a kernel's
+    `get_kernel_source()` is the includes and kernels (upstream's kernel_only), the host wrapper apart; run_once."""
+    for n in (100, 7):
+        data = torch.randint(-5, 5, (n,), dtype=torch.int32, generator=torch.Generator().manual_seed(n))
+        assert torch.equal(select_positive(data), (data > 0).int())
+    src = elementwise_add.get_kernel_source(N=4096)
+    assert "__global__" in src and "musaLaunchKernel" not in src
+    kernel = elementwise_add.compile(N=4096)
+    assert kernel.get_kernel_source() == src
+    full = kernel.get_kernel_source(kernel_only=False)
+    assert full.startswith(src) and full.endswith(kernel.get_host_source()) and "musaLaunchKernel" in full
+    out = kernel.run_once()
+    c = out if isinstance(out, torch.Tensor) else out[0]
+    assert c.shape == (4096,) and not c.isnan().any()

@@ -95,8 +95,15 @@ class JITFunction:
             consts = discover_consts(parsed, values, shapes)
             self._consts[ckey] = consts
         kernel = self._specialize(values, consts)
-        inputs = [tensors[p.name] for p in kernel.params if not p.is_output]
+        sizes = set(kernel.metadata.host.size_params)  # T.dynamic sizes: the launcher reads them off the tensors
+        inputs = [tensors[p.name] for p in kernel.params if not p.is_output and p.name not in sizes]
         return kernel(*inputs)
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """The source of the kernel these arguments select: the lazy style's parameters, or the eager style's
+        sizes and parameter values (`f.get_kernel_source(N=128)`), as `compile` takes them."""
+        kernel = self.compile(**kwargs) if self.is_eager and not args else self(*args, **kwargs)
+        return kernel.get_kernel_source()
 
 
 def jit(func: Callable | None = None, *, out_idx: Any = None, target: Any = None, execution_backend: str = "auto",

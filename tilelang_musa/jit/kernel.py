@@ -73,19 +73,23 @@ class JITKernel:
         """The file holding the output of `stage` ("tir", "lowered", "mu", "host", "bin")."""
         return self.directory / stage_file(self.name, stage)
 
-    def get_kernel_source(self) -> str:
-        """The complete MUSA source compiled for this kernel (templates include, kernels, host wrapper): the `mu`
-        stage, a TILELANG_REPLACE_MUSAC file included."""
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
+        """The MUSA source compiled for this kernel (the `mu` stage, a TILELANG_REPLACE_MUSAC file included):
+        as upstream, the template includes and the kernels, or with `kernel_only=False` the whole file, the
+        host wrapper too."""
         if self._source is None:
             self._source = self.stage_path("mu").read_text()
-        return self._source
+        sections = self.metadata.sections
+        if not kernel_only or sections is None:  # a replaced source: its parts are unknown
+            return self._source
+        return self._source[:sections["host"][0]]
 
     def _section(self, part: str) -> str:
         sections = self.metadata.sections
         if sections is None:  # a replaced source: no parts known
-            return self.get_kernel_source()
+            return self.get_kernel_source(kernel_only=False)
         start, end = sections[part]
-        return self.get_kernel_source()[start:end]
+        return self.get_kernel_source(kernel_only=False)[start:end]
 
     def get_device_source(self) -> str:
         return self._section("device")
@@ -99,8 +103,16 @@ class JITKernel:
 
         return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
 
-    def show_source(self) -> None:
-        print(self.get_kernel_source())
+    def run_once(self, func: Any = None) -> Any:
+        """Run the kernel (or `func`) once on generated inputs (the profiler's)."""
+        return self.get_profiler().run_once(func)
+
+    def show_source(self, which: str = "kernel") -> None:
+        """Print the kernel source ("kernel"), the host wrapper ("host") or both."""
+        if which not in ("kernel", "host", "both"):
+            raise ValueError(f"show_source: which must be 'kernel', 'host' or 'both'; got {which!r}")
+        print(self.get_kernel_source(kernel_only=False) if which == "both" else
+              self.get_host_source() if which == "host" else self.get_kernel_source())
 
     @property
     def library_path(self) -> Path:
