@@ -59,3 +59,52 @@ def test_warp_builtins_need_a_kernel():
         @T.prim_func
         def main(A: T.Tensor((1,), "int32")):
             A[0] = T.get_lane_idx()
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_warp_votes_and_block_predicate_counts(arch):
+    """T.any_sync / all_sync / ballot_sync / activemask / __ffs on 32-lane warps (a 32-lane mask cannot hold a
+    128-lane warp, so mp_22 takes the block votes only), and T.syncthreads_count / and / or on both."""
+    warp = WARP[arch]
+
+    @T.prim_func
+    def block_votes(A: T.Tensor((THREADS,), "int32"), Out: T.Tensor((3, THREADS), "int32")):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            Out[0, tx] = T.syncthreads_count(A[tx] > 0)
+            Out[1, tx] = T.syncthreads_and(A[tx] > -5)
+            Out[2, tx] = T.syncthreads_or(A[tx] > 4)
+
+    kernel = tilelang.compile(block_votes, target=f"musa -arch={arch}")
+    assert "__syncthreads_count(" in kernel.get_kernel_source()
+    a = torch.randint(-5, 5, (THREADS,), dtype=torch.int32, generator=torch.Generator().manual_seed(51))
+    out = torch.full((3, THREADS), -7, dtype=torch.int32)
+    kernel(a, out)
+    assert (out[0] == (a > 0).sum()).all()
+    assert ((out[1] != 0) == bool((a > -5).all())).all() and ((out[2] != 0) == bool((a > 4).any())).all()
+    if warp != 32:
+        return
+
+    @T.prim_func
+    def votes(A: T.Tensor((THREADS,), "int32"), Out: T.Tensor((3, THREADS), "int32"),
+              Mask: T.Tensor((2, THREADS), "int64")):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            Out[0, tx] = T.any_sync(A[tx] > 3)
+            Out[1, tx] = T.all_sync(A[tx] > -4)
+            Mask[0, tx] = T.cast(T.ballot_sync(A[tx] > 0), "int64")
+            Mask[1, tx] = T.cast(T.activemask(), "int64")
+            Out[2, tx] = T.__ffs(T.ballot(A[tx] > 0)) - 1
+
+    kernel = tilelang.compile(votes, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "__ballot_sync(" in src and "__ffsll(" in src and "__any_sync(" in src
+    out, mask = torch.full((3, THREADS), -7, dtype=torch.int32), torch.full((2, THREADS), -7, dtype=torch.int64)
+    kernel(a, out, mask)
+    lanes = (a > 0).view(-1, 32).long()
+    bits = (lanes << torch.arange(32)).sum(1)
+    assert torch.equal(mask[0], bits.repeat_interleave(32)) and (mask[1] == 0xFFFFFFFF).all()
+    assert torch.equal(out[0] != 0, (a > 3).view(-1, 32).any(1).repeat_interleave(32))
+    assert torch.equal(out[1] != 0, (a > -4).view(-1, 32).all(1).repeat_interleave(32))
+    first = torch.where(lanes.any(1), lanes.argmax(1), torch.full((THREADS // 32,), -1))
+    assert torch.equal(out[2].long(), first.repeat_interleave(32))

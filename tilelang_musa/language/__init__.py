@@ -16,6 +16,9 @@ from .warp import (
 from .copy import copy
 from .transpose import transpose
 from .logical import all_of, any_of
+from .vote import (
+    __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and, syncthreads_count, syncthreads_or,
+)
 from .global_access import ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
     Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid,
@@ -64,7 +67,8 @@ __all__ = [
     "double", "dtype", "float", "half", "int", "PrimExpr", "Select", "Var", "address_of", "assume", "attr", "call_extern",
     "grid", "handle", "match_buffer", "thread_binding", "comm_reducer", "tvm_thread_allreduce",
     "call_intrin", "evaluate", "reinterpret", "Let", "let", "all_of", "any_of", "ldg32", "ldg64", "ldg128", "ldg256",
-    "stg32", "stg64", "stg128", "stg256",
+    "stg32", "stg64", "stg128", "stg256", "__ffs", "activemask", "all_sync", "any_sync", "ballot", "ballot_sync",
+    "syncthreads_and", "syncthreads_count", "syncthreads_or",
     "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "sync_warp",
     "shuffle_elect", "thread_return", "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum", "mul_half_float_to_bfloat16_x4", "reshape", "view", "alloc_reducer",

@@ -1,0 +1,96 @@
+"""Warp votes and block-wide predicate reductions, TileLang-MUSA's names: `T.any_sync`, `T.all_sync`,
+`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.__ffs`, `T.syncthreads_count/and/or`.
+
+They call the CUDA-named MUSA built-ins. A ballot or active mask is the built-in's 32-bit lane mask zero-extended
+to uint64, as upstream returns it; on mp_22's 128-lane warps a 32-bit mask cannot hold every lane (the simulator
+reports a ballot there as not modelled rather than guess).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from .builder import as_expr, current_trace
+
+_FULL_MASK = 0xFFFFFFFF
+
+
+def _in_kernel(construct: str) -> None:
+    trace = current_trace(construct)
+    if trace.kernel is None:
+        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+
+
+def _predicate(construct: str, predicate: Any) -> Any:
+    _in_kernel(construct)
+    predicate = as_expr(predicate)
+    if not isinstance(predicate, tvm.ir.Expr):
+        return tirx.const(int(bool(predicate)), "int32")
+    return predicate if str(predicate.ty.dtype) == "int32" else tirx.Cast("int32", predicate)
+
+
+def _mask(mask: Any) -> Any:
+    return tirx.const(mask & _FULL_MASK, "uint32") if isinstance(mask, int) else tirx.Cast("uint32", as_expr(mask))
+
+
+def any_sync(predicate: Any, mask: Any = _FULL_MASK) -> Any:
+    """Nonzero if `predicate` is nonzero in any lane of `mask` (`__any_sync`)."""
+    return tirx.call_extern("int32", "__any_sync", _mask(mask), _predicate("T.any_sync", predicate))
+
+
+def all_sync(predicate: Any, mask: Any = _FULL_MASK) -> Any:
+    """Nonzero if `predicate` is nonzero in every lane of `mask` (`__all_sync`)."""
+    return tirx.call_extern("int32", "__all_sync", _mask(mask), _predicate("T.all_sync", predicate))
+
+
+def ballot_sync(predicate: Any, mask: Any = _FULL_MASK) -> Any:
+    """uint64 with bit n set if lane n of `mask` has a nonzero `predicate` (`__ballot_sync`, zero-extended)."""
+    vote = tirx.call_extern("uint32", "__ballot_sync", _mask(mask), _predicate("T.ballot_sync", predicate))
+    return tirx.Cast("uint64", vote)
+
+
+def ballot(predicate: Any) -> Any:
+    """`T.ballot_sync` over the whole warp."""
+    return ballot_sync(predicate)
+
+
+def activemask() -> Any:
+    """uint64 with a bit set for each lane of the warp that is running this call (`__activemask`)."""
+    _in_kernel("T.activemask")
+    return tirx.Cast("uint64", tirx.call_extern("uint32", "__activemask"))
+
+
+def __ffs(value: Any) -> Any:  # noqa: N807 - upstream's name
+    """One-based position of the lowest set bit of an integer, 0 for 0 (`__ffs`, `__ffsll` for 64 bits)."""
+    value = as_expr(value)
+    dtype = tvm.DataType(str(value.ty.dtype))
+    if dtype.type_code not in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT) or dtype.lanes != 1:
+        raise current_trace("T.__ffs").error(f"T.__ffs takes an integer; got {value.ty.dtype}")
+    signed = "int64" if dtype.bits > 32 else "int32"
+    if dtype.bits == 64 or dtype.bits == 32:  # same width: keep the bits
+        value = value if dtype.type_code == tvm.DataTypeCode.INT else tirx.reinterpret(signed, value)
+    else:  # narrower: widening keeps the lowest set bit
+        value = tirx.Cast(signed, value)
+    return tirx.call_extern("int32", "__ffsll" if signed == "int64" else "__ffs", value)
+
+
+def _block_vote(construct: str, builtin: str, predicate: Any) -> Any:
+    return tirx.call_extern("int32", builtin, _predicate(construct, predicate))
+
+
+def syncthreads_count(predicate: Any) -> Any:
+    """A block barrier that returns how many threads of the block passed a nonzero `predicate`."""
+    return _block_vote("T.syncthreads_count", "__syncthreads_count", predicate)
+
+
+def syncthreads_and(predicate: Any) -> Any:
+    """A block barrier that returns nonzero if every thread of the block passed a nonzero `predicate`."""
+    return _block_vote("T.syncthreads_and", "__syncthreads_and", predicate)
+
+
+def syncthreads_or(predicate: Any) -> Any:
+    """A block barrier that returns nonzero if some thread of the block passed a nonzero `predicate`."""
+    return _block_vote("T.syncthreads_or", "__syncthreads_or", predicate)
