@@ -115,7 +115,7 @@ def test_a_kernel_reloads_from_its_entry_in_a_fresh_process(built):
         a = torch.arange({N}, dtype=torch.float32)
         assert torch.equal(kernel(a), -a)
         print(kernel.kernel_name, kernel.target.attrs["arch"], kernel.backend.name, kernel.out_idx,
-              kernel.get_kernel_source() == open({str(kernel.stage_path("mu"))!r}).read())
+              kernel.get_kernel_source(kernel_only=False) == open({str(kernel.stage_path("mu"))!r}).read())
     """)
     out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -190,7 +190,7 @@ def test_the_key_changes_with_what_changes_the_kernel(monkeypatch, tmp_path):
 
 def test_replace_musac_is_compiled_and_shown_by_get_kernel_source(built, cache_dir, tmp_path, monkeypatch,
                                                                    no_stage_runs):
-    program, generated = built.program, built.get_kernel_source()
+    program, generated = built.program, built.get_kernel_source(kernel_only=False)
     replacement = tmp_path / "edited.mu"
     replacement.write_text("// edited by hand\n" + generated)
     monkeypatch.setenv("TILELANG_REPLACE_MUSAC", str(replacement))
