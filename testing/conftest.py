@@ -5,13 +5,17 @@ import os
 import pytest
 import torch
 
-# Tests compile many small kernels: keep their cache inside the test session.
 os.environ.setdefault("TILELANG_EXECUTION_BACKEND", "sim")
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
+    """The session's kernels are cached in a directory of its own. The user's examples call
+    `tilelang.disable_cache()` when imported (test_gemm imports the GEMM example at collection): enable it again."""
+    import tilelang
+
     os.environ["TILELANG_CACHE_DIR"] = str(tmp_path_factory.mktemp("tilelang_cache"))
+    tilelang.enable_cache()
     yield
 
 

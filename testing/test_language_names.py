@@ -902,3 +902,23 @@ def test_all_of_and_any_of_masks(arch):
     every = mask.all(-1).repeat_interleave(16, 0)
     some = mask.any(-1).repeat_interleave(16, 0)
     torch.testing.assert_close(b, torch.where(some & ~every, -a, torch.where(every, a, torch.zeros_like(a))))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_alloc_var_initialised_from_another(arch):
+    """Upstream's var_init: `b = T.alloc_var(T.int32, init=a)` takes a's value at that point."""
+
+    @T.prim_func
+    def main(A: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=1):
+            a = T.alloc_var(T.int32, init=1)
+            b = T.alloc_var(T.int32, init=a)
+            a = 2
+            d = T.alloc_var(T.float32, init=a)
+            A[0] = b
+            A[1] = T.cast(d * 1.5, "int32")
+
+    kernel = compile_for(main, arch)
+    out = torch.full((2,), -7, dtype=torch.int32)
+    kernel(out)
+    assert out.tolist() == [1, 3]

@@ -10,7 +10,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .builder import Param, current_trace, is_buffer, take_name
+from .builder import Param, current_trace, is_buffer, take_name, value
 from .dtypes import canonical_dtype
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
@@ -57,7 +57,13 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = VAR_SCOPE) -> Any:
     """A per-thread scalar variable; `x = value` in the kernel stores into it, `x` reads it."""
     buf = _alloc("T.alloc_var", [1], dtype, scope, "var")
     if init is not None:
-        Tb.buffer_store(buf, tirx.const(init, canonical_dtype(dtype)) if not isinstance(init, tvm.ir.Expr) else init, [0])
+        init = value(init)  # another T.alloc_var initialises with its current value
+        dtype = canonical_dtype(dtype)
+        if not isinstance(init, tvm.ir.Expr):
+            init = tirx.const(init, dtype)
+        elif str(init.ty.dtype) != dtype:
+            init = tirx.Cast(dtype, init)
+        Tb.buffer_store(buf, init, [0])
     return buf
 
 

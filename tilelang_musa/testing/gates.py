@@ -129,20 +129,20 @@ def requires_musa_compute_version(major_version: int, minor_version: int = 0, mo
     return lambda func: _apply(func, marks())
 
 
-def _musa_version_gate(mode: str) -> Callable[..., Callable]:
+def _version_gate(general: Callable[..., Callable], mode: str, doc: str) -> Callable[..., Callable]:
+    """`general` (a requires_*_compute_version) with its mode fixed: requires_*_compute_version_<mode>."""
     def gate(major_version: int, minor_version: int = 0) -> Callable:
-        return requires_musa_compute_version(major_version, minor_version, mode=mode)
+        return general(major_version, minor_version, mode=mode)
 
-    gate.__name__ = gate.__qualname__ = f"requires_musa_compute_version_{mode}"
-    gate.__doc__ = f"requires_musa_compute_version(major_version, minor_version, mode={mode!r})"
+    gate.__name__ = gate.__qualname__ = f"{general.__name__}_{mode}"
+    gate.__doc__ = f"{doc} ({general.__name__}(major_version, minor_version, mode={mode!r}))."
     return gate
 
 
-requires_musa_compute_version_ge = _musa_version_gate("ge")
-requires_musa_compute_version_gt = _musa_version_gate("gt")
-requires_musa_compute_version_eq = _musa_version_gate("eq")
-requires_musa_compute_version_lt = _musa_version_gate("lt")
-requires_musa_compute_version_le = _musa_version_gate("le")
+requires_musa_compute_version_ge, requires_musa_compute_version_gt, requires_musa_compute_version_eq, \
+    requires_musa_compute_version_lt, requires_musa_compute_version_le = (
+        _version_gate(requires_musa_compute_version, mode, "Skips unless the current arch compares as asked")
+        for mode in ("ge", "gt", "eq", "lt", "le"))
 
 
 def _absent(name: str, reason: str) -> Callable[..., Any]:
@@ -167,20 +167,10 @@ def requires_cuda_compute_version(major_version: int, minor_version: int = 0, mo
     return lambda func: _apply(func, [_skip_unless(False, reason)])
 
 
-def _cuda_version_gate(mode: str) -> Callable[..., Callable]:
-    def gate(major_version: int, minor_version: int = 0) -> Callable:
-        return requires_cuda_compute_version(major_version, minor_version, mode=mode)
-
-    gate.__name__ = gate.__qualname__ = f"requires_cuda_compute_version_{mode}"
-    gate.__doc__ = f"Always skips: {NO_CUDA} (requires_cuda_compute_version(..., mode={mode!r}))."
-    return gate
-
-
-requires_cuda_compute_version_ge = _cuda_version_gate("ge")
-requires_cuda_compute_version_gt = _cuda_version_gate("gt")
-requires_cuda_compute_version_eq = _cuda_version_gate("eq")
-requires_cuda_compute_version_lt = _cuda_version_gate("lt")
-requires_cuda_compute_version_le = _cuda_version_gate("le")
+requires_cuda_compute_version_ge, requires_cuda_compute_version_gt, requires_cuda_compute_version_eq, \
+    requires_cuda_compute_version_lt, requires_cuda_compute_version_le = (
+        _version_gate(requires_cuda_compute_version, mode, f"Always skips: {NO_CUDA}")
+        for mode in ("ge", "gt", "eq", "lt", "le"))
 
 
 def requires_package(*packages: str) -> Callable:
