@@ -72,7 +72,7 @@ def _store(bits: int):
         Tb.evaluate(call)
 
     store.__name__ = name
-    store.__doc__ = f"One {bits}-bit global store of `value` ({_word_dtype(bits)}) to `dst`; none where `pred` is false."
+    store.__doc__ = f"One {bits}-bit global store of `value` ({_word_dtype(bits)}) to `dst`; none where `pred` is 0."
     return store
 
 
