@@ -117,7 +117,9 @@ def test_a_kernel_reloads_from_its_entry_in_a_fresh_process(built):
         print(kernel.kernel_name, kernel.target.attrs["arch"], kernel.backend.name, kernel.out_idx,
               kernel.get_kernel_source(kernel_only=False) == open({str(kernel.stage_path("mu"))!r}).read())
     """)
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    # cwd: not the repository root, whose source tree would shadow an installed (non-editable) package
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120,
+                         cwd=kernel.directory)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["negate_kernel", "mp_31", "sim", "[1]", "True"]
 
