@@ -10,7 +10,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .builder import Param, current_trace, is_buffer, take_name, value
+from .builder import Param, current_trace, is_buffer, kernel_trace, take_name, value
 from .dtypes import canonical_dtype
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
@@ -28,9 +28,7 @@ def _shape(construct: str, shape: Any) -> list[Any]:
 
 
 def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str) -> Any:
-    trace = current_trace(construct)
-    if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    kernel_trace(construct)
     buf = Tb.alloc_buffer(_shape(construct, shape), canonical_dtype(dtype), scope=scope)
     IRBuilder.name(take_name(default_name), buf)
     return buf

@@ -13,7 +13,7 @@ from tvm import tirx
 
 from ..layout import Fragment, Layout
 from ..tileop.region import TensorRegion, is_buffer
-from .builder import current_trace
+from .builder import current_trace, kernel_trace
 
 ANNOTATIONS_ATTR = "tl.layout_annotations"
 PASS_CONFIGS_ATTR = "tl.pass_configs"
@@ -45,9 +45,7 @@ def annotate_compile_flags(flags) -> None:
 
 
 def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_reannotation: bool = False) -> None:
-    trace = current_trace("T.annotate_layout")
-    if trace.kernel is None:
-        raise trace.error("`T.annotate_layout` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.annotate_layout")
     for key, layout in layout_map.items():
         if isinstance(key, TensorRegion):
             if not allow_buffer_region:

@@ -15,7 +15,7 @@ from tvm.tirx.script import builder as Tb
 from ..tileop import emit_tile_op
 from ..tileop.atomic import MEMORY_ORDERS, Atomic, element_atomic, ordered
 from ..tileop.region import TensorLoad, pair_dims, to_region
-from .builder import current_trace
+from .builder import kernel_trace
 
 
 def _checked_order(trace, construct: str, memory_order: Any) -> str | None:
@@ -24,16 +24,9 @@ def _checked_order(trace, construct: str, memory_order: Any) -> str | None:
     return memory_order
 
 
-def _in_kernel(construct: str):
-    trace = current_trace(construct)
-    if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
-    return trace
-
-
 def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: Any) -> Any:
     construct = f"T.atomic_{kind}"
-    trace = _in_kernel(construct)
+    trace = kernel_trace(construct)
     memory_order = _checked_order(trace, construct, memory_order)
     if isinstance(dst, TensorLoad):  # one element
         if isinstance(value, (int, float)):
@@ -92,7 +85,7 @@ def _element(trace, construct: str, what: str, value: Any, scopes: tuple[str, ..
 
 def _atomic_add_lanes(lanes: int, dst: Any, value: Any, return_prev: bool, memory_order: Any) -> Any:
     construct = f"T.atomic_addx{lanes}"
-    trace = _in_kernel(construct)
+    trace = kernel_trace(construct)
     memory_order = _checked_order(trace, construct, memory_order)
     dst = _element(trace, construct, "dst", dst, ("global", "shared", "shared.dyn"))
     # the value's lanes are read from consecutive addresses: not from a fragment, whose elements a layout places
@@ -120,7 +113,7 @@ def atomic_addx4(dst: Any, value: Any, return_prev: bool = False, memory_order: 
 
 def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
     """The element `src`, read whole and once, with the memory order's fence."""
-    trace = _in_kernel("T.atomic_load")
+    trace = kernel_trace("T.atomic_load")
     memory_order = _checked_order(trace, "T.atomic_load", memory_order) or "seq_cst"
     src = _element(trace, "T.atomic_load", "src", src, ("global", "shared", "shared.dyn"))
     return tirx.call_extern(str(src.ty.dtype), f"tl::AtomicLoad<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(src))
@@ -128,7 +121,7 @@ def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
 
 def atomic_store(dst: Any, value: Any, memory_order: str = "seq_cst") -> None:
     """dst = value, written whole and once, with the memory order's fence."""
-    trace = _in_kernel("T.atomic_store")
+    trace = kernel_trace("T.atomic_store")
     memory_order = _checked_order(trace, "T.atomic_store", memory_order) or "seq_cst"
     dst = _element(trace, "T.atomic_store", "dst", dst, ("global", "shared", "shared.dyn"))
     if isinstance(value, (int, float)):

@@ -63,6 +63,14 @@ def current_trace(construct: str | None = None) -> KernelTrace:
     return _TRACES[-1]
 
 
+def kernel_trace(construct: str) -> KernelTrace:
+    """The current trace, after checking that `construct` is used inside `with T.Kernel(...)`."""
+    trace = current_trace(construct)
+    if trace.kernel is None:
+        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    return trace
+
+
 @contextlib.contextmanager
 def open_trace(trace: KernelTrace) -> Iterator[KernelTrace]:
     _TRACES.append(trace)

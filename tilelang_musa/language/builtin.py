@@ -6,7 +6,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from .builder import current_trace, static_value
+from .builder import kernel_trace, static_value
 
 _OPAQUE = 3  # CallEffectKind::kOpaque
 
@@ -38,9 +38,7 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
     Upstream's named form `T.sync_threads(barrier_id, arrive_count)` is accepted when every thread of the block
     arrives (the id then changes nothing); a barrier over a subset of the block has no MUSA built-in we know
     of, and is rejected rather than turned into a block barrier that would deadlock."""
-    trace = current_trace("T.sync_threads")
-    if trace.kernel is None:
-        raise trace.error("`T.sync_threads` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.sync_threads")
     static_id = static_value(barrier_id) if isinstance(barrier_id, tvm.ir.Expr) else barrier_id
     if static_id is not None and (not isinstance(static_id, int) or not 0 <= static_id < 16):
         raise trace.error(f"T.sync_threads: barrier_id={barrier_id!r} must be an integer from 0 to 15")
@@ -58,9 +56,7 @@ def thread_return() -> None:
     """The calling thread leaves the kernel here (CUDA's `return` in device code). Threads that left take no
     part in later barriers: a block barrier after it, in a block where some threads returned, is an error the
     simulator reports."""
-    trace = current_trace("T.thread_return")
-    if trace.kernel is None:
-        raise trace.error("`T.thread_return` must be used inside `with T.Kernel(...)`")
+    kernel_trace("T.thread_return")
     Tb.evaluate(tirx.call_intrin("int32", "tirx.thread_return"))
 
 
@@ -68,9 +64,7 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
     """Block rasterization: remap the block indices so that consecutive blocks walk panels of `panel_size`
     rows (order="row") or columns (order="col") of the grid, for better L2 reuse. A bijection over the grid:
     results never change. Applies to the whole kernel (the block indices are remapped at its start)."""
-    trace = current_trace("T.use_swizzle")
-    if trace.kernel is None:
-        raise trace.error("`T.use_swizzle` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.use_swizzle")
     if order not in ("row", "col"):
         raise trace.error(f"T.use_swizzle: order must be 'row' or 'col'; got {order!r}")
     if not isinstance(panel_size, int) or panel_size <= 0:
@@ -88,9 +82,7 @@ def wait_sqmma(num_pending: int = 0) -> None:
     """Wait until at most `num_pending` (0..2) of the asynchronous SQMMA GEMMs issued with
     `T.gemm(..., wg_wait=-1)` are still in flight. Call it before reading the accumulator or overwriting the
     operand tiles. (On paths that are synchronous anyway, e.g. mp_22 or WMMA, there is nothing to wait for.)"""
-    trace = current_trace("T.wait_sqmma")
-    if trace.kernel is None:
-        raise trace.error("`T.wait_sqmma` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.wait_sqmma")
     if not isinstance(num_pending, int) or not 0 <= num_pending <= 2:
         raise trace.error(f"T.wait_sqmma: num_pending must be 0, 1 or 2; got {num_pending!r}")
     Tb.evaluate(tirx.call_intrin("int32", WAIT_SQMMA_OP, num_pending))

@@ -9,7 +9,7 @@ from ..errors import UnsupportedError
 from ..tileop import Copy, emit_tile_op
 from ..tileop.copy import resolve_extents
 from ..tileop.region import to_region
-from .builder import current_trace
+from .builder import kernel_trace
 
 _CACHE_POLICIES = ("cache_none", "cache_once", "cache_normal", "cache_persist")
 
@@ -21,9 +21,7 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     """dst = src (cast to dst's dtype). Each side is a buffer, a slice, or an element used as the origin of
     a region shaped like the other side: `T.copy(A[by * 64, k * 32], A_shared)`.
     Elements of src outside its tensor read as zero; elements of dst outside its tensor are not written."""
-    trace = current_trace("T.copy")
-    if trace.kernel is None:
-        raise trace.error("`T.copy` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.copy")
     if "barrier" in kwargs:
         raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself, and barrier-managed asynchronous "
                           "copies (TME) are not supported yet")

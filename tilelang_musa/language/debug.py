@@ -9,7 +9,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..tileop.region import is_buffer
-from .builder import as_expr, current_trace
+from .builder import as_expr, kernel_trace
 
 
 def _str(text: str) -> Any:
@@ -20,9 +20,7 @@ def print(obj: Any, msg: str = "") -> None:  # noqa: A001 - the language's T.pri
     """Print a value (from every thread that runs it) or every element of a buffer. A shared or global buffer
     is printed once per block, by its first thread; a thread's own (`local`) buffer by every thread. Each line
     names the block and the thread."""
-    trace = current_trace("T.print")
-    if trace.kernel is None:
-        raise trace.error("`T.print` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.print")
     if not is_buffer(obj):
         value = as_expr(obj)
         if not isinstance(value, tvm.ir.Expr):
@@ -59,9 +57,7 @@ def print(obj: Any, msg: str = "") -> None:  # noqa: A001 - the language's T.pri
 
 def device_assert(cond: Any, msg: str = "") -> None:
     """If `cond` is false in some thread, print `msg` with its block and thread, and fail the launch."""
-    trace = current_trace("T.device_assert")
-    if trace.kernel is None:
-        raise trace.error("`T.device_assert` must be used inside `with T.Kernel(...)`")
+    kernel_trace("T.device_assert")
     cond = as_expr(cond)
     with Tb.If(tirx.Not(cond)):
         with Tb.Then():

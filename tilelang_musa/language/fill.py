@@ -9,15 +9,13 @@ from tvm import tirx
 
 from ..tileop import Fill, emit_tile_op
 from ..tileop.region import to_region
-from .builder import current_trace
+from .builder import kernel_trace
 
 
 def fill(dst: Any, value: Any) -> None:
     """Set every element of `dst` (a buffer or region, any scope) to `value`, cast to dst's dtype.
     Example: T.fill(acc, 0)"""
-    trace = current_trace("T.fill")
-    if trace.kernel is None:
-        raise trace.error("`T.fill` must be used inside `with T.Kernel(...)`")
+    kernel_trace("T.fill")
     region, _ = to_region(dst, "T.fill", "dst")
     if not isinstance(value, tvm.ir.Expr):
         value = tirx.const(value, region.dtype)

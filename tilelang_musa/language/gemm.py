@@ -8,7 +8,7 @@ from ..layout import GemmWarpPolicy
 from ..tileop import emit_tile_op
 from ..tileop.gemm import Gemm
 from ..tileop.region import to_region
-from .builder import current_trace
+from .builder import kernel_trace
 
 
 def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,  # noqa: N803
@@ -17,9 +17,7 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
     """C (+)= op(A) @ op(B): A (M, K) [(K, M) if transpose_A] and B (K, N) [(N, K) if transpose_B] in shared
     memory or fragments, C an (M, N) fragment in the accumulation dtype; `clear_accum=True` overwrites C.
     `policy` splits the block's warps over the M x N tile (Square, FullRow: all along M, FullCol)."""
-    trace = current_trace("T.gemm")
-    if trace.kernel is None:
-        raise trace.error("`T.gemm` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace("T.gemm")
     regions = [to_region(x, "T.gemm", what)[0] for x, what in ((A, "A"), (B, "B"), (C, "C"))]
     attrs = {"trans_A": bool(transpose_A), "trans_B": bool(transpose_B), "policy": int(policy),
              "clear_accum": bool(clear_accum), "k_pack": int(k_pack), "wg_wait": int(wg_wait)}

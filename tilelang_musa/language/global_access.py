@@ -26,16 +26,11 @@ def _address(construct: str, what: str, target: Any, bits: int) -> Any:
     """The address of `target`'s first element, after checking that it spans exactly `bits` bits."""
     trace = current_trace(construct)
     region, _ = to_region(target, construct, what)
-    extents = region.static_extents()
-    if any(e is None for e in extents):
-        raise trace.error(f"{construct}: {what} {region.describe()} must have constant extents")
-    count = 1
-    for e in extents:
-        count *= e
+    count = region.contiguous_count()
     elem_bits = tvm.DataType(region.dtype).bits
-    if count * elem_bits != bits or [e for e in extents[:-1] if e != 1]:
+    if region.buffer in trace.layout_annotations or count is None or count * elem_bits != bits:
         raise trace.error(f"{construct}: {what} {region.describe()} must be {bits} contiguous bits "
-                          f"({bits // elem_bits} x {region.dtype} in the last dimension)")
+                          f"({bits // elem_bits} x {region.dtype}, a slice of the innermost dimensions)")
     return tirx.address_of(region.buffer[tuple(region.mins)])
 
 

@@ -8,7 +8,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
-from .builder import current_trace, static_value
+from .builder import current_trace, kernel_trace, static_value
 from .proxy import stop_discovery_here
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -99,9 +99,7 @@ class Kernel:
 
 
 def _open_kernel(construct: str) -> Kernel:
-    trace = current_trace(construct)
-    if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace(construct)
     return trace.kernel
 
 

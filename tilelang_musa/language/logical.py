@@ -34,16 +34,9 @@ def _reduce_mask(name: str, buffer: Any) -> Any:
                           "memory (or use T.reduce_* on it) first")
     if region.buffer in trace.layout_annotations:
         raise trace.error(f"{construct}: `{region.name}` has an annotated layout; its region is not contiguous")
-    shape = [int(e) if isinstance(e, tirx.IntImm) else e for e in region.buffer.ty.shape]
-    extents = region.static_extents()
-    # Contiguous in a row-major buffer: size-1 dimensions, then one partial dimension, then whole ones.
-    dims = [d for d, e in enumerate(extents) if e != 1]
-    if dims and (any(e is None for e in extents)
-                 or any(extents[d] != shape[d] for d in range(dims[0] + 1, len(extents)))):
+    count = region.contiguous_count()
+    if count is None:
         raise trace.error(f"{construct}: the region {region.describe()} must be contiguous in memory (a slice of "
                           "the innermost dimensions, with constant extents)")
-    count = 1
-    for e in extents:
-        count *= e
     first = region.buffer[tuple(region.mins)]
     return tirx.call_extern("bool", f"tl::{name}", tirx.address_of(first), tirx.const(count, "int32"))

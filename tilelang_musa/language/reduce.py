@@ -8,14 +8,12 @@ from typing import Any
 from ..tileop import emit_tile_op
 from ..tileop.reduce import BITWISE_KINDS, KINDS, Reduce
 from ..tileop.region import to_region
-from .builder import current_trace
+from .builder import current_trace, kernel_trace
 
 
 def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool) -> None:
     construct = f"T.reduce_{kind}"
-    trace = current_trace(construct)
-    if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace(construct)
     src_r, _ = to_region(src, construct, "src")
     dst_r, _ = to_region(dst, construct, "dst")
     for what, r in (("src", src_r), ("dst", dst_r)):

@@ -12,7 +12,7 @@ from ..tileop import emit_tile_op
 from ..tileop.region import to_region
 from ..tileop.scan import CumMax, CumSum, Scan
 from .allocate import SHARED_SCOPE, FRAGMENT_SCOPE
-from .builder import current_trace
+from .builder import kernel_trace
 
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
@@ -28,9 +28,7 @@ def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> No
 
 
 def _scan(op: type[Scan], name: str, src: Any, dst: Any, dim: int, reverse: bool) -> None:
-    trace = current_trace(name)
-    if trace.kernel is None:
-        raise trace.error(f"`{name}` must be used inside `with T.Kernel(...)`")
+    trace = kernel_trace(name)
     dst = dst if dst is not None else src
     src_r, _ = to_region(src, name, "src")
     dst_r, _ = to_region(dst, name, "dst")

@@ -13,7 +13,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from .builder import as_expr, current_trace
+from .builder import as_expr, current_trace, kernel_trace
 from .dtypes import canonical_dtype
 
 PrimExpr = tvm.ir.Expr
@@ -73,9 +73,7 @@ def Let(expr: Any, where: dict) -> Any:  # noqa: N802 - TVMScript's name
 
 def evaluate(value: Any) -> None:
     """Evaluate `value` (typically a call) as a statement of the kernel."""
-    trace = current_trace("T.evaluate")
-    if trace.kernel is None:
-        raise trace.error("`T.evaluate` must be used inside `with T.Kernel(...)`")
+    kernel_trace("T.evaluate")
     Tb.evaluate(as_expr(value))
 
 
@@ -152,9 +150,7 @@ def attr(node: Any, attr_key: str, value: Any):
 
 def assume(condition: Any) -> None:
     """`T.assume(cond)`: the compiler may assume `cond` holds here (it simplifies with it; nothing is checked)."""
-    trace = current_trace("T.assume")
-    if trace.kernel is None:
-        raise trace.error("`T.assume` must be used inside `with T.Kernel(...)`")
+    kernel_trace("T.assume")
     Tb.evaluate(tirx.assume(as_expr(condition)))
 
 

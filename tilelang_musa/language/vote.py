@@ -13,19 +13,13 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from .builder import as_expr, current_trace
+from .builder import as_expr, current_trace, kernel_trace
 
 _FULL_MASK = 0xFFFFFFFF
 
 
-def _in_kernel(construct: str) -> None:
-    trace = current_trace(construct)
-    if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
-
-
 def _predicate(construct: str, predicate: Any) -> Any:
-    _in_kernel(construct)
+    kernel_trace(construct)
     predicate = as_expr(predicate)
     if not isinstance(predicate, tvm.ir.Expr):
         return tirx.const(int(bool(predicate)), "int32")
@@ -59,7 +53,7 @@ def ballot(predicate: Any) -> Any:
 
 def activemask() -> Any:
     """uint64 with a bit set for each lane of the warp that is running this call (`__activemask`)."""
-    _in_kernel("T.activemask")
+    kernel_trace("T.activemask")
     return tirx.Cast("uint64", tirx.call_extern("uint32", "__activemask"))
 
 

@@ -14,20 +14,13 @@ from typing import Any
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from .builder import as_expr, current_trace
+from .builder import as_expr, kernel_trace
 
 _FULL_MASK = 0xFFFFFFFF
 
 
-def _in_kernel(construct: str):
-    trace = current_trace(construct)
-    if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
-    return trace
-
-
 def _warp_template(construct: str, name: str, warp_size: Any) -> Any:
-    trace = _in_kernel(construct)
+    trace = kernel_trace(construct)
     if warp_size is None:
         return tirx.call_extern("int32", f"tl::{name}")
     if not isinstance(warp_size, int) or warp_size <= 0:
@@ -52,13 +45,13 @@ def get_warp_idx_sync(warp_size: int | None = None) -> Any:
 
 def sync_warp(mask: int | None = None) -> None:
     """`__syncwarp(mask)`: the lanes of `mask` (all by default) wait for each other."""
-    _in_kernel("T.sync_warp")
+    kernel_trace("T.sync_warp")
     args = [] if mask is None else [tirx.const(mask, "uint32")]
     Tb.evaluate(tirx.call_extern("int32", "__syncwarp", *args))
 
 
 def _shuffle(construct: str, builtin: str, value: Any, lane_arg: Any, width: Any, mask: Any) -> Any:
-    _in_kernel(construct)
+    kernel_trace(construct)
     value = as_expr(value)
     mask = tirx.const(mask, "uint32") if isinstance(mask, int) else mask
     args = [mask, value, as_expr(lane_arg)] + ([] if width is None else [as_expr(width)])
@@ -86,7 +79,7 @@ def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = _FULL_MA
 
 
 def _warp_reduce(construct: str, op: str, value: Any) -> Any:
-    _in_kernel(construct)
+    kernel_trace(construct)
     value = as_expr(value)
     return tirx.call_extern(str(value.ty.dtype), f"tl::WarpReduce<tl::{op}>", value)
 
@@ -120,7 +113,7 @@ def warp_reduce_bitor(value: Any) -> Any:
 def shuffle_elect(thread_extent: int = 0) -> Any:
     """True in exactly one thread of each group of `thread_extent` consecutive threads (its first); 0 means one
     thread of the whole block. For work a single thread does on behalf of its group."""
-    trace = _in_kernel("T.shuffle_elect")
+    trace = kernel_trace("T.shuffle_elect")
     if not isinstance(thread_extent, int) or thread_extent < 0:
         raise trace.error(f"T.shuffle_elect: thread_extent={thread_extent!r} must be a non-negative int")
     if thread_extent and trace.kernel.num_threads % thread_extent:

@@ -44,6 +44,21 @@ class Region:
         return [int(e.value) if isinstance(e, tirx.IntImm) else e if isinstance(e, int) else None
                 for e in self.extents]
 
+    def contiguous_count(self) -> int | None:
+        """The number of elements if the region is one contiguous run of its row-major buffer (size-1 dimensions,
+        then one partial dimension, then whole ones) with constant extents; None otherwise."""
+        extents = self.static_extents()
+        if any(e is None for e in extents):
+            return None
+        shape = [int(e) if isinstance(e, tirx.IntImm) else e for e in self.buffer.ty.shape]
+        dims = [d for d, e in enumerate(extents) if e != 1]
+        if dims and any(not isinstance(shape[d], int) or extents[d] != shape[d] for d in range(dims[0] + 1, len(extents))):
+            return None
+        count = 1
+        for e in extents:
+            count *= e
+        return count
+
     def to_ir(self) -> TensorRegion:
         return tirx.BufferRegion(self.buffer, [tvm.ir.Range.from_min_extent(m, e) for m, e in zip(self.mins, self.extents)])
 
