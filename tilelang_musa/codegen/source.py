@@ -19,6 +19,8 @@ from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_con
 TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "scan.h", "debug.h", "gemm_mp22_mma.h",
                     "gemm_mp31_wmma.h", "gemm_mp31_sqmma.h")
 HEADER = "".join(f'#include "tl_templates/musa/{h}"\n' for h in TEMPLATE_HEADERS) + "#include <cstdio>\n"
+# Only kernels that draw random numbers (T.rng_init) include murand: curand_kernel.h-like headers are heavy.
+RANDOM_HEADER = '#include "tl_templates/musa/random.h"\n'
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,8 @@ class KernelSource:
 
     @property
     def text(self) -> str:
-        return f"{HEADER}\n{self.device}\n\n{self.host}"
+        header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
+        return f"{header}\n{self.device}\n\n{self.host}"
 
 
 def kernel_names(name: str, count: int) -> list[str]:

@@ -25,6 +25,7 @@ from .tir import (
     handle, let, match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
+from .random import rng_init, rng_rand, rng_rand_float
 from .scan import cummax, cumsum
 from .fastmath import (
     __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt,
@@ -80,7 +81,8 @@ __all__ = [
     "macro", "match_buffer", "max", "max_value", "min", "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
     "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
-    "reducer_init", "reducer_update", "reinterpret", "reshape", "round", "rsqrt", "Select", "serial", "SharedBuffer",
+    "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
+    "rsqrt", "Select", "serial", "SharedBuffer",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "thread_binding",
