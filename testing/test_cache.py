@@ -172,7 +172,7 @@ def test_the_key_changes_with_what_changes_the_kernel(monkeypatch, tmp_path):
     replacement = tmp_path / "mine.mu"
     replacement.write_text("// one")
     variants = [key(program=negate_program(threads=64)),
-                key(program=program.with_attr("tl.pass_configs", {"tl.disable_sqmma": True})),
+                key(program=program.with_attr("tilelang_pass_configs", {"tl.disable_sqmma": True})),
                 key(program=program.with_attr("global_symbol", "renamed"), name="renamed"),
                 key(target=determine_target("musa -arch=mp_22")),
                 key(backend=backend_named("cython")),

@@ -297,7 +297,7 @@ def test_bitwise_reductions(arch, dtype):
             x_and, x_or, x_xor = x_and & v, x_or | v, x_xor ^ v
         assert out[:, m].tolist() == [x_and, x_or, x_xor]
 
-    with pytest.raises(tilelang.CompileError, match=r"T.reduce_bitor: src and dst must be integer fragments"):
+    with pytest.raises(tilelang.CompileError, match=r"T.reduce_bitor: src and dst must be integers"):
         @T.prim_func
         def floats(A: T.Tensor((M, N), "float32")):
             with T.Kernel(1, threads=128):

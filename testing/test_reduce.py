@@ -176,3 +176,104 @@ def test_a_row_spread_over_a_non_power_of_two_of_threads_is_a_clear_error():
     with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine "
                                                     r"needs a power of two threads"):
         tilelang.compile(main, target="musa -arch=mp_31")
+
+
+def staged_program(kind, M, N, src_scope, dst_scope, clear, threads=128):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), O: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_shared((M, N), "float32") if src_scope == "shared" else T.alloc_fragment((M, N), "float32")
+            dst = T.alloc_shared((M,), "float32") if dst_scope == "shared" else T.alloc_fragment((M,), "float32")
+            T.copy(A, src)
+            T.copy(O, dst)
+            getattr(T, f"reduce_{kind}")(src, dst, dim=1, clear=clear)
+            T.copy(dst, O)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize(("src_scope", "dst_scope", "kind", "clear"),
+                         [("shared", "shared", "sum", False), ("shared", "fragment", "max", True),
+                          ("fragment", "shared", "absmax", False)])
+def test_reduce_stages_shared_operands_through_fragments(arch, src_scope, dst_scope, kind, clear):
+    # Upstream reduces shared tiles too; src (and dst, read first when clear=False) are staged through fragments.
+    M, N = 32, 64
+    kernel = tilelang.compile(staged_program(kind, M, N, src_scope, dst_scope, clear),
+                              target=f"musa -arch={arch}")
+    assert f"tl::AllReduce<{'tl::SumOp' if kind == 'sum' else 'tl::MaxOp'}," in kernel.get_kernel_source()
+    a = rand((M, N), torch.float32, 21)
+    init = rand((M,), torch.float32, 22)
+    o = init.clone()
+    kernel(a, o)
+    expected = REF[kind](a, 1) if clear else COMBINE[kind](init, REF[kind](a, 1))
+    torch.testing.assert_close(o, expected, rtol=1e-5, atol=1e-4)
+
+
+def nan_program(kind, nan_propagate, dtype):
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), dtype), O: T.Tensor((4,), dtype)):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((4, 64), dtype)
+            R = T.alloc_fragment((4,), dtype)
+            T.copy(A, F)
+            getattr(T, f"reduce_{kind}")(F, R, dim=1, nan_propagate=nan_propagate)
+            T.copy(R, O)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("kind", ["max", "min", "absmax"])
+def test_nan_propagate_makes_a_nan_the_row_result(arch, kind):
+    a = rand((4, 64), torch.float16, 23)
+    a[1, 7] = float("nan")  # a NaN in row 1 only; rows 0, 2, 3 are numbers
+    expected = REF[kind](a.float(), 1).half()
+    for nan_propagate in (False, True):
+        kernel = tilelang.compile(nan_program(kind, nan_propagate, "float16"), target=f"musa -arch={arch}")
+        source = kernel.get_kernel_source()
+        assert ("OpNan" in source) == nan_propagate
+        o = poison((4,), torch.float16)
+        kernel(a, o)
+        rest = [0, 2, 3]
+        torch.testing.assert_close(o[rest], expected[rest])
+        if nan_propagate:
+            assert torch.isnan(o[1])
+        else:  # the NaN is skipped: the extremum of the row's numbers
+            row = a[1].float()[~torch.isnan(a[1])]
+            torch.testing.assert_close(o[1].float(), REF[kind](row, 0))
+
+
+def batched_program(M, N, batch, threads):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), O: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=threads):
+            F = T.alloc_fragment((M, N), "float32")
+            R = T.alloc_fragment((N,), "float32")
+            T.copy(A, F)
+            T.reduce_sum(F, R, dim=0, batch=batch)
+            T.copy(R, O)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_batched_reduce_combines_several_results_per_exchange(arch):
+    # Column sums of 64 x 512 over 256 threads: each thread holds partials of many columns, and a column spans
+    # 64 threads 4 apart, so the batch also shares the shared-memory round.
+    kernel = tilelang.compile(batched_program(64, 512, 4, 256), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::BatchAllReduce<tl::SumOp," in source and ", 4, " in source and ">::run_batch(" in source
+    a = rand((64, 512), torch.float32, 24)
+    o = poison((512,), torch.float32)
+    kernel(a, o)
+    torch.testing.assert_close(o, a.sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_reduce_batch_errors():
+    with pytest.raises(tilelang.CompileError, match="batch must be >= 1"):
+        batched_program(64, 64, 0, 128)
+    with pytest.raises(tilelang.CompileError, match="exceeds total output elements"):
+        batched_program(64, 64, 128, 128)
+    with pytest.raises(tilelang.CompileError, match="must evenly divide"):
+        batched_program(64, 64, 3, 128)

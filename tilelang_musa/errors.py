@@ -50,8 +50,9 @@ def take_recent_error() -> TileLangError | None:
     return err
 
 
-class CompileError(TileLangError):
-    """A program we cannot compile correctly: names the construct and, when known, the source line."""
+class CompileError(TileLangError, ValueError):
+    """A program we cannot compile correctly: names the construct and, when known, the source line. A ValueError,
+    as upstream TileLang raises for bad programs, so that scripts catching that keep working."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None, stage: str | None = None):
         self.message = message

@@ -52,10 +52,13 @@ def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
     """Indices of the output parameters; `out_idx` counts the user's parameters (not T.dynamic sizes)."""
     sizes = func.attrs[SIZE_PARAMS_ATTR] if func.attrs is not None and SIZE_PARAMS_ATTR in func.attrs else []
     n = len(func.params) - len(sizes)
-    if out_idx is None:
-        names = list(func.attrs[OUTPUTS_ATTR]) if func.attrs is not None and OUTPUTS_ATTR in func.attrs else []
-        return {i for i, p in enumerate(func.params) if p.name in [str(x) for x in names]}
-    indices = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    attrs = func.attrs if func.attrs is not None else {}
+    if OUTPUTS_ATTR in attrs:  # the outputs the kernel allocates with T.empty and returns
+        if out_idx is not None:
+            raise CompileError(f"Out index conflict: `{attrs['global_symbol']}` returns the outputs it allocates with "
+                               f"T.empty; out_idx={out_idx!r} cannot select others")
+        out_idx = [int(i) for i in attrs[OUTPUTS_ATTR]]
+    indices = [] if out_idx is None else [out_idx] if isinstance(out_idx, int) else list(out_idx)
     out = set()
     for i in indices:
         if not -n <= i < n:

@@ -93,10 +93,9 @@ def const(names: str, dtype: str = "int32") -> Any:
 
 
 def empty(shape: Any, dtype: Any = "float32") -> Any:
-    """Eager style: an output tensor the kernel allocates and returns (`C = T.empty((M, N), dtype)`)."""
+    """An output tensor the kernel allocates and returns (`C = T.empty((M, N), dtype)` ... `return C`), in the
+    eager @tilelang.jit style or in a @T.prim_func."""
     trace = current_trace("T.empty")
-    if trace.mode == "prim_func":
-        raise trace.error("T.empty allocates an output in the @tilelang.jit eager style; in a @T.prim_func use out_idx")
     if trace.kernel is not None:
         raise trace.error("T.empty must be used before `with T.Kernel(...)`: it declares an output of the kernel")
     name = take_name(f"out{len(trace.params)}")

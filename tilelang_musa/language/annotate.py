@@ -16,8 +16,8 @@ from ..tileop.region import TensorRegion, is_buffer
 from .builder import current_trace, kernel_trace
 
 ANNOTATIONS_ATTR = "tl.layout_annotations"
-PASS_CONFIGS_ATTR = "tl.pass_configs"
-COMPILE_FLAGS_ATTR = "tl.compile_flags"
+PASS_CONFIGS_ATTR = "tilelang_pass_configs"
+COMPILE_FLAGS_ATTR = "tilelang_compile_flags"
 
 
 def annotate_pass_configs(configs: dict) -> None:

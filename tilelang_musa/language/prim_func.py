@@ -20,7 +20,7 @@ from .parser import ParsedKernel, parse_kernel
 from .proxy import make_param
 
 # PrimFunc attribute naming the eager style's outputs (T.empty buffers), in `return` order.
-OUTPUTS_ATTR = "tl.outputs"
+OUTPUTS_ATTR = "tilelang_out_idx"
 # PrimFunc attribute naming the trailing parameters added for T.dynamic sizes (not the user's parameters).
 SIZE_PARAMS_ATTR = "tl.size_params"
 
@@ -52,14 +52,15 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 
 def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[str] | None = None) -> tirx.PrimFunc:
+    user_params = [p.name for p in func.params]
     func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
     if trace.layout_annotations:
         from .annotate import ANNOTATIONS_ATTR
 
         func = func.with_attr(ANNOTATIONS_ATTR, dict(trace.layout_annotations))
-    if outputs:
-        func = func.with_attr(OUTPUTS_ATTR, outputs)
+    if outputs:  # as upstream records them: indices counted from the end of the user's parameters
+        func = func.with_attr(OUTPUTS_ATTR, [user_params.index(o) - len(user_params) for o in outputs])
     from .annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
 
     if trace.pass_configs:
@@ -129,11 +130,13 @@ def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
                 annotation = _annotation(parsed, param)
             args.append(make_param(trace, name, annotation))
         result = parsed.fn(*args)
-        if result is not None:
-            raise trace.error("a @T.prim_func returns nothing; outputs are parameters (select them with out_idx)")
+        if result is not None and not trace.params[len(args):]:
+            raise trace.error("a @T.prim_func returns only the outputs it allocates with T.empty; other outputs "
+                              "are parameters (select them with out_idx)")
+        return result
 
-    func, _ = _build(parsed, trace, body)
-    return _finish(func, parsed.name, trace)
+    func, result = _build(parsed, trace, body)
+    return _finish(func, parsed.name, trace, _returned_outputs(parsed, trace, result))
 
 
 def prim_func(func: Callable | None = None, *, private: bool = False, check_well_formed: bool = True):
@@ -213,6 +216,24 @@ def _eager_args(sig: EagerSignature, values: dict[str, Any], trace: KernelTrace,
     return args
 
 
+def _returned_outputs(parsed: ParsedKernel, trace: KernelTrace, result: Any) -> list[str]:
+    """The names of the tensors the kernel returns: exactly those it allocated with T.empty, in return order."""
+    outputs = [p.name for p in trace.params if p.is_output]
+    returned = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+    returned_names = []
+    for r in returned:
+        if not is_buffer(r) or r.name not in outputs:
+            raise CompileError(
+                f"`{parsed.name}` must return the tensors it allocates with T.empty; it returned {r!r}",
+                SourceLoc(parsed.filename, parsed.tree.lineno))
+        returned_names.append(r.name)
+    missing = [o for o in outputs if o not in returned_names]
+    if missing:
+        raise CompileError(f"`{parsed.name}`: output(s) {missing} allocated with T.empty are not returned",
+                           SourceLoc(parsed.filename, parsed.tree.lineno))
+    return returned_names
+
+
 def trace_eager(parsed: ParsedKernel, values: dict[str, Any], consts: dict[str, int]) -> tirx.PrimFunc:
     """Build the PrimFunc of an eager-style function for constant parameter `values` and sizes `consts`."""
     sig = eager_signature(parsed)
@@ -227,20 +248,7 @@ def trace_eager(parsed: ParsedKernel, values: dict[str, Any], consts: dict[str, 
         return result
 
     func, result = _build(parsed, trace, body)
-    outputs = [p.name for p in trace.params if p.is_output]
-    returned = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
-    returned_names = []
-    for r in returned:
-        if not is_buffer(r) or r.name not in outputs:
-            raise CompileError(
-                f"`{parsed.name}` must return the tensors it allocates with T.empty; it returned {r!r}",
-                SourceLoc(parsed.filename, parsed.tree.lineno))
-        returned_names.append(r.name)
-    missing = [o for o in outputs if o not in returned_names]
-    if missing:
-        raise CompileError(f"`{parsed.name}`: output(s) {missing} allocated with T.empty are not returned",
-                           SourceLoc(parsed.filename, parsed.tree.lineno))
-    return _finish(func, parsed.name, trace, returned_names)
+    return _finish(func, parsed.name, trace, _returned_outputs(parsed, trace, result))
 
 
 def discover_consts(parsed: ParsedKernel, values: dict[str, Any], shapes: dict[str, tuple]) -> dict[str, int]:

@@ -1,26 +1,50 @@
-"""Reductions of a fragment along one dimension: `T.reduce_sum / max / min / abssum / absmax`, and of integer
-fragments `T.reduce_bitand / bitor / bitxor`."""
+"""Reductions along one dimension: `T.reduce_sum / max / min / abssum / absmax`, and of integers
+`T.reduce_bitand / bitor / bitxor`.
+
+The reduction itself runs on fragments (tileop/reduce.py). A shared or thread-local src or dst is staged through
+a fragment of its shape with `T.copy` (dst is read first when `clear=False`), as upstream accepts them.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..tileop import emit_tile_op
-from ..tileop.reduce import BITWISE_KINDS, KINDS, Reduce
-from ..tileop.region import to_region
+from ..tileop.reduce import BITWISE_KINDS, KINDS, NAN_FUNCTORS, Reduce
+from ..tileop.region import Region, to_region
+from .allocate import FRAGMENT_SCOPE, alloc_fragment
 from .builder import current_trace, kernel_trace
+from .copy import copy
+
+_STAGED_SCOPES = ("shared", "shared.dyn", "local")
 
 
-def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool) -> None:
+def _fragment_of(trace, construct: str, what: str, region: Region) -> Region:
+    """A fragment shaped like `region` (shared or thread-local), to stage it through."""
+    if region.scope not in _STAGED_SCOPES:
+        raise trace.error(f"{construct}: {what} `{region.name}` must be a fragment, shared memory or a local buffer; "
+                          f"it is {region.scope}")
+    extents = region.static_extents()
+    if any(e is None for e in extents):
+        raise trace.error(f"{construct}: {what} {region.describe()} must have constant extents")
+    trace.naming_hint = f"{region.name}_frag"
+    staged, _ = to_region(alloc_fragment(tuple(extents), region.dtype), construct, what)
+    return staged
+
+
+def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1,
+            nan_propagate: bool = False) -> None:
     construct = f"T.reduce_{kind}"
     trace = kernel_trace(construct)
+    if not isinstance(batch, int) or batch < 1:
+        raise trace.error(f"{construct}: batch must be >= 1, got {batch!r}")
+    if nan_propagate and kind not in NAN_FUNCTORS:
+        raise trace.error(f"{construct}: nan_propagate applies to max, min and absmax only")
     src_r, _ = to_region(src, construct, "src")
     dst_r, _ = to_region(dst, construct, "dst")
-    for what, r in (("src", src_r), ("dst", dst_r)):
-        if r.scope != "local.fragment":
-            raise trace.error(f"{construct}: {what} `{r.name}` must be a fragment (T.alloc_fragment); it is {r.scope}")
     if kind in BITWISE_KINDS and not all(r.dtype.startswith(("int", "uint")) for r in (src_r, dst_r)):
-        raise trace.error(f"{construct}: src and dst must be integer fragments; got {src_r.dtype} and {dst_r.dtype}")
+        raise trace.error(f"{construct}: src and dst must be integers; got {src_r.dtype} and {dst_r.dtype}")
     ndim = src_r.ndim
     if not -ndim <= dim < ndim:
         raise trace.error(f"{construct}: dim {dim} is out of range for the {ndim}-d `{src_r.name}`")
@@ -29,51 +53,70 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool) -> None:
     if dst_r.static_extents() != expected:
         raise trace.error(f"{construct}: dst {dst_r.describe()} must have the shape of {src_r.describe()} without "
                           f"dim {dim}: {tuple(expected)}")
-    emit_tile_op(Reduce.op_name, [src_r.to_ir(), dst_r.to_ir()], {"kind": kind, "dim": dim, "clear": bool(clear)})
+    total = math.prod(expected)
+    if batch > total or total % batch:
+        raise trace.error(f"{construct}: batch={batch} must evenly divide the {total} results of `{dst_r.name}` "
+                          + ("(it exceeds total output elements)" if batch > total else ""))
+    src_staged = src_r if src_r.scope == FRAGMENT_SCOPE else _fragment_of(trace, construct, "src", src_r)
+    dst_staged = dst_r if dst_r.scope == FRAGMENT_SCOPE else _fragment_of(trace, construct, "dst", dst_r)
+    if src_staged is not src_r:
+        copy(src_r.to_ir(), src_staged.to_ir())
+    if dst_staged is not dst_r and not clear:
+        copy(dst_r.to_ir(), dst_staged.to_ir())
+    emit_tile_op(Reduce.op_name, [src_staged.to_ir(), dst_staged.to_ir()],
+                 {"kind": kind, "dim": dim, "clear": bool(clear), "batch": batch, "nan_propagate": bool(nan_propagate)})
+    if dst_staged is not dst_r:
+        copy(dst_staged.to_ir(), dst_r.to_ir())
 
 
-def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
-    """dst = sum of src along `dim` (clear=False: dst += that sum)."""
-    _reduce("sum", src, dst, dim, clear)
+def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """dst = sum of src along `dim` (clear=False: dst += that sum). src and dst are fragments, shared memory or
+    local buffers. `batch` results share each cross-thread exchange (it must divide the results per thread);
+    `nan_propagate=True` (max, min, absmax) makes a NaN in a row its result instead of being skipped."""
+    _reduce("sum", src, dst, dim, clear, batch)
 
 
-def reduce_max(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_max(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False) -> None:
     """dst = max of src along `dim` (clear=False: dst = max(dst, that max))."""
-    _reduce("max", src, dst, dim, clear)
+    _reduce("max", src, dst, dim, clear, batch, nan_propagate)
 
 
-def reduce_min(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_min(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False) -> None:
     """dst = min of src along `dim` (clear=False: dst = min(dst, that min))."""
-    _reduce("min", src, dst, dim, clear)
+    _reduce("min", src, dst, dim, clear, batch, nan_propagate)
 
 
-def reduce_abssum(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_abssum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
     """dst = sum of |src| along `dim`."""
-    _reduce("abssum", src, dst, dim, clear)
+    _reduce("abssum", src, dst, dim, clear, batch)
 
 
-def reduce_absmax(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_absmax(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+                  nan_propagate: bool = False) -> None:
     """dst = max of |src| along `dim`."""
-    _reduce("absmax", src, dst, dim, clear)
+    _reduce("absmax", src, dst, dim, clear, batch, nan_propagate)
 
 
-def reduce_bitand(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_bitand(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
     """dst = bitwise and of the integers of src along `dim` (clear=False: dst &= that)."""
-    _reduce("bitand", src, dst, dim, clear)
+    _reduce("bitand", src, dst, dim, clear, batch)
 
 
-def reduce_bitor(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_bitor(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
     """dst = bitwise or of the integers of src along `dim` (clear=False: dst |= that)."""
-    _reduce("bitor", src, dst, dim, clear)
+    _reduce("bitor", src, dst, dim, clear, batch)
 
 
-def reduce_bitxor(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_bitxor(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
     """dst = bitwise xor of the integers of src along `dim` (clear=False: dst ^= that)."""
-    _reduce("bitxor", src, dst, dim, clear)
+    _reduce("bitxor", src, dst, dim, clear, batch)
 
 
-def reduce(src: Any, dst: Any, reduce_type: str, dim: int = -1, clear: bool = True) -> None:
+def reduce(src: Any, dst: Any, reduce_type: str, dim: int = -1, clear: bool = True, batch: int = 1,
+           nan_propagate: bool = False) -> None:
     """`T.reduce(src, dst, "sum" | "max" | "min" | "abssum" | "absmax", dim, clear)`."""
     if reduce_type not in KINDS:
         raise current_trace("T.reduce").error(f"T.reduce: unknown reduce_type {reduce_type!r}; one of {sorted(KINDS)}")
-    _reduce(reduce_type, src, dst, dim, clear)
+    _reduce(reduce_type, src, dst, dim, clear, batch, nan_propagate)

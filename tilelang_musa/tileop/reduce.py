@@ -4,11 +4,14 @@ dst = reduce(src along dim) (with clear=False: dst = op(dst, reduce(src))). dst'
 along `dim` (Fragment.reduce): each result is replicated on exactly the threads that held part of its row.
 Lowering: each thread folds the row elements it holds (its own slots) into per-result partials, then the
 threads sharing a row combine them with `tl::AllReduce` (reduce.h: xor butterflies within 32 lanes, shared
-memory beyond), one call per thread split of the row.
+memory beyond), one call per thread split of the row. With `batch=B`, B results share one call
+(`tl::BatchAllReduce<...>::run_batch`: interleaved shuffles and one pair of barriers for all B); with
+`nan_propagate=True`, max/min/absmax return NaN for a row holding one (`tl::MaxOpNan` / `tl::MinOpNan`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +20,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..diagnostics import warn_once
 from ..errors import SourceLoc
 from ..layout import LayoutError
 from .base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
@@ -35,6 +39,7 @@ KINDS = {
     "bitxor": ("tl::BitXorOp", 0, False),
 }
 BITWISE_KINDS = ("bitand", "bitor", "bitxor")
+NAN_FUNCTORS = {"max": "tl::MaxOpNan", "absmax": "tl::MaxOpNan", "min": "tl::MinOpNan"}
 
 
 def _identity(kind: str, dtype: str) -> Any:
@@ -67,22 +72,42 @@ class Reduce(TileOp):
     dst: Region
     dim: int
     clear: bool
+    batch: int = 1
+    nan_propagate: bool = False
     loc: SourceLoc | None = None
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "Reduce":
         return cls(str(call_attr(call, "kind")), Region.from_ir(call.args[0]), Region.from_ir(call.args[1]),
-                   int(call_attr(call, "dim")), bool(call_attr(call, "clear")), call_loc(call))
+                   int(call_attr(call, "dim")), bool(call_attr(call, "clear")), int(call_attr(call, "batch")),
+                   bool(call_attr(call, "nan_propagate")), call_loc(call))
+
+    @property
+    def functor(self) -> str:
+        return NAN_FUNCTORS[self.kind] if self.nan_propagate else KINDS[self.kind][0]
+
+    def combine(self, a: Any, b: Any) -> Any:
+        if self.nan_propagate:  # the fold must propagate too: tirx.max/min would drop a NaN operand
+            return tirx.call_extern(self.dst.dtype, f"{self.functor}()", a, b)
+        return _combine(self.kind, a, b)
 
     def infer_layout(self, args: LayoutInferArgs, level: int) -> dict:
         src_layout = args.layouts.get(self.src.buffer)
-        if src_layout is None or self.dst.buffer in args.layouts:
+        if src_layout is None:
             return {}
         try:
-            return {self.dst.buffer: src_layout.reduce(self.dim)}
+            reduced = src_layout.reduce(self.dim)
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: cannot place the result of reducing `{self.src.name}` along "
                              f"dim {self.dim}: {err}") from None
+        known = args.layouts.get(self.dst.buffer)
+        if known is not None:
+            if not known.is_equal(reduced):  # the lowering writes each result where the reduction leaves it
+                raise self.error(f"T.reduce_{self.kind}: `{self.dst.name}` is laid out as {known!r} by an earlier "
+                                 f"use, but reducing `{self.src.name}` along dim {self.dim} leaves its results as "
+                                 f"{reduced!r}; reduce into a fresh fragment and T.copy it to `{self.dst.name}`")
+            return {}
+        return {self.dst.buffer: reduced}
 
     def lower(self, args: LowerArgs) -> Any:
         src_layout = args.layouts.get(self.src.buffer)
@@ -90,7 +115,8 @@ class Reduce(TileOp):
         if src_layout is None or dst_layout is None:
             raise self.error(f"T.reduce_{self.kind}: the layouts of `{self.src.name}` and `{self.dst.name}` are "
                              "unknown (both must be fragments)")
-        functor, _, absolute = KINDS[self.kind]
+        _, _, absolute = KINDS[self.kind]
+        functor = self.functor
         src_t, acc_t = self.src.dtype, self.dst.dtype
         thread = args.thread_var
         try:
@@ -108,23 +134,30 @@ class Reduce(TileOp):
         try:
             xs = src_layout.inverse(thread, s)
         except LayoutError as err:
-            raise self.error(f"T.reduce_{self.kind}: `{self.src.name}` must fill every slot of its threads: {err}") from None
+            raise self.error(f"T.reduce_{self.kind}: `{self.src.name}` must fill every slot of its threads: "
+                             f"{err}") from None
         ys = [x for d, x in enumerate(xs) if d != self.dim]
         value = self.src.buffer[tuple(xs)]
         value = value if src_t == acc_t else tirx.Cast(acc_t, value)
         if absolute:
             value = tirx.abs(value)
         target = dst_layout.index(ys)
-        fold = tirx.BufferStore(partial, _combine(self.kind, partial[target], value), [target])
+        fold = tirx.BufferStore(partial, self.combine(partial[target], value), [target])
         fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
         if int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
             fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
         stmts.append(fold_loop)
         # 2. combine across the threads that share a row, then write dst (every replica holds the result)
         warp = int(args.target.attrs["thread_warp_size"])
+        local_size = int(dst_layout.local_size)
+        batch = math.gcd(self.batch, local_size)
+        if batch != self.batch:  # upstream sizes `batch` for its own layouts; ours may hold fewer results
+            warn_once(f"reduce-batch-{self.batch}-{local_size}",
+                      f"T.reduce_{self.kind}: batch={self.batch} does not divide the {local_size} results each thread "
+                      f"holds of `{self.dst.name}` under its inferred layout; batching {batch} at a time instead")
         red_buf = None
         if any(split.count * split.scale > 32 for split in groups.splits):
-            red_buf = Tb.buffer((args.num_threads,), acc_t, scope="shared.dyn")
+            red_buf = Tb.buffer((args.num_threads * batch,), acc_t, scope="shared.dyn")
             IRBuilder.name(f"{self.dst.name}_red_buf", red_buf)
             stmts.insert(0, tirx.AllocBuffer(red_buf))
         for split in groups.splits:
@@ -135,14 +168,27 @@ class Reduce(TileOp):
                         f"apart; the cross-thread combine needs a power of two {what}, got {n}. Give `{self.src.name}` "
                         "a row length that splits evenly over a power of two of threads")
         d = tirx.Var("dst_slot", "int32")
-        combined = partial[d]
-        for split in groups.splits:
-            buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
-            combined = tirx.call_extern(acc_t, f"tl::AllReduce<{functor}, {split.count}, {split.scale}, {warp}>",
-                                        combined, buf_arg)
+        if batch == 1:
+            combined = partial[d]
+            for split in groups.splits:
+                buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
+                combined = tirx.call_extern(acc_t, f"tl::AllReduce<{functor}, {split.count}, {split.scale}, {warp}>",
+                                            combined, buf_arg)
+        else:  # each run of `batch` partials combines in place in one call per split
+            first = tirx.Var("batch_start", "int32")
+            calls = []
+            for split in groups.splits:
+                buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
+                name = f"tl::BatchAllReduce<{functor}, {split.count}, {split.scale}, {batch}, {warp}>::run_batch"
+                calls.append(tirx.Evaluate(tirx.call_extern("void", name,
+                                                            tirx.address_of(partial[first * batch]), buf_arg)))
+            if calls:  # a row held whole by each thread needs no exchange
+                stmts.append(tirx.For(first, 0, local_size // batch, tirx.ForKind.SERIAL,
+                                      tirx.SeqStmt(calls) if len(calls) > 1 else calls[0]))
+            combined = partial[d]
         ys_d = dst_layout.inverse(thread, d)
         if not self.clear:
-            combined = _combine(self.kind, self.dst.buffer[tuple(ys_d)], combined)
-        stmts.append(tirx.For(d, 0, int(dst_layout.local_size), tirx.ForKind.UNROLLED,
+            combined = self.combine(self.dst.buffer[tuple(ys_d)], combined)
+        stmts.append(tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED,
                               tirx.BufferStore(self.dst.buffer, combined, list(ys_d))))
         return tirx.SeqStmt(stmts)

@@ -267,7 +267,12 @@ class _Inference:
         return region_plan(fragment_plan(layout, shape), placement, *box, nest.extents)
 
     def choose_free(self) -> bool:
-        for nest in self.nests:
+        # A reduction's result is placed by its source (Fragment.reduce): choose the source's layout before a loop
+        # (e.g. `T.copy(O, dst)`) would pick one for the result on its own that the reduction cannot produce.
+        waiting = {op.dst.buffer for op in self.ops if isinstance(op, Reduce) and op.src.buffer not in self.layouts}
+        open_nests = [nest for nest in self.nests if nest.plan is None]
+        preferred = [nest for nest in open_nests if not any(buf in waiting for buf, _ in nest.accesses)]
+        for nest in preferred or open_nests:
             if nest.plan is None:
                 width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
                                      self.disable_vectorize, coalesced_width(nest.loop))

@@ -110,6 +110,17 @@ TL_DEVICE T extremum(T a, T b) {
   }
 }
 
+/*! \brief max (kMax) or min of two values where a NaN operand wins (T.reduce_max(..., nan_propagate=True)). */
+template <bool kMax, typename T>
+TL_DEVICE T extremum_nan(T a, T b) {
+  if constexpr (is_float_like<T>::value) {
+    using C = compare_t<T>;
+    if (cast<C>(a) != cast<C>(a)) return a;
+    if (cast<C>(b) != cast<C>(b)) return b;
+  }
+  return extremum<kMax>(a, b);
+}
+
 /*! \brief A bitwise operation (kOp: '&', '|', '^'); floating-point operands are combined through their bits. */
 template <char kOp, typename T>
 TL_DEVICE T bitwise(T a, T b) {
@@ -151,6 +162,22 @@ struct MinOp {
   template <typename T>
   TL_DEVICE T operator()(T a, T b) const {
     return detail::extremum<false>(a, b);
+  }
+};
+
+/*! \brief The larger operand, NaN if either is NaN (nan_propagate=True); +0 is above -0. */
+struct MaxOpNan {
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    return detail::extremum_nan<true>(a, b);
+  }
+};
+
+/*! \brief The smaller operand, NaN if either is NaN (nan_propagate=True); -0 is below +0. */
+struct MinOpNan {
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    return detail::extremum_nan<false>(a, b);
   }
 };
 
@@ -254,6 +281,54 @@ TL_DEVICE T AllReduce(T value, T* red_buf) {
   }
   return value;
 }
+
+/*!
+ * \brief tl::AllReduce over `Batch` values at once, in place: values[b] becomes the combine of values[b] over the
+ *        group, for b < Batch (T.reduce_*(..., batch=Batch)). Same groups and contract as tl::AllReduce, except
+ *        that `red_buf` holds at least blockDim.x * Batch elements; the shuffles of the values interleave and
+ *        one pair of barriers serves the whole batch (AllReduce spends a pair on each value).
+ */
+template <class Op, int Threads, int Scale, int Batch, int WarpSize>
+struct BatchAllReduce {
+  static_assert(Batch >= 1, "tl::BatchAllReduce: Batch must be at least 1");
+
+  template <class T>
+  TL_DEVICE static void run_batch(T* values, T* red_buf) {
+    static_assert(detail::is_pow2(Threads), "tl::AllReduce: Threads must be a power of two");
+    static_assert(detail::is_pow2(Scale), "tl::AllReduce: Scale must be a power of two");
+    static_assert(Threads * Scale <= 1024, "tl::AllReduce: Threads * Scale exceeds the 1024 threads of a block");
+    static_assert(WarpSize == 32 || WarpSize == 128, "tl::AllReduce: WarpSize must be 32 or 128");
+#if defined(__MUSA_ARCH__)
+    static_assert(WarpSize == detail::kArchWarpSize,
+                  "tl::AllReduce: WarpSize differs from the warp size of the architecture being compiled");
+#endif
+    constexpr int kSpan = Threads * Scale;
+    const Op op{};
+#pragma unroll
+    for (int offset = Scale; offset < kSpan && offset < detail::kMaxShuffleOffset; offset *= 2) {
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) values[b] = op(values[b], detail::shfl_xor_bits(values[b], offset, WarpSize));
+    }
+    if constexpr (kSpan > detail::kMaxShuffleOffset) {
+      constexpr int kStep = Scale > detail::kMaxShuffleOffset ? Scale : detail::kMaxShuffleOffset;
+      constexpr int kPartials = kSpan / kStep;
+      const int tid = static_cast<int>(threadIdx.x);
+      const int threads = static_cast<int>(blockDim.x);
+      __syncthreads();  // readers of a previous call sharing red_buf are done
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) red_buf[b * threads + tid] = values[b];
+      __syncthreads();
+      const int first = tid - tid % kSpan + tid % kStep;
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) {
+        T value = red_buf[b * threads + first];
+#pragma unroll
+        for (int q = 1; q < kPartials; ++q) value = op(value, red_buf[b * threads + first + q * kStep]);
+        values[b] = value;
+      }
+    }
+  }
+};
 
 // ---- WarpReduce ----------------------------------------------------------------------------------
 
