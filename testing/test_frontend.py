@@ -139,8 +139,8 @@ def test_parallel_extent_must_be_constant():
 
 def test_dtypes_are_strings_and_constructors():
     assert T.float16 == "float16" and isinstance(T.float16(1.5), tirx.FloatImm)
-    with pytest.raises(tilelang.CompileError, match="float4"):
-        T.Tensor((4,), "float4_e2m1fn")
+    with pytest.raises(tilelang.CompileError, match="float6"):
+        T.Tensor((4,), "float6_e2m3fn")
 
 
 @pytest.mark.parametrize("name", ["alloc_tmem", "alloc_wgmma_desc", "set_max_nreg", "disable_warp_group_reg_alloc"])

@@ -43,7 +43,8 @@ from ..transform.split_kernels import split_kernels
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
-from .launcher import ParamSpec
+from .launcher import DimExpr, ParamSpec
+from .launcher.spec import unsolvable_symbols
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file
 from .toolchains import BuildRequest
 
@@ -67,12 +68,21 @@ def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
     return out
 
 
-def _dim(extent: Any) -> Any:
+_DIM_OPS = {tirx.Add: "add", tirx.Sub: "sub", tirx.Mul: "mul", tirx.FloorDiv: "floordiv", tirx.FloorMod: "floormod",
+            tirx.Min: "min", tirx.Max: "max"}
+
+
+def _dim(extent: Any, param: str = "", what: str = "dim", index: int = 0) -> Any:
+    """A tensor dim or stride for the launcher: an int, a size variable's name, or a DimExpr over them."""
     if isinstance(extent, tirx.IntImm):
         return int(extent.value)
     if isinstance(extent, tvm.ir.expr.Var):
         return extent.name
-    raise CompileError(f"tensor dimension `{extent}` must be a constant or a plain size variable")
+    op = _DIM_OPS.get(type(extent))
+    if op is not None:
+        return DimExpr(op, (_dim(extent.a, param, what, index), _dim(extent.b, param, what, index)))
+    raise CompileError(f"tensor parameter `{param}`: {what} {index} is `{extent}`; a dim or stride must be a "
+                       "constant, a size variable (T.dynamic) or an expression of them with + - * // % min max")
 
 
 def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[str, int]]:
@@ -104,8 +114,10 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | 
     for i, var in enumerate(func.params):
         ty = var.ty
         if isinstance(ty, tirx.BufferType):
-            strides = tuple(_dim(d) for d in ty.strides) if ty.strides else None  # T.StridedTensor
-            specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype), tuple(_dim(d) for d in ty.shape),
+            strides = (tuple(_dim(d, var.name, "stride", k) for k, d in enumerate(ty.strides)) if ty.strides
+                       else None)  # T.StridedTensor
+            shape = tuple(_dim(d, var.name, "dim", k) for k, d in enumerate(ty.shape))
+            specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype), shape,
                                    strides=strides, is_output=i in outputs, align=align.get(var.name, 1),
                                    unused=accessed is not None and var.name not in accessed and i not in outputs))
         else:
@@ -355,9 +367,15 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
 
     accessed, widest = parameter_accesses(device_funcs)
     specs = param_specs(program, _output_indices(program, out_idx), widest, accessed)
-    size_names = {d for spec in specs if spec.kind == "tensor" for d in spec.shape + (spec.strides or ())
-                  if isinstance(d, str)}
+    size_names = {s for spec in specs if spec.kind == "tensor" for s in spec.symbols}
     bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names)
+    unsolvable = unsolvable_symbols(specs, bound)
+    if unsolvable:
+        uses = "; ".join(spec.describe() for spec in specs
+                         if spec.kind == "tensor" and set(spec.symbols) & set(unsolvable))
+        raise CompileError(f"size variable(s) {', '.join(unsolvable)} of `{program.attrs['global_symbol']}` appear "
+                           f"only inside tensor dims that do not determine them at launch ({uses}); make one dim or "
+                           "stride that variable alone, or linear in it (n * 4, n + 1, 3 * n + 1)")
     launches = []
     for func, kernel_name in zip(device_funcs, names):
         smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0

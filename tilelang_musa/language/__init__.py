@@ -34,8 +34,9 @@ from .fastmath import (
 from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
-    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float8_e4m3, float8_e4m3fn, float8_e5m2,
-    float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, tfloat32, uint8,
+    uint16, uint32, uint64,
 )
 from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings
 from .loop import Parallel, Pipelined, serial, unroll, vectorized
@@ -71,8 +72,9 @@ __all__ = [
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
     "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
-    "erf", "evaluate", "exp", "exp10", "exp2", "fill", "finalize_reducer", "float", "float16", "float32", "float64",
-    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv", "floormod", "fmod",
+    "erf", "evaluate", "exp", "exp10", "exp2", "fill", "finalize_reducer", "float", "float16", "float32",
+    "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
+    "floormod", "fmod",
     "Fragment", "FragmentBuffer", "gemm", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
     "get_thread_binding", "get_thread_bindings", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
@@ -85,7 +87,7 @@ __all__ = [
     "rsqrt", "Select", "serial", "SharedBuffer",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
-    "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "thread_binding",
+    "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
     "use_swizzle", "Var", "vectorized", "view", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
     "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", *UNSUPPORTED, *VECTOR_DTYPES,

@@ -11,7 +11,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import Param, current_trace, is_buffer, kernel_trace, take_name, value
-from .dtypes import canonical_dtype
+from .dtypes import FP4_DTYPE, canonical_dtype
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
 FRAGMENT_SCOPE = "local.fragment"
@@ -28,8 +28,15 @@ def _shape(construct: str, shape: Any) -> list[Any]:
 
 
 def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str) -> Any:
-    kernel_trace(construct)
-    buf = Tb.alloc_buffer(_shape(construct, shape), canonical_dtype(dtype), scope=scope)
+    trace = kernel_trace(construct)
+    dtype = canonical_dtype(dtype)
+    if dtype == FP4_DTYPE:
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{construct}(..., \"{FP4_DTYPE}\"): fp4 is a storage type for kernel tensor "
+                               "parameters (no float4 arithmetic on MUSA); allocate float16 or float32 and cast the "
+                               "loaded elements (T.cast(x[i], \"float16\"))", trace.loc)
+    buf = Tb.alloc_buffer(_shape(construct, shape), dtype, scope=scope)
     IRBuilder.name(take_name(default_name), buf)
     return buf
 

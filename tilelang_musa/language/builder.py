@@ -18,6 +18,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError, SourceLoc
+from .dtypes import FP4_DTYPE, fp4_arithmetic
 
 # ----------------------------------------------------------------------------------------------------
 # Trace state
@@ -197,6 +198,7 @@ def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
         store(current, 0, value)
         return current
     if isinstance(value, tvm.ir.Expr) and not is_buffer(value) and _needs_bind(value):
+        _check_no_fp4_arithmetic(trace, value)
         var = Tb.Bind(value)
         IRBuilder.name(name, var)
         return var
@@ -262,9 +264,18 @@ def store(target: Any, index: Any, value: Any) -> None:
     if is_var_buffer(value):  # `B[i] = x` with x a T.alloc_var scalar stores its value
         value = value[0]
     value = _convert(value, dtype)
+    _check_no_fp4_arithmetic(trace, value)
     if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
         value = tirx.Cast(dtype, value)
     Tb.buffer_store(target, value, indices)
+
+
+def _check_no_fp4_arithmetic(trace: KernelTrace, value: Any) -> None:
+    node = fp4_arithmetic(value)
+    if node is not None:
+        raise trace.error(f"`{node}` computes with {FP4_DTYPE} values: fp4 is a storage type (no float4 arithmetic "
+                          f"on MUSA); cast the loaded elements first (T.cast(x[i], \"float16\")) and store with "
+                          f"T.cast(value, \"{FP4_DTYPE}\")")
 
 
 def vector_indices(trace: KernelTrace, buffer: Any, indices: list[Any], lanes: int) -> list[Any] | None:

@@ -9,12 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
-# float6/float4 arithmetic types are not supported on MUSA (the user's guide): they are rejected by name.
-UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
+# float6 types are not supported on MUSA (the user's guide): they are rejected by name. float4_e2m1fn is a
+# storage type only: kernel tensor parameters of it are accepted (transform/lower_fp4_storage.py), allocations
+# and arithmetic on it are rejected where they are written.
+UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn")
+FP4_DTYPE = "float4_e2m1fn"
 
-_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "bf16": "bfloat16"}
+# Other spellings of one dtype. TVM parses "float8_e4m3" as a type distinct from "float8_e4m3fn", but upstream
+# scripts mean the OCP E4M3 format MUSA implements (finite, NaN only): one name reaches the passes and the
+# printer. "tfloat32" (upstream's `custom[tfloat32]`) is stored as float32; a float32 T.gemm already runs on the
+# TF32 MMA/SQMMA instructions, as upstream's does on CUDA.
+_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "bf16": "bfloat16",
+            "float8_e4m3": "float8_e4m3fn", "tfloat32": "float32", "custom[tfloat32]": "float32",
+            "float4_e2m1fn_x2": FP4_DTYPE}
 
 
 def canonical_dtype(dtype: Any) -> str:
@@ -25,10 +35,11 @@ def canonical_dtype(dtype: Any) -> str:
     if text.startswith("torch."):
         text = text[len("torch."):]
     text = _ALIASES.get(text, text)
-    if text in UNSUPPORTED_DTYPES:
+    if text.split("x")[0] in UNSUPPORTED_DTYPES:
         from ..errors import UnsupportedError
 
-        raise UnsupportedError(f"dtype `{text}` is not supported by TileLang-MUSA (no float6/float4 arithmetic)")
+        raise UnsupportedError(f"dtype `{text}` is not supported by TileLang-MUSA (no float6 types; float4_e2m1fn "
+                               "is a storage type for tensor parameters)")
     try:
         tvm.runtime.DataType(text)
     except Exception:  # noqa: BLE001 - tvm raises a generic error for unknown names
@@ -36,6 +47,33 @@ def canonical_dtype(dtype: Any) -> str:
 
         raise CompileError(f"unknown dtype `{dtype}`") from None
     return text
+
+
+def fp4_arithmetic(expr: Any) -> Any:
+    """The first node of `expr` that computes with float4_e2m1fn operands (fp4 is storage only: its values may be
+    loaded, cast, selected and stored, nothing else), or None."""
+    if not isinstance(expr, tvm.ir.Expr):
+        return None
+    found: list[Any] = []
+
+    def is_fp4(e: Any) -> bool:
+        ty = getattr(e, "ty", None)
+        return isinstance(ty, tvm.ir.PrimType) and str(ty.dtype).split("x")[0] == FP4_DTYPE
+
+    def visit(node: Any) -> None:
+        if found or isinstance(node, (tirx.Cast, tirx.Select, tvm.ir.expr.TensorLoad)):
+            return
+        if isinstance(node, tvm.ir.Call):
+            if str(getattr(node.op, "name", "")) == "prim.if_then_else":
+                return
+            operands = list(node.args)
+        else:
+            operands = [getattr(node, f, None) for f in ("a", "b", "value")]
+        if any(is_fp4(o) for o in operands if o is not None):
+            found.append(node)
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Expr, visit)])
+    return found[0] if found else None
 
 
 class DType(str):
@@ -63,6 +101,8 @@ class DType(str):
         import torch
 
         name = str.__str__(self)
+        if name == FP4_DTYPE:
+            return torch.uint8  # two fp4 values a byte (low nibble first), as the launcher takes them
         found = getattr(torch, name, None)
         if not isinstance(found, torch.dtype):
             raise TypeError(f"T.{name} has no torch dtype")
@@ -101,6 +141,8 @@ float8_e4m3 = DType("float8_e4m3fn")
 float8_e4m3fn = DType("float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2")
 float8_e8m0fnu = DType("float8_e8m0fnu")
+float4_e2m1fn = DType(FP4_DTYPE)  # storage only: tensors of it are torch.uint8, two values a byte
+tfloat32 = DType("tfloat32")  # stored as float32 (T.tfloat32 == "float32")
 float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.double aliases
 half = DType("float16")
 int = DType("int32")  # noqa: A001
@@ -117,6 +159,6 @@ globals().update(VECTOR_DTYPES)
 
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "dtype", "float",
-    "half", "int", "double", *VECTOR_DTYPES,
+    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
+    "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", *VECTOR_DTYPES,
 ]

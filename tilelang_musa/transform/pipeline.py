@@ -14,6 +14,7 @@ from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
 from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_buffer_views import LowerBufferViews
+from .lower_fp4_storage import LowerFP4Storage
 from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_shared_layout import LowerSharedLayout
@@ -60,6 +61,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerGlobalLayout(),
         # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
         tirx.transform.FlattenBuffer(),
+        # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before VectorizeLoop
+        # (the helpers are scalar calls: loops over fp4 elements run lane by lane).
+        LowerFP4Storage(),
         tirx.transform.VectorizeLoop(True),
         # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
         FuseAcceleratedOps(),

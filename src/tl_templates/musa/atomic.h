@@ -6,6 +6,7 @@
  *   held just before the update. `val` is converted to the element type first (tl::cast).
  * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements.
  * Element types: float, double, half_t, bfloat16_t and 32/64-bit integers. All are relaxed, like the device's.
+ * - `tl::fp4_e2m1_store(byte, odd, bits)` writes one nibble of a byte of packed FP4 (atomicAnd + atomicOr).
  *
  * The code calls only the CUDA-named atomic built-ins (atomicAdd, atomicMax, atomicMin, atomicCAS) that exist
  * under mcc and in the simulator. Where no portable built-in exists (floating-point and 16-bit max/min, the 16-bit
@@ -18,6 +19,19 @@
 #include "reduce.h"
 
 namespace tl {
+
+/*!
+ * \brief Stores E2M1 code `bits` as element `odd` of the byte at `byte`, leaving the other nibble as it is. Two
+ *        atomics on the aligned 32-bit word holding the byte (clear the nibble, then set it) touch only this
+ *        nibble's bits, so threads storing the two nibbles of one byte (or neighbouring bytes) do not race.
+ */
+TL_DEVICE void fp4_e2m1_store(uint8_t* byte, uint32_t odd, uint32_t bits) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(byte);
+  unsigned int* word = reinterpret_cast<unsigned int*>(address & ~static_cast<uintptr_t>(3));
+  const unsigned int shift = static_cast<unsigned int>(address & 3u) * 8u + (odd ? 4u : 0u);  // little-endian
+  atomicAnd(word, ~(0xFu << shift));
+  atomicOr(word, (bits & 0xFu) << shift);
+}
 
 namespace detail {
 

@@ -9,7 +9,8 @@
  *  - `tl::cast` / `tl::vec_cast` / `tl::bit_cast` conversions;
  *  - `tl::floordiv` / `tl::floormod` / `tl::truncmod` (exact for negative operands), `tl::min` / `tl::max`;
  *  - `tl::broadcast`, `tl::ramp`, `tl::make_vec`, `tl::select`, `tl::gather`, `tl::scatter` for vector IR;
- *  - `tl::infinity<T>()` and `tl::quiet_nan<T>()` for non-finite constants.
+ *  - `tl::infinity<T>()` and `tl::quiet_nan<T>()` for non-finite constants;
+ *  - 8-bit float types, and the FP4 E2M1 conversions (`tl::fp4_e2m1_to_float`, `tl::float_to_fp4_e2m1`, ...).
  */
 #pragma once
 
@@ -136,6 +137,46 @@ struct fp8_e8m0_t {
     return value;
   }
 };
+
+// ---- 4-bit floats (storage only) ------------------------------------------------------------------
+// OCP FP4 E2M1 ("fn": 1 sign bit, 2 exponent bits with bias 1, 1 mantissa bit; the magnitudes 0, 0.5, 1, 1.5, 2, 3,
+// 4, 6; no infinities, no NaN). Tensors hold two values a byte, the even element in the low nibble; there is no fp4
+// arithmetic: kernels (transform/lower_fp4_storage.py) decode a nibble to float and encode a float into one; the
+// nibble store, tl::fp4_e2m1_store, is an atomic update (atomic.h).
+
+/*! \brief The value of the E2M1 code in the low 4 bits of `bits`. */
+TL_HOST_DEVICE float fp4_e2m1_to_float(uint32_t bits) {
+  const uint32_t magnitude = bits & 7u, exp = magnitude >> 1, man = magnitude & 1u;
+  // exp 0: 0 or the subnormal 0.5; else (1 + man / 2) * 2^(exp - 1), as float bits.
+  const uint32_t f = exp == 0 ? (man ? 0x3F000000u : 0u) : ((exp + 126u) << 23) | (man << 22);
+  float value;
+  __builtin_memcpy(&value, &f, 4);
+  return (bits & 8u) ? -value : value;
+}
+
+/*! \brief Element `odd` (0: low nibble, 1: high nibble) of a byte of packed E2M1 values, as float. */
+TL_HOST_DEVICE float fp4_e2m1_to_float(uint8_t byte, uint32_t odd) {
+  return fp4_e2m1_to_float(static_cast<uint32_t>(byte) >> (odd ? 4 : 0));
+}
+
+/*! \brief The E2M1 code (0..15) of element `odd` of a byte of packed values: a copy without conversion. */
+TL_HOST_DEVICE uint8_t fp4_e2m1_bits(uint8_t byte, uint32_t odd) {
+  return static_cast<uint8_t>((byte >> (odd ? 4 : 0)) & 0xFu);
+}
+
+/*!
+ * \brief `x` rounded to nearest even E2M1, as its code. A magnitude beyond 6 (infinity included) saturates to +-6,
+ *        NaN becomes +6 (the format has neither); the sign of zero is kept.
+ */
+TL_HOST_DEVICE uint8_t float_to_fp4_e2m1(float x) {
+  uint32_t f;
+  __builtin_memcpy(&f, &x, 4);
+  const uint32_t abs_bits = f & 0x7FFFFFFFu;
+  if (abs_bits > 0x7F800000u) return 0x7u;
+  const uint32_t sign = (f >> 28) & 8u;
+  const uint32_t magnitude = detail::round_to_minifloat<1, 1>(abs_bits);
+  return static_cast<uint8_t>(sign | (magnitude > 7u ? 7u : magnitude));
+}
 
 namespace detail {
 

@@ -8,7 +8,7 @@ calls the compiled library's `call_packed` on the right stream. See `_launcher.p
     c = launcher(a)   # N = a.shape[0]; C allocated and returned
 """
 
-from .spec import SCALAR_DTYPES, KernelLaunchError, ParamSpec, torch_dtype
+from .spec import SCALAR_DTYPES, DimExpr, KernelLaunchError, ParamSpec, torch_dtype
 
 try:
     from ._launcher import Launcher
@@ -18,4 +18,4 @@ except ImportError as _err:  # the extension is built by CMake at install time
         "`pip install .` so that CMake compiles it"
     ) from _err
 
-__all__ = ["KernelLaunchError", "Launcher", "ParamSpec", "SCALAR_DTYPES", "torch_dtype"]
+__all__ = ["DimExpr", "KernelLaunchError", "Launcher", "ParamSpec", "SCALAR_DTYPES", "torch_dtype"]

@@ -18,7 +18,10 @@ float32 -> float, float64 -> double).
     launcher(*args) -> Tensor | tuple[Tensor, ...] | None
         `args` are the parameters that are neither outputs nor bound scalars, in order: torch.Tensors for tensor
         parameters, Python numbers for scalars. Each tensor is checked for dtype, device, rank, static dims,
-        consistent symbolic dims and contiguity (or the given strides); each scalar for type and range. Outputs
+        consistent symbolic dims and contiguity (or the given strides); each scalar for type and range. A symbol
+        that appears only inside expression dims (`m * 4`) is solved from a dim linear in it (spec.solve_dim);
+        then every expression dim is checked against the tensor. float4_e2m1fn tensors are bytes (uint8, int8
+        or torch.float4_e2m1fn_x2) holding two values each: the last dim counts 2 per byte, other strides 2x. Outputs
         are allocated with torch.empty on the inputs' device, the kernel runs, and the outputs are returned
         (one -> the tensor, several -> a tuple in parameter order, none -> None).
         Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
@@ -40,7 +43,7 @@ import os
 import numpy
 import torch
 
-from .spec import KernelLaunchError, ParamSpec, torch_dtype
+from .spec import KernelLaunchError, ParamSpec, accepted_torch_dtypes, solve_dim, unsolvable_symbols
 
 ctypedef int (*CallPacked)(void** args, int num_args, void* stream) noexcept nogil
 ctypedef const char* (*GetLastError)() noexcept nogil
@@ -87,6 +90,7 @@ cdef struct ParamInfo:
     int symbol       # scalars: index of the same-named symbol, or -1
     int align        # tensors: bytes the data pointer must be a multiple of
     bint unused      # tensors: the kernel never accesses it (None is accepted)
+    int pack         # tensors: logical elements per byte of the tensor passed (2 for float4_e2m1fn, else 1)
 
 # Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
 # bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
@@ -125,12 +129,14 @@ cdef class Launcher:
     cdef CallPacked _call
     cdef GetLastError _last_error
     cdef ParamInfo* _info
-    cdef int64_t* _dims          # >= 0: static size; < 0: symbol -(value + 1)
+    cdef int64_t* _dims          # >= 0: static size; -1 - s: symbol s < _num_symbols; -1 - S - e: _exprs[e]
     cdef int _num_params
     cdef int _num_symbols
     cdef int _num_outputs
     cdef bint _musa
-    cdef tuple _dtypes           # torch dtype per tensor parameter, None for scalars
+    cdef tuple _dtypes           # torch dtype per tensor parameter (outputs get it), None for scalars
+    cdef tuple _accepted         # torch dtypes an input may have per tensor parameter, None for scalars
+    cdef tuple _exprs            # DimExpr dims and strides, indexed by their code
     cdef tuple _static_shapes    # output shape tuple when all dims are static, else None
     cdef tuple _symbol_names
     cdef readonly str lib_path
@@ -191,6 +197,13 @@ cdef class Launcher:
                     symbols.setdefault(s, len(symbols))
                     if not p.is_output:
                         input_symbols.add(s)
+        unsolvable = unsolvable_symbols(self.params, self.scalar_bindings)
+        if unsolvable:
+            uses = [q.describe() for q in self.params if q.kind == "tensor" and not q.is_output
+                    and set(q.symbols) & set(unsolvable)]
+            raise ValueError(f"kernel '{k}': {', '.join(unsolvable)} appear(s) in input tensor dims only inside "
+                             f"expressions that do not determine it (not linear in it: {'; '.join(uses)}); "
+                             "make one dim or stride exactly that symbol, or a linear expression of it (n * 4 + 1)")
         # A caller-given integer scalar named like a symbol sizes outputs too (and must agree with the inputs).
         resolvable = input_symbols | {p.name for p in self.params if p.kind == "scalar" and p.name in symbols
                                       and p.name not in self.scalar_bindings}
@@ -217,7 +230,10 @@ cdef class Launcher:
             raise MemoryError()
         dims = []
         dtypes = []
+        accepted = []
+        exprs = []
         static_shapes = []
+
         arg_names = []
         self._num_outputs = 0
         for i, p in enumerate(self.params):
@@ -229,15 +245,21 @@ cdef class Launcher:
             info.scalar = -1
             info.align = p.align
             info.unused = p.unused
+            info.pack = p.pack
             if p.kind == "tensor":
                 info.kind = TENSOR_OUT if p.is_output else TENSOR_IN
-                dims.extend([d if isinstance(d, int) else -symbols[d] - 1 for d in p.shape])
+                dims.extend([_dim_code(d, symbols, exprs) for d in p.shape])
                 if p.strides is not None:
                     info.strides_at = len(dims)
-                    dims.extend([s if isinstance(s, int) else -symbols[s] - 1 for s in p.strides])
-                dtypes.append(torch_dtype(p.dtype))
+                    dims.extend([_dim_code(s, symbols, exprs) for s in p.strides])
+                if p.pack > 1 and info.ndim == 0:
+                    raise ValueError(f"kernel '{k}': {p.describe()} packs {p.pack} values a byte along its last "
+                                     "dim and needs at least one dim")
+                kinds = accepted_torch_dtypes(p.dtype)
+                accepted.append(kinds)
+                dtypes.append(kinds[0])
                 static = p.is_output and p.strides is None and all([isinstance(d, int) for d in p.shape])
-                static_shapes.append(tuple(p.shape) if static else None)
+                static_shapes.append(p.storage_shape({}) if static else None)
                 if p.is_output:
                     self._num_outputs += 1
                     unresolved = [s for s in p.symbols if s not in resolvable]
@@ -259,6 +281,7 @@ cdef class Launcher:
                     raise ValueError(f"kernel '{k}': scalar {p.name} is {p.dtype}, but {p.name} is also a "
                                      "symbolic tensor size, which must be an integer")
                 dtypes.append(None)
+                accepted.append(None)
                 static_shapes.append(None)
         self._dims = <int64_t*>malloc(max(1, len(dims)) * sizeof(int64_t))
         if self._dims == NULL:
@@ -266,6 +289,8 @@ cdef class Launcher:
         for j, d in enumerate(dims):
             self._dims[j] = d
         self._dtypes = tuple(dtypes)
+        self._accepted = tuple(accepted)
+        self._exprs = tuple(exprs)
         self._static_shapes = tuple(static_shapes)
         self.arg_names = tuple(arg_names)
 
@@ -298,7 +323,10 @@ cdef class Launcher:
         cdef void* mem = self._new_state(&st)
         try:
             self._check_count(args)
-            device = self._check_inputs(args, &st)
+            pending = []
+            device = self._check_inputs(args, &st, pending)
+            if pending:
+                self._solve_and_check(&st, pending)
             ctx = None
             if self._musa:
                 raw_stream, current_device, device_ctx = _musa_runtime()
@@ -333,7 +361,10 @@ cdef class Launcher:
         cdef void* mem = self._new_state(&st)
         try:
             self._check_count(args)
-            self._check_inputs(args, &st)
+            pending = []
+            self._check_inputs(args, &st, pending)
+            if pending:
+                self._solve_and_check(&st, pending)
             return {name: st.sym_values[j] for j, name in enumerate(self._symbol_names) if st.sym_param[j] >= 0}
         finally:
             free(mem)
@@ -381,8 +412,9 @@ cdef class Launcher:
         raise TypeError(f"kernel '{self.kernel_name}' takes {len(self.arg_names)} argument(s) "
                         f"({', '.join(self.arg_names)}), got {len(args)}{notes}")
 
-    cdef object _check_inputs(self, tuple args, CallState* st):
-        """Checks and packs the caller's arguments; returns the tensors' MUSA device (None on cpu or if none)."""
+    cdef object _check_inputs(self, tuple args, CallState* st, list pending):
+        """Checks and packs the caller's arguments; returns the tensors' MUSA device (None on cpu or if none).
+        Expression dims are left in `pending` as (expr code, actual value, parameter, where) for _solve_and_check."""
         cdef int i
         cdef int a = 0
         cdef ParamInfo* p
@@ -393,7 +425,7 @@ cdef class Launcher:
                 if args[a] is None and p.unused:  # a tensor the kernel never touches may be left out
                     st.slots[i].ptr = NULL
                 else:
-                    device = self._check_tensor(i, args[a], st, device)
+                    device = self._check_tensor(i, args[a], st, device, pending)
                 a += 1
             elif p.kind == SCALAR_ARG:
                 value = self._pack_scalar(i, args[a], &st.slots[i])
@@ -405,15 +437,21 @@ cdef class Launcher:
                 a += 1
         return device
 
-    cdef object _check_tensor(self, int i, object t, CallState* st, object device):
+    cdef object _check_tensor(self, int i, object t, CallState* st, object device, list pending):
         cdef ParamInfo* p = &self._info[i]
         cdef int d
         cdef int64_t want
+        cdef int64_t actual
+        cdef int64_t S = self._num_symbols
         cdef uintptr_t ptr
         if not isinstance(t, _Tensor):
             raise TypeError(f"kernel '{self.kernel_name}': {self.params[i].describe()} expects a torch.Tensor; "
                             f"got {type(t).__name__}")
-        if t.dtype is not self._dtypes[i]:
+        if t.dtype is not self._dtypes[i] and t.dtype not in self._accepted[i]:
+            if p.pack > 1:
+                raise TypeError(f"kernel '{self.kernel_name}': {self.params[i].name} expects dtype "
+                                f"{self.params[i].dtype}, passed as bytes holding {p.pack} values each "
+                                f"({' or '.join(str(x) for x in self._accepted[i])}); got {t.dtype}")
             raise TypeError(f"kernel '{self.kernel_name}': {self.params[i].name} expects dtype "
                             f"{self.params[i].dtype} ({self._dtypes[i]}); got {t.dtype}")
         if self._musa:
@@ -435,12 +473,15 @@ cdef class Launcher:
                              f"got {len(shape)} (shape {tuple(shape)})")
         for d in range(p.ndim):
             want = self._dims[p.dims_at + d]
+            actual = shape[d] * p.pack if d == p.ndim - 1 else shape[d]
             if want >= 0:
-                if shape[d] != want:
+                if actual != want:
                     raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} dim {d} must be "
-                                     f"{want}; got {shape[d]} (shape {tuple(shape)})")
+                                     f"{want}; got {self._shown(i, d, actual)} (shape {tuple(shape)})")
+            elif want >= -S:
+                self._bind(st, -want - 1, actual, i, d)
             else:
-                self._bind(st, -want - 1, shape[d], i, d)
+                pending.append((want, actual, i, d))
         if p.strides_at < 0:
             if not t.is_contiguous():
                 raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} must be contiguous "
@@ -448,15 +489,24 @@ cdef class Launcher:
                                  "pass .contiguous()")
         else:
             strides = t.stride()
+            if p.pack > 1 and p.ndim and strides[p.ndim - 1] != 1 and shape[p.ndim - 1] > 1:
+                raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} holds {p.pack} "
+                                 f"{self.params[i].dtype} values a byte along its last dim, whose stride must be 1; "
+                                 f"got strides {strides}")
             for d in range(p.ndim):
                 want = self._dims[p.strides_at + d]
+                # Packed dtypes: a byte stride steps over `pack` logical elements (the last dim's stays 1).
+                actual = strides[d] * p.pack if d < p.ndim - 1 else strides[d]
                 if want >= 0:
                     # A size-1 dim is never stepped over, so its stride is irrelevant (torch leaves it arbitrary).
-                    if strides[d] != want and shape[d] != 1:
+                    if actual != want and shape[d] != 1:
                         raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} stride of dim "
-                                         f"{d} must be {want}; got {strides[d]} (strides {strides})")
+                                         f"{d} must be {want}; got {actual} (strides {strides}"
+                                         f"{'' if p.pack == 1 else ' in bytes'})")
+                elif want >= -S:
+                    self._bind(st, -want - 1, actual, i, -d - 2)
                 else:
-                    self._bind(st, -want - 1, strides[d], i, -d - 2)
+                    pending.append((want, actual, i, -d - 2))
         ptr = <uintptr_t>t.data_ptr()
         if p.align > 1 and ptr % p.align:
             raise ValueError(f"kernel '{self.kernel_name}': {self.params[i].name} is read or written {p.align} bytes "
@@ -464,6 +514,58 @@ cdef class Launcher:
                              "(a view at an offset into another tensor?); pass .clone() of it")
         st.slots[i].ptr = <void*>ptr
         return device
+
+    cdef str _shown(self, int i, int d, int64_t value):
+        """A logical dim value as an error shows it: a packed last dim also in bytes."""
+        cdef ParamInfo* p = &self._info[i]
+        if p.pack > 1 and d == p.ndim - 1:
+            return f"{value} ({value // p.pack} bytes of {p.pack} {self.params[i].dtype} values)"
+        return str(value)
+
+    cdef dict _symbol_values(self, CallState* st):
+        return {name: st.sym_values[j] for j, name in enumerate(self._symbol_names) if st.sym_param[j] >= 0}
+
+    cdef int _solve_and_check(self, CallState* st, list pending) except -1:
+        """Binds the symbols only expression dims determine (each solved from a dim linear in it once its other
+        symbols are known), then checks every expression dim against the tensor."""
+        cdef str k = self.kernel_name
+        S = self._num_symbols
+        values = self._symbol_values(st)
+        solved_from = {}
+        progress = True
+        while progress:
+            progress = False
+            for n, (code, actual, i, where) in enumerate(pending):
+                expr = self._exprs[-code - 1 - S]
+                found = solve_dim(expr, actual, values)
+                if found is None:
+                    continue
+                symbol, value = found
+                if value < 0:
+                    raise ValueError(f"kernel '{k}': {self._source(i, where)} = {actual} would make {symbol} = "
+                                     f"{value} in `{expr}`; sizes cannot be negative")
+                values[symbol] = value
+                solved_from[symbol] = n
+                self._bind(st, self._symbol_names.index(symbol), value, i, where)
+                progress = True
+        for n, (code, actual, i, where) in enumerate(pending):
+            expr = self._exprs[-code - 1 - S]
+            missing = [s for s in expr.symbols if s not in values]
+            if missing:
+                raise ValueError(f"kernel '{k}': {self._source(i, where)} is `{expr}`, but nothing determines "
+                                 f"{', '.join(missing)} (a tensor left out as None?)")
+            want = expr.evaluate(values)
+            if want == actual:
+                continue
+            shown = self._shown(i, where, actual) if where >= 0 else str(actual)
+            own = [s for s in expr.symbols if solved_from.get(s) == n]
+            if own:
+                raise ValueError(f"kernel '{k}': {self._source(i, where)} is {shown}, which `{expr}` equals for no "
+                                 f"integer {own[0]}")
+            known = ", ".join(f"{s} = {values[s]}" for s in expr.symbols)
+            raise ValueError(f"kernel '{k}': {self._source(i, where)} must be `{expr}` = {want} ({known}); "
+                             f"got {shown}")
+        return 0
 
     cdef int _bind(self, CallState* st, int sym, int64_t value, int param, int where) except -1:
         if st.sym_param[sym] < 0:
@@ -559,20 +661,46 @@ cdef class Launcher:
             elif p.kind == TENSOR_OUT:
                 shape = self._static_shapes[i]
                 if shape is None:
-                    shape = tuple([self._resolve(st, p.dims_at + d) for d in range(p.ndim)])
+                    shape = self._storage(i, [self._resolve(st, p.dims_at + d) for d in range(p.ndim)], "dim")
                 if p.strides_at < 0:
                     out = torch.empty(shape, dtype=self._dtypes[i], device=device)
                 else:
-                    strides = tuple([self._resolve(st, p.strides_at + d) for d in range(p.ndim)])
+                    strides = self._storage(i, [self._resolve(st, p.strides_at + d) for d in range(p.ndim)],
+                                            "stride")
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
                 outputs.append(out)
         return outputs
 
+    cdef tuple _storage(self, int i, list logical, str what):
+        """An output's logical dims (what="dim") or strides (what="stride") as its byte tensor's, for packed
+        dtypes: the last dim and the other strides count `pack` values a byte; the last stride stays 1."""
+        cdef ParamInfo* p = &self._info[i]
+        if p.pack == 1:
+            return tuple(logical)
+        out = []
+        for d, v in enumerate(logical):
+            last = d == p.ndim - 1
+            if what == "stride" and last:
+                if v != 1:
+                    raise ValueError(f"kernel '{self.kernel_name}': output {self.params[i].describe()} packs "
+                                     f"{p.pack} values a byte along its last dim, whose stride must be 1; got {v}")
+                out.append(1)
+            elif (what == "dim") != last:
+                out.append(v)
+            elif v % p.pack:
+                raise ValueError(f"kernel '{self.kernel_name}': output {self.params[i].describe()} packs {p.pack} "
+                                 f"values a byte; its {what} {d} ({v}) is not a multiple of {p.pack}")
+            else:
+                out.append(v // p.pack)
+        return tuple(out)
+
     cdef int64_t _resolve(self, CallState* st, int at) except? -1:
         cdef int64_t code = self._dims[at]
         if code >= 0:
             return code
+        if code < -self._num_symbols:
+            return self._exprs[-code - 1 - self._num_symbols].evaluate(self._symbol_values(st))
         # Construction guarantees inputs bind every symbol an output uses; keep the check against regressions.
         if st.sym_param[-code - 1] < 0:
             raise RuntimeError(f"kernel '{self.kernel_name}': symbol {self._symbol_names[-code - 1]} is unbound")
@@ -594,6 +722,17 @@ cdef class Launcher:
     def __repr__(self):
         params = ", ".join([p.describe() for p in self.params])
         return f"Launcher({self.kernel_name}({params}), device={self.device!r}, lib={self.lib_path!r})"
+
+
+def _dim_code(d, dict symbols, list exprs):
+    """A dim's entry in Launcher._dims: itself when static, -1 - s for symbol s, -1 - S - e for expression e (which
+    is appended to `exprs`)."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, str):
+        return -symbols[d] - 1
+    exprs.append(d)
+    return -len(symbols) - len(exprs)
 
 
 def _rebuild_launcher(lib_path, params, device, kernel_name, scalar_bindings):

@@ -3,15 +3,24 @@
 `ParamSpec` is the contract between the host-wrapper printer (which knows the PrimFunc's parameters) and the
 Cython `Launcher` (which checks the caller's tensors against it). Specs are validated on construction, so a bad
 spec fails where it is built, not at the first call.
+
+A dim or stride is an int (static), a str (a size symbol, bound from the first tensor dim that is exactly it) or a
+`DimExpr` over symbols (`m * 4`, `n * 3 + 1`). A symbol that appears only inside expressions is solved from a dim
+that is linear in it once its other symbols are known (`solve_dim`); every expression dim is then checked against
+the tensor. `float4_e2m1fn` tensors are uint8 tensors holding two values a byte: their logical last dim is twice the
+byte tensor's and their other strides twice the byte strides (`PACKED_DTYPES`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-__all__ = ["KernelLaunchError", "ParamSpec", "SCALAR_DTYPES", "torch_dtype"]
+__all__ = ["PACKED_DTYPES", "SCALAR_DTYPES", "DimExpr", "KernelLaunchError", "ParamSpec", "accepted_torch_dtypes",
+           "solve_dim", "torch_dtype", "unsolvable_symbols"]
 
 
 class KernelLaunchError(RuntimeError):
@@ -37,22 +46,168 @@ _TORCH_DTYPE_NAMES = {
 }
 
 
+# Sub-byte storage dtypes -> values per byte. Their tensors are passed as bytes (torch.uint8), and accepted as
+# int8 or torch's own packed dtype too (upstream's tests pass `.view(torch.int8)`).
+PACKED_DTYPES = {"float4_e2m1fn": 2}
+_PACKED_ALSO = {"float4_e2m1fn": ("int8", "float4_e2m1fn_x2")}
+
+
+def accepted_torch_dtypes(dtype: str) -> tuple[torch.dtype, ...]:
+    """Every torch dtype a tensor passed for a `dtype` parameter may have; the first is the one outputs get."""
+    extra = tuple(getattr(torch, n) for n in _PACKED_ALSO.get(dtype, ()) if isinstance(getattr(torch, n, None),
+                                                                                      torch.dtype))
+    return (torch_dtype(dtype),) + extra
+
+
 def torch_dtype(dtype: str) -> torch.dtype:
     """The torch dtype of tensors passed for a TVM `dtype` tensor parameter; ValueError if there is none."""
+    if dtype in PACKED_DTYPES:
+        return torch.uint8
     name = _TORCH_DTYPE_NAMES.get(dtype)
     if name is None:
-        # Sub-byte types (int4, float4_e2m1fn) and vector types (float16x4) have no one-to-one torch dtype.
+        # Other sub-byte types (int4) and vector types (float16x4) have no one-to-one torch dtype.
         raise ValueError(f"no torch dtype corresponds to the TVM dtype {dtype!r}; "
-                         f"supported tensor dtypes: {', '.join(sorted(_TORCH_DTYPE_NAMES))}")
+                         f"supported tensor dtypes: {', '.join(sorted([*_TORCH_DTYPE_NAMES, *PACKED_DTYPES]))}")
     result = getattr(torch, name, None)
     if not isinstance(result, torch.dtype):
         raise ValueError(f"TVM dtype {dtype!r} needs torch.{name}, which torch {torch.__version__} does not have")
     return result
 
 
+_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%", "min": "min", "max": "max"}
+
+
+@dataclass(frozen=True)
+class DimExpr:
+    """A dim or stride computed from size symbols: `op` applied to two operands, each an int, a symbol name or a
+    DimExpr. `floordiv`/`floormod` round toward minus infinity (TIR's floordiv/floormod, Python's // and %).
+
+    DimExpr("mul", ("m", 4)) is `m * 4`; it serialises as {"op": "mul", "args": ["m", 4]} (asdict / JSON)."""
+
+    op: str
+    args: tuple
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise ValueError(f"DimExpr op must be one of {', '.join(_OPS)}; got {self.op!r}")
+        args = tuple(_as_dim(a) for a in self.args)
+        if len(args) != 2:
+            raise ValueError(f"DimExpr {self.op} takes two operands; got {len(args)}")
+        for a in args:
+            if isinstance(a, bool) or not isinstance(a, (int, str, DimExpr)):
+                raise TypeError(f"DimExpr operand must be an int, a symbol name or a DimExpr; got {a!r}")
+        object.__setattr__(self, "args", args)
+
+    def evaluate(self, values: Mapping[str, int]) -> int:
+        """The value for the symbols' `values` (KeyError for a missing one)."""
+        a, b = (x.evaluate(values) if isinstance(x, DimExpr) else values[x] if isinstance(x, str) else x
+                for x in self.args)
+        if self.op in ("floordiv", "floormod") and b == 0:
+            raise ZeroDivisionError(f"`{self}` divides by zero")
+        return {"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b if b else 0,
+                "floormod": a % b if b else 0, "min": min(a, b), "max": max(a, b)}[self.op]
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        found: dict[str, None] = {}
+        for a in self.args:
+            if isinstance(a, str):
+                found[a] = None
+            elif isinstance(a, DimExpr):
+                found.update(dict.fromkeys(a.symbols))
+        return tuple(found)
+
+    def linear(self) -> tuple[dict[str, int], int] | None:
+        """({symbol: coefficient}, constant) when the expression is an integer linear form, else None."""
+        forms = []
+        for a in self.args:
+            if isinstance(a, DimExpr):
+                form = a.linear()
+                if form is None:
+                    return None
+                forms.append(form)
+            else:
+                forms.append(({a: 1}, 0) if isinstance(a, str) else ({}, a))
+        (ca, ka), (cb, kb) = forms
+        if self.op in ("add", "sub"):
+            sign = 1 if self.op == "add" else -1
+            coefs = dict(ca)
+            for s, c in cb.items():
+                coefs[s] = coefs.get(s, 0) + sign * c
+            return coefs, ka + sign * kb
+        if self.op == "mul" and (not ca or not cb):
+            scale, (coefs, const) = (ka, (cb, kb)) if not ca else (kb, (ca, ka))
+            return {s: c * scale for s, c in coefs.items()}, const * scale
+        return None
+
+    def __str__(self) -> str:
+        def operand(x: Any) -> str:
+            text = str(x)
+            return f"({text})" if isinstance(x, DimExpr) and x.op not in ("min", "max") else text
+
+        a, b = self.args
+        if self.op in ("min", "max"):
+            return f"{self.op}({a}, {b})"
+        return f"{operand(a)} {_OPS[self.op]} {operand(b)}"
+
+
+def _as_dim(value: Any) -> Any:
+    """A dim as given, or read back from JSON (a DimExpr arrives as a dict)."""
+    if isinstance(value, dict):
+        return DimExpr(value["op"], tuple(value["args"]))
+    return value
+
+
+def solve_dim(expr: DimExpr, value: int, known: Mapping[str, int]) -> tuple[str, int] | None:
+    """The one symbol of `expr` not in `known` and its value if `expr == value` determines it (the expression is
+    linear in it with a coefficient that divides), else None. The caller checks `expr` against `value` afterwards."""
+    unknown = [s for s in expr.symbols if s not in known]
+    form = expr.linear()
+    if len(unknown) != 1 or form is None:
+        return None
+    coefs, const = form
+    (symbol,) = unknown
+    coef = coefs.get(symbol, 0)
+    if coef == 0:
+        return None
+    rest = value - const - sum(c * known[s] for s, c in coefs.items() if s != symbol)
+    return symbol, rest // coef
+
+
+def unsolvable_symbols(params: Any, bound: Any = ()) -> list[str]:
+    """Symbols of the input tensors that neither a plain dim or stride, a scalar argument of that name (one not in
+    `bound`: those take their value from the tensors), nor a chain of linear dims (`m * 4`, `n + 1`, `2 * m + n`
+    once m is known) determines."""
+    known: set[str] = set()
+    exprs = []
+    for p in params:
+        if p.kind == "scalar":
+            if p.name not in bound:
+                known.add(p.name)
+        elif not p.is_output:
+            for d in p.shape + (p.strides or ()):
+                if isinstance(d, str):
+                    known.add(d)
+                elif isinstance(d, DimExpr):
+                    exprs.append(d)
+    progress = True
+    while progress:
+        progress = False
+        for e in exprs:
+            form = e.linear()
+            unknown = [s for s in e.symbols if s not in known]
+            if form is not None and len(unknown) == 1 and form[0].get(unknown[0], 0) != 0:
+                known.add(unknown[0])
+                progress = True
+    return list(dict.fromkeys(s for p in params if p.kind == "tensor" and not p.is_output for s in p.symbols
+                              if s not in known))
+
+
 def _check_dim(param: str, what: str, index: int, value: object) -> None:
+    if isinstance(value, DimExpr):
+        return
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise TypeError(f"parameter {param}: {what}[{index}] must be an int or a symbol name (str); "
+        raise TypeError(f"parameter {param}: {what}[{index}] must be an int, a symbol name (str) or a DimExpr; "
                         f"got {type(value).__name__} {value!r}")
     if isinstance(value, int) and value < 0:
         raise ValueError(f"parameter {param}: {what}[{index}] = {value} is negative")
@@ -67,8 +222,10 @@ class ParamSpec:
     name      the kernel parameter name, used in every error message
     kind      "tensor" | "scalar"
     dtype     TVM dtype string ("float32", "bfloat16", "int8", "float8_e4m3", ...)
-    shape     tensor dims, each an int (static) or a str (symbolic size, e.g. "N", bound from the caller's tensors)
-    strides   None: contiguous row-major required; else one int or symbol name per dim (in elements)
+    shape     tensor dims, each an int (static), a str (symbolic size, e.g. "N", bound from the caller's tensors) or a
+              DimExpr over symbols (`N * 4`; solved and checked at launch). Logical elements: a float4_e2m1fn
+              tensor's last dim counts fp4 values, twice its bytes
+    strides   None: contiguous row-major required; else one int, symbol name or DimExpr per dim (in elements)
     is_output allocated by the launcher (out_idx / T.empty) and returned, not passed by the caller
     align     bytes the data pointer must be a multiple of: the widest vector access the kernel makes to it
     unused    the kernel never accesses the tensor: the caller may pass None for it
@@ -91,9 +248,9 @@ class ParamSpec:
         if not isinstance(self.dtype, str):
             raise TypeError(f"parameter {self.name}: dtype must be a TVM dtype string; got {self.dtype!r}")
         # Accept lists for convenience; the frozen dataclass stores tuples so specs stay hashable.
-        object.__setattr__(self, "shape", tuple(self.shape))
+        object.__setattr__(self, "shape", tuple(_as_dim(d) for d in self.shape))
         if self.strides is not None:
-            object.__setattr__(self, "strides", tuple(self.strides))
+            object.__setattr__(self, "strides", tuple(_as_dim(s) for s in self.strides))
         if not isinstance(self.align, int) or self.align < 1 or self.align & (self.align - 1):
             raise ValueError(f"parameter {self.name}: align must be a power of two; got {self.align!r}")
         if self.kind == "scalar":
@@ -125,9 +282,31 @@ class ParamSpec:
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        """Symbol names in shape and strides, in order of first appearance."""
-        dims = self.shape + (self.strides or ())
-        return tuple(dict.fromkeys(d for d in dims if isinstance(d, str)))
+        """Symbol names in shape and strides (plain or inside expressions), in order of first appearance."""
+        found: dict[str, None] = {}
+        for d in self.shape + (self.strides or ()):
+            if isinstance(d, str):
+                found[d] = None
+            elif isinstance(d, DimExpr):
+                found.update(dict.fromkeys(d.symbols))
+        return tuple(found)
+
+    @property
+    def pack(self) -> int:
+        """Logical elements per byte of the tensor passed (2 for float4_e2m1fn, else 1)."""
+        return PACKED_DTYPES.get(self.dtype, 1)
+
+    def storage_shape(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape of the torch tensor passed for this parameter, given the symbols' values (packed dtypes: the
+        last dim in bytes)."""
+        shape = [d if isinstance(d, int) else sizes[d] if isinstance(d, str) else d.evaluate(sizes)
+                 for d in self.shape]
+        if shape and self.pack > 1:
+            if shape[-1] % self.pack:
+                raise ValueError(f"parameter {self.name}: the last dim of a {self.dtype} tensor ({shape[-1]}) must "
+                                 f"be a multiple of {self.pack} (whole bytes)")
+            shape[-1] //= self.pack
+        return tuple(shape)
 
     def describe(self) -> str:
         """`A: Tensor[(N, 128), float32]`, `N: int32`: how error messages and reprs show the parameter."""

@@ -1,0 +1,192 @@
+"""LowerFP4Storage: float4_e2m1fn tensors become byte tensors; an element load decodes a nibble, a store writes one.
+
+float4_e2m1fn is a storage type on MUSA (no fp4 arithmetic): a kernel tensor parameter of it holds two values a
+byte, the even element in the low nibble (upstream TileLang's `tl_fp4_packed_load` convention), and is passed as a
+uint8 tensor. After FlattenBuffer every access has one flat element index i, and
+
+    Cast(T, x[i])          -> Cast(T, tl::fp4_e2m1_to_float(x[i >> 1], i & 1))
+    x[i] = Cast(fp4, v)    -> tl::fp4_e2m1_store(&x[i >> 1], i & 1, tl::float_to_fp4_e2m1(v))
+    x[i] = y[j]  (fp4)     -> tl::fp4_e2m1_store(&x[i >> 1], i & 1, tl::fp4_e2m1_bits(y[j >> 1], j & 1))
+
+with x now a uint8 buffer (the parameter's last dim halved, its other strides halved). `tl::fp4_e2m1_store` updates
+the nibble with atomics on the aligned 32-bit word holding the byte, so threads writing the two nibbles of one byte
+do not race (src/tl_templates/musa/atomic.h). A select between fp4 values (a bounds guard's `if_then_else(c, x[i],
+0)`) is decoded or encoded branch by branch. Any other use of an fp4 value is fp4 arithmetic: a CompileError.
+
+Runs after FlattenBuffer (flat indices) and before VectorizeLoop: the helpers are scalar calls, so a loop vectorized
+over fp4 elements is run lane by lane.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+from tvm.tirx.script import builder as Tb
+
+from ..errors import CompileError
+from .ir_utils import TensorLoad, Var, is_buffer
+from .pass_base import tl_pass
+
+FP4 = "float4_e2m1fn"
+# The 16 E2M1 codes' values (sign in bit 3): what tl::fp4_e2m1_to_float returns.
+FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+
+
+def _dtype(expr: Any) -> str:
+    ty = getattr(expr, "ty", None)
+    return str(ty.dtype) if isinstance(ty, tvm.ir.PrimType) else ""
+
+
+def _is_fp4(dtype: Any) -> bool:
+    return str(dtype).split("x")[0] == FP4
+
+
+def fp4_bits(value: float) -> int:
+    """The E2M1 code of `value`, rounded to nearest even; beyond +-6 (infinities included) saturates, NaN is +6."""
+    if value != value:  # noqa: PLR0124 - NaN
+        return 0x7
+    sign = 0x8 if value < 0 or (value == 0 and str(value).startswith("-")) else 0
+    magnitude = abs(value)
+    best = 0
+    for code in range(1, 8):
+        gap, best_gap = abs(FP4_VALUES[code] - magnitude), abs(FP4_VALUES[best] - magnitude)
+        if gap < best_gap or (gap == best_gap and code % 2 == 0):
+            best = code
+    return sign | best
+
+
+def _byte_buffer(buffer: Var) -> Var:
+    """A uint8 buffer over `buffer`'s storage: the last dim and every other stride halved (in bytes)."""
+    ty = buffer.ty
+    shape = list(ty.shape)
+    shape[-1] = tirx.floordiv(shape[-1] + 1, 2)
+    strides = None
+    if ty.strides:
+        strides = [tirx.floordiv(s, 2) for s in list(ty.strides)[:-1]] + [tirx.const(1, ty.strides[-1].ty.dtype)]
+    return Tb.buffer(shape, "uint8", strides=strides, scope=str(ty.storage_scope), buffer_name=buffer.name)
+
+
+def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    params = [p for p in func.params if is_buffer(p) and _is_fp4(p.ty.dtype.dtype)]
+    decls: list[Any] = []
+    tvm_ffi.structural_walk(func.body, [(tirx.DeclBuffer, lambda d: decls.append(d.buffer)
+                                         if _is_fp4(d.buffer.ty.dtype.dtype) else None)])
+    allocs: list[Any] = []
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer)
+                                         if _is_fp4(a.buffer.ty.dtype.dtype) else None)])
+    if allocs:
+        raise CompileError(f"buffer `{allocs[0].name}` is allocated as {FP4}: fp4 is a storage type for kernel tensor "
+                           "parameters (no float4 arithmetic on MUSA); allocate float16 or float32 and cast the "
+                           "loaded elements", stage="LowerFP4Storage")
+    if not params and not decls:
+        return func
+    remap: dict[Any, Var] = {b: _byte_buffer(b) for b in params + decls}
+    name = str(func.attrs["global_symbol"]) if func.attrs is not None and "global_symbol" in func.attrs else "kernel"
+
+    def fail(node: Any, what: str) -> CompileError:
+        return CompileError(f"kernel `{name}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic on "
+                            f"MUSA); cast loaded elements first (T.cast(x[i], \"float16\")) and store with "
+                            f"T.cast(value, \"{FP4}\")", stage="LowerFP4Storage")
+
+    def rewrite(node: Any) -> Any:
+        return tvm_ffi.structural_mutate(node, handlers)
+
+    def nibble(load: Any) -> tuple[Any, Any]:
+        """The byte holding fp4 element load.indices[0] of a (flat) fp4 buffer, and which nibble (0 low, 1 high)."""
+        if len(load.indices) != 1:
+            raise fail(load, f"an access to the {len(load.indices)}-d {FP4} buffer")
+        index = rewrite(load.indices[0])
+        if index.ty.dtype.lanes != 1:
+            raise fail(load, "a vector access to")
+        one = tirx.const(1, str(index.ty.dtype))
+        return tirx.BufferLoad(remap[load.source], [tirx.shift_right(index, one)]), tirx.bitwise_and(index, one)
+
+    def decode(expr: Any) -> Any:
+        """The float32 value of an fp4 expression."""
+        if isinstance(expr, TensorLoad) and expr.source in remap:
+            byte, odd = nibble(expr)
+            return tirx.call_extern("float32", "tl::fp4_e2m1_to_float", byte, odd)
+        if isinstance(expr, tirx.FloatImm):
+            return tirx.const(FP4_VALUES[fp4_bits(float(expr.value))], "float32")
+        if isinstance(expr, tirx.Cast):  # a value rounded to fp4 and read back
+            return tirx.call_extern("float32", "tl::fp4_e2m1_to_float",
+                                    tirx.call_extern("uint8", "tl::float_to_fp4_e2m1", _to_float(expr.value)))
+        if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
+            return tirx.if_then_else(rewrite(expr.args[0]), decode(expr.args[1]), decode(expr.args[2]))
+        if isinstance(expr, tirx.Select):
+            return tirx.Select(rewrite(expr.condition), decode(expr.true_value), decode(expr.false_value))
+        raise fail(expr, "the fp4 value")
+
+    def encode(expr: Any) -> Any:
+        """The 4-bit code (uint8) of an fp4 expression."""
+        if isinstance(expr, TensorLoad) and expr.source in remap:
+            byte, odd = nibble(expr)
+            return tirx.call_extern("uint8", "tl::fp4_e2m1_bits", byte, odd)
+        if isinstance(expr, tirx.FloatImm):
+            return tirx.const(fp4_bits(float(expr.value)), "uint8")
+        if isinstance(expr, tirx.Cast):
+            return tirx.call_extern("uint8", "tl::float_to_fp4_e2m1", _to_float(expr.value))
+        if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
+            return tirx.if_then_else(rewrite(expr.args[0]), encode(expr.args[1]), encode(expr.args[2]))
+        if isinstance(expr, tirx.Select):
+            return tirx.Select(rewrite(expr.condition), encode(expr.true_value), encode(expr.false_value))
+        raise fail(expr, "the value stored,")
+
+    def _to_float(value: Any) -> Any:
+        value = rewrite(value)
+        if _is_fp4(_dtype(value)):
+            raise fail(value, "a cast between fp4 values")
+        return value if _dtype(value) == "float32" else tirx.Cast("float32", value)
+
+    def on_cast(node: Any, mutator: Any) -> Any:
+        if not _is_fp4(_dtype(node.value)):
+            return mutator.default_mutate(node)
+        if _is_fp4(_dtype(node)):
+            raise fail(node, "a cast from fp4 to fp4")
+        value = decode(node.value)
+        return value if _dtype(node) == "float32" else tirx.Cast(_dtype(node), value)
+
+    def on_store(node: Any, mutator: Any) -> Any:
+        if node.buffer not in remap:
+            return mutator.default_mutate(node)
+        target = tirx.BufferLoad(node.buffer, list(node.indices))  # for nibble(): the element stored to
+        byte, odd = nibble(target)
+        code = encode(node.value)
+        return tirx.Evaluate(tirx.call_extern("int32", "tl::fp4_e2m1_store", tirx.address_of(byte), odd, code))
+
+    def on_decl(node: Any, mutator: Any) -> Any:
+        if node.buffer not in remap:
+            return mutator.default_mutate(node)
+        return tirx.DeclBuffer(remap[node.buffer], data=rewrite(node.data))
+
+    def on_var(node: Any, mutator: Any) -> Any:
+        return remap.get(node, node)
+
+    def on_load(node: Any, mutator: Any) -> Any:
+        if node.source in remap:  # casts and stores take theirs before the walk gets here
+            raise fail(node, "the fp4 element")
+        return mutator.default_mutate(node)
+
+    handlers = [(tirx.Cast, on_cast), (tirx.BufferStore, on_store), (tirx.DeclBuffer, on_decl), (TensorLoad, on_load),
+                (Var, on_var)]
+    body = rewrite(func.body)
+
+    # Whatever fp4-typed value is left is used in arithmetic (or compared, or passed to a call).
+    left: list[Any] = []
+
+    def note(n: Any) -> None:
+        if not left and _is_fp4(_dtype(n)):
+            left.append(n)
+
+    tvm_ffi.structural_walk(body, [(tvm.ir.Expr, note)])
+    if left:
+        raise fail(left[0], "the fp4 value")
+    new_params = [remap.get(p, p) for p in func.params]
+    return tirx.PrimFunc(new_params, body, func.ret_type, func.attrs)
+
+
+def LowerFP4Storage():  # noqa: N802
+    return tl_pass("LowerFP4Storage", lower_fp4_storage)
