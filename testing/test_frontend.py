@@ -220,3 +220,50 @@ def test_one_block_index_unpacked_as_a_tuple_and_a_barrier_id_expression(arch):
     a, b = rand((512,), torch.float32, 43), poison((512,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a.view(4, 128).flip(1).reshape(-1) + 1.0)
+
+
+def test_chained_assignment_stores_one_value_to_each_target():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            A[tx] = B[tx] = C[tx] = A[tx] * 2.0 + 1.0  # evaluated once, before A[tx] is stored
+
+    kernel = tilelang.compile(main, target="musa -arch=mp_31")
+    a = rand((64,), torch.float32, 71)
+    b, c = poison((64,), torch.float32), poison((64,), torch.float32)
+    expected = a * 2.0 + 1.0
+    kernel(a, b, c)
+    for out in (a, b, c):
+        torch.testing.assert_close(out, expected)
+
+
+def test_clamp_takes_upstream_keywords():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            B[tx] = T.clamp(A[tx], min_val=-0.5, max_val=0.25)
+
+    kernel = tilelang.compile(main, target="musa -arch=mp_22")
+    a, b = rand((64,), torch.float32, 72), poison((64,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.clamp(-0.5, 0.25))
+
+
+def test_prim_func_returns_the_outputs_it_allocates_with_empty():
+    @T.prim_func
+    def main(A):
+        A: T.Tensor[[64], T.float32]
+        B = T.empty([64], T.float32)
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            B[tx] = A[tx] + 1.0
+        return B
+
+    assert list(main.attrs["tilelang_out_idx"]) == [-1]
+    kernel = tilelang.compile(main, target="musa -arch=mp_31")
+    a = rand((64,), torch.float32, 73)
+    torch.testing.assert_close(kernel(a), a + 1.0)
+    with pytest.raises(ValueError, match="Out index conflict"):
+        tilelang.compile(main, out_idx=[-1], target="musa -arch=mp_31")

@@ -170,3 +170,73 @@ def test_loop_over_a_box_of_a_placed_fragment_runs_where_the_box_lives(arch):
     ref[16:48, 40:56] = ref[16:48, 40:56] * 2 + 1
     ref[48:64, 0:8] = 0
     torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_over_a_reshaped_fragment_follows_the_fragment(arch):
+    # T.reshape of a fragment is a name for its elements (row-major): the copy out of the view reads the fragment
+    # where it lives, and a reduction of the view stages it through a fragment of the view's shape.
+    @T.prim_func
+    def main(A: T.Tensor((32, 32), "float32"), B: T.Tensor((1024,), "float32"), S: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=64):
+            frag = T.alloc_fragment((32, 32), "float32")
+            sums = T.alloc_fragment((16,), "float32")
+            flat_shared = T.alloc_shared((1024,), "float32")
+            T.copy(A, frag)
+            flat = T.reshape(frag, [1024])
+            T.copy(flat, flat_shared)
+            T.copy(flat_shared, B)
+            T.reduce_sum(T.reshape(frag, [16, 64]), sums, dim=1)
+            T.copy(sums, S)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a = rand((32, 32), torch.float32, 61)
+    b, s = poison((1024,), torch.float32), poison((16,), torch.float32)
+    kernel(a, b, s)
+    torch.testing.assert_close(b, a.reshape(-1))
+    torch.testing.assert_close(s, a.reshape(16, 64).sum(1), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_reduced_value_read_at_a_constant_index_in_a_loop(arch):
+    # `lo[0]` in a loop over the row: the reduction places `lo` (replicated on the row's threads) before the loop
+    # is planned, so the loop reads it where it lives (upstream's clamp_value_range).
+    @T.prim_func
+    def main(A: T.Tensor((1, 128), "float32"), B: T.Tensor((1, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            row = T.alloc_fragment((1, 128), "float32")
+            lo = T.alloc_fragment((1,), "float32")
+            hi = T.alloc_fragment((1,), "float32")
+            T.copy(A, row)
+            T.reduce_min(row, lo, dim=1)
+            T.reduce_max(row, hi, dim=1)
+            for i in T.Parallel(128):
+                row[0, i] = T.clamp(row[0, i], min_val=lo[0] * 0.5, max_val=hi[0] * 0.5)
+            T.copy(row, B)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a = rand((1, 128), torch.float32, 62)
+    b = poison((1, 128), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.clamp(a.min().item() * 0.5, a.max().item() * 0.5))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loop_binding_a_value_for_an_atomic_is_not_vectorized(arch):
+    # The vectorizer would turn `value` into a vector and lose its lanes in the scalar atomic call.
+    @T.prim_func
+    def main(A: T.Tensor((4, 64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(4, 4, 4, threads=32) as (bx, by, bz):
+            tile = T.alloc_shared((16, 16), "float32")
+            T.copy(A[bz, bx * 16:(bx + 1) * 16, by * 16:(by + 1) * 16], tile)
+            for i, j in T.Parallel(16, 16):
+                value = tile[i, j]
+                T.atomic_add(B[bx * 16 + i, by * 16 + j], value)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert re.search(r"float value = ", kernel.get_kernel_source())
+    a = rand((4, 64, 64), torch.float32, 63)
+    b = rand((64, 64), torch.float32, 64)
+    expected = b + a.sum(0)
+    kernel(a, b)
+    torch.testing.assert_close(b, expected, rtol=1e-5, atol=1e-5)

@@ -97,6 +97,8 @@ def test_kernel_profiler_checks_with_a_mismatch_budget_and_benches_given_inputs(
     profiler.assert_allclose(off_by_one_element, input_tensors=[a], max_mismatched_ratio=0.01)
     with pytest.raises(AssertionError, match=r"1 of 1024 elements \(0.10%\) differ"):
         profiler.assert_allclose(off_by_one_element, input_tensors=[a], max_mismatched_ratio=0.0)
+    with_nans = torch.where(torch.arange(1024) % 3 == 0, float("nan"), a)
+    profiler.assert_allclose(lambda x: x * 2.0, input_tensors=[with_nans], max_mismatched_ratio=0.0)  # NaN == NaN
     p25, p75 = profiler.do_bench(n_warmup=1, n_repeat=4, input_tensors=[a], quantiles=[0.25, 0.75])
     assert 0 < p25 <= p75
     assert profiler.do_bench(lambda x: x * 2, warmup=1, rep=2, return_mode="median") > 0

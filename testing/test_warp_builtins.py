@@ -108,3 +108,36 @@ def test_warp_votes_and_block_predicate_counts(arch):
     assert torch.equal(out[1] != 0, (a > -4).view(-1, 32).all(1).repeat_interleave(32))
     first = torch.where(lanes.any(1), lanes.argmax(1), torch.full((THREADS // 32,), -1))
     assert torch.equal(out[2].long(), first.repeat_interleave(32))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_warp_matches(arch):
+    """T.match_any_sync: the lanes holding the caller's value; T.match_all_sync: the mask if the warp agrees, else
+    0. Modelled on 32-lane warps (a 32-bit mask cannot name a 128-lane warp's lanes: mp_22 is a clear error)."""
+
+    @T.prim_func
+    def matches(A: T.Tensor((THREADS,), "int32"), B: T.Tensor((THREADS // 32,), "float32"),
+                Out: T.Tensor((3, THREADS), "int64")):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            Out[0, tx] = T.cast(T.match_any_sync(A[tx]), "int64")
+            Out[1, tx] = T.cast(T.match_all_sync(B[tx // 32]), "int64")
+            Out[2, tx] = T.cast(T.match_all_sync(A[tx]), "int64")
+
+    kernel = tilelang.compile(matches, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "__match_any_sync(" in src and "tl::match_all_sync(" in src
+    a = torch.randint(0, 3, (THREADS,), dtype=torch.int32, generator=torch.Generator().manual_seed(52))
+    b = rand((THREADS // 32,), torch.float32, 53)
+    out = torch.full((3, THREADS), -7, dtype=torch.int64)
+    if WARP[arch] != 32:
+        with pytest.raises(RuntimeError, match="__match_any_sync .* is not modelled"):
+            kernel(a, b, out)
+        return
+    kernel(a, b, out)
+    lanes = a.view(-1, 32)
+    same = (lanes[:, :, None] == lanes[:, None, :]).long()  # [warp, lane, other lane]
+    assert torch.equal(out[0], (same << torch.arange(32)).sum(2).reshape(-1))
+    assert (out[1] == 0xFFFFFFFF).all()  # one value per warp: every warp agrees
+    agree = (lanes == lanes[:, :1]).all(1).repeat_interleave(32)
+    assert torch.equal(out[2], torch.where(agree, 0xFFFFFFFF, 0))

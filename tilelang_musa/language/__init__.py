@@ -17,7 +17,8 @@ from .copy import copy
 from .transpose import transpose
 from .logical import all_of, any_of
 from .vote import (
-    __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and, syncthreads_count, syncthreads_or,
+    __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
+    syncthreads_count, syncthreads_or,
 )
 from .global_access import ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
@@ -80,7 +81,8 @@ __all__ = [
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int32", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
     "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10", "log1p", "log2",
-    "macro", "match_buffer", "max", "max_value", "min", "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
+    "macro", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value", "min", "min_value",
+    "mul_half_float_to_bfloat16_x4", "nearbyint",
     "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",

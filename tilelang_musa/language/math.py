@@ -62,8 +62,9 @@ def min(a: Any, b: Any, *rest: Any) -> Any:  # noqa: A001 - the language's T.min
     return _fold(builtins.min, tirx.min, (a, b, *rest))
 
 
-def clamp(x: Any, lo: Any, hi: Any) -> Any:
-    return min(max(x, lo), hi)
+def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
+    """`dst` limited to [min_val, max_val]."""
+    return min(max(dst, min_val), max_val)
 
 
 def if_then_else(cond: Any, then: Any, otherwise: Any) -> Any:

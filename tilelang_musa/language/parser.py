@@ -184,6 +184,11 @@ class _Rewriter(ast.NodeTransformer):
         )
 
     def visit_Assign(self, node: ast.Assign):
+        if len(node.targets) > 1:  # `A[i] = B[i] = v`: v is evaluated once, then stored to each target in order
+            temp = f"_tl_chained_value_{node.lineno}_{node.col_offset}"
+            assigns = [ast.Assign(targets=[_name(temp, ast.Store())], value=node.value)]
+            assigns += [ast.Assign(targets=[target], value=_name(temp)) for target in node.targets]
+            return [self.visit_Assign(ast.fix_missing_locations(ast.copy_location(a, node))) for a in assigns]
         value = self._operand(node.value)
         if len(node.targets) == 1:
             target = node.targets[0]

@@ -1,8 +1,8 @@
 """Reductions along one dimension: `T.reduce_sum / max / min / abssum / absmax`, and of integers
 `T.reduce_bitand / bitor / bitxor`.
 
-The reduction itself runs on fragments (tileop/reduce.py). A shared or thread-local src or dst is staged through
-a fragment of its shape with `T.copy` (dst is read first when `clear=False`), as upstream accepts them.
+The reduction itself runs on fragments (tileop/reduce.py). A shared or thread-local src or dst, or a view of a
+fragment, is staged through a fragment of its shape with `T.copy` (dst is read first when `clear=False`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from .allocate import FRAGMENT_SCOPE, alloc_fragment
 from .builder import current_trace, kernel_trace
 from .copy import copy
 
-_STAGED_SCOPES = ("shared", "shared.dyn", "local")
+_STAGED_SCOPES = ("shared", "shared.dyn", "local", FRAGMENT_SCOPE)
+
+
+def _is_fragment(trace, region: Region) -> bool:
+    """A fragment of its own (a T.reshape / T.view of a fragment has no layout of its own: it is staged)."""
+    return region.scope == FRAGMENT_SCOPE and region.buffer not in trace.buffer_views
 
 
 def _fragment_of(trace, construct: str, what: str, region: Region) -> Region:
@@ -57,8 +62,8 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1
     if batch > total or total % batch:
         raise trace.error(f"{construct}: batch={batch} must evenly divide the {total} results of `{dst_r.name}` "
                           + ("(it exceeds total output elements)" if batch > total else ""))
-    src_staged = src_r if src_r.scope == FRAGMENT_SCOPE else _fragment_of(trace, construct, "src", src_r)
-    dst_staged = dst_r if dst_r.scope == FRAGMENT_SCOPE else _fragment_of(trace, construct, "dst", dst_r)
+    src_staged = src_r if _is_fragment(trace, src_r) else _fragment_of(trace, construct, "src", src_r)
+    dst_staged = dst_r if _is_fragment(trace, dst_r) else _fragment_of(trace, construct, "dst", dst_r)
     if src_staged is not src_r:
         copy(src_r.to_ir(), src_staged.to_ir())
     if dst_staged is not dst_r and not clear:

@@ -1,5 +1,6 @@
 """`T.reshape(buf, shape)` and `T.view(buf, shape=None, dtype=None)`: the same storage seen with another shape
 (row-major, same number of elements) or, for a global tensor, another element type of the same total size.
+Global tensors, shared tiles, fragments (a loop over the view follows the fragment's layout) and local buffers.
 
 A same-dtype view is a name: every access to it becomes an access to the buffer it views (LowerBufferViews), so
 barriers, bounds guards and memory planning see one buffer. A global tensor viewed as another dtype is a
@@ -41,9 +42,9 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
     src_dtype = str(src.ty.dtype.dtype)
     dtype = canonical_dtype(dtype) if dtype is not None else src_dtype
     shape = list(src.ty.shape) if shape is None else list(shape) if isinstance(shape, (list, tuple)) else [shape]
-    if scope not in ("global", "shared", "shared.dyn"):
-        raise trace.error(f"T.view / T.reshape: `{src.name}` is {scope}; views are of global tensors and shared "
-                          "tiles (a fragment's elements are placed by its layout: T.copy it instead)")
+    if scope not in ("global", "shared", "shared.dyn", "local.fragment", "local"):
+        raise trace.error(f"T.view / T.reshape: `{src.name}` is {scope}; views are of global tensors, shared tiles, "
+                          "fragments and local buffers")
     src_bits, dst_bits = tvm.runtime.DataType(src_dtype).bits, tvm.runtime.DataType(dtype).bits
     n_src, n_dst = _size(src.ty.shape), _size(shape)
     if n_src is None or n_dst is None:
@@ -59,8 +60,8 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
         trace.buffer_views[buffer] = src
         return buffer
     if scope != "global":
-        raise trace.error(f"T.view: a shared tile viewed as another dtype ({src_dtype} -> {dtype}) is not supported; "
-                          "view a global tensor, or copy")
+        raise trace.error(f"T.view: a {scope} buffer viewed as another dtype ({src_dtype} -> {dtype}) is not "
+                          "supported; view a global tensor, or copy")
     buffer = Tb.decl_buffer(shape, dtype, data=tirx.call_intrin("handle", "tirx.buffer_data", src), scope=scope)
     IRBuilder.name(name, buffer)
     return buffer

@@ -1,5 +1,6 @@
 """Warp votes and block-wide predicate reductions, TileLang-MUSA's names: `T.any_sync`, `T.all_sync`,
-`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.__ffs`, `T.syncthreads_count/and/or`.
+`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.match_any_sync`, `T.match_all_sync`, `T.__ffs`,
+`T.syncthreads_count/and/or`.
 
 They call the CUDA-named MUSA built-ins. A ballot or active mask is the built-in's 32-bit lane mask zero-extended
 to uint64, as upstream returns it; on mp_22's 128-lane warps a 32-bit mask cannot hold every lane (the simulator
@@ -49,6 +50,30 @@ def ballot_sync(predicate: Any, mask: Any = _FULL_MASK) -> Any:
 def ballot(predicate: Any) -> Any:
     """`T.ballot_sync` over the whole warp."""
     return ballot_sync(predicate)
+
+
+def _match_value(construct: str, value: Any) -> Any:
+    kernel_trace(construct)
+    value = as_expr(value)
+    if not isinstance(value, tvm.ir.Expr):
+        value = tirx.const(value, "int32" if isinstance(value, int) else "float32")
+    dtype = tvm.DataType(str(value.ty.dtype))
+    if dtype.lanes != 1 or dtype.bits not in (32, 64) or dtype.type_code not in (
+            tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT, tvm.DataTypeCode.FLOAT):
+        raise current_trace(construct).error(f"{construct} compares 32- or 64-bit integers or floats; got "
+                                             f"{value.ty.dtype}")
+    return value
+
+
+def match_any_sync(value: Any, mask: Any = _FULL_MASK) -> Any:
+    """uint32 mask of the lanes of `mask` whose `value` equals the caller's (`__match_any_sync`)."""
+    return tirx.call_extern("uint32", "__match_any_sync", _mask(mask), _match_value("T.match_any_sync", value))
+
+
+def match_all_sync(value: Any, mask: Any = _FULL_MASK) -> Any:
+    """`mask` (uint32) if every lane of it holds the same `value`, else 0 (`__match_all_sync`, its predicate
+    output dropped: it is `result != 0`)."""
+    return tirx.call_extern("uint32", "tl::match_all_sync", _mask(mask), _match_value("T.match_all_sync", value))
 
 
 def activemask() -> Any:

@@ -65,7 +65,7 @@ class Profiler:
                         atol: float = 1e-2, rtol: float = 1e-2, max_mismatched_ratio: float = 0.01) -> None:
         """Run the kernel and `reference_program` on the same inputs (`input_tensors`, else generated ones) and
         raise AssertionError when more than `max_mismatched_ratio` of any output's elements differ beyond
-        `atol + rtol * |ref|`. A reference output that is None is not compared."""
+        `atol + rtol * |ref|`. A reference output that is None is not compared; NaN matches NaN, as upstream's."""
         outs, refs = self._outputs_and_references(reference_program, input_tensors)
         if len(outs) != len(refs):
             raise AssertionError(f"the kernel returned {len(outs)} outputs, the reference {len(refs)}")
@@ -76,7 +76,7 @@ class Profiler:
             if out.shape != ref.shape:
                 raise AssertionError(f"output {index}: the kernel's shape is {tuple(out.shape)}, "
                                      f"the reference's {tuple(ref.shape)}")
-            mismatched = ~torch.isclose(out, ref, rtol=rtol, atol=atol)
+            mismatched = ~torch.isclose(out, ref, rtol=rtol, atol=atol, equal_nan=True)
             ratio = mismatched.float().mean().item() if out.numel() else 0.0
             if ratio > max_mismatched_ratio:
                 worst = (out - ref).abs().nan_to_num(float("inf")).max().item()

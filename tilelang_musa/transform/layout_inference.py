@@ -248,7 +248,9 @@ class _Inference:
                 self.set_layout(buf, self._implied(buf, indices, nest), f"the T.Parallel loop at {nest.loc}",
                                 nest.loc)
                 changed = True
-        return changed
+            if changed:  # let the tile ops place what this implies (a reduction's result) before the next nest
+                return True
+        return False
 
     def _plan_through(self, buf, layout: Fragment, indices, nest: _Nest) -> LoopPlan | None:
         """The nest's plan when it follows `buf` (laid out as `layout`) through an access other than the identity:
@@ -437,7 +439,7 @@ class _Inference:
         self.fix_from_annotations()
         self.fix_from_ops()
         while True:
-            if self.propagate() or self.fix_from_ops():
+            if self.fix_from_ops() or self.propagate():
                 continue
             if not self.choose_free():
                 break

@@ -170,7 +170,7 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     """The widest V (16 bytes per access at most, and at most `cap` elements: the loop's coalesced_width) for
     which every global/shared access of `body` is contiguous in `inner_var`, V-aligned, and inside a V-aligned
     piece of its buffer."""
-    if disable:
+    if disable or _has_call_statement(body):
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
     if not accesses:
@@ -185,6 +185,15 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
             return width
         width //= 2
     return 1
+
+
+def _has_call_statement(body: Any) -> bool:
+    """Whether `body` evaluates a call for its effect (an atomic, a print, ...). Such a statement runs once per
+    lane: the vectorizer would scalarize it again, and loses the lane values of the binds it reads."""
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.Evaluate, lambda n: found.append(n) if isinstance(n.value, tvm.ir.Call)
+                                    else None)])
+    return bool(found)
 
 
 def hoist_lane_from_xor(expr: Any, lane: Any, width: int, ana: Any) -> Any:

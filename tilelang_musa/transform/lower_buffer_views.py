@@ -6,7 +6,9 @@
 
 The element keeps its row-major position. Runs after every tile op is lowered (they may take views as
 operands, read with the view's shape) and before the passes that reason about buffers: barriers, bounds
-guards and shared-memory planning then see one buffer.
+guards and shared-memory planning then see one buffer. Views of fragments go earlier, before LayoutInference
+(`scopes=FRAGMENT_VIEWS`): a loop over a reshaped fragment then reads the fragment itself, whose layout it follows
+(`v[i]` -> `f[i // 32, i % 32]`).
 """
 
 from __future__ import annotations
@@ -20,16 +22,29 @@ from .ir_utils import TensorLoad, flat_index, unflatten
 from .pass_base import tl_pass
 
 
-def lower_buffer_views(func: tirx.PrimFunc) -> tirx.PrimFunc:
+FRAGMENT_VIEWS = ("local.fragment",)
+
+
+def _root(views: dict, buffer):
+    while buffer in views:  # a view of a view
+        buffer = views[buffer]
+    return buffer
+
+
+def lower_buffer_views(func: tirx.PrimFunc, scopes: tuple[str, ...] | None = None) -> tirx.PrimFunc:
+    """Lower the views of buffers in `scopes` (None: all views)."""
     if func.attrs is None or VIEWS_ATTR not in func.attrs:
         return func
-    views = dict(func.attrs[VIEWS_ATTR].items())
+    all_views = dict(func.attrs[VIEWS_ATTR].items())
+    views = {v: s for v, s in all_views.items()
+             if scopes is None or str(_root(all_views, s).ty.storage_scope) in scopes}
+    if not views:
+        return func
+    remaining = {v: s for v, s in all_views.items() if v not in views}
     ana = tvm.sym.Analyzer()
 
     def target(view, indices):
-        source = views[view]
-        while source in views:  # a view of a view
-            source = views[source]
+        source = _root(views, view)
         flat = flat_index(view, indices)
         return source, [ana.simplify(i) for i in unflatten(flat, list(source.ty.shape))]
 
@@ -48,8 +63,9 @@ def lower_buffer_views(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return node
 
     body = tvm_ffi.structural_mutate(func.body, [(TensorLoad, on_load), (tirx.BufferStore, on_store)])
-    return func.with_body(body).without_attr(VIEWS_ATTR)
+    func = func.with_body(body)
+    return func.with_attr(VIEWS_ATTR, remaining) if remaining else func.without_attr(VIEWS_ATTR)
 
 
-def LowerBufferViews():  # noqa: N802
-    return tl_pass("LowerBufferViews", lower_buffer_views)
+def LowerBufferViews(scopes: tuple[str, ...] | None = None):  # noqa: N802
+    return tl_pass("LowerBufferViews", lambda func: lower_buffer_views(func, scopes))

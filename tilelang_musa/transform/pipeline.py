@@ -13,7 +13,7 @@ from tvm import tirx
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
 from .lower_thread_allreduce import LowerThreadAllreduce
-from .lower_buffer_views import LowerBufferViews
+from .lower_buffer_views import FRAGMENT_VIEWS, LowerBufferViews
 from .lower_fp4_storage import LowerFP4Storage
 from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
@@ -41,6 +41,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         StageGemmOperands(configs),
         # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
         LowerTileOp(configs),
+        # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
+        LowerBufferViews(FRAGMENT_VIEWS),
         # Where fragments live; the loops over fragments run there (per-thread loops over slots).
         LayoutInference(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).

@@ -487,6 +487,14 @@ TL_DEVICE bool any_of(const T* p, int n) {
   return false;
 }
 
+/*! \brief T.match_all_sync: __match_all_sync without its predicate output (the result is nonzero exactly when the
+ *         predicate would be set). */
+template <typename T>
+TL_DEVICE unsigned match_all_sync(unsigned mask, T value) {
+  int predicate;
+  return __match_all_sync(mask, value, &predicate);
+}
+
 #define TL_VEC_BINARY_HELPER(NAME)                                                  \
   template <typename T, int N>                                                      \
   TL_HOST_DEVICE vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {           \

@@ -59,6 +59,10 @@ __device__ int __any_sync(unsigned int mask, int predicate);
 __device__ int __all_sync(unsigned int mask, int predicate);
 __device__ unsigned int __ballot_sync(unsigned int mask, int predicate);
 __device__ unsigned int __activemask();
+template <class T>
+__device__ unsigned int __match_any_sync(unsigned int mask, T value);
+template <class T>
+__device__ unsigned int __match_all_sync(unsigned int mask, T value, int* pred);
 __device__ void __threadfence();
 __device__ void __threadfence_block();
 __device__ void __trap();

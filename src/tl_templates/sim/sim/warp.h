@@ -81,6 +81,34 @@ inline void ExchangeVote(BlockRunner& block, Rendezvous& rv) {
   });
 }
 
+/*! \brief Matches: slot.in is the value's bits; slot.arg 0 = any (the lanes holding the caller's value), 1 = all
+ *         (the mask if every lane holds the same value, else 0). */
+inline void ExchangeMatch(BlockRunner& block, Rendezvous& rv) {
+  bool all_equal = true, seen = false;
+  uint64_t first = 0, members = 0;
+  rv.members.ForEach([&](uint32_t lane) {
+    const uint64_t value = block.fiber(rv.base + lane).slot.in;
+    members |= uint64_t{1} << (lane & 63);
+    all_equal = all_equal && (!seen || value == first);
+    first = seen ? first : value;
+    seen = true;
+  });
+  rv.members.ForEach([&](uint32_t lane) {
+    CollectiveSlot& s = block.fiber(rv.base + lane).slot;
+    if (s.arg == 1) {
+      s.out = all_equal ? members : 0;
+      return;
+    }
+    uint64_t peers = 0;
+    rv.members.ForEach([&](uint32_t other) {
+      if (block.fiber(rv.base + other).slot.in == s.in) peers |= uint64_t{1} << (other & 63);
+    });
+    s.out = peers;
+  });
+}
+
+inline constexpr Collective kMatchAny{"__match_any_sync", &ExchangeMatch};
+inline constexpr Collective kMatchAll{"__match_all_sync", &ExchangeMatch};
 inline constexpr Collective kAnySync{"__any_sync", &ExchangeVote};
 inline constexpr Collective kAllSync{"__all_sync", &ExchangeVote};
 inline constexpr Collective kBallotSync{"__ballot_sync", &ExchangeVote};
@@ -112,6 +140,20 @@ T WarpShuffle(const Collective& op, unsigned mask, T var, int arg, int width, co
 inline uint64_t WarpVote(const Collective& op, int kind, unsigned mask, int predicate, const char* file, int line) {
   CollectiveSlot in;
   in.in = predicate != 0;
+  in.arg = kind;
+  return WarpCollective(op, mask, in, file, line);
+}
+
+template <class T>
+uint64_t WarpMatch(const Collective& op, int kind, unsigned mask, T value, const char* file, int line) {
+  static_assert(std::is_integral<T>::value || std::is_floating_point<T>::value,
+                "__match_any_sync / __match_all_sync compare integers or floating-point values");
+  if (kWarpSize != 32)
+    CurrentBlock(op.name).Fail(musaErrorNotSupported, "%s (%s:%d) is not modelled on %s's %u-lane warps", op.name,
+                               SourceName(file), line, kArchName, kWarpSize);
+  CollectiveSlot in;
+  in.in = 0;
+  std::memcpy(&in.in, &value, sizeof(T));
   in.arg = kind;
   return WarpCollective(op, mask, in, file, line);
 }
@@ -153,6 +195,20 @@ inline unsigned __ballot_sync(unsigned mask, int predicate, const char* file = _
         .Fail(musaErrorNotSupported, "__ballot_sync (%s:%d) is not modelled on %s's %u-lane warps",
               tl_sim::SourceName(file), line, tl_sim::kArchName, tl_sim::kWarpSize);
   return static_cast<unsigned>(tl_sim::WarpVote(tl_sim::kBallotSync, 2, mask, predicate, file, line));
+}
+/*! \brief The lanes of `mask` whose `value` has the caller's bits: defined for 32-lane warps only, as a ballot. */
+template <class T>
+inline unsigned __match_any_sync(unsigned mask, T value, const char* file = __builtin_FILE(),
+                                 int line = __builtin_LINE()) {
+  return static_cast<unsigned>(tl_sim::WarpMatch(tl_sim::kMatchAny, 0, mask, value, file, line));
+}
+/*! \brief `mask` if every lane of it holds the same `value` bits (and *pred = 1), else 0 (and *pred = 0). */
+template <class T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* pred, const char* file = __builtin_FILE(),
+                                 int line = __builtin_LINE()) {
+  const unsigned result = static_cast<unsigned>(tl_sim::WarpMatch(tl_sim::kMatchAll, 1, mask, value, file, line));
+  *pred = result != 0;
+  return result;
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   tl_sim::WarpCollective(tl_sim::kSyncWarp, mask, tl_sim::CollectiveSlot{}, file, line);
