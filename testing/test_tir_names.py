@@ -185,3 +185,30 @@ def test_explicit_global_loads_and_stores(arch):
         def bad(X: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32):
                 T.ldg64(X[0:4])
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_assume_removes_the_bounds_guards_it_implies(arch):
+    """T.assume(cond) is a fact for the statements after it: SafeMemoryAccess leaves out the guards it implies."""
+
+    def program(with_assume):
+        N = T.dynamic("N")
+
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), left: T.int32, right: T.int32):
+            with T.Kernel(1, threads=32):
+                for i in T.serial(right - left + 1):
+                    if with_assume:
+                        T.assume(left + i >= 0 and left + i < N)
+                    A[left + i] = 1.0
+
+        return main
+
+    assert "if (" in tilelang.compile(program(False), target=f"musa -arch={arch}").get_kernel_source()
+    kernel = tilelang.compile(program(True), target=f"musa -arch={arch}")
+    assert "if (" not in kernel.get_kernel_source()
+    a = rand((64,), torch.float32, 81)
+    expected = a.clone()
+    expected[5:20] = 1.0
+    kernel(a, 5, 19)
+    torch.testing.assert_close(a, expected)

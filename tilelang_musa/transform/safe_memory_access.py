@@ -6,11 +6,13 @@ and the enclosing conditions, a store is skipped (`if (in_bounds) A[i] = ...`) a
 multiples of the block size. Inside a vectorized loop a guard on the first lane is used when it is exact
 (the access is contiguous in the lane, V-aligned, and the extent is a multiple of V), so the vector
 access survives; otherwise the guard is per lane and the vectorizer falls back to scalar code.
+A `T.assume(cond)` is a fact for the statements after it in its block: guards it implies are left out.
 `TL_DISABLE_SAFE_MEMORY_ACCESS` turns the pass off.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import tvm
@@ -56,6 +58,17 @@ class _Guarder:
             with self.ana.constraint_scope(tirx.Not(cond)):
                 else_case = mutator.mutate(node.else_case)
         return tirx.IfThenElse(cond, then_case, else_case)
+
+    def on_seq(self, node, mutator):
+        """`T.assume(cond)` holds for the statements after it in its block: guards it implies are dropped."""
+        with contextlib.ExitStack() as scopes:
+            stmts = []
+            for stmt in node.seq:
+                stmts.append(mutator.mutate(stmt))
+                if (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tvm.ir.Call)
+                        and isinstance(stmt.value.op, tvm.ir.Op) and str(stmt.value.op.name) == "tirx.assume"):
+                    scopes.enter_context(self.ana.constraint_scope(stmt.value.args[0]))
+        return tirx.SeqStmt(stmts)
 
     # -- guards
     def _conditions(self, buffer, indices) -> list[Any]:
@@ -140,6 +153,7 @@ def safe_memory_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return tvm_ffi.structural_mutate(func, [
         (tirx.AttrStmt, g.on_attr), (tirx.For, g.on_for), (tirx.IfThenElse, g.on_if),
         (tirx.BufferStore, g.on_store), (tirx.Evaluate, g.on_evaluate), (tirx.Bind, g.on_bind),
+        (tirx.SeqStmt, g.on_seq),
     ])
 
 
