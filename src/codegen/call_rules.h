@@ -28,6 +28,7 @@ namespace codegen {
 struct CodegenOptions {
   std::string arch = "mp_31";  //!< "mp_21" | "mp_22" | "mp_31" | "mp_32"
   int warp_size = 32;          //!< 128 on mp_21/mp_22, 32 on mp_31/mp_32
+  int min_blocks_per_sm = 1;   //!< the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)
 };
 
 /*! \brief What a rule may ask of the printer. */

@@ -46,6 +46,14 @@ CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
     }
     out.warp_size = static_cast<int>(*value);
   }
+  if (auto blocks = options.Get("min_blocks_per_sm")) {
+    auto value = blocks->try_cast<int64_t>();
+    if (!value || *value <= 0) {
+      TVM_FFI_THROW(TypeError) << "MUSA codegen: option `min_blocks_per_sm` must be a positive int, got "
+                               << blocks->GetTypeKey();
+    }
+    out.min_blocks_per_sm = static_cast<int>(*value);
+  }
   return out;
 }
 
@@ -108,7 +116,8 @@ std::string MusaPrinter::PrintKernel(const ObjectRef& func) {
 
   std::string text = "extern \"C\" __global__ void ";
   if (auto threads = launch_.StaticThreadsPerBlock()) {
-    text += "__launch_bounds__(" + std::to_string(*threads) + ", 1) ";
+    text += "__launch_bounds__(" + std::to_string(*threads) + ", " + std::to_string(options_.min_blocks_per_sm) +
+            ") ";
   }
   text += kernel_name_ + "(";
   for (size_t i = 0; i < params.size(); ++i) text += (i ? ", " : "") + params[i];

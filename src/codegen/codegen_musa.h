@@ -25,7 +25,7 @@
 namespace tilelang_musa {
 namespace codegen {
 
-/*! \brief Parses the `options` map: "arch" (str) and "warp_size" (int); other keys are ignored. */
+/*! \brief Parses the `options` map: "arch" (str), "warp_size" and "min_blocks_per_sm" (ints); others are ignored. */
 CodegenOptions ParseCodegenOptions(const Map<String, Any>& options);
 
 /*! \brief How a buffer variable is reached in the printed code. */

@@ -306,7 +306,9 @@ void MusaPrinter::VisitFor(const ObjectRef& op) {
   } else {
     increment = name + " += " + PrintExpr(*step);
   }
-  if (kind == ForKind::kUnrolled) {
+  // T.unroll loops are serial loops marked "tl.pragma_unroll" (TVM's UnrollLoop would unroll a kUnrolled loop in
+  // the IR, and rejects one whose trip count is not a constant); kUnrolled loops left by UnrollLoop print the same.
+  if (kind == ForKind::kUnrolled || loop.annotations().count("tl.pragma_unroll")) {
     // T.unroll(..., unroll_factor=k): unroll by k, leaving the compiler the remainder.
     std::optional<Any> factor = loop.annotations().Get("tl.unroll_factor");
     std::optional<int64_t> k;

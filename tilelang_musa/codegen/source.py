@@ -10,6 +10,7 @@ import tvm_ffi
 from tvm import tirx
 
 from .. import _native
+from ..language.annotate import MIN_BLOCKS_ATTR
 from ..target import arch_of
 from ..transform.ir_utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
@@ -51,13 +52,20 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
     printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
     options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
     devices, launches = [], []
-    for func, kernel_name in zip(funcs, kernel_names(name, len(funcs))):
-        devices.append(str(printer(func, kernel_name, options)).rstrip() + "\n")
+    for index, (func, kernel_name) in enumerate(zip(funcs, kernel_names(name, len(funcs)))):
+        kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index))
+        devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem)))
     params = host_params(funcs[0])
     return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,
                         launches[0].launch, max(_local_bytes(f) for f in funcs))
+
+
+def _min_blocks_per_sm(func: tirx.PrimFunc, index: int) -> int:
+    """The kernel's T.annotate_min_blocks_per_sm (one value per kernel of the program, in launch order), else 1."""
+    values = func.attrs[MIN_BLOCKS_ATTR] if func.attrs is not None and MIN_BLOCKS_ATTR in func.attrs else []
+    return int(values[index]) if index < len(values) else 1
 
 
 _LOCAL_SCOPES = ("local", "local.fragment", "local.var", "warp")

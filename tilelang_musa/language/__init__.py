@@ -1,7 +1,7 @@
 """The TileLang language namespace, used as `import tilelang.language as T`."""
 
 from .accelerated import mul_half_float_to_bfloat16_x4
-from .annotate import annotate_compile_flags, annotate_layout, annotate_pass_configs
+from .annotate import annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs
 from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
@@ -22,8 +22,8 @@ from .vote import (
 )
 from .global_access import ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
-    Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, grid,
-    handle, let, match_buffer, reinterpret, thread_binding, tvm_thread_allreduce,
+    Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, func_attr,
+    grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
 from .random import rng_init, rng_rand, rng_rand_float
@@ -39,7 +39,10 @@ from .dtypes import (
     float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, tfloat32, uint8,
     uint16, uint32, uint64,
 )
-from .kernel import Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings
+from .kernel import (
+    Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
+    thread_binding,
+)
 from .loop import Parallel, Pipelined, serial, unroll, vectorized
 from .math import (
     Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
@@ -68,21 +71,23 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_local", "alloc_reducer", "alloc_shared", "alloc_var",
-    "annotate_compile_flags", "annotate_layout", "annotate_pass_configs", "any_of", "any_sync", "assume", "atan",
+    "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm", "annotate_pass_configs", "any_of",
+    "any_sync", "assume", "atan",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
     "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
+    "env_thread",
     "erf", "evaluate", "exp", "exp10", "exp2", "fill", "finalize_reducer", "float", "float16", "float32",
     "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
-    "floormod", "fmod",
+    "floormod", "fmod", "func_attr",
     "Fragment", "FragmentBuffer", "gemm", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
     "get_thread_binding", "get_thread_bindings", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int32", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
-    "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10", "log1p", "log2",
-    "macro", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value", "min", "min_value",
-    "mul_half_float_to_bfloat16_x4", "nearbyint",
+    "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10",
+    "log1p", "log2", "macro", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value", "min",
+    "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
     "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",

@@ -1,5 +1,6 @@
 """`T.annotate_layout({buffer: layout})`: fix a buffer's layout before inference; `T.annotate_pass_configs` and
-`T.annotate_compile_flags`: settings the kernel carries to `tilelang.compile`.
+`T.annotate_compile_flags`: settings the kernel carries to `tilelang.compile`; `T.annotate_min_blocks_per_sm`:
+the kernel's `__launch_bounds__(threads, n)`.
 
 A Fragment fixes where a fragment's elements live (thread and slot); a Layout fixes how a shared tile is
 stored (e.g. `tilelang.layout.make_sqmma_swizzled_layout(buf)`), or renumbers the elements of a global tensor
@@ -18,6 +19,8 @@ from .builder import current_trace, kernel_trace
 ANNOTATIONS_ATTR = "tl.layout_annotations"
 PASS_CONFIGS_ATTR = "tilelang_pass_configs"
 COMPILE_FLAGS_ATTR = "tilelang_compile_flags"
+# One int per kernel of the program, in launch order (the n of `__launch_bounds__(threads, n)`; 1 if not annotated).
+MIN_BLOCKS_ATTR = "tl.min_blocks_per_sm"
 
 
 def annotate_pass_configs(configs: dict) -> None:
@@ -42,6 +45,19 @@ def annotate_compile_flags(flags) -> None:
     if not all(isinstance(f, str) for f in flags):
         raise trace.error(f"T.annotate_compile_flags takes a string or a list of strings; got {flags!r}")
     trace.compile_flags.extend(flags)
+
+
+def annotate_min_blocks_per_sm(n: int) -> None:
+    """Inside a kernel: ask the device compiler to fit `n` blocks of this kernel on one multiprocessor at once
+    (`__launch_bounds__(threads, n)`: it limits registers per thread accordingly)."""
+    trace = kernel_trace("T.annotate_min_blocks_per_sm")
+    value = n if isinstance(n, int) and not isinstance(n, bool) else None
+    if value is None or value <= 0:
+        raise trace.error(f"T.annotate_min_blocks_per_sm({n!r}): the block count must be a positive int")
+    previous = trace.kernel.min_blocks_per_sm
+    if previous is not None and previous != value:
+        raise trace.error(f"T.annotate_min_blocks_per_sm({value}): this kernel is already annotated with {previous}")
+    trace.kernel.min_blocks_per_sm = value
 
 
 def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_reannotation: bool = False) -> None:

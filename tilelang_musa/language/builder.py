@@ -43,12 +43,13 @@ class KernelTrace:
     discovered_shapes: dict[str, tuple] = field(default_factory=dict)  # discover: param -> shape exprs
     loc: SourceLoc | None = None
     naming_hint: str | None = None
-    kernel: Any = None  # the open T.Kernel frame
+    kernel: Any = None  # the open kernel (language.kernel.Kernel): `with T.Kernel`, or thread bindings
     layout_annotations: dict = field(default_factory=dict)  # buffer -> Layout/Fragment (T.annotate_layout)
     pass_configs: dict = field(default_factory=dict)  # T.annotate_pass_configs
     reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
+    kernels: list = field(default_factory=list)  # every kernel opened, in launch order (per-kernel annotations)
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)
@@ -68,7 +69,8 @@ def kernel_trace(construct: str) -> KernelTrace:
     """The current trace, after checking that `construct` is used inside `with T.Kernel(...)`."""
     trace = current_trace(construct)
     if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)`")
+        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)` (or below the "
+                          "T.thread_binding / T.launch_thread bindings of a TVMScript-style kernel)")
     return trace
 
 
@@ -192,6 +194,8 @@ def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
             trace.naming_hint = None
     if trace is None:
         return value
+    if hasattr(value, "bind_as_statement"):  # `tx = T.thread_binding(n, thread=...)`: the axis from here on
+        return value.bind_as_statement(name)
     from .allocate import is_var_buffer  # local import: allocate imports this module
 
     if current is not _UNBOUND and is_var_buffer(current) and not is_buffer(value):

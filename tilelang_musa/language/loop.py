@@ -13,7 +13,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from .builder import current_trace
+from .builder import current_trace, static_value
 
 # For annotations read by the passes.
 PARALLEL = "tl.parallel"  # marks a T.Parallel nest (kind PARALLEL): distributed over the block's threads
@@ -98,24 +98,43 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict 
                      annotations)
 
 
-UNROLL_FACTOR = "tl.unroll_factor"
+UNROLL_FACTOR = "tl.unroll_factor"  # `#pragma unroll k`
+PRAGMA_UNROLL = "tl.pragma_unroll"  # a serial loop printed under `#pragma unroll`
 
 
 def unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False,
-           unroll_factor: int | None = None) -> LoopFrame:
-    """`for i in T.unroll(n)`: a loop the device compiler unrolls (`#pragma unroll`, or `#pragma unroll k` with
-    `unroll_factor=k`); `explicit=True` unrolls it here, in the IR, instead (a constant trip count)."""
+           unroll_factor: int | None = None, annotations: dict | None = None) -> LoopFrame:
+    """`for i in T.unroll(n)` / `T.unroll(start, stop, step=s)`: a loop the device compiler unrolls (`#pragma
+    unroll`, or `#pragma unroll k` with `unroll_factor=k`); `explicit=True` unrolls it here, in the IR, instead (a
+    constant trip count). Upstream's `annotations` keys `pragma_unroll_explicit` / `pragma_unroll_factor` mean the
+    same as the keyword arguments."""
     trace = current_trace("T.unroll")
-    if step not in (None, 1):
-        raise trace.error(f"T.unroll: step {step} is not supported; use a unit step")
+    annotations = dict(annotations or {})
+    explicit = bool(annotations.pop("pragma_unroll_explicit", explicit))
+    if unroll_factor is None:
+        unroll_factor = annotations.pop("pragma_unroll_factor", None)
+    if static_value(unroll_factor) is not None:  # T.int32(4) as well as 4
+        unroll_factor = static_value(unroll_factor)
+    if step is not None:
+        value = static_value(step)
+        if value is None or value <= 0:
+            raise trace.error(f"T.unroll: step {step} must be a positive compile-time int")
+        step = None if value == 1 else value
     if unroll_factor is not None and (not isinstance(unroll_factor, int) or unroll_factor <= 0):
         raise trace.error(f"T.unroll: unroll_factor={unroll_factor!r} must be a positive int")
     if explicit and unroll_factor is not None:
         raise trace.error("T.unroll: explicit=True unrolls the loop completely; it takes no unroll_factor")
-    annotations = {UNROLL_FACTOR: unroll_factor} if unroll_factor is not None else None
-    # TVM's UnrollLoop unrolls in the IR under `pragma_unroll_explicit` = 1 and leaves a `#pragma unroll` loop under 0.
-    return LoopFrame("T.unroll", _range("T.unroll", start, stop), lambda lo, hi, ann: Tb.unroll(lo, hi, annotations=ann),
-                     annotations, scope_attrs={"pragma_unroll_explicit": tirx.const(int(bool(explicit)), "int32")})
+    if explicit:  # TVM's UnrollLoop unrolls a kUnrolled loop in the IR under `pragma_unroll_explicit` = 1
+        return LoopFrame("T.unroll", _range("T.unroll", start, stop),
+                         lambda lo, hi, ann: Tb.unroll(lo, hi, annotations=ann, step=step), annotations or None,
+                         scope_attrs={"pragma_unroll_explicit": tirx.const(1, "int32")})
+    # Otherwise a serial loop the printer marks `#pragma unroll [k]`: UnrollLoop leaves it alone (it would reject a
+    # kUnrolled loop whose trip count is not a constant, e.g. `T.unroll(tid % 32)`).
+    annotations[PRAGMA_UNROLL] = True
+    if unroll_factor is not None:
+        annotations[UNROLL_FACTOR] = unroll_factor
+    return LoopFrame("T.unroll", _range("T.unroll", start, stop),
+                     lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann, step=step), annotations)
 
 
 def vectorized(start: Any, stop: Any = None) -> LoopFrame:

@@ -16,6 +16,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError, SourceLoc
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
+from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
 from .proxy import make_param
 
@@ -75,6 +76,10 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
+    if any(k.min_blocks_per_sm is not None for k in trace.kernels):
+        from .annotate import MIN_BLOCKS_ATTR
+
+        func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
     return func
 
 
@@ -84,6 +89,7 @@ def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) ->
         with Tb.prim_func():
             Tb.func_name(parsed.name)
             result = body()
+            close_raw_kernel(trace)  # `tx = T.launch_thread(...)` statements last to the end of the body
     return ib.get(), result
 
 

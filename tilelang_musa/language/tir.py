@@ -118,28 +118,24 @@ def grid(*extents: Any):
     return LoopFrame("T.grid", [(0, e) for e in extents], lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann))
 
 
-def thread_binding(start: Any, stop: Any = None, thread: str = "threadIdx.x", annotations: Any = None):
-    """`for tx in T.thread_binding(n, thread="threadIdx.x")` inside a `T.Kernel`: the kernel's own thread index
-    along that axis (its extent must be the kernel's: the block's threads are fixed by T.Kernel)."""
-    from .kernel import _THREAD_TAGS
-    from .loop import LoopFrame
+def func_attr(attrs: dict) -> None:
+    """`T.func_attr({"tir.noalias": True})`: attributes of the PrimFunc. The compiler's own are set by the compiler:
+    `global_symbol` (the kernel's name) and `target` (the compile target) are superseded, and the attributes that
+    carry the kernel's annotations (`tl.layout_annotations`, ...) cannot be set here."""
+    from ..tileop.finalize_reducer import REDUCERS_ATTR
+    from .annotate import ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR
+    from .prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
+    from .view import VIEWS_ATTR
 
-    trace = current_trace("T.thread_binding")
-    kernel = trace.kernel
-    extent = start if stop is None else stop - start
-    if kernel is None or thread not in _THREAD_TAGS[: len(kernel.threads)] or (stop is not None and start != 0):
-        raise trace.error(f"T.thread_binding({start}, thread={thread!r}) must name an axis of the enclosing "
-                          "T.Kernel's threads")
-    axis = _THREAD_TAGS.index(thread)
-    if not tvm.sym.Analyzer().can_prove_equal(as_expr(extent), as_expr(kernel.threads[axis])):
-        raise trace.error(f"T.thread_binding: extent {extent} differs from the kernel's {kernel.threads[axis]} "
-                          f"threads along {thread}")
-
-    class _Bound(LoopFrame):
-        def build(self, names):
-            yield kernel.thread_vars[axis]
-
-    return _Bound("T.thread_binding", [(0, extent)], None)
+    trace = current_trace("T.func_attr")
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise trace.error(f"T.func_attr takes a dict with str keys; got {attrs!r}")
+    owned = {ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR, OUTPUTS_ATTR, SIZE_PARAMS_ATTR,
+             REDUCERS_ATTR, VIEWS_ATTR}
+    for key in attrs:
+        if key in owned:
+            raise trace.error(f"T.func_attr: `{key}` is set by the compiler from the kernel's own annotations")
+    Tb.func_attr({k: as_expr(v) for k, v in attrs.items()})
 
 
 def attr(node: Any, attr_key: str, value: Any):

@@ -29,6 +29,7 @@ from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .safe_memory_access import SafeMemoryAccess
 from .stage_gemm_operands import StageGemmOperands
 from .sync_write_after_write import SyncWriteAfterWrite
+from .thread_sync import ThreadSync
 
 
 def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
@@ -80,8 +81,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # T.sync_threads() themselves switch them off.
         *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
             SyncWriteAfterWrite(),
-            tvm.s_tir.transform.ThreadSync("shared"),
-            tvm.s_tir.transform.ThreadSync("shared.dyn"),
+            ThreadSync("shared"),
+            ThreadSync("shared.dyn"),
         ]),
         # Math intrinsics (T.exp ...) to the MUSA math library names.
         tirx.transform.LowerIntrin(),

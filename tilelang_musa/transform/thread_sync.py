@@ -1,0 +1,86 @@
+"""ThreadSync: TVM's barrier insertion (`s_tir.ThreadSync`) for one shared scope, with its refusal made a CompileError.
+
+TVM places no barrier inside an `if` whose condition may differ between the block's threads (threads that skip
+the branch would never reach it), and fails with an InternalError ("Cannot insert syncs inside condition") when a
+branch needs one: e.g. a T.copy into a shared tile and a read of that tile under `if a >= 0`, with `a` a per-thread
+value such as a fragment element. We name the branch, the shared buffer and the loop around it instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from ..errors import CompileError
+from .ir_utils import collect_accesses, loc_of, scope_of
+
+
+def _shared_in_both(stmt: Any, scope: str) -> list[str]:
+    """The names of the `scope` buffers that `stmt` both writes and reads."""
+    written = {a.buffer.name for a in collect_accesses(stmt) if a.is_store and scope_of(a.buffer) == scope}
+    read = {a.buffer.name for a in collect_accesses(stmt) if not a.is_store and scope_of(a.buffer) == scope}
+    return sorted(written & read)
+
+
+def _divergent_branch_error(func: tirx.PrimFunc, scope: str) -> CompileError:
+    found: list = []
+    loops: list = []
+
+    def visit(node: Any) -> None:
+        if found:
+            return
+        if isinstance(node, tirx.For):
+            loops.append(node)
+            visit(node.body)
+            loops.pop()
+            return
+        if isinstance(node, tirx.IfThenElse):
+            for case in (node.then_case, node.else_case):
+                if case is not None:
+                    both = _shared_in_both(case, scope)
+                    if both:
+                        visit(case)  # the innermost such branch
+                        if not found:
+                            found.append((node, both[0], next(
+                                (loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None), None)))
+                        return
+        for child in _children(node):
+            visit(child)
+
+    visit(func.body)
+    if not found:
+        return CompileError(f"a branch whose condition may differ between the block's threads needs a barrier for "
+                            f"{scope} memory inside it; make the condition the same in every thread",
+                            stage="ThreadSync")
+    branch, buffer, loc = found[0]
+    return CompileError(
+        f"`if {branch.condition}:` writes and reads {scope} buffer `{buffer}`, which needs a barrier between "
+        "them inside the branch, but its condition may differ between the block's threads (threads that skip the "
+        "branch would never reach the barrier). Compute the condition from values every thread agrees on (block "
+        "indices, loop counters, global or shared memory), or take the shared-memory work out of the branch",
+        loc, stage="ThreadSync")
+
+
+def _children(node: Any) -> list:
+    if isinstance(node, tirx.SeqStmt):
+        return list(node.seq)
+    body = getattr(node, "body", None)
+    return [body] if isinstance(body, tirx.Stmt) else []
+
+
+def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
+    """`s_tir.ThreadSync(scope)`, whose refusal to place a barrier under a divergent branch is a CompileError."""
+    stock = tvm.s_tir.transform.ThreadSync(scope)
+
+    def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
+        try:
+            (result,) = stock(tvm.IRModule({"main": func})).functions.values()
+            return result
+        except tvm.error.InternalError as err:
+            if "Cannot insert syncs inside condition" not in str(err):
+                raise
+            raise _divergent_branch_error(func, scope) from None
+
+    return tirx.transform.prim_func_pass(run, opt_level=0, name=f"tl.ThreadSync.{scope}")
