@@ -240,3 +240,28 @@ def test_loop_binding_a_value_for_an_atomic_is_not_vectorized(arch):
     expected = b + a.sum(0)
     kernel(a, b)
     torch.testing.assert_close(b, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_parallel_with_run_time_extents_deals_iterations_to_the_threads(arch):
+    # T.fill of x[lo:hi] and a T.Parallel(n, 3) over sizes known only at launch: iterations go round-robin to
+    # the threads and each is checked against the run-time total.
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((256,), "float32"), Y: T.Tensor((n, 3), "float32"), lo: T.int32, hi: T.int32):
+        with T.Kernel(1, threads=64):
+            start = T.alloc_var(T.int32)
+            start = lo
+            T.fill(X[start:hi], 7.0)  # a T.alloc_var slice bound reads as its value
+            for i, j in T.Parallel(n, 3):
+                Y[i, j] = i * 3.0 + j
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    x = rand((256,), torch.float32, 65)
+    expected = x.clone()
+    expected[37:201] = 7.0
+    y = poison((45, 3), torch.float32)
+    kernel(x, y, 37, 201)
+    torch.testing.assert_close(x, expected)
+    torch.testing.assert_close(y, torch.arange(135, dtype=torch.float32).reshape(45, 3))

@@ -277,3 +277,20 @@ def test_reduce_batch_errors():
         batched_program(64, 64, 128, 128)
     with pytest.raises(tilelang.CompileError, match="must evenly divide"):
         batched_program(64, 64, 3, 128)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_reduce_of_a_1d_fragment_into_one_element(arch):
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32"), O: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((256,), "float32")
+            R = T.alloc_fragment((1,), "float32")
+            T.copy(A, F)
+            T.reduce_max(F, R, dim=0)
+            T.copy(R, O)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, o = rand((256,), torch.float32, 25), poison((1,), torch.float32)
+    kernel(a, o)
+    torch.testing.assert_close(o, a.max().reshape(1))

@@ -260,7 +260,13 @@ class _Rewriter(ast.NodeTransformer):
 
     def _index(self, index: ast.expr) -> ast.expr:
         if isinstance(index, ast.Tuple):
-            index.elts = [self._operand(e) for e in index.elts]
+            index.elts = [self._index(e) for e in index.elts]
+            return index
+        if isinstance(index, ast.Slice):  # `x[a:b]` with `T.alloc_var` bounds reads their values
+            for field in ("lower", "upper", "step"):
+                bound = getattr(index, field)
+                if bound is not None:
+                    setattr(index, field, self._operand(bound))
             return index
         return self._operand(index)
 

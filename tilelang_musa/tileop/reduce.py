@@ -136,7 +136,7 @@ class Reduce(TileOp):
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: `{self.src.name}` must fill every slot of its threads: "
                              f"{err}") from None
-        ys = [x for d, x in enumerate(xs) if d != self.dim]
+        ys = [x for d, x in enumerate(xs) if d != self.dim] or [tirx.const(0, "int32")]  # 1-d: the one result
         value = self.src.buffer[tuple(xs)]
         value = value if src_t == acc_t else tirx.Cast(acc_t, value)
         if absolute:

@@ -23,7 +23,7 @@ from tvm import tirx
 from ..errors import CompileError
 from ..language.loop import COALESCED_WIDTH, PARALLEL
 from ..tileop.parallel import THREAD_PRIVATE_SCOPES
-from .ir_utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, thread_info
+from .ir_utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, substitute, thread_info, unflatten
 from .loop_plan import free_plan, lower_with_plan, vector_width
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
@@ -82,6 +82,21 @@ def run_in_every_thread(nest: list[tirx.For], body: Any) -> tirx.For:
     return body
 
 
+def _strided_over_threads(nest: list[tirx.For], body: Any, thread: Any, count: int) -> tirx.For:
+    """A nest with extents known only at run time (`T.fill(x[a:b], 0)`, `T.Parallel(n)`): its iterations, in
+    row-major order, are dealt to the threads round-robin, `count` at a time, each checked against the total."""
+    extents = [level.extent for level in nest]
+    total = extents[0]
+    for extent in extents[1:]:
+        total = total * extent
+    step = tirx.Var("it", "int32")
+    flat = step * count + thread
+    positions = unflatten(flat, extents)
+    body = substitute(body, {level.loop_var: level.min + pos for level, pos in zip(nest, positions)})
+    return tirx.For(step, 0, tirx.floordiv(total + (count - 1), count), tirx.ForKind.SERIAL,
+                    tirx.IfThenElse(flat < total, body, None))
+
+
 def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) -> tirx.PrimFunc:
     threads = thread_info(func)
     analyzer = thread_analyzer(threads)
@@ -90,10 +105,13 @@ def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False
         if not is_parallel(node):
             return mutator.default_mutate(node)
         nest, body = collect_nest(node)
-        extents = nest_extents(nest, "PartitionParallelLoop")
         if writes_only_thread_private(body):
             return run_in_every_thread(nest, mutator.default_mutate(body))
         reach = reaching_threads(guards, threads, analyzer(), node, "PartitionParallelLoop")
+        if any(as_int(level.extent) is None for level in nest):
+            return _strided_over_threads(nest, mutator.default_mutate(body),
+                                         threads.linear_thread_id() - reach.first, reach.count)
+        extents = nest_extents(nest, "PartitionParallelLoop")
         width = vector_width(extents, nest[-1].loop_var, body, analyzer, disable_vectorize, coalesced_width(node))
         plan = free_plan(extents, reach.count, width)
         return lower_with_plan([n.loop_var for n in nest], body, plan, threads.linear_thread_id() - reach.first,
