@@ -7,7 +7,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from tilelang_musa.diagnostics import TileLangWarning
-from conftest import rand
+from conftest import poison, rand
 
 
 def tile_roundtrip(M, N, BM, BN, src_dtype, dst_dtype, threads=128):
@@ -216,3 +216,23 @@ def test_copies_between_every_scope_pair(arch):
     b = torch.full((M, N), float("nan"))
     kernel(a, b)
     torch.testing.assert_close(b, a.float() * 2)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copy_of_a_run_time_slice_into_a_fixed_tile_copies_the_slice(arch):
+    # `T.copy(x[0:n], tile)` with n known at launch and a 1024-element tile: the copy covers min(n, 1024).
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((1024,), "float32")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((1024,), "float32")
+            T.fill(tile, -1.0)
+            T.copy(X[0:n], tile)
+            T.copy(tile, Y)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    x, y = rand((300,), torch.float32, 31), poison((1024,), torch.float32)
+    kernel(x, y)
+    torch.testing.assert_close(y[:300], x)
+    assert (y[300:] == -1.0).all()

@@ -17,7 +17,7 @@ from ..errors import SourceLoc
 from ..transform.pass_config import PassConfigKey, enabled
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
-from .region import Region, is_unit, pair_dims, paired_indices
+from .region import Region, common_extents, is_unit, pair_dims, paired_indices
 
 # Wraps a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
 NO_SAFE_ACCESS = "tl.no_safe_access"
@@ -59,8 +59,9 @@ class Copy(TileOp):
                    None if width is None else int(width))
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
-        """The non-unit dimensions of src and dst, paired in order (their extents are equal)."""
-        dims = pair_dims(self.src, self.dst)
+        """The non-unit dimensions of src and dst, paired in order (their extents are equal, or one is known only
+        at run time: then the copy covers the smaller, e.g. `T.copy(x[0:n], tile)` copies n elements)."""
+        dims = pair_dims(self.src, self.dst, run_time_extents=True)
         if dims is None:
             raise self.error(
                 f"T.copy: the extents of {self.src.describe()} and {self.dst.describe()} differ "
@@ -69,7 +70,7 @@ class Copy(TileOp):
 
     def lower(self, args: LowerArgs) -> Any:
         dims = self.copy_dims()
-        extents = [self.src.extents[d] for d in dims[0]] or [tirx.const(1, "int32")]
+        extents = common_extents(self.src, self.dst, dims) or [tirx.const(1, "int32")]
 
         def body(idx):
             src_index, dst_index = paired_indices(self.src, self.dst, dims, idx)

@@ -94,16 +94,32 @@ def is_unit(extent: Any) -> bool:
     return (isinstance(extent, tirx.IntImm) and int(extent.value) == 1) or (isinstance(extent, int) and extent == 1)
 
 
-def pair_dims(a: Region, b: Region) -> tuple[list[int], list[int]] | None:
+def pair_dims(a: Region, b: Region, run_time_extents: bool = False) -> tuple[list[int], list[int]] | None:
     """The non-unit dimensions of `a` and `b`, paired in order, if their extents agree (else None): two regions
-    have the same shape up to size-1 dimensions."""
+    have the same shape up to size-1 dimensions. With `run_time_extents`, a pair whose extents are not both
+    constants also agrees (the caller works on the smaller of the two at run time: common_extents)."""
     dims_a = [d for d, e in enumerate(a.extents) if not is_unit(e)]
     dims_b = [d for d, e in enumerate(b.extents) if not is_unit(e)]
     ana = tvm.sym.Analyzer()
-    if len(dims_a) != len(dims_b) or not all(
-            ana.can_prove_equal(a.extents[x], b.extents[y]) for x, y in zip(dims_a, dims_b)):
+
+    def agree(x, y):
+        if ana.can_prove_equal(x, y):
+            return True
+        return run_time_extents and not (isinstance(x, tirx.IntImm) and isinstance(y, tirx.IntImm))
+
+    if len(dims_a) != len(dims_b) or not all(agree(a.extents[x], b.extents[y]) for x, y in zip(dims_a, dims_b)):
         return None
     return dims_a, dims_b
+
+
+def common_extents(a: Region, b: Region, dims: tuple[list[int], list[int]]) -> list[Any]:
+    """The extents of the paired dimensions: equal ones as they are, others the smaller of the two."""
+    ana = tvm.sym.Analyzer()
+    out = []
+    for x, y in zip(*dims):
+        ex, ey = a.extents[x], b.extents[y]
+        out.append(ex if ana.can_prove_equal(ex, ey) else ana.simplify(tirx.min(ex, ey)))
+    return out
 
 
 def paired_indices(a: Region, b: Region, dims: tuple[list[int], list[int]], idx: list[Any]) -> tuple[list, list]:
