@@ -396,7 +396,7 @@ def test_unknown_device_is_rejected(libs):
 
 
 def test_invalid_param_specs_are_rejected():
-    with pytest.raises(ValueError, match=r"parameter A: kind must be 'tensor' or 'scalar'"):
+    with pytest.raises(ValueError, match=r"parameter A: kind must be 'tensor', 'scalar' or 'pointer'"):
         ParamSpec("A", "vector", "float32")
     with pytest.raises(ValueError, match=r"tensor parameter A: no torch dtype corresponds to the TVM dtype 'int4'"):
         ParamSpec("A", "tensor", "int4", (4,))

@@ -31,8 +31,14 @@ std::string PrintStorageSync(CallContext& ctx, const CallView& call) {
                      "\" is not supported (only \"shared\", \"shared.dyn\" and \"warp\")");
 }
 
+// A reinterpret to a typed pointer (T.make_tensor over an address loaded from a pointer table) is a pointer cast.
 std::string PrintReinterpret(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 1);
+  static const TypeKey pointer_type("ir.PointerType");
+  ObjectRef ty = TypeOf(call.ref());
+  if (IsA(ty, pointer_type)) {
+    return "reinterpret_cast<" + PointeeTypeName(ty) + "*>(" + ctx.PrintBare(call.args()[0]) + ")";
+  }
   return "tl::bit_cast<" + CTypeName(call.dtype()) + ">(" + ctx.PrintBare(call.args()[0]) + ")";
 }
 

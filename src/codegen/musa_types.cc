@@ -87,7 +87,10 @@ std::string CTypeName(DataType dtype) {
 std::string PointeeTypeName(const ObjectRef& pointer_type) {
   static const TypeKey prim_type("ir.PrimType");
   ObjectRef elem = PointerTypeView(pointer_type).element_type();
-  return IsA(elem, prim_type) ? CTypeName(PrimTypeView(elem).dtype()) : "void";
+  if (!IsA(elem, prim_type)) return "void";
+  DataType dtype = PrimTypeView(elem).dtype();
+  // `void` (an untyped T.ptr / T.handle) is the opaque-handle code with no bits and no lanes.
+  return dtype.is_handle() && dtype.bits() == 0 && dtype.lanes() == 0 ? "void" : CTypeName(dtype);
 }
 
 std::string IntLiteral(DataType dtype, int64_t value) {

@@ -40,8 +40,10 @@ def host_params(func: tirx.PrimFunc) -> list[HostParam]:
         ty = var.ty
         if isinstance(ty, tirx.BufferType):
             params.append(HostParam(var.name, f"{c_type(ty.dtype.dtype)}*", True))
-        elif isinstance(ty, tvm.ir.PointerType):
-            params.append(HostParam(var.name, f"{c_type(ty.element_type.dtype)}*", True))
+        elif isinstance(ty, tvm.ir.PointerType):  # T.ptr; untyped (element type void) as `void*`
+            elem = ty.element_type
+            typed = isinstance(elem, tvm.ir.PrimType) and str(elem.dtype) not in ("", "void")
+            params.append(HostParam(var.name, f"{c_type(elem.dtype)}*" if typed else "void*", True))
         else:
             params.append(HostParam(var.name, c_type(ty.dtype), False))
     return params

@@ -33,6 +33,7 @@ from .. import env
 from .._version import __version__
 from ..errors import CompileError
 from ..language.annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
+from ..language.pointer import WORKSPACES_ATTR
 from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
 from ..target import ArchInfo, arch_of, determine_target
 from ..transform import lower, normalize_pass_configs
@@ -52,7 +53,7 @@ from .toolchains import BuildRequest
 def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
     """Indices of the output parameters; `out_idx` counts the user's parameters (not T.dynamic sizes)."""
     sizes = func.attrs[SIZE_PARAMS_ATTR] if func.attrs is not None and SIZE_PARAMS_ATTR in func.attrs else []
-    n = len(func.params) - len(sizes)
+    n = len(func.params) - len(sizes) - len(_workspaces(func))  # T.alloc_global buffers follow the user's params
     attrs = func.attrs if func.attrs is not None else {}
     if OUTPUTS_ATTR in attrs:  # the outputs the kernel allocates with T.empty and returns
         if out_idx is not None:
@@ -107,13 +108,27 @@ def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[s
     return accessed, widest
 
 
+def _workspaces(func: tirx.PrimFunc) -> list[str]:
+    """The T.alloc_global parameters: allocated by the launcher, hidden from the caller."""
+    return [str(n) for n in func.attrs[WORKSPACES_ATTR]] if func.attrs is not None and WORKSPACES_ATTR in func.attrs \
+        else []
+
+
 def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | None = None,
                 accessed: set[str] | None = None) -> list[ParamSpec]:
     specs = []
     align = align or {}
+    workspaces = set(_workspaces(func))
     for i, var in enumerate(func.params):
         ty = var.ty
-        if isinstance(ty, tirx.BufferType):
+        if isinstance(ty, tvm.ir.PointerType):  # T.ptr: a raw address
+            elem = str(ty.element_type.dtype) if isinstance(ty.element_type, tvm.ir.PrimType) else ""
+            specs.append(ParamSpec(var.name, "pointer", elem or "void"))
+        elif var.name in workspaces:
+            specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype),
+                                   tuple(_dim(d, var.name, "dim", k) for k, d in enumerate(ty.shape)),
+                                   is_workspace=True, align=align.get(var.name, 1)))
+        elif isinstance(ty, tirx.BufferType):
             strides = (tuple(_dim(d, var.name, "stride", k) for k, d in enumerate(ty.strides)) if ty.strides
                        else None)  # T.StridedTensor
             shape = tuple(_dim(d, var.name, "dim", k) for k, d in enumerate(ty.shape))
@@ -367,7 +382,8 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
 
     accessed, widest = parameter_accesses(device_funcs)
     specs = param_specs(program, _output_indices(program, out_idx), widest, accessed)
-    size_names = {s for spec in specs if spec.kind == "tensor" for s in spec.symbols}
+    size_names = {s for spec in specs if spec.kind == "tensor" and not spec.is_workspace
+                  for s in spec.symbols}
     bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names)
     unsolvable = unsolvable_symbols(specs, bound)
     if unsolvable:

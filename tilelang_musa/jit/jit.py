@@ -96,7 +96,8 @@ class JITFunction:
             self._consts[ckey] = consts
         kernel = self._specialize(values, consts)
         sizes = set(kernel.metadata.host.size_params)  # T.dynamic sizes: the launcher reads them off the tensors
-        inputs = [tensors[p.name] for p in kernel.params if not p.is_output and p.name not in sizes]
+        inputs = [tensors[p.name] for p in kernel.params
+                  if not p.is_output and not p.is_workspace and p.name not in sizes]
         return kernel(*inputs)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:

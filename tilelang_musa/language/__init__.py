@@ -20,6 +20,7 @@ from .vote import (
     __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
     syncthreads_count, syncthreads_or,
 )
+from .pointer import alloc_global, make_tensor
 from .global_access import ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
     Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, func_attr,
@@ -36,8 +37,8 @@ from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
-    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, tfloat32, uint8,
-    uint16, uint32, uint64,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, ptr, tfloat32,
+    uint8, uint16, uint32, uint64,
 )
 from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
@@ -70,9 +71,9 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
-    "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_local", "alloc_reducer", "alloc_shared", "alloc_var",
-    "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm", "annotate_pass_configs", "any_of",
-    "any_sync", "assume", "atan",
+    "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
+    "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
+    "annotate_pass_configs", "any_of", "any_sync", "assume", "atan",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
     "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
@@ -86,9 +87,10 @@ __all__ = [
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int32", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
     "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10",
-    "log1p", "log2", "macro", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value", "min",
+    "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
+    "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "reduce", "reduce_absmax",
+    "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer",

@@ -29,6 +29,7 @@ class Param:
     name: str
     var: Any  # a buffer Var (tensor) or a scalar Var
     is_output: bool = False
+    is_workspace: bool = False  # T.alloc_global: allocated by the launcher, never returned
 
 
 @dataclass

@@ -27,8 +27,31 @@ _ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "
             "float4_e2m1fn_x2": FP4_DTYPE}
 
 
+class Pointer:
+    """`T.ptr`: a device address. As a parameter annotation (`a_ptr: T.ptr`, or `T.ptr(dtype)`) a raw pointer the
+    kernel views with `T.make_tensor`; as a tensor's dtype (`T.Tensor([G], T.ptr)`, a pointer table) an int64
+    element holding an address, as upstream lowers it."""
+
+    def __init__(self, dtype: Any = None, storage_scope: str = "global"):
+        self.dtype = None if dtype is None else canonical_dtype(dtype)
+        self.storage_scope = storage_scope
+
+    def __call__(self, dtype: Any = None, storage_scope: str = "global") -> Pointer:
+        return Pointer(dtype, storage_scope)
+
+    def __repr__(self) -> str:
+        return "T.ptr" if self.dtype is None else f"T.ptr({self.dtype!r})"
+
+
+ptr = Pointer()
+POINTER_DTYPE = "int64"  # a pointer stored in a tensor (pointer tables)
+
+
 def canonical_dtype(dtype: Any) -> str:
-    """The canonical TVM dtype string of `dtype` (a string, a DType, a torch dtype or a tvm dtype)."""
+    """The canonical TVM dtype string of `dtype` (a string, a DType, a torch dtype or a tvm dtype; `T.ptr` as an
+    element type is int64)."""
+    if isinstance(dtype, Pointer):
+        return POINTER_DTYPE
     if isinstance(dtype, DType):
         return str.__str__(dtype)
     text = str(dtype)

@@ -53,7 +53,8 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 
 def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[str] | None = None) -> tirx.PrimFunc:
-    user_params = [p.name for p in func.params]
+    func = _with_workspaces(func, trace)
+    user_params = [p.name for p in func.params if not _is_workspace(func, p)]
     func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
     if trace.layout_annotations:
@@ -81,6 +82,25 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
 
         func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
     return func
+
+
+def _with_workspaces(func: tirx.PrimFunc, trace: KernelTrace) -> tirx.PrimFunc:
+    """T.alloc_global buffers become the last of the user's parameters (before T.dynamic sizes), hidden from the
+    caller: out_idx counts the parameters before them."""
+    from .pointer import WORKSPACES_ATTR
+
+    workspaces = [p.var for p in trace.params if p.is_workspace]
+    if not workspaces:
+        return func
+    others = [v for v in func.params if not any(v.same_as(w) for w in workspaces)]
+    func = tirx.PrimFunc(others + workspaces, func.body, func.ret_type, func.attrs)
+    return func.with_attr(WORKSPACES_ATTR, [w.name for w in workspaces])
+
+
+def _is_workspace(func: tirx.PrimFunc, var: Any) -> bool:
+    from .pointer import WORKSPACES_ATTR
+
+    return func.attrs is not None and WORKSPACES_ATTR in func.attrs and var.name in list(func.attrs[WORKSPACES_ATTR])
 
 
 def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) -> tuple[tirx.PrimFunc, Any]:

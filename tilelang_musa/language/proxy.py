@@ -16,7 +16,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import DiscoveryDone, KernelTrace, Param, _UNBOUND
-from .dtypes import DType, canonical_dtype
+from .dtypes import DType, Pointer, canonical_dtype
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,10 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
     """Declare kernel parameter `name` from its annotation; returns the buffer or scalar Var."""
     from .tir import _Handle
 
+    if isinstance(annotation, Pointer):  # a raw pointer, viewed with T.make_tensor
+        from .pointer import make_pointer_param
+
+        return make_pointer_param(trace, name, annotation)
     if isinstance(annotation, _Handle):  # bound to a tensor by T.match_buffer in the body
         var = Tb.arg(name, Tb.handle())
         IRBuilder.name(name, var)
@@ -132,7 +136,7 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
     else:
         raise trace.error(
             f"parameter `{name}` has annotation {annotation!r}; a kernel parameter is annotated with "
-            "T.Tensor(shape, dtype) or a scalar dtype such as T.int32"
+            "T.Tensor(shape, dtype), T.ptr or a scalar dtype such as T.int32"
         )
     IRBuilder.name(name, var)
     trace.params.append(Param(name, var))

@@ -27,8 +27,9 @@ class Profiler:
         return list(self.kernel.params)
 
     def _get_params(self, with_output: bool = False) -> list:
-        """The kernel's parameter specs (`ParamSpec`), outputs included only when asked."""
-        return [p for p in self.kernel.params if with_output or not p.is_output]
+        """The kernel's parameter specs (`ParamSpec`), outputs included only when asked (never the T.alloc_global
+        workspaces: the launcher allocates them)."""
+        return [p for p in self.kernel.params if (with_output or not p.is_output) and not p.is_workspace]
 
     def _get_inputs(self, with_output: bool = False,
                     dynamic_symbolic_constraints: dict[str, int] | None = None) -> list[Any]:
@@ -49,6 +50,9 @@ class Profiler:
                     inputs.append(sizes[spec.name])
                     continue
                 raise ValueError(f"profiler: scalar parameter `{spec.name}` needs a value; benchmark a lambda instead")
+            if spec.kind == "pointer":
+                raise ValueError(f"profiler: pointer parameter `{spec.name}` (T.ptr) needs an address; benchmark a "
+                                 "lambda instead")
             inputs.append(supply_tensor(spec, sizes, self.supply_type, self.device, gen))
         return inputs
 

@@ -3,7 +3,7 @@
 
 A kernel library (built by `mcc` for a MUSA GPU, or by the host compiler for the CPU simulator) exports with C
 linkage `int call_packed(void** args, int num_args, void* stream)` and `const char* get_last_error(void)`.
-`args[i]` points to the i-th parameter's value: a `void*` data pointer for a tensor, a C scalar of the parameter's
+`args[i]` points to the i-th parameter's value: a `void*` data pointer for a tensor or a `T.ptr`, a C scalar of the parameter's
 dtype for a scalar (bool -> 1-byte bool, intN/uintN -> intN_t/uintN_t, float16/bfloat16 -> their 16 bits,
 float32 -> float, float64 -> double).
 
@@ -16,14 +16,16 @@ float32 -> float, float64 -> double).
         scalar_bindings  integer scalar parameters whose value is the same-named symbolic dim of the input tensors
                          rather than a caller argument (the kernel takes `int N` and N is also a tensor dim)
     launcher(*args) -> Tensor | tuple[Tensor, ...] | None
-        `args` are the parameters that are neither outputs nor bound scalars, in order: torch.Tensors for tensor
-        parameters, Python numbers for scalars. Each tensor is checked for dtype, device, rank, static dims,
+        `args` are the parameters that are neither outputs, workspaces nor bound scalars, in order: torch.Tensors for
+        tensor parameters, Python numbers for scalars, a torch.Tensor (its data pointer; device checked, nothing
+        else) or a nonzero int address for a pointer parameter (`T.ptr`). Each tensor is checked for dtype, device, rank, static dims,
         consistent symbolic dims and contiguity (or the given strides); each scalar for type and range. A symbol
         that appears only inside expression dims (`m * 4`) is solved from a dim linear in it (spec.solve_dim);
         then every expression dim is checked against the tensor. float4_e2m1fn tensors are bytes (uint8, int8
         or torch.float4_e2m1fn_x2) holding two values each: the last dim counts 2 per byte, other strides 2x. Outputs
-        are allocated with torch.empty on the inputs' device, the kernel runs, and the outputs are returned
-        (one -> the tensor, several -> a tuple in parameter order, none -> None).
+        are allocated with torch.empty on the inputs' device, and so are workspaces (`T.alloc_global`; filled with 0xFF
+        bytes on the simulator so a read before a write shows; never returned), the kernel runs, and the outputs
+        are returned (one -> the tensor, several -> a tuple in parameter order, none -> None).
         Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
         symbol conflict, layout, scalar range), KernelLaunchError (call_packed returned non-zero).
     launcher.bind_shapes(*args) -> dict[str, int]   the symbol values the arguments imply, without launching
@@ -79,7 +81,7 @@ _INT64_MAX = 2**63 - 1
 _F32_OVERFLOW = 2.0**128 - 2.0**103
 
 cdef enum ParamKind:
-    TENSOR_IN, TENSOR_OUT, SCALAR_ARG, SCALAR_BOUND
+    TENSOR_IN, TENSOR_OUT, TENSOR_WORKSPACE, SCALAR_ARG, SCALAR_BOUND, POINTER_ARG
 
 cdef struct ParamInfo:
     int kind
@@ -246,8 +248,14 @@ cdef class Launcher:
             info.align = p.align
             info.unused = p.unused
             info.pack = p.pack
-            if p.kind == "tensor":
-                info.kind = TENSOR_OUT if p.is_output else TENSOR_IN
+            if p.kind == "pointer":
+                info.kind = POINTER_ARG
+                arg_names.append(p.name)
+                dtypes.append(None)
+                accepted.append(None)
+                static_shapes.append(None)
+            elif p.kind == "tensor":
+                info.kind = TENSOR_OUT if p.is_output else TENSOR_WORKSPACE if p.is_workspace else TENSOR_IN
                 dims.extend([_dim_code(d, symbols, exprs) for d in p.shape])
                 if p.strides is not None:
                     info.strides_at = len(dims)
@@ -258,15 +266,17 @@ cdef class Launcher:
                 kinds = accepted_torch_dtypes(p.dtype)
                 accepted.append(kinds)
                 dtypes.append(kinds[0])
-                static = p.is_output and p.strides is None and all([isinstance(d, int) for d in p.shape])
+                allocated = p.is_output or p.is_workspace
+                static = allocated and p.strides is None and all([isinstance(d, int) for d in p.shape])
                 static_shapes.append(p.storage_shape({}) if static else None)
-                if p.is_output:
-                    self._num_outputs += 1
+                if allocated:
+                    self._num_outputs += p.is_output
                     unresolved = [s for s in p.symbols if s not in resolvable]
                     if unresolved:
                         raise ValueError(
-                            f"kernel '{k}': output {p.describe()} uses {', '.join(unresolved)}, which no input "
-                            "tensor dim or scalar argument determines; the launcher cannot size it")
+                            f"kernel '{k}': {'output' if p.is_output else 'workspace'} {p.describe()} uses "
+                            f"{', '.join(unresolved)}, which no input tensor dim or scalar argument determines; "
+                            "the launcher cannot size it")
                 else:
                     arg_names.append(p.name)
             else:
@@ -338,7 +348,8 @@ cdef class Launcher:
                     ctx = device_ctx(device.index)
             else:
                 device = _CPU
-            outputs = self._fill_derived(&st, device)
+            workspaces = []
+            outputs = self._fill_derived(&st, device, workspaces)
             if ctx is None:
                 rc = self._launch(&st, stream)
             else:
@@ -427,6 +438,9 @@ cdef class Launcher:
                 else:
                     device = self._check_tensor(i, args[a], st, device, pending)
                 a += 1
+            elif p.kind == POINTER_ARG:
+                device = self._pack_pointer(i, args[a], &st.slots[i], device)
+                a += 1
             elif p.kind == SCALAR_ARG:
                 value = self._pack_scalar(i, args[a], &st.slots[i])
                 if p.symbol >= 0:
@@ -435,6 +449,43 @@ cdef class Launcher:
                                          "is too large for a tensor size")
                     self._bind(st, p.symbol, value, i, -1)
                 a += 1
+        return device
+
+    cdef object _pack_pointer(self, int i, object v, Slot* slot, object device):
+        """A `T.ptr` argument: a tensor's data pointer (its device checked as a tensor parameter's) or an int
+        address; returns the MUSA device, as _check_tensor does."""
+        cdef str name = self.params[i].name
+        if isinstance(v, _Tensor):
+            if self._musa:
+                if v.device.type != "musa":
+                    raise ValueError(f"kernel '{self.kernel_name}': the musa backend runs on MUSA tensors; got a "
+                                     f"{v.device.type} tensor for {name} (move it with .to('musa'))")
+                if device is None:
+                    device = v.device
+                elif v.device != device:
+                    raise ValueError(f"kernel '{self.kernel_name}': {name} is on {v.device} but the tensors before "
+                                     f"it are on {device}; all tensors must share one device")
+            elif not v.is_cpu:
+                raise ValueError(f"kernel '{self.kernel_name}': the simulator backend runs on CPU tensors; got a "
+                                 f"{v.device.type} tensor for {name}")
+            address = v.data_ptr()
+        else:
+            address = None
+            if not isinstance(v, (bool, numpy.bool_)):
+                try:
+                    address = operator.index(v)
+                except TypeError:
+                    pass
+            if address is None:
+                raise TypeError(f"kernel '{self.kernel_name}': pointer parameter {self.params[i].describe()} expects "
+                                f"a torch.Tensor (its data pointer) or an int address; got {type(v).__name__}")
+        if address == 0:
+            raise ValueError(f"kernel '{self.kernel_name}': pointer parameter {name} is null (address 0"
+                             f"{', an empty tensor' if isinstance(v, _Tensor) else ''})")
+        if not 0 < address < 2**64:
+            raise ValueError(f"kernel '{self.kernel_name}': pointer parameter {name} = {address} is not an address "
+                             "(0 < address < 2**64)")
+        slot.ptr = <void*><uintptr_t>address
         return device
 
     cdef object _check_tensor(self, int i, object t, CallState* st, object device, list pending):
@@ -649,8 +700,9 @@ cdef class Launcher:
         return ValueError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} = {v!r} overflows "
                           f"{self.params[i].dtype}")
 
-    cdef list _fill_derived(self, CallState* st, object device):
-        """Packs the bound scalars and allocates the outputs, once every input has bound its symbols."""
+    cdef list _fill_derived(self, CallState* st, object device, list workspaces):
+        """Packs the bound scalars and allocates the outputs (returned) and the workspaces (kept in `workspaces`
+        for the launch), once every input has bound its symbols."""
         cdef int i
         cdef ParamInfo* p
         outputs = []
@@ -658,7 +710,7 @@ cdef class Launcher:
             p = &self._info[i]
             if p.kind == SCALAR_BOUND:
                 self._pack_scalar(i, st.sym_values[p.symbol], &st.slots[i])
-            elif p.kind == TENSOR_OUT:
+            elif p.kind == TENSOR_OUT or p.kind == TENSOR_WORKSPACE:
                 shape = self._static_shapes[i]
                 if shape is None:
                     shape = self._storage(i, [self._resolve(st, p.dims_at + d) for d in range(p.ndim)], "dim")
@@ -669,7 +721,12 @@ cdef class Launcher:
                                             "stride")
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
-                outputs.append(out)
+                if p.kind == TENSOR_OUT:
+                    outputs.append(out)
+                else:
+                    if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
+                        out.reshape(-1).view(torch.uint8).fill_(0xFF)
+                    workspaces.append(out)
         return outputs
 
     cdef tuple _storage(self, int i, list logical, str what):

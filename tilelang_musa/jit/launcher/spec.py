@@ -184,7 +184,7 @@ def unsolvable_symbols(params: Any, bound: Any = ()) -> list[str]:
         if p.kind == "scalar":
             if p.name not in bound:
                 known.add(p.name)
-        elif not p.is_output:
+        elif p.kind == "tensor" and not p.is_output and not p.is_workspace:
             for d in p.shape + (p.strides or ()):
                 if isinstance(d, str):
                     known.add(d)
@@ -199,8 +199,8 @@ def unsolvable_symbols(params: Any, bound: Any = ()) -> list[str]:
             if form is not None and len(unknown) == 1 and form[0].get(unknown[0], 0) != 0:
                 known.add(unknown[0])
                 progress = True
-    return list(dict.fromkeys(s for p in params if p.kind == "tensor" and not p.is_output for s in p.symbols
-                              if s not in known))
+    return list(dict.fromkeys(s for p in params if p.kind == "tensor" and not p.is_output and not p.is_workspace
+                              for s in p.symbols if s not in known))
 
 
 def _check_dim(param: str, what: str, index: int, value: object) -> None:
@@ -220,8 +220,10 @@ class ParamSpec:
     """One kernel parameter, in the order of the library's `call_packed` arguments.
 
     name      the kernel parameter name, used in every error message
-    kind      "tensor" | "scalar"
-    dtype     TVM dtype string ("float32", "bfloat16", "int8", "float8_e4m3", ...)
+    kind      "tensor" | "scalar" | "pointer" (a raw `T.ptr`: the caller passes a tensor, for its data pointer, or an
+              int address; nothing about the memory behind it is checked)
+    dtype     TVM dtype string ("float32", "bfloat16", "int8", "float8_e4m3", ...); a pointer's element type, or
+              "void" for an untyped `T.ptr"
     shape     tensor dims, each an int (static), a str (symbolic size, e.g. "N", bound from the caller's tensors) or a
               DimExpr over symbols (`N * 4`; solved and checked at launch). Logical elements: a float4_e2m1fn
               tensor's last dim counts fp4 values, twice its bytes
@@ -229,6 +231,8 @@ class ParamSpec:
     is_output allocated by the launcher (out_idx / T.empty) and returned, not passed by the caller
     align     bytes the data pointer must be a multiple of: the widest vector access the kernel makes to it
     unused    the kernel never accesses the tensor: the caller may pass None for it
+    is_workspace  a `T.alloc_global` scratch tensor: allocated by the launcher for each call (filled with 0xFF bytes
+              on the simulator, so a read before a write shows as NaN or -1), neither passed nor returned
     """
 
     name: str
@@ -239,12 +243,13 @@ class ParamSpec:
     is_output: bool = False
     align: int = 1
     unused: bool = False
+    is_workspace: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"ParamSpec.name must be a non-empty str; got {self.name!r}")
-        if self.kind not in ("tensor", "scalar"):
-            raise ValueError(f"parameter {self.name}: kind must be 'tensor' or 'scalar'; got {self.kind!r}")
+        if self.kind not in ("tensor", "scalar", "pointer"):
+            raise ValueError(f"parameter {self.name}: kind must be 'tensor', 'scalar' or 'pointer'; got {self.kind!r}")
         if not isinstance(self.dtype, str):
             raise TypeError(f"parameter {self.name}: dtype must be a TVM dtype string; got {self.dtype!r}")
         # Accept lists for convenience; the frozen dataclass stores tuples so specs stay hashable.
@@ -255,6 +260,10 @@ class ParamSpec:
             raise ValueError(f"parameter {self.name}: align must be a power of two; got {self.align!r}")
         if self.kind == "scalar":
             self._check_scalar()
+        elif self.kind == "pointer":
+            if self.shape or self.strides is not None or self.is_output or self.is_workspace:
+                raise ValueError(f"pointer parameter {self.name} cannot have a shape or strides, or be an output "
+                                 "or a workspace")
         else:
             self._check_tensor()
 
@@ -268,6 +277,8 @@ class ParamSpec:
                              f"supported: {', '.join(sorted(SCALAR_DTYPES))}")
 
     def _check_tensor(self) -> None:
+        if self.is_output and self.is_workspace:
+            raise ValueError(f"parameter {self.name} cannot be both an output and a workspace")
         try:
             torch_dtype(self.dtype)
         except ValueError as err:
@@ -312,7 +323,9 @@ class ParamSpec:
         """`A: Tensor[(N, 128), float32]`, `N: int32`: how error messages and reprs show the parameter."""
         if self.kind == "scalar":
             return f"{self.name}: {self.dtype}"
+        if self.kind == "pointer":
+            return f"{self.name}: T.ptr" + ("" if self.dtype == "void" else f"({self.dtype})")
         dims = ", ".join(str(d) for d in self.shape) + ("," if len(self.shape) == 1 else "")
         extra = "" if self.strides is None else f", strides=({', '.join(str(s) for s in self.strides)})"
-        role = " (output)" if self.is_output else ""
+        role = " (output)" if self.is_output else " (workspace)" if self.is_workspace else ""
         return f"{self.name}: Tensor[({dims}), {self.dtype}{extra}]{role}"
