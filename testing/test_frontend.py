@@ -267,3 +267,24 @@ def test_prim_func_returns_the_outputs_it_allocates_with_empty():
     torch.testing.assert_close(kernel(a), a + 1.0)
     with pytest.raises(ValueError, match="Out index conflict"):
         tilelang.compile(main, out_idx=[-1], target="musa -arch=mp_31")
+
+
+@tilelang.jit
+def _eager_with_signature_annotations(S: T.Tensor((8,), T.bfloat16), D: T.Tensor((4, 64), T.bfloat16)):
+    with T.Kernel(1, threads=128):
+        S_shared = T.alloc_shared((8,), T.bfloat16)
+        S_fragment = T.alloc_fragment((8,), T.float32)
+        D_shared = T.alloc_shared((4, 64), T.bfloat16)
+        T.copy(S, S_shared)
+        T.copy(S_shared, S_fragment)
+        for k in T.serial(64):
+            for i in T.Parallel(4):
+                D_shared[i, k] = S_fragment[i]
+        T.copy(D_shared, D)
+
+
+def test_eager_kernel_with_tensor_annotations_in_its_signature():
+    # @tilelang.jit on the kernel itself, its tensors annotated in the signature (upstream issue 1744's form).
+    s, d = rand((8,), torch.bfloat16, 74), poison((4, 64), torch.bfloat16)
+    _eager_with_signature_annotations(s, d)
+    torch.testing.assert_close(d, s[:4].view(4, 1).repeat(1, 64))

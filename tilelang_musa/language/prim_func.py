@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import tvm
@@ -18,7 +18,7 @@ from ..errors import CompileError, SourceLoc
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
-from .proxy import make_param
+from .proxy import TensorType, declare_param, make_param
 
 # PrimFunc attribute naming the eager style's outputs (T.empty buffers), in `return` order.
 OUTPUTS_ATTR = "tilelang_out_idx"
@@ -206,11 +206,14 @@ def macro(func: Callable | None = None, *, hygienic: bool = True):
 
 @dataclass(frozen=True)
 class EagerSignature:
-    """Which parameters of an eager-style function are tensors (annotated in the body), in order."""
+    """Which parameters of an eager-style function are tensors, in order: annotated in the body
+    (`A: T.Tensor[...]` statements) or in the signature (`def kernel(A: T.Tensor((M, N), dtype), ...)`, whose
+    annotations are in `signature_tensors`)."""
 
     parameters: tuple[str, ...]
     tensor_params: tuple[str, ...]
     defaults: dict[str, Any]
+    signature_tensors: dict[str, Any] = field(default_factory=dict)
 
 
 def eager_signature(parsed: ParsedKernel) -> EagerSignature:
@@ -221,15 +224,24 @@ def eager_signature(parsed: ParsedKernel) -> EagerSignature:
         if isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name)
         and stmt.target.id in names
     ]
-    tensors = tuple(n for n in names if n in annotated)
+    in_signature = {}
+    for n, p in sig.parameters.items():
+        if p.annotation is not inspect.Parameter.empty and n not in annotated:
+            annotation = _annotation(parsed, p)
+            if isinstance(annotation, TensorType):
+                in_signature[n] = annotation
+    tensors = tuple(n for n in names if n in annotated or n in in_signature)
     defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
-    return EagerSignature(names, tensors, defaults)
+    return EagerSignature(names, tensors, defaults, in_signature)
 
 
 def _eager_args(sig: EagerSignature, values: dict[str, Any], trace: KernelTrace, parsed: ParsedKernel) -> list[Any]:
     args = []
     for name in sig.parameters:
-        if name in sig.tensor_params:
+        if name in sig.signature_tensors:
+            trace.pending_tensors[name] = None
+            args.append(declare_param(trace, name, sig.signature_tensors[name], None))
+        elif name in sig.tensor_params:
             trace.pending_tensors[name] = None
             args.append(None)  # replaced by the `name: T.Tensor[...]` statement
         elif name in values:
