@@ -236,3 +236,31 @@ def test_copy_of_a_run_time_slice_into_a_fixed_tile_copies_the_slice(arch):
     kernel(x, y)
     torch.testing.assert_close(y[:300], x)
     assert (y[300:] == -1.0).all()
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_annotate_safe_value_is_what_out_of_bounds_reads_return(arch):
+    # A window shifted up by 10 rows: the rows above the tensor read the annotated pad value, not zero.
+    M, N, BM = 64, 32, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(M // BM, threads=128) as by:
+            tile = T.alloc_shared((BM, N), "float16")
+            T.annotate_safe_value({A: 10})
+            for i, j in T.Parallel(BM, N):
+                tile[i, j] = A[by * BM + i - 10, j]
+            T.copy(tile, B[by * BM, 0])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "1.000000e+01" in kernel.get_kernel_source()
+    a, b = rand((M, N), torch.float16, 32), poison((M, N), torch.float16)
+    kernel(a, b)
+    expected = torch.cat([torch.full((10, N), 10.0, dtype=torch.float16), a[:-10]])
+    torch.testing.assert_close(b, expected)
+    with pytest.raises(tilelang.CompileError, match="must be a global tensor"):
+        @T.prim_func
+        def bad(A: T.Tensor((M, N), "float16")):
+            with T.Kernel(1, threads=128):
+                tile = T.alloc_shared((BM, N), "float16")
+                T.annotate_safe_value({tile: 0})

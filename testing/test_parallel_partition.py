@@ -265,3 +265,24 @@ def test_parallel_with_run_time_extents_deals_iterations_to_the_threads(arch):
     kernel(x, y, 37, 201)
     torch.testing.assert_close(x, expected)
     torch.testing.assert_close(y, torch.arange(135, dtype=torch.float32).reshape(45, 3))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_fragment_read_outside_parallel_is_held_by_every_thread(arch):
+    # `a = f[i]` in a serial loop runs in every thread: each must hold all of `f` (it was placed on thread 0 by
+    # the copy that fills it, and the other threads read registers nobody wrote).
+    @T.prim_func
+    def main(M: T.Tensor((2,), "int32"), A: T.Tensor((8, 128), "float32"), B: T.Tensor((2, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            rows = T.alloc_fragment((2,), "int32")
+            T.copy(M[0:2], rows)
+            tx = T.get_thread_binding()
+            for i in T.serial(2):
+                row = rows[i]
+                B[i, tx] = A[row, tx]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    m = torch.tensor([3, 5], dtype=torch.int32)
+    a, b = rand((8, 128), torch.float32, 66), poison((2, 128), torch.float32)
+    kernel(m, a, b)
+    torch.testing.assert_close(b, a[[3, 5]])

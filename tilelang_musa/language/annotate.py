@@ -1,6 +1,7 @@
 """`T.annotate_layout({buffer: layout})`: fix a buffer's layout before inference; `T.annotate_pass_configs` and
 `T.annotate_compile_flags`: settings the kernel carries to `tilelang.compile`; `T.annotate_min_blocks_per_sm`:
-the kernel's `__launch_bounds__(threads, n)`.
+the kernel's `__launch_bounds__(threads, n)`; `T.annotate_safe_value({A: v})`: what out-of-bounds reads of a
+global tensor return.
 
 A Fragment fixes where a fragment's elements live (thread and slot); a Layout fixes how a shared tile is
 stored (e.g. `tilelang.layout.make_sqmma_swizzled_layout(buf)`), or renumbers the elements of a global tensor
@@ -10,6 +11,7 @@ attribute `tl.layout_annotations`) and read by LayoutInference, LowerSharedLayou
 
 from __future__ import annotations
 
+import tvm
 from tvm import tirx
 
 from ..layout import Fragment, Layout
@@ -21,6 +23,8 @@ PASS_CONFIGS_ATTR = "tilelang_pass_configs"
 COMPILE_FLAGS_ATTR = "tilelang_compile_flags"
 # One int per kernel of the program, in launch order (the n of `__launch_bounds__(threads, n)`; 1 if not annotated).
 MIN_BLOCKS_ATTR = "tl.min_blocks_per_sm"
+# Tensor name -> the value its out-of-bounds reads return instead of zero (read by SafeMemoryAccess).
+SAFE_VALUES_ATTR = "tl.safe_values"
 
 
 def annotate_pass_configs(configs: dict) -> None:
@@ -92,3 +96,24 @@ def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_r
             raise trace.error(f"T.annotate_layout: `{key.name}` is already annotated; pass allow_reannotation=True "
                               "to replace its layout")
         trace.layout_annotations[key] = layout
+
+
+def annotate_safe_value(values: dict) -> None:
+    """`T.annotate_safe_value({A: pad})`: reads of the global tensor `A` outside its bounds (a tile's tail, a shifted
+    window) return `pad` instead of zero. Applies to the whole kernel."""
+    trace = current_trace("T.annotate_safe_value")
+    if not isinstance(values, dict):
+        raise trace.error(f"T.annotate_safe_value takes a dict {{tensor: value}}; got {values!r}")
+    for buffer, value in values.items():
+        if not is_buffer(buffer) or str(buffer.ty.storage_scope) != "global":
+            raise trace.error(f"T.annotate_safe_value: {buffer!r} must be a global tensor (a kernel parameter); "
+                              "only global reads are guarded")
+        dtype = str(buffer.ty.dtype.dtype)
+        if isinstance(value, (bool, int, float)):
+            value = tirx.const(value, dtype)
+        elif not isinstance(value, tvm.ir.Expr):
+            raise trace.error(f"T.annotate_safe_value: the value for `{buffer.name}` must be a number or an "
+                              f"expression; got {value!r}")
+        elif str(value.ty.dtype) != dtype:
+            value = tirx.Cast(dtype, value)
+        trace.safe_values[buffer.name] = value

@@ -77,6 +77,10 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
+    if trace.safe_values:
+        from .annotate import SAFE_VALUES_ATTR
+
+        func = func.with_attr(SAFE_VALUES_ATTR, dict(trace.safe_values))
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):
         from .annotate import MIN_BLOCKS_ATTR
 

@@ -123,7 +123,7 @@ def func_attr(attrs: dict) -> None:
     `global_symbol` (the kernel's name) and `target` (the compile target) are superseded, and the attributes that
     carry the kernel's annotations (`tl.layout_annotations`, ...) cannot be set here."""
     from ..tileop.finalize_reducer import REDUCERS_ATTR
-    from .annotate import ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR
+    from .annotate import ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR
     from .prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
     from .view import VIEWS_ATTR
 
@@ -131,7 +131,7 @@ def func_attr(attrs: dict) -> None:
     if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
         raise trace.error(f"T.func_attr takes a dict with str keys; got {attrs!r}")
     owned = {ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR, OUTPUTS_ATTR, SIZE_PARAMS_ATTR,
-             REDUCERS_ATTR, VIEWS_ATTR}
+             REDUCERS_ATTR, VIEWS_ATTR, SAFE_VALUES_ATTR}
     for key in attrs:
         if key in owned:
             raise trace.error(f"T.func_attr: `{key}` is set by the compiler from the kernel's own annotations")

@@ -13,4 +13,11 @@ def lower(*args, **kwargs):
     return _lower(*args, **kwargs)
 
 
-__all__ = ["PassConfigKey", "lower", "normalize_pass_configs"]
+def LegalizeNegativeIndex():  # noqa: N802 - upstream's pass name
+    """See `legalize_negative_index.py`."""
+    from .legalize_negative_index import LegalizeNegativeIndex as _pass
+
+    return _pass()
+
+
+__all__ = ["LegalizeNegativeIndex", "PassConfigKey", "lower", "normalize_pass_configs"]

@@ -42,8 +42,8 @@ from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragme
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from ..tileop.reduce import Reduce
-from .ir_utils import (as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute,
-                       thread_info)
+from .ir_utils import (TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of,
+                       substitute, thread_info)
 from .loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan,
                         vector_width)
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
@@ -173,6 +173,7 @@ class _Inference:
         self.ops: list[Any] = []
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
+        self.serial: list = []  # fragments accessed element-wise outside T.Parallel nests and tile ops
 
     # -- collection
     def collect(self) -> None:
@@ -193,9 +194,17 @@ class _Inference:
         def on_eval(node):
             if is_tile_op(node.value):
                 self.ops.append(parse_tile_op(node.value))
+                return tvm_ffi.WalkResult.SKIP  # its operands are regions, placed by the op
+            return None
 
-        tvm_ffi.structural_walk(self.func.body, [(tirx.AllocBuffer, on_alloc), (tirx.For, on_for),
-                                                 (tirx.Evaluate, on_eval)], order="pre")
+        def on_access(buffer):
+            if scope_of(buffer) == FRAGMENT_SCOPE and buffer not in self.serial:
+                self.serial.append(buffer)
+
+        tvm_ffi.structural_walk(self.func.body, [
+            (tirx.AllocBuffer, on_alloc), (tirx.For, on_for), (tirx.Evaluate, on_eval),
+            (TensorLoad, lambda n: on_access(n.source)), (tirx.BufferStore, lambda n: on_access(n.buffer))],
+            order="pre")
 
     # -- levels
     def fix_from_ops(self) -> bool:
@@ -426,6 +435,16 @@ class _Inference:
             self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
                                                                  self.threads.num_threads), "T.alloc_reducer", None)
 
+    def fix_serial_accesses(self) -> None:
+        """A fragment read or written element by element outside T.Parallel (`a = f[i]` in a serial loop run by
+        every thread) must be held whole by every thread, as a reducer is: any thread may read any element."""
+        for buf in self.serial:
+            if buf not in self.reducers:
+                self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
+                                                                     self.threads.num_threads),
+                                f"the element access to `{buf.name}` outside T.Parallel (every thread reads it)",
+                                None)
+
     def fix_from_annotations(self) -> None:
         annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
         for buf, layout in annotations.items():
@@ -437,6 +456,7 @@ class _Inference:
         self.rowwise = self._reduced_along_rows()
         self.fix_reducers()
         self.fix_from_annotations()
+        self.fix_serial_accesses()
         self.fix_from_ops()
         while True:
             if self.fix_from_ops() or self.propagate():

@@ -12,6 +12,7 @@ from tvm import tirx
 
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
+from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_buffer_views import FRAGMENT_VIEWS, LowerBufferViews
 from .lower_fp4_storage import LowerFP4Storage
@@ -34,6 +35,8 @@ from .thread_sync import ThreadSync
 
 def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
     return [
+        # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
+        LegalizeNegativeIndex(),
         # T.use_swizzle: every later pass sees the remapped block indices.
         RasterizeBlocks(),
         # Raw-TIR T.tvm_thread_allreduce reductions become the reduction template.

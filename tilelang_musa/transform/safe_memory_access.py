@@ -2,8 +2,8 @@
 
 For each global access whose bounds the analyzer cannot prove from the loop ranges, the thread extents
 and the enclosing conditions, a store is skipped (`if (in_bounds) A[i] = ...`) and a load reads zero
-(`if_then_else(in_bounds, A[i], 0)`). This is what makes `N = 4097` correct for a kernel written for
-multiples of the block size. Inside a vectorized loop a guard on the first lane is used when it is exact
+(`if_then_else(in_bounds, A[i], 0)`), or the tensor's `T.annotate_safe_value`. This is what makes `N = 4097`
+correct for a kernel written for multiples of the block size. Inside a vectorized loop a guard on the first lane is used when it is exact
 (the access is contiguous in the lane, V-aligned, and the extent is a multiple of V), so the vector
 access survives; otherwise the guard is per lane and the vectorizer falls back to scalar code.
 A `T.assume(cond)` is a fact for the statements after it in its block: guards it implies are left out.
@@ -19,6 +19,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..language.annotate import SAFE_VALUES_ATTR
 from ..tileop.copy import NO_SAFE_ACCESS
 from .ir_utils import TensorLoad, as_int, scope_of, substitute
 from .pass_base import tl_pass
@@ -26,9 +27,10 @@ from .pass_config import PassConfigKey, enabled
 
 
 class _Guarder:
-    def __init__(self):
+    def __init__(self, safe_values: dict):
         self.ana = tvm.sym.Analyzer()
         self.vector_loops: list[tuple[Any, int]] = []
+        self.safe_values = safe_values  # tensor name -> what its out-of-bounds reads return (T.annotate_safe_value)
 
     # -- context
     def on_attr(self, node, mutator):
@@ -122,7 +124,8 @@ class _Guarder:
                      if not any(tvm_ffi.structural_equal(c, k) for k in known)]
             if not conds:
                 return node
-            return tirx.if_then_else(_conjunction(conds), node, tirx.const(0, node.ty.dtype))
+            otherwise = self.safe_values.get(node.source.name, tirx.const(0, node.ty.dtype))
+            return tirx.if_then_else(_conjunction(conds), node, otherwise)
 
         return tvm_ffi.structural_mutate(value, [(tvm.ir.Call, on_call), (TensorLoad, on_load)])
 
@@ -149,7 +152,8 @@ def _conjunction(conds: list[Any]) -> Any:
 
 
 def safe_memory_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    g = _Guarder()
+    values = func.attrs[SAFE_VALUES_ATTR] if func.attrs is not None and SAFE_VALUES_ATTR in func.attrs else {}
+    g = _Guarder({str(name): value for name, value in values.items()})
     return tvm_ffi.structural_mutate(func, [
         (tirx.AttrStmt, g.on_attr), (tirx.For, g.on_for), (tirx.IfThenElse, g.on_if),
         (tirx.BufferStore, g.on_store), (tirx.Evaluate, g.on_evaluate), (tirx.Bind, g.on_bind),

@@ -1,0 +1,60 @@
+"""LegalizeNegativeIndex: an element index that is negative for every value it can take counts from the end of its
+dimension, as in Python (`A[-1]` is `A[n - 1]`, `A[-i - 1]` over i < 4 is `A[n - 1 - i]`).
+
+Without this, a negative index would be out of bounds: its load would be guarded to zero and its store
+skipped by SafeMemoryAccess, silently. An index whose sign is not known (`A[shift + i]`) is left as it is.
+Runs on the kernel as written, before tile ops are lowered (their regions are not element indices).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from .ir_utils import TensorLoad
+from .pass_base import tl_pass
+
+
+class _Legalizer:
+    def __init__(self):
+        self.ana = tvm.sym.Analyzer()
+
+    def on_for(self, node, mutator):
+        self.ana.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
+        return mutator.default_mutate(node)
+
+    def on_attr(self, node, mutator):
+        if node.attr_key == "thread_extent":
+            self.ana.bind(node.node.var, tvm.ir.Range(0, node.value))
+        return mutator.default_mutate(node)
+
+    def indices(self, buffer, indices) -> list[Any] | None:
+        out, changed = [], False
+        for index, extent in zip(indices, buffer.ty.shape):
+            if isinstance(index, tvm.ir.Expr) and index.ty.dtype.lanes == 1 and self.ana.can_prove(index < 0):
+                index, changed = self.ana.simplify(index + extent), True
+            out.append(index)
+        return out if changed else None
+
+    def on_load(self, node, mutator):
+        node = mutator.default_mutate(node)
+        indices = self.indices(node.source, node.indices)
+        return node if indices is None else node.source[tuple(indices)]
+
+    def on_store(self, node, mutator):
+        node = mutator.default_mutate(node)
+        indices = self.indices(node.buffer, node.indices)
+        return node if indices is None else tirx.BufferStore(node.buffer, node.value, indices)
+
+
+def legalize_negative_index(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    legalizer = _Legalizer()
+    return tvm_ffi.structural_mutate(func, [(tirx.For, legalizer.on_for), (tirx.AttrStmt, legalizer.on_attr),
+                                            (TensorLoad, legalizer.on_load), (tirx.BufferStore, legalizer.on_store)])
+
+
+def LegalizeNegativeIndex():  # noqa: N802 - a pass constructor, named like TVM's
+    return tl_pass("LegalizeNegativeIndex", legalize_negative_index)
