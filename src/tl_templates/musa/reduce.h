@@ -149,37 +149,25 @@ struct SumOp {
   }
 };
 
-/*! \brief The larger operand; NaN loses to a number (fmax), +0 is above -0. */
-struct MaxOp {
+/*!
+ * \brief The larger (kMax) or smaller operand; -0 is below +0. A NaN operand loses to a number (fmax / fmin), or
+ *        with kNan wins (T.reduce_max(..., nan_propagate=True)).
+ */
+template <bool kMax, bool kNan>
+struct ExtremumOp {
   template <typename T>
   TL_DEVICE T operator()(T a, T b) const {
-    return detail::extremum<true>(a, b);
+    if constexpr (kNan) {
+      return detail::extremum_nan<kMax>(a, b);
+    } else {
+      return detail::extremum<kMax>(a, b);
+    }
   }
 };
-
-/*! \brief The smaller operand; NaN loses to a number (fmin), -0 is below +0. */
-struct MinOp {
-  template <typename T>
-  TL_DEVICE T operator()(T a, T b) const {
-    return detail::extremum<false>(a, b);
-  }
-};
-
-/*! \brief The larger operand, NaN if either is NaN (nan_propagate=True); +0 is above -0. */
-struct MaxOpNan {
-  template <typename T>
-  TL_DEVICE T operator()(T a, T b) const {
-    return detail::extremum_nan<true>(a, b);
-  }
-};
-
-/*! \brief The smaller operand, NaN if either is NaN (nan_propagate=True); -0 is below +0. */
-struct MinOpNan {
-  template <typename T>
-  TL_DEVICE T operator()(T a, T b) const {
-    return detail::extremum_nan<false>(a, b);
-  }
-};
+using MaxOp = ExtremumOp<true, false>;
+using MinOp = ExtremumOp<false, false>;
+using MaxOpNan = ExtremumOp<true, true>;
+using MinOpNan = ExtremumOp<false, true>;
 
 /*!
  * \brief Cross-thread combine of T.reduce_abssum: a plain sum. The caller accumulates |x| of its own inputs
@@ -227,65 +215,9 @@ struct BitXorOp {
 // ---- AllReduce -----------------------------------------------------------------------------------
 
 /*!
- * \brief Combines `value` with Op over `Threads` threads and returns the result to each of them.
- *
- * The members of a group are the threads (by threadIdx.x) base + k * Scale, k = 0 .. Threads - 1, inside each
- * aligned span of Threads * Scale threads; every thread of the block belongs to exactly one group, so one call
- * performs blockDim.x / Threads independent reductions. Within a group every member gets the same bits.
- *
- * - Lane offsets below 32 are xor butterflies over __shfl_xor_sync with a full mask (width WarpSize).
- * - If the span exceeds 32 threads, the partials of each 32-thread slice meet in `red_buf`: one barrier-guarded
- *   write, then every member combines the span / max(Scale, 32) <= 32 partials in one fixed order.
- *
- * Contract:
- * - Every thread of the block calls it, with the same template arguments (full-mask shuffles; __syncthreads()).
- * - blockDim.x is a multiple of Threads * Scale.
- * - `red_buf` is shared memory of at least blockDim.x elements, indexed by threadIdx.x. It is used only when
- *   Threads * Scale > 32 (otherwise it may be null). Back-to-back calls may share it (each call starts with a
- *   barrier); other code that writes it afterwards must __syncthreads() first.
- * - WarpSize is the architecture's warp size (128 on mp_21/22, 32 on mp_31/32).
- *
- * Example (row sums of a 4 x 32 fragment spread over 128 threads, thread = col * 4 + row):
- *   acc = tl::AllReduce<tl::SumOp, 32, 4, 32>(acc, red_buf);
- */
-template <class Op, int Threads, int Scale, int WarpSize, class T>
-TL_DEVICE T AllReduce(T value, T* red_buf) {
-  static_assert(detail::is_pow2(Threads), "tl::AllReduce: Threads must be a power of two");
-  static_assert(detail::is_pow2(Scale), "tl::AllReduce: Scale must be a power of two");
-  static_assert(Threads * Scale <= 1024, "tl::AllReduce: Threads * Scale exceeds the 1024 threads of a block");
-  static_assert(WarpSize == 32 || WarpSize == 128, "tl::AllReduce: WarpSize must be 32 or 128");
-#if defined(__MUSA_ARCH__)
-  static_assert(WarpSize == detail::kArchWarpSize,
-                "tl::AllReduce: WarpSize differs from the warp size of the architecture being compiled");
-#endif
-  constexpr int kSpan = Threads * Scale;
-  const Op op{};
-
-#pragma unroll
-  for (int offset = Scale; offset < kSpan && offset < detail::kMaxShuffleOffset; offset *= 2) {
-    value = op(value, detail::shfl_xor_bits(value, offset, WarpSize));
-  }
-
-  if constexpr (kSpan > detail::kMaxShuffleOffset) {
-    // Partials now agree within each 32-thread slice (or, for Scale >= 32, are the inputs themselves).
-    constexpr int kStep = Scale > detail::kMaxShuffleOffset ? Scale : detail::kMaxShuffleOffset;
-    constexpr int kPartials = kSpan / kStep;
-    const int tid = static_cast<int>(threadIdx.x);
-    __syncthreads();  // readers of a previous call sharing red_buf are done
-    red_buf[tid] = value;
-    __syncthreads();
-    const int first = tid - tid % kSpan + tid % kStep;
-    value = red_buf[first];
-#pragma unroll
-    for (int q = 1; q < kPartials; ++q) value = op(value, red_buf[first + q * kStep]);
-  }
-  return value;
-}
-
-/*!
  * \brief tl::AllReduce over `Batch` values at once, in place: values[b] becomes the combine of values[b] over the
- *        group, for b < Batch (T.reduce_*(..., batch=Batch)). Same groups and contract as tl::AllReduce, except
- *        that `red_buf` holds at least blockDim.x * Batch elements; the shuffles of the values interleave and
+ *        group, for b < Batch (T.reduce_*(..., batch=Batch)). Same groups and contract as tl::AllReduce (below),
+ *        except that `red_buf` holds at least blockDim.x * Batch elements; the shuffles of the values interleave and
  *        one pair of barriers serves the whole batch (AllReduce spends a pair on each value).
  */
 template <class Op, int Threads, int Scale, int Batch, int WarpSize>
@@ -329,6 +261,34 @@ struct BatchAllReduce {
     }
   }
 };
+
+/*!
+ * \brief Combines `value` with Op over `Threads` threads and returns the result to each of them.
+ *
+ * The members of a group are the threads (by threadIdx.x) base + k * Scale, k = 0 .. Threads - 1, inside each
+ * aligned span of Threads * Scale threads; every thread of the block belongs to exactly one group, so one call
+ * performs blockDim.x / Threads independent reductions. Within a group every member gets the same bits.
+ *
+ * - Lane offsets below 32 are xor butterflies over __shfl_xor_sync with a full mask (width WarpSize).
+ * - If the span exceeds 32 threads, the partials of each 32-thread slice meet in `red_buf`: one barrier-guarded
+ *   write, then every member combines the span / max(Scale, 32) <= 32 partials in one fixed order.
+ *
+ * Contract:
+ * - Every thread of the block calls it, with the same template arguments (full-mask shuffles; __syncthreads()).
+ * - blockDim.x is a multiple of Threads * Scale.
+ * - `red_buf` is shared memory of at least blockDim.x elements, indexed by threadIdx.x. It is used only when
+ *   Threads * Scale > 32 (otherwise it may be null). Back-to-back calls may share it (each call starts with a
+ *   barrier); other code that writes it afterwards must __syncthreads() first.
+ * - WarpSize is the architecture's warp size (128 on mp_21/22, 32 on mp_31/32).
+ *
+ * Example (row sums of a 4 x 32 fragment spread over 128 threads, thread = col * 4 + row):
+ *   acc = tl::AllReduce<tl::SumOp, 32, 4, 32>(acc, red_buf);
+ */
+template <class Op, int Threads, int Scale, int WarpSize, class T>
+TL_DEVICE T AllReduce(T value, T* red_buf) {
+  BatchAllReduce<Op, Threads, Scale, 1, WarpSize>::run_batch(&value, red_buf);
+  return value;
+}
 
 // ---- WarpReduce ----------------------------------------------------------------------------------
 
