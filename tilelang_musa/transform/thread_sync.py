@@ -3,7 +3,8 @@
 TVM places no barrier inside an `if` whose condition may differ between the block's threads (threads that skip
 the branch would never reach it), and fails with an InternalError ("Cannot insert syncs inside condition") when a
 branch needs one: e.g. a T.copy into a shared tile and a read of that tile under `if a >= 0`, with `a` a per-thread
-value such as a fragment element. We name the branch, the shared buffer and the loop around it instead.
+value such as a fragment element. We name the branch, the shared buffer and the loop around it instead. Branches
+whose condition every thread evaluates alike (uniform_conditions.py) are marked so, and get their barriers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from .ir_utils import collect_accesses, loc_of, scope_of
+from .uniform_conditions import mark_uniform_conditions, unmark_uniform_conditions
 
 
 def _shared_in_both(stmt: Any, scope: str) -> list[str]:
@@ -76,8 +78,8 @@ def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
 
     def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
         try:
-            (result,) = stock(tvm.IRModule({"main": func})).functions.values()
-            return result
+            (result,) = stock(tvm.IRModule({"main": mark_uniform_conditions(func)})).functions.values()
+            return unmark_uniform_conditions(result)
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):
                 raise
