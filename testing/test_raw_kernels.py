@@ -238,7 +238,8 @@ def test_misuse_is_a_compile_error_at_the_construct(body, line, message):
 
 def test_barrier_under_a_divergent_branch_is_a_compile_error():
     """TVM's ThreadSync cannot place the barrier a branch needs when the branch's condition is per-thread (here a
-    fragment element): a CompileError naming the branch and its loop, not TVM's InternalError."""
+    fragment element plus the thread index): a CompileError naming the branch and its loop, not TVM's InternalError.
+    (The fragment element alone is the same in every thread: test_uniform_conditions.py.)"""
 
     @T.prim_func
     def main(A: T.Tensor((256, 128), T.float16), B: T.Tensor((256, 256), T.float16),
@@ -248,7 +249,7 @@ def test_barrier_under_a_divergent_branch_is_a_compile_error():
             mask = T.alloc_fragment((2,), T.int32)
             T.copy(BlockMask[by, :], mask)
             for i in T.Pipelined(2):
-                a = mask[i]
+                a = mask[i] + T.get_thread_binding() % 2
                 if a >= 0:
                     T.copy(A[a, 0], A_shared)
                     T.copy(A_shared, B[by * 128, i * 128])
