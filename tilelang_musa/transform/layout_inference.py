@@ -42,6 +42,7 @@ from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragme
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from ..tileop.reduce import Reduce
+from ..tileop.region import Region
 from .ir_utils import (TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of,
                        substitute, thread_info)
 from .loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan,
@@ -174,6 +175,7 @@ class _Inference:
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
         self.serial: list = []  # fragments accessed element-wise outside T.Parallel nests and tile ops
+        self._asked: dict[int, tuple] = {}  # op index -> which of its operands were placed when last asked
 
     # -- collection
     def collect(self) -> None:
@@ -213,11 +215,21 @@ class _Inference:
                                self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
                                view_buffers(self.func))
         changed = False
-        for op in self.ops:
+        for k, op in enumerate(self.ops):
+            # An op's inference reads only the layouts of its own operands: ask again only when one was placed.
+            buffers = self._op_buffers(op)
+            placed = tuple(buf in self.layouts for buf in buffers)
+            if buffers and self._asked.get(k) == placed:
+                continue
+            self._asked[k] = placed
             for buf, layout in op.infer_layout(args, 0).items():
                 changed |= buf not in self.layouts
                 self.set_layout(buf, layout, f"{op.op_name} at {op.loc}", op.loc)
         return changed
+
+    @staticmethod
+    def _op_buffers(op) -> list:
+        return [value.buffer for value in vars(op).values() if isinstance(value, Region)]
 
     def set_layout(self, buf, layout, why: str, loc) -> None:
         """Record `buf`'s layout (a Fragment for a fragment, a Layout for a shared tile)."""
