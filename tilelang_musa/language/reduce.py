@@ -26,7 +26,7 @@ def _is_fragment(trace, region: Region) -> bool:
 
 
 def _fragment_of(trace, construct: str, what: str, region: Region) -> Region:
-    """A fragment shaped like `region` (shared or thread-local), to stage it through."""
+    """A fragment shaped like `region` (shared, thread-local, or a view of a fragment), to stage it through."""
     if region.scope not in _STAGED_SCOPES:
         raise trace.error(f"{construct}: {what} `{region.name}` must be a fragment, shared memory or a local buffer; "
                           f"it is {region.scope}")
@@ -76,14 +76,14 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1
 
 def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
     """dst = sum of src along `dim` (clear=False: dst += that sum). src and dst are fragments, shared memory or
-    local buffers. `batch` results share each cross-thread exchange (it must divide the results per thread);
-    `nan_propagate=True` (max, min, absmax) makes a NaN in a row its result instead of being skipped."""
+    local buffers. `batch` results share each cross-thread exchange (it must divide the number of results)."""
     _reduce("sum", src, dst, dim, clear, batch)
 
 
 def reduce_max(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
                nan_propagate: bool = False) -> None:
-    """dst = max of src along `dim` (clear=False: dst = max(dst, that max))."""
+    """dst = max of src along `dim` (clear=False: dst = max(dst, that max)). A NaN is skipped, or with
+    `nan_propagate=True` is the result of its row."""
     _reduce("max", src, dst, dim, clear, batch, nan_propagate)
 
 
