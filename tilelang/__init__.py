@@ -23,10 +23,14 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        return importlib.import_module("tilelang_musa." + spec.name[len(_PREFIX):])
+        module = importlib.import_module("tilelang_musa." + spec.name[len(_PREFIX):])
+        spec.loader_state = module.__spec__  # the import system is about to replace it with this alias spec
+        return module
 
     def exec_module(self, module):
-        pass
+        # Put the module's own spec back, or its relative imports would see `__package__ != __spec__.parent` (an
+        # ImportWarning, an error under `warnings.simplefilter("error")`).
+        module.__spec__ = module.__spec__.loader_state
 
 
 if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):

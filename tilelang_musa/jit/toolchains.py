@@ -221,8 +221,9 @@ class SimToolchain(Toolchain):
         return proc.stdout.splitlines()[0] if proc.stdout else "unknown"
 
     def command(self, req: BuildRequest) -> list[str]:
+        # -O1: most of a build is parsing the headers; -O2 took 20% longer to build for little faster running.
         cmd = [
-            self._cxx(), "-std=c++17", "-O2", "-fPIC", "-shared", "-x", "c++", "-pthread",
+            self._cxx(), "-std=c++17", "-O1", "-fPIC", "-shared", "-x", "c++", "-pthread",
             f"-I{include_root()}", f"-I{simulator_headers()}",
             "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={req.arch.musa_arch}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
         ]
