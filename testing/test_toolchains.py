@@ -112,3 +112,28 @@ def test_a_fast_math_kernel_leaves_subnormals_alone_in_the_process():
     kernel(a, b)
     torch.testing.assert_close(b, -a)
     assert (tiny * 1.0).item() != 0.0
+
+
+def test_simulator_builds_share_one_precompiled_prelude(monkeypatch, tmp_path, capfd):
+    """Generated sources start with the template includes: the simulator precompiles them once (per compiler and
+    flags) and force-includes them; TILELANG_SIM_NO_PRELUDE=1 parses them in the build instead."""
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "1")
+    a = torch.randn(N)
+    kernel = tilelang.compile(negate, target="musa -arch=mp_22", execution_backend="sim")
+    torch.testing.assert_close(_run(kernel, a), -a)
+    prelude = [arg for arg in capfd.readouterr().err.split() if arg.endswith("prelude.h")]
+    assert len(prelude) == 1 and os.path.isfile(prelude[0] + ".gch")
+    assert open(prelude[0]).read() and kernel.get_kernel_source().startswith(open(prelude[0]).read())
+
+    monkeypatch.setenv("TILELANG_SIM_NO_PRELUDE", "1")
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache2"))
+    kernel = tilelang.compile(negate, target="musa -arch=mp_22", execution_backend="sim")
+    assert "prelude.h" not in capfd.readouterr().err
+    torch.testing.assert_close(_run(kernel, a), -a)
+
+
+def _run(kernel, a):
+    b = torch.full_like(a, float("nan"))
+    kernel(a, b)
+    return b

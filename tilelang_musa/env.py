@@ -66,6 +66,7 @@ EXECUTION_BACKEND = _Var(
     "device)",
 )
 SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend", "g++")
+SIM_NO_PRELUDE = _Var("TILELANG_SIM_NO_PRELUDE", "1: parse the templates in each simulator build, no precompiled prelude")
 # Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
 SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")

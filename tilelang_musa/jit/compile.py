@@ -292,7 +292,7 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     """tir -> lowered -> mu -> host -> bin into `workdir`, each output replaced by its file where one is given;
     metadata.json last."""
     from ..codegen import generate  # only a miss needs code generation: not imported with the package
-    from ..codegen.source import kernel_names
+    from ..codegen.source import HEADER, kernel_names
 
     name, program = request.name, request.program
     replaced = cache.replacement_files(name)
@@ -336,8 +336,9 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     if "bin" in replaced:
         shutil.copyfile(replaced["bin"], path("bin"))
     else:
+        prelude = HEADER if text.startswith(HEADER) else ""
         request.backend.toolchain.build(BuildRequest(path("mu"), path("bin"), request.arch, request.fast_math,
-                                                     request.flags, host.local_bytes))
+                                                     request.flags, host.local_bytes, prelude))
     KernelMetadata(name, json.loads(str(request.target)), request.backend.name, request.backend.toolchain.identity(),
                    request.options(), host, sections, tuple(s for s in STAGES if s in replaced), key, __version__,
                    {stage: stage_file(name, stage) for stage in STAGES}).write(workdir)

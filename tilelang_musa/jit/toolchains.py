@@ -29,6 +29,7 @@ from .. import env
 from .._paths import include_root, simulator_headers
 from ..errors import TileLangError
 from ..target import ArchInfo
+from .precompiled_prelude import prelude_header
 
 
 class BuildError(TileLangError):
@@ -43,6 +44,7 @@ class BuildRequest:
     fast_math: bool = False
     extra_flags: tuple[str, ...] = field(default_factory=tuple)
     local_bytes: int = 0  # per-thread local arrays of the kernel (the simulator sizes its fiber stacks by it)
+    prelude: str = ""  # the include lines the source starts with, when a toolchain may precompile them
 
 
 class Toolchain:
@@ -70,7 +72,9 @@ class Toolchain:
         raise NotImplementedError
 
     def build(self, req: BuildRequest) -> Path:
-        cmd = self.command(req)
+        return self._run(self.command(req), req)
+
+    def _run(self, cmd: list[str], req: BuildRequest) -> Path:
         if env.PRINT_DEVICE_COMPILE_COMMAND.flag() or env.DUMP_KERNEL_SOURCE.raw():
             print(f"[tilelang] {self.name} compile command: {shlex.join(cmd)}", file=sys.stderr)
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -148,6 +152,9 @@ class MccToolchain(Toolchain):
 # -ffast-math, spelled out: given -ffast-math (or -funsafe-math-optimizations) when linking, gcc and clang add
 # crtfastmath.o, whose constructor turns on flush-to-zero for the whole process when the kernel library loads: every
 # later computation (torch's, other kernels') would then flush subnormals. These flags permit the same rewrites.
+# The simulator's default fiber stack (kDefaultStackKiB in src/tl_templates/sim/sim/config.h).
+SIM_DEFAULT_STACK_KIB = 64
+
 SIM_FAST_MATH_FLAGS = ["-fno-math-errno", "-fno-signed-zeros", "-fno-trapping-math", "-fassociative-math",
                        "-freciprocal-math", "-ffinite-math-only", "-fno-rounding-math", "-fcx-limited-range"]
 
@@ -220,22 +227,33 @@ class SimToolchain(Toolchain):
         proc = subprocess.run([self._cxx(), "--version"], capture_output=True, text=True)
         return proc.stdout.splitlines()[0] if proc.stdout else "unknown"
 
-    def command(self, req: BuildRequest) -> list[str]:
+    def flags(self, req: BuildRequest) -> list[str]:
+        """The compile flags (no source, output or link flags): a precompiled prelude is valid for these only."""
         # -O1: most of a build is parsing the headers; -O2 took 20% longer to build for little faster running.
-        cmd = [
-            self._cxx(), "-std=c++17", "-O1", "-fPIC", "-shared", "-x", "c++", "-pthread",
-            f"-I{include_root()}", f"-I{simulator_headers()}",
+        flags = [
+            "-std=c++17", "-O1", "-fPIC", "-pthread", f"-I{include_root()}", f"-I{simulator_headers()}",
             "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={req.arch.musa_arch}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
         ]
-        if req.local_bytes:
-            # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime
-            cmd.append(f"-DTL_SIM_MIN_STACK_KB={-(-(2 * req.local_bytes + 32 * 1024) // 1024)}")
+        # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime;
+        # only passed when above the default stack, so most kernels share one precompiled prelude
+        stack_kib = -(-(2 * req.local_bytes + 32 * 1024) // 1024) if req.local_bytes else 0
+        if stack_kib > SIM_DEFAULT_STACK_KIB:
+            flags.append(f"-DTL_SIM_MIN_STACK_KB={stack_kib}")
         extra, fast_math = host_compiler_flags(req.extra_flags)
         if req.fast_math or fast_math:
-            cmd += SIM_FAST_MATH_FLAGS
-        cmd += extra
-        cmd += [str(req.source), "-o", str(req.output)]
-        return cmd
+            flags += SIM_FAST_MATH_FLAGS
+        return flags + extra
+
+    def command(self, req: BuildRequest, prelude_header: Path | None = None) -> list[str]:
+        forced = ["-include", str(prelude_header)] if prelude_header is not None else []
+        return [self._cxx()] + self.flags(req) + ["-shared"] + forced + ["-x", "c++", str(req.source), "-o",
+                                                                         str(req.output)]
+
+    def build(self, req: BuildRequest) -> Path:
+        header = None
+        if req.prelude and not env.SIM_NO_PRELUDE.flag():
+            header = prelude_header([self._cxx()], self.flags(req), req.prelude, self.identity())
+        return self._run(self.command(req, header), req)
 
 
 TOOLCHAINS: dict[str, Toolchain] = {t.name: t for t in (MccToolchain(), SimToolchain())}
