@@ -40,7 +40,6 @@ inline float __tanf(float x) { return tanf(x); }
 inline void __sincosf(float x, float* s, float* c) { *s = sinf(x); *c = cosf(x); }
 inline float __fdividef(float x, float y) { return x / y; }
 inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }  // NaN -> 0
-inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
 
 // Explicitly rounded arithmetic (T.ieee_*): the operation runs with the host FPU in the requested mode. Operands
 // and result pass through volatiles so the operation cannot move out from between the two fesetround calls; a
@@ -104,6 +103,43 @@ TL_SIM_ROUNDED_OPS(rz, FE_TOWARDZERO)
 TL_SIM_ROUNDED_OPS(ru, FE_UPWARD)
 TL_SIM_ROUNDED_OPS(rd, FE_DOWNWARD)
 #undef TL_SIM_ROUNDED_OPS
+
+namespace tl_sim {
+/*!
+ * \brief Whether x * m^2 < 1 exactly, for a positive finite float x and a positive double m of at most 25
+ *        significant bits (a midpoint between two floats): the product has at most 74 significant bits, so it is
+ *        compared as an integer times a power of two.
+ */
+inline bool ProductOfSquareBelowOne(float x, double m) {
+  int ex, em;
+  const double fx = std::frexp(static_cast<double>(x), &ex);  // x = fx * 2^ex, fx in [0.5, 1)
+  const double fm = std::frexp(m, &em);
+  const auto X = static_cast<unsigned __int128>(std::ldexp(fx, 24));  // exact: x has at most 24 bits
+  const auto M = static_cast<unsigned __int128>(std::ldexp(fm, 25));  // exact: m has at most 25 bits
+  const unsigned __int128 p = X * M * M;                                // < 2^74
+  const int s = (ex - 24) + 2 * (em - 25);                              // x * m^2 = p * 2^s
+  if (s >= 0) return false;                                              // p >= 1
+  if (-s >= 127) return true;
+  return p < (static_cast<unsigned __int128>(1) << (-s));
+}
+}  // namespace tl_sim
+
+/*!
+ * \brief 1/sqrt(x) rounded once to nearest even, as CUDA's __frsqrt_rn is (measured bit-exact on an H200,
+ *        docs/SIM_VS_SILICON.md); 1.0f / sqrtf(x) rounds twice and is 1 ulp off for about one input in seven.
+ *        The exact value is never a tie (x * m^2 == 1 would make m a power of two), so the double estimate's
+ *        rounding is checked against the midpoint on its side exactly.
+ */
+inline float __frsqrt_rn(float x) {
+  if (!(x > 0.0f) || x == HUGE_VALF) return 1.0f / sqrtf(x);  // NaN, negative: NaN; +-0: +-inf; +inf: 0 (exact)
+  const double d = 1.0 / sqrt(static_cast<double>(x));
+  const float r = static_cast<float>(d);
+  const float lo = d < static_cast<double>(r) ? nextafterf(r, 0.0f) : r;  // the floats bracketing the estimate
+  const float hi = lo == r ? nextafterf(r, HUGE_VALF) : r;
+  const double mid = (static_cast<double>(lo) + static_cast<double>(hi)) / 2;  // exact
+  // 1/sqrt(x) > mid  <=>  x * mid^2 < 1
+  return tl_sim::ProductOfSquareBelowOne(x, mid) ? hi : lo;
+}
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
