@@ -70,6 +70,10 @@ SIM_NO_PRELUDE = _Var("TILELANG_SIM_NO_PRELUDE", "1: parse the templates in each
 # Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
 SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")
+SIM_CHECK = _Var("TILELANG_SIM_CHECK", "1: checked mode (race detector, threads in a seeded random order)")
+SIM_SEED = _Var("TILELANG_SIM_SEED", "checked mode's scheduling seed, a whole number (default 1); errors name it")
+SIM_WATCHDOG_S = _Var("TILELANG_SIM_WATCHDOG_S",
+                      "seconds a simulated launch may go without progress (a thread switch, a barrier); default 60")
 DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
 DUMP_IR_PATH = _Var("TILELANG_DUMP_IR_PATH", "directory of TILELANG_DUMP_IR's files (default ./tilelang_ir)")
 FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")

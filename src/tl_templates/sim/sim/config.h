@@ -58,42 +58,89 @@ inline constexpr size_t kKernelMinStackKiB = TL_SIM_MIN_STACK_KB;
 inline constexpr const char* kWorkersEnvVar = "TILELANG_SIM_WORKERS";
 inline constexpr size_t kMaxWorkers = 256;
 
+// Checked mode: the ready threads of a block run in an order drawn from a generator seeded by (seed, block), so
+// runs differ from the default FIFO order yet replay exactly with the same seed.
+inline constexpr const char* kCheckEnvVar = "TILELANG_SIM_CHECK";
+inline constexpr const char* kSeedEnvVar = "TILELANG_SIM_SEED";
+inline constexpr uint64_t kDefaultSeed = 1;
+
+// A launch whose workers make no progress (no thread switch, rendezvous or block boundary) for this long fails.
+inline constexpr const char* kWatchdogEnvVar = "TILELANG_SIM_WATCHDOG_S";
+inline constexpr double kDefaultWatchdogSeconds = 60;
+inline constexpr double kMaxWatchdogSeconds = 1e6;
+
 /*! \brief Options of the simulator, read from the environment at every launch so tests can change them. */
 struct SimOptions {
   size_t stack_bytes = kDefaultStackKiB * 1024;  // per simulated thread, plus one guard page below it
   size_t workers = 1;  // OS threads running blocks concurrently (default: the machine's cores)
+  bool check = false;  // checked mode: randomised scheduling
+  uint64_t seed = kDefaultSeed;  // checked mode's scheduling seed
+  double watchdog_seconds = kDefaultWatchdogSeconds;
 
   /*! \brief Parse the environment; on a bad value return false and describe it in `error`. */
   static bool FromEnv(SimOptions* out, char* error, size_t error_size) {
     SimOptions opts;
+    unsigned long long kib = 0;
     const char* text = std::getenv(kStackEnvVar);
-    if (text != nullptr && *text != '\0') {
-      char* end = nullptr;
-      errno = 0;
-      unsigned long long kib = std::strtoull(text, &end, 10);
-      if (errno != 0 || *end != '\0' || text[0] == '-' || kib < kMinStackKiB || kib > kMaxStackKiB) {
-        std::snprintf(error, error_size, "%s='%s' is not a whole number of KiB in [%zu, %zu]", kStackEnvVar, text,
-                      kMinStackKiB, kMaxStackKiB);
-        return false;
-      }
-      opts.stack_bytes = static_cast<size_t>(kib) * 1024;
+    if (!ParseUnsigned(text, kMinStackKiB, kMaxStackKiB, &kib)) {
+      std::snprintf(error, error_size, "%s='%s' is not a whole number of KiB in [%zu, %zu]", kStackEnvVar, text,
+                    kMinStackKiB, kMaxStackKiB);
+      return false;
     }
+    if (IsSet(text)) opts.stack_bytes = static_cast<size_t>(kib) * 1024;
     if (opts.stack_bytes < kKernelMinStackKiB * 1024) opts.stack_bytes = kKernelMinStackKiB * 1024;
     const unsigned cores = std::thread::hardware_concurrency();
     opts.workers = cores == 0 ? 1 : cores;
+    unsigned long long n = 0;
     const char* workers = std::getenv(kWorkersEnvVar);
-    if (workers != nullptr && *workers != '\0') {
+    if (!ParseUnsigned(workers, 1, kMaxWorkers, &n)) {
+      std::snprintf(error, error_size, "%s='%s' is not a whole number in [1, %zu]", kWorkersEnvVar, workers,
+                    kMaxWorkers);
+      return false;
+    }
+    if (IsSet(workers)) opts.workers = static_cast<size_t>(n);
+    unsigned long long check = 0;
+    const char* check_text = std::getenv(kCheckEnvVar);
+    if (!ParseUnsigned(check_text, 0, 1, &check)) {
+      std::snprintf(error, error_size, "%s='%s' is not 0 or 1", kCheckEnvVar, check_text);
+      return false;
+    }
+    opts.check = IsSet(check_text) && check == 1;
+    unsigned long long seed = 0;
+    const char* seed_text = std::getenv(kSeedEnvVar);
+    if (!ParseUnsigned(seed_text, 0, UINT64_MAX, &seed)) {
+      std::snprintf(error, error_size, "%s='%s' is not a whole number in [0, 2^64)", kSeedEnvVar, seed_text);
+      return false;
+    }
+    if (IsSet(seed_text)) opts.seed = seed;
+    const char* watchdog = std::getenv(kWatchdogEnvVar);
+    if (IsSet(watchdog)) {
       char* end = nullptr;
       errno = 0;
-      unsigned long long n = std::strtoull(workers, &end, 10);
-      if (errno != 0 || *end != '\0' || workers[0] == '-' || n < 1 || n > kMaxWorkers) {
-        std::snprintf(error, error_size, "%s='%s' is not a whole number in [1, %zu]", kWorkersEnvVar, workers,
-                      kMaxWorkers);
+      const double seconds = std::strtod(watchdog, &end);
+      // The negated comparisons reject NaN too.
+      if (errno != 0 || *end != '\0' || !(seconds > 0) || !(seconds <= kMaxWatchdogSeconds)) {
+        std::snprintf(error, error_size, "%s='%s' is not a number of seconds in (0, %g]", kWatchdogEnvVar, watchdog,
+                      kMaxWatchdogSeconds);
         return false;
       }
-      opts.workers = static_cast<size_t>(n);
+      opts.watchdog_seconds = seconds;
     }
     *out = opts;
+    return true;
+  }
+
+ private:
+  static bool IsSet(const char* text) { return text != nullptr && *text != '\0'; }
+
+  /*! \brief True if `text` is unset, empty, or a decimal whole number in [lo, hi] (then stored in *value). */
+  static bool ParseUnsigned(const char* text, unsigned long long lo, unsigned long long hi, unsigned long long* value) {
+    if (!IsSet(text)) return true;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || text[0] == '-' || n < lo || n > hi) return false;
+    *value = n;
     return true;
   }
 };

@@ -10,10 +10,11 @@
  * ucontext (correct, slower).
  *
  * Stacks are mmap'd with a PROT_NONE guard page below each one (an overflow faults instead of corrupting the
- * neighbour), sized by TILELANG_SIM_STACK_KB, and unmapped when the launch ends. They are not kept for the next
- * launch: every kernel library carries its own copy of the simulator, so a cache would live once per loaded
- * library, and each idle set of N guarded stacks holds 2N memory mappings: a process with a few dozen kernels of
- * 1024 threads loaded would exhaust the kernel's mapping limit (vm.max_map_count), as a long test run did.
+ * neighbour; signal_guard.h turns the fault into a launch error), sized by TILELANG_SIM_STACK_KB, and unmapped when
+ * the launch ends. They are not kept for the next launch: every kernel library carries its own copy of the
+ * simulator, so a cache would live once per loaded library, and each idle set of N guarded stacks holds 2N memory
+ * mappings: a process with a few dozen kernels of 1024 threads loaded would exhaust the kernel's mapping limit
+ * (vm.max_map_count), as a long test run did. The worker's alternate signal stack shares the mapping.
  */
 #pragma once
 
@@ -156,7 +157,11 @@ inline void SwitchContext(FiberContext* save, FiberContext* resume) { swapcontex
 
 #endif
 
-/*! \brief `count` stacks of `stack_bytes` each, in one mapping, each with a guard page below it. */
+// The alternate signal stack of each worker: the fault handler must run somewhere when a fiber's stack is full.
+inline constexpr size_t kSignalStackBytes = 64 * 1024;
+
+/*! \brief `count` stacks of `stack_bytes` each, in one mapping, each with a guard page below it; after them, behind
+ *         a guard page of its own, the worker's alternate signal stack. */
 struct StackSet {
   unsigned char* base = nullptr;
   size_t map_bytes = 0;
@@ -164,8 +169,21 @@ struct StackSet {
   size_t stride = 0;  // guard + stack
   size_t guard_bytes = 0;
   uint32_t count = 0;
+  unsigned char* signal_stack = nullptr;
+  size_t signal_stack_bytes = 0;
 
   void* StackLow(uint32_t i) const { return base + i * stride + guard_bytes; }
+
+  /*! \brief The stack that holds `address`, counting the guard page below each stack as its own; -1 if none. */
+  int64_t StackAt(uintptr_t address) const {
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(base);
+    if (address < lo || address >= lo + stride * count) return -1;
+    return static_cast<int64_t>((address - lo) / stride);
+  }
+  /*! \brief Whether `address` lies in the guard page below one of the stacks. */
+  bool InGuardPage(uintptr_t address) const {
+    return StackAt(address) >= 0 && (address - reinterpret_cast<uintptr_t>(base)) % stride < guard_bytes;
+  }
 };
 
 /*! \brief Maps and unmaps the stack sets of launches: one per OS thread of a launch, for the launch (see the file
@@ -191,7 +209,8 @@ class StackPool {
     s->guard_bytes = page;
     s->stride = page + stack;
     s->count = count;
-    s->map_bytes = s->stride * count;
+    s->signal_stack_bytes = kSignalStackBytes;
+    s->map_bytes = s->stride * count + page + kSignalStackBytes;
     void* p = mmap(nullptr, s->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       std::snprintf(error, error_size, "cannot map %u fiber stacks of %zu KiB (%s); lower %s", count,
@@ -200,13 +219,14 @@ class StackPool {
       return nullptr;
     }
     s->base = static_cast<unsigned char*>(p);
-    for (uint32_t i = 0; i < count; ++i) {
+    for (uint32_t i = 0; i <= count; ++i) {  // the last guard is the signal stack's
       if (mprotect(s->base + i * s->stride, page, PROT_NONE) != 0) {
         std::snprintf(error, error_size, "cannot protect the guard page of fiber stack %u", i);
         Unmap(s);
         return nullptr;
       }
     }
+    s->signal_stack = s->base + s->stride * count + page;
     return s;
   }
 

@@ -4,8 +4,11 @@
  *
  * Blocks are claimed from a shared counter by workers (one OS thread each, with its own fibers and shared memory):
  * the calling thread plus TILELANG_SIM_WORKERS - 1 helper threads (default: one worker per core), and the launch
- * returns when the grid is done. Per-kernel attributes are the only process-wide mutable
- * state besides the stack pool, and both are locked.
+ * returns when the grid is done. Throughout, faults of simulated threads and the watchdog's ticks end the launch
+ * with an error instead of the process or a hang (signal_guard.h). In checked mode every launch error ends with
+ * "(TILELANG_SIM_SEED=<seed>)", the seed that replays it (all but errors found before the options are read).
+ * The process-wide mutable state is the per-kernel attributes and the signal handlers' installation, both locked,
+ * and the lock-free registry of workers (signal_guard.h).
  */
 #pragma once
 
@@ -16,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <algorithm>
 #include <mutex>
 #include <thread>
@@ -29,6 +33,7 @@
 #include "runtime_types.h"
 #include "scheduler.h"
 #include "shared_memory.h"
+#include "signal_guard.h"
 #include "thread_state.h"
 
 #pragma GCC visibility push(hidden)
@@ -78,7 +83,7 @@ struct GridWork {
   dim3 grid;
   dim3 block;
   size_t dynamic_smem;
-  size_t stack_bytes;
+  SimOptions options;
   uint64_t total_blocks;
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
@@ -102,7 +107,7 @@ struct GridWork {
 inline void RunBlocks(GridWork& work) {
   const uint32_t threads = work.block.x * work.block.y * work.block.z;
   char error[256];
-  StackSet* stacks = GlobalStackPool().Acquire(threads, work.stack_bytes, error, sizeof(error));
+  StackSet* stacks = GlobalStackPool().Acquire(threads, work.options.stack_bytes, error, sizeof(error));
   if (stacks == nullptr) {
     work.Record(0, musaErrorMemoryAllocation, error);
     return;
@@ -112,7 +117,8 @@ inline void RunBlocks(GridWork& work) {
   t.grid_dim = work.grid;
   t.dynamic_smem = work.dynamic_smem;
   {
-    BlockRunner runner(work.kernel, work.block, stacks);
+    BlockRunner runner(work.kernel, work.block, stacks, work.options);
+    WorkerGuard guard(runner, work.options.watchdog_seconds);
     const uint64_t gx = work.grid.x, gy = work.grid.y;
     while (!work.failed.load(std::memory_order_relaxed)) {
       const uint64_t id = work.next.fetch_add(1, std::memory_order_relaxed);
@@ -120,7 +126,7 @@ inline void RunBlocks(GridWork& work) {
       PoisonSharedMemory(work.dynamic_smem);
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
-      if (!runner.Run(idx)) {
+      if (!runner.Run(idx, id)) {
         work.Record(id, runner.error_code(), runner.error_message());
         break;
       }
@@ -129,64 +135,72 @@ inline void RunBlocks(GridWork& work) {
   GlobalStackPool().Release(stacks);
 }
 
-/*! \brief Record a launch error as "kernel <name>: <message>" (the name is looked up only on failure). */
-__attribute__((format(printf, 3, 4))) inline musaError_t LaunchError(const void* fn, musaError_t code,
-                                                                      const char* fmt, ...) {
+/*! \brief Record a launch error as "kernel <name>: <message><suffix>" (the name is looked up only on failure);
+ *         the message is cut short if need be, never the suffix. */
+__attribute__((format(printf, 4, 5))) inline musaError_t LaunchError(const void* fn, const char* suffix,
+                                                                      musaError_t code, const char* fmt, ...) {
   char message[1024];
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(message, sizeof(message), fmt, ap);
   va_end(ap);
   char name_buf[48];
-  return SetError(code, "kernel %s: %s", KernelName(fn, name_buf, sizeof(name_buf)), message);
+  const char* name = KernelName(fn, name_buf, sizeof(name_buf));
+  const int room = static_cast<int>(sizeof(OsThreadState::detail)) - 1 -
+                   static_cast<int>(std::strlen("kernel : ") + std::strlen(name) + std::strlen(suffix));
+  return SetError(code, "kernel %s: %.*s%s", name, room > 0 ? room : 0, message, suffix);
 }
 
 /*! \brief Launch `call` (the kernel at `fn` with bound arguments) over `grid` x `block`. */
 inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block, size_t dynamic_smem) {
   if (g_thread.block != nullptr)
-    return LaunchError(fn, musaErrorNotSupported, "launching a kernel from device code is not modelled");
+    return LaunchError(fn, "", musaErrorNotSupported, "launching a kernel from device code is not modelled");
+  SimOptions options;
+  char error[256];
+  if (!SimOptions::FromEnv(&options, error, sizeof(error)))
+    return LaunchError(fn, "", musaErrorInvalidValue, "%s", error);
+  char seed[48] = "";
+  if (options.check)
+    std::snprintf(seed, sizeof(seed), " (%s=%llu)", kSeedEnvVar, static_cast<unsigned long long>(options.seed));
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY ||
       block.z > kMaxBlockDimZ || threads > kMaxThreadsPerBlock)
-    return LaunchError(fn, musaErrorInvalidConfiguration,
+    return LaunchError(fn, seed, musaErrorInvalidConfiguration,
                        "block (%u,%u,%u) is invalid: each extent must be >= 1, x and y <= %u, z <= %u, and "
                        "x*y*z <= %u threads",
                        block.x, block.y, block.z, kMaxBlockDimXY, kMaxBlockDimZ, kMaxThreadsPerBlock);
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > kMaxGridDimX || grid.y > kMaxGridDimYZ ||
       grid.z > kMaxGridDimYZ)
-    return LaunchError(fn, musaErrorInvalidConfiguration,
+    return LaunchError(fn, seed, musaErrorInvalidConfiguration,
                        "grid (%u,%u,%u) is invalid: each extent must be >= 1, x <= %llu, y and z <= %llu", grid.x,
                        grid.y, grid.z, static_cast<unsigned long long>(kMaxGridDimX),
                        static_cast<unsigned long long>(kMaxGridDimYZ));
   if (dynamic_smem > kMaxSmemPerBlock)
-    return LaunchError(fn, musaErrorInvalidValue,
+    return LaunchError(fn, seed, musaErrorInvalidValue,
                        "%zu bytes of dynamic shared memory requested; %s allows at most %zu bytes per block",
                        dynamic_smem, kArchName, kMaxSmemPerBlock);
   const size_t limit = GlobalKernelAttributes().MaxDynamicSmem(fn);
   if (dynamic_smem > limit)
-    return LaunchError(fn, musaErrorInvalidValue,
+    return LaunchError(fn, seed, musaErrorInvalidValue,
                        "%zu bytes of dynamic shared memory requested, above the kernel's limit of %zu bytes; raise "
                        "it first with musaFuncSetAttribute(kernel, musaFuncAttributeMaxDynamicSharedMemorySize, %zu)",
                        dynamic_smem, limit, dynamic_smem);
-  SimOptions options;
-  char error[256];
-  if (!SimOptions::FromEnv(&options, error, sizeof(error))) return LaunchError(fn, musaErrorInvalidValue, "%s", error);
-
   GridWork work;
   work.kernel = call;
   work.grid = grid;
   work.block = block;
   work.dynamic_smem = dynamic_smem;
-  work.stack_bytes = options.stack_bytes;
+  work.options = options;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
   // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left.
   const uint64_t helpers = std::min<uint64_t>(options.workers, work.total_blocks) - 1;
+  LaunchSignalScope signal_handlers;
   std::vector<std::thread> pool;
   pool.reserve(helpers);
   for (uint64_t i = 0; i < helpers; ++i) pool.emplace_back([&work] { RunBlocks(work); });
   RunBlocks(work);
   for (std::thread& worker : pool) worker.join();
-  if (work.code != musaSuccess) return LaunchError(fn, work.code, "%s", work.message);
+  if (work.code != musaSuccess) return LaunchError(fn, seed, work.code, "%s", work.message);
   return musaSuccess;
 }
 
@@ -214,10 +228,10 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
   if (kernel == nullptr) return SetError(musaErrorInvalidDeviceFunction, "musaLaunchKernel: the kernel is null");
   if (sizeof...(Params) > 0) {
     if (args == nullptr)
-      return LaunchError(fn, musaErrorInvalidValue, "args is null but the kernel takes %zu parameters",
+      return LaunchError(fn, "", musaErrorInvalidValue, "args is null but the kernel takes %zu parameters",
                          sizeof...(Params));
     for (size_t i = 0; i < sizeof...(Params); ++i)
-      if (args[i] == nullptr) return LaunchError(fn, musaErrorInvalidValue, "args[%zu] is null", i);
+      if (args[i] == nullptr) return LaunchError(fn, "", musaErrorInvalidValue, "args[%zu] is null", i);
   }
   BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
   return Launch(fn, KernelCall{&BoundKernel<Params...>::Invoke, &bound}, grid, block, dynamic_smem);

@@ -3,20 +3,34 @@
  * \brief Runs one block: each thread is a fiber, and threads meet through collective rendezvous.
  *
  * The fibers of a block run cooperatively on one OS thread in a deterministic order: thread 0 first, each runs
- * until it waits or exits, then the next ready one (FIFO). Everything that synchronises threads is one mechanism,
- * a *rendezvous* of a set of threads within a group (the block, a warp, a squad of 4 warps): each participant
- * deposits a payload and waits; the last to arrive runs the collective's exchange, which writes every participant's
- * result, and wakes the others. `__syncthreads` is a rendezvous of the whole block with no payload; a warp shuffle
- * one of the lanes named by its mask. Later: squad-wide SQMMA, async barriers and async copies completing at
- * their wait are further collectives of the same kind.
+ * until it waits or exits, then the next ready one (FIFO). In checked mode (TILELANG_SIM_CHECK=1) the next thread is
+ * drawn at random among the ready ones instead, from a stream seeded by (TILELANG_SIM_SEED, block), and the last
+ * thread to arrive at a rendezvous goes back to the ready threads rather than always continuing first: code that
+ * relies on one order of the threads shows it under some seed, and the seed replays the order.
+ *
+ * Everything that synchronises threads is one mechanism, a *rendezvous* of a set of threads within a group (the
+ * block, a warp, a squad of 4 warps): each participant deposits a payload and waits; the last to arrive runs the
+ * collective's exchange, which writes every participant's result, and wakes the others. `__syncthreads` is a
+ * rendezvous of the whole block with no payload; a warp shuffle one of the lanes named by its mask. Later:
+ * squad-wide SQMMA, async barriers and async copies completing at their wait are further collectives of the same
+ * kind.
  *
  * Stricter than hardware, and never a hang: threads of a group reaching different collectives, a mask naming a
  * thread that has exited, a thread exiting while others wait for it, and a state where no thread can proceed
- * all abort the block with a message naming the block, the thread, the collectives and their source lines.
+ * all abort the block with a message naming the block, the thread, the collectives and their source lines. A thread
+ * that never reaches a collective (a spin loop), overflows its stack or touches unmapped memory is interrupted by a
+ * signal (signal_guard.h) and the block is abandoned the same way.
+ *
+ * For the race detector, each group instance counts its completed rendezvous: its *sync epoch* (epoch()). Two
+ * accesses by threads of one group are ordered by a rendezvous of that group exactly when its epoch differs
+ * between them. Epochs are never reset: each block starts its counters above every value an earlier block run on
+ * the same OS thread reached, so stale records of an earlier block cannot pass for the current one.
  */
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +41,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "schedule_random.h"
 #include "thread_state.h"
 #include "vector_types.h"
 
@@ -132,6 +147,9 @@ struct KernelCall {
   const void* bound;
 };
 
+/*! \brief Why a signal handler abandoned the running block (signal_guard.h). */
+enum class Interruption : uint8_t { kNone, kStackOverflow, kInvalidAccess, kStalled };
+
 inline const char* SourceName(const char* file) {
   const char* slash = std::strrchr(file, '/');
   return slash != nullptr ? slash + 1 : file;
@@ -140,9 +158,12 @@ inline const char* SourceName(const char* file) {
 /*! \brief Runs the blocks of one launch on the calling OS thread, one after another, reusing its fibers. */
 class BlockRunner {
  public:
-  BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks)
+  BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options)
       : kernel_(kernel),
         stacks_(stacks),
+        checked_(options.check),
+        seed_(options.seed),
+        watchdog_seconds_(options.watchdog_seconds),
         n_(block_dim.x * block_dim.y * block_dim.z),
         fibers_(n_),
         ready_(n_),
@@ -157,17 +178,25 @@ class BlockRunner {
     for (int g = 0; g < kNumGroupKinds; ++g) {
       uint32_t size = GroupSize(static_cast<Group>(g));
       heads_[g].assign((n_ + size - 1) / size, nullptr);
+      epochs_[g].assign((n_ + size - 1) / size, 0);
     }
   }
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 
-  /*! \brief Run block `block_idx` to completion. False on error; error_code()/error_message() describe it. */
-  bool Run(uint3 block_idx) {
+  /*! \brief Run block `block_idx` (linear index `block_id` in the grid) to completion. False on error;
+   *         error_code()/error_message() describe it. */
+  bool Run(uint3 block_idx, uint64_t block_id) {
     OsThreadState& t = g_thread;
+    NoteProgress();
     t.block_idx = block_idx;
+    t.last_access_line = 0;
+    t.last_access_what = nullptr;
     block_idx_ = block_idx;
     aborted_ = false;
+    interruption_ = Interruption::kNone;
+    if (checked_) random_.Seed(seed_, block_id);
+    for (auto& epochs : epochs_) std::fill(epochs.begin(), epochs.end(), t.next_sync_epoch);
     code_ = musaSuccess;
     message_[0] = '\0';
     live_ = n_;
@@ -192,9 +221,12 @@ class BlockRunner {
     Fiber* first = Pop();
     Activate(*first);
     SwitchContext(&scheduler_, &first->ctx);
-    // Back on the OS thread's own stack: every thread exited, or none can proceed, or one failed.
+    // Back on the OS thread's own stack: every thread exited, or none can proceed, or one failed or was interrupted.
     t.block = nullptr;
     t.fiber = nullptr;
+    t.next_sync_epoch = LastEpoch() + 1;
+    NoteProgress();
+    if (interruption_ != Interruption::kNone) DescribeInterruption(t);
     if (aborted_) return false;
     if (live_ > 0) {
       DescribeDeadlock();
@@ -205,6 +237,18 @@ class BlockRunner {
 
   musaError_t error_code() const { return code_; }
   const char* error_message() const { return message_; }
+
+  /*! \brief Whether the launch runs in checked mode (TILELANG_SIM_CHECK=1). */
+  bool checked() const { return checked_; }
+  /*! \brief The sync epoch of group `index` of kind `g` (index 0 for the block): it grows by one each time a
+   *         rendezvous over that group completes, before its exchange runs and its participants resume, and never
+   *         goes back, not even across blocks and launches on this OS thread. A block barrier advances only the
+   *         block's epoch, a warp collective only its warp's. */
+  uint64_t epoch(Group g, uint32_t index) const { return epochs_[static_cast<int>(g)][index]; }
+  /*! \brief How often this runner switched threads, completed a rendezvous or started or ended a block: the
+   *         watchdog's measure of progress. Written by the worker only; read by the watchdog on the worker. */
+  uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+  const StackSet& stacks() const { return *stacks_; }
 
   uint32_t thread_count() const { return n_; }
   /*! \brief The running block's state of `kind`: null until a model installs it. */
@@ -260,6 +304,8 @@ class BlockRunner {
     self.slot = in;
     rv->arrived.Set(me);
     if (++rv->count == rv->expected) {
+      ++epochs_[static_cast<int>(g)][index];
+      NoteProgress();
       if (op.exchange != nullptr) op.exchange(*this, *rv);
       rv->members.ForEach([&](uint32_t i) {
         if (i == me) return;
@@ -269,6 +315,7 @@ class BlockRunner {
         Push(f);
       });
       Close(rv);
+      if (checked_) Yield(self);
       return self.slot.out;
     }
     self.state = FiberState::kWaiting;
@@ -290,6 +337,21 @@ class BlockRunner {
     aborted_ = true;
     SwitchContext(&self.ctx, &scheduler_);
     __builtin_unreachable();  // an aborted block's fibers are never resumed
+  }
+
+  /*!
+   * \brief Abandon the block from a signal handler that interrupted `thread` on its own stack (signal_guard.h):
+   *        record why and return to the scheduler for good. `address` is the faulting address, if any. The
+   *        thread's stack is discarded with whatever it held; Run() composes the message.
+   */
+  [[noreturn]] void Interrupt(Interruption why, const Fiber& thread, uintptr_t address) {
+    interruption_ = why;
+    interrupted_ = thread.linear;
+    fault_address_ = address;
+    aborted_ = true;
+    FiberContext abandoned;
+    SwitchContext(&abandoned, &scheduler_);
+    __builtin_unreachable();
   }
 
  private:
@@ -368,25 +430,46 @@ class BlockRunner {
   }
   Fiber* Pop() {
     if (ready_size_ == 0) return nullptr;
+    if (checked_) std::swap(ready_[ready_head_], ready_[(ready_head_ + random_.Below(ready_size_)) % n_]);
     Fiber* f = &fibers_[ready_[ready_head_]];
     ready_head_ = (ready_head_ + 1) % n_;
     --ready_size_;
     return f;
   }
   void Activate(Fiber& f) {
+    NoteProgress();
     f.state = FiberState::kRunning;
-    g_thread.fiber = &f;
-    g_thread.thread_idx = f.idx;
+    OsThreadState& t = g_thread;
+    t.fiber = &f;
+    t.thread_idx = f.idx;
+    t.last_access_line = 0;
+    t.last_access_what = nullptr;
   }
-  /*! \brief Hand the OS thread to the next ready fiber, or back to the scheduler if none is ready. */
+  /*! \brief Hand the OS thread to the next ready fiber (possibly `self`, if it is ready), or back to the scheduler
+   *         if none is ready. */
   void Suspend(Fiber& self) {
     Fiber* next = Pop();
-    if (next != nullptr) {
+    if (next == &self) {
+      Activate(self);
+    } else if (next != nullptr) {
       Activate(*next);
       SwitchContext(&self.ctx, &next->ctx);
     } else {
       SwitchContext(&self.ctx, &scheduler_);
     }
+  }
+  /*! \brief Checked mode: the running thread rejoins the ready threads and a random one continues. */
+  void Yield(Fiber& self) {
+    self.state = FiberState::kReady;
+    Push(self);
+    Suspend(self);
+  }
+  void NoteProgress() { progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  uint64_t LastEpoch() const {
+    uint64_t last = 0;
+    for (const auto& epochs : epochs_)
+      for (uint64_t e : epochs) last = std::max(last, e);
+    return last;
   }
 
   const char* GroupName(Group g, uint32_t index) {
@@ -409,11 +492,16 @@ class BlockRunner {
     code_ = musaErrorLaunchFailure;
     message_[0] = '\0';
     Append("block (%u,%u,%u): deadlock, no thread can proceed:", block_idx_.x, block_idx_.y, block_idx_.z);
+    AppendWaiting(3);
+  }
+
+  /*! \brief Name up to `limit` pending rendezvous and, for each, a thread it lacks that waits elsewhere. */
+  void AppendWaiting(int limit) {
     int shown = 0, more = 0;
     for (int g = 0; g < kNumGroupKinds; ++g) {
       for (uint32_t index = 0; index < heads_[g].size(); ++index) {
         for (const Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
-          if (shown == 3) {
+          if (shown == limit) {
             ++more;
             continue;
           }
@@ -424,7 +512,7 @@ class BlockRunner {
           r->members.ForEach([&](uint32_t i) {
             if (missing == nullptr && !r->arrived.Test(i)) missing = &fibers_[r->base + i];
           });
-          // Open() and OnExit() rule out exited members, so a missing thread waits elsewhere.
+          // Open() and OnExit() rule out exited members, so a missing thread waits elsewhere or runs.
           if (missing != nullptr && missing->waiting_on != nullptr) {
             const Rendezvous* w = missing->waiting_on;
             Append(", while thread (%u,%u,%u) waits at %s (%s:%d)", missing->idx.x, missing->idx.y, missing->idx.z,
@@ -437,8 +525,45 @@ class BlockRunner {
     if (more > 0) Append(" and %d more", more);
   }
 
+  /*! \brief The message of a block a signal handler abandoned; `t` still holds the interrupted thread's last
+   *         checked access (Activate clears it at every resumption). */
+  void DescribeInterruption(const OsThreadState& t) {
+    const Fiber& f = fibers_[interrupted_];
+    code_ = musaErrorLaunchFailure;
+    message_[0] = '\0';
+    Append("block (%u,%u,%u), thread (%u,%u,%u)", block_idx_.x, block_idx_.y, block_idx_.z, f.idx.x, f.idx.y,
+           f.idx.z);
+    switch (interruption_) {
+      case Interruption::kStackOverflow:
+        Append(" overflowed its %zu KiB stack; raise %s", stacks_->stack_bytes / 1024, kStackEnvVar);
+        break;
+      case Interruption::kInvalidAccess:
+        Append(": invalid memory access at address 0x%" PRIxPTR " (the kernel touched memory outside its tensors)",
+               fault_address_);
+        break;
+      case Interruption::kStalled:
+        Append(" made no progress for %g s (%s): it runs without reaching a barrier or other collective, and the "
+               "simulator switches threads only there, so a loop waiting for another thread of its block spins "
+               "forever", watchdog_seconds_, kWatchdogEnvVar);
+        break;
+      case Interruption::kNone:
+        break;
+    }
+    if (t.last_access_line > 0)
+      Append("; its last checked memory access was %s at line %d of the generated source",
+             t.last_access_what != nullptr ? t.last_access_what : "an access", t.last_access_line);
+    if (interruption_ == Interruption::kStalled) {
+      Append(";");
+      AppendWaiting(3);
+      if (ready_size_ > 0) Append(" %u other threads are ready to run;", ready_size_);
+    }
+  }
+
   KernelCall kernel_;
   const StackSet* stacks_;
+  bool checked_;
+  uint64_t seed_;
+  double watchdog_seconds_;
   uint32_t n_;
   std::vector<Fiber> fibers_;
   std::vector<uint32_t> ready_;  // FIFO ring of fiber ids
@@ -446,12 +571,18 @@ class BlockRunner {
   std::vector<Rendezvous> rendezvous_;
   Rendezvous* free_ = nullptr;
   std::vector<Rendezvous*> heads_[kNumGroupKinds];  // pending rendezvous per group instance
+  std::vector<uint64_t> epochs_[kNumGroupKinds];    // sync epoch per group instance
+  ScheduleRandom random_;                           // checked mode's choice among the ready threads
+  std::atomic<uint64_t> progress_{0};
   std::unique_ptr<BlockExtension> extensions_[kNumExtensionKinds];
   ThreadSet all_;
   FiberContext scheduler_;  // the OS thread's own stack while fibers run
   uint3 block_idx_{0, 0, 0};
   uint32_t live_ = 0;
   bool aborted_ = false;
+  Interruption interruption_ = Interruption::kNone;
+  uint32_t interrupted_ = 0;  // the interrupted thread's linear id
+  uintptr_t fault_address_ = 0;
   musaError_t code_ = musaSuccess;
   char message_[900];
   char group_name_[32];

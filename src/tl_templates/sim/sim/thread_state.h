@@ -32,6 +32,16 @@ struct OsThreadState {
   BlockRunner* block = nullptr;  // the block this OS thread is running, null outside kernels
   Fiber* fiber = nullptr;        // the running simulated thread
 
+  // Set by the sanitizer's hooks (access_checks.h) at every checked memory access: what was accessed and the line
+  // of the generated source, for the messages of the watchdog and of faults. Cleared at the start of each block and
+  // whenever a simulated thread is resumed, so they always describe the running thread.
+  int last_access_line = 0;
+  const char* last_access_what = nullptr;
+
+  // The sync epoch the next block run on this OS thread starts from: epochs only grow on a thread, across blocks
+  // and launches, so the detector never mistakes an earlier block's record for the current block's (scheduler.h).
+  uint64_t next_sync_epoch = 1;
+
   // Host-side error state of the runtime API (per host thread, as in MUSA).
   musaError_t last_error = musaSuccess;
   musaError_t detail_code = musaSuccess;  // the code `detail` explains
