@@ -32,8 +32,10 @@ def _conjuncts(cond: Any) -> list[Any]:
 
 
 def thread_conditions(cond: Any, threads: ThreadInfo) -> list[Any]:
-    """The conjuncts of `cond` that read a thread index (the others do not change which threads get there)."""
-    thread_vars = set(threads.vars.values())
+    """The conjuncts of `cond` that read a thread index (the others do not change which threads get there).
+    Block indices do not count: a condition on them alone (`if bx * 8 + r < n`) admits all of a block's threads
+    or none."""
+    thread_vars = {v for tag, v in threads.vars.items() if tag.startswith("threadIdx.")}
 
     def mentions_threads(expr: Any) -> bool:
         found: list[Any] = []

@@ -1,0 +1,96 @@
+"""The differential fuzzer (tilelang_musa.fuzz): a small fixed-seed batch, one program of each family, passes
+against torch; the shrinker finds the smallest description a planted predicate still fails on; generation is
+deterministic; a written regression file rebuilds its description."""
+
+import random
+
+import pytest
+
+from tilelang_musa.fuzz import FAMILIES, check
+from tilelang_musa.fuzz.__main__ import generate
+from tilelang_musa.fuzz.families.gemm import GemmDesc
+from tilelang_musa.fuzz.regression import regression_source
+from tilelang_musa.fuzz.runner import Outcome, failure_signature
+from tilelang_musa.fuzz.shrink import shrink
+
+SEED = 2026
+
+
+def _first_of_each_family(seed, extra=("gemm",)):
+    """Program indices of the batch `seed`: the first of each family, plus one more of each family in `extra`."""
+    wanted = list(FAMILIES) + list(extra)
+    picked, i = [], 0
+    while wanted:
+        desc = generate(seed, i, list(FAMILIES))
+        if desc.family in wanted:
+            wanted.remove(desc.family)
+            picked.append(i)
+        i += 1
+    return picked
+
+
+BATCH = _first_of_each_family(SEED)
+
+
+# CI time: each program is built for one arch, the arches alternating (the fuzzer itself runs both)
+@pytest.mark.parametrize("index,arch", [(i, ("mp_31", "mp_22")[k % 2]) for k, i in enumerate(BATCH)])
+def test_fixed_seed_program_matches_torch(index, arch):
+    desc = generate(SEED, index, list(FAMILIES))
+    outcome = check(desc, arch)
+    assert outcome.status == "pass", f"{desc!r}: {outcome.detail}"
+
+
+def test_shrinker_reaches_the_smallest_description_a_planted_predicate_fails_on():
+    start = GemmDesc(M=192, N=96, K=128, bm=64, bn=32, bk=32, threads=256, dtype="bfloat16", accum="float32",
+                     trans_A=True, trans_B=True, policy="FullRow", path="no_sqmma", scopes="rs", num_stages=3,
+                     data_seed=1)
+    calls = []
+
+    def fails(d):  # "the bug": a transposed A with K above 20
+        calls.append(d)
+        return d.trans_A and d.K > 20
+
+    small, attempts = shrink(start, fails, max_attempts=200)
+    assert (small.K, small.trans_A, small.M, small.N) == (21, True, 1, 1)
+    assert (small.trans_B, small.scopes, small.num_stages, small.policy, small.dtype) == \
+        (False, "ss", 1, "Square", "float16")
+    assert (small.bm, small.bn, small.bk, small.threads) == (16, 16, 16, 128)
+    assert attempts == len(calls) and len(set(calls)) == len(calls)  # no candidate is tried twice
+
+
+def test_shrinker_respects_its_budget():
+    start = GemmDesc(M=192, N=96, K=128, bm=64, bn=32, bk=32, threads=256, dtype="float16", accum="float32",
+                     trans_A=False, trans_B=False, policy="Square", path="default", scopes="ss", num_stages=1,
+                     data_seed=1)
+    _, attempts = shrink(start, lambda d: True, max_attempts=5)
+    assert attempts == 5
+
+
+def test_generation_is_deterministic_and_covers_every_family():
+    first = [generate(SEED, i, list(FAMILIES)) for i in range(300)]
+    assert first == [generate(SEED, i, list(FAMILIES)) for i in range(300)]
+    assert {d.family for d in first} == set(FAMILIES)
+    assert len(set(first)) == len(first)
+    for name, fam in FAMILIES.items():  # a family generates alone too, and shrink candidates are new descriptions
+        desc = fam.generate(random.Random(name), 5)
+        assert all(c != desc for c in fam.shrink(desc))
+
+
+def test_regression_file_rebuilds_its_description():
+    desc = generate(SEED, BATCH[0], list(FAMILIES))
+    source = regression_source(desc, ["mp_31", "mp_22"], "mismatch on mp_31: arg 1: 3/64 elements differ",
+                               "python -m tilelang_musa.fuzz --seed 1 --start 0 --n 1")
+    namespace = {}
+    exec(compile(source, "<regression>", "exec"), namespace)  # defines DESC and the test, runs nothing
+    assert namespace["DESC"] == desc
+    assert any(name.startswith(f"test_{desc.family}_") for name in namespace)
+
+
+def test_failure_signature_ignores_locations_and_shapes():
+    a = Outcome("compile_error", "mp_31", "CompileError: at x.py:12:4 (in PartitionParallelLoop): T.copy(A[0:8]) "
+                "^ T.Parallel under `if bx < 3`: a parallel loop ...")
+    b = Outcome("compile_error", "mp_31", "CompileError: at x.py:99:8 (in PartitionParallelLoop): T.copy(B) "
+                "^ T.Parallel under `if r < 1`: a parallel loop ...")
+    c = Outcome("compile_error", "mp_31", "BuildError: sim: compiling main.mu failed")
+    assert failure_signature(a) == failure_signature(b) != failure_signature(c)
+    assert failure_signature(Outcome("mismatch", "mp_22", "arg 2: 1/4")) == ("mismatch",)

@@ -1,0 +1,309 @@
+"""Compile, run and compare one (description, arch); run many in child processes.
+
+`check(desc, arch)` classifies one program on one arch:
+- pass: every output matches the torch reference within the family's tolerance;
+- mismatch: the kernel ran and an output differs (or still holds the NaN / sentinel poison);
+- compile_error: building the program or compiling it raised (the detail names the exception type);
+- launch_error: the compiled kernel raised when called (the simulator's checked mode reports out-of-bounds
+  accesses and similar faults this way);
+- crash: the process running it died (a signal, or no result before the timeout): only `run_jobs` sees these.
+
+`run_jobs` feeds jobs to `python -m tilelang_musa.fuzz.runner` child processes over stdin (one JSON line per
+job) and reads one result line per job; a child that dies or hangs is replaced, and the job it was running is a
+crash."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from pathlib import Path
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+# removed from messages (no machine paths): the checkout holding tilelang_musa, and the one holding this package
+_PREFIXES = tuple({str(Path(p).resolve().parents[1]) + os.sep
+                   for p in (importlib.util.find_spec("tilelang_musa").origin, __file__)})
+STATUSES = ("pass", "mismatch", "compile_error", "launch_error", "crash")
+PREFIX = "@@FUZZ "
+
+
+@dataclass
+class Outcome:
+    status: str
+    arch: str
+    detail: str = ""
+    seconds: float = 0.0
+    path: str = ""  # the GEMM template family used, when there is one
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "pass"
+
+
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """The exception on one line; for a failed host-compiler build, its first `error:` line (not the command)."""
+    raw = str(exc)
+    errors = [line for line in raw.splitlines() if "error:" in line]
+    if errors:
+        raw = raw.splitlines()[0] + " | " + errors[0]
+    text = " ".join(f"{type(exc).__name__}: {raw}".split())
+    for prefix in _PREFIXES:
+        text = text.replace(prefix, "")
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _gemm_path(source: str) -> str:
+    m = re.search(r"tl::gemm_(\w+?)(?:_nowait)?<", source)
+    return m.group(1) if m else ""
+
+
+def check(desc: Any, arch: str) -> Outcome:
+    """Compile `desc`'s program for `arch`, run it in the simulator in checked mode (TILELANG_SIM_CHECK=1) on
+    fresh random inputs and compare its outputs with the torch reference."""
+    import torch
+
+    import tilelang
+
+    from .family import family_of
+    from .tensors import compare
+
+    fam = family_of(desc)
+    start = time.time()
+    saved = {k: os.environ.get(k) for k in ("TILELANG_SIM_CHECK", "TILELANG_EXECUTION_BACKEND")}
+    os.environ["TILELANG_SIM_CHECK"] = "1"
+    os.environ["TILELANG_EXECUTION_BACKEND"] = "sim"
+    try:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = fam.build(desc)
+                kernel = tilelang.compile(program, target=f"musa -arch={arch}", pass_configs=fam.pass_configs(desc))
+        except Exception as exc:  # noqa: BLE001 - every failure is an outcome
+            return Outcome("compile_error", arch, _one_line(exc), time.time() - start)
+        path = _gemm_path(kernel.get_device_source()) or ("fma" if desc.family == "gemm" else "")
+        gen = torch.Generator().manual_seed(desc.data_seed)
+        args = fam.arguments(desc, gen)
+        expected = fam.reference(desc, [a.clone() for a in args])
+        try:
+            kernel(*args)
+        except Exception as exc:  # noqa: BLE001
+            return Outcome("launch_error", arch, _one_line(exc), time.time() - start, path)
+        problems = []
+        for index, want in expected.items():
+            rtol, atol = fam.tolerance(desc, index)
+            msg = compare(f"arg {index}", args[index], want, rtol, atol)
+            if msg:
+                problems.append(msg)
+        status = "mismatch" if problems else "pass"
+        return Outcome(status, arch, "; ".join(problems), time.time() - start, path)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def failure_signature(outcome: Outcome) -> tuple:
+    """What a shrunk program must keep to count as the same failure: the status and, for errors, the exception
+    type and the first words of the message after its source location (so a shape change does not matter)."""
+    if outcome.status in ("pass", "mismatch", "crash"):
+        return (outcome.status,)
+    kind, _, text = outcome.detail.partition(":")
+    text = text.split(" ^ ", 1)[-1]  # after the caret line of a located CompileError
+    text = re.sub(r"\(in \w+\):", "", text)
+    words = re.sub(r"[^A-Za-z_. ]", " ", text).split()[:3]
+    return (outcome.status, kind, tuple(words))
+
+
+def same_failure(original: Outcome, new: Outcome) -> bool:
+    return failure_signature(original) == failure_signature(new)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Child processes
+
+
+@dataclass
+class Job:
+    id: int
+    desc: Any
+    arch: str
+    result: Outcome | None = field(default=None, repr=False)
+
+
+def child_env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["TILELANG_SIM_CHECK"] = "1"
+    env["TILELANG_EXECUTION_BACKEND"] = "sim"
+    env.update(extra or {})
+    return env
+
+
+class _Child:
+    """One worker process and a thread reading its result lines into a queue."""
+
+    def __init__(self, env: dict):
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        # this package by its own name: a copy of it imported under another name (a frozen snapshot for a long
+        # run, while its files are edited: T.macro bodies are re-read from disk) runs its own worker
+        self.proc = subprocess.Popen([sys.executable, "-m", f"{__package__}.runner"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env,
+                                     start_new_session=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith(PREFIX):
+                self.lines.put(line[len(PREFIX):])
+        self.lines.put(None)  # EOF: the child exited
+
+    def send(self, job: Job):
+        from .family import to_plain
+
+        self.proc.stdin.write(json.dumps({"id": job.id, "desc": to_plain(job.desc), "arch": job.arch}) + "\n")
+        self.proc.stdin.flush()
+
+    def stderr_tail(self, n: int = 600) -> str:
+        self.stderr.seek(0)
+        text = self.stderr.read()
+        return " ".join(text[-n:].split())
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.stderr.close()
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+class Session:
+    """A child process kept across jobs (the import of the compiler is paid once); replaced after a crash."""
+
+    def __init__(self, env: dict | None = None, timeout: float = 600):
+        self.env = env if env is not None else child_env()
+        self.timeout = timeout
+        self.child: _Child | None = None
+
+    def run(self, desc: Any, arch: str, job_id: int = 0) -> Outcome:
+        if self.child is None:
+            self.child = _Child(self.env)
+        child = self.child
+        start = time.time()
+        try:
+            child.send(Job(job_id, desc, arch))
+            line = child.lines.get(timeout=self.timeout)
+        except (BrokenPipeError, OSError):
+            line = None
+        except queue.Empty:
+            child.kill()
+            outcome = Outcome("crash", arch, f"no result within {self.timeout:.0f} s (killed); stderr: "
+                              f"{child.stderr_tail()}", time.time() - start)
+            self._drop()
+            return outcome
+        if line is None:
+            code = child.proc.wait()
+            outcome = Outcome("crash", arch, f"worker died ({_exit_reason(code)}); stderr: {child.stderr_tail()}",
+                              time.time() - start)
+            self._drop()
+            return outcome
+        return Outcome(**json.loads(line)["outcome"])
+
+    def _drop(self):
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+    def close(self):
+        self._drop()
+
+
+def _drive(jobs: list[Job], env: dict, timeout: float, on_result: Callable[[Job], None], stop: threading.Event):
+    session = Session(env, timeout)
+    try:
+        for job in jobs:
+            if stop.is_set():
+                break
+            job.result = session.run(job.desc, job.arch, job.id)
+            on_result(job)
+    finally:
+        session.close()
+
+
+def run_jobs(jobs: list[Job], *, workers: int = 1, timeout: float = 600, env: dict | None = None,
+             on_result: Callable[[Job], None] = lambda job: None, stop: threading.Event | None = None) -> list[Job]:
+    """Run every job in child processes (`workers` of them in parallel); each job gets its `result` (jobs left
+    when `stop` is set keep None)."""
+    env = child_env(env)
+    stop = stop or threading.Event()
+    lock = threading.Lock()
+
+    def report(job):
+        with lock:
+            on_result(job)
+
+    shards = [jobs[i::workers] for i in range(max(1, workers))]
+    threads = [threading.Thread(target=_drive, args=(shard, env, timeout, report, stop)) for shard in shards if shard]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return jobs
+
+
+def _worker_main():
+    """The child: one JSON job per stdin line, one result line per job on stdout."""
+    from .family import from_plain
+    from . import families  # noqa: F401 - registers the families
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything else the compiler or a kernel prints stays out of the protocol
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        try:
+            outcome = check(from_plain(job["desc"]), job["arch"])
+        except Exception as exc:  # noqa: BLE001 - a fault of the fuzzer itself is reported, not fatal
+            traceback.print_exc()
+            outcome = Outcome("crash", job["arch"], f"fuzzer fault: {_one_line(exc)}")
+        out.write(PREFIX + json.dumps({"id": job["id"], "outcome": asdict(outcome)}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    _worker_main()
