@@ -14,7 +14,9 @@ def _isolated_cache(tmp_path_factory):
     `tilelang.disable_cache()` when imported (test_gemm imports the GEMM example at collection): enable it again."""
     import tilelang
 
-    os.environ["TILELANG_CACHE_DIR"] = str(tmp_path_factory.mktemp("tilelang_cache"))
+    # A session started by test_checked_mode.py reuses its parent's kernels (TILELANG_TEST_CACHE_DIR).
+    shared = os.environ.get("TILELANG_TEST_CACHE_DIR")
+    os.environ["TILELANG_CACHE_DIR"] = shared or str(tmp_path_factory.mktemp("tilelang_cache"))
     tilelang.enable_cache()
     yield
 

@@ -54,6 +54,13 @@ CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
     }
     out.min_blocks_per_sm = static_cast<int>(*value);
   }
+  if (auto checks = options.Get("sim_checks")) {
+    auto value = checks->try_cast<bool>();
+    if (!value) {
+      TVM_FFI_THROW(TypeError) << "MUSA codegen: option `sim_checks` must be a bool, got " << checks->GetTypeKey();
+    }
+    out.sim_checks = *value;
+  }
   return out;
 }
 

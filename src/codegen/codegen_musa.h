@@ -25,7 +25,8 @@
 namespace tilelang_musa {
 namespace codegen {
 
-/*! \brief Parses the `options` map: "arch" (str), "warp_size" and "min_blocks_per_sm" (ints); others are ignored. */
+/*! \brief Parses the `options` map: "arch" (str), "warp_size" and "min_blocks_per_sm" (ints), "sim_checks" (bool);
+ *         others are ignored. */
 CodegenOptions ParseCodegenOptions(const Map<String, Any>& options);
 
 /*! \brief How a buffer variable is reached in the printed code. */
@@ -38,6 +39,9 @@ struct BufferInfo {
   ObjectRef elem_offset;    //!< element offset added to every access; undefined or IntImm 0 for none
   bool is_volatile = false;
   std::string scalar;       //!< set for a one-element T.alloc_var printed as a C scalar (`data` is then `(&x)`)
+  std::string scope;        //!< storage scope ("global", "shared", "shared.dyn", "local", ...)
+  /*! \brief sim_checks only: the valid element offsets from `data`, [lo, hi), as C; hi empty when not printable. */
+  std::string check_lo, check_hi;
 };
 
 /*! \brief True when `s` is one parenthesised group, e.g. "(a + b)" but not "(a) + (b)". */
@@ -130,6 +134,11 @@ class MusaPrinter : public CallContext {
    */
   AccessText PrintAccess(const ObjectRef& buffer_var, const Array<ObjectRef>& indices, DataType value_type,
                          const std::string& what);
+  /*! \brief sim_checks: `index` (element offset from the buffer's data, `lanes` elements) wrapped in the simulator's
+   *         bounds check of a global or shared buffer; `index` unchanged for other scopes or without sim_checks. */
+  std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what);
+  /*! \brief sim_checks: fills BufferInfo::check_lo/check_hi from the buffer's shape, strides and elem_offset. */
+  void SetCheckBounds(BufferInfo* info);
   /*! \brief Element stride of each dimension as C text ("1" for unit); empty when the rank does not match. */
   std::vector<std::string> ElementStrides(const BufferInfo& info, size_t rank);
   /*! \brief Defines a scalar variable's C name (its type is printed by the caller). */

@@ -157,7 +157,64 @@ void MusaPrinter::DefineBuffer(const ObjectRef& buffer_var, const std::string& d
   info.strides = type.strides();
   info.elem_offset = type.elem_offset();
   info.is_volatile = is_volatile;
+  info.scope = std::string(type.storage_scope());
+  if (options_.sim_checks) SetCheckBounds(&info);
   buffers_[buffer_var.get()] = std::move(info);
+}
+
+namespace {
+
+bool IsCheckedScope(const std::string& scope) {
+  return scope.empty() || scope == "global" || scope == "shared" || scope == "shared.dyn";
+}
+
+}  // namespace
+
+// Valid offsets: [elem_offset, elem_offset + span), span = prod(shape) when compact, else 1 + sum((n_k - 1) * s_k).
+// An extent naming a variable that is not in scope (or any expression the printer rejects) leaves hi unknown.
+void MusaPrinter::SetCheckBounds(BufferInfo* info) {
+  if (!IsCheckedScope(info->scope)) return;
+  try {
+    std::string lo = "0";
+    if (info->elem_offset.defined() && AsConstInt(info->elem_offset).value_or(-1) != 0) {
+      lo = PrintExpr(info->elem_offset);
+    }
+    std::string span;
+    if (info->strides.empty()) {
+      std::optional<int64_t> folded = 1;
+      std::vector<std::string> symbolic;
+      for (const ObjectRef& dim : info->shape) {
+        if (auto c = AsConstInt(dim)) {
+          folded = *folded * *c;
+        } else {
+          symbolic.push_back(PrintExpr(dim));
+        }
+      }
+      span = std::to_string(*folded);
+      for (const std::string& dim : symbolic) span += " * (int64_t)" + dim;
+    } else {
+      if (info->strides.size() != info->shape.size()) return;
+      span = "1";
+      for (size_t k = 0; k < info->shape.size(); ++k) {
+        span += " + ((int64_t)" + PrintExpr(info->shape[k]) + " - 1) * (int64_t)" + PrintExpr(info->strides[k]);
+      }
+    }
+    info->check_lo = lo;
+    info->check_hi = lo == "0" ? "(" + span + ")" : "(" + lo + " + " + span + ")";
+  } catch (const ffi::Error&) {
+    info->check_lo.clear();
+    info->check_hi.clear();
+  }
+}
+
+std::string MusaPrinter::CheckedIndex(const BufferInfo& info, const std::string& index, int lanes,
+                                      const std::string& what) {
+  if (!options_.sim_checks || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
+  const char* space = info.scope.rfind("shared", 0) == 0 ? "Shared" : "Global";
+  const char* kind = what == "load" ? "kLoad" : what == "store" ? "kStore" : "kAddress";
+  return std::string("tl_sim::Check") + space + "<tl_sim::" + kind + ">(" + info.data + ", " + StripParentheses(index) +
+         ", " + std::to_string(lanes) + ", " + info.check_lo + ", " + info.check_hi + ", " +
+         StringLiteral(info.name) + ", __LINE__)";
 }
 
 std::string MusaPrinter::PrintBufferPointer(const ObjectRef& buffer) { return LookupBuffer(buffer).data; }
@@ -233,21 +290,31 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     terms.push_back(scaled(last, rank - 1));
     std::string index = joined();
     if (terms.size() == 1) index = StripParentheses(index);
-    return {AccessForm::kScalar, info.data + "[" + index + "]", "", ""};
+    return {AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what) + "]", "", ""};
   }
   if (info.is_volatile) fail("vector access to a volatile buffer is not supported");
   if (unit_ramp && strides[rank - 1] == "1") {
     ObjectRef base = RampView(last).base();
     if (AsConstInt(base).value_or(-1) != 0) terms.push_back(PrintExpr(base));
     std::string ptr = info.data;
-    if (terms.size() == 1) ptr += " + " + terms[0];
-    if (terms.size() > 1) ptr += " + (" + joined() + ")";
+    if (options_.sim_checks && !info.check_hi.empty() && IsCheckedScope(info.scope)) {
+      ptr += " + " + CheckedIndex(info, terms.empty() ? "0" : joined(), index_lanes, what);
+    } else if (terms.size() == 1) {
+      ptr += " + " + terms[0];
+    } else if (terms.size() > 1) {
+      ptr += " + (" + joined() + ")";
+    }
     return {AccessForm::kContiguous, "(*reinterpret_cast<" + CTypeName(value_type) + "*>(" + ptr + "))", "", ""};
   }
   if (rank != 1) fail("a strided or gathered vector index needs a flat buffer; run FlattenBuffer");
   if (info.elem.is_vector()) fail("cannot gather elements that are themselves vectors");
   std::string ptr = terms.empty() ? info.data : info.data + " + " + terms[0];  // terms: at most the elem_offset
   std::string index = PrintBare(last);
+  if (options_.sim_checks && !info.check_hi.empty() && IsCheckedScope(info.scope)) {
+    // every lane's offset from the data pointer: the element offset (if any) plus the lane's index
+    index = CheckedIndex(info, terms.empty() ? index : "(" + index + " + " + terms[0] + ")", 1, what);
+    if (!terms.empty()) index = "(" + index + " - " + terms[0] + ")";
+  }
   return {AccessForm::kGather, "tl::gather(" + ptr + ", " + index + ")", ptr, index};
 }
 

@@ -161,11 +161,13 @@ void MusaPrinter::VisitDeclBuffer(const ObjectRef& op) {
   std::string source;  // C identifier of the storage, when it is known
   DataType source_elem;
   bool source_volatile = false;
+  const BufferInfo* storage_info = nullptr;  // the buffer whose storage this views, when known
   static const TypeKey call_key("ir.Call"), var_key("ir.Var"), pointer_type("ir.PointerType"),
       prim_type("ir.PrimType");
   if (IsA(data, call_key) && CallView(data).op_name() == "tirx.buffer_data" && CallView(data).args().size() == 1) {
     // A view of another buffer's storage (e.g. of the merged dynamic shared memory).
     const BufferInfo& storage = LookupBuffer(CallView(data).args()[0]);
+    storage_info = &storage;
     source = storage.data;
     source_elem = storage.elem;
     source_volatile = storage.is_volatile;
@@ -175,8 +177,25 @@ void MusaPrinter::VisitDeclBuffer(const ObjectRef& op) {
     ObjectRef pointee = PointerTypeView(VarView(data).ty()).element_type();
     if (IsA(pointee, prim_type)) source_elem = PrimTypeView(pointee).dtype();
   }
+  // A view's checked range is its storage's: flattening gives a strided buffer's view a shape that need not
+  // cover its elements (the extent of dim 0 times its stride, for a column-major one).
+  auto inherit_bounds = [&](int64_t view_bytes) {
+    BufferInfo& view = buffers_[buffer.get()];
+    if (storage_info == nullptr || storage_info->check_hi.empty()) return;
+    const int64_t storage_bytes = std::max(1, storage_info->elem.bytes());
+    auto scaled = [&](const std::string& bound, bool round_up) {
+      if (storage_bytes == view_bytes) return bound;
+      std::string bytes = "((int64_t)" + bound + " * " + std::to_string(storage_bytes) + ")";
+      if (round_up) bytes = "(" + bytes + " + " + std::to_string(view_bytes - 1) + ")";
+      return "(" + bytes + " / " + std::to_string(view_bytes) + ")";
+    };
+    view.check_lo = scaled(storage_info->check_lo, true);
+    view.check_hi = scaled(storage_info->check_hi, false);
+  };
+  const int64_t view_bytes = std::max(1, elem.bytes());
   if (!source.empty() && source_elem == elem) {
     DefineBuffer(buffer, source, source_volatile);
+    inherit_bounds(view_bytes);
     return;
   }
   std::string qualifier = source_volatile ? "volatile " : "";
@@ -185,6 +204,7 @@ void MusaPrinter::VisitDeclBuffer(const ObjectRef& op) {
   std::string from = source.empty() ? PrintBare(data) : source;
   Line(type + " " + name + " = reinterpret_cast<" + type + ">(" + from + ");");
   DefineBuffer(buffer, name, source_volatile);
+  inherit_bounds(view_bytes);
 }
 
 void MusaPrinter::VisitAllocBuffer(const ObjectRef& op) {
@@ -227,15 +247,17 @@ void MusaPrinter::VisitAllocBuffer(const ObjectRef& op) {
     count *= *c;
   }
   std::string name = names_.Fresh(hint, "buf");
+  // The sanitizer build poisons local storage, on the declaration's line: a read before any write shows as NaN.
+  const std::string poison = options_.sim_checks && !is_shared ? " tl_sim::Poison(" + name + ");" : "";
   if (scope == "local.var" && count == 1 && !is_volatile) {  // T.alloc_var: a C scalar, as upstream prints it
-    Line(elem + " " + name + ";");
+    Line(elem + " " + name + ";" + poison);
     DefineBuffer(buffer, "(&" + name + ")", false);
     buffers_[buffer.get()].scalar = name;
     return;
   }
   // 16-byte alignment lets any tl::vec view of the array be loaded with one access.
   std::string align = is_shared || count > 1 ? "__align__(16) " : "";
-  Line((is_shared ? "__shared__ " : "") + align + elem + " " + name + "[" + std::to_string(count) + "];");
+  Line((is_shared ? "__shared__ " : "") + align + elem + " " + name + "[" + std::to_string(count) + "];" + poison);
   DefineBuffer(buffer, name, is_volatile);
 }
 

@@ -32,11 +32,20 @@ class KernelSource:
     params: list[HostParam]
     launch: LaunchConfig  # the first kernel's
     local_bytes: int  # per-thread local arrays (registers / local memory)
+    checked_device: str | None = None  # `device` as the simulator's sanitizer build prints it (same lines)
 
     @property
     def text(self) -> str:
+        return self._unit(self.device)
+
+    @property
+    def checked_text(self) -> str | None:
+        """The translation unit the simulator builds: `text` with its accesses checked, line for line."""
+        return None if self.checked_device is None else self._unit(self.checked_device)
+
+    def _unit(self, device: str) -> str:
         header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
-        return f"{header}\n{self.device}\n\n{self.host}"
+        return f"{header}\n{device}\n\n{self.host}"
 
 
 def kernel_names(name: str, count: int) -> list[str]:
@@ -44,22 +53,27 @@ def kernel_names(name: str, count: int) -> list[str]:
     return [f"{name}_kernel" + (f"_{k}" if k else "") for k in range(count)]
 
 
-def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Target, name: str) -> KernelSource:
+def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Target, name: str,
+             sim_checks: bool = False) -> KernelSource:
     """One translation unit for the device functions of one program (one per T.Kernel scope, launched in order);
-    they share the program's parameters."""
+    they share the program's parameters. `sim_checks`: also print the simulator's sanitizer build of the kernels
+    (every global and shared access bounds-checked and seen by the race detector, local arrays poisoned)."""
     funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
     arch = arch_of(target)
     printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
     options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
-    devices, launches = [], []
+    devices, checked, launches = [], [], []
     for index, (func, kernel_name) in enumerate(zip(funcs, kernel_names(name, len(funcs)))):
         kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index))
         devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
+        if sim_checks:
+            checked.append(str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n")
         smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem)))
     params = host_params(funcs[0])
     return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,
-                        launches[0].launch, max(_local_bytes(f) for f in funcs))
+                        launches[0].launch, max(_local_bytes(f) for f in funcs),
+                        "\n".join(checked) if sim_checks else None)
 
 
 def _min_blocks_per_sm(func: tirx.PrimFunc, index: int) -> int:

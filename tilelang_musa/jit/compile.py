@@ -317,7 +317,8 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     if request.verbose:
         print(f"[tilelang] lowered {name}:\n{lowered_text}", file=sys.stderr)
 
-    source = generate(device_funcs, request.target, name)
+    simulated = request.backend.name == "sim"
+    source = generate(device_funcs, request.target, name, sim_checks=simulated)
     if "mu" in replaced:
         text, sections = replaced["mu"].read_text(), None
     else:
@@ -336,9 +337,17 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     if "bin" in replaced:
         shutil.copyfile(replaced["bin"], path("bin"))
     else:
+        # The simulator builds the sanitizer print of the kernels (same lines, checked accesses) unless the user
+        # replaced the source; it is kept only while building.
+        built = path("mu")
+        if simulated and "mu" not in replaced:
+            built = workdir / f"{name}.checked.mu"
+            built.write_text(source.checked_text)
         prelude = HEADER if text.startswith(HEADER) else ""
-        request.backend.toolchain.build(BuildRequest(path("mu"), path("bin"), request.arch, request.fast_math,
+        request.backend.toolchain.build(BuildRequest(built, path("bin"), request.arch, request.fast_math,
                                                      request.flags, host.local_bytes, prelude))
+        if built != path("mu"):
+            built.unlink()
     KernelMetadata(name, json.loads(str(request.target)), request.backend.name, request.backend.toolchain.identity(),
                    request.options(), host, sections, tuple(s for s in STAGES if s in replaced), key, __version__,
                    {stage: stage_file(name, stage) for stage in STAGES}).write(workdir)

@@ -38,6 +38,7 @@
 #include "sim/mma_mp31_wmma.h"
 #include "sim/mma_mp22.h"
 #include "sim/sqmma.h"
+#include "sim/access_checks.h"
 
 #pragma GCC visibility push(hidden)
 

@@ -23,8 +23,9 @@ float32 -> float, float64 -> double).
         that appears only inside expression dims (`m * 4`) is solved from a dim linear in it (spec.solve_dim);
         then every expression dim is checked against the tensor. float4_e2m1fn tensors are bytes (uint8, int8
         or torch.float4_e2m1fn_x2) holding two values each: the last dim counts 2 per byte, other strides 2x. Outputs
-        are allocated with torch.empty on the inputs' device, and so are workspaces (`T.alloc_global`; filled with 0xFF
-        bytes on the simulator so a read before a write shows; never returned), the kernel runs, and the outputs
+        are allocated with torch.empty on the inputs' device, and so are workspaces (`T.alloc_global`; never
+        returned); on the simulator both are filled with 0xFF bytes so a read before a write, or an element the
+        kernel never writes, shows (NaN, -1). The kernel runs, and the outputs
         are returned (one -> the tensor, several -> a tuple in parameter order, none -> None).
         Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
         symbol conflict, layout, scalar range), KernelLaunchError (call_packed returned non-zero).
@@ -721,11 +722,11 @@ cdef class Launcher:
                                             "stride")
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
+                if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
+                    out.untyped_storage().fill_(0xFF)
                 if p.kind == TENSOR_OUT:
                     outputs.append(out)
                 else:
-                    if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
-                        out.reshape(-1).view(torch.uint8).fill_(0xFF)
                     workspaces.append(out)
         return outputs
 

@@ -73,7 +73,7 @@ inline constexpr double kMaxWatchdogSeconds = 1e6;
 struct SimOptions {
   size_t stack_bytes = kDefaultStackKiB * 1024;  // per simulated thread, plus one guard page below it
   size_t workers = 1;  // OS threads running blocks concurrently (default: the machine's cores)
-  bool check = false;  // checked mode: randomised scheduling
+  bool check = false;  // checked mode: randomised scheduling and the race detector
   uint64_t seed = kDefaultSeed;  // checked mode's scheduling seed
   double watchdog_seconds = kDefaultWatchdogSeconds;
 

@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "race_detector.h"
 #include "runtime_types.h"
 #include "scheduler.h"
 #include "shared_memory.h"
@@ -119,6 +120,14 @@ inline void RunBlocks(GridWork& work) {
   {
     BlockRunner runner(work.kernel, work.block, stacks, work.options);
     WorkerGuard guard(runner, work.options.watchdog_seconds);
+    RaceDetector races;  // checked mode: shadows this OS thread's shared memory (its TLS block, shared_memory.h)
+    if (work.options.check) {
+      if (!t.tls_located) LocateTlsBlock(t);
+      const bool whole = t.tls_begin != nullptr;
+      if (races.Cover(whole ? t.tls_begin : buf_dyn_shmem, whole ? t.tls_size : kDynamicSmemCapacity)) {
+        t.race_detector = &races;
+      }
+    }
     const uint64_t gx = work.grid.x, gy = work.grid.y;
     while (!work.failed.load(std::memory_order_relaxed)) {
       const uint64_t id = work.next.fetch_add(1, std::memory_order_relaxed);
@@ -131,6 +140,7 @@ inline void RunBlocks(GridWork& work) {
         break;
       }
     }
+    t.race_detector = nullptr;
   }
   GlobalStackPool().Release(stacks);
 }

@@ -16,6 +16,7 @@ enum musaError_t {
   musaErrorNoDevice = 100,
   musaErrorInvalidDevice = 101,
   musaErrorInvalidResourceHandle = 400,
+  musaErrorIllegalAddress = 700,
   musaErrorAssert = 710,
   musaErrorIllegalInstruction = 715,
   musaErrorLaunchFailure = 719,
@@ -65,6 +66,7 @@ inline const char* ErrorName(musaError_t e) {
     case musaErrorNoDevice: return "musaErrorNoDevice";
     case musaErrorInvalidDevice: return "musaErrorInvalidDevice";
     case musaErrorInvalidResourceHandle: return "musaErrorInvalidResourceHandle";
+    case musaErrorIllegalAddress: return "musaErrorIllegalAddress";
     case musaErrorAssert: return "musaErrorAssert";
     case musaErrorIllegalInstruction: return "musaErrorIllegalInstruction";
     case musaErrorLaunchFailure: return "musaErrorLaunchFailure";
@@ -87,6 +89,7 @@ inline const char* ErrorDescription(musaError_t e) {
     case musaErrorNoDevice: return "no MUSA-capable device is detected";
     case musaErrorInvalidDevice: return "invalid device ordinal";
     case musaErrorInvalidResourceHandle: return "invalid resource handle";
+    case musaErrorIllegalAddress: return "an illegal memory access was encountered";
     case musaErrorAssert: return "device-side assert triggered";
     case musaErrorIllegalInstruction: return "an illegal instruction was encountered";
     case musaErrorLaunchFailure: return "unspecified launch failure";

@@ -19,6 +19,7 @@
 namespace tl_sim {
 
 class BlockRunner;
+class RaceDetector;
 struct Fiber;
 
 struct OsThreadState {
@@ -41,6 +42,8 @@ struct OsThreadState {
   // The sync epoch the next block run on this OS thread starts from: epochs only grow on a thread, across blocks
   // and launches, so the detector never mistakes an earlier block's record for the current block's (scheduler.h).
   uint64_t next_sync_epoch = 1;
+  // Checked mode: the worker's race detector, which the sanitizer's hooks report accesses to (race_detector.h).
+  RaceDetector* race_detector = nullptr;
 
   // Host-side error state of the runtime API (per host thread, as in MUSA).
   musaError_t last_error = musaSuccess;

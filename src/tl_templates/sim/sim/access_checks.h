@@ -1,0 +1,104 @@
+/*!
+ * \file tl_templates/sim/sim/access_checks.h
+ * \brief The sanitizer build's hooks: every global and shared access of a generated kernel is checked against its
+ *        buffer's extent, and every local array starts poisoned.
+ *
+ * The simulator compiles the kernel as printed with the codegen option `sim_checks` (the user-visible source is
+ * the same text without the hooks, line for line): a buffer access `A[i]` becomes
+ * `A[tl_sim::CheckGlobal<tl_sim::kLoad>(A, i, lanes, lo, hi, "A", __LINE__)]`, which returns `i` once
+ * [i, i + lanes) lies in the buffer's element range [lo, hi) (its shape, strides and element offset), and
+ * otherwise ends the launch with musaErrorIllegalAddress naming the buffer, the offset, the range, the thread and
+ * the line of the generated source. So a bad index never corrupts the host process, even with the compiler's
+ * safety passes switched off. A vector index (gather/scatter) is checked lane by lane.
+ *
+ * Shared accesses are also handed to the race detector in checked mode (race_detector.h).
+ */
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "config.h"
+#include "race_detector.h"
+#include "scheduler.h"
+#include "thread_state.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+/*! \brief What the kernel does at a checked access: `kAddress` takes an element's address (atomics, templates). */
+enum AccessKind : uint8_t { kLoad = 0, kStore = 1, kAddress = 2 };
+
+inline const char* AccessVerb(AccessKind kind) { return kind == kLoad ? "load" : kind == kStore ? "store" : "address"; }
+
+/*! \brief Fill a local object (array or scalar) with the poison byte: a read before any write shows as NaN / -1. */
+template <typename T>
+inline void Poison(T& object) {
+  static_assert(std::is_trivially_copyable<typename std::remove_all_extents<T>::type>::value,
+                "only plain data is poisoned");
+  std::memset(const_cast<void*>(static_cast<const volatile void*>(&object)), kPoisonByte, sizeof(T));
+}
+
+[[noreturn]] inline void OutOfBounds(const char* space, AccessKind kind, const char* name, int64_t offset, int lanes,
+                                     int64_t lo, int64_t hi, int line) {
+  BlockRunner& block = CurrentBlock("a checked memory access");
+  if (lanes == 1) {
+    block.Fail(musaErrorIllegalAddress,
+               "%s %s of `%s` at element %lld is outside its elements [%lld, %lld) (line %d of the kernel source)",
+               space, AccessVerb(kind), name, static_cast<long long>(offset), static_cast<long long>(lo),
+               static_cast<long long>(hi), line);
+  }
+  block.Fail(musaErrorIllegalAddress,
+             "%s %s of `%s` at elements [%lld, %lld) is outside its elements [%lld, %lld) (line %d of the kernel "
+             "source)",
+             space, AccessVerb(kind), name, static_cast<long long>(offset), static_cast<long long>(offset + lanes),
+             static_cast<long long>(lo), static_cast<long long>(hi), line);
+}
+
+/*! \brief Each offset of `index` (an integer, or a tl::vec of them for a gather/scatter). */
+template <typename I, typename F>
+inline void ForEachOffset(const I& index, F&& f) {
+  if constexpr (std::is_integral<I>::value) {
+    f(static_cast<int64_t>(index));
+  } else {
+    for (int i = 0; i < I::size; ++i) f(static_cast<int64_t>(index[i]));
+  }
+}
+
+template <AccessKind kind, bool shared, typename T, typename I>
+inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line) {
+  OsThreadState& t = g_thread;
+  t.last_access_line = line;
+  t.last_access_what = name;
+  ForEachOffset(index, [&](int64_t offset) {
+    if (offset < lo || offset + lanes > hi) {
+      OutOfBounds(shared ? "shared" : "global", kind, name, offset, lanes, lo, hi, line);
+    }
+    if constexpr (kind != kAddress) {
+      if (t.race_detector != nullptr) {
+        const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
+        if constexpr (shared) {
+          t.race_detector->AccessShared(address, static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes),
+                                        kind == kStore, name, data, line);
+        } else {
+          t.race_detector->AccessGlobal(address, kind == kStore, name, data, line);
+        }
+      }
+    }
+  });
+  return index;
+}
+
+template <AccessKind kind, typename T, typename I>
+inline I CheckGlobal(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line) {
+  return CheckAccess<kind, false>(data, index, lanes, lo, hi, name, line);
+}
+
+template <AccessKind kind, typename T, typename I>
+inline I CheckShared(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line) {
+  return CheckAccess<kind, true>(data, index, lanes, lo, hi, name, line);
+}
+
+}  // namespace tl_sim
+#pragma GCC visibility pop
