@@ -3,6 +3,7 @@ against torch; the shrinker finds the smallest description a planted predicate s
 deterministic; a written regression file rebuilds its description."""
 
 import random
+import re
 
 import pytest
 
@@ -32,11 +33,23 @@ def _first_of_each_family(seed, extra=("gemm",)):
 BATCH = _first_of_each_family(SEED)
 
 
+# Failures the fuzzer found that are reported and not fixed yet (each has an xfail in testing/fuzz_regressions/):
+# (family, pattern of the outcome's detail, reason)
+KNOWN = [("reduce", r"data race on byte \d+ of global `O`: this thread stores it .* while thread \(\d+,0,0\) stored it",
+          "reported: stores of a replicated fragment (a T.reduce_* result) from every replica are a global data race "
+          "in checked mode (fuzz_regressions/test_reduce_6cb9b180.py)")]
+
+
 # CI time: each program is built for one arch, the arches alternating (the fuzzer itself runs both)
 @pytest.mark.parametrize("index,arch", [(i, ("mp_31", "mp_22")[k % 2]) for k, i in enumerate(BATCH)])
 def test_fixed_seed_program_matches_torch(index, arch):
     desc = generate(SEED, index, list(FAMILIES))
     outcome = check(desc, arch)
+    for family, pattern, reason in KNOWN:
+        if outcome.status != "pass" and desc.family == family and re.search(pattern, outcome.detail):
+            unchecked = check(desc, arch, sim_check=False)  # the numerics still hold without the checker
+            assert unchecked.status == "pass", f"{desc!r}: {unchecked.detail}"
+            pytest.xfail(reason)
     assert outcome.status == "pass", f"{desc!r}: {outcome.detail}"
 
 

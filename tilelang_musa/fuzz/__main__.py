@@ -43,6 +43,9 @@ def parse_args(argv=None):
     p.add_argument("--timeout", type=float, default=600, help="seconds one program may take on one arch")
     p.add_argument("--no-shrink", action="store_true", help="do not shrink failures or write regression tests")
     p.add_argument("--shrink-attempts", type=int, default=40)
+    p.add_argument("--no-sim-check", action="store_true",
+                   help="run without the simulator's checked mode (TILELANG_SIM_CHECK), e.g. to see the numerics of "
+                        "programs the checker stops")
     p.add_argument("--regressions", default="testing/fuzz_regressions",
                    help="directory for the shrunk failures' pytest files")
     return p.parse_args(argv)
@@ -80,7 +83,8 @@ def main(argv=None) -> int:
             elif done[0] % 50 == 0:
                 print(f"[{done[0]}/{len(jobs)}] {time.time() - start:.0f} s", flush=True)
 
-        run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result)
+        run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result,
+                 sim_check=not args.no_sim_check)
     ran = [j for j in jobs if j.result is not None]
     run_seconds = time.time() - start
 
@@ -95,7 +99,7 @@ def main(argv=None) -> int:
                 failures[index_of[job.id]] = job
     written = []
     if failures and not args.no_shrink:
-        session = Session(child_env(), args.timeout)
+        session = Session(child_env(), args.timeout, sim_check=not args.no_sim_check)
         try:
             for i, job in failures.items():
                 print(f"shrinking program {i} ({job.desc.family}, {job.result.status} on {job.arch}) ...", flush=True)

@@ -68,9 +68,9 @@ def _gemm_path(source: str) -> str:
     return m.group(1) if m else ""
 
 
-def check(desc: Any, arch: str) -> Outcome:
-    """Compile `desc`'s program for `arch`, run it in the simulator in checked mode (TILELANG_SIM_CHECK=1) on
-    fresh random inputs and compare its outputs with the torch reference."""
+def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
+    """Compile `desc`'s program for `arch`, run it in the simulator in checked mode (TILELANG_SIM_CHECK=1, unless
+    `sim_check` is False) on fresh random inputs and compare its outputs with the torch reference."""
     import torch
 
     import tilelang
@@ -81,7 +81,10 @@ def check(desc: Any, arch: str) -> Outcome:
     fam = family_of(desc)
     start = time.time()
     saved = {k: os.environ.get(k) for k in ("TILELANG_SIM_CHECK", "TILELANG_EXECUTION_BACKEND")}
-    os.environ["TILELANG_SIM_CHECK"] = "1"
+    if sim_check:
+        os.environ["TILELANG_SIM_CHECK"] = "1"
+    else:
+        os.environ.pop("TILELANG_SIM_CHECK", None)
     os.environ["TILELANG_EXECUTION_BACKEND"] = "sim"
     try:
         try:
@@ -141,11 +144,11 @@ class Job:
     desc: Any
     arch: str
     result: Outcome | None = field(default=None, repr=False)
+    sim_check: bool = True
 
 
 def child_env(extra: dict | None = None) -> dict:
     env = dict(os.environ)
-    env["TILELANG_SIM_CHECK"] = "1"
     env["TILELANG_EXECUTION_BACKEND"] = "sim"
     env.update(extra or {})
     return env
@@ -173,7 +176,8 @@ class _Child:
     def send(self, job: Job):
         from .family import to_plain
 
-        self.proc.stdin.write(json.dumps({"id": job.id, "desc": to_plain(job.desc), "arch": job.arch}) + "\n")
+        self.proc.stdin.write(json.dumps({"id": job.id, "desc": to_plain(job.desc), "arch": job.arch,
+                                          "sim_check": job.sim_check}) + "\n")
         self.proc.stdin.flush()
 
     def stderr_tail(self, n: int = 600) -> str:
@@ -214,9 +218,10 @@ def _exit_reason(code: int | None) -> str:
 class Session:
     """A child process kept across jobs (the import of the compiler is paid once); replaced after a crash."""
 
-    def __init__(self, env: dict | None = None, timeout: float = 600):
+    def __init__(self, env: dict | None = None, timeout: float = 600, sim_check: bool = True):
         self.env = env if env is not None else child_env()
         self.timeout = timeout
+        self.sim_check = sim_check
         self.child: _Child | None = None
 
     def run(self, desc: Any, arch: str, job_id: int = 0) -> Outcome:
@@ -225,7 +230,7 @@ class Session:
         child = self.child
         start = time.time()
         try:
-            child.send(Job(job_id, desc, arch))
+            child.send(Job(job_id, desc, arch, sim_check=self.sim_check))
             line = child.lines.get(timeout=self.timeout)
         except (BrokenPipeError, OSError):
             line = None
@@ -252,8 +257,9 @@ class Session:
         self._drop()
 
 
-def _drive(jobs: list[Job], env: dict, timeout: float, on_result: Callable[[Job], None], stop: threading.Event):
-    session = Session(env, timeout)
+def _drive(jobs: list[Job], env: dict, timeout: float, on_result: Callable[[Job], None], stop: threading.Event,
+           sim_check: bool):
+    session = Session(env, timeout, sim_check)
     try:
         for job in jobs:
             if stop.is_set():
@@ -265,7 +271,8 @@ def _drive(jobs: list[Job], env: dict, timeout: float, on_result: Callable[[Job]
 
 
 def run_jobs(jobs: list[Job], *, workers: int = 1, timeout: float = 600, env: dict | None = None,
-             on_result: Callable[[Job], None] = lambda job: None, stop: threading.Event | None = None) -> list[Job]:
+             on_result: Callable[[Job], None] = lambda job: None, stop: threading.Event | None = None,
+             sim_check: bool = True) -> list[Job]:
     """Run every job in child processes (`workers` of them in parallel); each job gets its `result` (jobs left
     when `stop` is set keep None)."""
     env = child_env(env)
@@ -277,7 +284,8 @@ def run_jobs(jobs: list[Job], *, workers: int = 1, timeout: float = 600, env: di
             on_result(job)
 
     shards = [jobs[i::workers] for i in range(max(1, workers))]
-    threads = [threading.Thread(target=_drive, args=(shard, env, timeout, report, stop)) for shard in shards if shard]
+    threads = [threading.Thread(target=_drive, args=(shard, env, timeout, report, stop, sim_check))
+               for shard in shards if shard]
     for t in threads:
         t.start()
     for t in threads:
@@ -297,7 +305,7 @@ def _worker_main():
             continue
         job = json.loads(line)
         try:
-            outcome = check(from_plain(job["desc"]), job["arch"])
+            outcome = check(from_plain(job["desc"]), job["arch"], job.get("sim_check", True))
         except Exception as exc:  # noqa: BLE001 - a fault of the fuzzer itself is reported, not fatal
             traceback.print_exc()
             outcome = Outcome("crash", job["arch"], f"fuzzer fault: {_one_line(exc)}")

@@ -1,6 +1,6 @@
 """Atomics into global memory: element atomics scattering into bins (a histogram: T.atomic_add / max / min of an
 input value at an index computed from another input), and region atomics of rows into one output row from every
-block; float32 or int32 (int32 sums are exact; float32 sums depend on the order, within tolerance)."""
+block; float32, int32, float16 (small integer values: exact sums) or bfloat16 (max / min)."""
 
 import random
 from dataclasses import dataclass
@@ -15,6 +15,7 @@ from ..tensors import TORCH_DTYPES, random_tensor
 
 INIT = {"add": 0, "max": -1e30, "min": 1e30}
 INT_INIT = {"add": 0, "max": -(2 ** 30), "min": 2 ** 30}
+HALF_INIT = {"add": 0, "max": -1e4, "min": 1e4}
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,14 @@ class Atomic(Family):
         else:
             block = rng.choice((1, 2, 8, 32))
             n, width = rng.randint(1, 4 * block), rng.choice((8, 40, 64, 100))
-        return AtomicDesc(form=form, kind=rng.choice(("add", "add", "max", "min")), n=n, width=width, block=block,
-                          threads=rng.choice((64, 128, 256)), dtype=rng.choice(("float32", "int32")),
-                          data_seed=data_seed)
+        kind = rng.choice(("add", "add", "max", "min"))
+        dtype = rng.choice(("float32", "float32", "int32", "int32", "float16", "bfloat16"))
+        if dtype == "bfloat16" and kind == "add":
+            dtype = "float16"
+        if dtype == "float16" and kind == "add":
+            n = min(n, 512)  # integer values in [-4, 4]: every partial sum stays exact in float16
+        return AtomicDesc(form=form, kind=kind, n=n, width=width, block=block, threads=rng.choice((64, 128, 256)),
+                          dtype=dtype, data_seed=data_seed)
 
     def build(self, desc):
         dt = desc.dtype
@@ -66,15 +72,18 @@ class Atomic(Family):
         return main
 
     def _init(self, desc):
-        value = (INT_INIT if desc.dtype == "int32" else INIT)[desc.kind]
+        value = (INT_INIT if desc.dtype == "int32" else HALF_INIT if desc.dtype in ("float16", "bfloat16")
+                 else INIT)[desc.kind]
         return torch.full((desc.width,), value, dtype=TORCH_DTYPES[desc.dtype])
 
     def arguments(self, desc, gen):
+        half = desc.dtype in ("float16", "bfloat16")  # small integers: exact in any order of the atomics
         if desc.form == "element":
-            v = random_tensor((desc.n,), desc.dtype, gen)
+            v = random_tensor((desc.n,), desc.dtype, gen, integral=half, low=-4, high=4)
             idx = torch.randint(0, desc.width, (desc.n,), generator=gen, dtype=torch.int32)
             return [v, idx, self._init(desc)]
-        return [random_tensor((desc.n, desc.width), desc.dtype, gen), self._init(desc)]
+        return [random_tensor((desc.n, desc.width), desc.dtype, gen, integral=half, low=-4, high=4),
+                self._init(desc)]
 
     def reference(self, desc, args):
         out = args[-1].clone().double()
@@ -89,7 +98,7 @@ class Atomic(Family):
         return {len(args) - 1: out.to(TORCH_DTYPES[desc.dtype])}
 
     def tolerance(self, desc, index):
-        return (0, 0) if desc.dtype == "int32" or desc.kind != "add" else (1e-5, 1e-5)
+        return (1e-5, 1e-5) if desc.dtype == "float32" and desc.kind == "add" else (0, 0)
 
     def shrink(self, desc):
         r = self.replace
@@ -97,6 +106,8 @@ class Atomic(Family):
             yield r(desc, kind="add")
         if desc.dtype != "int32":
             yield r(desc, dtype="int32")
+        if desc.dtype in ("float16", "bfloat16"):
+            yield r(desc, dtype="float32")
         for v in smaller(desc.n):
             yield r(desc, n=v)
         for v in smaller(desc.width):

@@ -1,6 +1,6 @@
 """Copies between scopes with tails: global -> a chain of 1-3 shared/fragment tiles (each may change the dtype)
 -> global, optionally through per-thread local rows at the end; tiles addressed by origin or by slice; 1-D or 2-D;
-a partial sub-tile copy (a slice of the tile into the matching slice of the output) as a variant."""
+static or T.dynamic sizes."""
 
 import random
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ class CopyDesc:
     via_local: bool  # 2-D only: the last tile is shared and each thread copies a row into a local array
     slice_form: bool  # copies written with slices (A[a:b, c:d]) instead of origins
     data_seed: int
+    dynamic: bool = False  # the shape is T.dynamic: sizes and tails known only at launch
 
 
 def _ok_cast(a: str, b: str) -> bool:
@@ -60,10 +61,11 @@ class Copy(Family):
             threads = 1 << (threads - 1).bit_length()
         out = rng.choice([x for x in DTYPES if _ok_cast(cur, x)] + [cur] * 2)
         return CopyDesc(shape=shape, block=block, threads=threads, src_dtype=src, hops=tuple(hops), out_dtype=out,
-                        via_local=via_local, slice_form=rng.random() < 0.3, data_seed=data_seed)
+                        via_local=via_local, slice_form=rng.random() < 0.3, data_seed=data_seed,
+                        dynamic=rng.random() < 0.25)
 
     def build(self, desc):
-        shape = desc.shape
+        shape = tuple(T.dynamic(n) for n in ("M", "N")[-len(desc.shape):]) if desc.dynamic else desc.shape
         src, out = desc.src_dtype, desc.out_dtype
         body = _copy_2d if len(shape) == 2 else _copy_1d
 
@@ -87,6 +89,8 @@ class Copy(Family):
 
     def shrink(self, desc):
         r = self.replace
+        if desc.dynamic:
+            yield r(desc, dynamic=False)
         if desc.via_local:
             yield r(desc, via_local=False, hops=desc.hops[:-1] or (("shared", desc.hops[-1][1]),))
         if desc.slice_form:
@@ -114,7 +118,7 @@ class Copy(Family):
 
 @T.macro
 def _copy_2d(desc, A, B):
-    M, N = desc.shape
+    M, N = B.shape  # ints, or the T.dynamic sizes
     bm, bn = desc.block
     with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=desc.threads) as (bx, by):
         tiles = [T.alloc_shared((bm, bn), d) if s == "shared" else T.alloc_fragment((bm, bn), d)
@@ -139,7 +143,7 @@ def _copy_2d(desc, A, B):
 
 @T.macro
 def _copy_1d(desc, A, B):
-    (N,) = desc.shape
+    (N,) = B.shape
     (bn,) = desc.block
     with T.Kernel(T.ceildiv(N, bn), threads=desc.threads) as bx:
         tiles = [T.alloc_shared((bn,), d) if s == "shared" else T.alloc_fragment((bn,), d) for s, d in desc.hops]

@@ -38,6 +38,7 @@ class ElementwiseDesc:
     style: str  # one of STYLES
     disable_vectorize: bool
     data_seed: int
+    dynamic: bool = False  # the shape is T.dynamic: sizes and tails known only at launch
 
 
 def _valid(in_dtypes: tuple, ops: tuple, out_dtype: str) -> bool:
@@ -107,7 +108,7 @@ class Elementwise(Family):
             block, shape, style = (b, b), (b * rng.randint(1, 3), b * rng.randint(1, 3)), "tile_transpose"
         desc = ElementwiseDesc(shape=shape, block=block, threads=threads, in_dtypes=in_dtypes, ops=tuple(ops),
                                out_dtype=out_dtype, style=style, disable_vectorize=rng.random() < 0.2,
-                               data_seed=data_seed)
+                               data_seed=data_seed, dynamic=style != "tile_transpose" and rng.random() < 0.25)
         assert _valid(desc.in_dtypes, desc.ops, desc.out_dtype), desc
         return desc
 
@@ -159,6 +160,8 @@ class Elementwise(Family):
         used = {op[2] for op in desc.ops if op[0] == "bin"}
         if len(desc.in_dtypes) > 1 and (len(desc.in_dtypes) - 1) not in used:
             yield r(desc, in_dtypes=desc.in_dtypes[:-1])
+        if desc.dynamic:
+            yield r(desc, dynamic=False)
         if desc.style not in ("global", "tile_transpose"):
             yield r(desc, style="global")
         if desc.style == "tile_transpose":
@@ -200,6 +203,13 @@ def _tile_transposed(x, b: int):
     return x.reshape(M // b, b, N // b, b).transpose(1, 3).reshape(M, N)
 
 
+def _shape(desc) -> tuple:
+    """The kernel's tensor shape: the sizes, or T.dynamic variables standing for them."""
+    if not desc.dynamic:
+        return desc.shape
+    return tuple(T.dynamic(name) for name in ("M", "N")[-len(desc.shape):])
+
+
 def _chain(desc: ElementwiseDesc, loads: list):
     """The chain's expression from the loaded input values (a list of PrimExprs)."""
     x = loads[0]
@@ -228,7 +238,7 @@ def _chain(desc: ElementwiseDesc, loads: list):
 
 def _program(desc: ElementwiseDesc):
     n_in = len(desc.in_dtypes)
-    shape, d = desc.shape, desc.in_dtypes
+    shape, d = _shape(desc), desc.in_dtypes
     o = desc.out_dtype
     body = _body_1d if len(shape) == 1 else _body_2d
     if n_in == 1:
@@ -249,7 +259,7 @@ def _program(desc: ElementwiseDesc):
 
 @T.macro
 def _body_2d(desc, xs, O):
-    M, N = desc.shape
+    M, N = O.shape  # ints, or the T.dynamic sizes
     bm, bn = desc.block
     with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=desc.threads) as (bx, by):
         if desc.style == "global":
@@ -275,7 +285,7 @@ def _body_2d(desc, xs, O):
 
 @T.macro
 def _body_1d(desc, xs, O):
-    (N,) = desc.shape
+    (N,) = O.shape
     (bn,) = desc.block
     with T.Kernel(T.ceildiv(N, bn), threads=desc.threads) as bx:
         if desc.style in ("global", "strided"):

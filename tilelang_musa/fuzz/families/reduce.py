@@ -1,6 +1,7 @@
 """Reductions: T.reduce_sum/max/min/abssum/absmax along either dim of a tile (or a 1-D tile into one element),
 clear or not (then the output's old contents are an input), fragment or shared operands, with the kept dim tiled
-over blocks with a tail; accumulation in the input dtype or in float32."""
+over blocks with a tail; accumulation in the input dtype or in float32; a reduced dim longer than the tile, reduced
+chunk by chunk (clear=False in a serial loop) with the last chunk masked by the kind's identity."""
 
 import random
 from dataclasses import dataclass
@@ -37,12 +38,18 @@ class ReduceDesc:
     acc_dtype: str  # dtype of the tiles the reduction runs on
     threads: int
     data_seed: int
+    total: int = 0  # > 0: the reduced dim of the input is this long, reduced in chunks of `reduced` by a serial
+    # loop (clear=False into the result), the chunk past the end masked with the kind's identity
+
+    @property
+    def length(self):
+        return self.total or self.reduced
 
     @property
     def in_shape(self):
         if not self.kept:
             return (self.reduced,)
-        return (self.kept, self.reduced) if self.dim == 1 else (self.reduced, self.kept)
+        return (self.kept, self.length) if self.dim == 1 else (self.length, self.kept)
 
     @property
     def out_shape(self):
@@ -59,7 +66,9 @@ class Reduce(Family):
         one_d = rng.random() < 0.15
         block = rng.choice((1, 2, 4, 8, 16, 32, 64))
         kept = 0 if one_d else rng.choice((block, 3 * block, rng.randint(1, 3 * block)))
-        return ReduceDesc(kind=rng.choice(KINDS), reduced=rng.choice(REDUCED), kept=kept, block=block,
+        reduced = rng.choice(REDUCED)
+        total = 0 if one_d or rng.random() < 0.7 else rng.choice((2 * reduced, rng.randint(reduced + 1, 4 * reduced)))
+        return ReduceDesc(total=total, kind=rng.choice(KINDS), reduced=reduced, kept=kept, block=block,
                           dim=rng.choice((0, 1)), clear=rng.random() < 0.6,
                           src_scope=rng.choice(("fragment", "fragment", "shared")),
                           dst_scope=rng.choice(("fragment", "fragment", "shared")), dtype=dtype,
@@ -96,6 +105,10 @@ class Reduce(Family):
 
     def shrink(self, desc):
         r = self.replace
+        if desc.total:
+            yield r(desc, total=0)
+            for t in smaller(desc.total, desc.reduced + 1):
+                yield r(desc, total=t)
         if desc.src_scope != "fragment":
             yield r(desc, src_scope="fragment")
         if desc.dst_scope != "fragment":
@@ -114,9 +127,12 @@ class Reduce(Family):
             yield r(desc, block=b)
         for n in REDUCED:
             if n < desc.reduced:
-                yield r(desc, reduced=n)
+                yield r(desc, reduced=n, total=desc.total and max(desc.total, n + 1))
         if desc.threads > 32:
             yield r(desc, threads=desc.threads // 2)
+
+
+IDENTITY = {"sum": 0.0, "abssum": 0.0, "absmax": 0.0, "max": float("-inf"), "min": float("inf")}
 
 
 def _alloc(scope, shape, dtype):
@@ -135,6 +151,8 @@ def _reduce_body(desc, A, O):
                 T.copy(O, R)
             reduce(F, R, dim=0, clear=desc.clear)
             T.copy(R, O)
+    elif desc.total:
+        _chunked_body(desc, A, O, reduce)
     else:
         bk = desc.block
         tile = (bk, desc.reduced) if desc.dim == 1 else (desc.reduced, bk)
@@ -149,3 +167,28 @@ def _reduce_body(desc, A, O):
                 T.copy(O[bx * bk], R)
             reduce(F, R, dim=desc.dim, clear=desc.clear)
             T.copy(R, O[bx * bk])
+
+
+@T.macro
+def _chunked_body(desc, A, O, reduce):
+    bk, rc = desc.block, desc.reduced
+    tile = (bk, rc) if desc.dim == 1 else (rc, bk)
+    identity = T.cast(IDENTITY[desc.kind], desc.acc_dtype)
+    with T.Kernel(T.ceildiv(desc.kept, bk), threads=desc.threads) as bx:
+        F = _alloc(desc.src_scope, tile, desc.acc_dtype)
+        R = _alloc(desc.dst_scope, (bk,), desc.acc_dtype)
+        if desc.clear:
+            T.fill(R, identity)
+        else:
+            T.copy(O[bx * bk], R)
+        for c in T.serial(T.ceildiv(desc.total, rc)):
+            if desc.dim == 1:
+                T.copy(A[bx * bk, c * rc], F)
+                for i, j in T.Parallel(bk, rc):
+                    F[i, j] = T.if_then_else(c * rc + j < desc.total, F[i, j], identity)
+            else:
+                T.copy(A[c * rc, bx * bk], F)
+                for i, j in T.Parallel(rc, bk):
+                    F[i, j] = T.if_then_else(c * rc + i < desc.total, F[i, j], identity)
+            reduce(F, R, dim=desc.dim, clear=False)
+        T.copy(R, O[bx * bk])
