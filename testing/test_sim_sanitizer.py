@@ -199,7 +199,7 @@ def test_a_missing_barrier_is_a_named_race_in_checked_mode(arch, monkeypatch):
         torch.testing.assert_close(_call(safe, a), a.roll(-1))
 
 
-def test_threads_of_a_block_storing_one_global_element_race_in_checked_mode(monkeypatch):
+def test_threads_of_a_block_storing_different_values_to_one_global_element_race_in_checked_mode(monkeypatch):
     @T.prim_func
     def last_writer_wins(A: T.Tensor((128,), "float32"), B: T.Tensor((1,), "float32")):
         with T.Kernel(1, threads=128) as bx:
@@ -211,9 +211,36 @@ def test_threads_of_a_block_storing_one_global_element_race_in_checked_mode(monk
     with pytest.raises(KernelLaunchError, match=r"data race on byte 0 of global `B`: this thread stores it at line \d+ "
                                                 r"while thread \(\d+,0,0\) stored it"):
         kernel(rand((128,), torch.float32), torch.zeros(1))
+    # Every thread storing the value the memory already holds is no race: the replicas of a replicated fragment
+    # (a reduction's result) each store their copy.
+    same = torch.full((128,), 2.5)
+    b = torch.zeros(1)
+    kernel(same, b)
+    assert b.item() == 2.5
 
 
 def _call(kernel, a):
     b = torch.full_like(a, float("nan"))
     kernel(a, b)
     return b
+
+
+def test_a_long_loop_of_one_thread_is_progress_for_the_watchdog(monkeypatch):
+    """The watchdog ends spin loops (test_sim_runtime_checks.py); a thread that runs long without meeting another,
+    but stores as it goes, is working."""
+    n = 1 << 18
+
+    @T.prim_func
+    def serial_prefix(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for r in T.serial(8):
+                B[0] = A[0]
+                for i in T.serial(1, n):
+                    B[i] = B[i - 1] + A[i]
+
+    kernel = tilelang.compile(serial_prefix, target="musa -arch=mp_31")
+    monkeypatch.setenv("TILELANG_SIM_WATCHDOG_S", "0.05")
+    a = torch.ones(n)
+    b = torch.zeros(n)
+    kernel(a, b)
+    assert b[-1].item() == n

@@ -57,6 +57,10 @@ struct AccessText {
   std::string text;     //!< kScalar/kContiguous: an lvalue (load or store); kGather: the gathering load
   std::string pointer;  //!< kGather only: the base pointer
   std::string index;    //!< kGather only: the index vector
+  /*! \brief sim_checks, a checked store of kScalar/kContiguous form: the statement is `store_open + value +
+   *         store_close` (tl_sim::CheckedStore, which checks, tells the race detector whether the value changes
+   *         memory, and stores). Empty otherwise. */
+  std::string store_open, store_close;
 };
 
 class MusaPrinter : public CallContext {

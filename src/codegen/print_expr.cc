@@ -286,31 +286,46 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
 
   static const TypeKey ramp_key("prim.Ramp");
   const bool unit_ramp = IsA(last, ramp_key) && AsConstInt(RampView(last).stride()).value_or(0) == 1;
+  const bool checked = options_.sim_checks && !info.check_hi.empty() && IsCheckedScope(info.scope);
+  // A checked store: tl_sim::CheckedStore<shared, stored unit>(data, offset, value, lanes, lo, hi, name, line).
+  auto checked_store = [&](AccessText access, const std::string& unit, const std::string& offset, int lanes) {
+    if (!checked || what != "store") return access;
+    const bool shared = info.scope.rfind("shared", 0) == 0;
+    access.store_open = std::string("tl_sim::CheckedStore<") + (shared ? "true" : "false") + ", " + unit + ">(" +
+                        info.data + ", " + StripParentheses(offset) + ", ";
+    access.store_close = ", " + std::to_string(lanes) + ", " + info.check_lo + ", " + info.check_hi + ", " +
+                         StringLiteral(info.name) + ", __LINE__)";
+    return access;
+  };
   if (index_lanes == 1) {
     terms.push_back(scaled(last, rank - 1));
     std::string index = joined();
     if (terms.size() == 1) index = StripParentheses(index);
-    return {AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what) + "]", "", ""};
+    AccessText access{AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what) + "]", "", ""};
+    return checked_store(access, CTypeName(info.elem), index, 1);
   }
   if (info.is_volatile) fail("vector access to a volatile buffer is not supported");
   if (unit_ramp && strides[rank - 1] == "1") {
     ObjectRef base = RampView(last).base();
     if (AsConstInt(base).value_or(-1) != 0) terms.push_back(PrintExpr(base));
     std::string ptr = info.data;
-    if (options_.sim_checks && !info.check_hi.empty() && IsCheckedScope(info.scope)) {
-      ptr += " + " + CheckedIndex(info, terms.empty() ? "0" : joined(), index_lanes, what);
+    const std::string offset = terms.empty() ? "0" : joined();
+    if (checked) {
+      ptr += " + " + CheckedIndex(info, offset, index_lanes, what);
     } else if (terms.size() == 1) {
       ptr += " + " + terms[0];
     } else if (terms.size() > 1) {
-      ptr += " + (" + joined() + ")";
+      ptr += " + (" + offset + ")";
     }
-    return {AccessForm::kContiguous, "(*reinterpret_cast<" + CTypeName(value_type) + "*>(" + ptr + "))", "", ""};
+    AccessText access{AccessForm::kContiguous, "(*reinterpret_cast<" + CTypeName(value_type) + "*>(" + ptr + "))", "",
+                      ""};
+    return checked_store(access, CTypeName(value_type), offset, index_lanes);
   }
   if (rank != 1) fail("a strided or gathered vector index needs a flat buffer; run FlattenBuffer");
   if (info.elem.is_vector()) fail("cannot gather elements that are themselves vectors");
   std::string ptr = terms.empty() ? info.data : info.data + " + " + terms[0];  // terms: at most the elem_offset
   std::string index = PrintBare(last);
-  if (options_.sim_checks && !info.check_hi.empty() && IsCheckedScope(info.scope)) {
+  if (checked) {
     // every lane's offset from the data pointer: the element offset (if any) plus the lane's index
     index = CheckedIndex(info, terms.empty() ? index : "(" + index + " + " + terms[0] + ")", 1, what);
     if (!terms.empty()) index = "(" + index + " - " + terms[0] + ")";

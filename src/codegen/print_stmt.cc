@@ -146,6 +146,8 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   AccessText target = PrintAccess(store.buffer(), store.indices(), DTypeOf(store.value()), "store");
   if (target.form == AccessForm::kGather) {
     Line("tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");");
+  } else if (!target.store_open.empty()) {
+    Line(target.store_open + value + target.store_close + ";");
   } else {
     Line(StripParentheses(target.text) + " = " + value + ";");
   }

@@ -11,7 +11,8 @@
  * the line of the generated source. So a bad index never corrupts the host process, even with the compiler's
  * safety passes switched off. A vector index (gather/scatter) is checked lane by lane.
  *
- * Shared accesses are also handed to the race detector in checked mode (race_detector.h).
+ * A store prints as `tl_sim::CheckedStore<shared, Unit>(A, i, value, ...)`, which also tells the race detector
+ * (checked mode, race_detector.h) whether the store changes memory. Loads and stores are handed to the detector.
  */
 #pragma once
 
@@ -66,8 +67,14 @@ inline void ForEachOffset(const I& index, F&& f) {
   }
 }
 
+/*!
+ * \brief The bounds check, and in checked mode the race detector's record. `unchanged`: a store of the bytes the
+ *        memory already holds, which no other access can tell from no store (every replica of a replicated
+ *        fragment storing its copy of a value): the detector skips it.
+ */
 template <AccessKind kind, bool shared, typename T, typename I>
-inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line) {
+inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line,
+                     bool unchanged = false) {
   OsThreadState& t = g_thread;
   t.last_access_line = line;
   t.last_access_what = name;
@@ -76,7 +83,7 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
       OutOfBounds(shared ? "shared" : "global", kind, name, offset, lanes, lo, hi, line);
     }
     if constexpr (kind != kAddress) {
-      if (t.race_detector != nullptr) {
+      if (t.race_detector != nullptr && !unchanged) {
         const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
         if constexpr (shared) {
           t.race_detector->AccessShared(address, static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes),
@@ -98,6 +105,29 @@ inline I CheckGlobal(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
 template <AccessKind kind, typename T, typename I>
 inline I CheckShared(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line) {
   return CheckAccess<kind, true>(data, index, lanes, lo, hi, name, line);
+}
+
+/*!
+ * \brief `*(Unit*)(data + index) = value`, checked: `Unit` is the buffer's element type for a scalar store, the
+ *        tl::vec of `lanes` elements for a vector one; the value converts as the plain assignment would.
+ */
+template <bool shared, typename Unit, typename T, typename I, typename V>
+inline void CheckedStore(T* data, I index, const V& value, int lanes, int64_t lo, int64_t hi, const char* name,
+                         int line) {
+  using Target = typename std::conditional<std::is_volatile<T>::value, volatile Unit, Unit>::type;
+  Unit converted;
+  converted = value;
+  bool unchanged = false;
+  if (g_thread.race_detector != nullptr) {
+    const int64_t offset = static_cast<int64_t>(index);
+    if (offset >= lo && offset + lanes <= hi) {
+      unchanged = std::memcmp(&converted, const_cast<const void*>(static_cast<const volatile void*>(data + offset)),
+                              sizeof(Unit)) == 0;
+    }
+  }
+  CheckAccess<kStore, shared>(data, index, lanes, lo, hi, name, line, unchanged);
+  *reinterpret_cast<Target*>(data + index) = converted;
+  if (!unchanged && g_thread.block != nullptr) g_thread.block->NoteProgress();  // for the watchdog
 }
 
 }  // namespace tl_sim

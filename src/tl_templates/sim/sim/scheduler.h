@@ -245,9 +245,11 @@ class BlockRunner {
    *         goes back, not even across blocks and launches on this OS thread. A block barrier advances only the
    *         block's epoch, a warp collective only its warp's. */
   uint64_t epoch(Group g, uint32_t index) const { return epochs_[static_cast<int>(g)][index]; }
-  /*! \brief How often this runner switched threads, completed a rendezvous or started or ended a block: the
+  /*! \brief How often this runner switched threads, completed a rendezvous or started or ended a block, or a
+   *         thread stored to memory through a checked store (a long loop that computes is no spin loop): the
    *         watchdog's measure of progress. Written by the worker only; read by the watchdog on the worker. */
   uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+  void NoteProgress() { progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   const StackSet& stacks() const { return *stacks_; }
 
   uint32_t thread_count() const { return n_; }
@@ -464,7 +466,6 @@ class BlockRunner {
     Push(self);
     Suspend(self);
   }
-  void NoteProgress() { progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   uint64_t LastEpoch() const {
     uint64_t last = 0;
     for (const auto& epochs : epochs_)
