@@ -33,11 +33,9 @@ def _first_of_each_family(seed, extra=("gemm",)):
 BATCH = _first_of_each_family(SEED)
 
 
-# Failures the fuzzer found that are reported and not fixed yet (each has an xfail in testing/fuzz_regressions/):
-# (family, pattern of the outcome's detail, reason)
-KNOWN = [("reduce", r"data race on byte \d+ of global `O`: this thread stores it .* while thread \(\d+,0,0\) stored it",
-          "reported: stores of a replicated fragment (a T.reduce_* result) from every replica are a global data race "
-          "in checked mode (fuzz_regressions/test_reduce_6cb9b180.py)")]
+# Failures the fuzzer found that are reported and not fixed yet (each with an xfail in testing/fuzz_regressions/):
+# (family, pattern of the outcome's detail, reason). None at the moment.
+KNOWN: list[tuple[str, str, str]] = []
 
 
 # CI time: each program is built for one arch, the arches alternating (the fuzzer itself runs both)
@@ -107,3 +105,7 @@ def test_failure_signature_ignores_locations_and_shapes():
     c = Outcome("compile_error", "mp_31", "BuildError: sim: compiling main.mu failed")
     assert failure_signature(a) == failure_signature(b) != failure_signature(c)
     assert failure_signature(Outcome("mismatch", "mp_22", "arg 2: 1/4")) == ("mismatch",)
+    race = "KernelLaunchError: kernel 'k' failed: k: block (0,0,0), thread ({},0,0): data race on byte {} of {}"
+    assert failure_signature(Outcome("launch_error", "mp_31", race.format(5, 0, "global `O`"))) == \
+        failure_signature(Outcome("launch_error", "mp_31", race.format(50, 32, "global `O`"))) != \
+        failure_signature(Outcome("launch_error", "mp_31", race.format(5, 0, "shared `R`")))

@@ -10,6 +10,7 @@ import json
 import random
 import shlex
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -37,7 +38,8 @@ def parse_args(argv=None):
     p.add_argument("--start", type=int, default=0, help="index of the first program")
     p.add_argument("--arch", default="mp_31,mp_22", help="comma-separated archs (each program runs on every one)")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families")
-    p.add_argument("--out", default="fuzz_out", help="directory for results.jsonl and summary.txt")
+    p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "tilelang_fuzz"),
+                   help="directory for results.jsonl (appended to) and summary.txt")
     p.add_argument("--keep-going", action="store_true", help="run all N programs even after a failure")
     p.add_argument("--workers", type=int, default=1, help="child processes running programs in parallel")
     p.add_argument("--timeout", type=float, default=600, help="seconds one program may take on one arch")

@@ -125,6 +125,10 @@ def failure_signature(outcome: Outcome) -> tuple:
         return (outcome.status,)
     kind, _, text = outcome.detail.partition(":")
     text = text.split(" ^ ", 1)[-1]  # after the caret line of a located CompileError
+    if outcome.status == "launch_error":  # the simulator's fault after its "block (..), thread (..):" prefix
+        text = re.split(r"thread \(\d+,\d+,\d+\):", text)[-1]
+        words = re.sub(r"[^A-Za-z_.` ]", " ", text).split()[:8]
+        return (outcome.status, kind, tuple(words))
     text = re.sub(r"\(in \w+\):", "", text)
     words = re.sub(r"[^A-Za-z_. ]", " ", text).split()[:3]
     return (outcome.status, kind, tuple(words))
