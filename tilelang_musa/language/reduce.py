@@ -2,7 +2,8 @@
 `T.reduce_bitand / bitor / bitxor`.
 
 The reduction itself runs on fragments (tileop/reduce.py). A shared or thread-local src or dst, or a view of a
-fragment, is staged through a fragment of its shape with `T.copy` (dst is read first when `clear=False`).
+fragment, is staged through a fragment of its shape with `T.copy` (dst is read first when `clear=False`); a
+shared dst's staging is fenced with barriers (see `_reduce`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..tileop.reduce import BITWISE_KINDS, KINDS, NAN_FUNCTORS, Reduce
 from ..tileop.region import Region, to_region
 from .allocate import FRAGMENT_SCOPE, alloc_fragment
 from .builder import current_trace, kernel_trace
+from .builtin import sync_threads
 from .copy import copy
 
 _STAGED_SCOPES = ("shared", "shared.dyn", "local", FRAGMENT_SCOPE)
@@ -66,12 +68,20 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1
     dst_staged = dst_r if _is_fragment(trace, dst_r) else _fragment_of(trace, construct, "dst", dst_r)
     if src_staged is not src_r:
         copy(src_r.to_ir(), src_staged.to_ir())
+    # A shared dst is read and written back by every thread holding a replica of a result, at the same address:
+    # TVM's ThreadSync takes equal indices for a thread's own element and puts no barrier between them (nor
+    # between this write-back and the read of the next call in a loop), so the staging brings its own.
+    shared_dst = dst_staged is not dst_r and dst_r.scope in ("shared", "shared.dyn")
     if dst_staged is not dst_r and not clear:
         copy(dst_r.to_ir(), dst_staged.to_ir())
+        if shared_dst:
+            sync_threads()  # every replica has read dst before any writes it back
     emit_tile_op(Reduce.op_name, [src_staged.to_ir(), dst_staged.to_ir()],
                  {"kind": kind, "dim": dim, "clear": bool(clear), "batch": batch, "nan_propagate": bool(nan_propagate)})
     if dst_staged is not dst_r:
         copy(dst_staged.to_ir(), dst_r.to_ir())
+        if shared_dst:
+            sync_threads()  # the write-back is complete before dst is read again
 
 
 def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
