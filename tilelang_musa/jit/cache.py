@@ -75,12 +75,16 @@ def package_digest() -> str:
     return h.hexdigest()
 
 
+# Folders of the package that no compile reads: editing the fuzzer must not turn every cached kernel into a miss.
+_NOT_COMPILER = ("__pycache__", "fuzz")
+
+
 def _files(root: str, suffixes: tuple[str, ...], label: str) -> list[tuple[str, str]]:
     """(path, label/relative path) of the files under `root` ending in one of `suffixes`. Plain strings and
     os.walk: this runs in the first compile of every process, and pathlib would triple its cost."""
     found = []
     for directory, subdirs, names in os.walk(root):
-        subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+        subdirs[:] = [d for d in subdirs if d not in _NOT_COMPILER]
         relative = os.path.relpath(directory, root)
         for name in names:
             if name.endswith(suffixes):
