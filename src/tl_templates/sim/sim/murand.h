@@ -255,31 +255,29 @@ inline void BoxMullerDouble(uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1, 
   *second = std::cos(v * kPiDouble) * s;
 }
 
-/*! \brief curand_normal's caching: a pair every other call, the second value on the call after. */
-template <class State, class Pair>
-inline float CachedNormal(State* s, Pair pair) {
-  if (s->boxmuller_flag != kExtraFlagNormal) {
-    float first, second;
+/*! \brief curand_normal's caching: a pair every other call, the second value on the call after. `flag` and
+ *         `extra` are the state's fields for T (float and double keep their own). */
+template <class T, class Pair>
+inline T CachedPair(int* flag, T* extra, Pair pair) {
+  if (*flag != kExtraFlagNormal) {
+    T first, second;
     pair(&first, &second);
-    s->boxmuller_extra = second;
-    s->boxmuller_flag = kExtraFlagNormal;
+    *extra = second;
+    *flag = kExtraFlagNormal;
     return first;
   }
-  s->boxmuller_flag = 0;
-  return s->boxmuller_extra;
+  *flag = 0;
+  return *extra;
+}
+
+template <class State, class Pair>
+inline float CachedNormal(State* s, Pair pair) {
+  return CachedPair<float>(&s->boxmuller_flag, &s->boxmuller_extra, pair);
 }
 
 template <class State, class Pair>
 inline double CachedNormalDouble(State* s, Pair pair) {
-  if (s->boxmuller_flag_double != kExtraFlagNormal) {
-    double first, second;
-    pair(&first, &second);
-    s->boxmuller_extra_double = second;
-    s->boxmuller_flag_double = kExtraFlagNormal;
-    return first;
-  }
-  s->boxmuller_flag_double = 0;
-  return s->boxmuller_extra_double;
+  return CachedPair<double>(&s->boxmuller_flag_double, &s->boxmuller_extra_double, pair);
 }
 
 template <class State>
