@@ -2,7 +2,8 @@
  * \file tl_templates/sim/musa_runtime.h
  * \brief The simulator's musa_runtime.h: the MUSA runtime API subset used by generated host wrappers, plus (as
  *        with mcc, where the runtime header brings the device built-ins) the kernel-language keywords, vector
- *        types and device built-ins, all modelled on the CPU.
+ *        types and device built-ins, all modelled on the CPU (including the asynchronous ones: async barriers, LDLMS
+ *        and robust copies, TME, which bring musa.h's tensor descriptor and musa_robust.h with them).
  *
  * Compile a generated `.mu` as one shared library with
  *   g++ -std=c++17 -O2 -fPIC -shared -x c++ -pthread -I<repo>/src -I<repo>/src/tl_templates/sim \
@@ -39,6 +40,9 @@
 #include "sim/mma_mp22.h"
 #include "sim/sqmma.h"
 #include "sim/access_checks.h"
+#include "sim/async_barrier.h"
+#include "sim/async_copy.h"
+#include "sim/tme.h"
 
 #pragma GCC visibility push(hidden)
 

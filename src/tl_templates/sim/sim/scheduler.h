@@ -11,9 +11,14 @@
  * Everything that synchronises threads is one mechanism, a *rendezvous* of a set of threads within a group (the
  * block, a warp, a squad of 4 warps): each participant deposits a payload and waits; the last to arrive runs the
  * collective's exchange, which writes every participant's result, and wakes the others. `__syncthreads` is a
- * rendezvous of the whole block with no payload; a warp shuffle one of the lanes named by its mask. Later:
- * squad-wide SQMMA, async barriers and async copies completing at their wait are further collectives of the same
- * kind.
+ * rendezvous of the whole block with no payload; a warp shuffle one of the lanes named by its mask; squad-wide
+ * SQMMA issue another.
+ *
+ * The second way to wait is a *condition wait* (WaitForWake): a thread blocks until a device model wakes it
+ * (Wake), e.g. an async-barrier wait until its phase completes. Models keep their state as block extensions
+ * (BlockExtension), which the runner tells when a rendezvous completes, a thread exits, or no thread is ready
+ * (OnQuiescent: the last chance to make progress, e.g. to count an async-barrier arrival of a warp whose other
+ * lanes went elsewhere), and asks to describe their waiting threads when the block deadlocks.
  *
  * Stricter than hardware, and never a hang: threads of a group reaching different collectives, a mask naming a
  * thread that has exited, a thread exiting while others wait for it, and a state where no thread can proceed
@@ -85,18 +90,29 @@ class ThreadSet {
 enum class Group : uint8_t { kBlock = 0, kWarp = 1, kSquad = 2 };
 inline constexpr int kNumGroupKinds = 3;
 
+class BlockRunner;
+struct Rendezvous;
+struct Fiber;
+
 /*!
  * \brief State a device model outside the scheduler keeps for the running block between collectives (e.g. SQMMA
  *        operations in flight until their wait). The runner owns one per kind; every block starts without any.
+ *        The hooks run on the stack of the thread that triggered them and may Fail() the block.
  */
 struct BlockExtension {
   virtual ~BlockExtension() = default;
+  /*! \brief A rendezvous of a warp or squad completed (before its participants resume). */
+  virtual void OnRendezvous(BlockRunner&, const Rendezvous&) {}
+  /*! \brief `thread` finished the kernel (it is already counted as exited). */
+  virtual void OnThreadExit(BlockRunner&, Fiber&) {}
+  /*! \brief No thread is ready: wake threads (BlockRunner::Wake) if the model can make progress; true if it did. */
+  virtual bool OnQuiescent(BlockRunner&) { return false; }
+  /*! \brief The block deadlocked: append (BlockRunner::Append) what this model's threads wait for. */
+  virtual void DescribeWaits(BlockRunner&) {}
 };
-enum class ExtensionKind : uint8_t { kSqmma = 0 };
-inline constexpr int kNumExtensionKinds = 1;
-
-class BlockRunner;
-struct Rendezvous;
+// kAsyncOrder and kAsyncWrites are checked mode's (race_detector.h); the others are the device models'.
+enum class ExtensionKind : uint8_t { kSqmma = 0, kAsyncBarrier, kAsyncCopy, kTmeStore, kAsyncOrder, kAsyncWrites };
+inline constexpr int kNumExtensionKinds = 6;
 
 /*! \brief What a rendezvous does once every participant has arrived. */
 struct Collective {
@@ -137,6 +153,10 @@ struct Fiber {
   uint32_t linear = 0;  // x + y * blockDim.x + z * blockDim.x * blockDim.y
   FiberState state = FiberState::kReady;
   Rendezvous* waiting_on = nullptr;
+  // A condition wait (WaitForWake, waiting_on null): what the thread waits at, for deadlock messages.
+  const char* wait_what = nullptr;
+  const char* wait_file = "";
+  int wait_line = 0;
   CollectiveSlot slot;
   uint32_t activemask_calls = 0;  // see __activemask (warp.h)
 };
@@ -213,6 +233,7 @@ class BlockRunner {
       Fiber& f = fibers_[i];
       f.state = FiberState::kReady;
       f.waiting_on = nullptr;
+      f.wait_what = nullptr;
       f.activemask_calls = 0;
       PrepareContext(&f.ctx, stacks_->StackLow(i), usable, &FiberMain, &f);
       Push(f);
@@ -309,6 +330,9 @@ class BlockRunner {
       ++epochs_[static_cast<int>(g)][index];
       NoteProgress();
       if (op.exchange != nullptr) op.exchange(*this, *rv);
+      if (g != Group::kBlock)
+        for (auto& extension : extensions_)
+          if (extension != nullptr) extension->OnRendezvous(*this, *rv);
       rv->members.ForEach([&](uint32_t i) {
         if (i == me) return;
         Fiber& f = fibers_[base + i];
@@ -324,6 +348,40 @@ class BlockRunner {
     self.waiting_on = rv;
     Suspend(self);
     return self.slot.out;
+  }
+
+  /*!
+   * \brief The running thread blocks until a device model wakes it (Wake). `what`, `file` and `line` say where it
+   *        waits, for the deadlock message; a block where every live thread waits and no model can wake one is a
+   *        deadlock.
+   */
+  void WaitForWake(const char* what, const char* file, int line) {
+    Fiber& self = current();
+    self.state = FiberState::kWaiting;
+    self.waiting_on = nullptr;
+    self.wait_what = what;
+    self.wait_file = file;
+    self.wait_line = line;
+    Suspend(self);
+  }
+  /*! \brief Make `thread`, blocked in WaitForWake, ready again. */
+  void Wake(Fiber& thread) {
+    if (thread.state != FiberState::kWaiting || thread.waiting_on != nullptr) return;
+    thread.state = FiberState::kReady;
+    thread.wait_what = nullptr;
+    Push(thread);
+    NoteProgress();
+  }
+  /*! \brief Threads that have not exited. */
+  uint32_t live() const { return live_; }
+
+  /*! \brief Append to the error message, truncating at its end (for DescribeWaits). */
+  __attribute__((format(printf, 2, 3))) void Append(const char* fmt, ...) {
+    const size_t used = std::strlen(message_);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(message_ + used, sizeof(message_) - used, fmt, ap);
+    va_end(ap);
   }
 
   /*! \brief Abort the block from the running thread: record the error and return to the scheduler for good. */
@@ -377,6 +435,8 @@ class BlockRunner {
   [[noreturn]] void OnExit(Fiber& self) {
     self.state = FiberState::kExited;
     --live_;
+    for (auto& extension : extensions_)
+      if (extension != nullptr) extension->OnThreadExit(*this, self);
     for (int g = 0; g < kNumGroupKinds; ++g) {
       const uint32_t index = GroupIndex(static_cast<Group>(g), self.linear);
       for (Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
@@ -451,6 +511,7 @@ class BlockRunner {
    *         if none is ready. */
   void Suspend(Fiber& self) {
     Fiber* next = Pop();
+    if (next == nullptr && Quiesce()) next = Pop();
     if (next == &self) {
       Activate(self);
     } else if (next != nullptr) {
@@ -459,6 +520,13 @@ class BlockRunner {
     } else {
       SwitchContext(&self.ctx, &scheduler_);
     }
+  }
+  /*! \brief No thread is ready: let the device models make progress. True if one woke a thread. */
+  bool Quiesce() {
+    bool woke = false;
+    for (auto& extension : extensions_)
+      if (extension != nullptr && ready_size_ == 0) woke = extension->OnQuiescent(*this) || woke;
+    return woke && ready_size_ > 0;
   }
   /*! \brief Checked mode: the running thread rejoins the ready threads and a random one continues. */
   void Yield(Fiber& self) {
@@ -479,21 +547,14 @@ class BlockRunner {
     return group_name_;
   }
 
-  /*! \brief Append to the error message, truncating at its end. */
-  __attribute__((format(printf, 2, 3))) void Append(const char* fmt, ...) {
-    const size_t used = std::strlen(message_);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(message_ + used, sizeof(message_) - used, fmt, ap);
-    va_end(ap);
-  }
-
   /*! \brief Every live thread waits: name up to three pending rendezvous and, for each, a thread it lacks. */
   void DescribeDeadlock() {
     code_ = musaErrorLaunchFailure;
     message_[0] = '\0';
     Append("block (%u,%u,%u): deadlock, no thread can proceed:", block_idx_.x, block_idx_.y, block_idx_.z);
     AppendWaiting(3);
+    for (auto& extension : extensions_)
+      if (extension != nullptr) extension->DescribeWaits(*this);
   }
 
   /*! \brief Name up to `limit` pending rendezvous and, for each, a thread it lacks that waits elsewhere. */
@@ -585,7 +646,7 @@ class BlockRunner {
   uint32_t interrupted_ = 0;  // the interrupted thread's linear id
   uintptr_t fault_address_ = 0;
   musaError_t code_ = musaSuccess;
-  char message_[900];
+  char message_[1024];
   char group_name_[32];
 };
 

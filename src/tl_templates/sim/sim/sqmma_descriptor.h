@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "swizzle.h"
+
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
 namespace sqmma {
@@ -64,9 +66,7 @@ inline bool DecodeDescriptor(uint32_t raw, Descriptor* out, char* why, size_t wh
 
 /*! \brief The swizzled (physical) byte address of unswizzled address `a`, granularity `sg` bytes (0 = none). */
 inline uint32_t SwizzleAddress(uint32_t a, uint32_t sg) {
-  if (sg == 0) return a;
-  const uint32_t shift = sg == 16 ? 4 : sg == 32 ? 5 : 6;
-  return a ^ (((a >> 8) & (kSwizzleLineBytes / sg - 1)) << shift);
+  return SwizzledAddress(a, sg, kSwizzleLineBytes, kSwizzleLineBytes);  // the copy engine's, stride = line = 256 B
 }
 
 /*! \brief The unswizzled byte address of element (r, k) of an operand read through `d`. */

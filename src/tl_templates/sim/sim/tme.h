@@ -1,0 +1,348 @@
+/*!
+ * \file tl_templates/sim/sim/tme.h
+ * \brief mp_31's TME (tensor memory engine): tiles of a tensor described by a MUtensorDescriptor (musa.h) copied
+ *        between global and shared memory.
+ *
+ * Prototypes, as device code calls them (MUSA_FACTS.md, Data movement; the port's tl_templates/musa/copy_mp31.h):
+ *   void __musa_tme_ld_tile_Nd(uint32_t bar, void* smem, uint64_t desc_addr, B box, B coord, int sg, int ss, int sl,
+ *                              int prefetch[, int inner_hint, int outer_hint, int l2]);
+ *   void __musa_tme_st_Nd(void* smem, uint64_t desc_addr, B box, B coord, int sg, int ss, int sl
+ *                         [, int inner_hint, int outer_hint, int l2]);
+ *   void __musa_tme_store_commit();     // the thread's stores issued so far form a group
+ *   void __musa_tme_store_read_wait();  // the committed stores have read shared memory (and, here, written global)
+ *   void __musa_tme_idf_l2();  void __musa_prefetch_only(const void*);   // fences and hints: no effect here
+ * N = 1..5; B is int32_t for N = 1, else vNi32_t (sim/vector_i32.h), innermost dimension first. `box` is the
+ * extent per dimension, `coord` the first element (negative or past the end is allowed), `desc_addr` the address of
+ * the kernel's MUtensorDescriptor parameter, whose rank must be N. sg (granularity) 0 none, 1..3 = 16/32/64 B;
+ * ss (stride) 0..3 = 32..256 B; sl (line) 0..1 = 128/256 B; sg < ss + 2 and ss <= sl + 2. Cache hints 0..3.
+ *
+ * Shared layout: the box packed densely, dimension 0 fastest, starting at `smem` (16-byte aligned [I]; the
+ * innermost extent a multiple of 16 bytes [I]), then each byte moved by the swizzle of its absolute shared address
+ * (swizzle.h, the same function SQMMA's operand addressing uses). Swizzled copies need `smem` in the dynamic
+ * shared buffer, which has shared addresses (shared_address.h).
+ *
+ * Loads are issued per thread; the tile is read from global memory at issue (out-of-bounds elements take the low
+ * bytes of the descriptor's oobConstantFill, normally 0), the destination is poisoned at issue, and the bytes
+ * count as transaction bytes on barrier `bar` (async_barrier.h): the data lands when a thread waits for that
+ * barrier's phase and the phase completes. Stores are also per thread: they read shared memory at
+ * __musa_tme_store_read_wait, after a commit (the latest the engine may read it, so a kernel that overwrites the
+ * tile before waiting stores the new data: stricter than reading at issue, which would hide that bug), and write
+ * the in-bounds elements; out-of-bounds elements are dropped. A store never waited for is dropped with the block.
+ * Checked mode: an access to bytes a load has not landed, or a write to bytes a store has not read, is an error
+ * naming the copy; so is a thread exiting with stores not waited for, or a block ending with loads that never
+ * landed.
+ */
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../musa.h"
+#include "async_barrier.h"
+#include "config.h"
+#include "race_detector.h"
+#include "scheduler.h"
+#include "shared_address.h"
+#include "swizzle.h"
+#include "unavailable_builtin.h"
+#include "vector_i32.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+namespace tme {
+
+inline constexpr uint32_t kChunk = 16;  // the smallest swizzle granularity: chunks move as a whole
+
+struct Swizzle {
+  uint32_t granularity = 0, stride = 256, line = 256;
+};
+
+/*! \brief One copy's geometry: the descriptor, the box, and where each 16-byte chunk of the box lives in shared. */
+struct Tile {
+  TensorDescriptor desc;
+  uint32_t rank = 0;
+  int64_t extent[TensorDescriptor::kMaxRank] = {};
+  int64_t coord[TensorDescriptor::kMaxRank] = {};
+  uint64_t bytes = 0;
+  std::vector<unsigned char*> chunks;  // shared address of chunk i of the dense box
+
+  /*! \brief Call f(offset in the box, global address or null when out of bounds) for every element. */
+  template <typename F>
+  void ForEachElement(F&& f) const {
+    const uint64_t elems = bytes / desc.elem_bytes;
+    int64_t index[TensorDescriptor::kMaxRank] = {};
+    for (uint64_t e = 0; e < elems; ++e) {
+      bool inside = true;
+      uint64_t address = desc.address;
+      for (uint32_t d = 0; d < rank; ++d) {
+        const int64_t c = coord[d] + index[d];
+        if (c < 0 || static_cast<uint64_t>(c) >= desc.dims[d]) inside = false;
+        else address += static_cast<uint64_t>(c) * desc.strides[d];
+      }
+      f(e * desc.elem_bytes, inside ? reinterpret_cast<unsigned char*>(address) : nullptr);
+      for (uint32_t d = 0; d < rank && ++index[d] == extent[d]; ++d) index[d] = 0;
+    }
+  }
+};
+
+/*! \brief Validate a copy's arguments and plan its tile; any error fails the launch naming `what` and the line. */
+inline Tile Plan(BlockRunner& block, const char* what, void* smem, uint64_t desc_addr, uint32_t rank,
+                 const int32_t* box, const int32_t* coord, int sg, int ss, int sl, const int* hints, int hint_count,
+                 const char* file, int line) {
+  const char* where = SourceName(file);
+  Tile t;
+  if (desc_addr == 0)
+    block.Fail(musaErrorIllegalAddress, "%s (%s:%d): the descriptor address is 0", what, where, line);
+  std::memcpy(&t.desc, reinterpret_cast<const void*>(desc_addr), sizeof(t.desc));
+  if (t.desc.magic != TensorDescriptor::kMagic)
+    block.Fail(musaErrorIllegalInstruction,
+               "%s (%s:%d): 0x%llx is not the address of a MUtensorDescriptor filled by muTensorDescriptorEncode",
+               what, where, line, static_cast<unsigned long long>(desc_addr));
+  if (t.desc.rank != rank)
+    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): the descriptor is of rank %u, the built-in of rank %u", what,
+               where, line, t.desc.rank, rank);
+  if (sg < 0 || sg > 3 || ss < 0 || ss > 3 || sl < 0 || sl > 1 || !(sg < ss + 2) || !(ss <= sl + 2))
+    block.Fail(musaErrorIllegalInstruction,
+               "%s (%s:%d): swizzle sg=%d ss=%d sl=%d is invalid (sg 0..3, ss 0..3, sl 0..1, sg < ss + 2, ss <= sl + 2)",
+               what, where, line, sg, ss, sl);
+  for (int i = 0; i < hint_count; ++i)
+    if (hints[i] < 0 || hints[i] > 3)
+      block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): cache hint %d is not 0..3 (NONE, ONCE, NORMAL, PERSIST)",
+                 what, where, line, hints[i]);
+  Swizzle swizzle;
+  swizzle.granularity = sg == 0 ? 0 : 8u << sg;
+  swizzle.stride = 32u << ss;
+  swizzle.line = 128u << sl;
+  t.rank = rank;
+  uint64_t elems = 1;
+  for (uint32_t d = 0; d < rank; ++d) {
+    if (box[d] < 1)
+      block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): box extent %d of dimension %u is not positive", what,
+                 where, line, box[d], d);
+    t.extent[d] = box[d];
+    t.coord[d] = coord[d];
+    elems *= static_cast<uint64_t>(box[d]);
+  }
+  t.bytes = elems * t.desc.elem_bytes;
+  if (static_cast<uint64_t>(box[0]) * t.desc.elem_bytes % kChunk != 0)
+    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): the box's innermost extent is %d elements of %u bytes, not a "
+               "multiple of 16 bytes [I]", what, where, line, box[0], t.desc.elem_bytes);
+  auto* p = static_cast<unsigned char*>(smem);
+  if (p == nullptr || reinterpret_cast<uintptr_t>(p) % kChunk != 0)
+    block.Fail(musaErrorIllegalAddress, "%s (%s:%d): shared address %p is not 16-byte aligned [I]", what, where, line,
+               smem);
+  const unsigned char* arena = buf_dyn_shmem;
+  const bool in_arena = p >= arena && p < arena + kDynamicSmemCapacity;
+  if (in_arena && static_cast<uint64_t>(p - arena) + t.bytes > SharedArenaBytes())
+    block.Fail(musaErrorIllegalAddress,
+               "%s (%s:%d): the %llu-byte box at shared address %zu ends past the launch's %zu bytes of dynamic "
+               "shared memory",
+               what, where, line, static_cast<unsigned long long>(t.bytes), static_cast<size_t>(p - arena),
+               SharedArenaBytes());
+  if (!in_arena && swizzle.granularity != 0)
+    block.Fail(musaErrorIllegalAddress,
+               "%s (%s:%d): a swizzled copy needs its tile in the dynamic shared buffer (buf_dyn_shmem), whose "
+               "addresses the swizzle acts on", what, where, line);
+  t.chunks.resize(t.bytes / kChunk);
+  for (uint64_t i = 0; i < t.chunks.size(); ++i) {
+    if (!in_arena) {
+      t.chunks[i] = p + i * kChunk;
+      continue;
+    }
+    const auto a = static_cast<uint32_t>(p - arena + i * kChunk);
+    t.chunks[i] = SharedArenaAt(SwizzledAddress(a, swizzle.granularity, swizzle.stride, swizzle.line));
+  }
+  return t;
+}
+
+/*! \brief Checked mode: register `t`'s shared bytes as in flight for a transfer of the running thread. */
+inline uint32_t BeginTransfer(BlockRunner& block, const Tile& t, const char* what, bool engine_reads,
+                              const char* hint, const char* file, int line) {
+  RaceDetector* detector = g_thread.race_detector;
+  if (detector == nullptr) return 0;
+  AsyncTransfer transfer;
+  transfer.what = what;
+  transfer.file = file;
+  transfer.line = line;
+  transfer.thread = block.current().linear;
+  transfer.engine_reads = engine_reads;
+  transfer.hint = hint;
+  const uint32_t id = detector->BeginTransfer(block, transfer);
+  for (unsigned char* chunk : t.chunks) detector->MarkTransfer(block, id, chunk, kChunk, transfer);
+  return id;
+}
+
+/*! \brief Checked mode: the transfer ended; its shared bytes were accessed by thread `thread` (race detector). */
+inline void EndTransfer(BlockRunner& block, const Tile& t, uint32_t id, uint32_t thread, bool store, int line) {
+  RaceDetector* detector = g_thread.race_detector;
+  if (detector == nullptr) return;
+  for (unsigned char* chunk : t.chunks) {
+    detector->EndTransfer(block, id, chunk, kChunk);
+    detector->AccessSharedBy(block, thread, chunk, kChunk, store, store ? "a TME load's tile" : "a TME store's tile",
+                             chunk, line);
+  }
+}
+
+template <uint32_t kRank>
+inline void Load(uint32_t bar, void* smem, uint64_t desc_addr, const int32_t* box, const int32_t* coord, int sg,
+                 int ss, int sl, int prefetch, int inner, int outer, int l2, const char* what, const char* file,
+                 int line) {
+  (void)prefetch;
+  (void)l2;
+  BlockRunner& block = CurrentBlock(what);
+  const int hints[2] = {inner, outer};
+  auto tile = std::make_shared<Tile>(Plan(block, what, smem, desc_addr, kRank, box, coord, sg, ss, sl, hints, 2,
+                                          file, line));
+  auto image = std::make_shared<std::vector<unsigned char>>(tile->bytes);
+  const uint32_t elem = tile->desc.elem_bytes;
+  const uint64_t fill = tile->desc.oob_fill;
+  tile->ForEachElement([&](uint64_t offset, const unsigned char* global) {
+    if (global != nullptr) std::memcpy(image->data() + offset, global, elem);
+    else std::memcpy(image->data() + offset, &fill, elem);  // little-endian: the low bytes [I]
+  });
+  const uint32_t id =
+      BeginTransfer(block, *tile, what, false, "missing __musa_async_wait on its barrier?", file, line);
+  for (unsigned char* chunk : tile->chunks) std::memset(chunk, kPoisonByte, kChunk);
+  async::BarrierLoad load;
+  load.bytes = tile->bytes;
+  load.thread = block.current().linear;
+  load.what = what;
+  load.file = file;
+  load.line = line;
+  const uint32_t issuer = load.thread;
+  load.land = [tile, image, id, issuer, line](BlockRunner& b) {
+    for (uint64_t i = 0; i < tile->chunks.size(); ++i) std::memcpy(tile->chunks[i], image->data() + i * kChunk, kChunk);
+    EndTransfer(b, *tile, id, issuer, true, line);
+  };
+  async::IssueLoad(bar, std::move(load));
+}
+
+/*! \brief A store issued by one thread, until its read_wait. */
+struct Store {
+  std::shared_ptr<Tile> tile;
+  bool committed = false;
+  uint32_t transfer = 0;
+  const char* what = "";
+  const char* file = "";
+  int line = 0;
+};
+
+struct Stores final : BlockExtension {
+  explicit Stores(uint32_t threads) : pending(threads) {}
+  std::vector<std::deque<Store>> pending;  // by linear thread id, in issue order
+
+  void OnThreadExit(BlockRunner& block, Fiber& thread) override {
+    std::deque<Store>& mine = pending[thread.linear];
+    if (mine.empty() || !block.checked()) return;
+    const Store& s = mine.front();
+    block.Fail(musaErrorLaunchFailure,
+               "the thread exits with %zu TME stores not waited for, the first (%s) issued at %s:%d (missing "
+               "__musa_tme_store_commit and __musa_tme_store_read_wait?)",
+               mine.size(), s.what, SourceName(s.file), s.line);
+  }
+};
+
+inline Stores& GetStores(BlockRunner& block) {
+  std::unique_ptr<BlockExtension>& slot = block.extension(ExtensionKind::kTmeStore);
+  if (slot == nullptr) slot.reset(new Stores(block.thread_count()));
+  return *static_cast<Stores*>(slot.get());
+}
+
+template <uint32_t kRank>
+inline void StoreTile(void* smem, uint64_t desc_addr, const int32_t* box, const int32_t* coord, int sg, int ss,
+                      int sl, int inner, int outer, int l2, const char* what, const char* file, int line) {
+  (void)l2;
+  BlockRunner& block = CurrentBlock(what);
+  const int hints[2] = {inner, outer};
+  Store s;
+  s.tile = std::make_shared<Tile>(Plan(block, what, smem, desc_addr, kRank, box, coord, sg, ss, sl, hints, 2, file,
+                                       line));
+  s.what = what;
+  s.file = file;
+  s.line = line;
+  s.transfer = BeginTransfer(block, *s.tile, what, true, "missing __musa_tme_store_read_wait?", file, line);
+  GetStores(block).pending[block.current().linear].push_back(std::move(s));
+}
+
+inline void Commit() {
+  BlockRunner& block = CurrentBlock("__musa_tme_store_commit");
+  for (Store& s : GetStores(block).pending[block.current().linear]) s.committed = true;
+}
+
+/*! \brief Complete the running thread's committed stores: read the tiles from shared memory, write global. */
+inline void ReadWait(int line) {
+  BlockRunner& block = CurrentBlock("__musa_tme_store_read_wait");
+  auto* stores = static_cast<Stores*>(block.extension(ExtensionKind::kTmeStore).get());
+  if (stores == nullptr) return;
+  const uint32_t me = block.current().linear;
+  std::deque<Store>& mine = stores->pending[me];
+  while (!mine.empty() && mine.front().committed) {
+    const Tile& t = *mine.front().tile;
+    EndTransfer(block, t, mine.front().transfer, me, false, line);
+    std::vector<unsigned char> image(t.bytes);
+    for (uint64_t i = 0; i < t.chunks.size(); ++i) std::memcpy(image.data() + i * kChunk, t.chunks[i], kChunk);
+    t.ForEachElement([&](uint64_t offset, unsigned char* global) {
+      if (global != nullptr) std::memcpy(global, image.data() + offset, t.desc.elem_bytes);
+    });
+    mine.pop_front();
+  }
+}
+
+}  // namespace tme
+}  // namespace tl_sim
+
+#if __MUSA_ARCH__ >= 310
+// The trailing parameters capture the call site for error messages; kernels call these without them.
+inline void __musa_tme_ld_tile_1d(uint32_t bar, void* smem, uint64_t desc, int32_t box, int32_t coord, int sg, int ss,
+                                  int sl, int prefetch, int inner = 2, int outer = 2, int l2 = 0,
+                                  const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  tl_sim::tme::Load<1>(bar, smem, desc, &box, &coord, sg, ss, sl, prefetch, inner, outer, l2, "__musa_tme_ld_tile_1d",
+                       file, line);
+}
+inline void __musa_tme_st_1d(void* smem, uint64_t desc, int32_t box, int32_t coord, int sg, int ss, int sl,
+                             int inner = 2, int outer = 2, int l2 = 0, const char* file = __builtin_FILE(),
+                             int line = __builtin_LINE()) {
+  tl_sim::tme::StoreTile<1>(smem, desc, &box, &coord, sg, ss, sl, inner, outer, l2, "__musa_tme_st_1d", file, line);
+}
+#define TL_SIM_TME_RANK(N)                                                                                            \
+  inline void __musa_tme_ld_tile_##N##d(uint32_t bar, void* smem, uint64_t desc, v##N##i32_t box, v##N##i32_t coord,  \
+                                        int sg, int ss, int sl, int prefetch, int inner = 2, int outer = 2,           \
+                                        int l2 = 0, const char* file = __builtin_FILE(),                              \
+                                        int line = __builtin_LINE()) {                                                \
+    tl_sim::tme::Load<N>(bar, smem, desc, box.v, coord.v, sg, ss, sl, prefetch, inner, outer, l2,                     \
+                         "__musa_tme_ld_tile_" #N "d", file, line);                                                   \
+  }                                                                                                                   \
+  inline void __musa_tme_st_##N##d(void* smem, uint64_t desc, v##N##i32_t box, v##N##i32_t coord, int sg, int ss,     \
+                                   int sl, int inner = 2, int outer = 2, int l2 = 0,                                  \
+                                   const char* file = __builtin_FILE(), int line = __builtin_LINE()) {                \
+    tl_sim::tme::StoreTile<N>(smem, desc, box.v, coord.v, sg, ss, sl, inner, outer, l2, "__musa_tme_st_" #N "d",      \
+                              file, line);                                                                            \
+  }
+TL_SIM_TME_RANK(2)
+TL_SIM_TME_RANK(3)
+TL_SIM_TME_RANK(4)
+TL_SIM_TME_RANK(5)
+#undef TL_SIM_TME_RANK
+inline void __musa_tme_store_commit() { tl_sim::tme::Commit(); }
+inline void __musa_tme_store_read_wait(int line = __builtin_LINE()) { tl_sim::tme::ReadWait(line); }
+inline void __musa_tme_idf_l2() {}
+inline void __musa_prefetch_only(const void*) {}
+#else
+#define TL_SIM_TME_UNAVAILABLE(N)                                                    \
+  TL_SIM_UNAVAILABLE_BUILTIN(__musa_tme_ld_tile_##N##d, "mp_31/mp_32 (TME)")         \
+  TL_SIM_UNAVAILABLE_BUILTIN(__musa_tme_st_##N##d, "mp_31/mp_32 (TME)")
+TL_SIM_TME_UNAVAILABLE(1)
+TL_SIM_TME_UNAVAILABLE(2)
+TL_SIM_TME_UNAVAILABLE(3)
+TL_SIM_TME_UNAVAILABLE(4)
+TL_SIM_TME_UNAVAILABLE(5)
+#undef TL_SIM_TME_UNAVAILABLE
+TL_SIM_UNAVAILABLE_BUILTIN(__musa_tme_store_commit, "mp_31/mp_32 (TME)")
+TL_SIM_UNAVAILABLE_BUILTIN(__musa_tme_store_read_wait, "mp_31/mp_32 (TME)")
+TL_SIM_UNAVAILABLE_BUILTIN(__musa_tme_idf_l2, "mp_31/mp_32 (TME)")
+#endif
+#pragma GCC visibility pop
