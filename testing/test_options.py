@@ -67,7 +67,7 @@ def test_copy_cache_policy_warns_that_it_needs_tme():
 
 
 @pytest.mark.parametrize("key", ["TL_DISABLE_WARP_SPECIALIZED", "TL_DISABLE_TMA_LOWER",
-                                 "TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION", "TL_DISABLE_INDEX_TYPE_PROMOTION"])
+                                 "TL_DISABLE_INDEX_TYPE_PROMOTION"])
 def test_pass_configs_without_a_subject_warn(key, recwarn):
     from tilelang_musa.transform import normalize_pass_configs
 

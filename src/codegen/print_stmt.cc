@@ -107,8 +107,11 @@ void MusaPrinter::VisitBind(const ObjectRef& op) {
   std::string value = PrintBare(bind.value());
   ObjectRef ty = VarView(var).ty();
   static const TypeKey pointer_type("ir.PointerType");
+  static const TypeKey call_type("ir.Call");
   std::string type;
-  if (IsA(ty, pointer_type)) {
+  if (IsA(bind.value(), call_type) && CallView(bind.value()).op_name() == "tl.make_robust_desc") {
+    type = "const tl::RobustDesc";  // a descriptor value (T.make_robust_desc), not a pointer: async_copy.h
+  } else if (IsA(ty, pointer_type)) {
     type = PointeeTypeName(ty) + "*";
   } else {
     DataType t = DTypeOf(var);

@@ -22,6 +22,9 @@ TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "scan.h", "debug.h", "ge
 HEADER = "".join(f'#include "tl_templates/musa/{h}"\n' for h in TEMPLATE_HEADERS) + "#include <cstdio>\n"
 # Only kernels that draw random numbers (T.rng_init) include murand: curand_kernel.h-like headers are heavy.
 RANDOM_HEADER = '#include "tl_templates/musa/random.h"\n'
+# Likewise the asynchronous-copy and robust-descriptor templates, for kernels that call them.
+ASYNC_COPY_HEADER = '#include "tl_templates/musa/async_copy.h"\n'
+ASYNC_COPY_MARKERS = ("tl::barrier_", "tl::async_copy", "tl::robust_copy", "tl::make_robust_desc", "tl::lma_wait")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class KernelSource:
 
     def _unit(self, device: str) -> str:
         header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
+        header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
         return f"{header}\n{device}\n\n{self.host}"
 
 

@@ -9,6 +9,11 @@ from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
 )
 from .builtin import sync_threads, thread_return, use_swizzle, wait_sqmma, wait_wgmma
+from .barrier import (
+    alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
+    mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
+)
+from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp import (
@@ -100,7 +105,10 @@ __all__ = [
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
-    "use_swizzle", "Var", "vectorized", "view", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
+    "use_swizzle", "Var", "vectorized", "view",
+    "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
+    "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
+    "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
     "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", *UNSUPPORTED, *VECTOR_DTYPES,
 ]
 

@@ -250,6 +250,14 @@ def _indices(buffer: Any, index: Any) -> list[Any]:
     return [index]
 
 
+def expr_statement(value: Any) -> Any:
+    """A bare expression statement of the kernel: an IR call is evaluated (it is there for its effect); anything
+    else (None from a construct that emitted its own IR, a docstring) is left alone."""
+    if _TRACES and _TRACES[-1].kernel is not None and isinstance(value, tvm.ir.Call):
+        Tb.evaluate(value)
+    return value
+
+
 def store(target: Any, index: Any, value: Any) -> None:
     """`target[index] = value`: a BufferStore for buffers, Python item assignment otherwise."""
     if not is_buffer(target):

@@ -35,21 +35,34 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
     every thread after it. The compiler inserts the barriers a kernel needs by itself; this is for code
     that needs one the analysis cannot see.
 
-    Upstream's named form `T.sync_threads(barrier_id, arrive_count)` is accepted when every thread of the block
-    arrives (the id then changes nothing); a barrier over a subset of the block has no MUSA built-in we know
-    of, and is rejected rather than turned into a block barrier that would deadlock."""
+    Upstream's named form `T.sync_threads(barrier_id, arrive_count)`: `arrive_count` threads (a multiple of the
+    warp size, the warps that take part) wait for each other at barrier `barrier_id` (0..15); the other threads
+    do not take part. When every thread of the block arrives it is the block barrier. On mp_31 a named barrier is
+    an asynchronous barrier of `arrive_count` threads (arrive, then wait for the phase it arrived in); mp_21/mp_22
+    have none (a compile error)."""
     trace = kernel_trace("T.sync_threads")
     static_id = static_value(barrier_id) if isinstance(barrier_id, tvm.ir.Expr) else barrier_id
     if static_id is not None and (not isinstance(static_id, int) or not 0 <= static_id < 16):
         raise trace.error(f"T.sync_threads: barrier_id={barrier_id!r} must be an integer from 0 to 15")
     if isinstance(barrier_id, tvm.ir.Expr) and not str(barrier_id.ty.dtype).startswith(("int", "uint")):
         raise trace.error(f"T.sync_threads: barrier_id `{barrier_id}` must be an integer")
-    if arrive_count is not None and arrive_count != trace.kernel.num_threads:
-        raise trace.error(
-            f"T.sync_threads(arrive_count={arrive_count!r}): a barrier over part of the block's "
-            f"{trace.kernel.num_threads} threads (a named barrier) has no MUSA equivalent; synchronize the whole "
-            "block (T.sync_threads()) or use the asynchronous barriers")
-    Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+    threads = trace.kernel.num_threads
+    if arrive_count is None or arrive_count == threads:
+        Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        return
+    if not isinstance(arrive_count, int) or isinstance(arrive_count, bool) or not 0 < arrive_count < threads:
+        raise trace.error(f"T.sync_threads: arrive_count={arrive_count!r} must be a positive int of at most the "
+                          f"block's {threads} threads")
+    if static_id is None:
+        raise trace.error(f"T.sync_threads: a barrier over {arrive_count} of the block's {threads} threads (a named "
+                          f"barrier) needs a compile-time barrier_id from 0 to 15; got {barrier_id!r}")
+    from .barrier import USER_NAMED_BARRIER
+
+    attrs = {USER_NAMED_BARRIER: 1, **({"tl.loc": str(trace.loc)} if trace.loc is not None else {})}
+    # IR of a named barrier: tvm_storage_sync("shared", id, count); LowerAsyncBarriers makes it an async barrier.
+    Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get("tirx.tvm_storage_sync"),
+                            [tvm.ir.expr.StringImm("shared"), tirx.const(static_id, "int32"),
+                             tirx.const(arrive_count, "int32")], attrs=attrs, ret_ty="int32"))
 
 
 def thread_return() -> None:

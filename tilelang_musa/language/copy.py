@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import tvm
+
 from ..diagnostics import warn_once
-from ..errors import UnsupportedError
 from ..tileop import Copy, emit_tile_op
-from ..tileop.copy import resolve_extents
+from ..tileop.async_copy import ASYNC_WAIT, check_async_operands, check_robust_operands
+from ..tileop.copy import ASYNC_ATTR, PER_THREAD_ATTR, resolve_extents
 from ..tileop.region import to_region
 from .builder import kernel_trace
 
@@ -20,7 +22,11 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
          **kwargs: Any) -> None:
     """dst = src (cast to dst's dtype). Each side is a buffer, a slice, or an element used as the origin of
     a region shaped like the other side: `T.copy(A[by * 64, k * 32], A_shared)`.
-    Elements of src outside its tensor read as zero; elements of dst outside its tensor are not written."""
+    Elements of src outside its tensor read as zero; elements of dst outside its tensor are not written.
+
+    `force_async_copy=True`: a global -> shared copy of the same dtype through LDLMS asynchronous copies of 4, 8 or
+    16-byte pieces; it still completes before the next statement. `src_robust_desc=d` (`d = T.make_robust_desc(
+    T.address_of(x[i]), nbytes)`): source bytes outside the descriptor read as 0; alone, or with force_async_copy."""
     trace = kernel_trace("T.copy")
     if "barrier" in kwargs:
         raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself, and barrier-managed asynchronous "
@@ -37,18 +43,42 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     if eviction_policy is not None or inner_cache_policy or outer_cache_policy:
         warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy are cache "
                   "hints of TME copies, which this build does not emit yet: the copy runs without them")
-    if force_async_copy or src_robust_desc is not None:
-        what = "force_async_copy=True" if force_async_copy else "src_robust_desc="
-        raise UnsupportedError(f"T.copy({what}) (the LDLMS async-copy path) is not implemented yet", trace.loc)
-    src_region, src_origin = to_region(src, "T.copy", "src")
-    dst_region, dst_origin = to_region(dst, "T.copy", "dst")
-    if src_origin and dst_origin:  # T.copy(A[i], s[j]): one element, copied by each thread that runs it
-        from .builder import store
+    if force_async_copy and coalesced_width is not None:
+        raise trace.error("T.copy: coalesced_width= has no effect with force_async_copy=True (asynchronous copies move "
+                          "4, 8 or 16-byte pieces, the widest that fits); leave it out")
+    emit_copy("T.copy", trace, src, dst, coalesced_width=coalesced_width,
+              async_mode=ASYNC_WAIT if force_async_copy else None, robust_desc=src_robust_desc)
 
-        store(dst.source, tuple(dst.indices), src)
-        return
-    src_region, dst_region = resolve_extents(src_region, src_origin, dst_region, dst_origin, trace.error)
-    op = Copy(src_region, dst_region, trace.loc)
-    op.copy_dims()  # validate the extents now, at the user's line
-    emit_tile_op(Copy.op_name, [src_region.to_ir(), dst_region.to_ir()],
-                 {"coalesced_width": coalesced_width})
+
+def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: int | None = None,
+              async_mode: str | None = None, robust_desc: Any = None) -> None:
+    """The Copy tile op of T.copy / T.async_copy (see tileop/copy.py and tileop/async_copy.py)."""
+    if robust_desc is not None and not _is_robust_desc(robust_desc):
+        raise trace.error(f"{construct}: src_robust_desc must be a descriptor made by T.make_robust_desc; "
+                          f"got {robust_desc!r}")
+    piecewise = async_mode is not None or robust_desc is not None
+    src_region, src_origin = to_region(src, construct, "src")
+    dst_region, dst_origin = to_region(dst, construct, "dst")
+    if async_mode is not None:
+        check_async_operands(construct, src_region, dst_region, trace.error)
+    if robust_desc is not None:
+        check_robust_operands(construct, src_region, dst_region, trace.error)
+    attrs = {"coalesced_width": coalesced_width, ASYNC_ATTR: async_mode}
+    if src_origin and dst_origin:  # T.copy(A[i], s[j]): one element, copied by each thread that runs it
+        if not piecewise:
+            from .builder import store
+
+            store(dst.source, tuple(dst.indices), src)
+            return
+        attrs[PER_THREAD_ATTR] = 1
+    else:
+        src_region, dst_region = resolve_extents(src_region, src_origin, dst_region, dst_origin, trace.error)
+        op = Copy(src_region, dst_region, trace.loc)
+        op.copy_dims()  # validate the extents now, at the user's line
+    args = [src_region.to_ir(), dst_region.to_ir()] + ([robust_desc] if robust_desc is not None else [])
+    emit_tile_op(Copy.op_name, args, attrs)
+
+
+def _is_robust_desc(value: Any) -> bool:
+    """A variable bound to T.make_robust_desc(...) (a handle)."""
+    return isinstance(value, tvm.ir.expr.Var) and isinstance(value.ty, tvm.ir.PointerType)

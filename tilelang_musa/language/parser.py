@@ -13,6 +13,7 @@ constructs that may carry IR values through the runtime helpers in `builder.py`,
     with F(...) as (a, b)  ->  with __tl__.named(F(...), ("a", "b"), True) as (a, b)   (IR names for T.Kernel)
     a and b, not a         ->  __tl__.and_(a, lambda: b), __tl__.not_(a)
     x if c else y          ->  __tl__.select(c, lambda: x, lambda: y)
+    f(...)  (a statement)  ->  __tl__.expr_statement(f(...))   (an IR call is evaluated, as in TVMScript)
     range(...) in a for    ->  __tl__.range_(...)        (a serial TIR loop, as in TVMScript)
 
 and every statement is preceded by `__tl__.loc(line, col)` so that IR built by it (and errors raised
@@ -235,6 +236,11 @@ class _Rewriter(ast.NodeTransformer):
         else:
             value = _call(_helper("declare"), ast.Constant(name), annotation, _thunk(self.visit(node.value)))
         return ast.Assign(targets=[_name(name, ast.Store())], value=value)
+
+    def visit_Expr(self, node: ast.Expr):
+        """A bare expression statement: an IR call it yields is evaluated (TVMScript's rule), so that
+        `T.call_extern("void", "f")` and upstream's `T.mbarrier_arrive(b)` are statements of the kernel."""
+        return ast.Expr(_call(_helper("expr_statement"), self.visit(node.value)))
 
     def visit_With(self, node: ast.With):
         for item in node.items:

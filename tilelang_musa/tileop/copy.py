@@ -3,6 +3,7 @@
 Lowered to a `T.Parallel` nest over the copy's extents (later passes map it onto the threads, vectorize it
 and guard it): a source element outside its tensor reads as zero and a destination element outside its
 tensor is not written (safe-copy predication, off with TL_DISABLE_SAFE_COPY_PREDICATION).
+Asynchronous (LDLMS) and robust-descriptor copies are cut into pieces instead (async_copy.py).
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from tvm import tirx
 
 from ..errors import SourceLoc
 from ..transform.pass_config import PassConfigKey, enabled
+from .async_copy import lower_piecewise_copy
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region, common_extents, is_unit, pair_dims, paired_indices
 
 # Wraps a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
 NO_SAFE_ACCESS = "tl.no_safe_access"
+# Call attributes of the piecewise copies (async_copy.py); a robust descriptor is the call's third argument.
+ASYNC_ATTR = "tl.async"
+PER_THREAD_ATTR = "tl.per_thread"
 
 
 def resolve_extents(src: Region, src_origin: bool, dst: Region, dst_origin: bool, error) -> tuple[Region, Region]:
@@ -51,12 +56,17 @@ class Copy(TileOp):
     dst: Region
     loc: SourceLoc | None = None
     coalesced_width: int | None = None  # elements per access at most (the vectorizer's cap)
+    async_mode: str | None = None  # LDLMS: "wait" (force_async_copy=True) or "commit" (T.async_copy)
+    robust_desc: Any = None  # the T.make_robust_desc variable guarding src (src_robust_desc=)
+    per_thread: bool = False  # one element per thread that runs it (`T.copy(A[i], s[j], force_async_copy=True)`)
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "Copy":
         width = call_attr(call, "coalesced_width")
+        mode = call_attr(call, ASYNC_ATTR)
         return cls(Region.from_ir(call.args[0]), Region.from_ir(call.args[1]), call_loc(call),
-                   None if width is None else int(width))
+                   None if width is None else int(width), None if mode is None else str(mode),
+                   call.args[2] if len(call.args) > 2 else None, bool(call_attr(call, PER_THREAD_ATTR, False)))
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
         """The non-unit dimensions of src and dst, paired in order (their extents are equal, or one is known only
@@ -69,6 +79,8 @@ class Copy(TileOp):
         return dims
 
     def lower(self, args: LowerArgs) -> Any:
+        if self.async_mode is not None or self.robust_desc is not None:
+            return lower_piecewise_copy(self, args)
         dims = self.copy_dims()
         extents = common_extents(self.src, self.dst, dims) or [tirx.const(1, "int32")]
 

@@ -127,7 +127,6 @@ _PTXAS = "ptxas is NVIDIA's assembler; mcc has no option known to match (give mc
 # Keys accepted for upstream scripts whose subject does not exist in this build: setting one (see _is_set)
 # warns once, why. docs/PASS_CONFIGS.md repeats these reasons.
 WITHOUT_EFFECT = {
-    K.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION: "robust (descriptor-guarded) copies are not supported yet",
     K.TL_DISABLE_OUT_OF_BOUND_WARNING: "safe-access legalization never warns about out-of-bound accesses here",
     K.TL_DEBUG_THREAD_STORAGE_SYNC_SUMMARY: "the barrier passes are TVM's ThreadSync and SyncWriteAfterWrite, "
                                             "which print no summary",

@@ -14,6 +14,7 @@ from .fuse_accelerated_ops import FuseAcceleratedOps
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_thread_allreduce import LowerThreadAllreduce
+from .lower_async_barriers import LowerAsyncBarriers
 from .lower_buffer_views import FRAGMENT_VIEWS, LowerBufferViews
 from .lower_fp4_storage import LowerFP4Storage
 from .lower_global_layout import LowerGlobalLayout
@@ -87,6 +88,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
             ThreadSync("shared"),
             ThreadSync("shared.dyn"),
         ]),
+        # Barrier buffers and named barriers to MUSA's async-barrier ids, once every barrier is placed (ThreadSync,
+        # RangeBarriers), with their initialisation at the kernel's start.
+        LowerAsyncBarriers(),
         # Math intrinsics (T.exp ...) to the MUSA math library names.
         tirx.transform.LowerIntrin(),
         # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.

@@ -1,0 +1,86 @@
+"""Asynchronous copies and robust descriptors: `T.async_copy`, `T.ptx_commit_group`, `T.ptx_wait_group`,
+`T.lma_wait`, `T.make_robust_desc` (T.copy's `force_async_copy=` / `src_robust_desc=` are in copy.py).
+
+LDLMS copies (global -> shared, mp_22 and mp_31) land when the issuing thread waits: `T.async_copy` issues the
+copy and commits it as a group; `T.ptx_wait_group(n)` waits until at most n of the thread's committed groups are
+still in flight, then synchronizes the block (which publishes every thread's landed pieces). The pieces lower in tileop/async_copy.py; the templates are tl_templates/musa/async_copy.h.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from .barrier import _register
+from .builder import as_expr, kernel_trace, take_name
+
+MAKE_ROBUST_DESC_OP = "tl.make_robust_desc"  # (address, size_bytes) -> a robust descriptor (handle)
+_register(MAKE_ROBUST_DESC_OP, "a robust descriptor: loads through it outside [address, address + bytes) read 0")
+
+
+def async_copy(src: Any, dst: Any, coalesced_width: int | None = None) -> None:
+    """Issue an asynchronous (LDLMS) copy of a global region into a shared tile and commit it as one group, without
+    waiting: wait with `T.ptx_wait_group(n)` before reading `dst`. The same conditions as
+    `T.copy(..., force_async_copy=True)` (global source, shared destination, same dtype, 4/8/16-byte pieces)."""
+    from .copy import emit_copy
+    from ..tileop.async_copy import ASYNC_COMMIT
+
+    trace = kernel_trace("T.async_copy")
+    if coalesced_width is not None:
+        raise trace.error("T.async_copy: coalesced_width= has no effect on asynchronous copies (their pieces are "
+                          "4, 8 or 16 bytes, the widest that fits); leave it out")
+    emit_copy("T.async_copy", trace, src, dst, async_mode=ASYNC_COMMIT)
+
+
+def ptx_commit_group() -> Any:
+    """Close the group of asynchronous copies this thread issued since the last commit (T.async_copy commits its
+    own group; this is for copies issued otherwise)."""
+    kernel_trace("T.ptx_commit_group")
+    return tirx.call_extern("int32", "tl::async_copy_commit")
+
+
+def ptx_wait_group(num: int) -> None:
+    """Wait until at most `num` of this thread's committed groups of asynchronous copies are still in flight
+    (`num=0`: all landed; older mcc (4.x) waits for all of them whatever `num` is), then synchronize the block: a
+    copy lands for the thread that issued it, and the barrier makes every landed piece visible to every thread
+    (the compiler cannot see which tiles the wait completes). Every thread of the block must reach it."""
+    trace = kernel_trace("T.ptx_wait_group")
+    if isinstance(num, tirx.IntImm):
+        num = int(num.value)
+    if not isinstance(num, int) or isinstance(num, bool) or num < 0:
+        raise trace.error(f"T.ptx_wait_group: num must be a non-negative int (groups left in flight); got {num!r}")
+    Tb.evaluate(tirx.call_extern("int32", f"tl::async_copy_wait<{num}>"))
+    Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def lma_wait() -> Any:
+    """Wait for the warp's outstanding LMA operations (`__musa_lma_wait`; a warp barrier on older mcc)."""
+    kernel_trace("T.lma_wait")
+    return tirx.call_extern("int32", "tl::lma_wait")
+
+
+def make_robust_desc(addr: Any, size_bytes: Any) -> Any:
+    """`d = T.make_robust_desc(T.address_of(src[1]), 8)`: a descriptor of the `size_bytes` bytes from `addr` (a
+    global address). `T.copy(src, dst, src_robust_desc=d)` reads the source through it: bytes outside read as 0."""
+    trace = kernel_trace("T.make_robust_desc")
+    addr = as_expr(addr)
+    if not (isinstance(addr, tvm.ir.Call) and isinstance(addr.op, tvm.ir.Op) and str(addr.op.name) == "tirx.address_of"
+            and str(addr.args[0].source.ty.storage_scope) == "global"):
+        raise trace.error(f"T.make_robust_desc: addr must be the address of a global tensor element, "
+                          f"T.address_of(x[i]); got {addr!r}")
+    if isinstance(size_bytes, int) and not isinstance(size_bytes, bool):
+        if size_bytes < 0:
+            raise trace.error(f"T.make_robust_desc: size_bytes={size_bytes} must not be negative")
+        size_bytes = tirx.const(size_bytes, "int64")
+    size_bytes = as_expr(size_bytes)
+    if not (isinstance(size_bytes, tvm.ir.Expr) and isinstance(size_bytes.ty, tvm.ir.PrimType)
+            and str(size_bytes.ty.dtype).startswith(("int", "uint"))):
+        raise trace.error(f"T.make_robust_desc: size_bytes must be an integer; got {size_bytes!r}")
+    call = tvm.ir.Call(tvm.ir.Op.get(MAKE_ROBUST_DESC_OP), [addr, size_bytes], ret_ty="handle")
+    var = Tb.Bind(call)
+    IRBuilder.name(take_name("robust_desc"), var)
+    return var

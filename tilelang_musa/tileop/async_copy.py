@@ -1,0 +1,188 @@
+"""The piecewise forms of `T.copy`: LDLMS asynchronous copies (`force_async_copy=True`, `T.async_copy`) and
+robust-descriptor copies (`src_robust_desc=`).
+
+The copy is cut into pieces of 4, 8 or 16 bytes (the widest whose every piece is contiguous and aligned in both
+operands), each copied by one thread: a `T.Parallel` nest over the pieces (PartitionParallelLoop deals them to the
+threads, consecutive threads taking consecutive pieces) whose body calls one template of
+tl_templates/musa/async_copy.h:
+  tl::async_copy_g2s<B>(dst, src[, in_bounds])              LDLMS; a piece out of bounds is zero-filled
+  tl::async_copy_g2s_robust<B>(dst, src, desc[, in_bounds])  LDLMS through a robust descriptor
+  tl::robust_copy<B>(dst, src, desc[, in_bounds])            synchronous robust load, then a store
+Bytes outside the descriptor read as zero. `in_bounds` (the piece lies in its tensor; safe-copy predication) is
+left out with TL_DISABLE_SAFE_COPY_PREDICATION, and for robust copies with TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION
+(the descriptor alone then protects the reads). The calls take `&dst[...]`: SyncWriteAfterWrite puts a barrier
+before the next access of dst by another thread. `force_async_copy` completes the copy (commit and wait for every
+group), as T.copy does; `T.async_copy` only commits its group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from ..transform.ir_utils import dtype_bytes, flat_index
+from ..transform.pass_config import PassConfigKey, enabled
+from .base import LowerArgs
+from .parallel import parallel_nest
+from .region import Region, common_extents, paired_indices
+
+ASYNC_WAIT = "wait"  # force_async_copy=True: the copy completes before the next statement
+ASYNC_COMMIT = "commit"  # T.async_copy: the copy's group is committed; the user waits (T.ptx_wait_group)
+ASYNC_PIECE_BYTES = (16, 8, 4)
+ROBUST_PIECE_BYTES = (16, 8, 4, 2, 1)
+_SHARED = ("shared", "shared.dyn")
+
+
+def commit_group() -> Any:
+    return tirx.Evaluate(tirx.call_extern("int32", "tl::async_copy_commit"))
+
+
+def wait_group(pending: int) -> Any:
+    return tirx.Evaluate(tirx.call_extern("int32", f"tl::async_copy_wait<{pending}>"))
+
+
+def check_async_operands(construct: str, src: Region, dst: Region, error) -> None:
+    """The guide's conditions of an LDLMS copy, other than the piece size (checked when lowering)."""
+    if src.scope != "global":
+        raise error(f"{construct}: an asynchronous (LDLMS) copy reads global memory; the source `{src.name}` is "
+                    f"{src.scope}")
+    if dst.scope not in _SHARED:
+        raise error(f"{construct}: an asynchronous (LDLMS) copy writes shared memory; the destination `{dst.name}` is "
+                    f"{dst.scope}")
+    if src.dtype != dst.dtype:
+        raise error(f"{construct}: an asynchronous (LDLMS) copy moves bytes unchanged; source `{src.name}` is "
+                    f"{src.dtype} but destination `{dst.name}` is {dst.dtype}")
+
+
+def check_robust_operands(construct: str, src: Region, dst: Region, error) -> None:
+    if src.scope != "global":
+        raise error(f"{construct}: src_robust_desc= guards reads of global memory; the source `{src.name}` is "
+                    f"{src.scope}")
+    if dst.scope not in (*_SHARED, "global", "local"):
+        raise error(f"{construct}: a robust copy writes whole pieces to contiguous memory (shared, global or "
+                    f"local); the destination `{dst.name}` is {dst.scope}")
+    if src.dtype != dst.dtype:
+        raise error(f"{construct}: a robust copy moves bytes unchanged; source `{src.name}` is {src.dtype} but "
+                    f"destination `{dst.name}` is {dst.dtype}")
+
+
+def _innermost_contiguous(region: Region, dim: int | None) -> bool:
+    """Whether copy dimension `dim` (None: a single element) is the buffer's last, unit-stride dimension."""
+    if dim is None:
+        return True
+    strides = list(region.buffer.ty.strides or [])
+    if dim != region.ndim - 1:
+        return False
+    return not strides or (isinstance(strides[-1], tirx.IntImm) and int(strides[-1].value) == 1)
+
+
+def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[Any], allowed: tuple[int, ...],
+                   construct: str) -> int:
+    """Elements per piece: the widest allowed byte size whose pieces are contiguous and aligned in both operands."""
+    src, dst = copy.src, copy.dst
+    elem = dtype_bytes(src.dtype)
+    inner_src = dims[0][-1] if dims[0] else None
+    inner_dst = dims[1][-1] if dims[1] else None
+    for name, region, dim in (("source", src, inner_src), ("destination", dst, inner_dst)):
+        if not _innermost_contiguous(region, dim):
+            raise copy.error(f"{construct}: the {name} `{region.name}` is not contiguous along the copy's innermost "
+                             f"dimension, so the copy has no {'/'.join(map(str, sorted(allowed)))}-byte pieces; copy "
+                             "whole rows of the tensor's last dimension")
+    inner_extent = extents[-1] if extents else tirx.const(1, "int32")
+    ana = tvm.sym.Analyzer()
+    piece = tirx.Var("piece", "int32")
+    for nbytes in allowed:
+        if nbytes % elem:
+            continue
+        lanes = nbytes // elem
+        if lanes > 1 and (not isinstance(inner_extent, tirx.IntImm) or int(inner_extent.value) % lanes):
+            continue
+        idx = [tirx.Var(f"i{k}", "int32") for k in range(len(extents))]
+        if idx:
+            idx[-1] = piece * lanes
+        src_index, dst_index = paired_indices(src, dst, dims, idx)
+        if all(_aligned(ana, flat_index(r.buffer, index), lanes) for r, index in ((src, src_index), (dst, dst_index))):
+            return lanes
+    sizes = "/".join(str(b) for b in sorted(allowed))
+    raise copy.error(
+        f"{construct}: the copy cannot be cut into {sizes}-byte pieces: a piece must be contiguous and aligned in "
+        f"both {src.name} ({src.dtype}, {elem} bytes an element) and {dst.name}, and the innermost extent "
+        f"{inner_extent} must hold a whole number of pieces (widen the innermost run, or align its start and the "
+        "rows' length)")
+
+
+def _aligned(ana: Any, index: Any, lanes: int) -> bool:
+    if lanes == 1:
+        return True
+    mod = ana.modular_set(ana.simplify(index))
+    return mod.coeff % lanes == 0 and mod.base % lanes == 0
+
+
+def _in_bounds(region: Region, index: list[Any], lanes: int) -> Any:
+    """The piece starting at `index` (lanes elements along the last dimension) lies inside its tensor."""
+    ana = tvm.sym.Analyzer()
+    conds = []
+    shape = list(region.buffer.ty.shape)
+    for d, (i, extent) in enumerate(zip(index, shape)):
+        last = i + (lanes - 1) if d == len(shape) - 1 and lanes > 1 else i
+        for cond in (i >= 0, last < extent):
+            cond = ana.simplify(cond)
+            if not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1):
+                conds.append(cond)
+    out = None
+    for cond in conds:
+        out = cond if out is None else tirx.And(out, cond)
+    return out
+
+
+def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
+    """The async and/or robust lowering of a Copy (see the module docstring)."""
+    construct = "T.async_copy" if copy.async_mode == ASYNC_COMMIT else "T.copy"
+    robust = copy.robust_desc is not None
+    if copy.async_mode is not None:
+        check_async_operands(construct, copy.src, copy.dst, copy.error)
+    if robust:
+        check_robust_operands(construct, copy.src, copy.dst, copy.error)
+    dims = ([], []) if copy.per_thread else copy.copy_dims()
+    extents = [] if copy.per_thread else list(common_extents(copy.src, copy.dst, dims))
+    allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
+    lanes = piece_elements(copy, dims, extents, allowed, construct)
+    nbytes = lanes * dtype_bytes(copy.src.dtype)
+    predicated = not enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION) and not (
+        robust and enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION))
+    if copy.async_mode is not None:
+        name = f"tl::async_copy_g2s_robust<{nbytes}>" if robust else f"tl::async_copy_g2s<{nbytes}>"
+    else:
+        name = f"tl::robust_copy<{nbytes}>"
+
+    def piece(idx):
+        idx = list(idx)
+        if idx:
+            idx[-1] = idx[-1] * lanes
+        src_index, dst_index = paired_indices(copy.src, copy.dst, dims, idx)
+        call_args = [tirx.address_of(copy.dst.buffer[tuple(dst_index)]),
+                     tirx.address_of(copy.src.buffer[tuple(src_index)])]
+        if robust:
+            call_args.append(copy.robust_desc)
+        cond = _in_bounds(copy.src, src_index, lanes) if predicated else None
+        if cond is not None:
+            call_args.append(cond)
+        return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
+
+    if copy.per_thread:
+        stmt = piece([])
+    else:
+        piece_extents = list(extents[:-1]) + [tirx.const(int(extents[-1].value) // lanes, "int32")] if extents \
+            else [tirx.const(1, "int32")]
+        stmt = parallel_nest(piece_extents, piece if extents else (lambda idx: piece([])), copy.loc)
+    # The pieces read global memory through addresses the bounds guards must leave alone (they are predicated here).
+    from .copy import NO_SAFE_ACCESS
+
+    stmt = tirx.AttrStmt(copy.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
+    if copy.async_mode == ASYNC_WAIT:
+        return tirx.SeqStmt([stmt, commit_group(), wait_group(0)])
+    if copy.async_mode == ASYNC_COMMIT:
+        return tirx.SeqStmt([stmt, commit_group()])
+    return stmt
