@@ -13,7 +13,8 @@ enum Barrier : uint32_t { kFull0 = 1, kFull1 = 2, kEmpty0 = 3, kEmpty1 = 4 };
 
 // Warp 0 produces `iters` rows of 32 floats into a 2-stage ring, warp 1 consumes them (out = 2 * in). Stage s has
 // a `full` barrier (producer -> consumer) and an `empty` one (consumer -> producer), one warp each. With `elected`
-// only lane 0 of each warp arrives (one arrival per warp either way).
+// only lane 0 of each warp arrives (one arrival per warp either way); with `elected` 2 lane 0 also waits alone and
+// a __syncwarp passes the wait on to the other lanes.
 extern "C" __global__ void ping_pong(int iters, int elected, const float* in, float* out) {
   __shared__ float ring[64];
   __musa_async_bar_record(4);
@@ -22,16 +23,18 @@ extern "C" __global__ void ping_pong(int iters, int elected, const float* in, fl
   }
   __syncthreads();
   const int lane = threadIdx.x % 32;
-  const bool arrives = !elected || lane == 0;
+  const bool arrives = !elected || lane == 0, waits = elected < 2 || lane == 0;
   for (int i = 0; i < iters; ++i) {
     const int s = i % 2;
     const uint32_t parity = (i / 2) & 1;
     if (threadIdx.x < 32) {
-      __musa_async_wait(kEmpty0 + s, parity ^ 1);  // a fresh barrier's parity-1 wait returns at once
+      if (waits) __musa_async_wait(kEmpty0 + s, parity ^ 1);  // a fresh barrier's parity-1 wait returns at once
+      if (elected == 2) __syncwarp();
       SH_STORE(ring, s * 32 + lane, in[i * 32 + lane]);
       if (arrives) __musa_async_arrive(kFull0 + s);
     } else {
-      __musa_async_wait(kFull0 + s, parity);
+      if (waits) __musa_async_wait(kFull0 + s, parity);
+      if (elected == 2) __syncwarp();
       out[i * 32 + lane] = 2.0f * SH_LOAD(ring, s * 32 + lane);
       if (arrives) __musa_async_arrive(kEmpty0 + s);
     }
@@ -86,7 +89,7 @@ extern "C" __global__ void misuse(int mode, float* out) {
   }
   if (mode == 1) {
     if (threadIdx.x < 32) __musa_async_arrive(1);
-    __musa_async_wait(1, 0);
+    __musa_async_wait(1, 0);  // never returns: warp 1 does not arrive
   }
   if (mode == 6) {
     if (threadIdx.x < 32) {
