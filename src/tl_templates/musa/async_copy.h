@@ -16,7 +16,8 @@
  *  - `tl::lma_wait()`.
  * The built-ins are MUSA's (docs/ASYNC_MODEL.md), called only in the device pass (__MUSA_ARCH__): mcc parses
  * kernel bodies in a host pass too. The simulator (-DTL_SIMULATOR) models them on plain pointers, with the group
- * forms; under mcc, pointers carry their address spaces (shared 3, global 1).
+ * forms, and its errors name the kernel line that called the wrapper (TL_CALL_SITE); under mcc, pointers carry
+ * their address spaces (shared 3, global 1).
  */
 #pragma once
 
@@ -35,6 +36,19 @@
 #define TL_AS_GLOBAL(T, p) ((T __attribute__((address_space(1)))*)(p))
 #endif
 
+// The simulator's built-ins take the call site as trailing defaulted parameters: the wrappers pass their own caller's.
+#if defined(TL_SIMULATOR)
+#define TL_CALL_SITE_PARAMS , const char *tl_file = __builtin_FILE(), int tl_line = __builtin_LINE()
+#define TL_CALL_SITE_PARAMS_FIRST const char *tl_file = __builtin_FILE(), int tl_line = __builtin_LINE()
+#define TL_CALL_SITE , tl_file, tl_line
+#define TL_CALL_SITE_FIRST tl_file, tl_line
+#else
+#define TL_CALL_SITE_PARAMS
+#define TL_CALL_SITE_PARAMS_FIRST
+#define TL_CALL_SITE
+#define TL_CALL_SITE_FIRST
+#endif
+
 // Group forms (commit_group / wait_group(n)) exist from mcc 5 on; the simulator models them.
 #if defined(TL_SIMULATOR) || (defined(__MUSACC_VER_MAJOR__) && __MUSACC_VER_MAJOR__ > 4)
 #define TL_LDLMS_GROUPS 1
@@ -45,44 +59,46 @@ namespace tl {
 // ---- asynchronous barriers (ids 1..63; counts in warps) -----------------------------------------------------
 #if defined(__MUSA_ARCH_LIST__) && __MUSA_ARCH_LIST__ >= 310
 
-TL_DEVICE void barrier_record(uint32_t count) {
+TL_DEVICE void barrier_record(uint32_t count TL_CALL_SITE_PARAMS) {
 #if defined(__MUSA_ARCH__)
-  __musa_async_bar_record(count);
+  __musa_async_bar_record(count TL_CALL_SITE);
 #endif
 }
 
-TL_DEVICE void barrier_init(uint32_t id, uint32_t warps) {
+TL_DEVICE void barrier_init(uint32_t id, uint32_t warps TL_CALL_SITE_PARAMS) {
 #if defined(__MUSA_ARCH__)
-  __musa_async_init_arrival(id, warps, 0);
+  __musa_async_init_arrival(id, warps, 0 TL_CALL_SITE);
 #endif
 }
 
-TL_DEVICE uint32_t barrier_arrive(uint32_t id) {
+TL_DEVICE uint32_t barrier_arrive(uint32_t id TL_CALL_SITE_PARAMS) {
 #if defined(__MUSA_ARCH__)
-  return __musa_async_arrive(id);
+  return __musa_async_arrive(id TL_CALL_SITE);
 #else
   return 0;
 #endif
 }
 
-TL_DEVICE void barrier_wait(uint32_t id, uint32_t parity) {
+TL_DEVICE void barrier_wait(uint32_t id, uint32_t parity TL_CALL_SITE_PARAMS) {
 #if defined(__MUSA_ARCH__)
-  __musa_async_wait(id, parity);
+  __musa_async_wait(id, parity TL_CALL_SITE);
 #endif
 }
 
-TL_DEVICE void barrier_expect_tx(uint32_t id, uint32_t bytes) {
+TL_DEVICE void barrier_expect_tx(uint32_t id, uint32_t bytes TL_CALL_SITE_PARAMS) {
 #if defined(__MUSA_ARCH__)
-  __musa_async_add_trans(id, bytes);
+  __musa_async_add_trans(id, bytes TL_CALL_SITE);
 #endif
 }
 
-TL_DEVICE void barrier_arrive_expect_tx(uint32_t id, uint32_t bytes) {
-  barrier_expect_tx(id, bytes);
-  barrier_arrive(id);
+TL_DEVICE void barrier_arrive_expect_tx(uint32_t id, uint32_t bytes TL_CALL_SITE_PARAMS) {
+  barrier_expect_tx(id, bytes TL_CALL_SITE);
+  barrier_arrive(id TL_CALL_SITE);
 }
 
-TL_DEVICE void barrier_sync(uint32_t id) { barrier_wait(id, barrier_arrive(id)); }
+TL_DEVICE void barrier_sync(uint32_t id TL_CALL_SITE_PARAMS) {
+  barrier_wait(id, barrier_arrive(id TL_CALL_SITE) TL_CALL_SITE);
+}
 
 #endif
 
@@ -90,18 +106,18 @@ TL_DEVICE void barrier_sync(uint32_t id) { barrier_wait(id, barrier_arrive(id));
 #if defined(TL_HAS_LDLMS)
 
 template <int Bytes>
-TL_DEVICE void async_copy_g2s(void* dst, const void* src) {
+TL_DEVICE void async_copy_g2s(void* dst, const void* src TL_CALL_SITE_PARAMS) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "LDLMS copies move 4, 8 or 16 bytes");
 #if defined(__MUSA_ARCH__)
-  __musa_memcpy_g2s(TL_AS_SHARED(void, dst), TL_AS_GLOBAL(void, src), Bytes, 0 /* prefetch */);
+  __musa_memcpy_g2s(TL_AS_SHARED(void, dst), TL_AS_GLOBAL(void, src), Bytes, 0 /* prefetch */ TL_CALL_SITE);
 #endif
 }
 
 /*! \brief The piece when it lies in its tensor, else zeros (stored now: nothing to wait for). */
 template <int Bytes>
-TL_DEVICE void async_copy_g2s(void* dst, const void* src, bool in_bounds) {
+TL_DEVICE void async_copy_g2s(void* dst, const void* src, bool in_bounds TL_CALL_SITE_PARAMS) {
   if (in_bounds) {
-    async_copy_g2s<Bytes>(dst, src);
+    async_copy_g2s<Bytes>(dst, src TL_CALL_SITE);
   } else {
     uint8_t* bytes = static_cast<uint8_t*>(dst);
 #pragma unroll
@@ -116,11 +132,11 @@ TL_DEVICE void async_copy_commit() {
 }
 
 template <int N>
-TL_DEVICE void async_copy_wait() {
+TL_DEVICE void async_copy_wait(TL_CALL_SITE_PARAMS_FIRST) {
 #if defined(__MUSA_ARCH__) && defined(TL_LDLMS_GROUPS)
-  __musa_memcpy_g2s_wait_group(N);
+  __musa_memcpy_g2s_wait_group(N TL_CALL_SITE);
 #elif defined(__MUSA_ARCH__)
-  __musa_memcpy_g2s_wait();  // no groups: everything in flight
+  __musa_memcpy_g2s_wait(TL_CALL_SITE_FIRST);  // no groups: everything in flight
 #endif
 }
 
@@ -131,7 +147,7 @@ TL_DEVICE RobustDesc make_robust_desc(const void* base, uint64_t bytes) {
   return ptr.get_v4_robust_addr();
 }
 #define TL_ROBUST_LOAD(KIND, ADDR, DESC) __musa_ld_v4_robust_##KIND((ADDR), (DESC), 0)
-#define TL_ROBUST_G2S(DST, SRC, BYTES, DESC) __musa_memcpy_g2s_robust_v4((DST), (SRC), (BYTES), (DESC), 0)
+#define TL_ROBUST_G2S __musa_memcpy_g2s_robust_v4
 #else
 using RobustDesc = __musa::robust_addr_t;
 TL_DEVICE RobustDesc make_robust_desc(const void* base, uint64_t bytes) {
@@ -139,25 +155,22 @@ TL_DEVICE RobustDesc make_robust_desc(const void* base, uint64_t bytes) {
   return ptr.get_robust_addr();
 }
 #define TL_ROBUST_LOAD(KIND, ADDR, DESC) __musa_ld_robust_##KIND((ADDR), (DESC))
-#define TL_ROBUST_G2S(DST, SRC, BYTES, DESC) __musa_memcpy_g2s_robust((DST), (SRC), (BYTES), (DESC), 0)
+#define TL_ROBUST_G2S __musa_memcpy_g2s_robust
 #endif
 
 template <int Bytes>
-TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDesc& desc) {
+TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDesc& desc TL_CALL_SITE_PARAMS) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "LDLMS copies move 4, 8 or 16 bytes");
 #if defined(__MUSA_ARCH__)
-  TL_ROBUST_G2S(TL_AS_SHARED(void, dst), TL_AS_GLOBAL(void, src), Bytes, desc);
+  TL_ROBUST_G2S(TL_AS_SHARED(void, dst), TL_AS_GLOBAL(void, src), Bytes, desc, 0 /* prefetch */ TL_CALL_SITE);
 #endif
 }
 
 /*! \brief Out of bounds: the piece reads through an empty descriptor (all zeros), as Moore Threads' port does. */
 template <int Bytes>
-TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDesc& desc, bool in_bounds) {
-  if (in_bounds) {
-    async_copy_g2s_robust<Bytes>(dst, src, desc);
-  } else {
-    async_copy_g2s_robust<Bytes>(dst, src, make_robust_desc(src, 0));
-  }
+TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDesc& desc,
+                                      bool in_bounds TL_CALL_SITE_PARAMS) {
+  async_copy_g2s_robust<Bytes>(dst, src, in_bounds ? desc : make_robust_desc(src, 0) TL_CALL_SITE);
 }
 
 /*! \brief A synchronous robust copy of one 1..16-byte piece: a robust load (0 outside desc), then a store. */
@@ -197,7 +210,8 @@ TL_DEVICE void robust_copy(void* dst, const void* src, const RobustDesc& desc, b
 #endif  // TL_HAS_LDLMS
 
 TL_DEVICE void lma_wait() {
-#if defined(__MUSA_ARCH__) && (defined(TL_SIMULATOR) || (defined(__MUSACC_VER_MAJOR__) && __MUSACC_VER_MAJOR__ > 4))
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310 && \
+    (defined(TL_SIMULATOR) || (defined(__MUSACC_VER_MAJOR__) && __MUSACC_VER_MAJOR__ > 4))
   __musa_lma_wait();
 #elif defined(__MUSA_ARCH__)
   __syncwarp();
