@@ -10,6 +10,7 @@
  * links the device code of a translation unit and needs a definition). Nothing here runs.
  *
  * When a template starts calling a new built-in, declare it here (or the check reports an undeclared identifier).
+ * The shim's musa_predefined.h defines the `vNi32_t` vectors first (both passes: wrappers take them).
  */
 #pragma once
 
@@ -65,5 +66,41 @@ TL_SHIM_MP31_SQMMA(m128n128);
 TL_SHIM_BUILTIN void __musa_sqmma_wait() TL_SHIM_BUILTIN_BODY
 TL_SHIM_BUILTIN void __musa_tce_commit_group() TL_SHIM_BUILTIN_BODY
 TL_SHIM_BUILTIN void __musa_tce_wait_group(int n) TL_SHIM_BUILTIN_BODY
+
+// ---- async barriers (mp_31): integer ids 1..63, counts in warps ---------------------------------------------
+TL_SHIM_BUILTIN void __musa_async_bar_record(uint32_t n) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_async_init_arrival(uint32_t id, uint32_t warps, uint32_t phase) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_async_add_trans(uint32_t id, uint32_t bytes) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN uint32_t __musa_async_arrive(uint32_t id) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_async_arrive_add_trans(uint32_t id, uint32_t bytes) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_async_wait(uint32_t id, uint32_t parity) TL_SHIM_BUILTIN_BODY
+
+// ---- LDLMS asynchronous global -> shared copies (mp_22, mp_31); shared pointers in address space 3, global in 1 --
+TL_SHIM_BUILTIN void __musa_memcpy_g2s(void __attribute__((address_space(3)))* dst,
+                                       const void __attribute__((address_space(1)))* src, uint32_t bytes,
+                                       int prefetch) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_memcpy_g2s_commit_group() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_memcpy_g2s_wait_group(int n) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_memcpy_g2s_wait() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_lma_wait() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_loop_transparent_outermost() TL_SHIM_BUILTIN_BODY
+// The robust forms take musa_robust.h's descriptor types: they are declared by the shims' musa_robust.h.
+
+// ---- TME (mp_31): box and coordinates as vNi32_t (rank >= 2), innermost first --------------------------------
+#define TL_SHIM_TME(N, VEC)                                                                                     \
+  TL_SHIM_BUILTIN void __musa_tme_ld_tile_##N##d(uint32_t bar, void __attribute__((address_space(3)))* smem,      \
+                                                 uint64_t desc, VEC box, VEC coord, int sg, int ss, int sl,       \
+                                                 int prefetch, int inner, int outer, int l2) TL_SHIM_BUILTIN_BODY \
+  TL_SHIM_BUILTIN void __musa_tme_st_##N##d(void __attribute__((address_space(3)))* smem, uint64_t desc, VEC box, \
+                                            VEC coord, int sg, int ss, int sl, int inner, int outer, int last)    \
+      TL_SHIM_BUILTIN_BODY
+TL_SHIM_TME(1, int32_t)
+TL_SHIM_TME(2, v2i32_t)
+TL_SHIM_TME(3, v3i32_t)
+TL_SHIM_TME(4, v4i32_t)
+TL_SHIM_TME(5, v5i32_t)
+#undef TL_SHIM_TME
+TL_SHIM_BUILTIN void __musa_tme_store_commit() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_tme_store_read_wait() TL_SHIM_BUILTIN_BODY
 
 #endif  // __CUDA_ARCH__

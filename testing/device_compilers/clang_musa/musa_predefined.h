@@ -186,6 +186,17 @@ __device__ bool isfinite(float);
 __device__ bool isfinite(double);
 
 // ---- the __musa_* built-ins (device pass only) ---------------------------------------------------------------------
+// mcc's vectors of 32-bit ints (TME boxes and coordinates, robust loads): clang ext vectors [I]. Defined here,
+// for both passes, so the templates' own fallback typedefs (tme.h) stand aside.
+#define TL_MUSA_HAVE_VNI32 1
+typedef int v2i32_t __attribute__((ext_vector_type(2)));
+typedef int v3i32_t __attribute__((ext_vector_type(3)));
+typedef int v4i32_t __attribute__((ext_vector_type(4)));
+typedef int v5i32_t __attribute__((ext_vector_type(5)));
+typedef int v8i32_t __attribute__((ext_vector_type(8)));
+typedef int v16i32_t __attribute__((ext_vector_type(16)));
+typedef int v32i32_t __attribute__((ext_vector_type(32)));
+
 #define TL_SHIM_BUILTIN __device__
 #define TL_SHIM_BUILTIN_BODY ;
 #include "../musa_builtins.h"

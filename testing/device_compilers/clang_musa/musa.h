@@ -1,0 +1,3 @@
+/*! \file testing/device_compilers/clang_musa/musa.h \brief The driver API shim (../musa_driver.h). */
+#pragma once
+#include "../musa_driver.h"

@@ -1,0 +1,3 @@
+/*! \file testing/device_compilers/clang_musa/musa_robust.h \brief Robust descriptors (../musa_robust_decl.h). */
+#pragma once
+#include "../musa_robust_decl.h"
