@@ -66,8 +66,7 @@ def test_copy_cache_policy_warns_that_it_needs_tme():
                 T.copy(S, B)
 
 
-@pytest.mark.parametrize("key", ["TL_DISABLE_WARP_SPECIALIZED", "TL_DISABLE_TMA_LOWER",
-                                 "TL_DISABLE_INDEX_TYPE_PROMOTION"])
+@pytest.mark.parametrize("key", ["TL_DISABLE_WARP_SPECIALIZED", "TL_DISABLE_INDEX_TYPE_PROMOTION"])
 def test_pass_configs_without_a_subject_warn(key, recwarn):
     from tilelang_musa.transform import normalize_pass_configs
 

@@ -32,6 +32,9 @@ struct CodegenOptions {
   /*! \brief Print the simulator's sanitizer build: global and shared accesses checked against their buffer's
    *         extent (and recorded for the race detector), local arrays poisoned. Never changes the line count. */
   bool sim_checks = false;
+  /*! \brief TME descriptor parameters (`tl.tme_descriptors`), printed after the function's own parameters as
+   *         `__grid_constant__ const MUtensorDescriptor <name>`; the TME rules name them. */
+  std::vector<std::string> tme_descriptors;
 };
 
 /*! \brief What a rule may ask of the printer. */

@@ -61,6 +61,14 @@ CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
     }
     out.sim_checks = *value;
   }
+  if (auto descriptors = options.Get("tme_descriptors")) {
+    auto names = descriptors->try_cast<Array<String>>();
+    if (!names) {
+      TVM_FFI_THROW(TypeError) << "MUSA codegen: option `tme_descriptors` must be a list of str, got "
+                               << descriptors->GetTypeKey();
+    }
+    for (const String& name : *names) out.tme_descriptors.push_back(std::string(name));
+  }
   return out;
 }
 
@@ -112,11 +120,19 @@ std::string MusaPrinter::PrintKernel(const ObjectRef& func) {
     Fail("the kernel name is not a valid, unreserved C identifier");
   }
   names_.Reserve(kernel_name_);
+  for (const std::string& desc : options_.tme_descriptors) {
+    if (!NameTable::IsValidIdentifier(desc)) Fail("TME descriptor name `" + desc + "` is not a valid C identifier");
+    names_.Reserve(desc);
+  }
   PrimFuncView f(func);
   launch_ = CollectLaunchInfo(f.body(), kernel_name_);
 
   std::vector<std::string> params;
   for (const ObjectRef& p : f.params()) params.push_back(PrintParam(p));
+  // Read by the TME through its address; `__grid_constant__` keeps it in the parameter space (no local copy).
+  for (const std::string& desc : options_.tme_descriptors) {
+    params.push_back("__grid_constant__ const MUtensorDescriptor " + desc);
+  }
   indent_ = 1;
   if (!launch_.dyn_smem.empty()) Line("extern __shared__ __align__(1024) unsigned char buf_dyn_shmem[];");
   PrintStmt(f.body());

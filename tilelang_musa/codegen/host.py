@@ -5,6 +5,10 @@
     extern "C" int call_packed(void** args, int n, void* stream) uniform entry used by the launcher
     extern "C" const char* get_last_error()                     text of the last failure
 
+A kernel with TME copies also takes one `MUtensorDescriptor` per global tensor they use (`tl.tme_descriptors`):
+`call` builds each with muTensorDescriptorEncode from the tensor's pointer, shape and strides (static, or
+expressions of the scalar parameters) before launching, and fails naming the tensor if the driver refuses it.
+
 The same text compiles with mcc and, against the simulator headers, with the host C++ compiler.
 """
 
@@ -89,17 +93,72 @@ def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_
     return LaunchConfig(grid, block, dynamic_smem_bytes)  # type: ignore[arg-type]
 
 
+# The descriptor's element type: the float types by name, other types by width (a copy moves bytes).
+_TME_DTYPES = {"float16": "FLOAT16", "bfloat16": "BFLOAT16", "float32": "FLOAT32", "float64": "FLOAT64",
+               "int32": "INT32", "int64": "INT64"}
+_TME_DTYPES_BY_BITS = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
+
+
+@dataclass(frozen=True)
+class TmeDescriptor:
+    name: str  # the kernel parameter, e.g. desc_A
+    tensor: str  # the host parameter it describes
+    data_type: str  # MUtensorDescriptorDataType enumerator
+    dims: tuple[str, ...]  # C expressions, innermost dimension first
+    strides: tuple[str, ...]  # C expressions: byte strides of dims 1.. (innermost first)
+
+
+def tme_descriptors(func: tirx.PrimFunc) -> list[TmeDescriptor]:
+    """The TME descriptors a device function takes (recorded by LowerTmeCopy), in parameter order."""
+    from ..tileop.tme_copy import DESCRIPTORS_ATTR
+
+    if func.attrs is None or DESCRIPTORS_ATTR not in func.attrs:
+        return []
+    out = []
+    for name, (tensor, dtype, dims, strides) in sorted(func.attrs[DESCRIPTORS_ATTR].items(), key=lambda kv: str(kv[0])):
+        dtype = str(dtype)
+        kind = _TME_DTYPES.get(dtype) or _TME_DTYPES_BY_BITS[tvm.DataType(dtype).bits]
+        out.append(TmeDescriptor(str(name), str(tensor), f"MU_TENSOR_DESCRIPTOR_DATA_TYPE_{kind}",
+                                 tuple(_c_expr(d) for d in dims), tuple(_c_expr(s) for s in strides)))
+    return out
+
+
+def _print_descriptor(kernel: str, desc: TmeDescriptor) -> list[str]:
+    rank = len(desc.dims)
+    strides = ", ".join(f"(muuint64_t){s}" for s in desc.strides) or "0"
+    return [
+        f"    alignas(64) MUtensorDescriptor {desc.name};",
+        "    {",
+        f"      muuint64_t dims[{rank}] = {{{', '.join(f'(muuint64_t){d}' for d in desc.dims)}}};",
+        f"      muuint64_t strides[{max(rank - 1, 1)}] = {{{strides}}};",
+        f"      MUresult res = muTensorDescriptorEncode(&{desc.name}, {desc.data_type}, {rank}, (void*){desc.tensor}, "
+        "dims, strides, MU_TENSOR_DESCRIPTOR_INTERLEAVE_NONE, 0);",
+        "      if (res != MUSA_SUCCESS) {",
+        f'        snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel}: cannot build the TME descriptor of tensor '
+        f'`{desc.tensor}` (muTensorDescriptorEncode returned %d): its address and byte strides must be multiples '
+        'of 16", (int)res);',
+        "        return -1;",
+        "      }",
+        "    }",
+    ]
+
+
 @dataclass(frozen=True)
 class KernelLaunch:
     name: str  # the __global__ function
     launch: LaunchConfig
+    descriptors: tuple[TmeDescriptor, ...] = ()  # its parameters after the program's own
 
 
 def _print_launch(kernel: KernelLaunch, args: str) -> list[str]:
     """Set the dynamic shared memory attribute if needed, launch, and return -1 with the error on failure."""
     name, smem = kernel.name, kernel.launch.dynamic_smem_bytes
-    lines = [
-        "  {",
+    lines = ["  {"]
+    for desc in kernel.descriptors:
+        lines += _print_descriptor(name, desc)
+    args = ", ".join([a for a in args.split(", ") if a != "nullptr"] + [f"&{d.name}" for d in kernel.descriptors]) \
+        or "nullptr"
+    lines += [
         f"    dim3 grid({', '.join(kernel.launch.grid)});",
         f"    dim3 block({', '.join(str(b) for b in kernel.launch.block)});",
         f"    size_t smem = {smem};",
@@ -143,7 +202,8 @@ def print_host(kernels: list[KernelLaunch], params: list[HostParam]) -> str:
         'extern "C" const char* get_last_error() { return tl_error_buf; }',
         "",
     ]
-    if any("tl_host_" in g for k in kernels for g in k.launch.grid):
+    if any("tl_host_" in g for k in kernels for g in k.launch.grid) or \
+            any("tl_host_" in e for k in kernels for d in k.descriptors for e in d.dims + d.strides):
         lines += [_HOST_HELPERS]
     lines += [f'extern "C" int call({sig}) {{']
     for kernel in kernels:

@@ -14,7 +14,7 @@ from ..language.annotate import MIN_BLOCKS_ATTR
 from ..target import arch_of
 from ..transform.ir_utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
-from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host
+from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host, tme_descriptors
 
 # The device template library; each header includes common.h.
 TEMPLATE_HEADERS = ("common.h", "atomic.h", "reduce.h", "scan.h", "debug.h", "gemm_mp22_mma.h",
@@ -25,6 +25,8 @@ RANDOM_HEADER = '#include "tl_templates/musa/random.h"\n'
 # Likewise the asynchronous-copy and robust-descriptor templates, for kernels that call them.
 ASYNC_COPY_HEADER = '#include "tl_templates/musa/async_copy.h"\n'
 ASYNC_COPY_MARKERS = ("tl::barrier_", "tl::async_copy", "tl::robust_copy", "tl::make_robust_desc", "tl::lma_wait")
+# And the TME templates (with the driver header that declares MUtensorDescriptor), for kernels with TME copies.
+TME_HEADER = '#include "tl_templates/musa/tme.h"\n'
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class KernelSource:
     def _unit(self, device: str) -> str:
         header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
         header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
+        header += TME_HEADER if "tl::tme_" in self.device else ""
         return f"{header}\n{device}\n\n{self.host}"
 
 
@@ -68,12 +71,14 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
     options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
     devices, checked, launches = [], [], []
     for index, (func, kernel_name) in enumerate(zip(funcs, kernel_names(name, len(funcs)))):
-        kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index))
+        descriptors = tuple(tme_descriptors(func))
+        kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index),
+                              tme_descriptors=[d.name for d in descriptors])
         devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         if sim_checks:
             checked.append(str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n")
         smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
-        launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem)))
+        launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors))
     params = host_params(funcs[0])
     return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,
                         launches[0].launch, max(_local_bytes(f) for f in funcs),

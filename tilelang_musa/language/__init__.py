@@ -21,6 +21,7 @@ from .warp import (
     warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
 )
 from .copy import copy
+from .tma import tma_copy, tma_store_arrive, tma_store_wait
 from .transpose import transpose
 from .logical import all_of, any_of
 from .vote import (
@@ -105,6 +106,7 @@ __all__ = [
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
+    "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",

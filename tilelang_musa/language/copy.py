@@ -12,8 +12,7 @@ from ..tileop.async_copy import ASYNC_WAIT, check_async_operands, check_robust_o
 from ..tileop.copy import ASYNC_ATTR, PER_THREAD_ATTR, resolve_extents
 from ..tileop.region import to_region
 from .builder import kernel_trace
-
-_CACHE_POLICIES = ("cache_none", "cache_once", "cache_normal", "cache_persist")
+from .tma import cache_hints, emit_tme_store_candidate
 
 
 def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bool = False,
@@ -29,20 +28,20 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     T.address_of(x[i]), nbytes)`): source bytes outside the descriptor read as 0; alone, or with force_async_copy."""
     trace = kernel_trace("T.copy")
     if "barrier" in kwargs:
-        raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself, and barrier-managed asynchronous "
-                          "copies (TME) are not supported yet")
+        raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself; for a TME load the threads wait "
+                          "for themselves, use T.tma_copy(src, dst, barrier=...)")
     if kwargs:
         raise trace.error(f"T.copy: unknown argument(s) {sorted(kwargs)}")
-    if eviction_policy is not None and (inner_cache_policy or outer_cache_policy):
-        raise trace.error("T.copy: eviction_policy cannot be combined with inner_cache_policy/outer_cache_policy")
-    for name, policy in (("inner_cache_policy", inner_cache_policy), ("outer_cache_policy", outer_cache_policy)):
-        if policy is not None and policy not in _CACHE_POLICIES:
-            raise trace.error(f"T.copy: {name}={policy!r}; choose one of {', '.join(_CACHE_POLICIES)}")
+    hints = cache_hints("T.copy", trace, eviction_policy, inner_cache_policy, outer_cache_policy)
     if coalesced_width is not None and (not isinstance(coalesced_width, int) or coalesced_width <= 0):
         raise trace.error(f"T.copy: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
-    if eviction_policy is not None or inner_cache_policy or outer_cache_policy:
+    if not (disable_tma or force_async_copy or src_robust_desc is not None) and \
+            emit_tme_store_candidate(trace, src, dst, hints, coalesced_width):
+        return  # a shared -> global store: through the TME where it qualifies (tileop/tme_copy.py)
+    if hints is not None:
         warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy are cache "
-                  "hints of TME copies, which this build does not emit yet: the copy runs without them")
+                  "hints of TME copies: T.copy stores from shared memory (mp_31) and T.tma_copy use them; this copy "
+                  "is not a TME copy and runs without them")
     if force_async_copy and coalesced_width is not None:
         raise trace.error("T.copy: coalesced_width= has no effect with force_async_copy=True (asynchronous copies move "
                           "4, 8 or 16-byte pieces, the widest that fits); leave it out")

@@ -9,10 +9,11 @@ from .gemm import Gemm
 from .reduce import Reduce
 from .scan import CumMax, CumSum
 from .transpose import Transpose
+from .tme_copy import TmeCopy
 from .registry import emit_tile_op, is_tile_op, parse_tile_op, register_tile_op
 
-for _cls in (Atomic, Copy, CumMax, CumSum, Fill, FinalizeReducer, Gemm, Reduce, Transpose):
+for _cls in (Atomic, Copy, CumMax, CumSum, Fill, FinalizeReducer, Gemm, Reduce, TmeCopy, Transpose):
     register_tile_op(_cls)
 
 __all__ = ["Atomic", "Copy", "CumMax", "CumSum", "Fill", "FinalizeReducer", "Gemm", "Reduce", "LayoutInferArgs",
-           "LowerArgs", "Transpose", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]
+           "LowerArgs", "TmeCopy", "Transpose", "TileOp", "emit_tile_op", "is_tile_op", "parse_tile_op"]

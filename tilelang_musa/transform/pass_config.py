@@ -140,8 +140,7 @@ WITHOUT_EFFECT = {
     K.TL_DISABLE_WARP_SPECIALIZED: _NO_WS,
     K.TL_ENABLE_AUTO_WARP_SPECIALIZATION: _NO_WS,
     K.TL_ENABLE_AUTO_SCHEDULE: "auto scheduling is TileLang-Ascend's; MUSA kernels are scheduled as written",
-    K.TL_DISABLE_TMA_LOWER: _NO_TME,
-    K.TL_ENABLE_MUSA_TMA_PREFETCH: _NO_TME,
+    K.TL_ENABLE_MUSA_TMA_PREFETCH: "TME descriptors are not prefetched: each is read by the copies that use it",
     K.TL_DISABLE_SHUFFLE_ELECT: "no single-thread election is generated (it serves TME issue and warp "
                                 "specialization, neither of which exists yet)",
     K.TL_ENABLE_ASYNC_COPY: _NO_TME,

@@ -21,6 +21,7 @@ from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_shared_layout import LowerSharedLayout
 from .lower_tile_op import LowerTileOp
+from .lower_tme_copy import LowerTmeCopy
 from .lower_wait_sqmma import LowerWaitSqmma
 from .partition_parallel_loop import PartitionParallelLoop
 from .rasterize_blocks import RasterizeBlocks
@@ -50,6 +51,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerBufferViews(FRAGMENT_VIEWS),
         # Where fragments live; the loops over fragments run there (per-thread loops over slots).
         LayoutInference(configs),
+        # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
+        LowerTmeCopy(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
         LowerTileOp(configs, late=True),
         # Accesses through T.view / T.reshape views go to the viewed buffers (every op is lowered by now).

@@ -1,0 +1,140 @@
+/*!
+ * \file tl_templates/musa/tme.h
+ * \brief TME (tensor memory engine, mp_31) tile copies, as the compiler prints them (src/codegen/call_rules_tme.cc):
+ *
+ *   tl::tme_load_Nd<SG, SS, SL, INNER, OUTER[, BLOCKS, BLOCK_BYTES]>(desc, bar, smem, box, coord)   load a box
+ *                                                                          (onto async barrier `bar`)
+ *   tl::tme_store_Nd<SG, SS, SL, INNER, OUTER[, BLOCKS, BLOCK_BYTES]>(desc, smem, box, coord)       store a box
+ *   tl::tme_store_commit()   commit this thread's stores      tl::tme_store_wait()   they have read shared memory
+ *
+ * `desc` is the kernel's `__grid_constant__ const MUtensorDescriptor` parameter (built by the host wrapper), `box`
+ * and `coord` give the extent and the first element per dimension, innermost first: `vNi32_t` values for rank
+ * N >= 2, ints for rank 1. The box lands in shared memory densely, innermost first, then swizzled with granularity
+ * SG (0 none, 1 16 B, 2 32 B, 3 64 B), stride SS (3 = 256 B) and line SL (1 = 256 B). INNER / OUTER are the cache
+ * hints (0 none, 1 once, 2 normal, 3 persist). The built-ins are MUSA_FACTS.md's ("TME"); the simulator implements
+ * them (src/tl_templates/sim/sim/tme.h), so this file compiles unchanged for both.
+ */
+#pragma once
+
+#include "common.h"
+
+#if !defined(TL_SIMULATOR) && !defined(__MUSACC_RTC__)
+#include <musa.h>  // MUtensorDescriptor (the simulator's musa_runtime.h, included by common.h, declares it)
+#endif
+
+// The kernel parameter qualifier of descriptors (CUDA's spelling; the simulator defines it as nothing).
+#ifndef __grid_constant__
+#define __grid_constant__ __attribute__((grid_constant))
+#endif
+
+// Box and coordinate vectors of the built-ins. The simulator defines them as aggregates; mcc takes clang vectors
+// [I: the port gets them from MUTLASS's headers; define TL_MUSA_HAVE_VNI32 where a MUSA header already does].
+#if !defined(TL_SIMULATOR) && !defined(TL_MUSA_HAVE_VNI32)
+typedef int v2i32_t __attribute__((ext_vector_type(2)));
+typedef int v3i32_t __attribute__((ext_vector_type(3)));
+typedef int v4i32_t __attribute__((ext_vector_type(4)));
+typedef int v5i32_t __attribute__((ext_vector_type(5)));
+#endif
+
+namespace tl {
+namespace tme_detail {
+
+#if defined(TL_SIMULATOR)
+TL_DEVICE void* smem_ptr(const void* p) { return const_cast<void*>(p); }
+#else
+// The built-ins take shared-memory pointers in clang's address space 3.
+TL_DEVICE __attribute__((address_space(3))) void* smem_ptr(const void* p) {
+  return (__attribute__((address_space(3))) void*)(p);
+}
+#endif
+
+TL_DEVICE uint64_t desc_addr(const MUtensorDescriptor& desc) { return reinterpret_cast<uint64_t>(&desc); }
+
+template <int SG, int SS, int SL, int Inner, int Outer>
+TL_DEVICE constexpr bool check_params() {
+  static_assert(SG >= 0 && SG <= 3 && SS >= 0 && SS <= 3 && SL >= 0 && SL <= 1, "tl::tme: bad swizzle code");
+  static_assert(SG < SS + 2 && SS <= SL + 2, "tl::tme: the swizzle needs sg < ss + 2 and ss <= sl + 2");
+  static_assert(Inner >= 0 && Inner <= 3 && Outer >= 0 && Outer <= 3, "tl::tme: cache hints are 0..3");
+  return true;
+}
+
+constexpr int kNoPrefetch = 0;
+
+// Column block b of a copy: `b * box[0]` elements further along the innermost dimension.
+TL_DEVICE int32_t innermost(int32_t v) { return v; }
+template <class V>
+TL_DEVICE int32_t innermost(const V& v) { return v[0]; }
+TL_DEVICE int32_t shifted(int32_t coord, int32_t delta) { return coord + delta; }
+template <class V>
+TL_DEVICE V shifted(V coord, int32_t delta) {
+  coord[0] += delta;
+  return coord;
+}
+
+}  // namespace tme_detail
+
+// One wrapper per rank: the built-ins differ in name and in the type of box / coord.
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
+#define TL_TME_LOAD(N) \
+  __musa_tme_ld_tile_##N##d(bar, tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, \
+                            tme_detail::kNoPrefetch, Inner, Outer, 0)
+// The trailing operand: 0 on loads and 1 on stores, as the port passes them [I: undocumented].
+#define TL_TME_STORE(N) \
+  __musa_tme_st_##N##d(tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, Inner, \
+                       Outer, 1)
+#elif defined(__MUSA_ARCH__)
+#define TL_TME_LOAD(N) static_assert(SG < 0, "tl::tme_load: the TME exists on mp_31 and later")
+#define TL_TME_STORE(N) static_assert(SG < 0, "tl::tme_store: the TME exists on mp_31 and later")
+#else  // mcc's host pass: the built-ins are device-only
+#define TL_TME_LOAD(N) (void)0
+#define TL_TME_STORE(N) (void)0
+#endif
+
+// Blocks > 1: that many instructions, each BlockBytes further in shared memory and box[0] elements further along
+// the innermost dimension (the column blocks of a swizzled tile wider than 256 bytes).
+#define TL_TME_WRAPPERS(N, VEC)                                                                                   \
+  template <int SG, int SS, int SL, int Inner, int Outer, int Blocks = 1, int BlockBytes = 0>                     \
+  TL_DEVICE void tme_load_##N##d(const MUtensorDescriptor& desc, uint32_t bar, void* tile, VEC box, VEC origin) { \
+    static_assert(tme_detail::check_params<SG, SS, SL, Inner, Outer>(), "");                                    \
+    for (int b = 0; b < Blocks; ++b) {                                                                           \
+      void* smem = static_cast<char*>(tile) + b * BlockBytes;                                                    \
+      VEC coord = tme_detail::shifted(origin, b * tme_detail::innermost(box));                                   \
+      TL_TME_LOAD(N);                                                                                            \
+    }                                                                                                            \
+  }                                                                                                              \
+  template <int SG, int SS, int SL, int Inner, int Outer, int Blocks = 1, int BlockBytes = 0>                     \
+  TL_DEVICE void tme_store_##N##d(const MUtensorDescriptor& desc, const void* tile, VEC box, VEC origin) {      \
+    static_assert(tme_detail::check_params<SG, SS, SL, Inner, Outer>(), "");                                    \
+    for (int b = 0; b < Blocks; ++b) {                                                                           \
+      const void* smem = static_cast<const char*>(tile) + b * BlockBytes;                                        \
+      VEC coord = tme_detail::shifted(origin, b * tme_detail::innermost(box));                                   \
+      TL_TME_STORE(N);                                                                                           \
+    }                                                                                                            \
+  }
+
+TL_TME_WRAPPERS(1, int32_t)
+TL_TME_WRAPPERS(2, v2i32_t)
+TL_TME_WRAPPERS(3, v3i32_t)
+TL_TME_WRAPPERS(4, v4i32_t)
+TL_TME_WRAPPERS(5, v5i32_t)
+
+#undef TL_TME_WRAPPERS
+#undef TL_TME_LOAD
+#undef TL_TME_STORE
+
+/*! \brief Commit the calling thread's TME stores issued since its last commit. */
+TL_DEVICE void tme_store_commit() {
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
+  __musa_tme_store_commit();
+#endif
+}
+
+/*! \brief Wait until the calling thread's committed TME stores have read their shared-memory tiles (the port's
+ *         tma_store_wait<0>; the SDK waits for all of them). */
+TL_DEVICE void tme_store_wait() {
+#if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
+  __musa_tme_store_read_wait();
+#endif
+}
+
+}  // namespace tl

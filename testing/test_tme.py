@@ -1,0 +1,281 @@
+"""TME copies (mp_31): T.tma_copy loads and stores, T.copy stores from shared memory, cache hints, a swizzled tile
+feeding an SQMMA T.gemm, the host-built descriptors, and the errors; in the simulator against torch."""
+
+import functools
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+
+MP31 = "musa -arch=mp_31"
+
+
+def test_guide_snippet_loads_a_box_with_zero_filled_tails():
+    """The guide's snippet: a 64 x 32 tile of A (70 x 40: tails) through the TME into shared memory, then to B
+    (128 x 64, the tiles padded) by plain copies: the engine zero-fills the box elements outside A."""
+
+    @T.prim_func
+    def load(A: T.Tensor((70, 40), "float16"), B: T.Tensor((128, 64), "float16")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            tile = T.alloc_shared((64, 32), "float16")
+            barrier = T.alloc_barrier(128)
+            T.tma_copy(A[by * 64, bx * 32], tile, barrier=barrier)
+            T.barrier_arrive(barrier)
+            T.barrier_wait(barrier, 0)
+            T.copy(tile, B[by * 64, bx * 32], disable_tma=True)
+
+    kernel = tilelang.compile(load, target=MP31)
+    src = kernel.get_kernel_source()
+    assert "__grid_constant__ const MUtensorDescriptor desc_A" in src
+    assert "__musa_async_add_trans(1, 4096);" in src  # the whole box, out-of-bounds elements included
+    assert "tl::tme_load_2d<0, 3, 1, 2, 2>(desc_A, 1, &tile[0], v2i32_t{32, 64}, v2i32_t{" in src
+    assert src.count("tl::tme_load_2d") == 1 and "if (((int)threadIdx.x) == 0) {" in src
+    host = kernel.get_host_source()
+    assert "muTensorDescriptorEncode(&desc_A, MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT16, 2, (void*)A" in host
+    assert "muuint64_t dims[2] = {(muuint64_t)40, (muuint64_t)70};" in host  # innermost first
+    assert "muuint64_t strides[1] = {(muuint64_t)80};" in host  # bytes
+    a = rand((70, 40), torch.float16, 1)
+    b = poison((128, 64), torch.float16)
+    kernel(a, b)
+    expected = torch.zeros(128, 64, dtype=torch.float16)
+    expected[:70, :40] = a
+    torch.testing.assert_close(b, expected, rtol=0, atol=0)
+
+
+def test_cache_hints_are_the_instructions_hint_arguments():
+    @T.prim_func
+    def hints(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            t0 = T.alloc_shared((16, 64), "float16")
+            t1 = T.alloc_shared((16, 64), "float16")
+            t2 = T.alloc_shared((16, 64), "float16")
+            barrier = T.alloc_barrier(128)
+            T.tma_copy(A[0, 0], t0, barrier=barrier, inner_cache_policy="cache_once", outer_cache_policy="cache_persist")
+            T.tma_copy(A[16, 0], t1, barrier=barrier, eviction_policy="evict_first")
+            T.tma_copy(A[32, 0], t2, barrier=barrier, outer_cache_policy="cache_none")
+            T.barrier_arrive(barrier)
+            T.barrier_wait(barrier, 0)
+            T.copy(t0, B[0, 0], eviction_policy="evict_last")
+
+    src = tilelang.compile(hints, target=MP31).get_kernel_source()
+    assert "tl::tme_load_2d<0, 3, 1, 1, 3>(desc_A" in src
+    assert "tl::tme_load_2d<0, 3, 1, 1, 1>(desc_A" in src
+    assert "tl::tme_load_2d<0, 3, 1, 2, 0>(desc_A" in src
+    assert "tl::tme_store_2d<0, 3, 1, 3, 3>(desc_B" in src
+
+
+@functools.lru_cache(maxsize=None)
+def load_rank(rank: int):
+    """A box of a rank-`rank` tensor with tails in every dim, loaded with T.tma_copy and copied out plainly."""
+    shape = {1: (40,), 2: (10, 24), 3: (3, 5, 24), 4: (2, 3, 5, 8), 5: (2, 2, 3, 3, 8)}[rank]
+    box = {1: (32,), 2: (8, 16), 3: (2, 4, 16), 4: (2, 2, 4, 8), 5: (1, 2, 2, 2, 8)}[rank]
+    grid = [-(-s // b) for s, b in zip(shape, box)]
+    out_shape = tuple(g * b for g, b in zip(grid, box))
+    blocks = 1
+    for g in grid:
+        blocks *= g
+
+    @T.prim_func
+    def load(A: T.Tensor(shape, "float16"), B: T.Tensor(out_shape, "float16")):
+        with T.Kernel(blocks, threads=64) as bx:
+            tile = T.alloc_shared(box, "float16")
+            barrier = T.alloc_barrier(64)
+            origin = []
+            rest = bx
+            for g, b in zip(reversed(grid), reversed(box)):
+                origin.insert(0, (rest % g) * b)
+                rest = rest // g
+            T.tma_copy(A[tuple(origin)], tile, barrier=barrier)
+            T.barrier_arrive(barrier)
+            T.barrier_wait(barrier, 0)
+            T.copy(tile, B[tuple(origin)], disable_tma=True)
+
+    return tilelang.compile(load, target=MP31), shape, out_shape
+
+
+@pytest.mark.parametrize("rank", [1, 3, 5])  # 2: the guide's snippet
+def test_loads_of_rank_1_to_5_zero_fill_their_tails(rank):
+    kernel, shape, out_shape = load_rank(rank)
+    src = kernel.get_kernel_source()
+    assert f"tl::tme_load_{rank}d<" in src
+    if rank > 1:
+        assert f"v{rank}i32_t{{" in src
+    a = rand(shape, torch.float16, rank)
+    b = poison(out_shape, torch.float16)
+    kernel(a, b)
+    expected = torch.zeros(out_shape, dtype=torch.float16)
+    expected[tuple(slice(0, s) for s in shape)] = a
+    torch.testing.assert_close(b, expected, rtol=0, atol=0)
+
+
+@functools.lru_cache(maxsize=None)
+def store_kernel(explicit: bool, pass_configs: tuple = (), disable_tma: bool = False):
+    """Tiles of A (with tails) into shared memory by plain copies, stored to B through the TME."""
+
+    @T.prim_func
+    def store(A: T.Tensor((100, 48), "float32"), B: T.Tensor((100, 48), "float32")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            tile = T.alloc_shared((64, 32), "float32")
+            T.copy(A[by * 64, bx * 32], tile)
+            if explicit:
+                T.tma_copy(tile, B[by * 64, bx * 32])
+                T.tma_store_wait()
+            else:
+                T.copy(tile, B[by * 64, bx * 32], disable_tma=disable_tma)
+
+    return tilelang.compile(store, target=MP31, pass_configs=dict(pass_configs))
+
+
+@pytest.mark.parametrize("explicit", [True, False], ids=["tma_copy", "copy"])
+def test_stores_write_only_the_tensors_elements(explicit):
+    kernel = store_kernel(explicit)
+    src = kernel.get_kernel_source()
+    assert "tl::tme_store_2d<0, 3, 1, 2, 2>(desc_B, &tile[0], v2i32_t{32, 64}, v2i32_t{" in src
+    assert "tl::tme_store_commit();" in src and "tl::tme_store_wait();" in src
+    # the tile is complete before the one thread stores it
+    assert src.index("__syncthreads();") < src.index("tl::tme_store_2d")
+    a = rand((100, 48), torch.float32, 3)
+    b = poison((100, 48), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a, rtol=0, atol=0)
+
+
+def test_copy_store_stays_plain_with_disable_tma_or_the_pass_config():
+    for kernel in (store_kernel(False, disable_tma=True),
+                   store_kernel(False, ((tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER, True),))):
+        src = kernel.get_kernel_source()
+        assert "tme" not in src and "MUtensorDescriptor" not in src
+
+
+def test_copy_store_that_tme_cannot_do_stays_plain():
+    @T.prim_func
+    def store(A: T.Tensor((64, 6), "float32"), B: T.Tensor((64, 6), "float32")):  # 24-byte rows
+        with T.Kernel(1, threads=64):
+            tile = T.alloc_shared((64, 6), "float32")
+            T.copy(A, tile)
+            T.copy(tile, B)
+
+    src = tilelang.compile(store, target=MP31).get_kernel_source()
+    assert "tme" not in src
+
+
+@functools.lru_cache(maxsize=None)
+def tme_gemm():
+    """T.gemm on SQMMA with both operands loaded by T.tma_copy into the swizzled layouts the gemm chose: A is
+    K-major 512 bytes wide (two column blocks of 256 bytes), B MN-major (SG32)."""
+    M, N, K, BK = 64, 64, 512, 256
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, BK), "float16")
+            B_s = T.alloc_shared((BK, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            barrier = T.alloc_barrier(128)
+            T.clear(acc)
+            for k in T.serial(K // BK):
+                T.tma_copy(A[0, k * BK], A_s, barrier=barrier)
+                T.tma_copy(B[k * BK, 0], B_s, barrier=barrier)
+                T.barrier_arrive(barrier)
+                T.barrier_wait(barrier, k % 2)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C)
+
+    return tilelang.compile(gemm, target=MP31)
+
+
+def test_swizzled_tiles_loaded_by_tme_feed_an_sqmma_gemm():
+    kernel = tme_gemm()
+    src = kernel.get_kernel_source()
+    assert "tl::tme_load_2d<1, 3, 1, 2, 2, 2, 16384>(desc_A, 1, &A_s[0], v2i32_t{128, 64}, v2i32_t{" in src
+    assert "tl::tme_load_2d<2, 3, 1, 2, 2>(desc_B, 1, &B_s[0], v2i32_t{64, 256}, v2i32_t{" in src
+    assert "gemm_ss_mp31_sqmma_swizzled" in src
+    a = rand((64, 512), torch.float16, 4)
+    b = rand((512, 64), torch.float16, 5)
+    c = poison((64, 64), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_leader_is_the_first_thread_of_the_guarded_range():
+    @T.prim_func
+    def load(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=256) as bx:
+            tx = T.get_thread_binding()
+            tile = T.alloc_shared((64, 64), "float16")
+            barrier = T.alloc_barrier(256)
+            if tx >= 128:
+                T.tma_copy(A, tile, barrier=barrier, leader_scope_threads=64)
+            if tx < 128:
+                T.tma_copy(A, tile, barrier=barrier)
+            T.barrier_arrive(barrier)
+
+    src = tilelang.compile(load, target=MP31).get_kernel_source()
+    assert "if ((((int)threadIdx.x) % 64) == 0) {" in src  # (tx - 128) % 64, simplified
+    assert "if (((int)threadIdx.x) == 0) {" in src
+
+
+def _compile_error(body, target=MP31, **kwargs):
+    with pytest.raises(tilelang.CompileError) as info:
+        tilelang.compile(body, target=target, **kwargs)
+    return str(info.value)
+
+
+def test_a_load_without_barrier_is_an_error_at_the_line():
+    with pytest.raises(tilelang.CompileError, match=r"T.tma_copy: a load \(global -> shared\) needs barrier=") as info:
+        @T.prim_func
+        def load(A: T.Tensor((64, 64), "float16")):
+            with T.Kernel(1, threads=128):
+                tile = T.alloc_shared((64, 64), "float16")
+                T.tma_copy(A, tile)
+    assert "T.tma_copy(A, tile)" in str(info.value)
+
+
+def test_eviction_policy_excludes_the_cache_policies():
+    for construct in (T.copy, T.tma_copy):
+        with pytest.raises(tilelang.CompileError, match="eviction_policy cannot be combined with inner_cache_policy"):
+            @T.prim_func
+            def load(A: T.Tensor((64, 64), "float16")):
+                with T.Kernel(1, threads=128):
+                    tile = T.alloc_shared((64, 64), "float16")
+                    construct(A, tile, eviction_policy="evict_first", inner_cache_policy="cache_once")
+
+
+def test_tma_copy_on_mp22_is_an_error():
+    @T.prim_func
+    def load(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((64, 64), "float16")
+            T.tma_copy(tile, A)
+
+    message = _compile_error(load, target="musa -arch=mp_22")
+    assert "T.tma_copy: mp_22 has no TME" in message and "T.tma_copy(tile, A)" in message
+
+
+def test_an_innermost_box_of_less_than_16_bytes_is_an_error():
+    @T.prim_func
+    def load(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((64, 4), "float16")
+            barrier = T.alloc_barrier(128)
+            T.tma_copy(A[0, 0], tile, barrier=barrier)
+
+    message = _compile_error(load)
+    assert "innermost box dimension of A is 4 x 2 = 8 bytes; the TME moves multiples of 16 bytes" in message
+    assert "T.tma_copy(A[0, 0], tile, barrier=barrier)" in message
+
+
+def test_a_layout_the_engine_cannot_write_is_an_error_naming_it():
+    @T.prim_func
+    def load(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((64, 64), "float16")
+            T.annotate_layout({tile: tilelang.layout.make_padded_layout(tile)})
+            barrier = T.alloc_barrier(128)
+            T.tma_copy(A, tile, barrier=barrier)
+
+    message = _compile_error(load)
+    assert "the layout of tile" in message and "is not one the TME writes" in message

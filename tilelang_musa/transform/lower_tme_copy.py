@@ -1,0 +1,131 @@
+"""LowerTmeCopy: TME copies (`T.tma_copy`, and `T.copy` stores chosen for the TME) become TME instructions.
+
+Runs after LayoutInference, so the shared tile's layout is final (the engine's swizzle must produce it; an SQMMA
+operand's layout is chosen there), and before the shared layouts are applied. Each copy is issued by one thread:
+the first of the contiguous range of threads that reach it (the `if tx < ...` guards around it, as for T.Parallel
+nests: thread_guard.py), or with `leader_scope_threads=n` the first of every n threads of that range. The global
+tensors read or written are recorded in the `tl.tme_descriptors` function attribute: the printer adds one
+descriptor parameter per tensor and the host wrapper builds it (codegen/host.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import CompileError
+from ..target import ARCHS
+from ..tileop import is_tile_op, parse_tile_op
+from ..tileop.tme_copy import (
+    DESCRIPTORS_ATTR, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme, not_tme_error,
+)
+from ..tileop.base import LowerArgs
+from .ir_utils import thread_info
+from .layout_inference import view_buffers
+from .lower_shared_layout import shared_layouts
+from .partition_parallel_loop import thread_analyzer
+from .pass_base import tl_pass
+from .pass_config import PassConfigKey, enabled
+from .thread_guard import ThreadRange, reaching_threads, thread_conditions
+
+STAGE = "LowerTmeCopy"
+
+
+def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+    threads = thread_info(func)
+    target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
+    arch = ARCHS[str(target.attrs["arch"])] if target is not None else None
+    layouts = shared_layouts(func)
+    params = list(func.params)
+    descriptors: dict[str, list] = {}
+    guards: list[Any] = []
+    analyzer = thread_analyzer(threads)
+
+    def leader_condition(op: TmeCopy) -> Any:
+        reach: ThreadRange = _reaching(guards, threads, analyzer(), op)
+        tid = threads.linear_thread_id()
+        scope = op.leader_scope_threads
+        if scope is not None and scope < reach.count:
+            if reach.count % scope:
+                raise CompileError(f"T.tma_copy: leader_scope_threads={scope} does not divide the {reach.count} "
+                                   "threads that reach the copy", op.loc, STAGE)
+            offset = tid - reach.first if reach.first else tid
+            return tirx.EQ(tirx.FloorMod(offset, scope), 0)
+        return tirx.EQ(tid, reach.first)
+
+    def lower_one(op: TmeCopy, fallback) -> Any:
+        if not op.explicit and enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER):
+            return fallback()
+        if arch is not None and not arch.has_tme:
+            if not op.explicit:
+                return fallback()
+            raise CompileError(f"T.tma_copy: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
+                               "later); use T.copy", op.loc, STAGE)
+        if op.is_load and op.barrier is None:
+            raise CompileError("T.tma_copy: a load (global -> shared) needs barrier=...: the copy arrives on it, and "
+                               "the threads wait on it before reading the tile", op.loc, STAGE)
+        shared = op.shared_region.buffer
+        if shared in view_buffers(func):
+            if not op.explicit:
+                return fallback()
+            raise not_tme_error(op, f"{shared.name} is a T.view / T.reshape view; copy into the viewed buffer")
+        try:
+            plan = op.plan(params, layouts.get(shared))
+        except NotTme as why:
+            if not op.explicit:
+                return fallback()
+            raise not_tme_error(op, str(why)) from None
+        g = op.global_region.buffer
+        descriptors[descriptor_name(g)] = descriptor_spec(g)
+        return lower_tme(op, plan, leader_condition(op))
+
+    def on_if(node, mutator):
+        conds = thread_conditions(node.condition, threads)
+        guards.extend(conds)
+        then_case = mutator.mutate(node.then_case)
+        del guards[len(guards) - len(conds):]
+        else_case = node.else_case
+        if else_case is not None:
+            negated = [tirx.Not(node.condition)] if conds else []
+            guards.extend(negated)
+            else_case = mutator.mutate(else_case)
+            del guards[len(guards) - len(negated):]
+        if then_case.same_as(node.then_case) and (else_case is None or else_case.same_as(node.else_case)):
+            return node
+        return tirx.IfThenElse(node.condition, then_case, else_case)
+
+    def on_evaluate(node, mutator):
+        if not is_tile_op(node.value) or str(node.value.op.name) != TmeCopy.op_name:
+            return node
+        op = parse_tile_op(node.value)
+
+        def fallback():
+            from ..tileop.copy import Copy
+
+            args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, {}, configs)
+            return Copy(op.src, op.dst, op.loc, op.coalesced_width).lower(args)
+
+        return lower_one(op, fallback)
+
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if), (tirx.Evaluate, on_evaluate)])
+    if body.same_as(func.body):
+        return func
+    func = tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
+    if descriptors:
+        func = func.with_attr(DESCRIPTORS_ATTR, descriptors)
+    return func
+
+
+def _reaching(guards: list, threads, analyzer, op: TmeCopy) -> ThreadRange:
+    try:
+        return reaching_threads(list(guards), threads, analyzer, None, STAGE)
+    except CompileError:
+        raise CompileError("T.tma_copy: the threads that reach the copy must be a contiguous range of thread ids "
+                           "known at compile time (one of them issues it); guard it with a range such as "
+                           "`tx < 128`", op.loc, STAGE) from None
+
+
+def LowerTmeCopy(configs):  # noqa: N802
+    return tl_pass(STAGE, lambda func: lower_tme_copy(func, configs))
