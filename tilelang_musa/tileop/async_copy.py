@@ -162,11 +162,13 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         if idx:
             idx[-1] = idx[-1] * lanes
         src_index, dst_index = paired_indices(copy.src, copy.dst, dims, idx)
+        cond = _in_bounds(copy.src, src_index, lanes) if predicated else None
+        if cond is not None:  # a piece out of bounds is not read: its address stays inside the tensor too
+            src_index = [tirx.Select(cond, i, tirx.const(0, i.ty.dtype)) for i in src_index]
         call_args = [tirx.address_of(copy.dst.buffer[tuple(dst_index)]),
                      tirx.address_of(copy.src.buffer[tuple(src_index)])]
         if robust:
             call_args.append(copy.robust_desc)
-        cond = _in_bounds(copy.src, src_index, lanes) if predicated else None
         if cond is not None:
             call_args.append(cond)
         return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))

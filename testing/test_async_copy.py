@@ -1,0 +1,256 @@
+"""LDLMS asynchronous copies and robust descriptors: T.copy(..., force_async_copy=True) (completes by itself),
+T.async_copy + T.ptx_wait_group (the user waits), T.copy(..., src_robust_desc=T.make_robust_desc(...)) alone and
+with force_async_copy; printed as the tl:: templates of async_copy.h and run in the simulator against torch, with
+their tails predicated (zero-filled pieces), and the guide's conditions as errors at the user's line."""
+
+import functools
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+from tilelang_musa.jit.launcher import KernelLaunchError
+
+ARCHS = ["mp_31", "mp_22"]
+
+
+def tiles_with_tail(M, N, block_m, dtype):
+    """B = A through a shared tile copied with force_async_copy; M is not a multiple of block_m."""
+
+    @T.prim_func
+    def tiles(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_m), threads=64) as bx:
+            S = T.alloc_shared((block_m, N), dtype)
+            T.copy(A[bx * block_m, 0], S, force_async_copy=True)
+            for i, j in T.Parallel(block_m, N):
+                if bx * block_m + i < M:
+                    B[bx * block_m + i, j] = S[i, j] + S[block_m - 1 - i, j] * 0
+            # every row past the tensor reads as zero
+            for i in T.Parallel(block_m):
+                if bx * block_m + i >= M:
+                    B[0, 0] = B[0, 0] + S[i, 0]
+
+    return tiles
+
+
+def ring(n_tiles, tile, dtype="float32"):
+    """Two-slot ring: tile k + 1 is in flight (T.async_copy) while tile k is consumed after T.ptx_wait_group(1)."""
+
+    @T.prim_func
+    def ring_copy(A: T.Tensor((n_tiles * tile,), dtype), B: T.Tensor((n_tiles * tile,), dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((2, tile), dtype)
+            T.async_copy(A[0:tile], S[0, :])
+            for k in T.serial(n_tiles):
+                if k + 1 < n_tiles:
+                    T.async_copy(A[(k + 1) * tile:(k + 2) * tile], S[(k + 1) % 2, :])
+                    T.ptx_wait_group(1)
+                else:
+                    T.ptx_wait_group(0)
+                for i in T.Parallel(tile):
+                    B[k * tile + i] = S[k % 2, i] * 3
+                T.sync_threads()
+
+    return ring_copy
+
+
+def robust(n, force_async):
+    """The guide's snippet: a descriptor of the 8 bytes from &src[1]; each thread copies src[tid] through it."""
+
+    @T.prim_func
+    def robust_copy(src: T.Tensor((n,), "float32"), out: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=n):
+            tid = T.get_thread_binding()
+            dst = T.alloc_shared((n,), "float32")
+            robust_desc = T.make_robust_desc(T.address_of(src[1]), 8)
+            T.copy(src[tid], dst[tid], src_robust_desc=robust_desc, force_async_copy=force_async)
+            out[tid] = dst[tid]
+
+    return robust_copy
+
+
+def robust_tile(n, block):
+    """A region copy through a descriptor of the first 10 elements."""
+
+    @T.prim_func
+    def robust_region(src: T.Tensor((n,), "float32"), out: T.Tensor((block,), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((block,), "float32")
+            d = T.make_robust_desc(T.address_of(src[0]), 40)
+            T.copy(src[0:block], S, src_robust_desc=d)
+            T.copy(S, out)
+
+    return robust_region
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(kind: str, arch: str):
+    target = f"musa -arch={arch}"
+    if kind == "tiles":
+        return tilelang.compile(tiles_with_tail(100, 64, 32, "float16"), target=target)
+    if kind == "ring":
+        return tilelang.compile(ring(3, 128), target=target)
+    if kind == "robust":
+        return tilelang.compile(robust(32, False), target=target)
+    if kind == "robust_async":
+        return tilelang.compile(robust(32, True), target=target)
+    if kind == "robust_region_unpredicated":
+        return tilelang.compile(robust_tile(32, 32), target=target,
+                                pass_configs={tilelang.PassConfigKey.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION: True})
+    raise KeyError(kind)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_force_async_copy_tiles_with_a_tail(arch):
+    kernel = compiled("tiles", arch)
+    source = kernel.get_kernel_source()
+    # float16 rows of 64: 16-byte pieces, the rows past M = 100 zero-filled
+    assert "tl::async_copy_g2s<16>(&S[" in source and ") < 100);" in source
+    assert source.index("tl::async_copy_commit();") < source.index("tl::async_copy_wait<0>();") \
+        < source.index("__syncthreads();")
+    a = rand((100, 64), torch.float16, 11)
+    b = poison((100, 64), torch.float16)
+    kernel(a, b)
+    expected = a.clone()
+    expected[0, 0] = a[0, 0]  # the 28 rows past the tensor add zeros
+    torch.testing.assert_close(b, expected)
+
+
+def test_async_copy_ring_waits_for_one_group_at_a_time():
+    kernel = compiled("ring", "mp_31")
+    source = kernel.get_kernel_source()
+    assert source.count("tl::async_copy_commit();") == 2 and "tl::async_copy_wait<1>();" in source
+    assert "tl::async_copy_g2s<16>(" in source
+    a, b = rand((3 * 128,), torch.float32, 12), poison((3 * 128,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 3)
+
+
+def test_a_missing_wait_after_async_copy_is_named_in_checked_mode(monkeypatch):
+    @T.prim_func
+    def no_wait(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((128,), "float32")
+            T.async_copy(A, S)
+            T.sync_threads()
+            T.copy(S, B)
+
+    kernel = tilelang.compile(no_wait, target="musa -arch=mp_31")
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    line = next(n for n, text in enumerate(kernel.get_kernel_source().splitlines(), 1) if "tl::async_copy_g2s" in text)
+    with pytest.raises(KernelLaunchError, match=rf"never waited for, the first \(__musa_memcpy_g2s\) issued at "
+                                                rf"no_wait.checked.mu:{line}"):
+        kernel(rand((128,), torch.float32, 1), poison((128,), torch.float32))
+
+
+@pytest.mark.parametrize("arch,force_async", [("mp_31", False), ("mp_31", True), ("mp_22", True)])
+def test_robust_copy_reads_zeros_outside_the_descriptor(arch, force_async):
+    kernel = compiled("robust_async" if force_async else "robust", arch)
+    source = kernel.get_kernel_source()
+    assert "const tl::RobustDesc robust_desc = tl::make_robust_desc((&src[1]), 8" in source or \
+        "const tl::RobustDesc robust_desc = tl::make_robust_desc(&src[1], 8" in source
+    template = "tl::async_copy_g2s_robust<4>(" if force_async else "tl::robust_copy<4>("
+    assert template in source and ", robust_desc" in source
+    src, out = rand((32,), torch.float32, 13), poison((32,), torch.float32)
+    kernel(src, out)
+    expected = torch.zeros(32)
+    expected[1:3] = src[1:3]
+    torch.testing.assert_close(out, expected)
+
+
+def test_robust_copy_without_its_tail_predicate():
+    """TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION: no bounds predicate, the descriptor alone guards the reads (the
+    elements past its 10 read as zero)."""
+    kernel = compiled("robust_region_unpredicated", "mp_31")
+    source = kernel.get_kernel_source()
+    assert "tl::robust_copy<16>(&S[" in source and ", d);" in source
+    src, out = rand((32,), torch.float32, 14), poison((32,), torch.float32)
+    kernel(src, out)
+    expected = torch.zeros(32)
+    expected[:10] = src[:10]
+    torch.testing.assert_close(out, expected)
+
+
+def _check(build):
+    with pytest.raises(tilelang.CompileError) as info:
+        build()
+    return str(info.value)
+
+
+def test_async_copy_conditions_are_errors_at_the_line():
+    def from_shared():
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float32")
+                R = T.alloc_shared((64,), "float32")
+                T.copy(S, R, force_async_copy=True)
+
+    message = _check(from_shared)
+    assert "T.copy(S, R, force_async_copy=True)" in message
+    assert "an asynchronous (LDLMS) copy reads global memory; the source `S` is shared.dyn" in message
+
+    def two_byte_pieces():
+        @T.prim_func
+        def k(A: T.Tensor((64, 65), "float16"), B: T.Tensor((64,), "float16")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float16")
+                T.copy(A[0:64, 3], S, force_async_copy=True)
+                T.copy(S, B)
+
+        tilelang.compile(k, target="musa -arch=mp_31")
+
+    message = _check(two_byte_pieces)
+    assert "force_async_copy=True" in message and "not contiguous along the copy's innermost dimension" in message
+
+    def odd_elements():
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+            with T.Kernel(1, threads=64):
+                tx = T.get_thread_binding()
+                S = T.alloc_shared((64,), "float16")
+                T.copy(A[tx], S[tx], force_async_copy=True)
+                B[tx] = S[tx]
+
+        tilelang.compile(k, target="musa -arch=mp_31")
+
+    message = _check(odd_elements)
+    assert "T.copy(A[tx], S[tx], force_async_copy=True)" in message
+    assert "cannot be cut into 4/8/16-byte pieces" in message and "2 bytes an element" in message
+
+    def cast():
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float16")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float32")
+                T.copy(A, S, force_async_copy=True)
+
+    assert "source `A` is float16 but destination `S` is float32" in _check(cast)
+
+    def policies():
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float32")
+                T.copy(A, S, force_async_copy=True, eviction_policy="evict_first", inner_cache_policy="cache_once")
+
+    assert "eviction_policy cannot be combined with inner_cache_policy/outer_cache_policy" in _check(policies)
+
+    def wait_group():
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                T.ptx_wait_group(-1)
+
+    assert "T.ptx_wait_group: num must be a non-negative int" in _check(wait_group)
+
+    def bad_desc():
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float32")
+                d = T.make_robust_desc(T.address_of(S[0]), 8)
+
+    assert "T.make_robust_desc: addr must be the address of a global tensor element" in _check(bad_desc)
