@@ -16,6 +16,8 @@ from .barrier import (
 from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
+from .warp_specialize import ws
+from .warpgroup import warpgroup_commit_batch, warpgroup_wait
 from .warp import (
     get_lane_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor, shuffle_elect, sync_warp,
     warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
@@ -111,7 +113,8 @@ __all__ = [
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
-    "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", *UNSUPPORTED, *VECTOR_DTYPES,
+    "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", "warpgroup_commit_batch", "warpgroup_wait", "ws",
+    *UNSUPPORTED, *VECTOR_DTYPES,
 ]
 
 # `T` holds the language's names only: the modules that implement them stay importable by their full names

@@ -27,8 +27,8 @@ class Kernel:
     """A kernel launch scope: `gx[, gy[, gz]]` blocks of `threads` threads (an int or up to 3 extents).
 
     The `as` names are the block indices: one name for a 1-D grid, a tuple otherwise. `producer_threads`
-    sizes the producer warps of a warp-specialized kernel; no kernel is warp-specialized yet, so it is accepted
-    with a one-time warning.
+    sizes the producer warps of automatic warp specialization, which the compiler does not do yet, so it is
+    accepted with a one-time warning; split the block by hand with `T.ws(...)` regions.
 
     The same object is the kernel of a TVMScript-style program, which has no `with T.Kernel`: its first
     `T.thread_binding` / `T.launch_thread` opens it (`Kernel.raw`), and each binding adds one axis (`bind`). Either
@@ -57,7 +57,8 @@ class Kernel:
         self.fixed = True  # T.Kernel states all its axes; a raw kernel gains them as bindings appear
         if producer_threads is not None:
             warn_once("T.Kernel producer_threads", "T.Kernel(producer_threads=...) has no effect: it sizes the "
-                      "producer warps of a warp-specialized kernel, and this build does not warp-specialize yet")
+                      "producer warps of automatic warp specialization, which this build does not do yet; split "
+                      "the block by hand with T.ws(...) regions (the threads count stays the whole block's)")
         self.producer_threads = producer_threads
         self.min_blocks_per_sm: int | None = None  # T.annotate_min_blocks_per_sm
         self.block_names: tuple[str, ...] = ()

@@ -17,20 +17,29 @@ from ..errors import CompileError, SourceLoc
 
 @dataclass(frozen=True)
 class LowerArgs:
+    """What lowering an op needs. Ops run on the threads that reach them (thread_guard.py): `thread_var` is the
+    linear thread id minus the first of them, `num_threads` their count (the block's, outside thread guards)."""
+
     target: tvm.target.Target
-    thread_var: Any  # the linear thread index expression
+    thread_var: Any  # the op's thread index: linear thread id - first_thread
     num_threads: int
     layouts: dict = field(default_factory=dict)  # fragment buffer Var -> Fragment (from layout inference)
     configs: dict = field(default_factory=dict)  # PassConfigKey -> value
     annotated: frozenset = frozenset()  # shared buffers stored in an annotated layout (T.annotate_layout)
     thread_extents: dict = field(default_factory=dict)  # "threadIdx.x" -> extent, for analyzers
     views: frozenset = frozenset()  # T.view / T.reshape views (their storage is another buffer's)
+    first_thread: int = 0  # the lowest linear thread id that runs the op
+    block_threads: int = 0  # the block's thread count (0: num_threads)
+
+    @property
+    def whole_block(self) -> bool:
+        return self.first_thread == 0 and self.num_threads == (self.block_threads or self.num_threads)
 
 
 @dataclass(frozen=True)
 class LayoutInferArgs:
     target: tvm.target.Target
-    num_threads: int
+    num_threads: int  # the threads that run the op (its range's count)
     layouts: dict  # buffer Var -> Layout/Fragment known so far
     configs: dict = field(default_factory=dict)
     annotated: frozenset = frozenset()
@@ -57,6 +66,13 @@ class TileOp:
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)
+
+    @property
+    def construct(self) -> str:
+        """How the user wrote the op (`T.gemm`, `T.reduce_max`), for errors."""
+        name = self.op_name.rsplit(".", 1)[-1]
+        kind = getattr(self, "kind", None)
+        return f"T.{name}_{kind}" if name == "reduce" and kind else f"T.{name}"
 
 
 def call_loc(call: tvm.ir.Call) -> SourceLoc | None:

@@ -37,6 +37,10 @@ class FinalizeReducer(TileOp):
         return cls(Region.from_ir(call.args[0]), str(call_attr(call, "kind")), call_loc(call))
 
     def lower(self, args: LowerArgs) -> Any:
+        if not args.whole_block:  # the combine template spans and synchronizes the whole block
+            raise self.error(f"T.finalize_reducer on threads {args.first_thread}.."
+                             f"{args.first_thread + args.num_threads - 1}: a reducer is combined over the whole "
+                             "block; finalize it outside the T.ws region or thread guard")
         threads = args.num_threads
         if threads & (threads - 1):
             raise self.error(f"T.finalize_reducer: the block's {threads} threads must be a power of two to combine "

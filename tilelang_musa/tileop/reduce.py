@@ -109,6 +109,25 @@ class Reduce(TileOp):
             return {}
         return {self.dst.buffer: reduced}
 
+    def _check_partial(self, args: LowerArgs, groups, warp: int) -> None:
+        """A reduction run by part of the block (a T.ws region): its shuffles need whole warps, its groups of
+        threads must line up with the template's (aligned spans of the block's thread ids), and the exchange
+        through shared memory across warps (which synchronizes the whole block) is not available."""
+        first, count = args.first_thread, args.num_threads
+        where = f"T.reduce_{self.kind} on threads {first}..{first + count - 1}"
+        if groups.splits and (first % warp or count % warp):
+            raise self.error(f"{where}: combining across threads uses whole {warp}-lane warps; run it on a range of "
+                             f"whole warps (a T.ws region, or a guard such as `tx < {warp * max(1, count // warp)}`)")
+        for split in groups.splits:
+            span = split.count * split.scale
+            if span > 32:
+                raise self.error(
+                    f"{where}: a row of `{self.src.name}` spans {span} threads, more than 32, and the exchange "
+                    "across warps synchronizes the whole block; in part of the block a reduction must keep each "
+                    "row within 32 threads (fewer threads per row, e.g. a smaller fragment or more rows)")
+            if first % span:
+                raise self.error(f"{where}: the threads sharing a row ({span}) must start at a multiple of {span}")
+
     def lower(self, args: LowerArgs) -> Any:
         src_layout = args.layouts.get(self.src.buffer)
         dst_layout = args.layouts.get(self.dst.buffer)
@@ -155,6 +174,8 @@ class Reduce(TileOp):
             warn_once(f"reduce-batch-{self.batch}-{local_size}",
                       f"T.reduce_{self.kind}: batch={self.batch} does not divide the {local_size} results each thread "
                       f"holds of `{self.dst.name}` under its inferred layout; batching {batch} at a time instead")
+        if not args.whole_block:
+            self._check_partial(args, groups, warp)
         red_buf = None
         if any(split.count * split.scale > 32 for split in groups.splits):
             red_buf = Tb.buffer((args.num_threads * batch,), acc_t, scope="shared.dyn")

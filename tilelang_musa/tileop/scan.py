@@ -33,6 +33,10 @@ class Scan(TileOp):
                    bool(call_attr(call, "reverse")), call_loc(call))
 
     def lower(self, args: LowerArgs) -> Any:
+        if not args.whole_block:  # the scan templates number threads by threadIdx.x over the whole block
+            raise self.error(f"{self.construct} on threads {args.first_thread}.."
+                             f"{args.first_thread + args.num_threads - 1}: a scan runs on the whole block; move it "
+                             "out of the T.ws region or thread guard")
         shape = [int(e) for e in self.src.buffer.ty.shape]
         reverse = str(self.reverse).lower()
         src = tirx.address_of(self.src.buffer[tuple(0 for _ in shape)])

@@ -21,10 +21,17 @@ elsewhere) are reconciled through shared memory rather than rejected: the loop w
 fragment in the layout it needs, exchanged through a shared tile before it (and back after it, if the loop
 writes the fragment), with a TileLangWarning naming the fragments, since it costs a round trip through
 shared memory and two barriers each time the loop runs.
+
+Fragments live on the threads that use them. A tile op or a nest under `if`s on the thread index (a T.ws region)
+runs on the contiguous range of threads those allow (thread_guard.py), and a fragment it uses is laid out over
+that range: its layout's thread coordinate counts from the range's first thread (the loops and ops over it are
+lowered with `thread = tid - first`). All uses of a fragment must be in one range; two are an error naming the
+fragment, both ranges and both uses.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +57,7 @@ from .loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, reg
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
+from .thread_guard import ThreadRange, map_with_guards, reaching_threads
 
 FRAGMENT_SCOPE = "local.fragment"
 EXCHANGE_SCOPE = "shared.dyn"
@@ -81,6 +89,7 @@ class _Nest:
     extents: list[int]
     body: Any
     accesses: list[tuple[Any, tuple]]  # (fragment buffer, indices)
+    reach: ThreadRange  # the threads that run the nest
     plan: LoopPlan | None = None
     source: Any = None  # the fragment whose layout the plan follows
     exchanges: dict = field(default_factory=dict)  # fragment -> _Exchange: it is relaid out around the nest
@@ -172,13 +181,54 @@ class _Inference:
         self.fragments: list[Any] = []
         self.nests: list[_Nest] = []
         self.ops: list[Any] = []
+        self.op_reach: list[ThreadRange] = []  # the threads that run each op
+        self.reach: dict[Any, tuple[ThreadRange, str]] = {}  # fragment -> its threads, and the use that set them
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
         self.serial: list = []  # fragments accessed element-wise outside T.Parallel nests and tile ops
         self._asked: dict[int, tuple] = {}  # op index -> which of its operands were placed when last asked
 
     # -- collection
+    def _guards(self) -> dict:
+        """The thread conditions around each T.Parallel nest and tile op, by node handle."""
+        found: dict = {}
+
+        def on_for(node, mutator, guards):
+            if is_parallel(node):
+                found[node.__chandle__()] = guards
+                return node
+            return mutator.default_mutate(node)
+
+        def on_eval(node, mutator, guards):
+            found[node.__chandle__()] = guards
+            return node
+
+        map_with_guards(self.func.body, self.threads, on_for, on_eval)
+        return found
+
+    def _reach(self, guards, node, construct: str, loc) -> ThreadRange:
+        if not guards:
+            return ThreadRange(0, self.threads.num_threads)
+        return reaching_threads(guards, self.threads, self.analyzer(), node, STAGE, construct, loc)
+
+    def use(self, buf, reach: ThreadRange, where: str, loc) -> None:
+        """`buf` is used by `reach`'s threads: its layout is made over them, so every use must agree."""
+        known = self.reach.get(buf)
+        if known is None:
+            self.reach[buf] = (reach, where)
+        elif known[0] != reach:
+            raise CompileError(
+                f"fragment `{buf.name}` is used by {reach} ({where}) and by {known[0]} ({known[1]}): a fragment "
+                "lives on the threads of one range and every use must run on the same threads. Use it in one "
+                "T.ws region (or under one thread guard), or pass the values through shared memory", loc, STAGE)
+
+    def threads_of(self, buf) -> ThreadRange:
+        known = self.reach.get(buf)
+        return known[0] if known is not None else ThreadRange(0, self.threads.num_threads)
+
     def collect(self) -> None:
+        guards = self._guards()
+
         def on_alloc(node):
             if scope_of(node.buffer) == FRAGMENT_SCOPE:
                 self.fragments.append(node.buffer)
@@ -188,14 +238,23 @@ class _Inference:
                 nest, body = collect_nest(node)
                 accesses = [(a.buffer, a.indices) for a in collect_accesses(body) if scope_of(a.buffer) == FRAGMENT_SCOPE]
                 if accesses:
+                    reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
                     self.nests.append(_Nest(node, [n.loop_var for n in nest], nest_extents(nest, STAGE), body,
-                                            accesses))
+                                            accesses, reach))
+                    for buf, _ in accesses:
+                        self.use(buf, reach, f"the T.Parallel loop at {loc_of(node)}", loc_of(node))
                 return tvm_ffi.WalkResult.SKIP  # the nest's inner loops belong to it
             return None
 
         def on_eval(node):
             if is_tile_op(node.value):
-                self.ops.append(parse_tile_op(node.value))
+                op = parse_tile_op(node.value)
+                reach = self._reach(guards.get(node.__chandle__()), None, op.construct, op.loc)
+                self.ops.append(op)
+                self.op_reach.append(reach)
+                for buf in self._op_buffers(op):
+                    if scope_of(buf) == FRAGMENT_SCOPE:
+                        self.use(buf, reach, f"{op.construct} at {op.loc}", op.loc)
                 return tvm_ffi.WalkResult.SKIP  # its operands are regions, placed by the op
             return None
 
@@ -216,13 +275,15 @@ class _Inference:
                                view_buffers(self.func))
         changed = False
         for k, op in enumerate(self.ops):
+            reach = self.op_reach[k]
+            op_args = args if reach.count == args.num_threads else dataclasses.replace(args, num_threads=reach.count)
             # An op's inference reads only the layouts of its own operands: ask again only when one was placed.
             buffers = self._op_buffers(op)
             placed = tuple(buf in self.layouts for buf in buffers)
             if buffers and self._asked.get(k) == placed:
                 continue
             self._asked[k] = placed
-            for buf, layout in op.infer_layout(args, 0).items():
+            for buf, layout in op.infer_layout(op_args, 0).items():
                 changed |= buf not in self.layouts
                 self.set_layout(buf, layout, f"{op.op_name} at {op.loc}", op.loc)
         return changed
@@ -302,8 +363,8 @@ class _Inference:
                 plan = None
                 if any((buf in self.rowwise and self._walks_whole(buf, indices, nest))
                        or self._reads_row_values(buf, indices, nest) for buf, indices in nest.accesses):
-                    plan = row_plan(nest.extents, self.threads.num_threads, width)
-                nest.plan = plan or free_plan(nest.extents, self.threads.num_threads, width)
+                    plan = row_plan(nest.extents, nest.reach.count, width)
+                nest.plan = plan or free_plan(nest.extents, nest.reach.count, width)
                 return True
         return False
 
@@ -373,7 +434,7 @@ class _Inference:
                 shape = [as_int(e) for e in frag.ty.shape]
                 if any(e is None for e in shape):
                     raise CompileError(f"fragment `{frag.name}` must have a constant shape", stage=STAGE)
-                self.layouts[frag] = free_plan(shape, self.threads.num_threads, 1).fragment
+                self.layouts[frag] = free_plan(shape, self.threads_of(frag).count, 1).fragment
                 self.origin[frag] = "default placement"
         for nest in self.nests:
             for buf, indices in nest.accesses:
@@ -445,7 +506,7 @@ class _Inference:
         for buf in (attrs[REDUCERS_ATTR].keys() if attrs is not None and REDUCERS_ATTR in attrs else ()):
             self.reducers.add(buf)
             self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
-                                                                 self.threads.num_threads), "T.alloc_reducer", None)
+                                                                 self.threads_of(buf).count), "T.alloc_reducer", None)
 
     def fix_serial_accesses(self) -> None:
         """A fragment read or written element by element outside T.Parallel (`a = f[i]` in a serial loop run by
@@ -453,7 +514,7 @@ class _Inference:
         for buf in self.serial:
             if buf not in self.reducers:
                 self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
-                                                                     self.threads.num_threads),
+                                                                     self.threads_of(buf).count),
                                 f"the element access to `{buf.name}` outside T.Parallel (every thread reads it)",
                                 None)
 
@@ -493,13 +554,15 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         body = nest.body
         for buf, exchange in nest.exchanges.items():
             body = replace_buffer(body, buf, exchange.copy)
-        loop = lower_with_plan(nest.loop_vars, body, nest.plan, threads.linear_thread_id(), threads.num_threads,
-                               inference.analyzer())
+        thread = threads.linear_thread_id() - nest.reach.first if nest.reach.first else threads.linear_thread_id()
+        loop = lower_with_plan(nest.loop_vars, body, nest.plan, thread, nest.reach.count, inference.analyzer())
         if not nest.exchanges:
             return loop
         layouts = inference.layouts
-        before = [_relayout(buf, x.copy, x.tile, layouts, inference) for buf, x in nest.exchanges.items()]
-        after = [_relayout(x.copy, buf, x.tile, layouts, inference) for buf, x in nest.exchanges.items() if x.written]
+        before = [_relayout(buf, x.copy, x.tile, layouts, inference, thread, nest.reach.count)
+                  for buf, x in nest.exchanges.items()]
+        after = [_relayout(x.copy, buf, x.tile, layouts, inference, thread, nest.reach.count)
+                 for buf, x in nest.exchanges.items() if x.written]
         return tirx.SeqStmt(before + [loop] + after)
 
     func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
@@ -509,24 +572,20 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     return func.with_attr(LAYOUTS_ATTR, {buf: layout for buf, layout in inference.layouts.items()})
 
 
-def _relayout(src, dst, tile, layouts: dict, inference: _Inference) -> Any:
+def _relayout(src, dst, tile, layouts: dict, inference: _Inference, thread: Any, count: int) -> Any:
     """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
     stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
     in `dst` (the barrier passes put the barriers between and around)."""
-    threads = inference.threads
     shape = [as_int(e) for e in src.ty.shape]
     xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
-    thread = threads.linear_thread_id()
     store = tirx.BufferStore(tile, src[tuple(xs)], xs)
     src_layout = layouts[src]
     if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
         store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
     load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
     return tirx.SeqStmt([
-        lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, threads.num_threads,
-                        inference.analyzer()),
-        lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, threads.num_threads,
-                        inference.analyzer()),
+        lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, count, inference.analyzer()),
+        lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, count, inference.analyzer()),
     ])
 
 

@@ -1,6 +1,8 @@
-"""LowerWaitSqmma: `T.wait_sqmma(n)` becomes `tl::sqmma_wait<n>()` where SQMMA exists (mp_31/mp_32).
+"""LowerWaitSqmma: `T.wait_sqmma(n)` becomes `tl::sqmma_wait<n>()` where SQMMA exists (mp_31/mp_32), and
+`T.warpgroup_commit_batch()` / `T.warpgroup_wait(n)` the built-ins `__musa_tce_commit_group()` /
+`__musa_tce_wait_group(n)`.
 
-Elsewhere every gemm completes synchronously, so the wait has nothing to wait for and is dropped."""
+Elsewhere every gemm completes synchronously, so the waits and commits have nothing to do and are dropped."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..language.builtin import WAIT_SQMMA_OP
+from ..language.warpgroup import WARPGROUP_COMMIT_OP, WARPGROUP_WAIT_OP
 from ..target import arch_of
 from .pass_base import tl_pass
 
@@ -19,11 +22,18 @@ def lower_wait_sqmma(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     def on_evaluate(node, mutator):
         call = node.value
-        if isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op) and str(call.op.name) == WAIT_SQMMA_OP:
-            if not has_sqmma:
-                return tirx.Evaluate(tirx.const(0, "int32"))
+        if not (isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op)):
+            return node
+        name = str(call.op.name)
+        if name not in (WAIT_SQMMA_OP, WARPGROUP_COMMIT_OP, WARPGROUP_WAIT_OP):
+            return node
+        if not has_sqmma:
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        if name == WAIT_SQMMA_OP:
             return tirx.Evaluate(tirx.call_extern("int32", f"tl::sqmma_wait<{int(call.args[0].value)}>"))
-        return node
+        if name == WARPGROUP_COMMIT_OP:
+            return tirx.Evaluate(tirx.call_extern("int32", "__musa_tce_commit_group"))
+        return tirx.Evaluate(tirx.call_extern("int32", "__musa_tce_wait_group", call.args[0]))
 
     return tvm_ffi.structural_mutate(func, [(tirx.Evaluate, on_evaluate)])
 

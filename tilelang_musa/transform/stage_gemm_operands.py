@@ -11,8 +11,9 @@ the fragment lives, and the barrier passes order it before the gemm and after th
 
 from __future__ import annotations
 
+import dataclasses
+
 import tvm
-import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
@@ -24,20 +25,29 @@ from ..tileop.gemm.base import STAGING_SCOPE
 from ..tileop.gemm.registry import GemmContext
 from .ir_utils import declare_buffers, thread_info
 from .layout_inference import annotated_buffers, view_buffers
+from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
+from .thread_guard import map_with_guards, reaching_threads
 
 
 def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    ctx = GemmContext(target, configs, thread_info(func).num_threads, annotated_buffers(func), view_buffers(func))
+    threads = thread_info(func)
+    block_ctx = GemmContext(target, configs, threads.num_threads, annotated_buffers(func), view_buffers(func))
     tiles: list = []
 
-    def on_evaluate(node, mutator):
+    def on_evaluate(node, mutator, guards):
         if not is_tile_op(node.value):
             return node
         op = parse_tile_op(node.value)
         if not isinstance(op, Gemm):
             return node
+        # the gemm runs on the threads that reach it (a T.ws region): its path is chosen for their count
+        ctx = block_ctx
+        if guards:
+            reach = reaching_threads(guards, threads, thread_analyzer(threads)(), None, "StageGemmOperands",
+                                     op.construct, op.loc)
+            ctx = dataclasses.replace(block_ctx, num_threads=reach.count)
         staged = op.staging(ctx)
         if not staged:
             return node
@@ -59,7 +69,8 @@ def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         gemm = tvm.ir.Call(node.value.op, args, attrs=node.value.attrs, ret_ty="int32")
         return tirx.SeqStmt([tirx.Evaluate(c) for c in copies] + [tirx.Evaluate(gemm)])
 
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.Evaluate, on_evaluate)])
+    body = map_with_guards(func.body, threads, lambda node, mutator, guards: mutator.default_mutate(node),
+                           on_evaluate)
     if not tiles:
         return func
     return func.with_body(declare_buffers(body, tiles))

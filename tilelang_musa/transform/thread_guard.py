@@ -2,9 +2,10 @@
 
 A `T.Parallel` nest is split among the threads that run it. Under `if tx < 128:` in a 256-thread block only
 threads 0..127 get there, so the nest must be split among those 128 (`thread - 0`, 128 threads), not among all
-256, or half of its iterations are never run. The guards must admit exactly a contiguous range of thread ids known
-at compile time; anything else (`tx % 2 == 0`, `tx < n` with a runtime n) cannot be split statically and is an
-error naming the loop.
+256, or half of its iterations are never run. Tile ops (T.gemm, T.reduce_*, ...) and the fragments they use are
+laid out and lowered the same way, for the threads that reach them (a `T.ws` region is such an `if`). The guards
+must admit exactly a contiguous range of thread ids known at compile time; anything else (`tx % 2 == 0`, `tx < n`
+with a runtime n, `T.ws(0, 2)`) cannot be split statically and is an error naming the loop or op.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
+from ..language.warp_specialize import WS_ATTR
 from .ir_utils import ThreadInfo, Var, loc_of
 
 
@@ -24,10 +26,19 @@ class ThreadRange:
     first: int  # the lowest linear thread id that reaches the statement
     count: int  # how many consecutive threads do
 
+    def __str__(self) -> str:
+        return f"threads {self.first}..{self.first + self.count - 1}"
 
-def _conjuncts(cond: Any) -> list[Any]:
+
+class Guards(list):
+    """The thread conditions around a statement, innermost last; `ws` names the innermost T.ws region, if any."""
+
+    ws: str | None = None
+
+
+def conjuncts(cond: Any) -> list[Any]:
     if isinstance(cond, tirx.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
+        return conjuncts(cond.a) + conjuncts(cond.b)
     return [cond]
 
 
@@ -42,11 +53,13 @@ def thread_conditions(cond: Any, threads: ThreadInfo) -> list[Any]:
         tvm_ffi.structural_walk(expr, [(Var, lambda v: found.append(v) if v in thread_vars else None)])
         return bool(found)
 
-    return [c for c in _conjuncts(cond) if mentions_threads(c)]
+    return [c for c in conjuncts(cond) if mentions_threads(c)]
 
 
-def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop: Any, stage: str) -> ThreadRange:
-    """The contiguous range of linear thread ids admitted by `guards` (conditions on thread indices)."""
+def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop: Any, stage: str,
+                     construct: str = "T.Parallel", loc: Any = None) -> ThreadRange:
+    """The contiguous range of linear thread ids admitted by `guards` (conditions on thread indices).
+    `construct` and `loc` name the loop or tile op in the error (by default the T.Parallel `loop`)."""
     if not guards:
         return ThreadRange(0, threads.num_threads)
     tid = threads.linear_thread_id()
@@ -61,18 +74,40 @@ def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop
         with analyzer.constraint_scope(tirx.And(tid >= first, tid <= last)):
             exact = analyzer.can_prove(cond)
     if not exact:
+        loc = loc if loc is not None else loc_of(loop)
+        where = f"inside {guards.ws}" if getattr(guards, "ws", None) else f"under `if {cond}`"
+        if construct == "T.Parallel":
+            raise CompileError(
+                f"T.Parallel {where}: a parallel loop is split among the threads that run it, which must be a "
+                "contiguous range of thread ids known at compile time, and this condition does not give one. Use "
+                "T.serial for a loop every admitted thread runs in full, or guard with a range such as `tx < 128`",
+                loc, stage)
         raise CompileError(
-            f"T.Parallel under `if {cond}`: a parallel loop is split among the threads that run it, which must be a "
-            "contiguous range of thread ids known at compile time, and this condition does not give one. Use "
-            "T.serial for a loop every admitted thread runs in full, or guard with a range such as `tx < 128`",
-            loc_of(loop), stage)
+            f"{construct} {where}: a tile op is laid out and run on the threads that reach it, which must be a "
+            "contiguous range of thread ids known at compile time (contiguous squads, e.g. T.ws(0, 1), or a guard "
+            "such as `tx < 128`), and this condition does not give one", loc, stage)
     return ThreadRange(first, last - first + 1)
 
 
-def map_with_guards(stmt: Any, threads: ThreadInfo, on_for) -> Any:
-    """structural_mutate of `stmt` with `on_for(node, mutator, guards)`, where `guards` are the thread conditions of
-    the `if`s (and `else`s) around the loop."""
-    guards: list[Any] = []
+def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None) -> Any:
+    """structural_mutate of `stmt` with `on_for(node, mutator, guards)` (and `on_evaluate`, if given, likewise for
+    Evaluate statements), where `guards` (a Guards) are the thread conditions of the `if`s (and `else`s) around
+    the statement."""
+    guards = Guards()
+
+    def on_attr(node, mutator):
+        if node.attr_key != WS_ATTR:
+            return mutator.default_mutate(node)
+        outer, guards.ws = guards.ws, str(node.value.value)
+        try:
+            return mutator.default_mutate(node)
+        finally:
+            guards.ws = outer
+
+    def snapshot() -> Guards:
+        copy = Guards(guards)
+        copy.ws = guards.ws
+        return copy
 
     def on_if(node, mutator):
         conds = thread_conditions(node.condition, threads)
@@ -90,5 +125,8 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for) -> Any:
             return node
         return tirx.IfThenElse(node.condition, then_case, else_case)
 
-    return tvm_ffi.structural_mutate(
-        stmt, [(tirx.IfThenElse, on_if), (tirx.For, lambda node, mutator: on_for(node, mutator, list(guards)))])
+    handlers = [(tirx.IfThenElse, on_if), (tirx.AttrStmt, on_attr),
+                (tirx.For, lambda node, mutator: on_for(node, mutator, snapshot()))]
+    if on_evaluate is not None:
+        handlers.append((tirx.Evaluate, lambda node, mutator: on_evaluate(node, mutator, snapshot())))
+    return tvm_ffi.structural_mutate(stmt, handlers)

@@ -5,6 +5,9 @@ the branch would never reach it), and fails with an InternalError ("Cannot inser
 branch needs one: e.g. a T.copy into a shared tile and a read of that tile under `if a >= 0`, with `a` a per-thread
 value such as a fragment element. We name the branch, the shared buffer and the loop around it instead. Branches
 whose condition every thread evaluates alike (uniform_conditions.py) are marked so, and get their barriers.
+So are branches whose condition admits a contiguous range of thread ids known at compile time (a T.ws region,
+`if tx < 128:`): every thread of the range takes them, and RangeBarriers (range_barriers.py) makes their barriers
+barriers over that range.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+import tvm_ffi
+
 from ..errors import CompileError
-from .ir_utils import collect_accesses, loc_of, scope_of
-from .uniform_conditions import mark_uniform_conditions, unmark_uniform_conditions
+from .ir_utils import Var, collect_accesses, loc_of, scope_of, thread_info
+from .partition_parallel_loop import thread_analyzer
+from .thread_guard import reaching_threads, thread_conditions
+from .uniform_conditions import THREAD_INVARIANT, mark_uniform_conditions, unmark_uniform_conditions
 
 
 def _shared_in_both(stmt: Any, scope: str) -> list[str]:
@@ -72,13 +79,43 @@ def _children(node: Any) -> list:
     return [body] if isinstance(body, tirx.Stmt) else []
 
 
+def mark_thread_ranges(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Mark as thread-invariant every `if` whose condition reads thread indices and constants only and admits a
+    contiguous range of thread ids: the range's threads all take the branch, so a barrier over them may go inside."""
+    threads = thread_info(func)
+    thread_vars = {v for tag, v in threads.vars.items() if tag.startswith("threadIdx.")}
+    analyzer = thread_analyzer(threads)
+
+    def is_range(cond) -> bool:
+        others = []
+        tvm_ffi.structural_walk(cond, [(Var, lambda v: others.append(v) if v not in thread_vars else None),
+                                       (tvm.ir.Call, others.append)])
+        if others or not thread_conditions(cond, threads):
+            return False
+        try:
+            reaching_threads([cond], threads, analyzer(), None, "ThreadSync")
+        except CompileError:
+            return False
+        return True
+
+    def on_if(node, mutator):
+        node = mutator.default_mutate(node)
+        if not is_range(node.condition):
+            return node
+        return tirx.IfThenElse(tirx.call_intrin("bool", THREAD_INVARIANT, node.condition), node.then_case,
+                               node.else_case)
+
+    return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
+
+
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
     """`s_tir.ThreadSync(scope)`, whose refusal to place a barrier under a divergent branch is a CompileError."""
     stock = tvm.s_tir.transform.ThreadSync(scope)
 
     def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
         try:
-            (result,) = stock(tvm.IRModule({"main": mark_uniform_conditions(func)})).functions.values()
+            marked = mark_thread_ranges(mark_uniform_conditions(func))
+            (result,) = stock(tvm.IRModule({"main": marked})).functions.values()
             return unmark_uniform_conditions(result)
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):

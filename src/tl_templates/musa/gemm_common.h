@@ -41,9 +41,11 @@ struct GroupCoord {
   int lane, row0, col0;
 };
 
-template <int GM, int Group, int TileM, int TileN>
+/*! \brief Threads is the gemm's thread count (GM * GN * Group): a gemm run by part of the block (a T.ws region)
+ *         starting at a multiple of it numbers its threads from 0, as the accumulator's layout does. */
+template <int GM, int Group, int TileM, int TileN, int Threads>
 TL_DEVICE GroupCoord group_coord() {
-  const int tid = static_cast<int>(threadIdx.x);
+  const int tid = static_cast<int>(threadIdx.x) % Threads;
   const int g = tid / Group;  // g = gm + GM * gn (M fastest)
   return GroupCoord{tid % Group, (g % GM) * TileM, (g / GM) * TileN};
 }

@@ -201,7 +201,7 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
   constexpr int kTnspA = TransA ? 1 : 0;  // 1: A is M-major
   constexpr int kTnspB = TransB ? 1 : 0;  // 1 - B's major code; 1: B is K-major
   constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
-  const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN>();
+  const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>();
   const uint32_t a_base = shared_address(A_smem), b_base = shared_address(B_smem);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
 #pragma unroll 1

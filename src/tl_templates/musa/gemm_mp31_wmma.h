@@ -92,7 +92,7 @@ TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag) {
   constexpr int kTnspB = !BRegs && !TransB ? 1 : 0;
   constexpr int kLayoutNum = ((kTnspA << 1) | kTnspB) ^ 1;
   constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
-  const GroupCoord at = group_coord<GM, 32, Tiling::kTileM, Tiling::kTileN>();
+  const GroupCoord at = group_coord<GM, 32, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>();
   if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
 #pragma unroll 1

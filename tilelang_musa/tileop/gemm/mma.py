@@ -157,6 +157,11 @@ def _pointer(region) -> Any:
 
 def _lower(path: Path):
     def lower(gemm, args, ctx: GemmContext) -> Any:
+        if args.first_thread % args.num_threads:  # the template numbers the gemm's threads tid % num_threads
+            raise gemm.error(
+                f"T.gemm on threads {args.first_thread}..{args.first_thread + args.num_threads - 1}: a gemm run by "
+                f"part of the block must start at a multiple of its {args.num_threads} threads (e.g. T.ws(1) for "
+                "128 threads, T.ws(2, 3) for 256)")
         g_m, g_n = _partition(path, gemm, ctx)
         prefix = "gemm_" + "".join(_operand_kind(r) for r in (gemm.A, gemm.B))
         params = (f"{gemm.M}, {gemm.N}, {gemm.K}, {g_m}, {g_n}, {str(gemm.trans_A).lower()}, "

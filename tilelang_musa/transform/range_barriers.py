@@ -1,0 +1,152 @@
+"""RangeBarriers: a barrier inside a region that only some of the block's threads reach covers those threads.
+
+The barriers the compiler places (ThreadSync, SyncWriteAfterWrite, the ones around a gemm's template call or a
+layout exchange) are block barriers, `tvm_storage_sync("shared")`. Inside a T.ws region or under `if tx < 128:`
+the other threads never arrive, and a block barrier there deadlocks. Such a barrier becomes
+`tvm_storage_sync("shared", id, count)`: a barrier over the `count` threads of that range (one id per range,
+from 1), which LowerAsyncBarriers turns into an asynchronous barrier on mp_31/mp_32 (docs/ASYNC_MODEL.md). mp_21
+and mp_22 have no barrier over part of a block: a barrier there is an error naming the region.
+
+ThreadSync places barriers inside such regions only because thread_sync.py marks their conditions (a contiguous
+range of thread ids known at compile time) as conditions every thread of the range evaluates alike. This pass also
+drops the `tl.ws` markers of T.ws regions, which have served.
+
+Between regions: a kernel whose regions wait on asynchronous barriers (`T.barrier_wait`, a producer / consumer
+kernel) orders its regions itself, and a block barrier that the barrier passes put between two regions run by
+disjoint threads (in a statement sequence, or from the end of a loop body to its next iteration's first region)
+is dropped: the producer squad would wait there for consumers that are themselves waiting for the producer's
+next arrival (a deadlock). Without asynchronous barriers such a block barrier stays: it is what orders the
+regions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import CompileError
+from ..language.barrier import BARRIER_WAIT_OP
+from ..language.warp_specialize import WS_ATTR
+from ..target import arch_of
+from .ir_utils import seq, thread_info
+from .partition_parallel_loop import thread_analyzer
+from .pass_base import tl_pass
+from .thread_guard import ThreadRange, conjuncts, map_with_guards, reaching_threads, thread_conditions
+
+STAGE = "RangeBarriers"
+STORAGE_SYNC = "tirx.tvm_storage_sync"
+_ASYNC_BARRIER_ARCHS = ("mp_31", "mp_32")  # ASYNC_MODEL.md section 1: async barriers from mp_31 on
+
+
+def block_barrier_scope(stmt: Any) -> str | None:
+    """The scope of a block barrier `tvm_storage_sync("shared" | "shared.dyn")` (no id, no count), else None."""
+    if not isinstance(stmt, tirx.Evaluate):
+        return None
+    call = stmt.value
+    if not (isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op) and str(call.op.name) == STORAGE_SYNC):
+        return None
+    scope = str(call.args[0].value) if isinstance(call.args[0], tvm.ir.expr.StringImm) else None
+    return scope if scope in ("shared", "shared.dyn") and len(call.args) == 1 else None
+
+
+def _waits_on_async_barriers(func: tirx.PrimFunc) -> bool:
+    found = []
+
+    def on_call(call):
+        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == BARRIER_WAIT_OP:
+            found.append(call)
+
+    tvm_ffi.structural_walk(func.body, [(tvm.ir.Call, on_call)])
+    return bool(found)
+
+
+def _region(stmt: Any, threads, analyzer) -> ThreadRange | None:
+    """The threads that run `stmt` if it is a region of part of the block (`if` on thread ids, maybe in a T.ws
+    marker), else None."""
+    while isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_ATTR:
+        stmt = stmt.body
+    if not isinstance(stmt, tirx.IfThenElse) or stmt.else_case is not None:
+        return None
+    guards = thread_conditions(stmt.condition, threads)
+    if len(guards) != len(conjuncts(stmt.condition)):
+        return None
+    try:
+        reach = reaching_threads(guards, threads, analyzer(), None, STAGE)
+    except CompileError:
+        return None
+    return None if reach.first == 0 and reach.count == threads.num_threads else reach
+
+
+def _disjoint(a: ThreadRange | None, b: ThreadRange | None) -> bool:
+    return a is not None and b is not None and (a.first + a.count <= b.first or b.first + b.count <= a.first)
+
+
+def drop_barriers_between_regions(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Block barriers between two regions of disjoint threads, in a kernel whose regions wait on asynchronous
+    barriers (the module comment says why)."""
+    if not _waits_on_async_barriers(func):
+        return func
+    threads = thread_info(func)
+    analyzer = thread_analyzer(threads)
+
+    def on_seq(node, mutator):
+        node = mutator.default_mutate(node)
+        stmts = list(node.seq)
+        keep = [k for k, stmt in enumerate(stmts)
+                if not (block_barrier_scope(stmt) and 0 < k < len(stmts) - 1
+                        and _disjoint(_region(stmts[k - 1], threads, analyzer),
+                                      _region(stmts[k + 1], threads, analyzer)))]
+        return node if len(keep) == len(stmts) else seq([stmts[k] for k in keep])
+
+    def on_for(node, mutator):
+        node = mutator.default_mutate(node)
+        body = node.body
+        if not isinstance(body, tirx.SeqStmt) or len(body.seq) < 3 or not block_barrier_scope(body.seq[-1]):
+            return node
+        if not _disjoint(_region(body.seq[-2], threads, analyzer), _region(body.seq[0], threads, analyzer)):
+            return node
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, seq(list(body.seq[:-1])),
+                        node.thread_binding, node.annotations, node.step)
+
+    return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq), (tirx.For, on_for)])
+
+
+def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    func = drop_barriers_between_regions(func)
+    threads = thread_info(func)
+    target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
+    arch = arch_of(target).name if target is not None else None
+    analyzer = thread_analyzer(threads)
+    ids: dict[tuple[int, int], int] = {}
+
+    def on_evaluate(node, mutator, guards):
+        scope = block_barrier_scope(node)
+        if scope is None or not guards:
+            return node
+        reach = reaching_threads(guards, threads, analyzer(), None, STAGE, "a barrier", None)
+        if reach.first == 0 and reach.count == threads.num_threads:
+            return node
+        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"
+        if arch not in _ASYNC_BARRIER_ARCHS:
+            raise CompileError(
+                f"{where} needs a barrier among its {reach} (the shared memory its threads write and read, or a "
+                f"tile op's own barrier), but {arch} has no barrier over part of a block (asynchronous barriers "
+                "need mp_31 or newer), and a block barrier there would wait for threads that never arrive. Move the "
+                "shared-memory work out of the region, or run it on all the block's threads", stage=STAGE)
+        barrier_id = ids.setdefault((reach.first, reach.count), len(ids) + 1)
+        return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, scope, barrier_id, reach.count))
+
+    func = map_with_guards(func, threads, lambda node, mutator, guards: mutator.default_mutate(node), on_evaluate)
+
+    def on_attr(node, mutator):
+        node = mutator.default_mutate(node)
+        return node.body if node.attr_key == WS_ATTR else node
+
+    return tvm_ffi.structural_mutate(func, [(tirx.AttrStmt, on_attr)])
+
+
+def RangeBarriers():  # noqa: N802 - a pass, named as TVM names passes
+    return tl_pass(STAGE, range_barriers)
