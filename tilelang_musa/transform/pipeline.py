@@ -29,6 +29,7 @@ from .remove_unused_binds import RemoveUnusedBinds
 from .pass_base import run_pass
 from .pass_config import PassConfigKey, enabled
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
+from .range_barriers import RangeBarriers
 from .safe_memory_access import SafeMemoryAccess
 from .stage_gemm_operands import StageGemmOperands
 from .sync_write_after_write import SyncWriteAfterWrite
@@ -91,6 +92,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
             ThreadSync("shared"),
             ThreadSync("shared.dyn"),
         ]),
+        # Barriers inside T.ws regions and thread guards cover the threads of the region only.
+        RangeBarriers(),
         # Barrier buffers and named barriers to MUSA's async-barrier ids, once every barrier is placed (ThreadSync,
         # RangeBarriers), with their initialisation at the kernel's start.
         LowerAsyncBarriers(),
