@@ -302,6 +302,19 @@ def test_reading_a_tme_tile_before_the_wait_reads_poison_and_is_named_in_checked
             "by thread (0,0,0) has not completed (missing __musa_async_wait on its barrier?)") in lib.error()
 
 
+def test_two_tme_loads_in_flight_to_the_same_bytes_are_an_error_in_checked_mode(build, monkeypatch):
+    lib = build("tme")
+    rc, out, reference = tme_load(lib, (16, 16), (8, 8), (4, 4), mode=4)
+    assert rc == 0, lib.error()  # the same data lands twice
+    np.testing.assert_array_equal(out[:-1], reference)
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    rc, _, _ = tme_load(lib, (16, 16), (8, 8), (4, 4), mode=4)
+    assert rc == LAUNCH_FAILURE
+    line = lib.line_of("__musa_tme_ld_tile_2d(bar")
+    assert (f"__musa_tme_ld_tile_2d (tme.mu:{line}) writes shared address 0 while __musa_tme_ld_tile_2d issued at tme.mu:{line} by thread (0,0,0) is still in flight there (missing "
+            "__musa_async_wait on its barrier?)") in lib.error()
+
+
 @pytest.mark.parametrize("mode, text", [
     (2, "async barrier 1 in phase 0 (parity 0): 0 of 4 warp arrivals pending, 64 of 320 transaction bytes pending"),
     (3, "async barrier 1 in phase 0 (parity 0): 0 of 4 warp arrivals pending, TME loads of 256 bytes in flight but "

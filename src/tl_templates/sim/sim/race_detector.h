@@ -31,10 +31,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "config.h"
 #include "scheduler.h"
+#include "shared_memory.h"
 #include "thread_state.h"
 
 #pragma GCC visibility push(hidden)
@@ -187,12 +189,14 @@ class RaceDetector {
       }
       if (other->engine_reads && transfer.engine_reads) continue;
       const uint3 a = block.fiber(other->thread).idx;
+      const unsigned char* byte = address + i;
+      char where[64] = "static shared memory";
+      if (byte >= buf_dyn_shmem && byte < buf_dyn_shmem + kDynamicSmemCapacity)
+        std::snprintf(where, sizeof(where), "shared address %zu", static_cast<size_t>(byte - buf_dyn_shmem));
       block.Fail(musaErrorLaunchFailure,
-                 "%s (%s:%d) %s shared memory at byte %zu of the worker's shared memory while %s issued at %s:%d by "
-                 "thread (%u,%u,%u) is still in flight there (%s)",
+                 "%s (%s:%d) %s %s while %s issued at %s:%d by thread (%u,%u,%u) is still in flight there (%s)",
                  transfer.what, SourceName(transfer.file), transfer.line, transfer.engine_reads ? "reads" : "writes",
-                 static_cast<size_t>(address + i - base_), other->what, SourceName(other->file), other->line, a.x,
-                 a.y, a.z, other->hint);
+                 where, other->what, SourceName(other->file), other->line, a.x, a.y, a.z, other->hint);
     }
   }
 
