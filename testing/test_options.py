@@ -57,13 +57,13 @@ def test_producer_threads_warns_once_that_it_has_no_effect():
 
 
 def test_copy_cache_policy_warns_that_it_needs_tme():
-    with pytest.warns(tilelang.TileLangWarning, match="cache hints of TME copies"):
+    with pytest.warns(tilelang.TileLangWarning, match="cache hints of TME copies"):  # a copy into registers
         @T.prim_func
         def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
-                S = T.alloc_shared((128,), "float32")
-                T.copy(A, S, inner_cache_policy="cache_once")
-                T.copy(S, B)
+                F = T.alloc_fragment((128,), "float32")
+                T.copy(A, F, inner_cache_policy="cache_once")
+                T.copy(F, B)
 
 
 @pytest.mark.parametrize("key", ["TL_DISABLE_WARP_SPECIALIZED", "TL_DISABLE_INDEX_TYPE_PROMOTION"])

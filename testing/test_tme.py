@@ -67,6 +67,37 @@ def test_cache_hints_are_the_instructions_hint_arguments():
     assert "tl::tme_store_2d<0, 3, 1, 3, 3>(desc_B" in src
 
 
+def copy_with_hints():
+    @T.prim_func
+    def load(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((64, 64), "float16")
+            T.copy(A, tile, inner_cache_policy="cache_once", outer_cache_policy="cache_normal")
+            T.copy(tile, B, disable_tma=True)
+
+    return load
+
+
+def test_copy_load_with_cache_hints_is_a_tme_load_that_waits_for_itself():
+    kernel = tilelang.compile(copy_with_hints(), target=MP31)
+    src = kernel.get_kernel_source()
+    assert "tl::tme_load_2d<0, 3, 1, 1, 2>(desc_A, 1, &tile[0]" in src
+    assert src.index("tl::tme_load_2d") < src.index("tl::barrier_sync(1);")  # every thread arrives and waits
+    a = rand((64, 64), torch.float16, 6)
+    b = poison((64, 64), torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, a, rtol=0, atol=0)
+
+
+def test_copy_load_with_cache_hints_warns_where_no_tme(monkeypatch):
+    from tilelang_musa import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())
+    with pytest.warns(tilelang.TileLangWarning, match="cache hints of TME copies"):
+        src = tilelang.compile(copy_with_hints(), target="musa -arch=mp_22").get_kernel_source()
+    assert "tme" not in src
+
+
 @functools.lru_cache(maxsize=None)
 def load_rank(rank: int):
     """A box of a rank-`rank` tensor with tails in every dim, loaded with T.tma_copy and copied out plainly."""

@@ -12,7 +12,7 @@ from ..tileop.async_copy import ASYNC_WAIT, check_async_operands, check_robust_o
 from ..tileop.copy import ASYNC_ATTR, PER_THREAD_ATTR, resolve_extents
 from ..tileop.region import to_region
 from .builder import kernel_trace
-from .tma import cache_hints, emit_tme_store_candidate
+from .tma import cache_hints, emit_tme_copy_candidate
 
 
 def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bool = False,
@@ -36,12 +36,12 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     if coalesced_width is not None and (not isinstance(coalesced_width, int) or coalesced_width <= 0):
         raise trace.error(f"T.copy: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
     if not (disable_tma or force_async_copy or src_robust_desc is not None) and \
-            emit_tme_store_candidate(trace, src, dst, hints, coalesced_width):
-        return  # a shared -> global store: through the TME where it qualifies (tileop/tme_copy.py)
+            emit_tme_copy_candidate(trace, src, dst, hints, coalesced_width):
+        return  # a store from shared memory (or a hinted load): through the TME where it qualifies (tme_copy.py)
     if hints is not None:
         warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy are cache "
-                  "hints of TME copies: T.copy stores from shared memory (mp_31) and T.tma_copy use them; this copy "
-                  "is not a TME copy and runs without them")
+                  "hints of TME copies (T.copy between global and shared memory on mp_31, T.tma_copy); this copy is "
+                  "not one and runs without them")
     if force_async_copy and coalesced_width is not None:
         raise trace.error("T.copy: coalesced_width= has no effect with force_async_copy=True (asynchronous copies move "
                           "4, 8 or 16-byte pieces, the widest that fits); leave it out")

@@ -97,13 +97,16 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, leader_scope_threads: i
                                          "leader_scope_threads": leader_scope_threads})
 
 
-def emit_tme_store_candidate(trace, src: Any, dst: Any, hints: tuple[int, int] | None,
-                             coalesced_width: int | None) -> bool:
-    """T.copy(shared, global): emit it as a TME store that waits for itself (mp_31, where it qualifies; else
-    LowerTmeCopy lowers it as the plain copy) and return True; False for any other copy."""
+def emit_tme_copy_candidate(trace, src: Any, dst: Any, hints: tuple[int, int] | None,
+                            coalesced_width: int | None) -> bool:
+    """T.copy(shared, global), and T.copy(global, shared) given cache hints: emit it as a TME copy that waits for
+    itself (mp_31, where it qualifies; else LowerTmeCopy lowers it as the plain copy) and return True; False for
+    any other copy."""
     src_region, src_origin = to_region(src, "T.copy", "src")
     dst_region, dst_origin = to_region(dst, "T.copy", "dst")
-    if src_region.scope not in _SHARED or dst_region.scope != "global" or (src_origin and dst_origin):
+    is_store = src_region.scope in _SHARED and dst_region.scope == "global"
+    is_load = src_region.scope == "global" and dst_region.scope in _SHARED and hints is not None
+    if not (is_store or is_load) or (src_origin and dst_origin):
         return False
     src_region, dst_region = resolve_extents(src_region, src_origin, dst_region, dst_origin, trace.error)
     Copy(src_region, dst_region, trace.loc).copy_dims()  # validate the extents now, at the user's line

@@ -5,9 +5,11 @@ from shared memory, where the box is stored densely (innermost dimension first),
 instruction's (sg, ss, sl). One thread issues it:
 
     load   if (leader) { __musa_async_add_trans(bar, bytes); tl::tme_load_Nd<...>(desc_A, bar, smem, box, coord); }
+           [tl::barrier_sync(bar);   a T.copy load: every thread arrives, then waits for the phase]
     store  if (leader) { tl::tme_store_Nd<...>(desc_A, smem, box, coord); tl::tme_store_commit(); [tl::tme_store_wait();] }
 
-A load only issues: the user arrives on and waits for the barrier (the guide's snippet). Out-of-bounds box elements
+A T.tma_copy load only issues: the user arrives on and waits for the barrier (the guide's snippet). A T.copy load with
+cache hints is a TME load that waits for itself, on a barrier LowerTmeCopy allocates. Out-of-bounds box elements
 are zero-filled by the engine on loads and dropped on stores, so nothing is predicated.
 
 Which copies qualify (`qualify`): global <-> shared of one dtype, the global operand a kernel tensor of rank 1..5
@@ -98,6 +100,7 @@ class TmeCopy(TileOp):
     outer: int = DEFAULT_HINT
     leader_scope_threads: int | None = None
     wait: bool = False  # a T.copy store: wait for the store to have read shared memory
+    hinted: bool = False  # cache hints were given (a T.copy load becomes a TME copy only then)
     explicit: bool = True  # T.tma_copy (errors) rather than a T.copy store (falls back to a plain copy)
     loc: SourceLoc | None = None
     coalesced_width: int | None = None  # a T.copy store's, for its plain-copy fallback
@@ -110,6 +113,7 @@ class TmeCopy(TileOp):
                    int(call_attr(call, "inner_cache_policy", DEFAULT_HINT)),
                    int(call_attr(call, "outer_cache_policy", DEFAULT_HINT)),
                    None if leader is None else int(leader), bool(call_attr(call, "wait", False)),
+                   call_attr(call, "inner_cache_policy") is not None,
                    bool(call_attr(call, "explicit", True)), call_loc(call),
                    None if call_attr(call, "coalesced_width") is None else int(call_attr(call, "coalesced_width")))
 

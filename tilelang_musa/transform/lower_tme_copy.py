@@ -3,17 +3,24 @@
 Runs after LayoutInference, so the shared tile's layout is final (the engine's swizzle must produce it; an SQMMA
 operand's layout is chosen there), and before the shared layouts are applied. Each copy is issued by one thread:
 the first of the contiguous range of threads that reach it (the `if tx < ...` guards around it, as for T.Parallel
-nests: thread_guard.py), or with `leader_scope_threads=n` the first of every n threads of that range. The global
+nests: thread_guard.py), or with `leader_scope_threads=n` the first of every n threads of that range. A T.copy load
+(given cache hints) waits for itself: on a barrier of the compiler's, which all those threads arrive on. The global
 tensors read or written are recorded in the `tl.tme_descriptors` function attribute: the printer adds one
 descriptor parameter per tensor and the host wrapper builds it (codegen/host.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import tvm_ffi
 from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..diagnostics import warn_once
+from ..language.barrier import ARRIVE_COUNTS, BARRIER_SCOPE
 
 from ..errors import CompileError
 from ..target import ARCHS
@@ -28,6 +35,7 @@ from .lower_shared_layout import shared_layouts
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
+from .lower_async_barriers import BARRIER_SYNC_OP
 from .thread_guard import ThreadRange, reaching_threads, thread_conditions
 
 STAGE = "LowerTmeCopy"
@@ -40,6 +48,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     layouts = shared_layouts(func)
     params = list(func.params)
     descriptors: dict[str, list] = {}
+    sync_barriers: dict[int, Any] = {}  # threads reaching a T.copy TME load -> the barrier it waits on
     guards: list[Any] = []
     analyzer = thread_analyzer(threads)
 
@@ -63,7 +72,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
                 return fallback()
             raise CompileError(f"T.tma_copy: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
                                "later); use T.copy", op.loc, STAGE)
-        if op.is_load and op.barrier is None:
+        if op.is_load and op.barrier is None and op.explicit:
             raise CompileError("T.tma_copy: a load (global -> shared) needs barrier=...: the copy arrives on it, and "
                                "the threads wait on it before reading the tile", op.loc, STAGE)
         shared = op.shared_region.buffer
@@ -79,6 +88,15 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
             raise not_tme_error(op, str(why)) from None
         g = op.global_region.buffer
         descriptors[descriptor_name(g)] = descriptor_spec(g)
+        if op.is_load and op.barrier is None:  # a T.copy load: on a barrier of the compiler's, waited for here
+            count = _reaching(guards, threads, analyzer(), op).count
+            if count not in sync_barriers:
+                buf = Tb.buffer([1], "uint64", scope=BARRIER_SCOPE)
+                IRBuilder.name(f"tme_barrier_{count}" if sync_barriers else "tme_barrier", buf)
+                sync_barriers[count] = buf
+            barrier = sync_barriers[count][0]
+            issue = lower_tme(dataclasses.replace(op, barrier=barrier), plan, leader_condition(op))
+            return tirx.SeqStmt([issue, tirx.Evaluate(tirx.call_intrin("int32", BARRIER_SYNC_OP, barrier))])
         return lower_tme(op, plan, leader_condition(op))
 
     def on_if(node, mutator):
@@ -102,6 +120,10 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         op = parse_tile_op(node.value)
 
         def fallback():
+            if op.hinted:
+                warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy "
+                          "are cache hints of TME copies; this copy is not a TME copy (see T.tma_copy's rules) and "
+                          "runs without them")
             from ..tileop.copy import Copy
 
             args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, {}, configs)
@@ -112,10 +134,29 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     body = tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if), (tirx.Evaluate, on_evaluate)])
     if body.same_as(func.body):
         return func
+    if sync_barriers:
+        body = _allocate_at_top(body, [tirx.AllocBuffer(buf, {ARRIVE_COUNTS: [tirx.const(count, "int32")]})
+                                       for count, buf in sync_barriers.items()])
     func = tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
     if descriptors:
         func = func.with_attr(DESCRIPTORS_ATTR, descriptors)
     return func
+
+
+def _allocate_at_top(body: Any, allocs: list) -> Any:
+    """`allocs` first in the body of the innermost kernel launch attribute (where T.alloc_barrier's would be)."""
+
+    def on_attr(node, mutator):
+        if node.attr_key != "thread_extent":
+            return mutator.default_mutate(node)
+        inner: list = []
+        tvm_ffi.structural_walk(node.body, [(tirx.AttrStmt, lambda a: inner.append(a)
+                                             if a.attr_key == "thread_extent" else None)])
+        if inner:
+            return mutator.default_mutate(node)
+        return tirx.AttrStmt(node.node, node.attr_key, node.value, tirx.SeqStmt([*allocs, node.body]))
+
+    return tvm_ffi.structural_mutate(body, [(tirx.AttrStmt, on_attr)])
 
 
 def _reaching(guards: list, threads, analyzer, op: TmeCopy) -> ThreadRange:
