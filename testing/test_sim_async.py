@@ -265,6 +265,13 @@ def test_tme_loads_of_rank_1_to_5_fill_out_of_bounds_elements_with_zero(build, s
     np.testing.assert_array_equal(out[:-1], reference)
 
 
+def test_arrive_add_trans_expects_the_bytes_and_arrives_in_one_call(build):
+    lib = build("tme")
+    rc, out, reference = tme_load(lib, (12, 7), (8, 4), (8, 5), mode=5, seed=2)
+    assert rc == 0, lib.error()
+    np.testing.assert_array_equal(out[:-1], reference)
+
+
 def test_tme_out_of_bounds_elements_take_the_descriptors_fill_value(build):
     lib = build("tme")
     one = int(np.float32(1).view(np.uint32))

@@ -71,7 +71,8 @@ struct AsyncOrder final : BlockExtension {
   /*! \brief A warp or squad rendezvous orders every participant after what every other one did and acquired. */
   void OnRendezvous(BlockRunner& block, const Rendezvous& rv) override {
     (void)block;
-    std::vector<uint32_t> joined = NewClock();
+    std::vector<uint32_t>& joined = scratch_;
+    joined.assign(warps, 0);
     rv.members.ForEach([&](uint32_t i) {
       const uint32_t t = rv.base + i;
       joined[t / kWarpSize] = std::max(joined[t / kWarpSize], released[t / kWarpSize] + 1);
@@ -83,6 +84,8 @@ struct AsyncOrder final : BlockExtension {
   }
 
  private:
+  std::vector<uint32_t> scratch_;  // OnRendezvous's join, kept to spare an allocation per shuffle
+
   void Join(uint32_t* into, const uint32_t* from) const {
     for (uint32_t w = 0; w < warps; ++w) into[w] = std::max(into[w], from[w]);
   }

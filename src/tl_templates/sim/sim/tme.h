@@ -18,8 +18,9 @@
  *
  * Shared layout: the box packed densely, dimension 0 fastest, starting at `smem` (16-byte aligned [I]; the
  * innermost extent a multiple of 16 bytes [I]), then each byte moved by the swizzle of its absolute shared address
- * (swizzle.h, the same function SQMMA's operand addressing uses). Swizzled copies need `smem` in the dynamic
- * shared buffer, which has shared addresses (shared_address.h).
+ * (swizzle.h, the same function SQMMA's operand addressing uses). `smem` must lie in the dynamic shared buffer,
+ * the only shared memory with shared addresses here (shared_address.h), with the whole box inside the launch's
+ * dynamic shared memory.
  *
  * Loads are issued per thread; the tile is read from global memory at issue (out-of-bounds elements take the low
  * bytes of the descriptor's oobConstantFill, normally 0), the destination is poisoned at issue, and the bytes
@@ -136,23 +137,18 @@ inline Tile Plan(BlockRunner& block, const char* what, void* smem, uint64_t desc
     block.Fail(musaErrorIllegalAddress, "%s (%s:%d): shared address %p is not 16-byte aligned [I]", what, where, line,
                smem);
   const unsigned char* arena = buf_dyn_shmem;
-  const bool in_arena = p >= arena && p < arena + kDynamicSmemCapacity;
-  if (in_arena && static_cast<uint64_t>(p - arena) + t.bytes > SharedArenaBytes())
+  if (!(p >= arena && p < arena + kDynamicSmemCapacity))
+    block.Fail(musaErrorIllegalAddress,
+               "%s (%s:%d): the tile at %p is not in the dynamic shared buffer (buf_dyn_shmem), the only shared "
+               "memory with shared addresses in the simulator (shared_address.h)", what, where, line, smem);
+  if (static_cast<uint64_t>(p - arena) + t.bytes > SharedArenaBytes())
     block.Fail(musaErrorIllegalAddress,
                "%s (%s:%d): the %llu-byte box at shared address %zu ends past the launch's %zu bytes of dynamic "
                "shared memory",
                what, where, line, static_cast<unsigned long long>(t.bytes), static_cast<size_t>(p - arena),
                SharedArenaBytes());
-  if (!in_arena && swizzle.granularity != 0)
-    block.Fail(musaErrorIllegalAddress,
-               "%s (%s:%d): a swizzled copy needs its tile in the dynamic shared buffer (buf_dyn_shmem), whose "
-               "addresses the swizzle acts on", what, where, line);
   t.chunks.resize(t.bytes / kChunk);
   for (uint64_t i = 0; i < t.chunks.size(); ++i) {
-    if (!in_arena) {
-      t.chunks[i] = p + i * kChunk;
-      continue;
-    }
     const auto a = static_cast<uint32_t>(p - arena + i * kChunk);
     t.chunks[i] = SharedArenaAt(SwizzledAddress(a, swizzle.granularity, swizzle.stride, swizzle.line));
   }
