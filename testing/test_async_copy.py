@@ -254,3 +254,22 @@ def test_async_copy_conditions_are_errors_at_the_line():
                 d = T.make_robust_desc(T.address_of(S[0]), 8)
 
     assert "T.make_robust_desc: addr must be the address of a global tensor element" in _check(bad_desc)
+
+
+def test_the_guides_vectorized_element_copies():
+    """The guide's `for v in T.vectorized(4): T.copy(src_global[v], dst_shared[v], force_async_copy=True)`: one
+    4-byte piece per float32 element, each thread copying its own."""
+    from test_async_barrier import _lower
+
+    @T.prim_func
+    def guide(src_global: T.Tensor((256,), "float32"), out: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            dst_shared = T.alloc_shared((256,), "float32")
+            for v in T.vectorized(4):
+                T.copy(src_global[tx * 4 + v], dst_shared[tx * 4 + v], force_async_copy=True)
+            out[tx] = dst_shared[255 - tx]
+
+    source = _lower(guide)
+    assert "tl::async_copy_g2s<4>(&dst_shared[" in source
+    assert source.index("tl::async_copy_wait<0>();") < source.index("__syncthreads();") < source.index("out[")
