@@ -153,8 +153,9 @@ def test_a_reduction_in_a_squad_combines_its_rows_within_the_squad(arch):
 
 
 def barrier_pipelined_gemm(m=64, n=64, k=128, bk=32, stages=2):
-    """Moore Threads' barrierpipe GEMM: squad 1 copies k-tiles into a ring of `stages` buffers, squad 0 waits for
-    each, multiplies and hands the buffer back."""
+    """Moore Threads' barrierpipe GEMM with the roles swapped: squad 0 copies k-tiles into a ring of `stages`
+    buffers, squad 1 waits for each, multiplies and hands the buffer back (a gemm on threads 128..255, which its
+    template numbers from 0)."""
 
     @T.prim_func
     def pipelined(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((m, n), "float32")):
@@ -163,27 +164,27 @@ def barrier_pipelined_gemm(m=64, n=64, k=128, bk=32, stages=2):
             B_s = T.alloc_shared((stages, bk, n), "float16")
             C_l = T.alloc_fragment((m, n), "float32")
             bars = T.alloc_barrier([128, 128] * stages)  # full[s], then empty[s]
-            with T.ws(0):
+            with T.ws(1):
                 T.clear(C_l)
             for ko in range(k // bk):
-                with T.ws(1):
+                with T.ws(0):
                     T.mbarrier_wait_parity(bars[ko % stages + stages], ((ko // stages) % 2) ^ 1)
                     T.copy(A[0, ko * bk], A_s[ko % stages, :, :])
                     T.copy(B[ko * bk, 0], B_s[ko % stages, :, :])
                     T.mbarrier_arrive(bars[ko % stages])
-                with T.ws(0):
+                with T.ws(1):
                     T.mbarrier_wait_parity(bars[ko % stages], (ko // stages) % 2)
                     T.gemm(A_s[ko % stages, :, :], B_s[ko % stages, :, :], C_l)
                     T.mbarrier_arrive(bars[ko % stages + stages])
-            with T.ws(0):
+            with T.ws(1):
                 T.copy(C_l, C)
 
     return pipelined
 
 
 def test_a_barrier_pipelined_gemm_runs_producer_and_consumer_squads():
-    """The regions are ordered by the kernel's own barriers: no block barrier between them (squad 1 would wait
-    there while squad 0 waits for its next arrival), squad 0's barriers around its gemm are its own."""
+    """The regions are ordered by the kernel's own barriers: no block barrier between them (the producer would wait
+    there while the consumer waits for its next arrival); the barriers around the gemm are squad 1's own."""
     kernel = compile_for(barrier_pipelined_gemm(), "mp_31")
     source = kernel.get_kernel_source()
     loop = source.split("for (int ko = 0; ko < 4; ++ko) {", 1)[1]
@@ -424,6 +425,28 @@ def test_a_fragment_used_by_two_thread_ranges_is_an_error_naming_both():
     text = str(err.value)
     assert "fragment `acc` is used by threads" in text, text
     assert "threads 0..127" in text and "threads 128..255" in text, text
+
+
+def gemm_on_misaligned_squads():
+    @T.prim_func
+    def misaligned(A: T.Tensor((128, 32), "float16"), B: T.Tensor((32, 64), "float16")):
+        with T.Kernel(1, threads=384):
+            A_s = T.alloc_shared((128, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_l = T.alloc_fragment((128, 64), "float32")
+            with T.ws(1, 2):
+                T.gemm(A_s, B_s, C_l)
+
+    return misaligned
+
+
+def test_a_gemm_on_squads_not_aligned_to_its_thread_count_is_an_error():
+    """A 256-thread gemm on threads 128..383: its template would number squad 1 as squad 1 of the gemm, not 0."""
+    with pytest.raises(tilelang.CompileError) as err:
+        compile_for(gemm_on_misaligned_squads(), "mp_31")
+    text = str(err.value)
+    assert "T.gemm on threads 128..383: a gemm run by part of the block must start at a multiple of its 256" in text
+    assert "T.gemm(A_s, B_s, C_l)" in text, text
 
 
 def test_a_squad_beyond_the_block_is_an_error_at_the_ws():
