@@ -149,6 +149,34 @@ def test_a_reduction_in_a_squad_combines_its_rows_within_the_squad(arch):
     torch.testing.assert_close(r, x.sum(1), rtol=1e-5, atol=1e-5)
 
 
+def row_sums_across_warps(m=2, n=512):
+    @T.prim_func
+    def wide(X: T.Tensor((m, n), "float32"), R: T.Tensor((m,), "float32")):
+        with T.Kernel(1, threads=384):
+            X_l = T.alloc_fragment((m, n), "float32")
+            r = T.alloc_fragment((m,), "float32")
+            with T.ws(1, 2):
+                T.copy(X, X_l)
+                T.reduce_sum(X_l, r, dim=1)
+                T.copy(r, R)
+
+    return wide
+
+
+def test_a_reduction_across_warps_in_a_region_exchanges_between_barriers_of_the_region():
+    """A row spans 128 threads of squads 1..2: the partials of its four warps meet in shared memory between two
+    barriers over the region's 256 threads (the template's __syncthreads would wait for squad 0)."""
+    kernel = compile_for(row_sums_across_warps(), "mp_31")
+    region = kernel.get_kernel_source().split("if (128 <= ((int)threadIdx.x)) {", 1)[1]
+    assert "__syncthreads" not in region, region
+    assert re.search(r"tl::barrier_sync\(1\);\n\s+tl::BatchAllReduce<tl::SumOp, 128, 1, 1, 32>::shuffle_and_store\("
+                     r"&r_partial\[0\], &r_red_buf\[0\], \(\(int\)threadIdx.x\) - 128, 256\);\n\s+"
+                     r"tl::barrier_sync\(1\);\n\s+tl::BatchAllReduce<[^>]*>::combine_stored\(", region), region
+    x, r = rand((2, 512), torch.float32, 13), poison((2,), torch.float32)
+    kernel(x, r)
+    torch.testing.assert_close(r, x.sum(1), rtol=1e-5, atol=1e-4)
+
+
 # -- producer / consumer kernels: regions ordered by asynchronous barriers
 
 

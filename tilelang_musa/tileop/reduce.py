@@ -110,9 +110,8 @@ class Reduce(TileOp):
         return {self.dst.buffer: reduced}
 
     def _check_partial(self, args: LowerArgs, groups, warp: int) -> None:
-        """A reduction run by part of the block (a T.ws region): its shuffles need whole warps, its groups of
-        threads must line up with the template's (aligned spans of the block's thread ids), and the exchange
-        through shared memory across warps (which synchronizes the whole block) is not available."""
+        """A reduction run by part of the block (a T.ws region): its shuffles need whole warps, and its groups of
+        threads must line up with the template's (aligned spans of the block's thread ids)."""
         first, count = args.first_thread, args.num_threads
         where = f"T.reduce_{self.kind} on threads {first}..{first + count - 1}"
         if groups.splits and (first % warp or count % warp):
@@ -120,13 +119,31 @@ class Reduce(TileOp):
                              f"whole warps (a T.ws region, or a guard such as `tx < {warp * max(1, count // warp)}`)")
         for split in groups.splits:
             span = split.count * split.scale
-            if span > 32:
-                raise self.error(
-                    f"{where}: a row of `{self.src.name}` spans {span} threads, more than 32, and the exchange "
-                    "across warps synchronizes the whole block; in part of the block a reduction must keep each "
-                    "row within 32 threads (fewer threads per row, e.g. a smaller fragment or more rows)")
             if first % span:
                 raise self.error(f"{where}: the threads sharing a row ({span}) must start at a multiple of {span}")
+
+    @staticmethod
+    def _exchange_in_range(args: LowerArgs, groups, functor: str, batch: int, local_size: int, partial, red_buf,
+                           warp: int) -> Any:
+        """The cross-thread combine of a reduction run by part of the block, in place on `partial`: a split within
+        32 threads is the template's shuffles; a wider one passes through `red_buf` between barriers placed here
+        (barriers over the range once RangeBarriers has run) instead of the template's __syncthreads."""
+        runs = local_size // batch
+        first = tirx.Var("batch_start", "int32")
+        values = tirx.address_of(partial[first * batch if runs > 1 else 0])
+        steps = []
+        for split in groups.splits:
+            cls = f"tl::BatchAllReduce<{functor}, {split.count}, {split.scale}, {batch}, {warp}>"
+            if split.count * split.scale <= 32:
+                steps.append(tirx.Evaluate(tirx.call_extern("void", f"{cls}::run_batch", values,
+                                                            tirx.address_of(partial[0]))))
+                continue
+            exchange = (values, tirx.address_of(red_buf[0]), args.thread_var, args.num_threads)
+            sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+            steps += [sync, tirx.Evaluate(tirx.call_extern("void", f"{cls}::shuffle_and_store", *exchange)), sync,
+                      tirx.Evaluate(tirx.call_extern("void", f"{cls}::combine_stored", *exchange))]
+        body = tirx.SeqStmt(steps) if len(steps) > 1 else steps[0]
+        return tirx.For(first, 0, runs, tirx.ForKind.SERIAL, body) if runs > 1 else body
 
     def lower(self, args: LowerArgs) -> Any:
         src_layout = args.layouts.get(self.src.buffer)
@@ -189,7 +206,10 @@ class Reduce(TileOp):
                         f"apart; the cross-thread combine needs a power of two {what}, got {n}. Give `{self.src.name}` "
                         "a row length that splits evenly over a power of two of threads")
         d = tirx.Var("dst_slot", "int32")
-        if batch == 1:
+        if red_buf is not None and not args.whole_block:
+            stmts.append(self._exchange_in_range(args, groups, functor, batch, local_size, partial, red_buf, warp))
+            combined = partial[d]
+        elif batch == 1:
             combined = partial[d]
             for split in groups.splits:
                 buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])

@@ -260,6 +260,45 @@ struct BatchAllReduce {
       }
     }
   }
+
+  /*!
+   * \brief run_batch for a reduction run by `threads` threads of the block (a T.ws region), numbered from 0 by
+   *        `tid`, in two halves around the exchange through `red_buf` (at least threads * Batch elements): the
+   *        caller puts a barrier over those threads before shuffle_and_store (readers of a previous exchange are
+   *        done) and between the halves; __syncthreads would wait for threads that never arrive.
+   */
+  template <class T>
+  TL_DEVICE static void shuffle_and_store(T* values, T* red_buf, int tid, int threads) {
+    constexpr int kSpan = Threads * Scale;
+    const Op op{};
+#pragma unroll
+    for (int offset = Scale; offset < kSpan && offset < detail::kMaxShuffleOffset; offset *= 2) {
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) values[b] = op(values[b], detail::shfl_xor_bits(values[b], offset, WarpSize));
+    }
+    if constexpr (kSpan > detail::kMaxShuffleOffset) {
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) red_buf[b * threads + tid] = values[b];
+    }
+  }
+
+  template <class T>
+  TL_DEVICE static void combine_stored(T* values, const T* red_buf, int tid, int threads) {
+    constexpr int kSpan = Threads * Scale;
+    if constexpr (kSpan > detail::kMaxShuffleOffset) {
+      constexpr int kStep = Scale > detail::kMaxShuffleOffset ? Scale : detail::kMaxShuffleOffset;
+      constexpr int kPartials = kSpan / kStep;
+      const Op op{};
+      const int first = tid - tid % kSpan + tid % kStep;
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) {
+        T value = red_buf[b * threads + first];
+#pragma unroll
+        for (int q = 1; q < kPartials; ++q) value = op(value, red_buf[b * threads + first + q * kStep]);
+        values[b] = value;
+      }
+    }
+  }
 };
 
 /*!
