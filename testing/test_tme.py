@@ -174,6 +174,14 @@ def test_stores_write_only_the_tensors_elements(explicit):
     torch.testing.assert_close(b, a, rtol=0, atol=0)
 
 
+def test_a_tensor_the_engine_cannot_address_fails_the_launch_naming_it():
+    from tilelang_musa.jit.launcher.spec import KernelLaunchError
+
+    b = torch.empty(100 * 48 + 1)[1:].view(100, 48)  # 4 bytes past a 16-byte boundary
+    with pytest.raises(KernelLaunchError, match="cannot build the TME descriptor of tensor `B`"):
+        store_kernel(False)(rand((100, 48), torch.float32, 3), b)
+
+
 def test_copy_store_stays_plain_with_disable_tma_or_the_pass_config():
     for kernel in (store_kernel(False, disable_tma=True),
                    store_kernel(False, ((tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER, True),))):

@@ -151,7 +151,7 @@ class TmeCopy(TileOp):
             if isinstance(stride, tirx.IntImm) and (int(stride.value) * elem) % 16:
                 raise NotTme(f"dimension {d} of {g.name} has a stride of {int(stride.value) * elem} bytes; TME "
                              "descriptors need strides that are multiples of 16 bytes")
-        box_rev = []
+        box_dims = []
         for d, extent in enumerate(g.extents):
             if not isinstance(extent, tirx.IntImm):
                 raise NotTme(f"the extent {extent} of dimension {d} of {g.name}'s region is not a constant; a TME box "
@@ -159,14 +159,14 @@ class TmeCopy(TileOp):
             if not 1 <= int(extent.value) <= MAX_BOX_EXTENT:
                 raise NotTme(f"the box extent {int(extent.value)} of dimension {d} of {g.name} exceeds the engine's "
                              f"{MAX_BOX_EXTENT} elements per dimension")
-            box_rev.append(int(extent.value))
-        inner = box_rev[-1]
+            box_dims.append(int(extent.value))
+        inner = box_dims[-1]
         if (inner * elem) % 16:
             raise NotTme(f"the innermost box dimension of {g.name} is {inner} x {elem} = {inner * elem} bytes; the "
                          "TME moves multiples of 16 bytes")
         if pair_dims(g, s) is None:
             raise NotTme(f"the extents of {g.describe()} and {s.describe()} differ (after dropping size-1 dimensions)")
-        return _match_layout(self, s, layout, box_rev, elem)
+        return _match_layout(self, s, layout, box_dims, elem)
 
 
 def global_strides(buf) -> list:
@@ -199,7 +199,7 @@ def _static(values, what: str) -> list[int]:
     return out
 
 
-def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_rev: list[int], elem: int) -> TmePlan:
+def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_dims: list[int], elem: int) -> TmePlan:
     """Find (sg, column block width) for which the engine writes the shared region where `layout` stores it."""
     shape = _static(s.buffer.ty.shape, f"the shape of {s.name}:")
     # The tile: the dims from the region's first non-unit one on; dims before it select a tile (any index).
@@ -225,7 +225,7 @@ def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_rev: list[i
         raise NotTme(f"the layout of {s.name} does not store its leading dimensions as whole tiles")
     region = base[tuple(slice(m, m + e) for m, e in zip(tile_mins, tile_ext))].reshape(-1)
     count = region.size
-    inner = box_rev[-1]
+    inner = box_dims[-1]
     rows = count // inner
     index = np.arange(count)
     r, c = index // inner, index % inner
@@ -244,7 +244,7 @@ def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_rev: list[i
             if np.array_equal(predicted, region):
                 where = np.argwhere(base == start)
                 if where.size:
-                    box = [width] + list(reversed(box_rev[:-1]))
+                    box = [width] + list(reversed(box_dims[:-1]))
                     return TmePlan(sg, width, inner // width, [int(x) for x in where[0]], box, count * elem,
                                    rows * width * elem)
     described = "row-major" if layout is None else repr(layout)
