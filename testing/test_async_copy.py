@@ -257,19 +257,31 @@ def test_async_copy_conditions_are_errors_at_the_line():
 
 
 def test_the_guides_vectorized_element_copies():
-    """The guide's `for v in T.vectorized(4): T.copy(src_global[v], dst_shared[v], force_async_copy=True)`: one
-    4-byte piece per float32 element, each thread copying its own."""
+    """The guide's `for v in T.vectorized(n): T.copy(src_global[v], dst_shared[v], force_async_copy=True)`: the
+    lanes of each thread form one piece (FuseAsyncCopyLanes): 8 float16 lanes, one 16-byte copy; lanes that are not
+    contiguous stay element copies."""
     from test_async_barrier import _lower
 
     @T.prim_func
-    def guide(src_global: T.Tensor((256,), "float32"), out: T.Tensor((256,), "float32")):
+    def guide(src_global: T.Tensor((512,), "float16"), out: T.Tensor((512,), "float16")):
         with T.Kernel(1, threads=64):
             tx = T.get_thread_binding()
-            dst_shared = T.alloc_shared((256,), "float32")
-            for v in T.vectorized(4):
-                T.copy(src_global[tx * 4 + v], dst_shared[tx * 4 + v], force_async_copy=True)
-            out[tx] = dst_shared[255 - tx]
+            dst_shared = T.alloc_shared((512,), "float16")
+            for v in T.vectorized(8):
+                T.copy(src_global[tx * 8 + v], dst_shared[tx * 8 + v], force_async_copy=True)
+            out[tx] = dst_shared[511 - tx]
 
     source = _lower(guide)
-    assert "tl::async_copy_g2s<4>(&dst_shared[" in source
+    assert "tl::async_copy_g2s<16>(&dst_shared[((int)threadIdx.x) * 8], &src_global[((int)threadIdx.x) * 8]" in source
     assert source.index("tl::async_copy_wait<0>();") < source.index("__syncthreads();") < source.index("out[")
+
+    @T.prim_func
+    def strided(src_global: T.Tensor((512,), "float32"), out: T.Tensor((512,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            dst_shared = T.alloc_shared((512,), "float32")
+            for v in T.vectorized(4):
+                T.copy(src_global[v * 64 + tx], dst_shared[tx * 4 + v], force_async_copy=True)
+            out[tx] = dst_shared[511 - tx]
+
+    assert "tl::async_copy_g2s<4>(&dst_shared[" in _lower(strided)

@@ -25,7 +25,7 @@ from tvm import tirx
 from ..transform.ir_utils import dtype_bytes, flat_index
 from ..transform.pass_config import PassConfigKey, enabled
 from .base import LowerArgs
-from .parallel import parallel_nest
+from .parallel import parallel_nest, thread_local_nest
 from .region import Region, common_extents, paired_indices
 
 ASYNC_WAIT = "wait"  # force_async_copy=True: the copy completes before the next statement
@@ -145,8 +145,8 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         check_async_operands(construct, copy.src, copy.dst, copy.error)
     if robust:
         check_robust_operands(construct, copy.src, copy.dst, copy.error)
-    dims = ([], []) if copy.per_thread else copy.copy_dims()
-    extents = [] if copy.per_thread else list(common_extents(copy.src, copy.dst, dims))
+    dims = copy.copy_dims()  # none for one element; a per-thread run of lanes (FuseAsyncCopyLanes) has one
+    extents = list(common_extents(copy.src, copy.dst, dims))
     allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
     lanes = piece_elements(copy, dims, extents, allowed, construct)
     nbytes = lanes * dtype_bytes(copy.src.dtype)
@@ -173,11 +173,12 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
             call_args.append(cond)
         return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
 
-    if copy.per_thread:
-        stmt = piece([])
+    piece_extents = list(extents[:-1]) + [tirx.const(int(extents[-1].value) // lanes, "int32")] if extents \
+        else [tirx.const(1, "int32")]
+    if copy.per_thread:  # each thread that runs it copies its own run
+        one_piece = all(isinstance(e, tirx.IntImm) and int(e.value) == 1 for e in piece_extents)
+        stmt = piece([tirx.const(0, "int32")] * len(extents)) if one_piece else thread_local_nest(piece_extents, piece)
     else:
-        piece_extents = list(extents[:-1]) + [tirx.const(int(extents[-1].value) // lanes, "int32")] if extents \
-            else [tirx.const(1, "int32")]
         stmt = parallel_nest(piece_extents, piece if extents else (lambda idx: piece([])), copy.loc)
     # The pieces read global memory through addresses the bounds guards must leave alone (they are predicated here).
     from .copy import NO_SAFE_ACCESS

@@ -11,6 +11,7 @@ import tvm
 from tvm import tirx
 
 from .fuse_accelerated_ops import FuseAcceleratedOps
+from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_thread_allreduce import LowerThreadAllreduce
@@ -46,6 +47,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerThreadAllreduce(),
         # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
         StageGemmOperands(configs),
+        # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider pieces).
+        FuseAsyncCopyLanes(),
         # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
         LowerTileOp(configs),
         # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
