@@ -294,6 +294,36 @@ def test_tma_copy_on_mp22_is_an_error():
     assert "T.tma_copy: mp_22 has no TME" in message and "T.tma_copy(tile, A)" in message
 
 
+def test_tma_store_wait_on_mp22_is_an_error():
+    @T.prim_func
+    def wait(A: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=128):
+            T.tma_store_wait()
+
+    message = _compile_error(wait, target="musa -arch=mp_22")
+    assert "T.tma_store_wait: mp_22 has no TME" in message and "T.tma_store_wait()" in message
+
+
+def _load_error(shape, dtype, region, tile_shape, tile_dtype):
+    @T.prim_func
+    def load(A: T.Tensor(shape, dtype)):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared(tile_shape, tile_dtype)
+            barrier = T.alloc_barrier(128)
+            T.tma_copy(A[region], tile, barrier=barrier)
+
+    return _compile_error(load)
+
+
+@pytest.mark.parametrize("case,expected", [
+    (((64, 64), "float16", (0, 0), (64, 64), "float32"), "the TME copies bytes: A is float16 and tile is float32"),
+    (((512, 16), "float16", (0, 0), (512, 16), "float16"), "box extent 512 of dimension 0 of A exceeds the engine's 256"),
+    (((64, 4), "float16", (0, 0), (64, 4), "float16"), "dimension 0 of A has a stride of 8 bytes"),
+])
+def test_shapes_the_tme_cannot_express_are_errors_naming_the_rule(case, expected):
+    assert expected in _load_error(*case)
+
+
 def test_an_innermost_box_of_less_than_16_bytes_is_an_error():
     @T.prim_func
     def load(A: T.Tensor((64, 64), "float16")):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm import tirx
+import tvm
 from tvm.tirx.script import builder as Tb
 
 from ..tileop import Copy, emit_tile_op
@@ -117,10 +117,14 @@ def emit_tme_copy_candidate(trace, src: Any, dst: Any, hints: tuple[int, int] | 
     return True
 
 
+def _store_sync(op: str, trace) -> None:
+    attrs = {"tl.loc": str(trace.loc)} if trace.loc is not None else None
+    Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get(op), [], attrs=attrs, ret_ty="int32"))
+
+
 def tma_store_arrive() -> None:
     """Commit this thread's TME stores issued since the last commit (T.tma_copy stores already commit)."""
-    kernel_trace("T.tma_store_arrive")
-    Tb.evaluate(tirx.call_intrin("void", TME_STORE_ARRIVE))
+    _store_sync(TME_STORE_ARRIVE, kernel_trace("T.tma_store_arrive"))
 
 
 def tma_store_wait(*args: Any, **kwargs: Any) -> None:
@@ -131,4 +135,4 @@ def tma_store_wait(*args: Any, **kwargs: Any) -> None:
     if kwargs.pop("read", True) is not True or kwargs or len(args) > 1 or count != 0:
         raise trace.error("T.tma_store_wait: MUSA waits for all committed TME stores to have read shared memory; "
                           "only T.tma_store_wait() (count 0) is supported")
-    Tb.evaluate(tirx.call_intrin("void", TME_STORE_WAIT))
+    _store_sync(TME_STORE_WAIT, trace)

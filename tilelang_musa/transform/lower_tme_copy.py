@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
@@ -25,8 +26,10 @@ from ..language.barrier import ARRIVE_COUNTS, BARRIER_SCOPE
 from ..errors import CompileError
 from ..target import ARCHS
 from ..tileop import is_tile_op, parse_tile_op
+from ..tileop.base import call_loc
 from ..tileop.tme_copy import (
-    DESCRIPTORS_ATTR, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme, not_tme_error,
+    DESCRIPTORS_ATTR, TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme,
+    not_tme_error,
 )
 from ..tileop.base import LowerArgs
 from .ir_utils import thread_info
@@ -115,7 +118,13 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         return tirx.IfThenElse(node.condition, then_case, else_case)
 
     def on_evaluate(node, mutator):
-        if not is_tile_op(node.value) or str(node.value.op.name) != TmeCopy.op_name:
+        name = str(node.value.op.name) if isinstance(node.value, tvm.ir.Call) and \
+            isinstance(node.value.op, tvm.ir.Op) else None
+        if name in (TME_STORE_ARRIVE, TME_STORE_WAIT) and arch is not None and not arch.has_tme:
+            construct = "T.tma_store_wait" if name == TME_STORE_WAIT else "T.tma_store_arrive"
+            raise CompileError(f"{construct}: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
+                               "later)", call_loc(node.value), STAGE)
+        if name != TmeCopy.op_name:
             return node
         op = parse_tile_op(node.value)
 
