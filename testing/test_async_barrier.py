@@ -71,10 +71,15 @@ def test_producer_consumer_ring_through_barriers():
     torch.testing.assert_close(b, a * 2)
 
 
-def test_a_wrong_parity_and_too_few_arrivals_are_named_deadlocks():
+def test_a_wrong_parity_and_too_few_arrivals_are_named_errors(monkeypatch):
     a = rand((4, ROW), torch.float32, 4)
+    # Default mode: the consumers' first wait (parity 1 of a fresh barrier) returns at once, and the next one never.
     with pytest.raises(KernelLaunchError, match=r"deadlock.*async barrier 1 in phase 1 \(parity 1\): 1 of 1 warp "
                                                 r"arrivals pending; thread \(32,0,0\) waits for parity 1"):
+        compiled("wrong_parity")(a[:2], poison((2, ROW), torch.float32))
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    # Checked mode: the consumers read the stage before the producer's store reached them.
+    with pytest.raises(KernelLaunchError, match=r"data race on byte \d+ of shared `S`"):
         compiled("wrong_parity")(a[:2], poison((2, ROW), torch.float32))
     with pytest.raises(KernelLaunchError, match=r"deadlock.*async barrier [34] in phase \d+ .*1 of 4 warp arrivals "
                                                 r"pending"):
@@ -134,12 +139,14 @@ def test_every_spelling_prints_its_builtin_and_ids_follow_the_allocations():
             T.barrier_wait(one, 0)
             T.mbarrier_wait_parity(many[1], 1)
             T.call_extern("void", "__musa_memcpy_g2s_commit_group")
+            T.lma_wait()
 
     source = _lower(spellings)
     for text in ("tl::barrier_record(4);", "tl::barrier_init(1, 4);", "tl::barrier_init(2, 1);",
                  "tl::barrier_init(3, 2);", "tl::barrier_init(4, 1);", "tl::barrier_expect_tx(3, 256);",
                  "tl::barrier_arrive_expect_tx(4, 64);", "tl::barrier_arrive(1);", "tl::barrier_arrive(2);",
-                 "tl::barrier_wait(1, 0);", "tl::barrier_wait(3, 1);", "__musa_memcpy_g2s_commit_group();"):
+                 "tl::barrier_wait(1, 0);", "tl::barrier_wait(3, 1);", "__musa_memcpy_g2s_commit_group();",
+                 "tl::lma_wait();"):
         assert text in source, text
     assert source.count("tl::barrier_arrive_expect_tx(4, 64);") == 2
 
