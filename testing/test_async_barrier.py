@@ -17,13 +17,13 @@ STAGES, ROW = 2, 32
 NO_SYNC = {tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}  # the barriers alone order the stages
 
 
-def producer_consumer(steps: int, consumer_parity_flip: int = 0, empty_count: int = 96):
+def producer_consumer(steps: int, empty_count: int = 96):
     """Warp 0 produces rows of A into a 2-stage ring with plain stores and arrives on `full`; warps 1..3 wait for
-    `full` with parity (k // 2) % 2, consume (B = 2 * row, by warp 1) and arrive on `empty`, which the producer
-    waits for (parity flipped: the first wait on a fresh barrier returns at once)."""
+    `full` with parity (k // 2) % 2 (^ `flip`, a planted bug when 1), consume (B = 2 * row, by warp 1) and arrive on
+    `empty`, which the producer waits for (parity flipped: the first wait on a fresh barrier returns at once)."""
 
     @T.prim_func
-    def ring(A: T.Tensor((steps, ROW), "float32"), B: T.Tensor((steps, ROW), "float32")):
+    def ring(A: T.Tensor((steps, ROW), "float32"), B: T.Tensor((steps, ROW), "float32"), flip: T.int32):
         with T.Kernel(1, threads=128):
             tx = T.get_thread_binding()
             S = T.alloc_shared((STAGES, ROW), "float32")
@@ -35,7 +35,7 @@ def producer_consumer(steps: int, consumer_parity_flip: int = 0, empty_count: in
                     S[k % STAGES, tx] = A[k, tx]
                     T.barrier_arrive(full[k % STAGES])
                 else:
-                    T.mbarrier_wait_parity(mbarrier=full[k % STAGES], parity=((k // STAGES) % 2) ^ consumer_parity_flip)
+                    T.mbarrier_wait_parity(mbarrier=full[k % STAGES], parity=((k // STAGES) % 2) ^ flip)
                     if tx < 64:
                         B[k, tx - 32] = S[k % STAGES, tx - 32] * 2.0
                     T.mbarrier_arrive(mbarrier=empty[k % STAGES])
@@ -47,9 +47,6 @@ def producer_consumer(steps: int, consumer_parity_flip: int = 0, empty_count: in
 def compiled(kind: str):
     if kind == "ring":
         return tilelang.compile(producer_consumer(6), target="musa -arch=mp_31", pass_configs=NO_SYNC)
-    if kind == "wrong_parity":
-        return tilelang.compile(producer_consumer(2, consumer_parity_flip=1), target="musa -arch=mp_31",
-                                pass_configs=NO_SYNC)
     if kind == "too_few_arrivals":  # empty expects 128 threads (4 warps); only 3 warps arrive
         return tilelang.compile(producer_consumer(4, empty_count=128), target="musa -arch=mp_31",
                                 pass_configs=NO_SYNC)
@@ -67,23 +64,20 @@ def test_producer_consumer_ring_through_barriers():
         assert text.replace("((k & 1) + 3)", "(k & 1) + 3").replace("((k & 1) + 1)", "(k & 1) + 1") in source, text
     assert source.index("tl::barrier_record(4);") < source.index("__syncthreads();") < source.index("for (int k")
     a, b = rand((6, ROW), torch.float32, 3), poison((6, ROW), torch.float32)
-    kernel(a, b)
+    kernel(a, b, 0)
     torch.testing.assert_close(b, a * 2)
 
 
 def test_a_wrong_parity_and_too_few_arrivals_are_named_errors(monkeypatch):
-    a = rand((4, ROW), torch.float32, 4)
-    # Default mode: the consumers' first wait (parity 1 of a fresh barrier) returns at once, and the next one never.
-    with pytest.raises(KernelLaunchError, match=r"deadlock.*async barrier 1 in phase 1 \(parity 1\): 1 of 1 warp "
-                                                r"arrivals pending; thread \(32,0,0\) waits for parity 1"):
-        compiled("wrong_parity")(a[:2], poison((2, ROW), torch.float32))
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
-    # Checked mode: the consumers read the stage before the producer's store reached them.
+    a = rand((6, ROW), torch.float32, 4)
+    # The consumers' first wait (parity 1 of a fresh barrier) returns at once: they read the stage before the
+    # producer's store reached them.
     with pytest.raises(KernelLaunchError, match=r"data race on byte \d+ of shared `S`"):
-        compiled("wrong_parity")(a[:2], poison((2, ROW), torch.float32))
+        compiled("ring")(a, poison((6, ROW), torch.float32), 1)
     with pytest.raises(KernelLaunchError, match=r"deadlock.*async barrier [34] in phase \d+ .*1 of 4 warp arrivals "
                                                 r"pending"):
-        compiled("too_few_arrivals")(a, poison((4, ROW), torch.float32))
+        compiled("too_few_arrivals")(a[:4], poison((4, ROW), torch.float32), 0)
 
 
 def test_named_barrier_over_half_the_block():
