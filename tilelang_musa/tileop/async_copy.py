@@ -120,9 +120,9 @@ def _aligned(ana: Any, index: Any, lanes: int) -> bool:
     return mod.coeff % lanes == 0 and mod.base % lanes == 0
 
 
-def _in_bounds(region: Region, index: list[Any], lanes: int) -> Any:
-    """The piece starting at `index` (lanes elements along the last dimension) lies inside its tensor."""
-    ana = tvm.sym.Analyzer()
+def _in_bounds(region: Region, index: list[Any], lanes: int, ana: Any) -> Any:
+    """The piece starting at `index` (lanes elements along the last dimension) lies inside its tensor; None when
+    `ana` (which knows the pieces' loop ranges) proves it."""
     conds = []
     shape = list(region.buffer.ty.shape)
     for d, (i, extent) in enumerate(zip(index, shape)):
@@ -157,12 +157,19 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     else:
         name = f"tl::robust_copy<{nbytes}>"
 
+    piece_extents = list(extents[:-1]) + [tirx.const(int(extents[-1].value) // lanes, "int32")] if extents \
+        else [tirx.const(1, "int32")]
+
     def piece(idx):
+        ana = tvm.sym.Analyzer()
+        for var, extent in zip(idx, piece_extents):
+            if isinstance(var, tvm.ir.expr.Var):
+                ana.bind(var, tvm.ir.Range(0, extent))
         idx = list(idx)
         if idx:
             idx[-1] = idx[-1] * lanes
         src_index, dst_index = paired_indices(copy.src, copy.dst, dims, idx)
-        cond = _in_bounds(copy.src, src_index, lanes) if predicated else None
+        cond = _in_bounds(copy.src, src_index, lanes, ana) if predicated else None
         if cond is not None:  # a piece out of bounds is not read: its address stays inside the tensor too
             src_index = [tirx.Select(cond, i, tirx.const(0, i.ty.dtype)) for i in src_index]
         call_args = [tirx.address_of(copy.dst.buffer[tuple(dst_index)]),
@@ -173,8 +180,6 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
             call_args.append(cond)
         return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
 
-    piece_extents = list(extents[:-1]) + [tirx.const(int(extents[-1].value) // lanes, "int32")] if extents \
-        else [tirx.const(1, "int32")]
     if copy.per_thread:  # each thread that runs it copies its own run
         one_piece = all(isinstance(e, tirx.IntImm) and int(e.value) == 1 for e in piece_extents)
         stmt = piece([tirx.const(0, "int32")] * len(extents)) if one_piece else thread_local_nest(piece_extents, piece)
