@@ -82,6 +82,12 @@ def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop
                 "contiguous range of thread ids known at compile time, and this condition does not give one. Use "
                 "T.serial for a loop every admitted thread runs in full, or guard with a range such as `tx < 128`",
                 loc, stage)
+        if construct == "a barrier":
+            raise CompileError(
+                f"a barrier {where} (a T.sync_threads, or one the compiler needs there) would cover the threads that "
+                "reach it, which must be a contiguous range of thread ids known at compile time, and this condition "
+                "does not give one. Move the barrier (or the shared-memory work that needs it) out of the branch",
+                loc, stage)
         raise CompileError(
             f"{construct} {where}: a tile op is laid out and run on the threads that reach it, which must be a "
             "contiguous range of thread ids known at compile time (contiguous squads, e.g. T.ws(0, 1), or a guard "
