@@ -121,8 +121,8 @@ def test_a_use_with_no_block_barrier_after_the_initialisation_is_an_error_in_che
     lib = build("async_barrier")
     assert lib.call_misuse(5, ptr(np.zeros(64, dtype=np.float32))) == LAUNCH_FAILURE
     init = lib.line_of("__musa_async_init_arrival(1, mode == 1 ? 2 : 1, 0)")
-    assert (f"thread (1,0,0): __musa_async_arrive (async_barrier.mu:{lib.line_of('threadIdx.x == 1) __musa_async_arrive')})"
-            f": barrier 1 was initialised by thread (0,0,0) at async_barrier.mu:{init} with no block barrier between "
+    use = lib.line_of("threadIdx.x == 1) __musa_async_arrive")
+    assert (f"thread (1,0,0): __musa_async_arrive (async_barrier.mu:{use}): barrier 1 was initialised by thread (0,0,0) at async_barrier.mu:{init} with no block barrier between "
             "that and this use") in lib.error()
 
 
@@ -196,7 +196,8 @@ def test_reading_a_copy_before_its_wait_reads_poison_and_is_named_in_checked_mod
     assert (out.view(np.uint32) == POISON32).all()
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
     assert lib.call_misuse(THREADS, 0, ptr(x), ptr(out)) == LAUNCH_FAILURE
-    issue, read = lib.line_of("__musa_memcpy_g2s(&s[4 * t], &in[4 * t], mode == 2"), lib.line_of("missing __musa_memcpy")
+    issue = lib.line_of("__musa_memcpy_g2s(&s[4 * t], &in[4 * t], mode == 2")
+    read = lib.line_of("missing __musa_memcpy")
     assert re.search(rf"thread \((\d+),0,0\): read of shared memory at byte \d+ of `s` \(line {read}\) while an "
                      rf"asynchronous copy \(__musa_memcpy_g2s\) issued at async_copy.mu:{issue} by thread \(\1,0,0\) "
                      r"has not completed \(missing __musa_memcpy_g2s_wait\?\)", lib.error()), lib.error()
@@ -318,8 +319,9 @@ def test_two_tme_loads_in_flight_to_the_same_bytes_are_an_error_in_checked_mode(
     rc, _, _ = tme_load(lib, (16, 16), (8, 8), (4, 4), mode=4)
     assert rc == LAUNCH_FAILURE
     line = lib.line_of("__musa_tme_ld_tile_2d(bar")
-    assert (f"__musa_tme_ld_tile_2d (tme.mu:{line}) writes shared address 0 while __musa_tme_ld_tile_2d issued at tme.mu:{line} by thread (0,0,0) is still in flight there (missing "
-            "__musa_async_wait on its barrier?)") in lib.error()
+    assert (f"__musa_tme_ld_tile_2d (tme.mu:{line}) writes shared address 0 while __musa_tme_ld_tile_2d issued at "
+            f"tme.mu:{line} by thread (0,0,0) is still in flight there (missing __musa_async_wait on its barrier?)"
+            ) in lib.error()
 
 
 @pytest.mark.parametrize("mode, text", [
@@ -333,6 +335,21 @@ def test_transaction_bytes_that_do_not_match_the_loads_deadlock_naming_the_bytes
     assert rc == LAUNCH_FAILURE
     assert text in lib.error()
     assert f"waits for parity 0 at tme.mu:{lib.line_of('  __musa_async_wait(1, 0);')}" in lib.error()
+
+
+@pytest.mark.parametrize("mode, text", [
+    (6, "__musa_tme_ld_tile_2d (tme.mu:{line}): swizzle sg=3 ss=0 sl=1 is invalid (sg 0..3, ss 0..3, sl 0..1, "
+        "sg < ss + 2, ss <= sl + 2)"),
+    (7, "__musa_tme_ld_tile_2d (tme.mu:{line}): 0x[0-9a-f]+ is not the address of a MUtensorDescriptor filled by "
+        "muTensorDescriptorEncode"),
+], ids=["invalid_swizzle", "not_a_descriptor"])
+def test_a_bad_tme_load_is_an_error_naming_the_built_in_and_the_line(build, mode, text):
+    lib = build("tme")
+    rc, _, _ = tme_load(lib, (16, 16), (8, 8), (0, 0), mode=mode)
+    assert rc == ILLEGAL_INSTRUCTION
+    pattern = re.escape(text.format(line=lib.line_of("__musa_tme_ld_tile_2d(bar"))).replace(re.escape("0x[0-9a-f]+"),
+                                                                                             "0x[0-9a-f]+")
+    assert re.search(pattern, lib.error()), lib.error()
 
 
 def tme_store(lib, mode):

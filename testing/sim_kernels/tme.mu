@@ -39,7 +39,8 @@ __device__ void load_tile(int rank, uint32_t bar, void* smem, uint64_t d, const 
 // `elems` elements, dense) is copied to out. `mode`: 0 as described; 1 thread 0 also reads tile[0] into out[elems]
 // right after issuing (before the wait: poison, or in checked mode a named error); 2 expects 64 bytes more than the
 // tile; 3 expects 16 bytes less; 4 loads the tile twice (two copies in flight to the same bytes: checked mode's
-// error); 5 thread 0 expects the bytes and arrives in one call (__musa_async_arrive_add_trans) before the load.
+// error); 5 thread 0 expects the bytes and arrives in one call (__musa_async_arrive_add_trans) before the load;
+// 6 an invalid swizzle (granularity 64 B on a 32 B stride); 7 `out` passed as the descriptor.
 extern "C" __global__ void tme_load(__grid_constant__ const MUtensorDescriptor desc, int rank, const int* box,
                                     const int* coord, float* out, int elems, int mode) {
   extern __shared__ __align__(1024) unsigned char buf_dyn_shmem[];
@@ -51,7 +52,8 @@ extern "C" __global__ void tme_load(__grid_constant__ const MUtensorDescriptor d
     const int extra = mode == 2 ? 64 : mode == 3 ? -16 : mode == 4 ? elems * 4 : 0;
     if (mode == 5) __musa_async_arrive_add_trans(1, static_cast<uint32_t>(elems * 4));
     else __musa_async_add_trans(1, static_cast<uint32_t>(elems * 4 + extra));
-    load_tile(rank, 1, tile, reinterpret_cast<uint64_t>(&desc), box, coord, 0, 3, 1);
+    const uint64_t d = reinterpret_cast<uint64_t>(mode == 7 ? static_cast<const void*>(out) : &desc);
+    load_tile(rank, 1, tile, d, box, coord, mode == 6 ? 3 : 0, mode == 6 ? 0 : 3, 1);
     if (mode == 4) load_tile(rank, 1, tile, reinterpret_cast<uint64_t>(&desc), box, coord, 0, 3, 1);  // again
     if (mode == 1) out[elems] = SH_LOAD(tile, 0, elems);  // missing __musa_async_wait(1, 0)
   }

@@ -108,8 +108,8 @@ inline Tile Plan(BlockRunner& block, const char* what, void* smem, uint64_t desc
                where, line, t.desc.rank, rank);
   if (sg < 0 || sg > 3 || ss < 0 || ss > 3 || sl < 0 || sl > 1 || !(sg < ss + 2) || !(ss <= sl + 2))
     block.Fail(musaErrorIllegalInstruction,
-               "%s (%s:%d): swizzle sg=%d ss=%d sl=%d is invalid (sg 0..3, ss 0..3, sl 0..1, sg < ss + 2, ss <= sl + 2)",
-               what, where, line, sg, ss, sl);
+               "%s (%s:%d): swizzle sg=%d ss=%d sl=%d is invalid (sg 0..3, ss 0..3, sl 0..1, sg < ss + 2, "
+               "ss <= sl + 2)", what, where, line, sg, ss, sl);
   for (int i = 0; i < hint_count; ++i)
     if (hints[i] < 0 || hints[i] > 3)
       block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): cache hint %d is not 0..3 (NONE, ONCE, NORMAL, PERSIST)",
