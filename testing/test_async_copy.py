@@ -285,3 +285,18 @@ def test_the_guides_vectorized_element_copies():
             out[tx] = dst_shared[511 - tx]
 
     assert "tl::async_copy_g2s<4>(&dst_shared[" in _lower(strided)
+
+
+def test_mp21_has_no_ldlms_copies():
+    from test_async_barrier import _lower
+
+    @T.prim_func
+    def on_mp21(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((64,), "float32")
+            T.copy(A, S, force_async_copy=True)
+            A[0] = S[1]
+
+    with pytest.raises(tilelang.CompileError, match=r"T.copy\(A, S, force_async_copy=True\)(.|\n)*T.copy: mp_21 has "
+                                                    r"no asynchronous \(LDLMS\) copies \(mp_22 and later\)"):
+        _lower(on_mp21, "mp_21")

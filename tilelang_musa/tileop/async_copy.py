@@ -22,6 +22,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from ..target import arch_of
 from ..transform.ir_utils import dtype_bytes, flat_index
 from ..transform.pass_config import PassConfigKey, enabled
 from .base import LowerArgs
@@ -141,6 +142,10 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     """The async and/or robust lowering of a Copy (see the module docstring)."""
     construct = "T.async_copy" if copy.async_mode == ASYNC_COMMIT else "T.copy"
     robust = copy.robust_desc is not None
+    arch = arch_of(args.target) if args.target is not None else None
+    if arch is not None and arch.musa_arch < 220:
+        what = "asynchronous (LDLMS) copies" if copy.async_mode is not None else "robust loads"
+        raise copy.error(f"{construct}: {arch.name} has no {what} (mp_22 and later)")
     if copy.async_mode is not None:
         check_async_operands(construct, copy.src, copy.dst, copy.error)
     if robust:
