@@ -30,7 +30,7 @@ def test_guide_snippet_loads_a_box_with_zero_filled_tails():
     kernel = tilelang.compile(load, target=MP31)
     src = kernel.get_kernel_source()
     assert "__grid_constant__ const MUtensorDescriptor desc_A" in src
-    assert "__musa_async_add_trans(1, 4096);" in src  # the whole box, out-of-bounds elements included
+    assert "tl::barrier_expect_tx(1, 4096);" in src  # the whole box, out-of-bounds elements included
     assert "tl::tme_load_2d<0, 3, 1, 2, 2>(desc_A, 1, &tile[0], v2i32_t{32, 64}, v2i32_t{" in src
     assert src.count("tl::tme_load_2d") == 1 and "if (((int)threadIdx.x) == 0) {" in src
     host = kernel.get_host_source()

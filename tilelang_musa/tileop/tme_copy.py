@@ -4,7 +4,7 @@ A TME instruction moves a box of a global tensor, described by a host-built desc
 from shared memory, where the box is stored densely (innermost dimension first), then byte-swizzled with the
 instruction's (sg, ss, sl). One thread issues it:
 
-    load   if (leader) { __musa_async_add_trans(bar, bytes); tl::tme_load_Nd<...>(desc_A, bar, smem, box, coord); }
+    load   if (leader) { tl::barrier_expect_tx(bar, bytes); tl::tme_load_Nd<...>(desc_A, bar, smem, box, coord); }
            [tl::barrier_sync(bar);   a T.copy load: every thread arrives, then waits for the phase]
     store  if (leader) { tl::tme_store_Nd<...>(desc_A, smem, box, coord); tl::tme_store_commit(); [tl::tme_store_wait();] }
 
@@ -30,6 +30,7 @@ import tvm
 from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
+from ..language.barrier import BARRIER_EXPECT_TX_OP
 from ..layout import Layout
 from ..layout.swizzle import SWIZZLE_LINE, swizzle_bytes
 from .base import LowerArgs, TileOp, call_attr, call_loc
@@ -289,7 +290,7 @@ def lower_tme(op: TmeCopy, plan: TmePlan, leader: Any) -> tirx.Stmt:
     hints = [op.inner, op.outer]
     stmts = []
     if op.is_load:
-        stmts.append(tirx.Evaluate(tirx.call_extern("void", "__musa_async_add_trans", op.barrier,
+        stmts.append(tirx.Evaluate(tirx.call_intrin("int32", BARRIER_EXPECT_TX_OP, op.barrier,
                                                     tirx.const(plan.bytes_total, "int32"))))
     # One statement for all column blocks (the wrapper steps through them): barrier placement sees one access.
     ptr = tirx.address_of(s.buffer[tuple(lead + [tirx.const(x, "int32") for x in plan.start_coords])])
