@@ -98,7 +98,7 @@ def test_copy_load_with_cache_hints_warns_where_no_tme(monkeypatch):
     assert "tme" not in src
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_rank(rank: int):
     """A box of a rank-`rank` tensor with tails in every dim, loaded with T.tma_copy and copied out plainly."""
     shape = {1: (40,), 2: (10, 24), 3: (3, 5, 24), 4: (2, 3, 5, 8), 5: (2, 2, 3, 3, 8)}[rank]
@@ -142,7 +142,7 @@ def test_loads_of_rank_1_to_5_zero_fill_their_tails(rank):
     torch.testing.assert_close(b, expected, rtol=0, atol=0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def store_kernel(explicit: bool, pass_configs: tuple = (), disable_tma: bool = False):
     """Tiles of A (with tails) into shared memory by plain copies, stored to B through the TME."""
 
@@ -201,7 +201,7 @@ def test_copy_store_that_tme_cannot_do_stays_plain():
     assert "tme" not in src
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tme_gemm():
     """T.gemm on SQMMA with both operands loaded by T.tma_copy into the swizzled layouts the gemm chose: A is
     K-major 512 bytes wide (two column blocks of 256 bytes), B MN-major (SG32)."""
@@ -242,7 +242,7 @@ def test_swizzled_tiles_loaded_by_tme_feed_an_sqmma_gemm():
 def test_leader_is_the_first_thread_of_the_guarded_range():
     @T.prim_func
     def load(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
-        with T.Kernel(1, threads=256) as bx:
+        with T.Kernel(1, threads=256):
             tx = T.get_thread_binding()
             tile = T.alloc_shared((64, 64), "float16")
             barrier = T.alloc_barrier(256)

@@ -131,12 +131,12 @@ def _print_descriptor(kernel: str, desc: TmeDescriptor) -> list[str]:
         "    {",
         f"      muuint64_t dims[{rank}] = {{{', '.join(f'(muuint64_t){d}' for d in desc.dims)}}};",
         f"      muuint64_t strides[{max(rank - 1, 1)}] = {{{strides}}};",
-        f"      MUresult res = muTensorDescriptorEncode(&{desc.name}, {desc.data_type}, {rank}, (void*){desc.tensor}, "
-        "dims, strides, MU_TENSOR_DESCRIPTOR_INTERLEAVE_NONE, 0);",
+        (f"      MUresult res = muTensorDescriptorEncode(&{desc.name}, {desc.data_type}, {rank}, (void*){desc.tensor}, "
+         "dims, strides, MU_TENSOR_DESCRIPTOR_INTERLEAVE_NONE, 0);"),
         "      if (res != MUSA_SUCCESS) {",
-        f'        snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel}: cannot build the TME descriptor of tensor '
-        f'`{desc.tensor}` (muTensorDescriptorEncode returned %d): its address and byte strides must be multiples '
-        'of 16", (int)res);',
+        (f'        snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel}: cannot build the TME descriptor of tensor '
+         f'`{desc.tensor}` (muTensorDescriptorEncode returned %d): its address and byte strides must be multiples '
+         'of 16", (int)res);'),
         "        return -1;",
         "      }",
         "    }",

@@ -32,7 +32,7 @@ from tvm import tirx
 from ..errors import CompileError, SourceLoc
 from ..language.barrier import BARRIER_EXPECT_TX_OP
 from ..layout import Layout
-from ..layout.swizzle import SWIZZLE_LINE, swizzle_bytes
+from ..layout.swizzle import SWIZZLE_LINE, swizzle_alignment, swizzle_bytes
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .region import Region, pair_dims
 
@@ -77,8 +77,8 @@ class NotTme(Exception):
 
 @dataclass(frozen=True)
 class TmePlan:
-    """How one TME copy is issued: `blocks` instructions along the innermost box dim, each `width` elements wide,
-    writing shared memory from element offset `start` (unswizzled) on, swizzled with granularity `sg` bytes."""
+    """How one TME copy is issued: `blocks` instructions along the innermost box dim, each `width` elements wide and
+    `block_bytes` after the previous one in shared memory, swizzled with granularity `sg` bytes (0: none)."""
     sg: int
     width: int
     blocks: int
@@ -167,7 +167,7 @@ class TmeCopy(TileOp):
                          "TME moves multiples of 16 bytes")
         if pair_dims(g, s) is None:
             raise NotTme(f"the extents of {g.describe()} and {s.describe()} differ (after dropping size-1 dimensions)")
-        return _match_layout(self, s, layout, box_dims, elem)
+        return _match_layout(s, layout, box_dims, elem)
 
 
 def global_strides(buf) -> list:
@@ -200,7 +200,7 @@ def _static(values, what: str) -> list[int]:
     return out
 
 
-def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_dims: list[int], elem: int) -> TmePlan:
+def _match_layout(s: Region, layout: Layout | None, box_dims: list[int], elem: int) -> TmePlan:
     """Find (sg, column block width) for which the engine writes the shared region where `layout` stores it."""
     shape = _static(s.buffer.ty.shape, f"the shape of {s.name}:")
     # The tile: the dims from the region's first non-unit one on; dims before it select a tile (any index).
@@ -230,8 +230,7 @@ def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_dims: list[
     rows = count // inner
     index = np.arange(count)
     r, c = index // inner, index % inner
-    period_ok = (shifts[:, 0] * elem) % 4096 == 0  # whole periods of every swizzle (layout/swizzle.py)
-    tried = []
+    period_ok = (shifts[:, 0] * elem) % swizzle_alignment(16) == 0  # whole periods of every swizzle
     for width in _widths(inner, elem):
         for sg in (0, 16, 32, 64):
             if sg and (sg < elem or not period_ok.all()):
@@ -241,7 +240,6 @@ def _match_layout(op: TmeCopy, s: Region, layout: Layout | None, box_dims: list[
                 continue  # the engine writes shared memory from a 16-byte aligned address [I]
             dense = start + (c // width) * (rows * width) + r * width + c % width
             predicted = swizzle_bytes(dense * elem, sg) // elem if sg else dense
-            tried.append((sg, width))
             if np.array_equal(predicted, region):
                 where = np.argwhere(base == start)
                 if where.size:

@@ -1,4 +1,4 @@
-"""LowerTmeCopy: TME copies (`T.tma_copy`, and `T.copy` stores chosen for the TME) become TME instructions.
+"""LowerTmeCopy: TME copies (`T.tma_copy`; `T.copy` stores from shared memory and hinted loads) become TME instructions.
 
 Runs after LayoutInference, so the shared tile's layout is final (the engine's swizzle must produce it; an SQMMA
 operand's layout is chosen there), and before the shared layouts are applied. Each copy is issued by one thread:
@@ -21,17 +21,15 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
-from ..language.barrier import ARRIVE_COUNTS, BARRIER_SCOPE
-
 from ..errors import CompileError
+from ..language.barrier import ARRIVE_COUNTS, BARRIER_SCOPE
 from ..target import ARCHS
-from ..tileop import is_tile_op, parse_tile_op
-from ..tileop.base import call_loc
+from ..tileop import parse_tile_op
+from ..tileop.base import LowerArgs, call_loc
 from ..tileop.tme_copy import (
     DESCRIPTORS_ATTR, TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme,
     not_tme_error,
 )
-from ..tileop.base import LowerArgs
 from .ir_utils import thread_info
 from .layout_inference import view_buffers
 from .lower_shared_layout import shared_layouts
