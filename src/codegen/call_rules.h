@@ -49,6 +49,9 @@ class CallContext {
   virtual std::string PrintBufferPointer(const ObjectRef& buffer) = 0;
   /*! \brief The element a scalar `ir.TensorLoad` reads, as an lvalue (`A[i]`), e.g. for `address_of`. */
   virtual std::string PrintLoadLValue(const ObjectRef& load) = 0;
+  /*! \brief PrintLoadLValue without the simulator's bounds check (sim_checks): for an element whose address may
+   *         lie outside its tensor by design (a robust copy's source: its descriptor bounds the bytes read). */
+  virtual std::string PrintLoadLValueUnchecked(const ObjectRef& load) = 0;
   virtual const CodegenOptions& options() const = 0;
   virtual const std::string& kernel_name() const = 0;
   /*! \brief Throws a ValueError that names the kernel and the call's operator. */

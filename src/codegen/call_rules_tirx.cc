@@ -50,6 +50,16 @@ std::string PrintAddressOf(CallContext& ctx, const CallView& call) {
   return "(&" + ctx.PrintLoadLValue(arg) + ")";
 }
 
+// tl.unchecked_address_of(A[i]): `&A[i]` where the element may lie outside A by design (a robust copy's source, whose
+// descriptor bounds what is read), so the simulator's sanitizer build does not check it against A's extent.
+std::string PrintUncheckedAddressOf(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 1);
+  static const TypeKey tensor_load("ir.TensorLoad");
+  ObjectRef arg = call.args()[0];
+  if (!IsA(arg, tensor_load)) ctx.Fail(call, "expects a buffer element (ir.TensorLoad), got `" + TypeKeyOf(arg) + "`");
+  return "(&" + ctx.PrintLoadLValueUnchecked(arg) + ")";
+}
+
 std::string PrintBufferData(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 1);
   return ctx.PrintBufferPointer(call.args()[0]);
@@ -92,6 +102,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   RegisterCallRule("tirx.tvm_storage_sync", kStmt, PrintStorageSync);
   RegisterCallRule("tirx.reinterpret", kExpr, PrintReinterpret);
   RegisterCallRule("tirx.address_of", kExpr, PrintAddressOf);
+  RegisterCallRule("tl.unchecked_address_of", kExpr, PrintUncheckedAddressOf);
   RegisterCallRule("tirx.buffer_data", kExpr, PrintBufferData);
   RegisterCallRule("tirx.tvm_access_ptr", kExpr, PrintAccessPtr);
   RegisterCallRule("tirx.type_annotation", kExpr, PrintTypeAnnotation);

@@ -75,6 +75,7 @@ class MusaPrinter : public CallContext {
   std::string PrintBare(const ObjectRef& expr) override;
   std::string PrintBufferPointer(const ObjectRef& buffer) override;
   std::string PrintLoadLValue(const ObjectRef& load) override;
+  std::string PrintLoadLValueUnchecked(const ObjectRef& load) override;
   const CodegenOptions& options() const override { return options_; }
   const std::string& kernel_name() const override { return kernel_name_; }
   using CallContext::Fail;
@@ -156,6 +157,7 @@ class MusaPrinter : public CallContext {
   LaunchInfo launch_;
   std::ostringstream out_;
   int indent_ = 0;
+  bool unchecked_ = false;  // PrintLoadLValueUnchecked in progress: CheckedIndex leaves indices alone
 };
 
 }  // namespace codegen

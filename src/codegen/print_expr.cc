@@ -209,7 +209,7 @@ void MusaPrinter::SetCheckBounds(BufferInfo* info) {
 
 std::string MusaPrinter::CheckedIndex(const BufferInfo& info, const std::string& index, int lanes,
                                       const std::string& what) {
-  if (!options_.sim_checks || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
+  if (!options_.sim_checks || unchecked_ || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
   const char* space = info.scope.rfind("shared", 0) == 0 ? "Shared" : "Global";
   const char* kind = what == "load" ? "kLoad" : what == "store" ? "kStore" : "kAddress";
   return std::string("tl_sim::Check") + space + "<tl_sim::" + kind + ">(" + info.data + ", " + StripParentheses(index) +
@@ -343,6 +343,15 @@ std::string MusaPrinter::PrintLoadLValue(const ObjectRef& load_expr) {
   AccessText access = PrintAccess(load.source(), load.indices(), DTypeOf(load_expr), "address_of");
   if (access.form == AccessForm::kGather) Fail("cannot take the address of a gathered vector load");
   return access.text;
+}
+
+std::string MusaPrinter::PrintLoadLValueUnchecked(const ObjectRef& load_expr) {
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{unchecked_};
+  unchecked_ = true;
+  return PrintLoadLValue(load_expr);
 }
 
 // ---- vectors ------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from ..language.builtin import _register_intrinsic
 from ..target import arch_of
 from ..transform.ir_utils import dtype_bytes, flat_index
 from ..transform.pass_config import PassConfigKey, enabled
@@ -34,6 +35,10 @@ ASYNC_COMMIT = "commit"  # T.async_copy: the copy's group is committed; the user
 ASYNC_PIECE_BYTES = (16, 8, 4)
 ROBUST_PIECE_BYTES = (16, 8, 4, 2, 1)
 _SHARED = ("shared", "shared.dyn")
+# `&A[i]` where A[i] may lie outside A: a robust copy's source, which its descriptor bounds (the simulator's
+# sanitizer build leaves it unchecked; src/codegen/call_rules_tirx.cc).
+UNCHECKED_ADDRESS_OF_OP = "tl.unchecked_address_of"
+_register_intrinsic(UNCHECKED_ADDRESS_OF_OP, "the address of an element that may lie outside its buffer")
 
 
 def commit_group() -> Any:
@@ -177,8 +182,9 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         cond = _in_bounds(copy.src, src_index, lanes, ana) if predicated else None
         if cond is not None:  # a piece out of bounds is not read: its address stays inside the tensor too
             src_index = [tirx.Select(cond, i, tirx.const(0, i.ty.dtype)) for i in src_index]
+        source = copy.src.buffer[tuple(src_index)]
         call_args = [tirx.address_of(copy.dst.buffer[tuple(dst_index)]),
-                     tirx.address_of(copy.src.buffer[tuple(src_index)])]
+                     tirx.call_intrin("handle", UNCHECKED_ADDRESS_OF_OP, source) if robust else tirx.address_of(source)]
         if robust:
             call_args.append(copy.robust_desc)
         if cond is not None:
