@@ -42,22 +42,23 @@ std::string PrintReinterpret(CallContext& ctx, const CallView& call) {
   return "tl::bit_cast<" + CTypeName(call.dtype()) + ">(" + ctx.PrintBare(call.args()[0]) + ")";
 }
 
-std::string PrintAddressOf(CallContext& ctx, const CallView& call) {
+// The one argument of an address-of: a buffer element.
+ObjectRef ElementArg(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 1);
   static const TypeKey tensor_load("ir.TensorLoad");
   ObjectRef arg = call.args()[0];
   if (!IsA(arg, tensor_load)) ctx.Fail(call, "expects a buffer element (ir.TensorLoad), got `" + TypeKeyOf(arg) + "`");
-  return "(&" + ctx.PrintLoadLValue(arg) + ")";
+  return arg;
+}
+
+std::string PrintAddressOf(CallContext& ctx, const CallView& call) {
+  return "(&" + ctx.PrintLoadLValue(ElementArg(ctx, call)) + ")";
 }
 
 // tl.unchecked_address_of(A[i]): `&A[i]` where the element may lie outside A by design (a robust copy's source, whose
 // descriptor bounds what is read), so the simulator's sanitizer build does not check it against A's extent.
 std::string PrintUncheckedAddressOf(CallContext& ctx, const CallView& call) {
-  CheckArgCount(ctx, call, 1);
-  static const TypeKey tensor_load("ir.TensorLoad");
-  ObjectRef arg = call.args()[0];
-  if (!IsA(arg, tensor_load)) ctx.Fail(call, "expects a buffer element (ir.TensorLoad), got `" + TypeKeyOf(arg) + "`");
-  return "(&" + ctx.PrintLoadLValueUnchecked(arg) + ")";
+  return "(&" + ctx.PrintLoadLValueUnchecked(ElementArg(ctx, call)) + ")";
 }
 
 std::string PrintBufferData(CallContext& ctx, const CallView& call) {

@@ -15,7 +15,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .barrier import _register
+from .builtin import _register_intrinsic as _register
 from .builder import as_expr, kernel_trace, take_name
 
 MAKE_ROBUST_DESC_OP = "tl.make_robust_desc"  # (address, size_bytes) -> a robust descriptor (handle)
