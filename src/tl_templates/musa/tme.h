@@ -36,6 +36,16 @@ typedef int v4i32_t __attribute__((ext_vector_type(4)));
 typedef int v5i32_t __attribute__((ext_vector_type(5)));
 #endif
 
+// The simulator's built-ins take the call site as trailing defaulted parameters: the wrappers pass their caller's
+// (the same definitions as async_copy.h's; an identical redefinition is allowed).
+#if defined(TL_SIMULATOR)
+#define TL_CALL_SITE_PARAMS , const char *tl_file = __builtin_FILE(), int tl_line = __builtin_LINE()
+#define TL_CALL_SITE , tl_file, tl_line
+#else
+#define TL_CALL_SITE_PARAMS
+#define TL_CALL_SITE
+#endif
+
 namespace tl {
 namespace tme_detail {
 
@@ -77,11 +87,11 @@ TL_DEVICE V shifted(V coord, int32_t delta) {
 #if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
 #define TL_TME_LOAD(N) \
   __musa_tme_ld_tile_##N##d(bar, tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, \
-                            tme_detail::kNoPrefetch, Inner, Outer, 0)
+                            tme_detail::kNoPrefetch, Inner, Outer, 0 TL_CALL_SITE)
 // The trailing operand: 0 on loads and 1 on stores, as the port passes them [I: undocumented].
 #define TL_TME_STORE(N) \
   __musa_tme_st_##N##d(tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, Inner, \
-                       Outer, 1)
+                       Outer, 1 TL_CALL_SITE)
 #elif defined(__MUSA_ARCH__)
 #define TL_TME_LOAD(N) static_assert(SG < 0, "tl::tme_load: the TME exists on mp_31 and later")
 #define TL_TME_STORE(N) static_assert(SG < 0, "tl::tme_store: the TME exists on mp_31 and later")
@@ -94,7 +104,8 @@ TL_DEVICE V shifted(V coord, int32_t delta) {
 // the innermost dimension (the column blocks of a swizzled tile wider than 256 bytes).
 #define TL_TME_WRAPPERS(N, VEC)                                                                                   \
   template <int SG, int SS, int SL, int Inner, int Outer, int Blocks = 1, int BlockBytes = 0>                     \
-  TL_DEVICE void tme_load_##N##d(const MUtensorDescriptor& desc, uint32_t bar, void* tile, VEC box, VEC origin) { \
+  TL_DEVICE void tme_load_##N##d(const MUtensorDescriptor& desc, uint32_t bar, void* tile, VEC box, VEC origin \
+                                 TL_CALL_SITE_PARAMS) {                                                          \
     static_assert(tme_detail::check_params<SG, SS, SL, Inner, Outer>(), "");                                    \
     for (int b = 0; b < Blocks; ++b) {                                                                           \
       void* smem = static_cast<char*>(tile) + b * BlockBytes;                                                    \
@@ -103,7 +114,8 @@ TL_DEVICE V shifted(V coord, int32_t delta) {
     }                                                                                                            \
   }                                                                                                              \
   template <int SG, int SS, int SL, int Inner, int Outer, int Blocks = 1, int BlockBytes = 0>                     \
-  TL_DEVICE void tme_store_##N##d(const MUtensorDescriptor& desc, const void* tile, VEC box, VEC origin) {      \
+  TL_DEVICE void tme_store_##N##d(const MUtensorDescriptor& desc, const void* tile, VEC box, VEC origin          \
+                                  TL_CALL_SITE_PARAMS) {                                                         \
     static_assert(tme_detail::check_params<SG, SS, SL, Inner, Outer>(), "");                                    \
     for (int b = 0; b < Blocks; ++b) {                                                                           \
       const void* smem = static_cast<const char*>(tile) + b * BlockBytes;                                        \
@@ -131,10 +143,18 @@ TL_DEVICE void tme_store_commit() {
 
 /*! \brief Wait until the calling thread's committed TME stores have read their shared-memory tiles (the port's
  *         tma_store_wait<0>; the SDK waits for all of them). */
+#if defined(TL_SIMULATOR)
+TL_DEVICE void tme_store_wait(int tl_line = __builtin_LINE()) {
+#if __MUSA_ARCH__ >= 310
+  __musa_tme_store_read_wait(tl_line);
+#endif
+}
+#else
 TL_DEVICE void tme_store_wait() {
 #if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
   __musa_tme_store_read_wait();
 #endif
 }
+#endif
 
 }  // namespace tl
