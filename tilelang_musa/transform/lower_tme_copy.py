@@ -37,7 +37,7 @@ from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
 from .lower_async_barriers import BARRIER_SYNC_OP
-from .thread_guard import ThreadRange, reaching_threads, thread_conditions
+from .thread_guard import ThreadRange, conjuncts, reaching_threads, thread_conditions
 
 STAGE = "LowerTmeCopy"
 
@@ -51,6 +51,9 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     descriptors: dict[str, list] = {}
     sync_barriers: dict[int, Any] = {}  # threads reaching a T.copy TME load -> the barrier it waits on
     guards: list[Any] = []
+    # Enclosing `if`s whose conditions are not thread-id ranges (data, block indices): which threads take the branch
+    # is not known here, so the elected leader may not be among them; a T.copy there stays a plain copy.
+    data_conditions = [0]
     analyzer = thread_analyzer(threads)
 
     def leader_condition(op: TmeCopy) -> Any:
@@ -66,7 +69,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         return tirx.EQ(tid, reach.first)
 
     def lower_one(op: TmeCopy, fallback) -> Any:
-        if not op.explicit and enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER):
+        if not op.explicit and (enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER) or data_conditions[0]):
             return fallback()
         if arch is not None and not arch.has_tme:
             if not op.explicit:
@@ -102,6 +105,8 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
 
     def on_if(node, mutator):
         conds = thread_conditions(node.condition, threads)
+        other = len(conds) < len(conjuncts(node.condition))
+        data_conditions[0] += other
         guards.extend(conds)
         then_case = mutator.mutate(node.then_case)
         del guards[len(guards) - len(conds):]
@@ -111,6 +116,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
             guards.extend(negated)
             else_case = mutator.mutate(else_case)
             del guards[len(guards) - len(negated):]
+        data_conditions[0] -= other
         if then_case.same_as(node.then_case) and (else_case is None or else_case.same_as(node.else_case)):
             return node
         return tirx.IfThenElse(node.condition, then_case, else_case)
