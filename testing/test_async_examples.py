@@ -45,7 +45,7 @@ def test_gemm_tme_ring(monkeypatch, mode):
     source = kernel.get_kernel_source()
     assert "__grid_constant__ const MUtensorDescriptor desc_A" in source
     # the producer's elected thread: the stage's bytes on the barrier, then the TME load of A's box
-    assert re.search(r"tl::barrier_expect_tx\(\(k & 1\) \+ 1, 16384\);\s*tl::tme_load_2d<[^>]*>\(desc_A, ", source)
+    assert re.search(r"tl::barrier_expect_tx\(\(k & 1\) \+ 1, 16384\);\s*tl::tma_load<[^>]*>\(desc_A, ", source)
     assert "tl::barrier_wait((k & 1) + 3, ((k >> 1) & 1) ^ 1)" in source  # the producer waits for a free slot
     assert "tl::gemm_ss_mp31_sqmma_swizzled<128, 128, 64" in source
     assert "muTensorDescriptorEncode(&desc_B" in kernel.get_host_source()
@@ -63,7 +63,7 @@ def test_flash_attention_ws(monkeypatch, mode):
     assert "__launch_bounds__(640, 1)" in source  # four consumer squads and a producer squad
     assert "if (512 <= ((int)threadIdx.x)) {" in source and "if (((int)threadIdx.x) < 512) {" in source
     assert "tl::async_copy_g2s<16>(" in source and "tl::async_copy_wait<0>();" in source  # K: LDLMS
-    assert "tl::tme_load_4d<" in source  # Q and V: TME
+    assert "tl::tma_load<" in source  # Q and V: TME
     assert "tl::gemm_ss_mp31_sqmma_swizzled<256, 64, 64" in source
     set_mode(monkeypatch, mode)
     Q, K, V = (rand((batch, heads, seq_len, dim), torch.float16, seed) for seed in (1, 2, 3))

@@ -2,6 +2,7 @@
 feeding an SQMMA T.gemm, the host-built descriptors, and the errors; in the simulator against torch."""
 
 import functools
+import re
 
 import pytest
 import torch
@@ -31,8 +32,9 @@ def test_guide_snippet_loads_a_box_with_zero_filled_tails():
     src = kernel.get_kernel_source()
     assert "__grid_constant__ const MUtensorDescriptor desc_A" in src
     assert "tl::barrier_expect_tx(1, 4096);" in src  # the whole box, out-of-bounds elements included
-    assert "tl::tme_load_2d<0, 3, 1, 2, 2>(desc_A, 1, &tile[0], v2i32_t{32, 64}, v2i32_t{" in src
-    assert src.count("tl::tme_load_2d") == 1 and "if (((int)threadIdx.x) == 0) {" in src
+    assert ("tl::tma_load<0, 3, 1, CacheHint::CACHE_NORMAL, CacheHint::CACHE_NORMAL>"
+            "(desc_A, 1, &tile[0], v2i32_t{32, 64}, v2i32_t{") in src
+    assert src.count("tl::tma_load<") == 1 and "if (((int)threadIdx.x) == 0) {" in src
     host = kernel.get_host_source()
     assert "muTensorDescriptorEncode(&desc_A, MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT16, 2, (void*)A" in host
     assert "muuint64_t dims[2] = {(muuint64_t)40, (muuint64_t)70};" in host  # innermost first
@@ -61,10 +63,10 @@ def test_cache_hints_are_the_instructions_hint_arguments():
             T.copy(t0, B[0, 0], eviction_policy="evict_last")
 
     src = tilelang.compile(hints, target=MP31).get_kernel_source()
-    assert "tl::tme_load_2d<0, 3, 1, 1, 3>(desc_A" in src
-    assert "tl::tme_load_2d<0, 3, 1, 1, 1>(desc_A" in src
-    assert "tl::tme_load_2d<0, 3, 1, 2, 0>(desc_A" in src
-    assert "tl::tme_store_2d<0, 3, 1, 3, 3>(desc_B" in src
+    assert "tl::tma_load<0, 3, 1, CacheHint::CACHE_ONCE, CacheHint::CACHE_PERSIST>(desc_A" in src
+    assert "tl::tma_load<0, 3, 1, CacheHint::CACHE_ONCE, CacheHint::CACHE_ONCE>(desc_A" in src
+    assert "tl::tma_load<0, 3, 1, CacheHint::CACHE_NORMAL, CacheHint::CACHE_NONE>(desc_A" in src
+    assert "tl::tma_store<0, 3, 1, CacheHint::CACHE_PERSIST, CacheHint::CACHE_PERSIST>(desc_B" in src
 
 
 def copy_with_hints():
@@ -81,8 +83,8 @@ def copy_with_hints():
 def test_copy_load_with_cache_hints_is_a_tme_load_that_waits_for_itself():
     kernel = tilelang.compile(copy_with_hints(), target=MP31)
     src = kernel.get_kernel_source()
-    assert "tl::tme_load_2d<0, 3, 1, 1, 2>(desc_A, 1, &tile[0]" in src
-    assert src.index("tl::tme_load_2d") < src.index("tl::barrier_sync(1);")  # every thread arrives and waits
+    assert "tl::tma_load<0, 3, 1, CacheHint::CACHE_ONCE, CacheHint::CACHE_NORMAL>(desc_A, 1, &tile[0]" in src
+    assert src.index("tl::tma_load<") < src.index("tl::barrier_sync(1);")  # every thread arrives and waits
     a = rand((64, 64), torch.float16, 6)
     b = poison((64, 64), torch.float16)
     kernel(a, b)
@@ -100,9 +102,10 @@ def test_copy_load_with_cache_hints_warns_where_no_tme(monkeypatch):
 
 @functools.cache
 def load_rank(rank: int):
-    """A box of a rank-`rank` tensor with tails in every dim, loaded with T.tma_copy and copied out plainly."""
-    shape = {1: (40,), 2: (10, 24), 3: (3, 5, 24), 4: (2, 3, 5, 8), 5: (2, 2, 3, 3, 8)}[rank]
-    box = {1: (32,), 2: (8, 16), 3: (2, 4, 16), 4: (2, 2, 4, 8), 5: (1, 2, 2, 2, 8)}[rank]
+    """A box of a rank-`rank` tensor with tails in every dim, loaded with T.tma_copy and copied out plainly. The 1-D
+    box is wider than one instruction's 256 elements: two column blocks."""
+    shape = {1: (1100,), 2: (10, 24), 3: (3, 5, 24), 4: (2, 3, 5, 8), 5: (2, 2, 3, 3, 8)}[rank]
+    box = {1: (512,), 2: (8, 16), 3: (2, 4, 16), 4: (2, 2, 4, 8), 5: (1, 2, 2, 2, 8)}[rank]
     grid = [-(-s // b) for s, b in zip(shape, box)]
     out_shape = tuple(g * b for g, b in zip(grid, box))
     blocks = 1
@@ -131,9 +134,12 @@ def load_rank(rank: int):
 def test_loads_of_rank_1_to_5_zero_fill_their_tails(rank):
     kernel, shape, out_shape = load_rank(rank)
     src = kernel.get_kernel_source()
-    assert f"tl::tme_load_{rank}d<" in src
+    assert "tl::tma_load<" in src
     if rank > 1:
         assert f"v{rank}i32_t{{" in src
+    else:  # 2 blocks of 256 halves, 512 bytes apart: box 256, the start of the first
+        assert re.search(r"tl::tma_load<0, 3, 1, CacheHint::CACHE_NORMAL, CacheHint::CACHE_NORMAL, 2, 512>\(desc_A, 1, "
+                         r"&tile\[0\], 256, ", src)
     a = rand(shape, torch.float16, rank)
     b = poison(out_shape, torch.float16)
     kernel(a, b)
@@ -164,10 +170,11 @@ def store_kernel(explicit: bool, pass_configs: tuple = (), disable_tma: bool = F
 def test_stores_write_only_the_tensors_elements(explicit):
     kernel = store_kernel(explicit)
     src = kernel.get_kernel_source()
-    assert "tl::tme_store_2d<0, 3, 1, 2, 2>(desc_B, &tile[0], v2i32_t{32, 64}, v2i32_t{" in src
-    assert "tl::tme_store_commit();" in src and "tl::tme_store_wait();" in src
+    assert ("tl::tma_store<0, 3, 1, CacheHint::CACHE_NORMAL, CacheHint::CACHE_NORMAL>"
+            "(desc_B, &tile[0], v2i32_t{32, 64}, v2i32_t{") in src
+    assert "tl::tma_store_arrive();" in src and "tl::tma_store_wait<0>();" in src
     # the tile is complete before the one thread stores it
-    assert src.index("__syncthreads();") < src.index("tl::tme_store_2d")
+    assert src.index("__syncthreads();") < src.index("tl::tma_store<")
     a = rand((100, 48), torch.float32, 3)
     b = poison((100, 48), torch.float32)
     kernel(a, b)
@@ -229,8 +236,10 @@ def tme_gemm():
 def test_swizzled_tiles_loaded_by_tme_feed_an_sqmma_gemm():
     kernel = tme_gemm()
     src = kernel.get_kernel_source()
-    assert "tl::tme_load_2d<1, 3, 1, 2, 2, 2, 16384>(desc_A, 1, &A_s[0], v2i32_t{128, 64}, v2i32_t{" in src
-    assert "tl::tme_load_2d<2, 3, 1, 2, 2>(desc_B, 1, &B_s[0], v2i32_t{64, 256}, v2i32_t{" in src
+    assert ("tl::tma_load<1, 3, 1, CacheHint::CACHE_NORMAL, CacheHint::CACHE_NORMAL, 2, 16384>"
+            "(desc_A, 1, &A_s[0], v2i32_t{128, 64}, v2i32_t{") in src
+    assert ("tl::tma_load<2, 3, 1, CacheHint::CACHE_NORMAL, CacheHint::CACHE_NORMAL>"
+            "(desc_B, 1, &B_s[0], v2i32_t{64, 256}, v2i32_t{") in src
     assert "gemm_ss_mp31_sqmma_swizzled" in src
     a = rand((64, 512), torch.float16, 4)
     b = rand((512, 64), torch.float16, 5)

@@ -3,10 +3,11 @@
  * \brief Print rules for the TME intrinsics (tileop/tme_copy.py), which call the `tl::` wrappers of tme.h:
  *
  *   tl.tme_load(desc, bar, smem, sg, ss, sl, inner, outer, blocks, block_bytes, box..., coord...)
- *     -> tl::tme_load_Nd<sg, ss, sl, inner, outer[, blocks, block_bytes]>(desc, bar, smem, box, coord)
+ *     -> tl::tma_load<sg, ss, sl, CacheHint::I, CacheHint::O[, blocks, block_bytes]>(desc, bar, smem, box, coord)
  *   tl.tme_store(desc, smem, sg, ss, sl, inner, outer, blocks, block_bytes, box..., coord...)
- *     -> tl::tme_store_Nd<sg, ss, sl, inner, outer[, blocks, block_bytes]>(desc, smem, box, coord)
- *   tl.tme_store_arrive() -> tl::tme_store_commit()      tl.tme_store_wait() -> tl::tme_store_wait()
+ *     -> tl::tma_store<sg, ss, sl, CacheHint::I, CacheHint::O[, blocks, block_bytes]>(desc, smem, box, coord)
+ *   tl.tme_store_arrive() -> tl::tma_store_arrive()      tl.tme_store_wait() -> tl::tma_store_wait<0>()
+ * (Moore Threads' port prints these names; its tests look for them.)
  *
  * `desc` is the name of the kernel's descriptor parameter (a string). For rank N >= 2 the box and coordinates are
  * `vNi32_t{...}` values, innermost dimension first; rank 1 takes plain ints.
@@ -40,8 +41,15 @@ std::string PrintTmeTile(CallContext& ctx, const CallView& call, const std::stri
   static const char* const kWhat[] = {"sg", "ss", "sl", "inner_hint", "outer_hint", "blocks", "block_bytes"};
   std::string tmpl;
   bool one_block = ConstArg(ctx, call, first + 5, kWhat[5]) == 1;
+  static const char* const kHints[] = {"CACHE_NONE", "CACHE_ONCE", "CACHE_NORMAL", "CACHE_PERSIST"};
   for (size_t i = 0; i < (one_block ? 5 : kConstants); ++i) {
-    tmpl += (i ? ", " : "") + std::to_string(ConstArg(ctx, call, first + i, kWhat[i]));
+    int64_t value = ConstArg(ctx, call, first + i, kWhat[i]);
+    std::string text = std::to_string(value);
+    if (i == 3 || i == 4) {  // the cache hints, by name
+      if (value < 0 || value > 3) ctx.Fail(call, std::string(kWhat[i]) + " must be 0..3");
+      text = std::string("CacheHint::") + kHints[value];
+    }
+    tmpl += (i ? ", " : "") + text;
   }
   auto vec = [&](size_t begin) {
     std::string items;
@@ -49,20 +57,19 @@ std::string PrintTmeTile(CallContext& ctx, const CallView& call, const std::stri
     return rank == 1 ? items : "v" + std::to_string(rank) + "i32_t{" + items + "}";
   };
   size_t box = first + kConstants;
-  return "tl::" + op + "_" + std::to_string(rank) + "d<" + tmpl + ">(" + leading_args + ", " + vec(box) + ", " +
-         vec(box + rank) + ")";
+  return "tl::" + op + "<" + tmpl + ">(" + leading_args + ", " + vec(box) + ", " + vec(box + rank) + ")";
 }
 
 std::string PrintTmeLoad(CallContext& ctx, const CallView& call) {
   Array<ObjectRef> args = call.args();
   std::string desc = StringArg(ctx, call, 0);
   std::string leading = desc + ", " + ctx.PrintBare(args[1]) + ", " + ctx.PrintBare(args[2]);
-  return PrintTmeTile(ctx, call, "tme_load", 3, leading);
+  return PrintTmeTile(ctx, call, "tma_load", 3, leading);
 }
 
 std::string PrintTmeStore(CallContext& ctx, const CallView& call) {
   std::string desc = StringArg(ctx, call, 0);
-  return PrintTmeTile(ctx, call, "tme_store", 2, desc + ", " + ctx.PrintBare(call.args()[1]));
+  return PrintTmeTile(ctx, call, "tma_store", 2, desc + ", " + ctx.PrintBare(call.args()[1]));
 }
 
 }  // namespace
@@ -73,11 +80,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   RegisterCallRule("tl.tme_store", kStmt, PrintTmeStore);
   RegisterCallRule("tl.tme_store_arrive", kStmt, [](CallContext& ctx, const CallView& call) {
     CheckArgCount(ctx, call, 0);
-    return std::string("tl::tme_store_commit()");
+    return std::string("tl::tma_store_arrive()");
   });
   RegisterCallRule("tl.tme_store_wait", kStmt, [](CallContext& ctx, const CallView& call) {
     CheckArgCount(ctx, call, 0);
-    return std::string("tl::tme_store_wait()");
+    return std::string("tl::tma_store_wait<0>()");
   });
 }
 

@@ -27,6 +27,7 @@ ASYNC_COPY_HEADER = '#include "tl_templates/musa/async_copy.h"\n'
 ASYNC_COPY_MARKERS = ("tl::barrier_", "tl::async_copy", "tl::robust_copy", "tl::make_robust_desc", "tl::lma_wait")
 # And the TME templates (with the driver header that declares MUtensorDescriptor), for kernels with TME copies.
 TME_HEADER = '#include "tl_templates/musa/tme.h"\n'
+TME_MARKERS = ("tl::tma_", "MUtensorDescriptor")
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class KernelSource:
     def _unit(self, device: str) -> str:
         header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
         header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
-        header += TME_HEADER if "tl::tme_" in self.device else ""
+        header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
         return f"{header}\n{device}\n\n{self.host}"
 
 

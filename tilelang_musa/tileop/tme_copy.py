@@ -4,20 +4,21 @@ A TME instruction moves a box of a global tensor, described by a host-built desc
 from shared memory, where the box is stored densely (innermost dimension first), then byte-swizzled with the
 instruction's (sg, ss, sl). One thread issues it:
 
-    load   if (leader) { tl::barrier_expect_tx(bar, bytes); tl::tme_load_Nd<...>(desc_A, bar, smem, box, coord); }
+    load   if (leader) { tl::barrier_expect_tx(bar, bytes); tl::tma_load<...>(desc_A, bar, smem, box, coord); }
            [tl::barrier_sync(bar);   a T.copy load: every thread arrives, then waits for the phase]
-    store  if (leader) { tl::tme_store_Nd<...>(desc_A, smem, box, coord); tl::tme_store_commit(); [tl::tme_store_wait();] }
+    store  if (leader) { tl::tma_store<...>(desc_A, smem, box, coord); tl::tma_store_arrive(); [tl::tma_store_wait<0>();] }
 
 A T.tma_copy load only issues: the user arrives on and waits for the barrier (the guide's snippet). A T.copy load with
 cache hints is a TME load that waits for itself, on a barrier LowerTmeCopy allocates. Out-of-bounds box elements
 are zero-filled by the engine on loads and dropped on stores, so nothing is predicated.
 
 Which copies qualify (`qualify`): global <-> shared of one dtype, the global operand a kernel tensor of rank 1..5
-with unit innermost stride and 16-byte multiple strides, constant box extents of at most MAX_BOX_EXTENT, an
-innermost box of a multiple of 16 bytes, and a shared tile whose layout (row-major or a swizzle) is what the engine
-writes: the box densely, split into column blocks of `w` elements if the layout stores the tile so (SQMMA tiles
-wider than 256 bytes), swizzled with one of the engine's granularities on 256-byte lines. `T.tma_copy` reports the
-failed rule; a `T.copy` store that does not qualify stays a plain copy.
+with unit innermost stride and 16-byte multiple strides, constant box extents of at most MAX_BOX_EXTENT (a wider
+innermost extent in column blocks of at most that many), an innermost box of a multiple of 16 bytes, and a shared
+tile whose layout (row-major or a swizzle) is what the engine writes: the box densely, split into column blocks of
+`w` elements if the layout stores the tile so (SQMMA tiles wider than 256 bytes), swizzled with one of the engine's
+granularities on 256-byte lines. `T.tma_copy` reports the failed rule; a `T.copy` store that does not qualify stays
+a plain copy.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ class TmeCopy(TileOp):
             if not isinstance(extent, tirx.IntImm):
                 raise NotTme(f"the extent {extent} of dimension {d} of {g.name}'s region is not a constant; a TME box "
                              "has constant extents")
-            if not 1 <= int(extent.value) <= MAX_BOX_EXTENT:
+            # The innermost dimension may be wider: it is then issued in column blocks (_match_layout).
+            if not 1 <= int(extent.value) <= (int(extent.value) if d == g.ndim - 1 else MAX_BOX_EXTENT):
                 raise NotTme(f"the box extent {int(extent.value)} of dimension {d} of {g.name} exceeds the engine's "
                              f"{MAX_BOX_EXTENT} elements per dimension")
             box_dims.append(int(extent.value))
@@ -246,6 +248,10 @@ def _match_layout(s: Region, layout: Layout | None, box_dims: list[int], elem: i
                     box = [width] + list(reversed(box_dims[:-1]))
                     return TmePlan(sg, width, inner // width, [int(x) for x in where[0]], box, count * elem,
                                    rows * width * elem)
+    if inner > MAX_BOX_EXTENT:
+        raise NotTme(f"the box extent {inner} of the innermost dimension of the copy exceeds the engine's "
+                     f"{MAX_BOX_EXTENT} elements per dimension, and {s.name}'s layout does not store it in column "
+                     "blocks the engine could write one by one")
     described = "row-major" if layout is None else repr(layout)
     raise NotTme(f"the layout of {s.name} ({described}) is not one the TME writes: the box stored densely "
                  "(or in column blocks of 16 to 256 bytes), swizzled with a 16/32/64-byte granularity on "
@@ -253,8 +259,9 @@ def _match_layout(s: Region, layout: Layout | None, box_dims: list[int], elem: i
 
 
 def _widths(inner: int, elem: int) -> list[int]:
-    """Column block widths to try: the whole box, then 256, 128, ... 16 bytes' worth of elements."""
-    out = [inner]
+    """Column block widths to try, each at most MAX_BOX_EXTENT elements (one instruction's box): the whole box, the
+    widest block the engine allows, then 256, 128, ... 16 bytes' worth of elements."""
+    out = [w for w in (inner, MAX_BOX_EXTENT) if w <= MAX_BOX_EXTENT and inner % w == 0]
     nbytes = SWIZZLE_LINE
     while nbytes >= 16:
         w = nbytes // elem

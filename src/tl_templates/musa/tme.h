@@ -2,17 +2,18 @@
  * \file tl_templates/musa/tme.h
  * \brief TME (tensor memory engine, mp_31) tile copies, as the compiler prints them (src/codegen/call_rules_tme.cc):
  *
- *   tl::tme_load_Nd<SG, SS, SL, INNER, OUTER[, BLOCKS, BLOCK_BYTES]>(desc, bar, smem, box, coord)   load a box
+ *   tl::tma_load<SG, SS, SL, INNER, OUTER[, BLOCKS, BLOCK_BYTES]>(desc, bar, smem, box, coord)   load a box
  *                                                                          (onto async barrier `bar`)
- *   tl::tme_store_Nd<SG, SS, SL, INNER, OUTER[, BLOCKS, BLOCK_BYTES]>(desc, smem, box, coord)       store a box
- *   tl::tme_store_commit()   commit this thread's stores      tl::tme_store_wait()   they have read shared memory
+ *   tl::tma_store<SG, SS, SL, INNER, OUTER[, BLOCKS, BLOCK_BYTES]>(desc, smem, box, coord)       store a box
+ *   tl::tma_store_arrive()   commit this thread's stores      tl::tma_store_wait<0>()   they have read shared memory
  *
+ * (The names and the CacheHint spelling are those of Moore Threads' TileLang port, whose tests look for them.)
  * `desc` is the kernel's `__grid_constant__ const MUtensorDescriptor` parameter (built by the host wrapper), `box`
  * and `coord` give the extent and the first element per dimension, innermost first: `vNi32_t` values for rank
  * N >= 2, ints for rank 1. The box lands in shared memory densely, innermost first, then swizzled with granularity
  * SG (0 none, 1 16 B, 2 32 B, 3 64 B), stride SS (3 = 256 B) and line SL (1 = 256 B). INNER / OUTER are the cache
- * hints (0 none, 1 once, 2 normal, 3 persist). The built-ins are MUSA_FACTS.md's ("TME"); the simulator implements
- * them (src/tl_templates/sim/sim/tme.h), so this file compiles unchanged for both.
+ * hints (CacheHint::CACHE_NONE / _ONCE / _NORMAL / _PERSIST = 0..3). The built-ins are MUSA_FACTS.md's ("TME");
+ * the simulator implements them (src/tl_templates/sim/sim/tme.h), so this file compiles unchanged for both.
  */
 #pragma once
 
@@ -46,6 +47,12 @@ typedef int v5i32_t __attribute__((ext_vector_type(5)));
 #define TL_CALL_SITE
 #endif
 
+// The cache hints of TME instructions, by the names Moore Threads' port prints (`CacheHint::CACHE_ONCE`); their
+// values are the built-ins' hint operands.
+#if !defined(TL_MUSA_HAVE_CACHE_HINT)
+enum class CacheHint : int { CACHE_NONE = 0, CACHE_ONCE = 1, CACHE_NORMAL = 2, CACHE_PERSIST = 3 };
+#endif
+
 namespace tl {
 namespace tme_detail {
 
@@ -60,11 +67,10 @@ TL_DEVICE __attribute__((address_space(3))) void* smem_ptr(const void* p) {
 
 TL_DEVICE uint64_t desc_addr(const MUtensorDescriptor& desc) { return reinterpret_cast<uint64_t>(&desc); }
 
-template <int SG, int SS, int SL, int Inner, int Outer>
+template <int SG, int SS, int SL>
 TL_DEVICE constexpr bool check_params() {
-  static_assert(SG >= 0 && SG <= 3 && SS >= 0 && SS <= 3 && SL >= 0 && SL <= 1, "tl::tme: bad swizzle code");
-  static_assert(SG < SS + 2 && SS <= SL + 2, "tl::tme: the swizzle needs sg < ss + 2 and ss <= sl + 2");
-  static_assert(Inner >= 0 && Inner <= 3 && Outer >= 0 && Outer <= 3, "tl::tme: cache hints are 0..3");
+  static_assert(SG >= 0 && SG <= 3 && SS >= 0 && SS <= 3 && SL >= 0 && SL <= 1, "tl::tma: bad swizzle code");
+  static_assert(SG < SS + 2 && SS <= SL + 2, "tl::tma: the swizzle needs sg < ss + 2 and ss <= sl + 2");
   return true;
 }
 
@@ -83,18 +89,18 @@ TL_DEVICE V shifted(V coord, int32_t delta) {
 
 }  // namespace tme_detail
 
-// One wrapper per rank: the built-ins differ in name and in the type of box / coord.
+// One overload per rank (the type of box / coord: int32_t, v2i32_t .. v5i32_t): the built-ins differ in name.
 #if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
 #define TL_TME_LOAD(N) \
   __musa_tme_ld_tile_##N##d(bar, tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, \
-                            tme_detail::kNoPrefetch, Inner, Outer, 0 TL_CALL_SITE)
+                            tme_detail::kNoPrefetch, static_cast<int>(Inner), static_cast<int>(Outer), 0 TL_CALL_SITE)
 // The trailing operand: 0 on loads and 1 on stores, as the port passes them [I: undocumented].
 #define TL_TME_STORE(N) \
-  __musa_tme_st_##N##d(tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, Inner, \
-                       Outer, 1 TL_CALL_SITE)
+  __musa_tme_st_##N##d(tme_detail::smem_ptr(smem), tme_detail::desc_addr(desc), box, coord, SG, SS, SL, \
+                       static_cast<int>(Inner), static_cast<int>(Outer), 1 TL_CALL_SITE)
 #elif defined(__MUSA_ARCH__)
-#define TL_TME_LOAD(N) static_assert(SG < 0, "tl::tme_load: the TME exists on mp_31 and later")
-#define TL_TME_STORE(N) static_assert(SG < 0, "tl::tme_store: the TME exists on mp_31 and later")
+#define TL_TME_LOAD(N) static_assert(SG < 0, "tl::tma_load: the TME exists on mp_31 and later")
+#define TL_TME_STORE(N) static_assert(SG < 0, "tl::tma_store: the TME exists on mp_31 and later")
 #else  // mcc's host pass: the built-ins are device-only
 #define TL_TME_LOAD(N) (void)0
 #define TL_TME_STORE(N) (void)0
@@ -103,20 +109,20 @@ TL_DEVICE V shifted(V coord, int32_t delta) {
 // Blocks > 1: that many instructions, each BlockBytes further in shared memory and box[0] elements further along
 // the innermost dimension (the column blocks of a swizzled tile wider than 256 bytes).
 #define TL_TME_WRAPPERS(N, VEC)                                                                                   \
-  template <int SG, int SS, int SL, int Inner, int Outer, int Blocks = 1, int BlockBytes = 0>                     \
-  TL_DEVICE void tme_load_##N##d(const MUtensorDescriptor& desc, uint32_t bar, void* tile, VEC box, VEC origin \
-                                 TL_CALL_SITE_PARAMS) {                                                          \
-    static_assert(tme_detail::check_params<SG, SS, SL, Inner, Outer>(), "");                                    \
+  template <int SG, int SS, int SL, CacheHint Inner, CacheHint Outer, int Blocks = 1, int BlockBytes = 0>         \
+  TL_DEVICE void tma_load(const MUtensorDescriptor& desc, uint32_t bar, void* tile, VEC box, VEC origin        \
+                          TL_CALL_SITE_PARAMS) {                                                                 \
+    static_assert(tme_detail::check_params<SG, SS, SL>(), "");                                                  \
     for (int b = 0; b < Blocks; ++b) {                                                                           \
       void* smem = static_cast<char*>(tile) + b * BlockBytes;                                                    \
       VEC coord = tme_detail::shifted(origin, b * tme_detail::innermost(box));                                   \
       TL_TME_LOAD(N);                                                                                            \
     }                                                                                                            \
   }                                                                                                              \
-  template <int SG, int SS, int SL, int Inner, int Outer, int Blocks = 1, int BlockBytes = 0>                     \
-  TL_DEVICE void tme_store_##N##d(const MUtensorDescriptor& desc, const void* tile, VEC box, VEC origin          \
-                                  TL_CALL_SITE_PARAMS) {                                                         \
-    static_assert(tme_detail::check_params<SG, SS, SL, Inner, Outer>(), "");                                    \
+  template <int SG, int SS, int SL, CacheHint Inner, CacheHint Outer, int Blocks = 1, int BlockBytes = 0>         \
+  TL_DEVICE void tma_store(const MUtensorDescriptor& desc, const void* tile, VEC box, VEC origin                \
+                           TL_CALL_SITE_PARAMS) {                                                                \
+    static_assert(tme_detail::check_params<SG, SS, SL>(), "");                                                  \
     for (int b = 0; b < Blocks; ++b) {                                                                           \
       const void* smem = static_cast<const char*>(tile) + b * BlockBytes;                                        \
       VEC coord = tme_detail::shifted(origin, b * tme_detail::innermost(box));                                   \
@@ -135,22 +141,26 @@ TL_TME_WRAPPERS(5, v5i32_t)
 #undef TL_TME_STORE
 
 /*! \brief Commit the calling thread's TME stores issued since its last commit. */
-TL_DEVICE void tme_store_commit() {
+TL_DEVICE void tma_store_arrive() {
 #if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
   __musa_tme_store_commit();
 #endif
 }
 
-/*! \brief Wait until the calling thread's committed TME stores have read their shared-memory tiles (the port's
- *         tma_store_wait<0>; the SDK waits for all of them). */
+/*! \brief Wait until the calling thread's committed TME stores have read their shared-memory tiles. Only N = 0 (all
+ *         of them): the SDK's wait has no count. */
 #if defined(TL_SIMULATOR)
-TL_DEVICE void tme_store_wait(int tl_line = __builtin_LINE()) {
+template <int N = 0>
+TL_DEVICE void tma_store_wait(int tl_line = __builtin_LINE()) {
+  static_assert(N == 0, "tl::tma_store_wait: MUSA waits for all committed TME stores (N = 0)");
 #if __MUSA_ARCH__ >= 310
   __musa_tme_store_read_wait(tl_line);
 #endif
 }
 #else
-TL_DEVICE void tme_store_wait() {
+template <int N = 0>
+TL_DEVICE void tma_store_wait() {
+  static_assert(N == 0, "tl::tma_store_wait: MUSA waits for all committed TME stores (N = 0)");
 #if defined(__MUSA_ARCH__) && __MUSA_ARCH__ >= 310
   __musa_tme_store_read_wait();
 #endif
