@@ -64,8 +64,6 @@ TL_SHIM_MP31_SQMMA(m128n128);
 
 // ---- SQMMA completion: the wait-all form (older mcc) and the group forms (mcc >= 4.3.6) ----------------------
 TL_SHIM_BUILTIN void __musa_sqmma_wait() TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_tce_commit_group() TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_tce_wait_group(int n) TL_SHIM_BUILTIN_BODY
 
 // ---- async barriers (mp_31): integer ids 1..63, counts in warps ---------------------------------------------
 TL_SHIM_BUILTIN void __musa_async_bar_record(uint32_t n) TL_SHIM_BUILTIN_BODY
@@ -79,11 +77,6 @@ TL_SHIM_BUILTIN void __musa_async_wait(uint32_t id, uint32_t parity) TL_SHIM_BUI
 TL_SHIM_BUILTIN void __musa_memcpy_g2s(void __attribute__((address_space(3)))* dst,
                                        const void __attribute__((address_space(1)))* src, uint32_t bytes,
                                        int prefetch) TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_memcpy_g2s_commit_group() TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_memcpy_g2s_wait_group(int n) TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_memcpy_g2s_wait() TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_lma_wait() TL_SHIM_BUILTIN_BODY
-TL_SHIM_BUILTIN void __musa_loop_transparent_outermost() TL_SHIM_BUILTIN_BODY
 // The robust forms take musa_robust.h's descriptor types: they are declared by the shims' musa_robust.h.
 
 // ---- TME (mp_31): box and coordinates as vNi32_t (rank >= 2), innermost first --------------------------------
@@ -100,7 +93,18 @@ TL_SHIM_TME(3, v3i32_t)
 TL_SHIM_TME(4, v4i32_t)
 TL_SHIM_TME(5, v5i32_t)
 #undef TL_SHIM_TME
-TL_SHIM_BUILTIN void __musa_tme_store_commit() TL_SHIM_BUILTIN_BODY
 TL_SHIM_BUILTIN void __musa_tme_store_read_wait() TL_SHIM_BUILTIN_BODY
 
 #endif  // __CUDA_ARCH__
+
+// Built-ins that Moore Threads' own kernels call from kernel bodies through T.call_extern, with no __MUSA_ARCH__ guard
+// (their sparse MLA and GDN kernels: the LDLMS and SQMMA group forms, __musa_lma_wait, the loop hint, the TME store
+// commit). They compile with mcc, so its host pass knows them: declared for both passes here.
+TL_SHIM_BUILTIN void __musa_tce_commit_group() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_tce_wait_group(int n) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_memcpy_g2s_commit_group() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_memcpy_g2s_wait_group(int n) TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_memcpy_g2s_wait() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_lma_wait() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_loop_transparent_outermost() TL_SHIM_BUILTIN_BODY
+TL_SHIM_BUILTIN void __musa_tme_store_commit() TL_SHIM_BUILTIN_BODY
