@@ -357,3 +357,22 @@ def test_a_layout_the_engine_cannot_write_is_an_error_naming_it():
 
     message = _compile_error(load)
     assert "the layout of tile" in message and "is not one the TME writes" in message
+
+
+def test_a_tensor_renumbered_by_annotate_layout_is_no_tme_operand():
+    """A descriptor (dims and strides) cannot express a T.annotate_layout renumbering of a global tensor: T.tma_copy
+    on one is an error naming it; a T.copy store to one stays the plain copy (test_global_layout.py runs those)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((16, 64), "float16"), B: T.Tensor((16, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((16, 64), "float16")
+            barrier = T.alloc_barrier(128)
+            T.annotate_layout({A: T.Layout((16, 64), lambda i, j: (15 - i, j))})
+            T.tma_copy(A[0, 0], tile, barrier=barrier)
+            T.barrier_arrive(barrier)
+            T.barrier_wait(barrier, 0)
+            T.copy(tile, B[0, 0], disable_tma=True)
+
+    with pytest.raises(tilelang.CompileError, match="A is accessed through its T.annotate_layout layout"):
+        tilelang.compile(main, target=MP31)

@@ -32,11 +32,12 @@ from ..tileop.tme_copy import (
 )
 from .ir_utils import thread_info
 from .layout_inference import view_buffers
+from .lower_async_barriers import BARRIER_SYNC_OP
+from .lower_global_layout import global_layouts
 from .lower_shared_layout import shared_layouts
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
-from .lower_async_barriers import BARRIER_SYNC_OP
 from .thread_guard import ThreadRange, conjuncts, reaching_threads, thread_conditions
 
 STAGE = "LowerTmeCopy"
@@ -47,6 +48,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     arch = ARCHS[str(target.attrs["arch"])] if target is not None else None
     layouts = shared_layouts(func)
+    renumbered = global_layouts(func)  # tensors annotated with a layout: a descriptor cannot renumber them
     params = list(func.params)
     descriptors: dict[str, list] = {}
     sync_barriers: dict[int, Any] = {}  # threads reaching a T.copy TME load -> the barrier it waits on
@@ -79,6 +81,11 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         if op.is_load and op.barrier is None and op.explicit:
             raise CompileError("T.tma_copy: a load (global -> shared) needs barrier=...: the copy arrives on it, and "
                                "the threads wait on it before reading the tile", op.loc, STAGE)
+        if op.global_region.buffer in renumbered:
+            if not op.explicit:
+                return fallback()
+            raise not_tme_error(op, f"{op.global_region.name} is accessed through its T.annotate_layout layout, which a "
+                                "TME descriptor (dims and strides) cannot express")
         shared = op.shared_region.buffer
         if shared in view_buffers(func):
             if not op.explicit:
