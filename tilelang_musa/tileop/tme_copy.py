@@ -32,6 +32,7 @@ from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
 from ..language.barrier import BARRIER_EXPECT_TX_OP
+from ..language.builtin import _register_intrinsic
 from ..layout import Layout
 from ..layout.swizzle import SWIZZLE_LINE, swizzle_alignment, swizzle_bytes
 from .base import LowerArgs, TileOp, call_attr, call_loc
@@ -56,20 +57,9 @@ DEFAULT_HINT = CACHE_POLICIES["cache_normal"]
 _SG_CODE = {0: 0, 16: 1, 32: 2, 64: 3}  # swizzle granularity bytes -> the instruction's sg
 _SS_256, _SL_256 = 3, 1  # swizzle stride and line 256 bytes: the SQMMA swizzle (layout/swizzle.py)
 
-_OPAQUE = 3  # CallEffectKind::kOpaque
-
-
-def _register(name: str, doc: str) -> None:
-    try:
-        tvm.ir.Op.get(name)
-    except Exception:  # noqa: BLE001 - not registered yet (tvm raises a generic error)
-        tvm.get_global_func("ir.RegisterOp")(name, doc)
-        tvm.ir.Op.get(name).set_attr("TCallEffectKind", _OPAQUE)
-
-
 for _name, _doc in ((TME_LOAD, "TME tile load"), (TME_STORE, "TME tile store"),
                     (TME_STORE_ARRIVE, "commit TME stores"), (TME_STORE_WAIT, "wait for committed TME stores")):
-    _register(_name, _doc)
+    _register_intrinsic(_name, _doc)
 
 
 class NotTme(Exception):
