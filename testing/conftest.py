@@ -1,50 +1,111 @@
 """Shared fixtures: every test runs on CPU through the simulator unless a MUSA device is present."""
 
 import os
+import time
+from pathlib import Path
 
 import pytest
 import torch
+import tvm
+import tvm_ffi
+from tvm import tirx
 
 os.environ.setdefault("TILELANG_EXECUTION_BACKEND", "sim")
 
 
+# `pytest -n 2` (pytest-xdist) runs the tests in worker processes. The kernel cache, the archive of generated sources
+# and the after-all rendezvous below are shared by the workers: they live in the controller's base temp directory
+# (a worker's base temp is a subdirectory of it), or in the run's own base temp without xdist.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+WORKER_COUNT = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if WORKER else base
+
+
+def _shared_subdir(session_dir: Path, name: str) -> Path:
+    path = session_dir / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
 @pytest.fixture(autouse=True, scope="session")
-def _isolated_cache(tmp_path_factory):
+def _isolated_cache(session_dir):
     """The session's kernels are cached in a directory of its own. The user's examples call
     `tilelang.disable_cache()` when imported (test_gemm imports the GEMM example at collection): enable it again."""
     import tilelang
 
     # A session started by test_checked_mode.py reuses its parent's kernels (TILELANG_TEST_CACHE_DIR).
     shared = os.environ.get("TILELANG_TEST_CACHE_DIR")
-    os.environ["TILELANG_CACHE_DIR"] = shared or str(tmp_path_factory.mktemp("tilelang_cache"))
+    os.environ["TILELANG_CACHE_DIR"] = shared or str(_shared_subdir(session_dir, "tilelang_cache"))
     tilelang.enable_cache()
     yield
 
 
 @pytest.fixture(autouse=True, scope="session")
-def kernel_archive(tmp_path_factory):
+def kernel_archive(session_dir):
     """Every MUSA source the session generates is kept here (TILELANG_SOURCE_ARCHIVE_DIR): the tests marked
     `after_all_kernels` (test_device_compilers.py) compile them all with clang and nvcc, after every other test."""
-    archive = tmp_path_factory.mktemp("generated_kernels")
+    archive = _shared_subdir(session_dir, "generated_kernels")
     os.environ["TILELANG_SOURCE_ARCHIVE_DIR"] = str(archive)
     yield archive
 
 
-# archive file name -> the test that first generated it, for the reports of test_device_compilers.py
-GENERATED_BY: dict[str, str] = {}
+GENERATED_BY_FILE = "generated_by.tsv"
+
+
+def generated_by(archive: Path, name: str) -> str:
+    """The test that first generated the archived source `name`, for the reports of test_device_compilers.py."""
+    table = archive.parent / GENERATED_BY_FILE
+    lines = table.read_text().splitlines() if table.exists() else []
+    return next((line.split("\t")[1] for line in lines if line.split("\t")[0] == name), "this module")
 
 
 @pytest.fixture(autouse=True)
 def _attribute_generated_kernels(kernel_archive, request):
     before = set(os.listdir(kernel_archive))
     yield
-    for name in set(os.listdir(kernel_archive)) - before:
-        GENERATED_BY.setdefault(name, request.node.nodeid)
+    new = sorted(set(os.listdir(kernel_archive)) - before)
+    if new:
+        # One short append per test (O_APPEND): lines from the workers do not interleave.
+        with open(kernel_archive.parent / GENERATED_BY_FILE, "a") as table:
+            table.write("".join(f"{name}\t{request.node.nodeid}\n" for name in new))
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `after_all_kernels` run last (a stable sort keeps every other order)."""
+    """Tests marked `after_all_kernels` run last (a stable sort keeps every other order). Under xdist the scheduler
+    hands tests out in this order, so they are the last each worker receives; `after_all_kernels_ready` then waits
+    for the other workers to finish theirs."""
     items.sort(key=lambda item: item.get_closest_marker("after_all_kernels") is not None)
+
+
+AFTER_ALL_TIMEOUT_S = 3600
+
+
+def _announce_done(session_dir: Path) -> Path:
+    rendezvous = _shared_subdir(session_dir, "workers_done")
+    (rendezvous / (WORKER or "main")).touch()
+    return rendezvous
+
+
+@pytest.fixture(scope="session")
+def after_all_kernels_ready(session_dir):
+    """Blocks until every worker has run all its other tests (each announces it here, or when its session ends)."""
+    rendezvous = _announce_done(session_dir)
+    deadline = time.monotonic() + AFTER_ALL_TIMEOUT_S
+    while len(os.listdir(rendezvous)) < WORKER_COUNT:
+        if time.monotonic() > deadline:
+            pytest.fail(f"after_all_kernels: waited {AFTER_ALL_TIMEOUT_S} s for the other xdist workers "
+                        f"({sorted(os.listdir(rendezvous))} of {WORKER_COUNT} done)")
+        time.sleep(1)
+
+
+def pytest_sessionfinish(session):
+    if WORKER and hasattr(session.config, "_tmp_path_factory"):
+        _announce_done(session.config._tmp_path_factory.getbasetemp().parent)
 
 
 @pytest.fixture
@@ -59,3 +120,20 @@ def rand(shape, dtype, seed=0):
 
 def poison(shape, dtype):
     return torch.full(shape, float("nan"), dtype=dtype)
+
+
+def without_locations(func):
+    """The program with the source locations the frontend records (they name the test's own lines) dropped."""
+    def on_call(node, mutator):
+        node = mutator.default_mutate(node)
+        if node.attrs is not None and "tl.loc" in node.attrs:
+            attrs = {k: v for k, v in node.attrs.items() if k != "tl.loc"}
+            return tvm.ir.Call(node.op, list(node.args), attrs=attrs, ret_ty="int32")
+        return node
+
+    def on_for(node, mutator):
+        node = mutator.default_mutate(node)
+        annotations = {k: v for k, v in (node.annotations or {}).items() if k != "tl.loc"}
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, node.body, node.thread_binding, annotations)
+
+    return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call), (tirx.For, on_for)])

@@ -22,7 +22,7 @@ COMPILE_TIME_ONLY = ["test_annotated_fragment_layout_is_used_and_conflicts_are_r
 # One seed in CI (time): TILELANG_SIM_SEED=2 and others by hand, e.g. `TILELANG_SIM_CHECK=1 TILELANG_SIM_SEED=2 pytest
 # testing/test_gemm.py`.
 @pytest.mark.parametrize("seed", [1])
-def test_kernel_suites_pass_in_checked_mode(seed, tmp_path):
+def test_kernel_suites_pass_in_checked_mode(seed, tmp_path, after_all_kernels_ready):
     env = dict(os.environ, TILELANG_SIM_CHECK="1", TILELANG_SIM_SEED=str(seed),
                TILELANG_TEST_CACHE_DIR=os.environ["TILELANG_CACHE_DIR"])
     cmd = [sys.executable, "-m", "pytest", *SUITES, "-q", "-x", "-p", "no:cacheprovider", f"--basetemp={tmp_path}",
