@@ -4,33 +4,14 @@ tile first (mp_22's MMA, FMA, and SQMMA for one fragment operand); WMMA takes fr
 import pytest
 import torch
 import tvm
-import tvm_ffi
-from tvm import tirx
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand
+from conftest import poison, rand, without_locations
 from tilelang_musa.target import determine_target
 from tilelang_musa.transform.stage_gemm_operands import stage_gemm_operands
 
 M, N, K = 64, 64, 32
-
-
-def _without_locations(func):
-    """The program with the source locations the frontend records (they name the test's own lines) dropped."""
-    def on_call(node, mutator):
-        node = mutator.default_mutate(node)
-        if node.attrs is not None and "tl.loc" in node.attrs:
-            attrs = {k: v for k, v in node.attrs.items() if k != "tl.loc"}
-            return tvm.ir.Call(node.op, list(node.args), attrs=attrs, ret_ty="int32")
-        return node
-
-    def on_for(node, mutator):
-        node = mutator.default_mutate(node)
-        annotations = {k: v for k, v in (node.annotations or {}).items() if k != "tl.loc"}
-        return tirx.For(node.loop_var, node.min, node.extent, node.kind, node.body, node.thread_binding, annotations)
-
-    return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call), (tirx.For, on_for)])
 
 
 def test_fragment_operand_is_copied_to_a_shared_tile_on_mp22():
@@ -62,8 +43,8 @@ def test_fragment_operand_is_copied_to_a_shared_tile_on_mp22():
 
     func = before.with_attr("target", determine_target("musa -arch=mp_22"))
     staged = stage_gemm_operands(func, {})
-    tvm.ir.assert_structural_equal(_without_locations(staged),
-                                   _without_locations(expected.with_attr("target", func.attrs["target"])
+    tvm.ir.assert_structural_equal(without_locations(staged),
+                                   without_locations(expected.with_attr("target", func.attrs["target"])
                                                       .with_attr("global_symbol", "before")))
     # WMMA (mp_31, SQMMA off) reads the fragment where it is: nothing to stage.
     wmma = before.with_attr("target", determine_target("musa -arch=mp_31"))

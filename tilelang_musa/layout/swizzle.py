@@ -118,9 +118,17 @@ def make_xor_swizzle_layout(shape: Any, dtype: str, granularity: int, *, continu
     for var, extent in zip(fvars, lead):
         tile = tile * extent + var
     # dense: tile, then column block, then row, then column within the block
-    x = tile * (rows * cols) + (c // cont) * (rows * cont) + r * cont + c % cont
-    if granularity:
-        x = x ^ ((x // (line // elem)) % (stride // granularity)) * (granularity // elem)
+    within = (c // cont) * (rows * cont) + r * cont + c % cont
+
+    def swizzled(x):
+        return x ^ ((x // (line // elem)) % (stride // granularity)) * (granularity // elem) if granularity else x
+
+    if lead and granularity and (rows * cols * elem) % swizzle_alignment(granularity, stride, line) == 0:
+        # Whole periods per tile: each tile (pipeline stage) is swizzled alike, so the xor stays inside the tile
+        # (the same addresses, and a storage size bounded by the tiles rather than the xor's next power of two).
+        x = tile * (rows * cols) + swizzled(within)
+    else:
+        x = swizzled(tile * (rows * cols) + within)
     return Layout.from_exprs(shape, fvars, [x])
 
 

@@ -32,6 +32,7 @@ from .region import Region, common_extents, paired_indices
 
 ASYNC_WAIT = "wait"  # force_async_copy=True: the copy completes before the next statement
 ASYNC_COMMIT = "commit"  # T.async_copy: the copy's group is committed; the user waits (T.ptx_wait_group)
+ASYNC_ISSUE = "issue"  # a pipelined load (inject_software_pipeline.py): the pass commits and waits
 ASYNC_PIECE_BYTES = (16, 8, 4)
 ROBUST_PIECE_BYTES = (16, 8, 4, 2, 1)
 _SHARED = ("shared", "shared.dyn")
@@ -204,4 +205,4 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         return tirx.SeqStmt([stmt, commit_group(), wait_group(0)])
     if copy.async_mode == ASYNC_COMMIT:
         return tirx.SeqStmt([stmt, commit_group()])
-    return stmt
+    return stmt  # synchronous robust copy, or ASYNC_ISSUE (the pipeline commits and waits)

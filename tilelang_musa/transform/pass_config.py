@@ -143,7 +143,6 @@ WITHOUT_EFFECT = {
     K.TL_ENABLE_MUSA_TMA_PREFETCH: "TME descriptors are not prefetched: each is read by the copies that use it",
     K.TL_DISABLE_SHUFFLE_ELECT: "no single-thread election is generated (it serves TME issue and warp "
                                 "specialization, neither of which exists yet)",
-    K.TL_ENABLE_ASYNC_COPY: _NO_TME,
     K.TIR_USE_ASYNC_COPY: _NO_TME,
     K.TL_DISABLE_VECTORIZE_256: "accesses are at most 128 bits wide here: there is no 256-bit access to disable",
     K.TL_DISABLE_VECTORIZE_SINGLE_SIDE: "vectorized accesses are plain tl::vec loads and stores; there is no "
@@ -250,5 +249,5 @@ def normalize_pass_configs(configs: Mapping[Any, Any] | None) -> dict[PassConfig
     return out
 
 
-def enabled(configs: Mapping[PassConfigKey, Any], key: PassConfigKey) -> bool:
-    return _truthy(configs.get(key, False))
+def enabled(configs: Mapping[PassConfigKey, Any], key: PassConfigKey, default: bool = False) -> bool:
+    return _truthy(configs.get(key, default))

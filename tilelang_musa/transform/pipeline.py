@@ -12,6 +12,7 @@ from tvm import tirx
 
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
+from .inject_software_pipeline import InjectSoftwarePipeline
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_thread_allreduce import LowerThreadAllreduce
@@ -29,6 +30,7 @@ from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
 from .pass_base import run_pass
 from .pass_config import PassConfigKey, enabled
+from .pipeline_planning import PipelinePlanning
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .range_barriers import RangeBarriers
 from .safe_memory_access import SafeMemoryAccess
@@ -47,6 +49,10 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerThreadAllreduce(),
         # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
         StageGemmOperands(configs),
+        # T.Pipelined: a stage and an order for each statement of the loop body (upstream's rules, or stage=/order=).
+        PipelinePlanning(),
+        # ...then the prologue / steady state / epilogue, shared tiles multi-buffered, loads asynchronous (LDLMS).
+        InjectSoftwarePipeline(configs),
         # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider pieces).
         FuseAsyncCopyLanes(),
         # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.

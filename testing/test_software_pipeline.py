@@ -1,0 +1,345 @@
+"""`T.Pipelined`: PipelinePlanning (a stage and an order per statement) and InjectSoftwarePipeline (prologue,
+steady state, epilogue; multi-buffered shared tiles; LDLMS loads in commit groups), on mp_22 and mp_31."""
+
+
+import pytest
+import torch
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand, without_locations
+from tilelang_musa.errors import CompileError
+from tilelang_musa.target import determine_target
+from tilelang_musa.tileop.async_copy import ASYNC_ISSUE
+from tilelang_musa.tileop.copy import ASYNC_ATTR
+from tilelang_musa.transform.inject_software_pipeline import inject_software_pipeline
+from tilelang_musa.transform.pass_base import run_pass
+from tilelang_musa.transform.pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE, PipelinePlanning, \
+    pipeline_planning
+
+ARCHS = ["mp_22", "mp_31"]
+GEMM_INSTRUCTION = {"mp_22": "tl::gemm_ss_mp22_mma", "mp_31": "tl::gemm_ss_mp31_sqmma"}
+
+
+def gemm_program(M, N, K, bm=64, bn=64, bk=32, threads=128, **pipelined):
+    """The classic upstream GEMM with the given `T.Pipelined` arguments."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), **pipelined):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+def attention_body(num_stages=None, **schedule):
+    """FlashAttention's loop shape: load K, scores = Q K^T, stage P, load V, O += P V."""
+    pipelined = dict(schedule) if num_stages is None else dict(num_stages=num_stages)
+
+    @T.prim_func
+    def main(Q: T.Tensor((64, 64), "float16"), K: T.Tensor((256, 64), "float16"), V: T.Tensor((256, 64), "float16"),
+             O: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            Q_s = T.alloc_shared((64, 64), "float16")
+            K_s = T.alloc_shared((64, 64), "float16")
+            V_s = T.alloc_shared((64, 64), "float16")
+            P_s = T.alloc_shared((64, 64), "float16")
+            S = T.alloc_fragment((64, 64), "float32")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.copy(Q, Q_s)
+            T.clear(acc)
+            for k in T.Pipelined(4, **pipelined):
+                T.copy(K[k * 64, 0], K_s)
+                T.gemm(Q_s, K_s, S, transpose_B=True, clear_accum=True)
+                T.copy(S, P_s)
+                T.copy(V[k * 64, 0], V_s)
+                T.gemm(P_s, V_s, acc)
+            T.copy(acc, O)
+
+    return main
+
+
+def with_target(func, arch="mp_31"):
+    return func.with_attr("target", determine_target(f"musa -arch={arch}"))
+
+
+def planned(func):
+    mod = run_pass(PipelinePlanning(), tvm.IRModule({"main": with_target(func)}))
+    return without_locations(mod["main"])
+
+
+def schedule_of(func):
+    found = []
+    tvm_ffi.structural_walk(func.body, [(tirx.For, lambda f: found.append(f) if SCHEDULE_STAGE in f.annotations
+                                         else None)], order="pre")
+    (loop,) = found
+    return [int(x) for x in loop.annotations[SCHEDULE_STAGE]], [int(x) for x in loop.annotations[SCHEDULE_ORDER]]
+
+
+# -- PipelinePlanning ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
+def test_num_stages_puts_the_loads_first_and_the_gemm_num_stages_minus_one_stages_later(num_stages):
+    """Upstream's rule: loads in stage 0, emitted before the compute, which runs num_stages - 1 stages later (for
+    num_stages=1 the loads follow the gemm, one stage ahead: single-buffered)."""
+    before = gemm_program(128, 128, 128, num_stages=num_stages)
+    if num_stages == 1:
+        expected = gemm_program(128, 128, 128, stage=[0, 0, 1], order=[1, 2, 0])
+    else:
+        expected = gemm_program(128, 128, 128, stage=[0, 0, num_stages - 1], order=[0, 1, 2])
+    tvm.ir.assert_structural_equal(planned(before), planned(expected))
+
+
+def test_attention_loads_follow_their_last_user_and_the_compute_runs_num_stages_later():
+    """K is loaded right after the gemm reading it, V after its gemm; the copies are not all at the end of the
+    order, so the compute stays in stage num_stages (upstream's rule)."""
+    assert schedule_of(planned(attention_body(num_stages=2))) == ([0, 2, 2, 0, 2], [1, 0, 2, 4, 3])
+    tvm.ir.assert_structural_equal(planned(attention_body(num_stages=2)),
+                                   planned(attention_body(stage=[0, 2, 2, 0, 2], order=[1, 0, 2, 4, 3])))
+
+
+def test_num_stages_zero_and_a_body_without_loads_are_not_pipelined():
+    assert not _scheduled_loops(planned(gemm_program(128, 128, 128, num_stages=0)))
+
+    @T.prim_func
+    def no_loads(X: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            acc = T.alloc_fragment((128,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=3):
+                for i in T.Parallel(128):
+                    acc[i] += X[i] * k
+            T.copy(acc, X)
+
+    assert not _scheduled_loops(planned(no_loads))
+
+
+def _scheduled_loops(func):
+    found = []
+    tvm_ffi.structural_walk(func.body, [(tirx.For, lambda f: found.append(f) if SCHEDULE_STAGE in f.annotations
+                                         else None)], order="pre")
+    return found
+
+
+def test_a_schedule_running_a_statement_before_what_it_reads_is_an_error_naming_both():
+    with pytest.raises(CompileError, match=r"statement 2 .*uses `A_s` from statement 0.*stage 0, order 0 vs stage 0"):
+        planned(gemm_program(128, 128, 128, stage=[0, 0, 0], order=[1, 2, 0]))
+    with pytest.raises(CompileError, match=r"one entry per statement of the loop body \(3"):
+        planned(gemm_program(128, 128, 128, stage=[0, 1], order=[0, 1]))
+    with pytest.raises(CompileError, match=r"give both stage= and order="):
+        planned(gemm_program(128, 128, 128, stage=[0, 0, 1]))
+
+
+# -- InjectSoftwarePipeline -----------------------------------------------------------------------------------------
+
+def _issued(func):
+    """`expected` as the injector writes it: its global-to-shared copies issued asynchronously (no wait)."""
+    def on_call(node, mutator):
+        if (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tl.tileop.copy"
+                and str(node.args[0].source.ty.storage_scope) == "global"
+                and str(node.args[1].source.ty.storage_scope).startswith("shared")):
+            attrs = {k: v for k, v in (node.attrs or {}).items()}
+            attrs[ASYNC_ATTR] = ASYNC_ISSUE
+            return tvm.ir.Call(node.op, list(node.args), attrs=attrs, ret_ty="int32")
+        return node
+
+    return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call)])
+
+
+def _flat(func):
+    """Nested statement sequences flattened (the pass puts its sequence where the loop was)."""
+    def on_seq(node, mutator):
+        node = mutator.default_mutate(node)
+        out = []
+        for child in node.seq:
+            out += list(child.seq) if isinstance(child, tirx.SeqStmt) else [child]
+        return tirx.SeqStmt(out)
+
+    func = tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq)])
+    func = tirx.transform.StmtSimplify()(tvm.IRModule({"main": func}))["main"]
+    return without_locations(func.with_attr("global_symbol", "main"))
+
+
+def test_three_stage_gemm_becomes_prologue_ring_and_epilogue():
+    """K = 128, bk = 32: four iterations. The loads of iteration k + 2 are issued (into version (k + 2) % 3) before
+    the gemm of iteration k, which waits until at most 2 groups are in flight; the epilogue commits empty groups so
+    the counts hold, and ends waiting for everything. A barrier precedes each batch of loads: the versions they
+    overwrite were read by other threads."""
+    before = gemm_program(64, 64, 128, num_stages=3)
+
+    @T.prim_func
+    def expected(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"),
+                 C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((3, 64, 32), "float16")
+            B_s = T.alloc_shared((3, 32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_l)
+            T.sync_threads()
+            T.copy(A[by * 64, 0], A_s[0, 0:64, 0:32])
+            T.copy(B[0, bx * 64], B_s[0, 0:32, 0:64])
+            T.ptx_commit_group()
+            T.sync_threads()
+            T.copy(A[by * 64, 32], A_s[1, 0:64, 0:32])
+            T.copy(B[32, bx * 64], B_s[1, 0:32, 0:64])
+            T.ptx_commit_group()
+            for k in T.serial(2):
+                T.sync_threads()
+                T.copy(A[by * 64, (k + 2) * 32], A_s[(k + 2) % 3, 0:64, 0:32])
+                T.copy(B[(k + 2) * 32, bx * 64], B_s[(k + 2) % 3, 0:32, 0:64])
+                T.ptx_commit_group()
+                T.ptx_wait_group(2)
+                T.gemm(A_s[k % 3, 0:64, 0:32], B_s[k % 3, 0:32, 0:64], C_l)
+            T.ptx_commit_group()
+            T.ptx_wait_group(2)
+            T.gemm(A_s[2, 0:64, 0:32], B_s[2, 0:32, 0:64], C_l)
+            T.ptx_commit_group()
+            T.ptx_wait_group(2)
+            T.gemm(A_s[0, 0:64, 0:32], B_s[0, 0:32, 0:64], C_l)
+            T.evaluate(T.call_extern("int32", "tl::async_copy_wait<0>"))  # the last (empty) groups; no barrier
+            T.copy(C_l, C[by * 64, bx * 64])
+
+    got = inject_software_pipeline(pipeline_planning(with_target(before)), {})
+    tvm.ir.assert_structural_equal(_flat(got), _flat(with_target(_issued(expected))))
+
+
+def _compile(func, arch, **configs):
+    return tilelang.compile(func, out_idx=[-1], target=f"musa -arch={arch}",
+                            pass_configs={getattr(tilelang.PassConfigKey, k): v for k, v in configs.items()})
+
+
+def test_tl_enable_async_copy_false_keeps_the_ring_with_synchronous_loads():
+    kernel = _compile(gemm_program(128, 64, 128, num_stages=3), "mp_22", TL_ENABLE_ASYNC_COPY=False)
+    source = kernel.get_kernel_source()
+    assert "async_copy" not in source
+    assert "(A_s + (((((k + 2) % 3) * 2048)" in source, "the tiles keep their three versions"
+    a, b = rand((128, 128), torch.float16, 1), rand((128, 64), torch.float16, 2)
+    torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+
+
+def test_a_tile_versioned_by_the_pipeline_and_used_after_the_loop_is_an_error():
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(A[0, k * 32], A_s)
+                T.copy(B[k * 32, 0], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(B_s, C[0, 0])
+
+    with pytest.raises(CompileError, match="`B_s` is multi-buffered by the pipeline .* also used outside"):
+        tilelang.compile(main, target="musa -arch=mp_31")
+
+
+def test_a_fragment_written_and_read_in_different_stages_is_an_error_naming_it():
+    # S (a fragment) is written by the gemm in stage 0 and read by the copy in stage 1: it would need versions.
+    with pytest.raises(CompileError, match=r"`S` \(local.fragment\) is written in one pipeline stage and read"):
+        tilelang.compile(attention_body(stage=[0, 0, 1, 1, 1], order=[0, 1, 2, 3, 4]), target="musa -arch=mp_31")
+
+
+# -- Numerics in the simulator (checked mode: a missing wait or barrier is an error) ----------------------------------
+
+# (T.Pipelined arguments, the wait before the gemm: groups committed after the one it needs)
+SCHEDULES = [
+    pytest.param(dict(num_stages=1), 0, id="num_stages=1"),  # gemm(k - 1), then the loads of k
+    pytest.param(dict(num_stages=2), 1, id="num_stages=2"),  # loads of k + 1, gemm(k)
+    pytest.param(dict(num_stages=3), 2, id="num_stages=3"),  # loads of k + 2, gemm(k)
+    pytest.param(dict(order=[1, 2, 0], stage=[0, 0, 2]), 1, id="order=[1,2,0],stage=[0,0,2]"),  # gemm(k - 2), loads
+    pytest.param(dict(order=[0, 1, 2], stage=[0, 0, 1]), 1, id="order=[0,1,2],stage=[0,0,1]"),
+]
+
+
+@pytest.fixture
+def checked(monkeypatch):
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    monkeypatch.setenv("TILELANG_SIM_SEED", "5")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("schedule, wait", SCHEDULES)
+def test_pipelined_gemm_with_tails_matches_torch(arch, schedule, wait, checked):
+    M, N, K = 130, 72, 168  # tails in M, N (not multiples of 64) and K (168 = 5 * 32 + 8)
+    kernel = _compile(gemm_program(M, N, K, **schedule), arch)
+    source = kernel.get_kernel_source()
+    assert GEMM_INSTRUCTION[arch] in source
+    assert "tl::async_copy_g2s<" in source and "tl::async_copy_commit();" in source
+    assert f"tl::async_copy_wait<{wait}>();" in source
+    a, b = rand((M, K), torch.float16, 3), rand((K, N), torch.float16, 4)
+    torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_dynamic_trip_count_shorter_than_the_pipeline_is_guarded(arch, checked):
+    K = T.dynamic("K")
+
+    @T.prim_func
+    def main(A: T.Tensor((64, K), "float16"), B: T.Tensor((K, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=3):
+                T.copy(A[0, k * 32], A_s)
+                T.copy(B[k * 32, 0], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    for k in (24, 40, 200):  # one, two and seven iterations (the pipeline is two iterations deep)
+        a, b, c = rand((64, k), torch.float16, k), rand((k, 64), torch.float16, k + 1), poison((64, 64), torch.float32)
+        kernel(a, b, c)
+        torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("num_stages", [1, 2, 3])
+def test_upstream_block_sparse_gemm_with_a_conditional_body(arch, num_stages, checked):
+    """Upstream's test_blocksparse_matmul: the loads sit under `if block_mask[0]`, so nothing is a load stage and
+    the loop stays in order (as upstream)."""
+    M = N = K = 128
+    bm, bn, bk = 64, 64, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             BlockMask: T.Tensor((M // bm, N // bn, K // bk), "bool"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((bm, bk), "float16")
+            B_shared = T.alloc_shared((bk, bn), "float16")
+            C_local = T.alloc_fragment((bm, bn), "float32")
+            block_mask = T.alloc_local((1,), "bool")
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=num_stages):
+                block_mask[0] = BlockMask[by, bx, k]
+                if block_mask[0]:
+                    T.copy(A[by * bm, k * bk], A_shared)
+                    T.copy(B[k * bk, bx * bn], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * bm, bx * bn])
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=f"musa -arch={arch}")
+    a, b = rand((M, K), torch.float16, 7), rand((K, N), torch.float16, 8)
+    mask = torch.rand((M // bm, N // bn, K // bk), generator=torch.Generator().manual_seed(9)) > 0.5
+    ref = torch.zeros(M, N)
+    for i in range(M // bm):
+        for j in range(N // bn):
+            for kk in range(K // bk):
+                if mask[i, j, kk]:
+                    ref[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] += (
+                        a[i * bm:(i + 1) * bm, kk * bk:(kk + 1) * bk].float() @ b[kk * bk:(kk + 1) * bk,
+                                                                                  j * bn:(j + 1) * bn].float())
+    torch.testing.assert_close(kernel(a, b, mask).float(), ref, rtol=1e-2, atol=2e-2)

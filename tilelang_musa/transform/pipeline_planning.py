@@ -1,0 +1,171 @@
+"""PipelinePlanning: a stage and an emission order for each unit of a `T.Pipelined` loop (pipeline_units.py).
+
+`T.Pipelined(n, num_stages=s)` (upstream TileLang's rules):
+  - a copy stage is a `T.copy` from global to shared memory; it goes to stage 0, together with the statements
+    before it that write what it reads (an index loaded into a local buffer: `producer for copy`);
+  - every other unit goes to stage s, in source order, each copy stage emitted right after the last unit that
+    reads what it wrote (so its next write waits as little as possible);
+  - if then every copy stage sits at the end of the order (the GEMM: copies, then the gemm), they move to the
+    front and the compute drops to stage s - 1: the loads of iteration k + s - 1 are issued before the compute of
+    iteration k, and the shared tiles get s buffers.
+  A body without a copy stage, or num_stages=0, is not pipelined.
+`stage=[...]` and `order=[...]` (one entry per unit; `group=` forms units of several statements) give the schedule
+by hand; `num_stages` is then max(stage) + 1. Either way each dependency must go forward: a unit writing a buffer
+a later unit (in source order) reads or writes runs in an earlier stage, or in the same stage earlier in the order.
+
+The result is the loop's SCHEDULE_STAGE / SCHEDULE_ORDER annotations, which InjectSoftwarePipeline reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import CompileError
+from ..language.loop import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES
+from .ir_utils import loc_of
+from .pass_base import tl_pass
+from .pipeline_units import Unit, pipeline_units
+
+SCHEDULE_STAGE = "software_pipeline_stage"
+SCHEDULE_ORDER = "software_pipeline_order"
+_USER_KEYS = (PIPELINE_STAGES, PIPELINE_STAGE, PIPELINE_ORDER)
+
+
+def depends(earlier: Unit, later: Unit) -> set:
+    """Buffers through which `later` (after `earlier` in source order) depends on `earlier`."""
+    return set(earlier.writes & (later.reads | later.writes)) | set(earlier.reads & later.writes)
+
+
+def check_dependencies(units: list[Unit], stages: list[int], orders: list[int], loop: tirx.For) -> None:
+    for a in units:
+        for b in units[a.index + 1:]:
+            shared = depends(a, b)
+            if not shared:
+                continue
+            sa, sb, oa, ob = stages[a.index], stages[b.index], orders[a.index], orders[b.index]
+            if sa > sb or (sa == sb and oa > ob):
+                name = sorted(buf.name for buf in shared)[0]
+                raise CompileError(
+                    f"T.Pipelined: {b.describe()} uses `{name}` from {a.describe()}, but is scheduled before it "
+                    f"(stage {sb}, order {ob} vs stage {sa}, order {oa}); a unit must come in a later stage than "
+                    "those it depends on, or later in the order within the same stage", loc_of(loop))
+
+
+def default_schedule(units: list[Unit], num_stages: int) -> tuple[list[int], list[int]] | None:
+    """Upstream's inferred schedule (module docstring); None when nothing is a copy stage."""
+    first = [u.is_global_to_shared_copy() for u in units]
+    if not any(first):
+        return None
+    # Producers for copy: earlier units writing a buffer a first-stage unit reads (transitively).
+    feeds: dict[int, set[int]] = {u.index: {u.index} for u in units if first[u.index]}
+    changed = True
+    while changed:
+        changed = False
+        for u in units:
+            if first[u.index]:
+                continue
+            fed = {c for v in units[u.index + 1:] if first[v.index] and u.writes & v.reads for c in feeds[v.index]}
+            if fed:
+                if not first[u.index]:
+                    first[u.index] = True
+                    feeds[u.index] = set()
+                    changed = True
+                if not fed <= feeds[u.index]:
+                    feeds[u.index] |= fed
+                    changed = True
+    # The last later unit outside the first stage reading what a copy wrote; producers follow their copies.
+    last_use: dict[int, int] = {}
+    for u in units:
+        if first[u.index] and u.is_global_to_shared_copy():
+            users = [v.index for v in units[u.index + 1:] if not first[v.index] and u.writes & v.reads]
+            if users:
+                last_use[u.index] = max(users)
+    for u in units:
+        if first[u.index] and not u.is_global_to_shared_copy():
+            uses = [last_use[c] for c in feeds[u.index] if c in last_use]
+            if uses:
+                last_use[u.index] = max(uses)
+
+    stages = [0] * len(units)
+    orders = [0] * len(units)
+    next_order = 0
+    for u in units:
+        if first[u.index] and u.index in last_use:
+            continue
+        stages[u.index], orders[u.index] = num_stages, next_order
+        next_order += 1
+        for v in units:
+            if first[v.index] and last_use.get(v.index) == u.index:
+                stages[v.index], orders[v.index] = 0, next_order
+                next_order += 1
+    attached = [u.index for u in units if first[u.index] and u.index in last_use]
+    if attached and num_stages >= 2 and min(orders[i] for i in attached) > max(
+            (orders[u.index] for u in units if u.index not in attached), default=-1):
+        for u in units:
+            orders[u.index] = (orders[u.index] + len(attached)) % len(units)
+            if u.index not in attached:
+                stages[u.index] -= 1
+    if len(set(stages)) == 1:
+        return None
+    return stages, orders
+
+
+def _int_list(loop: tirx.For, key: str) -> list[int] | None:
+    ann = loop.annotations
+    return [int(x) for x in ann[key]] if key in ann and len(ann[key]) else None
+
+
+def _annotated(loop: tirx.For, annotations: dict) -> tirx.For:
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, annotations,
+                    loop.step)
+
+
+def plan_loop(loop: tirx.For) -> tirx.For:
+    ann = loop.annotations
+    stage, order = _int_list(loop, PIPELINE_STAGE), _int_list(loop, PIPELINE_ORDER)
+    num_stages = int(ann[PIPELINE_STAGES]) if PIPELINE_STAGES in ann else 0
+    kept = {str(k): v for k, v in ann.items() if str(k) not in _USER_KEYS and str(k) != PIPELINE_GROUP}
+    if stage is None and order is None and num_stages <= 0:
+        return _annotated(loop, kept)
+    body = pipeline_units(loop)
+    units = body.units
+    if (stage is None) != (order is None):
+        raise CompileError("T.Pipelined: give both stage= and order= (one entry per statement), or neither",
+                           loc_of(loop))
+    if stage is not None:
+        if len(stage) != len(units) or len(order) != len(units):
+            raise CompileError(
+                f"T.Pipelined: stage= and order= need one entry per statement of the loop body ({len(units)}, "
+                f"scalar bindings not counted); got {len(stage)} and {len(order)}", loc_of(loop))
+        if min(stage) < 0 or sorted(order) != list(range(len(units))):
+            raise CompileError(f"T.Pipelined: stage={stage} must be non-negative and order={order} a permutation "
+                               f"of 0..{len(units) - 1}", loc_of(loop))
+        schedule = (stage, order)
+    else:
+        schedule = default_schedule(units, num_stages)
+    if schedule is None:
+        return _annotated(loop, kept)
+    check_dependencies(units, *schedule, loop)
+    kept[SCHEDULE_STAGE] = list(schedule[0])
+    kept[SCHEDULE_ORDER] = list(schedule[1])
+    if PIPELINE_GROUP in ann:
+        kept[PIPELINE_GROUP] = ann[PIPELINE_GROUP]
+    return _annotated(loop, kept)
+
+
+def pipeline_planning(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    def on_for(node: Any, mutator: Any) -> Any:
+        node = mutator.default_mutate(node)
+        ann = node.annotations
+        if not any(k in ann for k in _USER_KEYS):
+            return node
+        return plan_loop(node)
+
+    return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+
+
+def PipelinePlanning():  # noqa: N802 - a pass, named as TVM names passes
+    return tl_pass("PipelinePlanning", pipeline_planning)

@@ -1,0 +1,176 @@
+"""The body of a `T.Pipelined` loop as the pipeline passes see it: a list of scheduled units.
+
+A unit is one statement of the (flattened) loop body, or, with `group=[[...], ...]`, the statements a group lists.
+`stage=` and `order=` give one entry per unit. Scalar bindings (`base: T.int32 = k * bk`) are not units: they are
+substituted into the units that use them, so each unit reads them at its own iteration after the pipeline moves
+it (upstream TileLang replays them the same way). Allocations inside the body are hoisted before the loop.
+
+Both PipelinePlanning and InjectSoftwarePipeline build the units with `pipeline_units`, so the stage/order lists
+the planner writes line up with what the injector reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import CompileError, SourceLoc
+from ..language.loop import PIPELINE_GROUP
+from ..tileop import Copy
+from ..tileop.registry import is_tile_op
+from ..tileop.region import TensorRegion
+from .ir_utils import is_buffer, loc_of, substitute
+
+SHARED_SCOPES = ("shared", "shared.dyn")
+GEMM_OP = "tl.tileop.gemm"
+# Tile ops whose operands are read (all but the last region, which is written) - every other tile op is taken to
+# read and write each region it names.
+_READS_ALL_BUT_LAST = ("tl.tileop.copy", "tl.tileop.reduce", "tl.tileop.cumsum", "tl.tileop.transpose")
+_WRITES_ONLY = ("tl.tileop.fill",)
+
+
+@dataclass
+class Unit:
+    index: int  # position in source order
+    stmts: list  # the statements, bindings substituted
+    reads: frozenset = field(default_factory=frozenset)  # buffer Vars
+    writes: frozenset = field(default_factory=frozenset)
+    loc: SourceLoc | None = None
+
+    @property
+    def stmt(self) -> Any:
+        return self.stmts[0] if len(self.stmts) == 1 else tirx.SeqStmt(self.stmts)
+
+    def copy(self) -> Copy | None:
+        """The T.copy this unit is, if it is exactly one (not under a condition)."""
+        if len(self.stmts) != 1 or not isinstance(self.stmts[0], tirx.Evaluate):
+            return None
+        call = self.stmts[0].value
+        if isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op) and str(call.op.name) == Copy.op_name:
+            return Copy.from_call(call)
+        return None
+
+    def is_global_to_shared_copy(self) -> bool:
+        copy = self.copy()
+        return copy is not None and copy.src.scope == "global" and copy.dst.scope in SHARED_SCOPES
+
+    def describe(self) -> str:
+        where = f" (line {self.loc.lineno})" if self.loc is not None else ""
+        return f"statement {self.index}{where}"
+
+
+def flatten(stmt: Any) -> list[Any]:
+    if isinstance(stmt, tirx.SeqStmt):
+        return [s for child in stmt.seq for s in flatten(child)]
+    return [stmt]
+
+
+def _stmt_loc(stmt: Any) -> SourceLoc | None:
+    found: list[SourceLoc] = []
+
+    def visit(node):
+        if not found:
+            loc = loc_of(node.value if isinstance(node, tirx.Evaluate) else node)
+            if loc is None and isinstance(node, tvm.ir.Call) and node.attrs is not None and "tl.loc" in node.attrs:
+                filename, line, col = str(node.attrs["tl.loc"]).rsplit(":", 2)
+                loc = SourceLoc(filename, int(line), int(col))
+            if loc is not None:
+                found.append(loc)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.Evaluate, visit), (tirx.For, visit), (tvm.ir.Call, visit)], order="pre")
+    return found[0] if found else None
+
+
+def accesses(stmt: Any) -> tuple[frozenset, frozenset]:
+    """The buffers `stmt` reads and writes (tile-op operands by the op's meaning, loads, stores, addresses)."""
+    reads: set = set()
+    writes: set = set()
+
+    def on_call(call):
+        if not isinstance(call.op, tvm.ir.Op):
+            return
+        name = str(call.op.name)
+        regions = [a.source for a in call.args if isinstance(a, TensorRegion)]
+        if is_tile_op(call):
+            if name in _READS_ALL_BUT_LAST and regions:
+                reads.update(regions[:-1])
+                writes.add(regions[-1])
+            elif name in _WRITES_ONLY:
+                writes.update(regions)
+            elif name == GEMM_OP:
+                reads.update(regions)
+                writes.add(regions[-1])
+            else:
+                reads.update(regions)
+                writes.update(regions)
+        elif name == "tirx.address_of":  # a call reading or writing through the address
+            for arg in call.args:
+                if hasattr(arg, "source") and is_buffer(arg.source):
+                    reads.add(arg.source)
+                    writes.add(arg.source)
+
+    def on_load(load):
+        if is_buffer(load.source):
+            reads.add(load.source)
+
+    def on_store(store):
+        writes.add(store.buffer)
+
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, on_call), (tvm.ir.expr.TensorLoad, on_load),
+                                   (tirx.BufferStore, on_store)], order="pre")
+    return frozenset(reads), frozenset(writes)
+
+
+@dataclass
+class PipelineBody:
+    hoisted: list  # allocations found in the body, to place before the loop
+    units: list[Unit]
+
+
+def pipeline_units(loop: tirx.For) -> PipelineBody:
+    stmts = flatten(loop.body)
+    hoisted = [s for s in stmts if isinstance(s, tirx.AllocBuffer)]
+    binds: dict = {}
+    plain: list = []
+    written: set = set()
+    for s in stmts:
+        if not isinstance(s, (tirx.AllocBuffer, tirx.Bind)):
+            written |= accesses(s)[1]
+    for s in stmts:
+        if isinstance(s, tirx.AllocBuffer):
+            continue
+        if isinstance(s, tirx.Bind):
+            value = substitute(s.value, binds)
+            stale = [b for b in accesses(value)[0] if b in written]
+            if stale:
+                raise CompileError(
+                    f"T.Pipelined: the binding `{s.var.name}` reads `{stale[0].name}`, which the pipelined loop "
+                    "writes; a binding is replayed where it is used, after the pipeline moves its users, so it "
+                    "would read another iteration's value. Store it in a buffer (T.alloc_local) instead",
+                    loc_of(loop))
+            binds[s.var] = value
+            continue
+        plain.append(substitute(s, binds))
+    groups = _groups(loop, len(plain))
+    units = []
+    for index, members in enumerate(groups):
+        body = [plain[m] for m in members]
+        reads, writes = accesses(tirx.SeqStmt(body) if len(body) > 1 else body[0])
+        units.append(Unit(index, body, reads, writes, _stmt_loc(body[0]) or loc_of(loop)))
+    return PipelineBody(hoisted, units)
+
+
+def _groups(loop: tirx.For, count: int) -> list[list[int]]:
+    ann = loop.annotations
+    if PIPELINE_GROUP not in ann or not len(ann[PIPELINE_GROUP]):
+        return [[i] for i in range(count)]
+    groups = [[int(x) for x in g] for g in ann[PIPELINE_GROUP]]
+    listed = sorted(x for g in groups for x in g)
+    if listed != list(range(count)):
+        raise CompileError(f"T.Pipelined: group={groups} must list each of the loop body's {count} statements "
+                           f"(0..{count - 1}) exactly once", loc_of(loop))
+    return groups
