@@ -136,4 +136,8 @@ def without_locations(func):
         annotations = {k: v for k, v in (node.annotations or {}).items() if k != "tl.loc"}
         return tirx.For(node.loop_var, node.min, node.extent, node.kind, node.body, node.thread_binding, annotations)
 
-    return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call), (tirx.For, on_for)])
+    def on_alloc(node, mutator):
+        annotations = {k: v for k, v in (node.annotations or {}).items() if k != "tl.loc"}
+        return tirx.AllocBuffer(node.buffer, annotations) if annotations else tirx.AllocBuffer(node.buffer)
+
+    return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call), (tirx.For, on_for), (tirx.AllocBuffer, on_alloc)])

@@ -15,8 +15,10 @@ from tilelang_musa.errors import CompileError
 from tilelang_musa.target import determine_target
 from tilelang_musa.tileop.async_copy import ASYNC_ISSUE
 from tilelang_musa.tileop.copy import ASYNC_ATTR
+from tilelang_musa.tileop.tme_copy import PIPELINED_ATTR
 from tilelang_musa.transform.inject_software_pipeline import inject_software_pipeline
 from tilelang_musa.transform.pass_base import run_pass
+from tilelang_musa.transform.warp_specialize_pipeline import WarpSpecializePipeline
 from tilelang_musa.transform.pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE, PipelinePlanning, \
     pipeline_planning
 
@@ -73,8 +75,8 @@ def with_target(func, arch="mp_31"):
     return func.with_attr("target", determine_target(f"musa -arch={arch}"))
 
 
-def planned(func):
-    mod = run_pass(PipelinePlanning(), tvm.IRModule({"main": with_target(func)}))
+def planned(func, arch="mp_31"):
+    mod = run_pass(PipelinePlanning(), tvm.IRModule({"main": with_target(func, arch)}))
     return without_locations(mod["main"])
 
 
@@ -209,8 +211,60 @@ def test_three_stage_gemm_becomes_prologue_ring_and_epilogue():
             T.evaluate(T.call_extern("int32", "tl::async_copy_wait<0>"))  # the last (empty) groups; no barrier
             T.copy(C_l, C[by * 64, bx * 64])
 
+    got = inject_software_pipeline(pipeline_planning(with_target(before, "mp_22")), {})
+    tvm.ir.assert_structural_equal(_flat(got), _flat(with_target(_issued(expected), "mp_22")))
+
+
+def _pipelined_tme(func):
+    """`expected` as the injector writes it: its T.tma_copy loads are the pipeline's (not the user's explicit ones)."""
+    def on_call(node, mutator):
+        if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tl.tileop.tme_copy":
+            attrs = {k: v for k, v in (node.attrs or {}).items()}
+            attrs.update({"explicit": False, PIPELINED_ATTR: True})
+            return tvm.ir.Call(node.op, list(node.args), attrs=attrs, ret_ty="int32")
+        return node
+
+    return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call)])
+
+
+def test_on_mp31_the_loads_are_tme_copies_on_a_ring_of_async_barriers():
+    """The same GEMM on mp_31: each stage's tiles are loaded by the TME onto barrier full[v] of a 3-barrier ring;
+    every thread arrives after the loads (the leader's expect-tx comes first) and waits with the parity of the
+    barrier's use before the gemm. No commit groups."""
+    before = gemm_program(64, 64, 128, num_stages=3)
+
+    @T.prim_func
+    def expected(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"),
+                 C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            full = T.alloc_barrier([128, 128, 128])
+            A_s = T.alloc_shared((3, 64, 32), "float16")
+            B_s = T.alloc_shared((3, 32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_l)
+            for p in T.unroll(2, explicit=True):
+                T.sync_threads()
+                T.tma_copy(A[by * 64:by * 64 + 64, p * 32:p * 32 + 32], A_s[p, 0:64, 0:32], barrier=full[p])
+                T.tma_copy(B[p * 32:p * 32 + 32, bx * 64:bx * 64 + 64], B_s[p, 0:32, 0:64], barrier=full[p])
+                T.barrier_arrive(full[p])
+            for k in T.serial(2):
+                T.sync_threads()
+                T.tma_copy(A[by * 64:by * 64 + 64, (k + 2) * 32:(k + 2) * 32 + 32], A_s[(k + 2) % 3, 0:64, 0:32],
+                           barrier=full[(k + 2) % 3])
+                T.tma_copy(B[(k + 2) * 32:(k + 2) * 32 + 32, bx * 64:bx * 64 + 64], B_s[(k + 2) % 3, 0:32, 0:64],
+                           barrier=full[(k + 2) % 3])
+                T.barrier_arrive(full[(k + 2) % 3])
+                T.barrier_wait(full[k % 3], k // 3 % 2)
+                T.gemm(A_s[k % 3, 0:64, 0:32], B_s[k % 3, 0:32, 0:64], C_l)
+            T.barrier_wait(full[2], 0)
+            T.gemm(A_s[2, 0:64, 0:32], B_s[2, 0:32, 0:64], C_l)
+            T.barrier_wait(full[0], 1)
+            T.gemm(A_s[0, 0:64, 0:32], B_s[0, 0:32, 0:64], C_l)
+            T.copy(C_l, C[by * 64, bx * 64])
+
     got = inject_software_pipeline(pipeline_planning(with_target(before)), {})
-    tvm.ir.assert_structural_equal(_flat(got), _flat(with_target(_issued(expected))))
+    want = tirx.transform.UnrollLoop()(tvm.IRModule({"main": with_target(_pipelined_tme(expected))}))["main"]
+    tvm.ir.assert_structural_equal(_flat(got), _flat(want))
 
 
 def _compile(func, arch, **configs):
@@ -227,28 +281,117 @@ def test_tl_enable_async_copy_false_keeps_the_ring_with_synchronous_loads():
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
 
 
-def test_a_tile_versioned_by_the_pipeline_and_used_after_the_loop_is_an_error():
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    from tilelang_musa import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())
+
+
+def test_a_tile_used_after_the_loop_keeps_the_loop_in_order_with_a_warning(fresh_warnings):
+    """B_s would need one copy per stage, but the kernel reads it after the loop (the last iteration's tile), where
+    no copy is the current one: the loop runs in order, and says so."""
     @T.prim_func
-    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float16")):
+    def main(A: T.Tensor((64, 96), "float16"), B: T.Tensor((96, 64), "float16"), C: T.Tensor((64, 64), "float32"),
+             D: T.Tensor((32, 64), "float16")):
         with T.Kernel(1, threads=128):
             A_s = T.alloc_shared((64, 32), "float16")
             B_s = T.alloc_shared((32, 64), "float16")
             C_l = T.alloc_fragment((64, 64), "float32")
             T.clear(C_l)
-            for k in T.Pipelined(2, num_stages=2):
+            for k in T.Pipelined(3, num_stages=2):
                 T.copy(A[0, k * 32], A_s)
                 T.copy(B[k * 32, 0], B_s)
                 T.gemm(A_s, B_s, C_l)
-            T.copy(B_s, C[0, 0])
+            T.copy(C_l, C)
+            T.copy(B_s, D)
 
-    with pytest.raises(CompileError, match="`B_s` is multi-buffered by the pipeline .* also used outside"):
-        tilelang.compile(main, target="musa -arch=mp_31")
+    with pytest.warns(tilelang.TileLangWarning, match="T.Pipelined runs in order: `B_s` would need one copy per"):
+        kernel = tilelang.compile(main, target="musa -arch=mp_22")
+    assert "async_copy_g2s" not in kernel.get_kernel_source()
+    a, b = rand((64, 96), torch.float16, 13), rand((96, 64), torch.float16, 14)
+    c, d = poison((64, 64), torch.float32), poison((32, 64), torch.float16)
+    kernel(a, b, c, d)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+    torch.testing.assert_close(d, b[64:])
+
+
+def test_shared_memory_too_small_for_num_stages_pipelines_fewer_with_a_warning(fresh_warnings):
+    """The user's GEMM (256x256x64 fp16 tiles, num_stages=3: 192 KB) on mp_22 (72 KB): one stage fits."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "gemm"))
+    from gemm import matmul
+
+    program = matmul.compile(M=256, N=256, K=128, block_M=256, block_N=256, block_K=64).program
+    with pytest.warns(tilelang.TileLangWarning, match=r"num_stages=3\) would need 196608 bytes .* 73728 per block; "
+                                                      r"pipelined with num_stages=1 instead"):
+        planned(program, "mp_22")
 
 
 def test_a_fragment_written_and_read_in_different_stages_is_an_error_naming_it():
     # S (a fragment) is written by the gemm in stage 0 and read by the copy in stage 1: it would need versions.
     with pytest.raises(CompileError, match=r"`S` \(local.fragment\) is written in one pipeline stage and read"):
         tilelang.compile(attention_body(stage=[0, 0, 1, 1, 1], order=[0, 1, 2, 3, 4]), target="musa -arch=mp_31")
+
+
+# -- WarpSpecializePipeline ------------------------------------------------------------------------------------------
+
+def test_on_mp31_warp_specialization_adds_a_producer_squad_on_full_and_empty_rings():
+    """The default on mp_31: 128 more threads (squad 1) load each iteration's tiles by TME into slot k % 3 once the
+    consumers have freed it (empty), and arrive on full; the original squad waits full, runs the gemm, frees the
+    slot. The statements around the loop run on the consumers."""
+    before = gemm_program(64, 64, 128, num_stages=3)
+
+    @T.prim_func
+    def expected(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"),
+                 C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, 1, threads=256) as (bx, by):
+            full = T.alloc_barrier([128, 128, 128])
+            empty = T.alloc_barrier([128, 128, 128])
+            A_s = T.alloc_shared((3, 64, 32), "float16")
+            B_s = T.alloc_shared((3, 32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            with T.ws(1):
+                for k in T.serial(4):
+                    T.barrier_wait(empty[k % 3], T.bitwise_xor(k // 3 % 2, 1))
+                    T.tma_copy(A[by * 64:by * 64 + 64, k * 32:k * 32 + 32], A_s[k % 3, 0:64, 0:32], barrier=full[k % 3])
+                    T.tma_copy(B[k * 32:k * 32 + 32, bx * 64:bx * 64 + 64], B_s[k % 3, 0:32, 0:64], barrier=full[k % 3])
+                    T.barrier_arrive(full[k % 3])
+            with T.ws(0):
+                T.clear(C_l)
+                for k in T.serial(4):
+                    T.barrier_wait(full[k % 3], k // 3 % 2)
+                    T.gemm(A_s[k % 3, 0:64, 0:32], B_s[k % 3, 0:32, 0:64], C_l)
+                    T.barrier_arrive(empty[k % 3])
+                T.copy(C_l, C[by * 64, bx * 64])
+
+    got = run_pass(WarpSpecializePipeline({}), tvm.IRModule({"main": pipeline_planning(with_target(before))}))["main"]
+    want = _pipelined_tme(with_target(expected))
+    tvm.ir.assert_structural_equal(_flat(_without_ws_labels(got)), _flat(_without_ws_labels(want)))
+
+
+def _without_ws_labels(func):
+    """T.ws regions with their labels (which name the source line) blanked."""
+    def on_attr(node, mutator):
+        node = mutator.default_mutate(node)
+        if str(node.attr_key) == "tl.ws":
+            return tirx.AttrStmt(node.node, node.attr_key, tvm.ir.expr.StringImm(""), node.body)
+        return node
+
+    return tvm_ffi.structural_mutate(func, [(tirx.AttrStmt, on_attr)])
+
+
+@pytest.mark.parametrize("disable", [False, True])
+def test_tl_disable_warp_specialized_keeps_one_squad(disable, checked):
+    kernel = _compile(gemm_program(130, 72, 168, num_stages=2), "mp_31", TL_DISABLE_WARP_SPECIALIZED=disable)
+    source = kernel.get_kernel_source()
+    assert ("__launch_bounds__(128" if disable else "__launch_bounds__(256") in source
+    assert ("if (128 <= ((int)threadIdx.x))" in source) != disable
+    assert "tl::tma_load<" in source
+    a, b = rand((130, 168), torch.float16, 11), rand((168, 72), torch.float16, 12)
+    torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=3e-2)
 
 
 # -- Numerics in the simulator (checked mode: a missing wait or barrier is an error) ----------------------------------
@@ -276,10 +419,32 @@ def test_pipelined_gemm_with_tails_matches_torch(arch, schedule, wait, checked):
     kernel = _compile(gemm_program(M, N, K, **schedule), arch)
     source = kernel.get_kernel_source()
     assert GEMM_INSTRUCTION[arch] in source
-    assert "tl::async_copy_g2s<" in source and "tl::async_copy_commit();" in source
-    assert f"tl::async_copy_wait<{wait}>();" in source
+    if arch == "mp_31":  # TME loads on a ring of async barriers, no LDLMS groups
+        assert "tl::tma_load<" in source and "tl::barrier_wait(" in source and "tl::async_copy" not in source
+    else:
+        assert "tl::async_copy_g2s<" in source and "tl::async_copy_commit();" in source
+        assert f"tl::async_copy_wait<{wait}>();" in source
     a, b = rand((M, K), torch.float16, 3), rand((K, N), torch.float16, 4)
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=3e-2)
+
+
+def test_on_mp31_a_load_breaking_a_tme_rule_is_ldlms_beside_the_tme_ones(checked):
+    """A's rows are 170 halves = 340 bytes, not a multiple of 16: no TME descriptor, so A is loaded by LDLMS in
+    commit groups while B (144-byte rows) comes by TME on the barrier ring."""
+    M, N, K = 96, 72, 170
+    kernel = _compile(gemm_program(M, N, K, num_stages=3), "mp_31")
+    source = kernel.get_kernel_source()
+    assert "tl::tma_load<" in source and "tl::async_copy_g2s<" in source and "tl::async_copy_wait<2>();" in source
+    a, b = rand((M, K), torch.float16, 5), rand((K, N), torch.float16, 6)
+    torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=3e-2)
+
+
+def test_tl_disable_tma_lower_makes_the_mp31_loads_ldlms(checked):
+    kernel = _compile(gemm_program(128, 64, 128, num_stages=2), "mp_31", TL_DISABLE_TMA_LOWER=True)
+    source = kernel.get_kernel_source()
+    assert "tma_load" not in source and "tl::async_copy_wait<1>();" in source
+    a, b = rand((128, 128), torch.float16, 1), rand((128, 64), torch.float16, 2)
+    torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

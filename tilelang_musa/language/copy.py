@@ -9,7 +9,7 @@ import tvm
 from ..diagnostics import warn_once
 from ..tileop import Copy, emit_tile_op
 from ..tileop.async_copy import ASYNC_WAIT, check_async_operands, check_robust_operands
-from ..tileop.copy import ASYNC_ATTR, PER_THREAD_ATTR, resolve_extents
+from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR, PER_THREAD_ATTR, resolve_extents
 from ..tileop.region import to_region
 from .builder import kernel_trace
 from .tma import cache_hints, emit_tme_copy_candidate
@@ -46,11 +46,11 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
         raise trace.error("T.copy: coalesced_width= has no effect with force_async_copy=True (asynchronous copies move "
                           "4, 8 or 16-byte pieces, the widest that fits); leave it out")
     emit_copy("T.copy", trace, src, dst, coalesced_width=coalesced_width,
-              async_mode=ASYNC_WAIT if force_async_copy else None, robust_desc=src_robust_desc)
+              async_mode=ASYNC_WAIT if force_async_copy else None, robust_desc=src_robust_desc, disable_tma=disable_tma)
 
 
 def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: int | None = None,
-              async_mode: str | None = None, robust_desc: Any = None) -> None:
+              async_mode: str | None = None, robust_desc: Any = None, disable_tma: bool = False) -> None:
     """The Copy tile op of T.copy / T.async_copy (see tileop/copy.py and tileop/async_copy.py)."""
     if robust_desc is not None and not _is_robust_desc(robust_desc):
         raise trace.error(f"{construct}: src_robust_desc must be a descriptor made by T.make_robust_desc; "
@@ -63,6 +63,8 @@ def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: i
     if robust_desc is not None:
         check_robust_operands(construct, src_region, dst_region, trace.error)
     attrs = {"coalesced_width": coalesced_width, ASYNC_ATTR: async_mode}
+    if disable_tma:  # a pipelined load (inject_software_pipeline.py) then stays off the TME
+        attrs[DISABLE_TMA_ATTR] = True
     if src_origin and dst_origin:  # T.copy(A[i], s[j]): one element, copied by each thread that runs it
         if not piecewise:
             from .builder import store

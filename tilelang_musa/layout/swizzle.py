@@ -14,7 +14,8 @@ lines, 2048 for SG32, 1024 for SG64): then the address relative to the buffer gi
 SQMMA reads an operand through a descriptor whose row pitch (leading stride) is a power of two from 8 to 256
 bytes, so a tile whose contiguous (last) dimension is wider than 256 bytes is stored as column blocks of
 `continuity` elements: block b holds columns [b * continuity, (b + 1) * continuity) of every row, densely,
-and blocks follow each other. Leading dimensions beyond the last two (pipeline stages) select whole tiles.
+and blocks follow each other. Leading dimensions beyond the last two (pipeline stages) select whole tiles, each
+padded to a multiple of the swizzle's period so that every tile starts where the pattern starts.
 """
 
 from __future__ import annotations
@@ -123,12 +124,12 @@ def make_xor_swizzle_layout(shape: Any, dtype: str, granularity: int, *, continu
     def swizzled(x):
         return x ^ ((x // (line // elem)) % (stride // granularity)) * (granularity // elem) if granularity else x
 
-    if lead and granularity and (rows * cols * elem) % swizzle_alignment(granularity, stride, line) == 0:
-        # Whole periods per tile: each tile (pipeline stage) is swizzled alike, so the xor stays inside the tile
-        # (the same addresses, and a storage size bounded by the tiles rather than the xor's next power of two).
-        x = tile * (rows * cols) + swizzled(within)
-    else:
-        x = swizzled(tile * (rows * cols) + within)
+    # Leading dims (pipeline stages) select whole tiles, each starting at a multiple of the swizzle's period (padded
+    # if smaller): the address of a tile is then its start, swizzled alike, as an SQMMA descriptor or a TME box
+    # that starts there reads and writes it.
+    period = swizzle_alignment(granularity, stride, line) // elem if granularity else 1
+    tile_stride = -(-(rows * cols) // period) * period
+    x = tile * tile_stride + swizzled(within)
     return Layout.from_exprs(shape, fvars, [x])
 
 

@@ -25,6 +25,7 @@ from .region import Region, common_extents, is_unit, pair_dims, paired_indices
 NO_SAFE_ACCESS = "tl.no_safe_access"
 # Call attributes of the piecewise copies (async_copy.py); a robust descriptor is the call's third argument.
 ASYNC_ATTR = "tl.async"
+DISABLE_TMA_ATTR = "tl.disable_tma"  # T.copy(..., disable_tma=True): never a TME copy (pipelined loads included)
 PER_THREAD_ATTR = "tl.per_thread"
 
 

@@ -45,6 +45,8 @@ TME_STORE = "tl.tme_store"  # (desc, smem_ptr, sg, ss, sl, inner, outer, blocks,
 TME_STORE_ARRIVE = "tl.tme_store_arrive"  # commit this thread's TME stores
 TME_STORE_WAIT = "tl.tme_store_wait"  # wait until this thread's committed TME stores have read shared memory
 
+PIPELINED_ATTR = "tl.pipelined"  # call attribute of a pipelined load (TmeCopy.pipelined)
+
 # Function attribute: descriptor name -> [tensor param name, dtype, dims innermost first, byte strides of dims 1..].
 DESCRIPTORS_ATTR = "tl.tme_descriptors"
 
@@ -96,6 +98,9 @@ class TmeCopy(TileOp):
     explicit: bool = True  # T.tma_copy (errors) rather than a T.copy store (falls back to a plain copy)
     loc: SourceLoc | None = None
     coalesced_width: int | None = None  # a T.copy store's, for its plain-copy fallback
+    # A load of a pipelined loop (InjectSoftwarePipeline), which arrives on `barrier` with every thread after it:
+    # its fallback is a plain copy and a block barrier, so that the readers' wait holds either way.
+    pipelined: bool = False
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "TmeCopy":
@@ -107,7 +112,8 @@ class TmeCopy(TileOp):
                    None if leader is None else int(leader), bool(call_attr(call, "wait", False)),
                    call_attr(call, "inner_cache_policy") is not None,
                    bool(call_attr(call, "explicit", True)), call_loc(call),
-                   None if call_attr(call, "coalesced_width") is None else int(call_attr(call, "coalesced_width")))
+                   None if call_attr(call, "coalesced_width") is None else int(call_attr(call, "coalesced_width")),
+                   bool(call_attr(call, PIPELINED_ATTR, False)))
 
     @property
     def is_load(self) -> bool:
@@ -127,6 +133,12 @@ class TmeCopy(TileOp):
     # ---- qualification -----------------------------------------------------------------------------------------
     def plan(self, params: list, layout: Layout | None) -> TmePlan:
         """The instructions that perform this copy, or NotTme naming the rule it breaks."""
+        box_dims = self.box(params)
+        return _match_layout(self.shared_region, layout, box_dims, _elem_bytes(self.global_region.dtype))
+
+    def box(self, params: list) -> list[int]:
+        """The box extents (outermost first), or NotTme naming a rule other than the shared layout's it breaks
+        (the layout is known after LayoutInference; InjectSoftwarePipeline asks before)."""
         g, s = self.global_region, self.shared_region
         if g.dtype != s.dtype:
             raise NotTme(f"the TME copies bytes: {g.name} is {g.dtype} and {s.name} is {s.dtype}")
@@ -159,7 +171,7 @@ class TmeCopy(TileOp):
                          "TME moves multiples of 16 bytes")
         if pair_dims(g, s) is None:
             raise NotTme(f"the extents of {g.describe()} and {s.describe()} differ (after dropping size-1 dimensions)")
-        return _match_layout(s, layout, box_dims, elem)
+        return box_dims
 
 
 def global_strides(buf) -> list:

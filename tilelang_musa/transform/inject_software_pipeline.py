@@ -21,24 +21,33 @@ versions it overwrites were read by other threads. The epilogue ends with wait_g
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import tvm
 import tvm_ffi
 from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..diagnostics import warn_once
 from ..errors import CompileError, TileLangError
 from ..language.annotate import ANNOTATIONS_ATTR
+from ..language.barrier import ARRIVE_COUNTS, BARRIER_ARRIVE_OP, BARRIER_SCOPE, BARRIER_WAIT_OP
+from ..language.warp_specialize import WS_ATTR
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
-from ..tileop.copy import ASYNC_ATTR
+from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR
 from ..tileop.region import TensorRegion, common_extents
-from .ir_utils import TensorLoad, as_int, loc_of, scope_of
+from ..tileop.tme_copy import PIPELINED_ATTR, NotTme, TmeCopy
+from .ir_utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info
+from .lower_global_layout import global_layouts
 from .pass_base import tl_pass
 from .pass_config import PassConfigKey, enabled
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
-from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units
+from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
+from .thread_guard import thread_conditions
 
 _VERSIONABLE = (*SHARED_SCOPES, "local")
 _PIPELINE_KEYS = (SCHEDULE_STAGE, SCHEDULE_ORDER, "tl.pipeline.group")
@@ -48,18 +57,9 @@ def block_barrier() -> Any:
     return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
 
 
-def version_count(buffer: Any, units: list[Unit], stages: list[int], orders: list[int]) -> int:
-    count = 1
-    for w in units:
-        if buffer not in w.writes:
-            continue
-        for r in units:
-            if r is w or buffer not in r.reads:
-                continue
-            distance = stages[r.index] - stages[w.index]
-            if distance >= 1:
-                count = max(count, distance + (0 if orders[r.index] < orders[w.index] else 1))
-    return count
+def barrier_call(op: str, *args: Any) -> Any:
+    """A barrier op as T.barrier_arrive / T.barrier_wait write it."""
+    return tirx.Evaluate(tvm.ir.Call(tvm.ir.Op.get(op), list(args), attrs={}, ret_ty="int32"))
 
 
 def versioned_buffer(buffer: Any, versions: int) -> Any:
@@ -97,75 +97,131 @@ def to_versions(stmt: Any, versions: dict, iteration: Any) -> Any:
                                             (tirx.BufferStore, on_store)])
 
 
-def issues_async(unit: Unit, stage: int, max_stage: int, use_async: bool) -> bool:
-    """Whether the unit is a load the pipeline can issue asynchronously (LDLMS)."""
-    if not use_async or stage >= max_stage or not unit.is_global_to_shared_copy():
-        return False
+TME, LDLMS = "tme", "ldlms"
+
+
+@dataclass(frozen=True)
+class LoadModes:
+    """Which asynchronous forms the kernel's target and pass configs allow for pipelined loads."""
+    tme: bool
+    ldlms: bool
+    params: tuple = ()  # the kernel's tensors (a TME descriptor is built for a parameter)
+    renumbered: frozenset = frozenset()  # global tensors accessed through a T.annotate_layout layout
+    threads: int = 0  # the block's threads: all of them arrive on a TME ring's barrier
+
+
+def load_kind(unit: Unit, stage: int, max_stage: int, modes: LoadModes) -> str | None:
+    """How a unit of an earlier stage than the last loads: TME, LDLMS, or synchronously (None)."""
+    if stage >= max_stage or not unit.is_global_to_shared_copy():
+        return None
     copy = unit.copy()
     if copy.async_mode is not None or copy.robust_desc is not None or copy.src.dtype != copy.dst.dtype:
-        return False
+        return None
     call = unit.stmts[0].value
     if call.attrs is not None and any("cache" in str(k) for k in call.attrs.keys()):
-        return False  # a copy with cache hints is a TME copy (lower_tme_copy.py)
-    try:
-        dims = copy.copy_dims()
-        piece_elements(copy, dims, list(common_extents(copy.src, copy.dst, dims)), ASYNC_PIECE_BYTES, "T.copy")
-    except TileLangError:
-        return False  # no 4/8/16-byte pieces: a synchronous copy
-    return True
+        return None  # a copy with cache hints is a TME copy of its own (lower_tme_copy.py)
+    if modes.tme and copy.src.buffer not in modes.renumbered and DISABLE_TMA_ATTR not in call.attrs:
+        try:
+            TmeCopy(copy.src, copy.dst, explicit=False, loc=copy.loc).box(list(modes.params))
+            return TME
+        except NotTme:
+            pass
+    if modes.ldlms:
+        try:
+            dims = copy.copy_dims()
+            piece_elements(copy, dims, list(common_extents(copy.src, copy.dst, dims)), ASYNC_PIECE_BYTES, "T.copy")
+            return LDLMS
+        except TileLangError:
+            pass  # no 4/8/16-byte pieces
+    return None
 
 
-def _as_issue(stmt: Any) -> Any:
+def _with_attrs(stmt: Any, op: Any, extra_args: list, attrs: dict) -> Any:
     call = stmt.value
-    attrs = {str(k): call.attrs[k] for k in call.attrs.keys()} if call.attrs is not None else {}
-    attrs[ASYNC_ATTR] = ASYNC_ISSUE
-    return tirx.Evaluate(tvm.ir.Call(call.op, list(call.args), attrs=attrs, ret_ty="int32"))
+    merged = {str(k): call.attrs[k] for k in call.attrs.keys()} if call.attrs is not None else {}
+    merged.update(attrs)
+    return tirx.Evaluate(tvm.ir.Call(op, [*list(call.args), *extra_args], attrs=merged, ret_ty="int32"))
+
+
+@dataclass
+class _Group:
+    kind: str
+    units: list  # unit indices, in emission order
+    end: int  # position of its last unit
+    ring: int = 1  # TME: barriers in its ring (the versions of what it writes)
+    barrier: Any = None  # TME: the ring's barrier buffer
 
 
 class _Schedule:
     """The per-iteration emission plan of one loop: units in order, async groups, waits."""
 
-    def __init__(self, units: list[Unit], stages: list[int], orders: list[int], async_units: set[int]):
+    def __init__(self, units: list[Unit], stages: list[int], orders: list[int], kinds: dict[int, str]):
         self.stages = stages
         self.emitted = sorted(units, key=lambda u: orders[u.index])
         self.position = {u.index: p for p, u in enumerate(self.emitted)}
-        self.async_units = async_units
-        # Maximal runs of consecutive async units: one commit group each.
-        self.group_of: dict[int, int] = {}
-        self.group_end: list[int] = []  # position of each group's last unit
+        self.kinds = kinds
+        # Maximal runs of consecutive async units of one kind and stage: one commit group (LDLMS) or barrier ring
+        # (TME) each.
+        self.groups: list[_Group] = []
+        self.group_of: dict[int, _Group] = {}
         for pos, u in enumerate(self.emitted):
-            if u.index not in async_units:
+            kind = kinds.get(u.index)
+            if kind is None:
                 continue
-            if pos == 0 or self.emitted[pos - 1].index not in async_units:
-                self.group_end.append(pos)
-            self.group_of[u.index] = len(self.group_end) - 1
-            self.group_end[-1] = pos
-        self.async_writes = {u.index: u.writes for u in units if u.index in async_units}
+            previous = self.emitted[pos - 1].index if pos else None
+            if previous is None or kinds.get(previous) != kind or stages[previous] != stages[u.index]:
+                self.groups.append(_Group(kind, [], pos))
+            group = self.groups[-1]
+            group.units.append(u.index)
+            group.end = pos
+            self.group_of[u.index] = group
+        self.writes = {u.index: u.writes for u in units}
+        self.ldlms = [g for g in self.groups if g.kind == LDLMS]
 
-    @property
-    def groups(self) -> int:
-        return len(self.group_end)
-
-    def wait_count(self, consumer: Unit) -> int | None:
-        """Groups that may stay in flight before `consumer` runs (None: it reads no async copy's result)."""
-        pos_c = self.position[consumer.index]
-        committed_before = sum(1 for end in self.group_end if end < pos_c)
-        counts = []
-        for producer, writes in self.async_writes.items():
-            if producer == consumer.index or not writes & consumer.reads:
+    def producers(self, consumer: Unit) -> list[tuple[int, int]]:
+        """(async unit, stage distance) for each async unit whose result `consumer` reads."""
+        out = []
+        for producer in self.group_of:
+            if producer == consumer.index or not self.writes[producer] & consumer.reads:
                 continue
             distance = self.stages[consumer.index] - self.stages[producer]
+            if distance > 0 or (distance == 0 and self.position[producer] < self.position[consumer.index]):
+                out.append((producer, distance))
+        return out
+
+    def wait_count(self, consumer: Unit) -> int | None:
+        """LDLMS groups that may stay in flight before `consumer` runs (None: it reads no LDLMS copy's result)."""
+        pos_c = self.position[consumer.index]
+        committed_before = sum(1 for g in self.ldlms if g.end < pos_c)
+        counts = []
+        for producer, distance in self.producers(consumer):
             group = self.group_of[producer]
+            if group.kind != LDLMS:
+                continue
+            index = self.ldlms.index(group)
             if distance == 0:
-                if self.position[producer] > pos_c:
-                    continue  # reads the previous iteration's version, which an earlier wait covered
-                counts.append(committed_before - group - 1)
-            elif distance > 0:
-                counts.append(self.groups - 1 - group + self.groups * (distance - 1) + committed_before)
+                counts.append(committed_before - index - 1)
+            else:
+                counts.append(len(self.ldlms) - 1 - index + len(self.ldlms) * (distance - 1) + committed_before)
         return min(counts) if counts else None
 
+    def barriers(self, consumer: Unit) -> list[_Group]:
+        """The TME rings whose loads `consumer` reads (waited for at the consumer's own iteration)."""
+        out = []
+        for producer, _ in self.producers(consumer):
+            group = self.group_of[producer]
+            if group.kind == TME and group not in out:
+                out.append(group)
+        return out
 
-def pipeline_loop(loop: tirx.For, versions: dict, use_async: bool) -> Any:
+
+def in_order(loop: tirx.For) -> tirx.For:
+    """The loop without its pipeline schedule: it runs in order."""
+    kept = {str(k): v for k, v in loop.annotations.items() if str(k) not in _PIPELINE_KEYS}
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, kept, loop.step)
+
+
+def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: list, used_outside: set) -> Any:
     if loop.step is not None and as_int(loop.step) != 1:
         raise CompileError("T.Pipelined: a loop with a step cannot be pipelined", loc_of(loop))
     body = pipeline_units(loop)
@@ -174,8 +230,16 @@ def pipeline_loop(loop: tirx.For, versions: dict, use_async: bool) -> Any:
     orders = [int(x) for x in loop.annotations[SCHEDULE_ORDER]]
     max_stage = max(stages)
 
-    for buffer in sorted({b for u in units for b in u.writes}, key=lambda b: b.name):
-        count = version_count(buffer, units, stages, orders)
+    needs = {b: version_count(b, units, stages, orders) for b in {b for u in units for b in u.writes}}
+    outside = sorted((b.name for b, count in needs.items() if count > 1 and b in used_outside))
+    if outside:
+        warn_once(f"T.Pipelined in order {loc_of(loop)}",
+                  f"{loc_of(loop)}: T.Pipelined runs in order: `{outside[0]}` would need one copy per stage, but is "
+                  "also used outside the loop, where no copy is the current one (copy it to another buffer inside "
+                  "the loop to pipeline it)")
+        return in_order(loop)
+    for buffer in sorted(needs, key=lambda b: b.name):
+        count = needs[buffer]
         if count == 1:
             continue
         if scope_of(buffer) not in _VERSIONABLE:
@@ -188,13 +252,32 @@ def pipeline_loop(loop: tirx.For, versions: dict, use_async: bool) -> Any:
                                f"different depths ({versions[buffer][1]} and {count})", loc_of(loop))
         versions.setdefault(buffer, (versioned_buffer(buffer, count), count))
 
-    async_units = {u.index for u in units if issues_async(u, stages[u.index], max_stage, use_async)}
-    schedule = _Schedule(units, stages, orders, async_units)
+    kinds = {u.index: kind for u in units if (kind := load_kind(u, stages[u.index], max_stage, modes))}
+    schedule = _Schedule(units, stages, orders, kinds)
+    for group in schedule.groups:
+        if group.kind != TME:
+            continue
+        written = {b for i in group.units for b in units[i].writes}
+        group.ring = max(versions[b][1] if b in versions else 1 for b in written)
+        group.barrier = Tb.buffer([group.ring], "uint64", scope=BARRIER_SCOPE)
+        IRBuilder.name(f"{sorted(b.name for b in written)[0]}_full", group.barrier)
+        # Every thread arrives after the group's loads (the leader's expect-tx comes first in its program order).
+        barriers.append(tirx.AllocBuffer(group.barrier, {ARRIVE_COUNTS: [tirx.const(modes.threads, "int32")]
+                                                         * group.ring}))
     n, lo = loop.extent, loop.min
     ana = tvm.sym.Analyzer()
 
+    def slot(group: _Group, iteration: Any) -> Any:
+        return group.barrier[tirx.floormod(iteration, group.ring) if group.ring > 1 else 0]
+
     def at_iteration(unit: Unit, iteration: Any) -> Any:
-        stmt = unit.stmt if unit.index not in async_units else _as_issue(unit.stmt)
+        stmt = unit.stmt
+        kind = kinds.get(unit.index)
+        if kind == LDLMS:
+            stmt = _with_attrs(stmt, stmt.value.op, [], {ASYNC_ATTR: ASYNC_ISSUE})
+        elif kind == TME:
+            stmt = _with_attrs(stmt, tvm.ir.Op.get(TmeCopy.op_name), [slot(schedule.group_of[unit.index], iteration)],
+                               {"explicit": False, PIPELINED_ATTR: True})
         value = ana.simplify(lo + iteration)
         stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
                                                  if v.same_as(loop.loop_var) else v)])
@@ -210,24 +293,35 @@ def pipeline_loop(loop: tirx.For, versions: dict, use_async: bool) -> Any:
             else:
                 placed.append((unit, iteration, cond, True))
         out: list[Any] = []
-        last_wait = None  # (count, groups committed since)
+        last_wait = None  # (count, LDLMS groups committed since)
+        waited: set = set()  # (TME ring, stage) already waited for in this iteration
         for pos, (unit, iteration, cond, runs) in enumerate(placed):
             count = schedule.wait_count(unit) if runs else None
             if count is not None and not (last_wait and last_wait[0] + last_wait[1] <= count):
                 out += [wait_group(count), block_barrier()]
                 last_wait = (count, 0)
-            is_async = unit.index in async_units
-            if is_async and (pos == 0 or schedule.emitted[pos - 1].index not in async_units):
-                end = next(e for e in schedule.group_end if e >= pos)
-                if any(placed[q][3] for q in range(pos, end + 1)):
+            for group in schedule.barriers(unit) if runs else []:
+                if (id(group), stages[unit.index]) in waited:
+                    continue
+                waited.add((id(group), stages[unit.index]))
+                parity = tirx.floormod(tirx.floordiv(iteration, group.ring), 2) if group.ring > 1 else \
+                    tirx.floormod(iteration, 2)
+                wait = barrier_call(BARRIER_WAIT_OP, slot(group, iteration), parity)
+                out.append(wait if cond is None else tirx.IfThenElse(cond, wait, None))
+            group = schedule.group_of.get(unit.index)
+            if group is not None and group.units[0] == unit.index:
+                if any(placed[q][3] for q in range(pos, group.end + 1)):
                     out.append(block_barrier())  # the versions it overwrites were read by other threads
             if runs:
                 stmt = at_iteration(unit, iteration)
                 out.append(stmt if cond is None else tirx.IfThenElse(cond, stmt, None))
-            if is_async and pos in schedule.group_end:
+            if group is not None and group.kind == LDLMS and pos == group.end:
                 out.append(commit_group())  # also when its copies are guarded off: group counts stay uniform
                 if last_wait:
                     last_wait = (last_wait[0], last_wait[1] + 1)
+            if group is not None and group.kind == TME and pos == group.end and runs:
+                arrive = barrier_call(BARRIER_ARRIVE_OP, slot(group, iteration))
+                out.append(arrive if cond is None else tirx.IfThenElse(cond, arrive, None))
         return out
 
     stmts: list[Any] = list(body.hoisted)
@@ -242,25 +336,55 @@ def pipeline_loop(loop: tirx.For, versions: dict, use_async: bool) -> Any:
     start = ana.simplify(tirx.Max(n, tirx.const(max_stage, n.ty.dtype)))
     for e in range(max_stage):
         stmts += pipeline_iteration(start + e, guarded=True)
-    if async_units:
+    if schedule.ldlms:
         stmts.append(wait_group(0))
     return tirx.SeqStmt(stmts)
 
 
-def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+def load_modes(func: tirx.PrimFunc, configs: dict) -> LoadModes:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     arch = arch_of(target) if target is not None else None
-    use_async = (arch is not None and arch.musa_arch >= 220
-                 and enabled(configs, PassConfigKey.TL_ENABLE_ASYNC_COPY, default=True))
+    renumbered = frozenset(global_layouts(func))
+    return LoadModes(
+        tme=arch is not None and arch.has_tme and not enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER),
+        ldlms=arch is not None and arch.musa_arch >= 220
+        and enabled(configs, PassConfigKey.TL_ENABLE_ASYNC_COPY, default=True),
+        params=tuple(func.params), renumbered=renumbered, threads=thread_info(func).num_threads)
+
+
+def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+    modes = load_modes(func, configs)
     versions: dict = {}
+    barriers: list = []
+
+    threads = thread_info(func)
+    ranged = [0]  # inside an `if` on the thread index or a T.ws region: not every thread arrives
 
     def on_for(node, mutator):
         node = mutator.default_mutate(node)
         if SCHEDULE_STAGE not in node.annotations:
             return node
-        return pipeline_loop(node, versions, use_async)
+        here = modes if not ranged[0] else dataclasses.replace(modes, tme=False)
+        return pipeline_loop(node, versions, here, barriers, used_outside_loop(func.body, node))
 
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.For, on_for)])
+    def on_if(node, mutator):
+        on_threads = bool(thread_conditions(node.condition, threads))
+        ranged[0] += on_threads
+        node = mutator.default_mutate(node)
+        ranged[0] -= on_threads
+        return node
+
+    def on_attr(node, mutator):
+        is_ws = str(node.attr_key) == WS_ATTR
+        ranged[0] += is_ws
+        node = mutator.default_mutate(node)
+        ranged[0] -= is_ws
+        return node
+
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.For, on_for), (tirx.IfThenElse, on_if),
+                                                 (tirx.AttrStmt, on_attr)])
+    if barriers:
+        body = declare_buffers_first(body, barriers)
     if not versions:
         return func.with_body(body)
 
@@ -270,12 +394,6 @@ def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
         return node
 
     body = tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc)])
-    still_used = _references(body, set(versions))
-    if still_used:
-        buf = sorted(still_used, key=lambda b: b.name)[0]
-        raise CompileError(f"T.Pipelined: `{buf.name}` is multi-buffered by the pipeline (one version per stage) "
-                           "but also used outside the pipelined loop, where no version is current; copy it to "
-                           "another buffer inside the loop", None)
     func = func.with_body(body)
     if func.attrs is not None and ANNOTATIONS_ATTR in func.attrs:
         layouts = {}
@@ -287,6 +405,29 @@ def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
                 layouts[buf] = layout
         func = func.with_attr(ANNOTATIONS_ATTR, layouts)
     return func
+
+
+def declare_buffers_first(body: Any, allocs: list) -> Any:
+    """`body` with `allocs` before the kernel's first allocation."""
+    return declare_buffers(body, [a.buffer for a in allocs], [dict(a.annotations) for a in allocs])
+
+
+def used_outside_loop(body: Any, loop: tirx.For) -> set:
+    """Buffers the kernel accesses outside `loop` (allocations aside)."""
+    def count(node) -> dict:
+        seen: dict = {}
+
+        def visit(var):
+            if isinstance(var.ty, tirx.BufferType):
+                seen[var] = seen.get(var, 0) + 1
+
+        tvm_ffi.structural_walk(node, [(tvm.ir.expr.Var, visit)], order="pre")
+        return seen
+
+    total, inside = count(body), count(loop)
+    allocated: dict = {}
+    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: allocated.__setitem__(a.buffer, 1))], order="pre")
+    return {b for b, n in total.items() if n - allocated.get(b, 0) > inside.get(b, 0)}
 
 
 def _references(body: Any, buffers: set) -> set:

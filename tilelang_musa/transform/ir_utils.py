@@ -156,9 +156,9 @@ def loc_of(node: Any):
     return None
 
 
-def declare_buffers(body: Any, buffers: list[Any]) -> Any:
-    """`body` with `AllocBuffer`s for `buffers` added before the kernel's first allocation (the outermost
-    sequence that allocates), so they are in scope wherever the kernel's own tiles are."""
+def declare_buffers(body: Any, buffers: list[Any], annotations: list[dict] | None = None) -> Any:
+    """`body` with `AllocBuffer`s for `buffers` (with `annotations`, one dict each) added before the kernel's first
+    allocation (the outermost sequence that allocates), so they are in scope wherever the kernel's own tiles are."""
     if not buffers:
         return body
     done = False
@@ -172,7 +172,9 @@ def declare_buffers(body: Any, buffers: list[Any]) -> Any:
             return mutator.default_mutate(node)
         done = True
         seq = list(node.seq)
-        return tirx.SeqStmt(seq[:first] + [tirx.AllocBuffer(b) for b in buffers] + seq[first:])
+        allocs = [tirx.AllocBuffer(b, a) if a else tirx.AllocBuffer(b)
+                  for b, a in zip(buffers, annotations or [None] * len(buffers))]
+        return tirx.SeqStmt(seq[:first] + allocs + seq[first:])
 
     body = tvm_ffi.structural_mutate(body, [(tirx.SeqStmt, on_seq)])
     if not done:

@@ -30,7 +30,7 @@ from ..tileop.tme_copy import (
     DESCRIPTORS_ATTR, TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme,
     not_tme_error,
 )
-from .ir_utils import thread_info
+from .ir_utils import TensorLoad, thread_info
 from .layout_inference import view_buffers
 from .lower_async_barriers import BARRIER_SYNC_OP
 from .lower_global_layout import global_layouts
@@ -112,7 +112,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
 
     def on_if(node, mutator):
         conds = thread_conditions(node.condition, threads)
-        other = len(conds) < len(conjuncts(node.condition))
+        other = len(conds) < len(conjuncts(node.condition)) and not _block_uniform(node.condition, threads)
         data_conditions[0] += other
         guards.extend(conds)
         then_case = mutator.mutate(node.then_case)
@@ -147,7 +147,11 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
             from ..tileop.copy import Copy
 
             args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, {}, configs)
-            return Copy(op.src, op.dst, op.loc, op.coalesced_width).lower(args)
+            plain = Copy(op.src, op.dst, op.loc, op.coalesced_width).lower(args)
+            if not op.pipelined:
+                return plain
+            # Every thread's part is stored before the threads arrive on the pipeline's barrier.
+            return tirx.SeqStmt([plain, tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))])
 
         return lower_one(op, fallback)
 
@@ -161,6 +165,20 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     if descriptors:
         func = func.with_attr(DESCRIPTORS_ATTR, descriptors)
     return func
+
+
+def _block_uniform(cond: Any, threads) -> bool:
+    """Whether every thread of a block takes the same branch: the condition reads no memory and no thread index
+    (block indices, loop variables and sizes only, e.g. a pipeline's guard on a run-time trip count)."""
+    thread_vars = set(threads.vars.get(t) for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z")) - {None}
+    found = []
+
+    def visit(node):
+        if isinstance(node, TensorLoad) or (isinstance(node, tvm.ir.expr.Var) and node in thread_vars):
+            found.append(node)
+
+    tvm_ffi.structural_walk(cond, [(TensorLoad, visit), (tvm.ir.expr.Var, visit)], order="pre")
+    return not found
 
 
 def _allocate_at_top(body: Any, allocs: list) -> Any:

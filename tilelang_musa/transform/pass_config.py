@@ -120,7 +120,8 @@ SAME_EFFECT_AS = {
 }
 
 _NO_TME = "no copy is lowered to TME (or another asynchronous copy) yet"
-_NO_WS = "no kernel is warp-specialized yet"
+_NO_WS = ("warp specialization is automatic on mp_31 for pipelined loops whose loads are all TME copies "
+          "(TL_DISABLE_WARP_SPECIALIZED turns it off); there is nothing further to enable")
 _NO_PASS = "this build's pipeline (transform/pipeline.py) has no such pass"
 _PTXAS = "ptxas is NVIDIA's assembler; mcc has no option known to match (give mcc options in TL_DEVICE_COMPILE_FLAGS)"
 
@@ -137,7 +138,6 @@ WITHOUT_EFFECT = {
     K.TL_DISABLE_INDEX_TYPE_PROMOTION: "indices are never promoted to 64 bits yet",
     K.TL_CONFIG_INDEX_BITWIDTH: "indices keep the dtype of the program's shapes and loop variables (int32 unless "
                                 "the program uses int64); no pass rewrites their width yet",
-    K.TL_DISABLE_WARP_SPECIALIZED: _NO_WS,
     K.TL_ENABLE_AUTO_WARP_SPECIALIZATION: _NO_WS,
     K.TL_ENABLE_AUTO_SCHEDULE: "auto scheduling is TileLang-Ascend's; MUSA kernels are scheduled as written",
     K.TL_ENABLE_MUSA_TMA_PREFETCH: "TME descriptors are not prefetched: each is read by the copies that use it",

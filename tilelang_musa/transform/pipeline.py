@@ -37,6 +37,7 @@ from .safe_memory_access import SafeMemoryAccess
 from .stage_gemm_operands import StageGemmOperands
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
+from .warp_specialize_pipeline import WarpSpecializePipeline
 
 
 def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
@@ -51,7 +52,10 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         StageGemmOperands(configs),
         # T.Pipelined: a stage and an order for each statement of the loop body (upstream's rules, or stage=/order=).
         PipelinePlanning(),
-        # ...then the prologue / steady state / epilogue, shared tiles multi-buffered, loads asynchronous (LDLMS).
+        # mp_31: a loop whose loads are all TME copies gets a producer squad and full/empty barrier rings.
+        WarpSpecializePipeline(configs),
+        # The others: prologue / steady state / epilogue, shared tiles multi-buffered, loads asynchronous (TME on a
+        # barrier ring where it qualifies on mp_31, else LDLMS in commit groups).
         InjectSoftwarePipeline(configs),
         # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider pieces).
         FuseAsyncCopyLanes(),

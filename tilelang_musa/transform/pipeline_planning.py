@@ -18,16 +18,18 @@ The result is the loop's SCHEDULE_STAGE / SCHEDULE_ORDER annotations, which Inje
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import tvm_ffi
 from tvm import tirx
 
+from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..language.loop import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES
-from .ir_utils import loc_of
+from .ir_utils import as_int, dtype_bytes, loc_of, scope_of
 from .pass_base import tl_pass
-from .pipeline_units import Unit, pipeline_units
+from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
 
 SCHEDULE_STAGE = "software_pipeline_stage"
 SCHEDULE_ORDER = "software_pipeline_order"
@@ -123,7 +125,61 @@ def _annotated(loop: tirx.For, annotations: dict) -> tirx.For:
                     loop.step)
 
 
-def plan_loop(loop: tirx.For) -> tirx.For:
+@dataclass(frozen=True)
+class SharedBudget:
+    """The kernel's shared tiles (bytes of one copy each) and the target's shared memory per block."""
+    tiles: dict
+    limit: int
+
+    def needed(self, units: list[Unit], stages: list[int], orders: list[int]) -> int:
+        total = 0
+        for buf, size in self.tiles.items():
+            copies = version_count(buf, units, stages, orders) if any(buf in u.writes for u in units) else 1
+            total += -(-size * copies // _SMEM_ROUNDING) * _SMEM_ROUNDING
+        return total
+
+
+_SMEM_ROUNDING = 1024  # tiles are placed at (at least) this alignment in the dynamic arena
+
+
+def shared_budget(func: tirx.PrimFunc) -> SharedBudget | None:
+    target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
+    if target is None or "max_shared_memory_per_block" not in target.attrs:
+        return None
+    tiles = {}
+
+    def visit(node):
+        buf = node.buffer
+        if scope_of(buf) in SHARED_SCOPES and all(as_int(e) is not None for e in buf.ty.shape):
+            count = 1
+            for e in buf.ty.shape:
+                count *= as_int(e)
+            tiles[buf] = count * dtype_bytes(buf.ty.dtype.dtype)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, visit)], order="pre")
+    return SharedBudget(tiles, int(target.attrs["max_shared_memory_per_block"]))
+
+
+def _fit_in_shared_memory(units: list[Unit], num_stages: int, schedule: tuple, budget: SharedBudget,
+                          loop: tirx.For) -> tuple | None:
+    """`num_stages` as given when its copies of the tiles fit in shared memory, else the deepest that fits (with a
+    warning): upstream's num_stages is a request, and the user's GEMM (256x256x64, three stages: 192 KB) must still
+    run on mp_22's 72 KB. If even one stage does not fit, the schedule stays (PlanDynamicSharedMemory reports it)."""
+    needed = budget.needed(units, *schedule)
+    if needed <= budget.limit:
+        return schedule
+    for fewer in range(num_stages - 1, 0, -1):
+        smaller = default_schedule(units, fewer)
+        if smaller is not None and budget.needed(units, *smaller) <= budget.limit:
+            loc = loc_of(loop)
+            warn_once(f"T.Pipelined stages {loc}", f"{loc}: T.Pipelined(num_stages={num_stages}) would need {needed} "
+                      f"bytes of shared memory for its copies of the tiles, more than the target's {budget.limit} "
+                      f"per block; pipelined with num_stages={fewer} instead")
+            return smaller
+    return schedule
+
+
+def plan_loop(loop: tirx.For, budget: SharedBudget | None = None) -> tirx.For:
     ann = loop.annotations
     stage, order = _int_list(loop, PIPELINE_STAGE), _int_list(loop, PIPELINE_ORDER)
     num_stages = int(ann[PIPELINE_STAGES]) if PIPELINE_STAGES in ann else 0
@@ -146,6 +202,8 @@ def plan_loop(loop: tirx.For) -> tirx.For:
         schedule = (stage, order)
     else:
         schedule = default_schedule(units, num_stages)
+        if schedule is not None and budget is not None:
+            schedule = _fit_in_shared_memory(units, num_stages, schedule, budget, loop)
     if schedule is None:
         return _annotated(loop, kept)
     check_dependencies(units, *schedule, loop)
@@ -157,12 +215,14 @@ def plan_loop(loop: tirx.For) -> tirx.For:
 
 
 def pipeline_planning(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    budget = shared_budget(func)
+
     def on_for(node: Any, mutator: Any) -> Any:
         node = mutator.default_mutate(node)
         ann = node.annotations
         if not any(k in ann for k in _USER_KEYS):
             return node
-        return plan_loop(node)
+        return plan_loop(node, budget)
 
     return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
 

@@ -174,3 +174,19 @@ def _groups(loop: tirx.For, count: int) -> list[list[int]]:
         raise CompileError(f"T.Pipelined: group={groups} must list each of the loop body's {count} statements "
                            f"(0..{count - 1}) exactly once", loc_of(loop))
     return groups
+
+
+def version_count(buffer: Any, units: list[Unit], stages: list[int], orders: list[int]) -> int:
+    """How many copies of `buffer` the schedule needs: the largest stage distance from a writer to a reader, + 1
+    unless every reader at that distance comes before the writer in the order (it reads the old contents first)."""
+    count = 1
+    for w in units:
+        if buffer not in w.writes:
+            continue
+        for r in units:
+            if r is w or buffer not in r.reads:
+                continue
+            distance = stages[r.index] - stages[w.index]
+            if distance >= 1:
+                count = max(count, distance + (0 if orders[r.index] < orders[w.index] else 1))
+    return count

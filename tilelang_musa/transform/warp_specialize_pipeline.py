@@ -1,0 +1,192 @@
+"""WarpSpecializePipeline: on mp_31, a planned `T.Pipelined` loop whose early stages are all TME loads becomes a
+producer squad and the consumer squads (upstream TileLang's warp specialization; off with
+TL_DISABLE_WARP_SPECIALIZED, or TL_DISABLE_TMA_LOWER since the producer's loads are TME copies).
+
+The block grows by one squad (128 threads, `producer_threads` as upstream): threads [T, T + 128) run the producer,
+the original T threads everything else. With R slots (the versions of the loaded tiles):
+
+    producer (T.ws(T/128)):  for k: wait empty[k % R] (parity (k // R & 1) ^ 1); TME loads of iteration k into
+                             version k % R on full[k % R]; every producer thread arrives on full[k % R]
+    consumers (T.ws(0..)):   the statements before the loop; for k: the loop body without its loads, waiting
+                             full[k % R] (parity k // R & 1) before the first statement reading a loaded tile and
+                             arriving on empty[k % R] after the last; the statements after the loop
+
+so the producer runs up to R iterations ahead, and neither side waits on a block barrier. A loop qualifies when it
+is a statement of the kernel's top-level sequence (one pipelined loop per kernel), every unit of an earlier stage
+than the last is a TME load (tiles, box and descriptor rules: tileop/tme_copy.py) reading nothing the loop writes,
+the block is 1-D with a multiple of 128 threads, and no other unit writes the loaded tiles. Other loops are
+pipelined in one squad by InjectSoftwarePipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..language.barrier import ARRIVE_COUNTS, BARRIER_ARRIVE_OP, BARRIER_SCOPE, BARRIER_WAIT_OP
+from ..language.warp_specialize import SQUAD_THREADS, WS_ATTR
+from ..tileop.tme_copy import PIPELINED_ATTR, TmeCopy
+from .inject_software_pipeline import (
+    TME, _references, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
+)
+from .ir_utils import as_int, declare_buffers, thread_info
+from .pass_base import tl_pass
+from .pass_config import PassConfigKey, enabled
+from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
+from .pipeline_units import flatten, pipeline_units, version_count
+
+
+def _thread_attr(body: Any) -> tuple[list, tirx.AttrStmt] | None:
+    """The AttrStmts from the kernel's top down to (and including) the threadIdx.x extent."""
+    chain = []
+    node = body
+    while isinstance(node, tirx.AttrStmt):
+        chain.append(node)
+        if node.attr_key == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x":
+            return chain, node
+        node = node.body
+    return None
+
+
+def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+    modes = load_modes(func, configs)
+    if not modes.tme or enabled(configs, PassConfigKey.TL_DISABLE_WARP_SPECIALIZED):
+        return func
+    threads = thread_info(func)
+    block = as_int(threads.extents.get("threadIdx.x"))
+    if set(threads.extents) - {"threadIdx.x", "blockIdx.x", "blockIdx.y", "blockIdx.z"} or block is None \
+            or block % SQUAD_THREADS:
+        return func
+    found = _thread_attr(func.body)
+    if found is None:
+        return func
+    chain, thread_attr = found
+    stmts = flatten(thread_attr.body)
+    loops = [s for s in stmts if isinstance(s, tirx.For) and SCHEDULE_STAGE in s.annotations]
+    nested = []
+    tvm_ffi.structural_walk(thread_attr.body, [(tirx.For, lambda f: nested.append(f)
+                                                 if SCHEDULE_STAGE in f.annotations else None)], order="pre")
+    if len(loops) != 1 or len(nested) != 1:
+        return func
+    (loop,) = loops
+    plan = _plan(loop, modes)
+    if plan is None:
+        return func
+    loads, ring, versions = plan
+    outside = [s for s in stmts if not s.same_as(loop) and not isinstance(s, tirx.AllocBuffer)]
+    if versions and _references(tirx.SeqStmt(outside), set(versions)):
+        return func  # a loaded tile is used outside the loop too: InjectSoftwarePipeline says why that fails
+
+    tid = thread_attr.node.var
+    full = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
+    empty = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
+    IRBuilder.name("pipeline_full", full)
+    IRBuilder.name("pipeline_empty", empty)
+    units = pipeline_units(loop).units
+    loaded = {b for i in loads for b in units[i].writes}
+    readers = [u.index for u in units if u.index not in loads and u.reads & loaded]
+    kept = {str(key): v for key, v in loop.annotations.items()
+            if str(key) not in (SCHEDULE_STAGE, SCHEDULE_ORDER, "tl.pipeline.group")}
+
+    def serial(make_body) -> tirx.For:
+        """The loop over the iterations, its body made by `make_body(slot, phase, here)`."""
+        k = tirx.Var(loop.loop_var.name, loop.loop_var.ty.dtype)
+        value = tvm.sym.Analyzer().simplify(loop.min + k)
+        slot = tirx.floormod(k, ring) if ring > 1 else tirx.const(0, k.ty.dtype)
+        phase = tirx.floormod(tirx.floordiv(k, ring), 2)
+
+        def here(stmt: Any) -> Any:
+            stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
+                                                     if v.same_as(loop.loop_var) else v)])
+            return to_versions(stmt, versions, k)
+
+        body = make_body(slot, phase, here)
+        return tirx.For(k, tirx.const(0, loop.extent.ty.dtype), loop.extent, loop.kind,
+                        tirx.SeqStmt(body) if len(body) > 1 else body[0], loop.thread_binding, kept)
+
+    def producer_body(slot, phase, here):
+        body = [barrier_call(BARRIER_WAIT_OP, empty[slot], tirx.bitwise_xor(phase, 1))]
+        for u in units:
+            if u.index in loads:
+                body.append(here(_with_attrs(u.stmt, tvm.ir.Op.get(TmeCopy.op_name), [full[slot]],
+                                             {"explicit": False, PIPELINED_ATTR: True})))
+        return body + [barrier_call(BARRIER_ARRIVE_OP, full[slot])]
+
+    def consumer_body(slot, phase, here):
+        body = []
+        for u in units:
+            if u.index in loads:
+                continue
+            if readers and u.index == readers[0]:
+                body.append(barrier_call(BARRIER_WAIT_OP, full[slot], phase))
+            body.append(here(u.stmt))
+            if readers and u.index == readers[-1]:
+                body.append(barrier_call(BARRIER_ARRIVE_OP, empty[slot]))
+        return body
+
+    top = [s for s in stmts if isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+    rest = [s for s in stmts if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+    consumer = [serial(consumer_body) if s.same_as(loop) else s for s in rest]
+    producer_squad = block // SQUAD_THREADS
+    regions = [
+        _region(f"producer squad T.ws({producer_squad}) of T.Pipelined",
+                tirx.LE(tirx.const(block, tid.ty.dtype), tid),
+                [serial(producer_body)]),
+        _region(f"consumer squads T.ws(0..{producer_squad - 1}) of T.Pipelined", tirx.LT(tid, block), consumer),
+    ]
+    body = tirx.SeqStmt(top + regions)
+    body = declare_buffers(body, [full, empty], [{ARRIVE_COUNTS: [tirx.const(SQUAD_THREADS, "int32")] * ring},
+                                                 {ARRIVE_COUNTS: [tirx.const(block, "int32")] * ring}])
+
+    def on_alloc(node, mutator):
+        if node.buffer in versions:
+            return tirx.AllocBuffer(versions[node.buffer][0], node.annotations)
+        return node
+
+    body = tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc)])
+    grown = block + SQUAD_THREADS
+    iv = thread_attr.node
+    new_iv = tirx.IterVar(tvm.ir.Range(0, grown), iv.var, iv.iter_type, str(iv.thread_tag))
+    node = tirx.AttrStmt(new_iv, thread_attr.attr_key, tirx.const(grown, str(thread_attr.value.ty.dtype)), body)
+    for outer in reversed(chain[:-1]):
+        node = tirx.AttrStmt(outer.node, outer.attr_key, outer.value, node)
+    return func.with_body(node)
+
+
+def _region(label: str, cond: Any, body: list) -> Any:
+    inner = tirx.IfThenElse(cond, tirx.SeqStmt(body) if len(body) > 1 else body[0], None)
+    return tirx.AttrStmt(tirx.const(0, "int32"), WS_ATTR, tvm.ir.expr.StringImm(label), inner)
+
+
+def _plan(loop: tirx.For, modes) -> tuple[set, int, dict] | None:
+    """(load units, slots, versioned buffers) when the loop qualifies (module docstring), else None."""
+    if loop.step is not None and as_int(loop.step) != 1:
+        return None
+    body = pipeline_units(loop)
+    if body.hoisted:
+        return None
+    units = body.units
+    stages = [int(x) for x in loop.annotations[SCHEDULE_STAGE]]
+    orders = [int(x) for x in loop.annotations[SCHEDULE_ORDER]]
+    last = max(stages)
+    loads = {u.index for u in units if stages[u.index] < last}
+    if not loads or any(load_kind(units[i], stages[i], last, modes) != TME for i in loads):
+        return None
+    written = {b for u in units for b in u.writes}
+    loaded = {b for i in loads for b in units[i].writes}
+    if any(units[i].reads & written for i in loads):
+        return None  # a load's address depends on the loop's own results (a sparse gather): keep it in one squad
+    if any(u.writes & loaded for u in units if u.index not in loads):
+        return None
+    ring = max(version_count(b, units, stages, orders) for b in loaded)
+    versions = {b: (versioned_buffer(b, ring), ring) for b in loaded} if ring > 1 else {}
+    return loads, ring, versions
+
+
+def WarpSpecializePipeline(configs: dict):  # noqa: N802 - a pass, named as TVM names passes
+    return tl_pass("WarpSpecializePipeline", lambda func: warp_specialize_pipeline(func, configs))
