@@ -85,9 +85,8 @@ def ours() -> None:
             seconds = _median_time(run)
             text = code["source"]
             text = text if isinstance(text, str) else str(getattr(text, "device", text))
-            versions = sorted(set(re.findall(r"(\w+_shared)\[\(*\(*k \+ \d+\) % (\d+)", text)))
-            print(f"{arch} | {name} | lowering {seconds * 1e3:.0f} ms | versions {versions or '-'} | "
-                  f"{describe(text)}")
+            threads = re.search(r"__launch_bounds__\((\d+)", text).group(1)
+            print(f"{arch} | {name} | lowering {seconds * 1e3:.0f} ms | {threads} threads | {describe(text)}")
 
 
 def upstream() -> None:
@@ -108,7 +107,9 @@ def upstream() -> None:
 
             seconds = _median_time(run)
             source = result["artifact"].kernel_source
-            print(f"upstream {target} | {name} | lowering {seconds * 1e3:.0f} ms | {describe(source)}")
+            threads = re.search(r"__launch_bounds__\((\d+)", source)
+            print(f"upstream {arch} | {name} | lowering {seconds * 1e3:.0f} ms | "
+                  f"{threads.group(1) if threads else '?'} threads | {describe(source)}")
 
 
 if __name__ == "__main__":

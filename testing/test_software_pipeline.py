@@ -508,3 +508,34 @@ def test_upstream_block_sparse_gemm_with_a_conditional_body(arch, num_stages, ch
                         a[i * bm:(i + 1) * bm, kk * bk:(kk + 1) * bk].float() @ b[kk * bk:(kk + 1) * bk,
                                                                                   j * bn:(j + 1) * bn].float())
     torch.testing.assert_close(kernel(a, b, mask).float(), ref, rtol=1e-2, atol=2e-2)
+
+
+def test_group_makes_several_statements_one_scheduled_unit():
+    """group=[[0, 1], [2]]: the two loads are one unit (one stage and order entry), the gemm the other; the
+    pipeline is the one that stage=[0, 0, 1] / order=[0, 1, 2] gives the three statements."""
+    grouped = gemm_program(64, 64, 128, group=[[0, 1], [2]], stage=[0, 1], order=[0, 1])
+    plain = gemm_program(64, 64, 128, stage=[0, 0, 1], order=[0, 1, 2])
+    injected = [inject_software_pipeline(pipeline_planning(with_target(f, "mp_22")), {}) for f in (grouped, plain)]
+    tvm.ir.assert_structural_equal(_flat(injected[0]), _flat(injected[1]))
+    with pytest.raises(CompileError, match=r"group=\[\[0\], \[2\]\] must list each of the loop body's 3 statements"):
+        planned(gemm_program(64, 64, 128, group=[[0], [2]], stage=[0, 1], order=[0, 1]))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_flash_attention_with_two_stages_and_a_causal_tail_matches_torch(arch, checked):
+    """The classic FlashAttention forward with num_stages=2 (sequence 200: a partial last key block, a run-time trip
+    count under the causal mask): warp-specialized TME on mp_31, a two-deep LDLMS pipeline on mp_22."""
+    import test_flash_attention as fa
+
+    program = fa.example.flash_attention.func(batch=1, heads=2, seq_len=200, dim=32, is_causal=True, num_stages=2)
+    kernel = tilelang.compile(program, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    if arch == "mp_31":
+        assert "__launch_bounds__(256" in source and source.count("tl::tma_load<") == 2
+    else:
+        assert source.count("tl::async_copy_g2s<") == 6 and "tl::async_copy_wait<3>();" in source
+    q, k, v = (rand((1, 200, 2, 32), torch.float16, s) for s in (21, 22, 23))
+    out = poison((1, 200, 2, 32), torch.float16)
+    kernel(q, k, v, out)
+    torch.testing.assert_close(out.float(), fa.example.ref_program(q, k, v, True, 1, "bshd").float(),
+                               rtol=1e-2, atol=1e-2)

@@ -111,13 +111,20 @@ class LoadModes:
 
 
 def load_kind(unit: Unit, stage: int, max_stage: int, modes: LoadModes) -> str | None:
-    """How a unit of an earlier stage than the last loads: TME, LDLMS, or synchronously (None)."""
+    """How a unit of an earlier stage than the last loads: TME, LDLMS, or synchronously (None). A unit of several
+    copies (group=) takes the form all of them allow."""
     if stage >= max_stage or not unit.is_global_to_shared_copy():
         return None
-    copy = unit.copy()
+    kinds = {_copy_kind(copy, stmt.value, modes) for copy, stmt in zip(unit.copies(), unit.stmts)}
+    if kinds == {TME}:
+        return TME
+    return LDLMS if kinds <= {TME, LDLMS} and modes.ldlms and all(
+        _ldlms_pieces(copy) for copy in unit.copies()) else None
+
+
+def _copy_kind(copy: Any, call: Any, modes: LoadModes) -> str | None:
     if copy.async_mode is not None or copy.robust_desc is not None or copy.src.dtype != copy.dst.dtype:
         return None
-    call = unit.stmts[0].value
     if call.attrs is not None and any("cache" in str(k) for k in call.attrs.keys()):
         return None  # a copy with cache hints is a TME copy of its own (lower_tme_copy.py)
     if modes.tme and copy.src.buffer not in modes.renumbered and DISABLE_TMA_ATTR not in call.attrs:
@@ -126,14 +133,16 @@ def load_kind(unit: Unit, stage: int, max_stage: int, modes: LoadModes) -> str |
             return TME
         except NotTme:
             pass
-    if modes.ldlms:
-        try:
-            dims = copy.copy_dims()
-            piece_elements(copy, dims, list(common_extents(copy.src, copy.dst, dims)), ASYNC_PIECE_BYTES, "T.copy")
-            return LDLMS
-        except TileLangError:
-            pass  # no 4/8/16-byte pieces
-    return None
+    return LDLMS if modes.ldlms and _ldlms_pieces(copy) else None
+
+
+def _ldlms_pieces(copy: Any) -> bool:
+    try:
+        dims = copy.copy_dims()
+        piece_elements(copy, dims, list(common_extents(copy.src, copy.dst, dims)), ASYNC_PIECE_BYTES, "T.copy")
+        return True
+    except TileLangError:
+        return False  # no 4/8/16-byte pieces
 
 
 def _with_attrs(stmt: Any, op: Any, extra_args: list, attrs: dict) -> Any:
@@ -271,13 +280,15 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
         return group.barrier[tirx.floormod(iteration, group.ring) if group.ring > 1 else 0]
 
     def at_iteration(unit: Unit, iteration: Any) -> Any:
-        stmt = unit.stmt
         kind = kinds.get(unit.index)
+        stmts = list(unit.stmts)
         if kind == LDLMS:
-            stmt = _with_attrs(stmt, stmt.value.op, [], {ASYNC_ATTR: ASYNC_ISSUE})
+            stmts = [_with_attrs(s, s.value.op, [], {ASYNC_ATTR: ASYNC_ISSUE}) for s in stmts]
         elif kind == TME:
-            stmt = _with_attrs(stmt, tvm.ir.Op.get(TmeCopy.op_name), [slot(schedule.group_of[unit.index], iteration)],
-                               {"explicit": False, PIPELINED_ATTR: True})
+            bar = slot(schedule.group_of[unit.index], iteration)
+            stmts = [_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [bar], {"explicit": False, PIPELINED_ATTR: True})
+                     for s in stmts]
+        stmt = stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
         value = ana.simplify(lo + iteration)
         stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
                                                  if v.same_as(loop.loop_var) else v)])

@@ -57,6 +57,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     # is not known here, so the elected leader may not be among them; a T.copy there stays a plain copy.
     data_conditions = [0]
     analyzer = thread_analyzer(threads)
+    per_thread = _per_thread_vars(func, threads)
 
     def leader_condition(op: TmeCopy) -> Any:
         reach: ThreadRange = _reaching(guards, threads, analyzer(), op)
@@ -112,7 +113,8 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
 
     def on_if(node, mutator):
         conds = thread_conditions(node.condition, threads)
-        other = len(conds) < len(conjuncts(node.condition)) and not _block_uniform(node.condition, threads)
+        other = len(conds) < len(conjuncts(node.condition)) and not _block_uniform(node.condition, threads,
+                                                                                    per_thread)
         data_conditions[0] += other
         guards.extend(conds)
         then_case = mutator.mutate(node.then_case)
@@ -167,18 +169,33 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     return func
 
 
-def _block_uniform(cond: Any, threads) -> bool:
-    """Whether every thread of a block takes the same branch: the condition reads no memory and no thread index
-    (block indices, loop variables and sizes only, e.g. a pipeline's guard on a run-time trip count)."""
-    thread_vars = set(threads.vars.get(t) for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z")) - {None}
+def _block_uniform(cond: Any, threads, per_thread: set) -> bool:
+    """Whether every thread of a block takes the same branch: the condition reads no memory, no thread index and no
+    bound or parallel-loop variable (which may hide either): block indices, serial loop variables and sizes only,
+    e.g. a pipeline's guard on a run-time trip count."""
     found = []
 
     def visit(node):
-        if isinstance(node, TensorLoad) or (isinstance(node, tvm.ir.expr.Var) and node in thread_vars):
+        if isinstance(node, TensorLoad) or (isinstance(node, tvm.ir.expr.Var) and node in per_thread):
             found.append(node)
 
     tvm_ffi.structural_walk(cond, [(TensorLoad, visit), (tvm.ir.expr.Var, visit)], order="pre")
     return not found
+
+
+def _per_thread_vars(func: tirx.PrimFunc, threads) -> set:
+    """Thread indices, variables bound by statements, and the variables of parallel / vectorized loops."""
+    out = set(threads.vars.get(t) for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z")) - {None}
+
+    def on_bind(node):
+        out.add(node.var)
+
+    def on_for(node):
+        if node.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
+            out.add(node.loop_var)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.Bind, on_bind), (tirx.For, on_for)], order="pre")
+    return out
 
 
 def _allocate_at_top(body: Any, allocs: list) -> Any:

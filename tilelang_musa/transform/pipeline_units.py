@@ -45,18 +45,21 @@ class Unit:
     def stmt(self) -> Any:
         return self.stmts[0] if len(self.stmts) == 1 else tirx.SeqStmt(self.stmts)
 
-    def copy(self) -> Copy | None:
-        """The T.copy this unit is, if it is exactly one (not under a condition)."""
-        if len(self.stmts) != 1 or not isinstance(self.stmts[0], tirx.Evaluate):
-            return None
-        call = self.stmts[0].value
-        if isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op) and str(call.op.name) == Copy.op_name:
-            return Copy.from_call(call)
-        return None
+    def copies(self) -> list[Copy] | None:
+        """The T.copys this unit is, if every statement is one (not under a condition)."""
+        out = []
+        for stmt in self.stmts:
+            call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+            if not (isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op)
+                    and str(call.op.name) == Copy.op_name):
+                return None
+            out.append(Copy.from_call(call))
+        return out
 
     def is_global_to_shared_copy(self) -> bool:
-        copy = self.copy()
-        return copy is not None and copy.src.scope == "global" and copy.dst.scope in SHARED_SCOPES
+        """Every statement is a T.copy from global to shared memory (a load, a copy stage of the pipeline)."""
+        copies = self.copies()
+        return bool(copies) and all(c.src.scope == "global" and c.dst.scope in SHARED_SCOPES for c in copies)
 
     def describe(self) -> str:
         where = f" (line {self.loc.lineno})" if self.loc is not None else ""

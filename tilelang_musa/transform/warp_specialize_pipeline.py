@@ -113,8 +113,8 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
         body = [barrier_call(BARRIER_WAIT_OP, empty[slot], tirx.bitwise_xor(phase, 1))]
         for u in units:
             if u.index in loads:
-                body.append(here(_with_attrs(u.stmt, tvm.ir.Op.get(TmeCopy.op_name), [full[slot]],
-                                             {"explicit": False, PIPELINED_ATTR: True})))
+                body += [here(_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [full[slot]],
+                                          {"explicit": False, PIPELINED_ATTR: True})) for s in u.stmts]
         return body + [barrier_call(BARRIER_ARRIVE_OP, full[slot])]
 
     def consumer_body(slot, phase, here):
