@@ -254,3 +254,10 @@ def test_utils_names_upstream_examples_import():
     assert get_current_device() == "cpu"  # the simulator (conftest forces it; no MUSA device here)
     synchronize()
     assert 1 <= get_available_cpu_count() <= (os.cpu_count() or 1)
+
+
+def test_gemm_warp_policy_is_importable_where_moore_threads_tests_import_it():
+    # tile-ai/tilelang-musa's testing/musa/mp31/basic/test_gemm.py: `from tilelang.tileop.base import GemmWarpPolicy`
+    from tilelang.tileop.base import GemmWarpPolicy
+
+    assert GemmWarpPolicy is tilelang.language.GemmWarpPolicy and GemmWarpPolicy.Square == 0

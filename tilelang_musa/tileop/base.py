@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import tvm
 
 from ..errors import CompileError, SourceLoc
+from ..layout.gemm_partition import GemmWarpPolicy  # noqa: F401 - upstream's tilelang.tileop.base.GemmWarpPolicy
 
 
 @dataclass(frozen=True)
