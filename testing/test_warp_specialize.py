@@ -111,13 +111,15 @@ def check_split(kernel, m=64, n=64, k=32):
 
 
 def test_a_squad_runs_a_gemm_while_another_fills_and_reduces():
-    """Squad 0's SQMMA gemm is one squad's (GM = GN = 1), its accumulator 64 x 64 / 128 = 32 floats a thread, and
-    the barriers around it are squad 0's; the fragments of squad 1 are laid out over its threads, numbered from
-    128 (`threadIdx.x - 128`)."""
+    """Squad 0's SQMMA gemm is one squad's (GM = GN = 1), its accumulator 64 x 64 / 128 = 32 floats a thread; the
+    block barrier after the whole block's copies orders them before it, and nothing in squad 0's region writes the
+    tiles, so the region has no barrier of its own. The fragments of squad 1 are laid out over its threads,
+    numbered from 128 (`threadIdx.x - 128`)."""
     kernel = compile_for(squads_split(), "mp_31")
     source = kernel.get_kernel_source()
     assert "float C_l[32];" in source and "float X_l[32];" in source, source
-    assert re.search(r"tl::barrier_sync\(1\);\n\s+tl::gemm_ss_mp31_sqmma\w*<64, 64, 32, 1, 1,", source), source
+    assert re.search(r"__syncthreads\(\);\n\s+if \(\(\(int\)threadIdx.x\) < 128\) \{\n\s+"
+                     r"tl::gemm_ss_mp31_sqmma\w*<64, 64, 32, 1, 1,", source), source
     assert "tl::AllReduce<tl::MaxOp, 2, 1, 32>" in source, source
     assert "R[(((int)threadIdx.x) >> 1) - 64] = r[0];" in source, source  # row (tid - 128) / 2
     check_split(kernel)
@@ -212,12 +214,13 @@ def barrier_pipelined_gemm(m=64, n=64, k=128, bk=32, stages=2):
 
 def test_a_barrier_pipelined_gemm_runs_producer_and_consumer_squads():
     """The regions are ordered by the kernel's own barriers: no block barrier between them (the producer would wait
-    there while the consumer waits for its next arrival); the barriers around the gemm are squad 1's own."""
+    there while the consumer waits for its next arrival), not even where ThreadSync sees squad 0's stores and the
+    gemm's reads of the tiles meet; the gemm runs right after squad 1's wait."""
     kernel = compile_for(barrier_pipelined_gemm(), "mp_31")
     source = kernel.get_kernel_source()
     loop = source.split("for (int ko = 0; ko < 4; ++ko) {", 1)[1]
-    assert "__syncthreads" not in loop, source
-    assert re.search(r"tl::barrier_sync\((\d+)\);\n\s+tl::gemm_ss_mp31_sqmma\w*<64, 64, 32, 1, 1,", loop), source
+    assert "__syncthreads" not in loop and "barrier_sync" not in loop, source
+    assert re.search(r"tl::barrier_wait\([^;]*\);\n\s+tl::gemm_ss_mp31_sqmma\w*<64, 64, 32, 1, 1,", loop), source
     a, b = rand((64, 128), torch.float16, 8), rand((128, 64), torch.float16, 9)
     c = poison((64, 64), torch.float32)
     kernel(a, b, c)

@@ -61,6 +61,13 @@ std::string PrintUncheckedAddressOf(CallContext& ctx, const CallView& call) {
   return "(&" + ctx.PrintLoadLValueUnchecked(ElementArg(ctx, call)) + ")";
 }
 
+// tl.access_ptr(address_of(A[i]), rw): the address; rw told the barrier analysis whether the callee reads and/or
+// writes A through it (tilelang_musa/tileop/access_ptr.py).
+std::string PrintMarkedAccess(CallContext& ctx, const CallView& call) {
+  CheckArgCount(ctx, call, 2);
+  return ctx.PrintExpr(call.args()[0]);
+}
+
 std::string PrintBufferData(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 1);
   return ctx.PrintBufferPointer(call.args()[0]);
@@ -104,6 +111,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   RegisterCallRule("tirx.reinterpret", kExpr, PrintReinterpret);
   RegisterCallRule("tirx.address_of", kExpr, PrintAddressOf);
   RegisterCallRule("tl.unchecked_address_of", kExpr, PrintUncheckedAddressOf);
+  RegisterCallRule("tl.access_ptr", kExpr, PrintMarkedAccess);
   RegisterCallRule("tirx.buffer_data", kExpr, PrintBufferData);
   RegisterCallRule("tirx.tvm_access_ptr", kExpr, PrintAccessPtr);
   RegisterCallRule("tirx.type_annotation", kExpr, PrintTypeAnnotation);

@@ -10,8 +10,9 @@ tl_templates/musa/async_copy.h:
   tl::robust_copy<B>(dst, src, desc[, in_bounds])            synchronous robust load, then a store
 Bytes outside the descriptor read as zero. `in_bounds` (the piece lies in its tensor; safe-copy predication) is
 left out with TL_DISABLE_SAFE_COPY_PREDICATION, and for robust copies with TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION
-(the descriptor alone then protects the reads). The calls take `&dst[...]`: SyncWriteAfterWrite puts a barrier
-before the next access of dst by another thread. `force_async_copy` completes the copy (commit and wait for every
+(the descriptor alone then protects the reads). The calls take `&dst[...]` marked as written (access_ptr.py): the
+barrier analysis orders the copy after earlier readers of dst and the later readers after it (an asynchronous
+copy's later readers also wait for its group first). `force_async_copy` completes the copy (commit and wait for every
 group), as T.copy does; `T.async_copy` only commits its group.
 """
 
@@ -26,6 +27,7 @@ from ..language.builtin import _register_intrinsic
 from ..target import arch_of
 from ..transform.ir_utils import dtype_bytes, flat_index
 from ..transform.pass_config import PassConfigKey, enabled
+from .access_ptr import WRITE, access_ptr
 from .base import LowerArgs
 from .parallel import parallel_nest, thread_local_nest
 from .region import Region, common_extents, paired_indices
@@ -184,7 +186,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         if cond is not None:  # a piece out of bounds is not read: its address stays inside the tensor too
             src_index = [tirx.Select(cond, i, tirx.const(0, i.ty.dtype)) for i in src_index]
         source = copy.src.buffer[tuple(src_index)]
-        call_args = [tirx.address_of(copy.dst.buffer[tuple(dst_index)]),
+        call_args = [access_ptr(copy.dst.buffer[tuple(dst_index)], WRITE),
                      tirx.call_intrin("handle", UNCHECKED_ADDRESS_OF_OP, source) if robust else tirx.address_of(source)]
         if robust:
             call_args.append(copy.robust_desc)

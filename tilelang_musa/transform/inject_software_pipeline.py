@@ -18,8 +18,10 @@ TL_ENABLE_ASYNC_COPY=False keeps it synchronous) issued without waiting (tileop/
 consecutive async copies in the order is one commit group, committed every pipeline iteration (also where its
 copies are guarded off, so that group counts are the same in every iteration); a unit reading what an async copy
 wrote is preceded by `wait_group(N)`, N the number of groups committed after the one it needs, and a block barrier
-(pieces land for the thread that issued them). A block barrier also precedes each run of async copies: the
-versions it overwrites were read by other threads. The epilogue ends with wait_group(0).
+(pieces land for the thread that issued them). A block barrier also precedes each run of TME loads: the versions
+it overwrites were read by other threads. (An LDLMS copy's destination is marked as written, tileop/access_ptr.py:
+ThreadSync places that barrier where an earlier read needs it, none in the prologue.) The epilogue ends with
+wait_group(0).
 """
 
 from __future__ import annotations
@@ -323,9 +325,11 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
                 wait = barrier_call(BARRIER_WAIT_OP, slot(group, iteration), parity)
                 out.append(wait if cond is None else tirx.IfThenElse(cond, wait, None))
             group = schedule.group_of.get(unit.index)
-            if group is not None and group.units[0] == unit.index:
+            if group is not None and group.kind == TME and group.units[0] == unit.index:
+                # The versions it overwrites were read by other threads. (An LDLMS copy's destination is marked
+                # as written: ThreadSync puts this barrier where a read came before.)
                 if any(placed[q][3] for q in range(pos, group.end + 1)):
-                    out.append(block_barrier())  # the versions it overwrites were read by other threads
+                    out.append(block_barrier())
             if runs:
                 stmt = at_iteration(unit, iteration)
                 out.append(stmt if cond is None else tirx.IfThenElse(cond, stmt, None))

@@ -97,9 +97,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         tirx.transform.RemoveAssume(),
         # StmtSimplify substitutes integer bindings into their uses and leaves the bindings unread.
         RemoveUnusedBinds(),
-        # Barriers between shared-memory accesses by different threads (final accesses only): first the
-        # write-after-write hazards TVM's ThreadSync does not see, then its read/write ones. Users who place
-        # T.sync_threads() themselves switch them off.
+        # Barriers between shared-memory accesses by different threads (final accesses only, templates' included
+        # through their marked pointers): first the write-after-write hazards TVM's ThreadSync does not see, then
+        # its read/write ones. Users who place T.sync_threads() themselves switch them off.
         *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
             SyncWriteAfterWrite(),
             ThreadSync("shared"),

@@ -13,8 +13,8 @@ drops the `tl.ws` markers of T.ws regions, which have served.
 
 Between regions: a kernel whose regions wait on asynchronous barriers (`T.barrier_wait`, a producer / consumer
 kernel) orders its regions itself, and a block barrier that the barrier passes put between two regions run by
-disjoint threads (in a statement sequence, or from the end of a loop body to its next iteration's first region)
-is dropped: the producer squad would wait there for consumers that are themselves waiting for the producer's
+disjoint threads (in a statement sequence, or from the end of a loop body to its next iteration's first region;
+also where ThreadSync put it first in the second region's T.ws marker) is dropped: the producer squad would wait there for consumers that are themselves waiting for the producer's
 next arrival (a deadlock). Without asynchronous barriers such a block barrier stays: it is what orders the
 regions.
 """
@@ -68,6 +68,8 @@ def _region(stmt: Any, threads, analyzer) -> ThreadRange | None:
     marker), else None."""
     while isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_ATTR:
         stmt = stmt.body
+    if isinstance(stmt, tirx.SeqStmt) and len(stmt.seq) == 2 and block_barrier_scope(stmt.seq[0]):
+        stmt = stmt.seq[1]  # a barrier ThreadSync put first in the marker: the region is what follows it
     if not isinstance(stmt, tirx.IfThenElse) or stmt.else_case is not None:
         return None
     guards = thread_conditions(stmt.condition, threads)
@@ -84,6 +86,21 @@ def _disjoint(a: ThreadRange | None, b: ThreadRange | None) -> bool:
     return a is not None and b is not None and (a.first + a.count <= b.first or b.first + b.count <= a.first)
 
 
+def _without_leading_barrier(stmt: Any) -> Any | None:
+    """A T.ws region whose marker's body starts with a block barrier (ThreadSync puts it there: it sits between
+    the region and what ran before) without that barrier, else None."""
+    if not (isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_ATTR):
+        return None
+    body = stmt.body
+    if isinstance(body, tirx.SeqStmt) and len(body.seq) >= 2 and block_barrier_scope(body.seq[0]):
+        rest = seq(list(body.seq[1:]))
+    else:
+        rest = _without_leading_barrier(body)
+        if rest is None:
+            return None
+    return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, rest)
+
+
 def drop_barriers_between_regions(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """Block barriers between two regions of disjoint threads, in a kernel whose regions wait on asynchronous
     barriers (the module comment says why)."""
@@ -92,6 +109,15 @@ def drop_barriers_between_regions(func: tirx.PrimFunc) -> tirx.PrimFunc:
     threads = thread_info(func)
     analyzer = thread_analyzer(threads)
 
+    def without_barrier_after(previous: Any, stmt: Any) -> Any | None:
+        """`stmt` without its leading barrier if that barrier only separates it from `previous`, a region of
+        disjoint threads."""
+        stripped = _without_leading_barrier(stmt)
+        if stripped is not None and _disjoint(_region(previous, threads, analyzer), _region(stripped, threads,
+                                                                                            analyzer)):
+            return stripped
+        return None
+
     def on_seq(node, mutator):
         node = mutator.default_mutate(node)
         stmts = list(node.seq)
@@ -99,17 +125,34 @@ def drop_barriers_between_regions(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 if not (block_barrier_scope(stmt) and 0 < k < len(stmts) - 1
                         and _disjoint(_region(stmts[k - 1], threads, analyzer),
                                       _region(stmts[k + 1], threads, analyzer)))]
-        return node if len(keep) == len(stmts) else seq([stmts[k] for k in keep])
+        out = [stmts[k] for k in keep]
+        changed = len(keep) != len(stmts)
+        for k in range(1, len(out)):
+            stripped = without_barrier_after(out[k - 1], out[k])
+            if stripped is not None:
+                out[k], changed = stripped, True
+        return seq(out) if changed else node
 
     def on_for(node, mutator):
         node = mutator.default_mutate(node)
         body = node.body
-        if not isinstance(body, tirx.SeqStmt) or len(body.seq) < 3 or not block_barrier_scope(body.seq[-1]):
+        if not isinstance(body, tirx.SeqStmt) or len(body.seq) < 2:
             return node
-        if not _disjoint(_region(body.seq[-2], threads, analyzer), _region(body.seq[0], threads, analyzer)):
+        stmts = list(body.seq)
+        # The loop-carried barrier, at the body's end (SyncWriteAfterWrite) or its start (ThreadSync, maybe inside
+        # the first region's T.ws marker), sits between the last region of one iteration and the first of the next.
+        if len(stmts) >= 3 and block_barrier_scope(stmts[-1]) and _disjoint(
+                _region(stmts[-2], threads, analyzer), _region(stmts[0], threads, analyzer)):
+            stmts = stmts[:-1]
+        elif len(stmts) >= 3 and block_barrier_scope(stmts[0]) and _disjoint(
+                _region(stmts[-1], threads, analyzer), _region(stmts[1], threads, analyzer)):
+            stmts = stmts[1:]
+        elif (stripped := without_barrier_after(stmts[-1], stmts[0])) is not None:
+            stmts[0] = stripped
+        else:
             return node
-        return tirx.For(node.loop_var, node.min, node.extent, node.kind, seq(list(body.seq[:-1])),
-                        node.thread_binding, node.annotations, node.step)
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, seq(stmts), node.thread_binding,
+                        node.annotations, node.step)
 
     return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq), (tirx.For, on_for)])
 

@@ -7,9 +7,13 @@ zero could land after another thread's copied value. Within one statement sequen
 writes a shared buffer already written since the last read of it gets a barrier before it. (A read in
 between needs no extra barrier: ThreadSync puts one before that read.)
 
+An address marked with what its callee does (tileop/access_ptr.py: a gemm's operand tiles are read, an LDLMS copy's
+destination written) counts as that read or write. Two marked writes never clash: they are asynchronous copies,
+whose completion order no barrier between their issues would fix, or the same copy's pieces.
+
 It also orders the shared-memory accesses ThreadSync cannot see: an element passed by address to a call
-(`tl::AtomicAdd(&s[0], v)`, any `T.address_of(s[...])`) may be read and written by it, but ThreadSync skips
-the operand of `address_of`. Such a statement gets a barrier before it if the buffer was accessed since the
+(`tl::AtomicAdd(&s[0], v)`, any `T.address_of(s[...])`, unmarked) may be read and written by it, but ThreadSync
+skips the operand of `address_of`. Such a statement gets a barrier before it if the buffer was accessed since the
 last barrier, and the next statement that accesses the buffer gets one before it. In a loop the next statement
 may be in the next iteration (`if T.any_of(s): ...` then, next iteration, `T.copy(..., s)`): a loop body that
 has barriers (so all threads run it) then ends with one.
@@ -21,6 +25,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..tileop.access_ptr import READ, WRITE, as_access
 from .ir_utils import collect_accesses, scope_of
 from .pass_base import tl_pass
 
@@ -37,21 +42,35 @@ def _is_barrier(stmt) -> bool:
 
 
 def _shared_accesses(stmt):
-    """(read, written, by address) shared buffers of `stmt`; an element whose address is taken counts as all
-    three."""
-    reads, writes, opaque = set(), set(), set()
-    for access in collect_accesses(stmt):
+    """(read, written, written through a marked address, by unmarked address) shared buffers of `stmt`; an
+    element whose address is taken unmarked counts as read, written and by address."""
+    reads, writes, marked_writes, opaque = set(), set(), set(), set()
+    # The element inside a marker is an address, not a load: what the callee does with it is the marker's rw.
+    unmarked = tvm_ffi.structural_mutate(stmt, [(tvm.ir.Call, lambda call, mutator: tirx.const(0, "int32")
+                                                 if as_access(call) is not None else mutator.default_mutate(call))])
+    for access in collect_accesses(unmarked):
         if scope_of(access.buffer) in _SHARED:
             (writes if access.is_store else reads).add(access.buffer)
+    marked, addresses = [], []
 
     def on_call(call):
-        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.address_of":
-            load = call.args[0]
-            if hasattr(load, "source") and scope_of(load.source) in _SHARED:
-                opaque.add(load.source)
+        access = as_access(call)
+        if access is not None:
+            marked.append(call.args[0])
+            if scope_of(access.element.source) in _SHARED:
+                if access.rw & READ:
+                    reads.add(access.element.source)
+                if access.rw & WRITE:
+                    marked_writes.add(access.element.source)
+        elif isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.address_of":
+            addresses.append(call)
 
     tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, on_call)])
-    return reads | opaque, writes | opaque, opaque
+    for call in addresses:
+        load = call.args[0]
+        if hasattr(load, "source") and scope_of(load.source) in _SHARED and not any(call.same_as(m) for m in marked):
+            opaque.add(load.source)
+    return reads | opaque, writes | opaque, marked_writes, opaque
 
 
 def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -59,22 +78,26 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
         node = mutator.default_mutate(node)
         out = []
         pending: set = set()  # shared buffers written since their last read
+        pending_marked: set = set()  # shared buffers written through a marked address since their last read
         touched: set = set()  # shared buffers accessed since the last barrier
-        by_address: set = set()  # shared buffers passed by address since the last barrier
+        by_address: set = set()  # shared buffers passed by (unmarked) address since the last barrier
         for stmt in node.seq:
             if _is_barrier(stmt):
-                pending.clear(), touched.clear(), by_address.clear()
+                pending.clear(), pending_marked.clear(), touched.clear(), by_address.clear()
                 out.append(stmt)
                 continue
-            reads, writes, opaque = _shared_accesses(stmt)
+            reads, writes, marked_writes, opaque = _shared_accesses(stmt)
             pending -= reads
-            clash = [b for b in writes if b in pending] + [b for b in opaque if b in touched] + \
-                [b for b in reads | writes if b in by_address]
+            pending_marked -= reads
+            clash = [b for b in writes if b in pending | pending_marked] + \
+                [b for b in marked_writes if b in pending] + [b for b in opaque if b in touched] + \
+                [b for b in reads | writes | marked_writes if b in by_address]
             if clash:
                 out.append(_sync(scope_of(clash[0])))
-                pending.clear(), touched.clear(), by_address.clear()
+                pending.clear(), pending_marked.clear(), touched.clear(), by_address.clear()
             pending |= writes - opaque
-            touched |= reads | writes
+            pending_marked |= marked_writes
+            touched |= reads | writes | marked_writes
             by_address |= opaque
             out.append(stmt)
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
@@ -90,8 +113,8 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
         head_touched, tail_touched, head_opaque, tail_opaque = set(), set(), set(), set()
         for stmts_, touched, opaque in ((head, head_touched, head_opaque), (tail, tail_touched, tail_opaque)):
             for stmt in stmts_:
-                reads, writes, by_address = _shared_accesses(stmt)
-                touched |= reads | writes
+                reads, writes, marked_writes, by_address = _shared_accesses(stmt)
+                touched |= reads | writes | marked_writes
                 opaque |= by_address
         clash = (tail_opaque & head_touched) | (head_opaque & tail_touched)
         if not clash:

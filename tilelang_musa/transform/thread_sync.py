@@ -1,5 +1,10 @@
 """ThreadSync: TVM's barrier insertion (`s_tir.ThreadSync`) for one shared scope, with its refusal made a CompileError.
 
+It also sees what templates do to shared tiles through pointers: an address marked `tl.access_ptr(&S[i], rw)`
+(tileop/access_ptr.py: a gemm's operands are read, an LDLMS copy's destination written) is handed to TVM's analysis
+as `tvm_access_ptr(..., rw)` and marked again afterwards, so a gemm gets a barrier only where its tiles were written
+since the last one, and the tiles' next writers only where a gemm read them.
+
 TVM places no barrier inside an `if` whose condition may differ between the block's threads (threads that skip
 the branch would never reach it), and fails with an InternalError ("Cannot insert syncs inside condition") when a
 branch needs one: e.g. a T.copy into a shared tile and a read of that tile under `if a >= 0`, with `a` a per-thread
@@ -20,6 +25,7 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
+from ..tileop.access_ptr import access_ptr, as_access
 from .ir_utils import Var, collect_accesses, loc_of, scope_of, thread_info
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
@@ -108,15 +114,48 @@ def mark_thread_ranges(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
 
 
+def expose_marked_accesses(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
+    """Each `tl.access_ptr(&X[i], rw)` of a `scope` buffer becomes `tvm_access_ptr(X's dtype, X.data, i, rest, rw)`,
+    the form TVM's analysis reads (X from i on: the analysis treats any range as a conflict anyway)."""
+    def on_call(node, mutator):
+        node = mutator.default_mutate(node)
+        access = as_access(node)
+        if access is None or scope_of(access.element.source) != scope:
+            return node
+        buffer = access.element.source
+        if len(access.element.indices) != 1:  # ThreadSync runs after FlattenBuffer
+            raise CompileError(f"ThreadSync: `{buffer.name}` is not flat", stage="ThreadSync")
+        (index,) = access.element.indices
+        return tirx.call_intrin("handle", "tirx.tvm_access_ptr", tirx.type_annotation(buffer.ty.dtype), buffer.data,
+                                index, buffer.ty.shape[0] - index, tirx.const(access.rw, "int32"))
+
+    return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
+
+
+def hide_marked_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """The inverse of expose_marked_accesses: the markers again, as the later passes and the printer expect."""
+    def on_call(node, mutator):
+        node = mutator.default_mutate(node)
+        if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_access_ptr"):
+            return node
+        _, data, index, _, rw = node.args
+        if not (isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return node  # not one of ours (ours take `X.data`, which is buffer_data(X))
+        return access_ptr(data.args[0][index], int(rw.value))
+
+    return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
+
+
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
-    """`s_tir.ThreadSync(scope)`, whose refusal to place a barrier under a divergent branch is a CompileError."""
+    """`s_tir.ThreadSync(scope)`, seeing the accesses of marked addresses (tileop/access_ptr.py), whose refusal
+    to place a barrier under a divergent branch is a CompileError."""
     stock = tvm.s_tir.transform.ThreadSync(scope)
 
     def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
         try:
-            marked = mark_thread_ranges(mark_uniform_conditions(func))
+            marked = expose_marked_accesses(mark_thread_ranges(mark_uniform_conditions(func)), scope)
             (result,) = stock(tvm.IRModule({"main": marked})).functions.values()
-            return unmark_uniform_conditions(result)
+            return unmark_uniform_conditions(hide_marked_accesses(result))
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):
                 raise

@@ -23,6 +23,7 @@ from ...layout import (SWIZZLE_LINE, GemmWarpPolicy, LayoutError, canonical_sqmm
                        make_sqmma_swizzled_layout)
 from ...target import arch_of
 from ...transform.pass_config import PassConfigKey, enabled
+from ..access_ptr import READ, access_ptr
 from .registry import GemmContext, GemmImpl
 
 SHARED = ("shared", "shared.dyn")
@@ -150,9 +151,11 @@ def _infer_layout(path: Path):
 
 
 def _pointer(region) -> Any:
+    """The operand as the template takes it: a fragment's slot array, or the tile's first element, marked as read
+    for the barrier analysis (the template reads the whole region through it)."""
     if region.scope == FRAGMENT:
         return fragment_ptr(region.buffer)
-    return tirx.address_of(region.buffer[tuple(region.mins)])
+    return access_ptr(region.buffer[tuple(region.mins)], READ)
 
 
 def _lower(path: Path):
@@ -176,10 +179,8 @@ def _lower(path: Path):
         nowait = "_nowait" if path.name == "SQMMA" and gemm.wg_wait < 0 else ""
         call = tirx.call_extern("int32", f"tl::{prefix}_{path.template}{nowait}<{params}>",
                                 _pointer(gemm.A), _pointer(gemm.B), fragment_ptr(gemm.C.buffer))
-        sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
-        # The template reads the shared tiles through pointers the barrier analysis cannot see: order it
-        # after their writers and before their next writers explicitly.
-        return tirx.SeqStmt([sync, tirx.Evaluate(call), sync])
+        # No barriers here: the marked operands show ThreadSync where the tiles' writers and this read meet.
+        return tirx.Evaluate(call)
 
     return lower
 
