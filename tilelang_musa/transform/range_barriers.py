@@ -14,9 +14,9 @@ drops the `tl.ws` markers of T.ws regions, which have served.
 Between regions: a kernel whose regions wait on asynchronous barriers (`T.barrier_wait`, a producer / consumer
 kernel) orders its regions itself, and a block barrier that the barrier passes put between two regions run by
 disjoint threads (in a statement sequence, or from the end of a loop body to its next iteration's first region;
-also where ThreadSync put it first in the second region's T.ws marker) is dropped: the producer squad would wait there for consumers that are themselves waiting for the producer's
-next arrival (a deadlock). Without asynchronous barriers such a block barrier stays: it is what orders the
-regions.
+also where ThreadSync put it first in the second region's T.ws marker) is dropped: the producer squad would wait
+there for consumers that are themselves waiting for the producer's next arrival (a deadlock). Without
+asynchronous barriers such a block barrier stays: it is what orders the regions.
 """
 
 from __future__ import annotations
