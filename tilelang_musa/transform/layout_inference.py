@@ -44,19 +44,19 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..language.annotate import ANNOTATIONS_ATTR
-from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment
+from ..ir.attrs import ANNOTATIONS_ATTR
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import (
+    TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute, thread_info,
+)
+from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
+from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
-from .ir_utils import (TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of,
-                       substitute, thread_info)
-from .loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan,
-                        vector_width)
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 from .thread_guard import ThreadRange, map_with_guards, reaching_threads
 
 FRAGMENT_SCOPE = "local.fragment"
@@ -67,7 +67,7 @@ STAGE = "LayoutInference"
 
 def view_buffers(func: tirx.PrimFunc) -> frozenset:
     """T.view / T.reshape views (their storage is another buffer's: no layout of their own)."""
-    from ..language.view import VIEWS_ATTR
+    from ..ir.attrs import VIEWS_ATTR
 
     return frozenset(func.attrs[VIEWS_ATTR].keys()) if func.attrs is not None and VIEWS_ATTR in func.attrs \
         else frozenset()
@@ -351,7 +351,7 @@ class _Inference:
         return region_plan(fragment_plan(layout, shape), placement, *box, nest.extents)
 
     def choose_free(self) -> bool:
-        # A reduction's result is placed by its source (Fragment.reduce): choose the source's layout before a loop
+        # A reduction's result is placed by its source (reduce_fragment): choose the source's layout before a loop
         # (e.g. `T.copy(O, dst)`) would pick one for the result on its own that the reduction cannot produce.
         waiting = {op.dst.buffer for op in self.ops if isinstance(op, Reduce) and op.src.buffer not in self.layouts}
         open_nests = [nest for nest in self.nests if nest.plan is None]
@@ -421,7 +421,7 @@ class _Inference:
         layout = nest.plan.fragment
         try:
             for dim in reversed([d for d in range(len(nest.loop_vars)) if d not in positions]):
-                layout = layout.reduce(dim)
+                layout = reduce_fragment(layout, dim)
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
         return layout

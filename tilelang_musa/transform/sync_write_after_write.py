@@ -21,7 +21,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .ir_utils import collect_accesses, scope_of
+from ..ir.utils import collect_accesses, scope_of
 from .pass_base import tl_pass
 
 _SHARED = ("shared", "shared.dyn")
