@@ -43,3 +43,9 @@ USER_NAMED_BARRIER = "tl.user_named_barrier"  # call attr of T.sync_threads(id, 
 # -- copies
 # AttrStmt key wrapping a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
 NO_SAFE_ACCESS = "tl.no_safe_access"
+
+# -- plans of the loops over fragments (LayoutInference records them on a T.Parallel nest's outer loop;
+# LowerParallelLoop lowers the nest from them, see transform/lower_parallel_loop.py)
+PARALLEL_LOOP_LAYOUT = "parallel_loop_layout"  # the plan's Fragment: iteration -> (thread, slot) (upstream's key)
+LOOP_PLAN = "tl.loop_plan"  # how to rebuild the plan: kind, its Fragment(s) and sizes, the threads that run it
+LAYOUT_EXCHANGES = "tl.layout_exchanges"  # [fragment, copy, shared tile, written]: relaid out around the nest

@@ -1,6 +1,7 @@
 """PartitionParallelLoop: distribute each remaining `T.Parallel` nest over the block's threads.
 
-Nests that walk a fragment were already placed by LayoutInference (which follows the fragment's layout).
+Nests that walk a fragment were already placed by LayoutInference and lowered by LowerParallelLoop (they follow the
+fragment's layout).
 A nest that writes only thread-private buffers (`T.alloc_local`, `T.alloc_var`) runs in full in every thread:
 each thread fills its own copy, so splitting the iterations would leave the others' copies unwritten.
 A nest under `if`s on the thread index is split among the threads that reach it (thread_guard.py).

@@ -21,6 +21,7 @@ from .lower_buffer_views import FRAGMENT_VIEWS, LowerBufferViews
 from .lower_fp4_storage import LowerFP4Storage
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_global_layout import LowerGlobalLayout
+from .lower_parallel_loop import LowerParallelLoop
 from .lower_shared_layout import LowerSharedLayout
 from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_tile_op import LowerTileOp
@@ -63,8 +64,10 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerTileOp(configs),
         # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
         LowerBufferViews(FRAGMENT_VIEWS),
-        # Where fragments live; the loops over fragments run there (per-thread loops over slots).
+        # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
         LayoutInference(configs),
+        # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot loops.
+        LowerParallelLoop(),
         # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
         LowerTmeCopy(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
