@@ -721,7 +721,7 @@ def test_lower_buffer_views_pass():
     from tvm.script.ir_builder import IRBuilder
     from tvm.tirx.script import builder as Tb
     from tvm import tirx
-    from tilelang_musa.language.view import VIEWS_ATTR
+    from tilelang_musa.ir.attrs import VIEWS_ATTR
     from tilelang_musa.transform.lower_buffer_views import lower_buffer_views
 
     def build(through_view: bool):

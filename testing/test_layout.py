@@ -15,7 +15,8 @@ from tvm import tirx
 from tilelang_musa.errors import TileLangError
 from tilelang_musa.layout import (Fragment, Layout, LayoutError, make_fully_replicated_fragment, make_linear_layout,
                                   make_one_per_thread_fragment, make_padded_layout, make_sqmma_swizzled_layout,
-                                  make_xor_swizzle_layout, swizzle_alignment, swizzle_bytes)
+                                  make_xor_swizzle_layout, reduce_fragment, reduce_threads, swizzle_alignment,
+                                  swizzle_bytes)
 from tilelang_musa.layout._expr import evaluate
 from tilelang_musa.layout.swizzle import sqmma_descriptor_swizzle_code
 
@@ -282,8 +283,8 @@ def test_fragment_errors_name_the_construct():
 def simulate_butterfly_sum(src, dim, values):
     """Each thread sums the elements of each row it holds, then the xor butterfly of reduce_threads runs over all
     threads at once; returns {(row, thread): value} for the threads the reduced fragment says hold the row."""
-    red = src.reduce(dim)
-    plan = src.reduce_threads(dim)
+    red = reduce_fragment(src, dim)
+    plan = reduce_threads(src, dim)
     thread, _ = src.evaluate_all()
     rows_shape = [n for d, n in enumerate(src.input_shape) if d != dim] or [1]
     partial = np.zeros((int(np.prod(rows_shape)), src.num_threads))
@@ -308,7 +309,7 @@ def simulate_butterfly_sum(src, dim, values):
     (Fragment([4, 8, 8], forward_thread_fn=lambda a, i, j: (i % 4) * 8 + j), 2),
 ])
 def test_reduce_result_lives_on_exactly_the_threads_that_held_the_row(frag, dim):
-    red = frag.reduce(dim)
+    red = reduce_fragment(frag, dim)
     assert_injective(red)
     src_threads, _ = frag.evaluate_all()
     red_threads, _ = red.evaluate_all()
@@ -332,28 +333,28 @@ def test_xor_butterfly_of_reduce_threads_computes_every_row_sum(frag, dim):
 
 
 def test_reduce_threads_reports_count_and_scale():
-    plan = Fragment([16, 16], forward_thread_fn=lambda i, j: i * 2 + j // 8).reduce_threads(1)
+    plan = reduce_threads(Fragment([16, 16], forward_thread_fn=lambda i, j: i * 2 + j // 8), 1)
     assert [(s.count, s.scale) for s in plan.splits] == [(2, 1)] and plan.butterfly
     assert plan.groups[0] == (0, 1) and len(plan.groups) == 16 and plan.xor_offsets() == [1]
-    two = Fragment([8, 16], forward_thread_fn=lambda i, j: (j % 2) + 2 * i + 16 * (j // 8 % 2)).reduce_threads(1)
+    two = reduce_threads(Fragment([8, 16], forward_thread_fn=lambda i, j: (j % 2) + 2 * i + 16 * (j // 8 % 2)), 1)
     assert [(s.count, s.scale) for s in two.splits] == [(2, 1), (2, 16)] and two.xor_offsets() == [16, 1]
 
 
 def test_reduce_of_a_replicated_fragment_keeps_the_replicas_apart():
     F = Fragment([8, 8], forward_fn=lambda i, j, rep: (i * 4 + j // 2 + rep * 32, j % 2), replicate=2)
-    red = F.reduce(1)
+    red = reduce_fragment(F, 1)
     assert red.replicate_size == 8 and red.num_threads == 64
     assert_injective(red)
-    plan = F.reduce_threads(1)
+    plan = reduce_threads(F, 1)
     assert [(s.count, s.scale) for s in plan.splits] == [(4, 1)]
 
 
 def test_reduce_to_a_scalar_and_irregular_groups():
-    red = Fragment([32], forward_thread_fn=lambda i: i).reduce(0)
+    red = reduce_fragment(Fragment([32], forward_thread_fn=lambda i: i), 0)
     assert red.input_shape == [1] and red.replicate_size == 32 and red.num_threads == 32
     irregular = Fragment([4, 2], forward_thread_fn=lambda i, j: i * 4 + j * (1 + i % 2))  # rows {0,1}, {4,6}, ..
     with pytest.raises(LayoutError, match="thread groups of different shapes"):
-        irregular.reduce_threads(1)
+        reduce_threads(irregular, 1)
 
 
 # ---- swizzles --------------------------------------------------------------------------------------------------------

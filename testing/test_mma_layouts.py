@@ -12,7 +12,7 @@ import pytest
 
 from tilelang_musa.layout import (MMA_INSTRUCTIONS, SQMMA_SHAPES, GemmWarpPolicy, LayoutError, get_mma_instruction,
                                   list_mma_instructions, make_gemm_a_fragment, make_gemm_accumulator_fragment,
-                                  make_gemm_b_fragment, sqmma_warp_grid)
+                                  make_gemm_b_fragment, reduce_fragment, reduce_threads, sqmma_warp_grid)
 
 WMMA = {"m16n8k8": (16, 8, 8), "m16n8k16": (16, 8, 16), "m8n16k16": (8, 16, 16), "m16n16k16": (16, 16, 16),
         "m16n16k32": (16, 16, 32)}
@@ -268,9 +268,9 @@ def test_accumulator_reduction_over_n_is_an_xor_butterfly_within_the_group():
     # flash-attention's row max over a WMMA accumulator: the 8 lanes sharing a row are t % 8 = 0..7 (section 1),
     # across 2 groups along N
     acc = make_gemm_accumulator_fragment("mp_31.wmma.m16n8k16", 64, 64, 2, 2)
-    plan = acc.reduce_threads(1)
+    plan = reduce_threads(acc, 1)
     assert [(s.count, s.scale) for s in plan.splits] == [(8, 1), (2, 64)] and plan.butterfly
-    row = acc.reduce(1)
+    row = reduce_fragment(acc, 1)
     assert row.input_shape == [64] and row.replicate_size == 16 and row.num_threads == 128
     thread, _ = acc.evaluate_all()
     kept, _ = row.evaluate_all()

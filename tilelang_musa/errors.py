@@ -1,7 +1,7 @@
 """User-facing errors. Every error about a program points at the user's source line.
 
 A `SourceLoc` is captured by the frontend when a statement of the user's kernel runs (see
-`language/builder.py`) and travels with the IR it produced (tile-op calls carry it as an argument,
+`language/runtime.py`) and travels with the IR it produced (tile-op calls carry it as an argument,
 statements through the `tl.loc` annotation), so that a pass can raise `CompileError(loc, msg)` and the
 user sees the file, the line, a caret and a message that names the construct.
 """
@@ -48,6 +48,10 @@ def take_recent_error() -> TileLangError | None:
     err = getattr(_recent, "error", None)
     _recent.error = None
     return err
+
+
+class BuildError(TileLangError):
+    """The device or host compiler rejected a generated source (jit/toolchains.py raises it)."""
 
 
 class CompileError(TileLangError, ValueError):

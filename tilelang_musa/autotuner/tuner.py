@@ -43,8 +43,10 @@ from ..profiler import TensorSupplyType
 from . import store, workers
 from .capture import get_autotune_inputs
 from .compilers import ConfigCompiler, lazy_jit_compiler, program_compiler
-from .param import (COMPILE_ERROR, MISMATCH, OK, RESERVED_CONFIG_KEYS, RUN_ERROR, TIMEOUT, AutotuneResult,
-                    CompileArgs, ProfileArgs, Trial, config_params)
+from .param import (
+    COMPILE_ERROR, MISMATCH, OK, RESERVED_CONFIG_KEYS, RUN_ERROR, TIMEOUT, AutotuneResult, CompileArgs, ProfileArgs,
+    Trial, config_params,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +204,7 @@ class AutoTuner:
             return
         from tvm import tirx
 
-        from ..language.prim_func import SIZE_PARAMS_ATTR
+        from ..ir.attrs import SIZE_PARAMS_ATTR
 
         try:
             program = self._compiler().program(config_params(config))

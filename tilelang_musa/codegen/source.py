@@ -10,9 +10,9 @@ import tvm_ffi
 from tvm import tirx
 
 from .. import _native
-from ..language.annotate import MIN_BLOCKS_ATTR
+from ..ir.attrs import MIN_BLOCKS_ATTR
+from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
-from ..transform.ir_utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host, tme_descriptors
 

@@ -29,6 +29,7 @@ import tvm_ffi
 from .. import env
 from .._paths import PACKAGE_DIR, include_root, native_library
 from .._version import __version__
+from ..errors import BuildError
 from .stages import FORMAT, METADATA, REPLACEABLE, stage_file
 
 _disabled_by_api = False
@@ -160,8 +161,6 @@ def store(key: str | None, build: Callable[[Path], None]) -> Path:
     try:
         build(workdir)
     except Exception as err:
-        from .toolchains import BuildError
-
         if not isinstance(err, BuildError):  # a failed build keeps its source for the error message to point at
             shutil.rmtree(workdir, ignore_errors=True)
         raise

@@ -32,13 +32,11 @@ from tvm import tirx
 from .. import env
 from .._version import __version__
 from ..errors import CompileError
-from ..language.annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
-from ..language.pointer import WORKSPACES_ATTR
-from ..language.prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
+from ..ir.attrs import COMPILE_FLAGS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_PARAMS_ATTR, WORKSPACES_ATTR
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import thread_info
 from ..target import ArchInfo, arch_of, determine_target
 from ..transform import lower, normalize_pass_configs
-from ..transform.ir_utils import thread_info
-from ..transform.pass_config import PassConfigKey, enabled
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from ..transform.split_kernels import split_kernels
 from . import cache
@@ -291,7 +289,7 @@ def _dumps_ir(configs: dict) -> bool:
 def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     """tir -> lowered -> mu -> host -> bin into `workdir`, each output replaced by its file where one is given;
     metadata.json last."""
-    from ..codegen import generate  # only a miss needs code generation: not imported with the package
+    from ..codegen import generate
     from ..codegen.source import HEADER, kernel_names
 
     name, program = request.name, request.program

@@ -27,13 +27,9 @@ from pathlib import Path
 
 from .. import env
 from .._paths import include_root, simulator_headers
-from ..errors import TileLangError
+from ..errors import BuildError
 from ..target import ArchInfo
 from .precompiled_prelude import prelude_header
-
-
-class BuildError(TileLangError):
-    """The device or host compiler rejected a generated source."""
 
 
 @dataclass(frozen=True)

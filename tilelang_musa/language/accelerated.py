@@ -12,10 +12,10 @@ from typing import Any
 
 from tvm import tirx
 
+from ..ir.ops import MUL_HALF_FLOAT_TO_BFLOAT16_X4
 from ..tileop.region import TensorRegion
-from .builder import as_expr, current_trace, vector_indices
-
-MUL_HALF_FLOAT_TO_BFLOAT16_X4 = "tl::mul_half_float_to_bfloat16_x4"
+from .builder import as_expr, current_trace
+from .runtime import vector_indices
 
 
 def _vector(trace, construct: str, what: str, value: Any, dtype: str) -> Any:

@@ -10,13 +10,12 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .builder import Param, current_trace, is_buffer, kernel_trace, take_name, value
+from .builder import VAR_SCOPE, Param, current_trace, kernel_trace, take_name, value
 from .dtypes import FP4_DTYPE, canonical_dtype
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
 FRAGMENT_SCOPE = "local.fragment"
 LOCAL_SCOPE = "local"
-VAR_SCOPE = "local.var"
 
 
 def _shape(construct: str, shape: Any) -> list[Any]:
@@ -70,10 +69,6 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = VAR_SCOPE) -> Any:
             init = tirx.Cast(dtype, init)
         Tb.buffer_store(buf, init, [0])
     return buf
-
-
-def is_var_buffer(value: Any) -> bool:
-    return is_buffer(value) and value.ty.storage_scope == VAR_SCOPE
 
 
 def const(names: str, dtype: str = "int32") -> Any:

@@ -14,24 +14,15 @@ from __future__ import annotations
 import tvm
 from tvm import tirx
 
+from ..ir.pass_config import normalize_pass_configs
 from ..layout import Fragment, Layout
 from ..tileop.region import TensorRegion, is_buffer
 from .builder import current_trace, kernel_trace
-
-ANNOTATIONS_ATTR = "tl.layout_annotations"
-PASS_CONFIGS_ATTR = "tilelang_pass_configs"
-COMPILE_FLAGS_ATTR = "tilelang_compile_flags"
-# One int per kernel of the program, in launch order (the n of `__launch_bounds__(threads, n)`; 1 if not annotated).
-MIN_BLOCKS_ATTR = "tl.min_blocks_per_sm"
-# Tensor name -> the value its out-of-bounds reads return instead of zero (read by SafeMemoryAccess).
-SAFE_VALUES_ATTR = "tl.safe_values"
 
 
 def annotate_pass_configs(configs: dict) -> None:
     """Pass configs this kernel is always compiled with (`{PassConfigKey.X: value}`); they take precedence over
     the `pass_configs` given to `tilelang.compile` / `tilelang.jit`."""
-    from ..transform.pass_config import normalize_pass_configs
-
     trace = current_trace("T.annotate_pass_configs")
     if not isinstance(configs, dict):
         raise trace.error(f"T.annotate_pass_configs takes a dict; got {configs!r}")

@@ -15,7 +15,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .builtin import _register_intrinsic as _register
+from ..ir.ops import register_intrinsic as _register
 from .builder import as_expr, kernel_trace, take_name
 
 MAKE_ROBUST_DESC_OP = "tl.make_robust_desc"  # (address, size_bytes) -> a robust descriptor (handle)
@@ -26,8 +26,8 @@ def async_copy(src: Any, dst: Any, coalesced_width: int | None = None) -> None:
     """Issue an asynchronous (LDLMS) copy of a global region into a shared tile and commit it as one group, without
     waiting: wait with `T.ptx_wait_group(n)` before reading `dst`. The same conditions as
     `T.copy(..., force_async_copy=True)` (global source, shared destination, same dtype, 4/8/16-byte pieces)."""
-    from .copy import emit_copy
     from ..tileop.async_copy import ASYNC_COMMIT
+    from .copy import emit_copy
 
     trace = kernel_trace("T.async_copy")
     if coalesced_width is not None:

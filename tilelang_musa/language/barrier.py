@@ -17,24 +17,9 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE
+from ..ir.ops import BARRIER_ARRIVE_EXPECT_TX_OP, BARRIER_ARRIVE_OP, BARRIER_EXPECT_TX_OP, BARRIER_WAIT_OP
 from .builder import as_expr, is_buffer, kernel_trace, take_name, value
-from .builtin import _register_intrinsic
-
-BARRIER_SCOPE = "shared.barrier"
-ARRIVE_COUNTS = "tl.barrier_arrive_counts"  # AllocBuffer annotation: the arrive count (threads) of each barrier
-
-BARRIER_ARRIVE_OP = "tl.barrier_arrive"  # (barrier)
-BARRIER_WAIT_OP = "tl.barrier_wait"  # (barrier, parity)
-BARRIER_EXPECT_TX_OP = "tl.barrier_expect_tx"  # (barrier, bytes)
-BARRIER_ARRIVE_EXPECT_TX_OP = "tl.barrier_arrive_expect_tx"  # (barrier, bytes)
-USER_NAMED_BARRIER = "tl.user_named_barrier"  # call attr of T.sync_threads(id, count): the id is the user's
-BARRIER_OPS = (BARRIER_ARRIVE_OP, BARRIER_WAIT_OP, BARRIER_EXPECT_TX_OP, BARRIER_ARRIVE_EXPECT_TX_OP)
-
-for _name, _doc in ((BARRIER_ARRIVE_OP, "one arrival of the calling warp on an async barrier"),
-                    (BARRIER_WAIT_OP, "wait until the async barrier's phase of the given parity completed"),
-                    (BARRIER_EXPECT_TX_OP, "the async barrier's current phase also waits for transaction bytes"),
-                    (BARRIER_ARRIVE_EXPECT_TX_OP, "expect transaction bytes, then arrive")):
-    _register_intrinsic(_name, _doc)
 
 
 def is_barrier_buffer(buffer: Any) -> bool:

@@ -6,29 +6,9 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
+from ..ir.attrs import USER_NAMED_BARRIER
+from ..ir.ops import USE_SWIZZLE_OP, WAIT_SQMMA_OP
 from .builder import kernel_trace, static_value
-
-_OPAQUE = 3  # CallEffectKind::kOpaque
-
-
-def _register_intrinsic(name: str, doc: str) -> None:
-    try:
-        tvm.ir.Op.get(name)
-    except Exception:  # noqa: BLE001 - not registered yet (tvm raises a generic error)
-        tvm.get_global_func("ir.RegisterOp")(name, doc)
-        tvm.ir.Op.get(name).set_attr("TCallEffectKind", _OPAQUE)
-
-
-USE_SWIZZLE_OP = "tl.use_swizzle"
-_register_intrinsic(USE_SWIZZLE_OP, "block rasterization marker, removed by the RasterizeBlocks pass")
-FRAGMENT_PTR_OP = "tl.fragment_ptr"
-_register_intrinsic(FRAGMENT_PTR_OP, "pointer to a fragment's per-thread slot array (LowerFragmentAccess)")
-
-
-def fragment_ptr(buffer) -> tvm.ir.Expr:
-    """The address of this thread's slot array of fragment `buffer` (templates take it as `T*`)."""
-    return tirx.call_intrin("handle", FRAGMENT_PTR_OP, buffer)
-
 
 def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None) -> None:
     """A block-wide barrier (`__syncthreads()`): every thread's earlier shared-memory writes are visible to
@@ -56,8 +36,6 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
     if static_id is None:
         raise trace.error(f"T.sync_threads: a barrier over {arrive_count} of the block's {threads} threads (a named "
                           f"barrier) needs a compile-time barrier_id from 0 to 15; got {barrier_id!r}")
-    from .barrier import USER_NAMED_BARRIER
-
     attrs = {USER_NAMED_BARRIER: 1, **({"tl.loc": str(trace.loc)} if trace.loc is not None else {})}
     # IR of a named barrier: tvm_storage_sync("shared", id, count); LowerAsyncBarriers makes it an async barrier.
     Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get("tirx.tvm_storage_sync"),
@@ -85,10 +63,6 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
     if not enable:
         return
     Tb.evaluate(tirx.call_intrin("int32", USE_SWIZZLE_OP, panel_size, tvm.ir.expr.StringImm(order)))
-
-
-WAIT_SQMMA_OP = "tl.wait_sqmma"
-_register_intrinsic(WAIT_SQMMA_OP, "wait for asynchronous SQMMA gemms (T.gemm(..., wg_wait=-1))")
 
 
 def wait_sqmma(num_pending: int = 0) -> None:

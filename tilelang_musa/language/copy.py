@@ -67,7 +67,7 @@ def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: i
         attrs[DISABLE_TMA_ATTR] = True
     if src_origin and dst_origin:  # T.copy(A[i], s[j]): one element, copied by each thread that runs it
         if not piecewise:
-            from .builder import store
+            from .runtime import store
 
             store(dst.source, tuple(dst.indices), src)
             return

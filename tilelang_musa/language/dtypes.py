@@ -12,6 +12,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from .builder import take_name
+
 # float6 types are not supported on MUSA (the user's guide): they are rejected by name. float4_e2m1fn is a
 # storage type only: kernel tensor parameters of it are accepted (transform/lower_fp4_storage.py), allocations
 # and arithmetic on it are rejected where they are written.
@@ -134,8 +136,6 @@ class DType(str):
     def __call__(self, value: Any = None) -> Any:
         dtype = str.__str__(self)
         if value is None:  # `v = T.int32()`: a fresh variable, bound later (T.let) or used as a size
-            from .builder import take_name
-
             return tirx.Var(take_name("v"), dtype)
         if isinstance(value, tvm.ir.Expr):
             return tirx.Cast(dtype, value)

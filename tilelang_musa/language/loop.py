@@ -1,7 +1,7 @@
 """Loops: `T.Parallel`, `T.Pipelined`, `T.serial`, `T.unroll`, `T.vectorized` (and `range` in kernels).
 
 Each constructor returns a `LoopFrame`; the `for` statement of a kernel iterates it (see
-`builder.iterate`), which opens the TIR loop(s), names the loop variables after the user's names and
+`runtime.iterate`), which opens the TIR loop(s), names the loop variables after the user's names and
 yields them once, so the body builds the loop body.
 """
 
@@ -13,15 +13,11 @@ from tvm.script.ir_builder import IRBuilder
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
+from ..ir.attrs import (
+    COALESCED_WIDTH, PARALLEL, PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES, PRAGMA_UNROLL,
+    UNROLL_FACTOR,
+)
 from .builder import current_trace, static_value
-
-# For annotations read by the passes.
-PARALLEL = "tl.parallel"  # marks a T.Parallel nest (kind PARALLEL): distributed over the block's threads
-COALESCED_WIDTH = "tl.coalesced_width"  # caps the elements one thread accesses at once in the nest
-PIPELINE_STAGES = "tl.pipeline.num_stages"
-PIPELINE_ORDER = "tl.pipeline.order"
-PIPELINE_STAGE = "tl.pipeline.stage"
-PIPELINE_GROUP = "tl.pipeline.group"
 
 
 class LoopFrame:
@@ -98,8 +94,6 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict 
                      annotations)
 
 
-UNROLL_FACTOR = "tl.unroll_factor"  # `#pragma unroll k`
-PRAGMA_UNROLL = "tl.pragma_unroll"  # a serial loop printed under `#pragma unroll`
 
 
 def unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False,

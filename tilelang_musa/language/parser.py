@@ -2,7 +2,7 @@
 
 A TileLang kernel is ordinary Python whose loops, branches and assignments mean IR. We keep Python's
 semantics for everything static (meta-programming over ints, lists, helper calls) and route the
-constructs that may carry IR values through the runtime helpers in `builder.py`, bound as `__tl__`:
+constructs that may carry IR values through the runtime helpers in `runtime.py`, bound as `__tl__`:
 
     for i, j in ITER:      ->  for i, j in __tl__.iterate(ITER, ("i", "j")):
     if C: A else: B        ->  with __tl__.if_(C) as __tl_if: for _ in __tl_if.then(): A / .orelse(): B
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import CompileError, SourceLoc
+from . import runtime  # the helpers the rewritten code calls (bound as `__tl__`)
 
 HELPER = "__tl__"
 
@@ -352,8 +353,6 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     The rewritten function sees the same globals and closure variables as `func` (closure values as of
     now: the lazy jit style re-parses for every specialization). Cached per function object when it
     has no closure."""
-    from . import builder  # the runtime helpers the rewritten code calls
-
     cacheable = not func.__closure__ and not extra_globals
     if cacheable and func in _PARSED:
         return _PARSED[func]
@@ -386,7 +385,7 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     namespace.update(_closure_vars(func))
     if extra_globals:
         namespace.update(extra_globals)
-    namespace[HELPER] = builder
+    namespace[HELPER] = runtime
     code = compile(module, filename, "exec")
     exec(code, namespace)  # defines the rewritten function in `namespace`
     rewritten = namespace[fdef.name]

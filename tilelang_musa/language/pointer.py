@@ -20,8 +20,6 @@ from tvm.tirx.script import builder as Tb
 from .builder import Param, as_expr, current_trace, take_name, value
 from .dtypes import FP4_DTYPE, Pointer, canonical_dtype
 
-WORKSPACES_ATTR = "tl.workspaces"  # PrimFunc attribute: names of the T.alloc_global parameters
-
 
 def _shape(shape: Any) -> list[Any]:
     return [as_expr(e) for e in (shape if isinstance(shape, (list, tuple)) else [shape])]

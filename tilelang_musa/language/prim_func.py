@@ -15,15 +15,14 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError, SourceLoc
+from ..ir.attrs import (
+    ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR,
+    SIZE_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
+)
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
 from .proxy import TensorType, declare_param, make_param
-
-# PrimFunc attribute naming the eager style's outputs (T.empty buffers), in `return` order.
-OUTPUTS_ATTR = "tilelang_out_idx"
-# PrimFunc attribute naming the trailing parameters added for T.dynamic sizes (not the user's parameters).
-SIZE_PARAMS_ATTR = "tl.size_params"
 
 
 def _annotation(parsed: ParsedKernel, param: inspect.Parameter) -> Any:
@@ -58,13 +57,9 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
     func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
     if trace.layout_annotations:
-        from .annotate import ANNOTATIONS_ATTR
-
         func = func.with_attr(ANNOTATIONS_ATTR, dict(trace.layout_annotations))
     if outputs:  # as upstream records them: indices counted from the end of the user's parameters
         func = func.with_attr(OUTPUTS_ATTR, [user_params.index(o) - len(user_params) for o in outputs])
-    from .annotate import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
-
     if trace.pass_configs:
         func = func.with_attr(PASS_CONFIGS_ATTR, dict(trace.pass_configs))
     if trace.reducers:
@@ -72,18 +67,12 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
 
         func = func.with_attr(REDUCERS_ATTR, {buf: op for buf, op in trace.reducers.items()})
     if trace.buffer_views:
-        from .view import VIEWS_ATTR
-
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     if trace.safe_values:
-        from .annotate import SAFE_VALUES_ATTR
-
         func = func.with_attr(SAFE_VALUES_ATTR, dict(trace.safe_values))
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):
-        from .annotate import MIN_BLOCKS_ATTR
-
         func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
     return func
 
@@ -91,8 +80,6 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
 def _with_workspaces(func: tirx.PrimFunc, trace: KernelTrace) -> tirx.PrimFunc:
     """T.alloc_global buffers become the last of the user's parameters (before T.dynamic sizes), hidden from the
     caller: out_idx counts the parameters before them."""
-    from .pointer import WORKSPACES_ATTR
-
     workspaces = [p.var for p in trace.params if p.is_workspace]
     if not workspaces:
         return func
@@ -102,8 +89,6 @@ def _with_workspaces(func: tirx.PrimFunc, trace: KernelTrace) -> tirx.PrimFunc:
 
 
 def _is_workspace(func: tirx.PrimFunc, var: Any) -> bool:
-    from .pointer import WORKSPACES_ATTR
-
     return func.attrs is not None and WORKSPACES_ATTR in func.attrs and var.name in list(func.attrs[WORKSPACES_ATTR])
 
 

@@ -20,7 +20,8 @@ from ..tileop import emit_tile_op
 from ..tileop.finalize_reducer import FinalizeReducer
 from ..tileop.reduce import BITWISE_KINDS, _combine, _identity
 from .allocate import alloc_fragment
-from .builder import as_expr, current_trace, is_buffer, store
+from .builder import as_expr, current_trace, is_buffer
+from .runtime import store
 
 REDUCER_OPS = ("sum", "max", "min", *BITWISE_KINDS)
 

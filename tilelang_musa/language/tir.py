@@ -122,10 +122,11 @@ def func_attr(attrs: dict) -> None:
     """`T.func_attr({"tir.noalias": True})`: attributes of the PrimFunc. The compiler's own are set by the compiler:
     `global_symbol` (the kernel's name) and `target` (the compile target) are superseded, and the attributes that
     carry the kernel's annotations (`tl.layout_annotations`, ...) cannot be set here."""
+    from ..ir.attrs import (
+        ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR,
+        SIZE_PARAMS_ATTR, VIEWS_ATTR,
+    )
     from ..tileop.finalize_reducer import REDUCERS_ATTR
-    from .annotate import ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR
-    from .prim_func import OUTPUTS_ATTR, SIZE_PARAMS_ATTR
-    from .view import VIEWS_ATTR
 
     trace = current_trace("T.func_attr")
     if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):

@@ -19,8 +19,6 @@ from tvm.tirx.script import builder as Tb
 from .builder import current_trace, is_buffer, take_name
 from .dtypes import canonical_dtype
 
-VIEWS_ATTR = "tl.buffer_views"
-
 
 def _size(shape) -> int | None:
     total = 1

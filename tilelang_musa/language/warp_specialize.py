@@ -24,10 +24,8 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
+from ..ir.attrs import SQUAD_THREADS, WS_ATTR
 from .builder import kernel_trace, static_value
-
-WS_ATTR = "tl.ws"  # AttrStmt around a T.ws region's `if`; its value names the region ("T.ws(1) at file:line")
-SQUAD_THREADS = 128  # a squad (warp group) on both archs: 4 x 32 lanes on mp_31, 1 x 128 lanes on mp_22
 
 
 def linear_thread_id(kernel: Any) -> Any:

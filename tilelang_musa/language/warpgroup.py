@@ -15,13 +15,9 @@ from __future__ import annotations
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
+from ..ir.ops import WARPGROUP_COMMIT_OP, WARPGROUP_WAIT_OP
 from .builder import kernel_trace, static_value
-from .builtin import _register_intrinsic
 
-WARPGROUP_COMMIT_OP = "tl.warpgroup_commit_batch"
-_register_intrinsic(WARPGROUP_COMMIT_OP, "close the calling thread's group of asynchronous SQMMA gemms")
-WARPGROUP_WAIT_OP = "tl.warpgroup_wait"
-_register_intrinsic(WARPGROUP_WAIT_OP, "wait until at most n committed SQMMA groups are in flight")
 
 
 def warpgroup_commit_batch() -> None:

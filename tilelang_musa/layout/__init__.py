@@ -10,7 +10,7 @@
 
 from .fragment import (Fragment, make_fully_replicated_fragment, make_fully_replicated_layout_fragment,
                        make_one_per_thread_fragment)
-from .fragment_reduce import ReduceThreads, ThreadSplit
+from .fragment_reduce import ReduceThreads, ThreadSplit, reduce_fragment, reduce_threads
 from .gemm_partition import GemmWarpPolicy, sqmma_warp_grid
 from .layout import Layout, LayoutError
 from .mma_layouts import (MMA_INSTRUCTIONS, SQMMA_SHAPES, MmaInstruction, get_mma_instruction, list_mma_instructions,
@@ -25,6 +25,6 @@ __all__ = [
     "list_mma_instructions", "make_fully_replicated_fragment", "make_fully_replicated_layout_fragment",
     "make_gemm_a_fragment", "make_gemm_accumulator_fragment", "make_gemm_b_fragment", "make_linear_layout",
     "make_one_per_thread_fragment", "make_padded_layout", "make_sqmma_swizzled_layout", "make_swizzled_layout",
-    "make_wgmma_swizzled_layout", "make_xor_swizzle_layout", "sqmma_descriptor_swizzle_code", "sqmma_warp_grid",
-    "swizzle_alignment", "swizzle_bytes",
+    "make_wgmma_swizzled_layout", "make_xor_swizzle_layout", "reduce_fragment", "reduce_threads",
+    "sqmma_descriptor_swizzle_code", "sqmma_warp_grid", "swizzle_alignment", "swizzle_bytes",
 ]

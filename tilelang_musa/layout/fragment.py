@@ -12,8 +12,8 @@ per-thread array length.
 Without `forward_index_fn` the slot is inferred: the digits of the coordinates that the thread map does not
 use, row-major (as upstream). `forward_fn(*x[, rep]) -> (thread, index)` gives both at once. `inverse(thread,
 local)` is what lowering needs to turn `for i, j in T.Parallel(...)` over a fragment into a loop over one
-thread's slots; `reduce(dim)` and `reduce_threads(dim)` are the layout side of `T.reduce_*`
-(fragment_reduce.py).
+thread's slots. The layout side of `T.reduce_*` (the result's fragment, the threads that combine) is
+fragment_reduce.py, built on this module.
 """
 
 from __future__ import annotations
@@ -198,18 +198,6 @@ class Fragment(Layout):
     def expand(self, leading_shape: Any) -> "Layout":
         raise LayoutError("Fragment.expand is not defined (it would not say which thread holds the new "
                           "dimensions); use Fragment.repeat")
-
-    def reduce(self, dim: int) -> "Fragment":
-        """The fragment of `T.reduce_*(src=self, dim=dim)`'s result (see fragment_reduce.py)."""
-        from .fragment_reduce import reduce_fragment
-
-        return reduce_fragment(self, dim)
-
-    def reduce_threads(self, dim: int):
-        """Which threads combine partial results when reducing along `dim` (see fragment_reduce.py)."""
-        from .fragment_reduce import reduce_threads
-
-        return reduce_threads(self, dim)
 
     def is_equal(self, other: Layout) -> bool:
         """Same shape and replication, the same slot for every element, and the same set of threads holding it."""

@@ -16,10 +16,10 @@ from typing import Any, NamedTuple
 import tvm
 from tvm import tirx
 
-from ..language.builtin import _register_intrinsic
+from ..ir.ops import register_intrinsic
 
 ACCESS_PTR_OP = "tl.access_ptr"
-_register_intrinsic(ACCESS_PTR_OP, "an element's address that a callee reads (1) and/or writes (2) its buffer through")
+register_intrinsic(ACCESS_PTR_OP, "an element's address that a callee reads (1) and/or writes (2) its buffer through")
 
 READ = 1
 WRITE = 2

@@ -23,10 +23,11 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from ..language.builtin import _register_intrinsic
+from ..ir.attrs import NO_SAFE_ACCESS
+from ..ir.ops import register_intrinsic
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import dtype_bytes, flat_index
 from ..target import arch_of
-from ..transform.ir_utils import dtype_bytes, flat_index
-from ..transform.pass_config import PassConfigKey, enabled
 from .access_ptr import WRITE, access_ptr
 from .base import LowerArgs
 from .parallel import parallel_nest, thread_local_nest
@@ -41,7 +42,7 @@ _SHARED = ("shared", "shared.dyn")
 # `&A[i]` where A[i] may lie outside A: a robust copy's source, which its descriptor bounds (the simulator's
 # sanitizer build leaves it unchecked; src/codegen/call_rules_tirx.cc).
 UNCHECKED_ADDRESS_OF_OP = "tl.unchecked_address_of"
-_register_intrinsic(UNCHECKED_ADDRESS_OF_OP, "the address of an element that may lie outside its buffer")
+register_intrinsic(UNCHECKED_ADDRESS_OF_OP, "the address of an element that may lie outside its buffer")
 
 
 def commit_group() -> Any:
@@ -200,8 +201,6 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     else:
         stmt = parallel_nest(piece_extents, piece if extents else (lambda idx: piece([])), copy.loc)
     # The pieces read global memory through addresses the bounds guards must leave alone (they are predicated here).
-    from .copy import NO_SAFE_ACCESS
-
     stmt = tirx.AttrStmt(copy.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
     if copy.async_mode == ASYNC_WAIT:
         return tirx.SeqStmt([stmt, commit_group(), wait_group(0)])

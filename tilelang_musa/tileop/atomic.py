@@ -13,7 +13,7 @@ import tvm
 from tvm import tirx
 
 from ..errors import SourceLoc
-from ..transform.ir_utils import seq
+from ..ir.utils import seq
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import parallel_nest
 from .region import Region, TensorRegion, is_unit, pair_dims, paired_indices

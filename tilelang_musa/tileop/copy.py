@@ -15,14 +15,13 @@ import tvm
 from tvm import tirx
 
 from ..errors import SourceLoc
-from ..transform.pass_config import PassConfigKey, enabled
+from ..ir.attrs import NO_SAFE_ACCESS
+from ..ir.pass_config import PassConfigKey, enabled
 from .async_copy import lower_piecewise_copy
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region, common_extents, is_unit, pair_dims, paired_indices
 
-# Wraps a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
-NO_SAFE_ACCESS = "tl.no_safe_access"
 # Call attributes of the piecewise copies (async_copy.py); a robust descriptor is the call's third argument.
 ASYNC_ATTR = "tl.async"
 DISABLE_TMA_ATTR = "tl.disable_tma"  # T.copy(..., disable_tma=True): never a TME copy (pipelined loads included)

@@ -16,8 +16,8 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import SourceLoc
+from ..ir.utils import unflatten
 from .base import LowerArgs, TileOp, call_attr, call_loc
-from ..transform.ir_utils import unflatten
 from .reduce import KINDS
 from .region import Region
 

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from tvm import tirx
 
 from ..errors import SourceLoc
-from ..language.loop import COALESCED_WIDTH, PARALLEL
+from ..ir.attrs import COALESCED_WIDTH, PARALLEL
 
 
 def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | None = None,

@@ -1,7 +1,7 @@
 """`T.reduce_sum / max / min / abssum / absmax(src, dst, dim, clear)` over a fragment.
 
 dst = reduce(src along dim) (with clear=False: dst = op(dst, reduce(src))). dst's layout is src's reduced
-along `dim` (Fragment.reduce): each result is replicated on exactly the threads that held part of its row.
+along `dim` (layout.reduce_fragment): each result is replicated on exactly the threads that held part of its row.
 Lowering: each thread folds the row elements it holds (its own slots) into per-result partials, then the
 threads sharing a row combine them with `tl::AllReduce` (reduce.h: xor butterflies within 32 lanes, shared
 memory beyond), one call per thread split of the row. With `batch=B`, B results share one call
@@ -22,7 +22,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
-from ..layout import LayoutError
+from ..layout import LayoutError, reduce_fragment, reduce_threads
 from .base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
 from .region import Region
 
@@ -96,7 +96,7 @@ class Reduce(TileOp):
         if src_layout is None:
             return {}
         try:
-            reduced = src_layout.reduce(self.dim)
+            reduced = reduce_fragment(src_layout, self.dim)
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: cannot place the result of reducing `{self.src.name}` along "
                              f"dim {self.dim}: {err}") from None
@@ -156,7 +156,7 @@ class Reduce(TileOp):
         src_t, acc_t = self.src.dtype, self.dst.dtype
         thread = args.thread_var
         try:
-            groups = src_layout.reduce_threads(self.dim)
+            groups = reduce_threads(src_layout, self.dim)
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: {err}") from None
         partial = Tb.buffer((int(dst_layout.local_size),), acc_t, scope="local")

@@ -14,6 +14,8 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from ..ir.trace import current_trace
+
 TensorRegion = tvm.ir.expr.TensorRegion
 TensorLoad = tvm.ir.expr.TensorLoad
 
@@ -77,8 +79,6 @@ def is_buffer(value: Any) -> bool:
 
 def to_region(value: Any, construct: str, what: str) -> tuple[Region, bool]:
     """(region, is_origin) of a tile-op operand; `is_origin` for an element used as the region's corner."""
-    from ..language.builder import current_trace
-
     if is_buffer(value):
         shape = tuple(value.ty.shape)
         return Region(value, tuple(tirx.const(0, "int32") for _ in shape), shape), False

@@ -7,6 +7,7 @@ from typing import Any
 import tvm
 from tvm.tirx.script import builder as Tb
 
+from ..ir.trace import current_trace
 from .base import TileOp
 
 _CLASSES: dict[str, type[TileOp]] = {}
@@ -42,8 +43,6 @@ def parse_tile_op(call: tvm.ir.Call) -> TileOp:
 
 def emit_tile_op(name: str, args: list[Any], attrs: dict[str, Any]) -> None:
     """Append `Evaluate(Call(tl.tileop.<name>, args, attrs))` to the kernel being built."""
-    from ..language.builder import current_trace
-
     trace = current_trace(name)
     attrs = {k: v for k, v in attrs.items() if v is not None}
     if trace.loc is not None:

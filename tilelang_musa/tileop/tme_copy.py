@@ -31,8 +31,7 @@ import tvm
 from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
-from ..language.barrier import BARRIER_EXPECT_TX_OP
-from ..language.builtin import _register_intrinsic
+from ..ir.ops import BARRIER_EXPECT_TX_OP, register_intrinsic
 from ..layout import Layout
 from ..layout.swizzle import SWIZZLE_LINE, swizzle_alignment, swizzle_bytes
 from .base import LowerArgs, TileOp, call_attr, call_loc
@@ -61,7 +60,7 @@ _SS_256, _SL_256 = 3, 1  # swizzle stride and line 256 bytes: the SQMMA swizzle 
 
 for _name, _doc in ((TME_LOAD, "TME tile load"), (TME_STORE, "TME tile store"),
                     (TME_STORE_ARRIVE, "commit TME stores"), (TME_STORE_WAIT, "wait for committed TME stores")):
-    _register_intrinsic(_name, _doc)
+    register_intrinsic(_name, _doc)
 
 
 class NotTme(Exception):

@@ -3,7 +3,7 @@
 Only the configuration is imported eagerly: tile ops (tileop/) read pass configs and are themselves
 lowered by a pass here, so the pipeline is imported on first use."""
 
-from .pass_config import PassConfigKey, normalize_pass_configs
+from ..ir.pass_config import PassConfigKey, normalize_pass_configs
 
 
 def lower(*args, **kwargs):

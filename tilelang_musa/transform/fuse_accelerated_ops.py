@@ -12,7 +12,7 @@ from __future__ import annotations
 import tvm_ffi
 from tvm import tirx
 
-from ..language.accelerated import MUL_HALF_FLOAT_TO_BFLOAT16_X4
+from ..ir.ops import MUL_HALF_FLOAT_TO_BFLOAT16_X4
 from .pass_base import tl_pass
 
 

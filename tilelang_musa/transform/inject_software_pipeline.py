@@ -38,18 +38,17 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError, TileLangError
-from ..language.annotate import ANNOTATIONS_ATTR
-from ..language.barrier import ARRIVE_COUNTS, BARRIER_ARRIVE_OP, BARRIER_SCOPE, BARRIER_WAIT_OP
-from ..language.warp_specialize import WS_ATTR
+from ..ir.attrs import ANNOTATIONS_ATTR, ARRIVE_COUNTS, BARRIER_SCOPE, WS_ATTR
+from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
 from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR
 from ..tileop.region import TensorRegion, common_extents
 from ..tileop.tme_copy import PIPELINED_ATTR, NotTme, TmeCopy
-from .ir_utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info
 from .lower_global_layout import global_layouts
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
 from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
 from .thread_guard import thread_conditions

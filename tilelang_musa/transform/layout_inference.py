@@ -1,4 +1,4 @@
-"""LayoutInference: choose where every fragment's elements live, and run the loops over fragments there.
+"""LayoutInference: choose where every fragment's elements live, and where each loop over fragments runs.
 
 A fragment (`T.alloc_fragment`) is a tile spread over the registers of the block's threads; its layout
 (a Fragment: element -> (thread, slot)) is chosen here, in three levels:
@@ -11,8 +11,11 @@ A fragment (`T.alloc_fragment`) is a tile spread over the registers of the block
    its reduction when they are indexed by a subset of the loop variables);
 3. a free choice for what is still open: the coalesced, vectorized partition of the first such nest.
 
-Each nest over fragments is then lowered right here to a per-thread loop over slots (loop_plan.py), and
-the layouts are recorded in the function attribute `tl.fragment_layouts` for LowerFragmentAccess. Two ops
+The pass only decides and records. The layouts go to the function attribute `tl.fragment_layouts` (read by
+LowerParallelLoop, LowerFragmentAccess and the late tile ops); each nest over fragments keeps its loops and gets
+the plan it runs by (tileop/loop_plan.py) on its outer loop: `parallel_loop_layout`, the plan's Fragment
+(iteration -> (thread, slot)), and `tl.loop_plan`, how to rebuild the plan from it and the threads that run it.
+LowerParallelLoop, right after this pass, lowers each annotated nest to a per-thread loop over slots. Two ops
 that require different layouts of one fragment are an error naming the buffer, the two layouts and the
 source line. A free choice keeps the rows of a fragment that is reduced along them on their own threads.
 
@@ -20,7 +23,8 @@ Two layouts that cannot agree (a loop runs where `acc_s_cast` lives and reads `a
 elsewhere) are reconciled through shared memory rather than rejected: the loop works on a copy of the
 fragment in the layout it needs, exchanged through a shared tile before it (and back after it, if the loop
 writes the fragment), with a TileLangWarning naming the fragments, since it costs a round trip through
-shared memory and two barriers each time the loop runs.
+shared memory and two barriers each time the loop runs. This pass declares the copy and the tile, makes the
+nest use the copy and records the exchange on the nest (`tl.layout_exchanges`); LowerParallelLoop writes it.
 
 Fragments live on the threads that use them. A tile op or a nest under `if`s on the thread index (a T.ws region)
 runs on the contiguous range of threads those allow (thread_guard.py), and a fragment it uses is laid out over
@@ -44,19 +48,19 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..language.annotate import ANNOTATIONS_ATTR
-from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment
+from ..ir.attrs import ANNOTATIONS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN, PARALLEL_LOOP_LAYOUT, VIEWS_ATTR
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import (
+    TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute, thread_info,
+)
+from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
+from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
-from .ir_utils import (TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of,
-                       substitute, thread_info)
-from .loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan,
-                        vector_width)
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 from .thread_guard import ThreadRange, map_with_guards, reaching_threads
 
 FRAGMENT_SCOPE = "local.fragment"
@@ -67,8 +71,6 @@ STAGE = "LayoutInference"
 
 def view_buffers(func: tirx.PrimFunc) -> frozenset:
     """T.view / T.reshape views (their storage is another buffer's: no layout of their own)."""
-    from ..language.view import VIEWS_ATTR
-
     return frozenset(func.attrs[VIEWS_ATTR].keys()) if func.attrs is not None and VIEWS_ATTR in func.attrs \
         else frozenset()
 
@@ -91,6 +93,7 @@ class _Nest:
     accesses: list[tuple[Any, tuple]]  # (fragment buffer, indices)
     reach: ThreadRange  # the threads that run the nest
     plan: LoopPlan | None = None
+    recipe: dict | None = None  # how LowerParallelLoop rebuilds `plan` (the `tl.loop_plan` annotation)
     source: Any = None  # the fragment whose layout the plan follows
     exchanges: dict = field(default_factory=dict)  # fragment -> _Exchange: it is relaid out around the nest
 
@@ -315,11 +318,12 @@ class _Inference:
                     if _index_positions(indices, nest.loop_vars) == list(
                             range(len(nest.loop_vars))) and self._same_shape(buf, nest.extents):
                         nest.plan, nest.source = fragment_plan(layout, nest.extents), buf
+                        nest.recipe = {"kind": "fragment", "fragment": layout}
                     else:
-                        plan = self._plan_through(buf, layout, indices, nest)
-                        if plan is None:
+                        through = self._plan_through(buf, layout, indices, nest)
+                        if through is None:
                             continue
-                        nest.plan, nest.source = plan, buf
+                        (nest.plan, nest.recipe), nest.source = through, buf
                     changed = True
                     break
             if nest.plan is None:
@@ -334,24 +338,28 @@ class _Inference:
                 return True
         return False
 
-    def _plan_through(self, buf, layout: Fragment, indices, nest: _Nest) -> LoopPlan | None:
-        """The nest's plan when it follows `buf` (laid out as `layout`) through an access other than the identity:
-        an affine map onto the whole fragment (`frag[i * 8 + j]`), or a box of it (`frag[i, j + 32]` over a part
-        of the fragment); None for other accesses."""
+    def _plan_through(self, buf, layout: Fragment, indices, nest: _Nest) -> tuple[LoopPlan, dict] | None:
+        """The nest's plan (and its recipe) when it follows `buf` (laid out as `layout`) through an access other
+        than the identity: an affine map onto the whole fragment (`frag[i * 8 + j]`), or a box of it
+        (`frag[i, j + 32]` over a part of the fragment); None for other accesses."""
         shape = self._shape(buf)
         index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
         if index_map is not None:
-            return fragment_plan(_compose(layout, index_map), nest.extents)
+            composed = _compose(layout, index_map)
+            return fragment_plan(composed, nest.extents), {"kind": "fragment", "fragment": composed}
         box = _box_access(indices, nest.loop_vars, nest.extents, shape)
         if box is None:
             return None
         fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(nest.loop_vars))]
         exprs = [substitute(e, dict(zip(nest.loop_vars, fvars))) for e in indices]
         placement = _compose(layout, Layout.from_exprs(nest.extents, fvars, exprs))
-        return region_plan(fragment_plan(layout, shape), placement, *box, nest.extents)
+        origin, positions = box
+        recipe = {"kind": "region", "fragment": placement, "whole": layout, "shape": shape, "origin": origin,
+                  "positions": [-1 if k is None else k for k in positions]}
+        return region_plan(fragment_plan(layout, shape), placement, origin, positions, nest.extents), recipe
 
     def choose_free(self) -> bool:
-        # A reduction's result is placed by its source (Fragment.reduce): choose the source's layout before a loop
+        # A reduction's result is placed by its source (reduce_fragment): choose the source's layout before a loop
         # (e.g. `T.copy(O, dst)`) would pick one for the result on its own that the reduction cannot produce.
         waiting = {op.dst.buffer for op in self.ops if isinstance(op, Reduce) and op.src.buffer not in self.layouts}
         open_nests = [nest for nest in self.nests if nest.plan is None]
@@ -365,6 +373,7 @@ class _Inference:
                        or self._reads_row_values(buf, indices, nest) for buf, indices in nest.accesses):
                     plan = row_plan(nest.extents, nest.reach.count, width)
                 nest.plan = plan or free_plan(nest.extents, nest.reach.count, width)
+                nest.recipe = {"kind": "row" if plan else "free", "width": width}
                 return True
         return False
 
@@ -421,7 +430,7 @@ class _Inference:
         layout = nest.plan.fragment
         try:
             for dim in reversed([d for d in range(len(nest.loop_vars)) if d not in positions]):
-                layout = layout.reduce(dim)
+                layout = reduce_fragment(layout, dim)
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
         return layout
@@ -544,49 +553,28 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     inference.run()
     if not inference.fragments:
         return func
-    plans = {n.loop.__chandle__(): n for n in inference.nests}
-    threads = inference.threads
+    nests = {n.loop.__chandle__(): n for n in inference.nests}
 
     def on_for(node, mutator):
-        nest = plans.get(node.__chandle__())
+        nest = nests.get(node.__chandle__())
         if nest is None:
             return mutator.default_mutate(node)
-        body = nest.body
+        loop = node
         for buf, exchange in nest.exchanges.items():
-            body = replace_buffer(body, buf, exchange.copy)
-        thread = threads.linear_thread_id() - nest.reach.first if nest.reach.first else threads.linear_thread_id()
-        loop = lower_with_plan(nest.loop_vars, body, nest.plan, thread, nest.reach.count, inference.analyzer())
-        if not nest.exchanges:
-            return loop
-        layouts = inference.layouts
-        before = [_relayout(buf, x.copy, x.tile, layouts, inference, thread, nest.reach.count)
-                  for buf, x in nest.exchanges.items()]
-        after = [_relayout(x.copy, buf, x.tile, layouts, inference, thread, nest.reach.count)
-                 for buf, x in nest.exchanges.items() if x.written]
-        return tirx.SeqStmt(before + [loop] + after)
+            loop = replace_buffer(loop, buf, exchange.copy)
+        annotations = dict(loop.annotations)
+        annotations[PARALLEL_LOOP_LAYOUT] = nest.plan.fragment
+        annotations[LOOP_PLAN] = {**nest.recipe, "threads": [nest.reach.first, nest.reach.count]}
+        if nest.exchanges:
+            annotations[LAYOUT_EXCHANGES] = [[buf, x.copy, x.tile, int(x.written)] for buf, x in nest.exchanges.items()]
+        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, annotations,
+                        loop.step)
 
     func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
     exchanged = [x for n in inference.nests for x in n.exchanges.values()]
     if exchanged:
         func = func.with_body(declare_buffers(func.body, [b for x in exchanged for b in (x.copy, x.tile)]))
     return func.with_attr(LAYOUTS_ATTR, {buf: layout for buf, layout in inference.layouts.items()})
-
-
-def _relayout(src, dst, tile, layouts: dict, inference: _Inference, thread: Any, count: int) -> Any:
-    """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
-    stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
-    in `dst` (the barrier passes put the barriers between and around)."""
-    shape = [as_int(e) for e in src.ty.shape]
-    xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
-    store = tirx.BufferStore(tile, src[tuple(xs)], xs)
-    src_layout = layouts[src]
-    if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
-        store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
-    load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
-    return tirx.SeqStmt([
-        lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, count, inference.analyzer()),
-        lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, count, inference.analyzer()),
-    ])
 
 
 def LayoutInference(configs):  # noqa: N802

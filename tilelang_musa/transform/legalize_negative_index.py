@@ -14,7 +14,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .ir_utils import TensorLoad
+from ..ir.utils import TensorLoad
 from .pass_base import tl_pass
 
 

@@ -24,10 +24,10 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
-from ..language.barrier import ARRIVE_COUNTS, BARRIER_OPS, BARRIER_SCOPE, USER_NAMED_BARRIER
-from ..language.builtin import _register_intrinsic as _register
+from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, USER_NAMED_BARRIER
+from ..ir.ops import BARRIER_OPS, register_intrinsic as _register
+from ..ir.utils import TensorLoad, loc_of, scope_of, seq, thread_info
 from ..target import arch_of
-from .ir_utils import TensorLoad, loc_of, scope_of, seq, thread_info
 from .pass_base import tl_pass
 
 STAGE = "LowerAsyncBarriers"

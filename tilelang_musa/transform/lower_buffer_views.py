@@ -17,8 +17,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..language.view import VIEWS_ATTR
-from .ir_utils import TensorLoad, flat_index, unflatten
+from ..ir.attrs import VIEWS_ATTR
+from ..ir.utils import TensorLoad, flat_index, unflatten
 from .pass_base import tl_pass
 
 

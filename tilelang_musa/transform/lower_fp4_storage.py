@@ -27,7 +27,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError
-from .ir_utils import TensorLoad, Var, is_buffer
+from ..ir.utils import TensorLoad, Var, is_buffer
 from .pass_base import tl_pass
 
 FP4 = "float4_e2m1fn"

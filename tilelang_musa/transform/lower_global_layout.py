@@ -13,9 +13,9 @@ from __future__ import annotations
 import tvm_ffi
 from tvm import tirx
 
-from ..language.annotate import ANNOTATIONS_ATTR
+from ..ir.attrs import ANNOTATIONS_ATTR
+from ..ir.utils import TensorLoad, as_int, scope_of
 from ..layout import Fragment
-from .ir_utils import TensorLoad, as_int, scope_of
 from .pass_base import tl_pass
 
 

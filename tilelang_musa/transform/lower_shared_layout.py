@@ -15,9 +15,9 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..language.annotate import ANNOTATIONS_ATTR
+from ..ir.attrs import ANNOTATIONS_ATTR
+from ..ir.utils import TensorLoad, as_int, scope_of
 from ..layout import Fragment
-from .ir_utils import TensorLoad, as_int, scope_of
 from .layout_inference import LAYOUTS_ATTR
 from .pass_base import tl_pass
 

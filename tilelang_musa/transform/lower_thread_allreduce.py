@@ -17,7 +17,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError
-from .ir_utils import as_int, declare_buffers, thread_info
+from ..ir.utils import as_int, declare_buffers, thread_info
 from .pass_base import tl_pass
 
 _COMBINERS = {tirx.Add: "tl::SumOp", tirx.Max: "tl::MaxOp", tirx.Min: "tl::MinOp", tirx.BitwiseAnd: "tl::BitAndOp",

@@ -12,8 +12,8 @@ import dataclasses
 
 from tvm import tirx
 
+from ..ir.utils import thread_info
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
-from .ir_utils import thread_info
 from .layout_inference import LAYOUTS_ATTR, annotated_buffers, view_buffers
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass

@@ -22,7 +22,9 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..language.barrier import ARRIVE_COUNTS, BARRIER_SCOPE
+from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import TensorLoad, thread_info
 from ..target import ARCHS
 from ..tileop import parse_tile_op
 from ..tileop.base import LowerArgs, call_loc
@@ -30,14 +32,12 @@ from ..tileop.tme_copy import (
     DESCRIPTORS_ATTR, TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme,
     not_tme_error,
 )
-from .ir_utils import TensorLoad, thread_info
 from .layout_inference import view_buffers
 from .lower_async_barriers import BARRIER_SYNC_OP
 from .lower_global_layout import global_layouts
 from .lower_shared_layout import shared_layouts
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 from .thread_guard import ThreadRange, conjuncts, reaching_threads, thread_conditions
 
 STAGE = "LowerTmeCopy"

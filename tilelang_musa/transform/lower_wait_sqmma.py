@@ -10,8 +10,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..language.builtin import WAIT_SQMMA_OP
-from ..language.warpgroup import WARPGROUP_COMMIT_OP, WARPGROUP_WAIT_OP
+from ..ir.ops import WAIT_SQMMA_OP, WARPGROUP_COMMIT_OP, WARPGROUP_WAIT_OP
 from ..target import arch_of
 from .pass_base import tl_pass
 

@@ -1,10 +1,11 @@
 """PartitionParallelLoop: distribute each remaining `T.Parallel` nest over the block's threads.
 
-Nests that walk a fragment were already placed by LayoutInference (which follows the fragment's layout).
+Nests that walk a fragment were already placed by LayoutInference and lowered by LowerParallelLoop (they follow the
+fragment's layout).
 A nest that writes only thread-private buffers (`T.alloc_local`, `T.alloc_var`) runs in full in every thread:
 each thread fills its own copy, so splitting the iterations would leave the others' copies unwritten.
 A nest under `if`s on the thread index is split among the threads that reach it (thread_guard.py).
-What remains touches only global, shared and per-thread memory and gets the free plan of loop_plan.py:
+What remains touches only global, shared and per-thread memory and gets the free plan of tileop/loop_plan.py:
 the fused iteration index f = ((slot // V) * num_threads + thread) * V + slot % V, so consecutive threads
 take consecutive V-element pieces (coalesced global accesses, V-wide vector loads and stores). V is the
 widest power of two (up to 16 bytes per access) for which every access of the body is contiguous in the
@@ -21,12 +22,12 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..language.loop import COALESCED_WIDTH, PARALLEL
+from ..ir.attrs import COALESCED_WIDTH, PARALLEL
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, substitute, thread_info, unflatten
+from ..tileop.loop_plan import free_plan, lower_with_plan, vector_width
 from ..tileop.parallel import THREAD_PRIVATE_SCOPES
-from .ir_utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, substitute, thread_info, unflatten
-from .loop_plan import free_plan, lower_with_plan, vector_width
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 from .thread_guard import map_with_guards, reaching_threads
 
 

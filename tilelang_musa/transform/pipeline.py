@@ -10,29 +10,30 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
+from ..ir.pass_config import PassConfigKey, enabled
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
-from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_async_barriers import LowerAsyncBarriers
 from .lower_buffer_views import FRAGMENT_VIEWS, LowerBufferViews
 from .lower_fp4_storage import LowerFP4Storage
-from .lower_global_layout import LowerGlobalLayout
 from .lower_fragment_access import LowerFragmentAccess
+from .lower_global_layout import LowerGlobalLayout
+from .lower_parallel_loop import LowerParallelLoop
 from .lower_shared_layout import LowerSharedLayout
+from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_tile_op import LowerTileOp
 from .lower_tme_copy import LowerTmeCopy
 from .lower_wait_sqmma import LowerWaitSqmma
 from .partition_parallel_loop import PartitionParallelLoop
-from .rasterize_blocks import RasterizeBlocks
-from .remove_unused_binds import RemoveUnusedBinds
 from .pass_base import run_pass
-from .pass_config import PassConfigKey, enabled
 from .pipeline_planning import PipelinePlanning
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .range_barriers import RangeBarriers
+from .rasterize_blocks import RasterizeBlocks
+from .remove_unused_binds import RemoveUnusedBinds
 from .safe_memory_access import SafeMemoryAccess
 from .stage_gemm_operands import StageGemmOperands
 from .sync_write_after_write import SyncWriteAfterWrite
@@ -63,8 +64,10 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerTileOp(configs),
         # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
         LowerBufferViews(FRAGMENT_VIEWS),
-        # Where fragments live; the loops over fragments run there (per-thread loops over slots).
+        # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
         LayoutInference(configs),
+        # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot loops.
+        LowerParallelLoop(),
         # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
         LowerTmeCopy(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).

@@ -26,8 +26,8 @@ from tvm import tirx
 
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..language.loop import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES
-from .ir_utils import as_int, dtype_bytes, loc_of, scope_of
+from ..ir.attrs import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES
+from ..ir.utils import as_int, dtype_bytes, loc_of, scope_of
 from .pass_base import tl_pass
 from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
 

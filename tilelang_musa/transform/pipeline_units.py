@@ -19,11 +19,11 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
-from ..language.loop import PIPELINE_GROUP
+from ..ir.attrs import PIPELINE_GROUP
+from ..ir.utils import is_buffer, loc_of, substitute
 from ..tileop import Copy
-from ..tileop.registry import is_tile_op
 from ..tileop.region import TensorRegion
-from .ir_utils import is_buffer, loc_of, substitute
+from ..tileop.registry import is_tile_op
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 GEMM_OP = "tl.tileop.gemm"

@@ -15,8 +15,8 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
+from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of
 from .pass_base import tl_pass
-from .ir_utils import as_int, buffer_size, dtype_bytes, scope_of
 
 ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
 OFFSET_ANNOTATION = "tl.dyn_smem_offset"

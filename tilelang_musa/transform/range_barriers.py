@@ -28,10 +28,10 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..language.barrier import BARRIER_WAIT_OP
-from ..language.warp_specialize import WS_ATTR
+from ..ir.attrs import WS_ATTR
+from ..ir.ops import BARRIER_WAIT_OP
+from ..ir.utils import seq, thread_info
 from ..target import arch_of
-from .ir_utils import seq, thread_info
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .thread_guard import ThreadRange, conjuncts, map_with_guards, reaching_threads, thread_conditions

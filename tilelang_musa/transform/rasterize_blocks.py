@@ -13,8 +13,8 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..language.builtin import USE_SWIZZLE_OP
-from .ir_utils import as_int, seq, substitute, thread_info
+from ..ir.ops import USE_SWIZZLE_OP
+from ..ir.utils import as_int, seq, substitute, thread_info
 from .pass_base import tl_pass
 
 

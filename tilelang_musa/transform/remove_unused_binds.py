@@ -14,7 +14,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .ir_utils import Var
+from ..ir.utils import Var
 from .pass_base import tl_pass
 
 

@@ -19,11 +19,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..language.annotate import SAFE_VALUES_ATTR
-from ..tileop.copy import NO_SAFE_ACCESS
-from .ir_utils import TensorLoad, as_int, scope_of, substitute
+from ..ir.attrs import NO_SAFE_ACCESS, SAFE_VALUES_ATTR
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import TensorLoad, as_int, scope_of, substitute
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 
 
 class _Guarder:

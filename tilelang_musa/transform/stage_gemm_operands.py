@@ -18,12 +18,12 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..ir.utils import declare_buffers, thread_info
 from ..tileop import is_tile_op, parse_tile_op
 from ..tileop.copy import Copy
 from ..tileop.gemm import Gemm
 from ..tileop.gemm.base import STAGING_SCOPE
 from ..tileop.gemm.registry import GemmContext
-from .ir_utils import declare_buffers, thread_info
 from .layout_inference import annotated_buffers, view_buffers
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass

@@ -25,8 +25,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.utils import collect_accesses, scope_of
 from ..tileop.access_ptr import READ, WRITE, as_access
-from .ir_utils import collect_accesses, scope_of
 from .pass_base import tl_pass
 
 _SHARED = ("shared", "shared.dyn")

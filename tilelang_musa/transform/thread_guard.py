@@ -17,8 +17,8 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..language.warp_specialize import WS_ATTR
-from .ir_utils import ThreadInfo, Var, loc_of
+from ..ir.attrs import WS_ATTR
+from ..ir.utils import ThreadInfo, Var, loc_of
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
+from ..ir.utils import Var, collect_accesses, loc_of, scope_of, thread_info
 from ..tileop.access_ptr import access_ptr, as_access
-from .ir_utils import Var, collect_accesses, loc_of, scope_of, thread_info
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
 from .uniform_conditions import THREAD_INVARIANT, mark_uniform_conditions, unmark_uniform_conditions

@@ -21,7 +21,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .ir_utils import TensorLoad, scope_of
+from ..ir.utils import TensorLoad, scope_of
 
 THREAD_INVARIANT = "tirx.tvm_thread_invariant"
 _PRIVATE_SCOPES = ("local", "local.var", "local.fragment")

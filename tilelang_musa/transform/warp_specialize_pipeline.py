@@ -28,15 +28,15 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..language.barrier import ARRIVE_COUNTS, BARRIER_ARRIVE_OP, BARRIER_SCOPE, BARRIER_WAIT_OP
-from ..language.warp_specialize import SQUAD_THREADS, WS_ATTR
+from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, SQUAD_THREADS, WS_ATTR
+from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
+from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import as_int, declare_buffers, thread_info
 from ..tileop.tme_copy import PIPELINED_ATTR, TmeCopy
 from .inject_software_pipeline import (
     TME, _references, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
 )
-from .ir_utils import as_int, declare_buffers, thread_info
 from .pass_base import tl_pass
-from .pass_config import PassConfigKey, enabled
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
 from .pipeline_units import flatten, pipeline_units, version_count
 

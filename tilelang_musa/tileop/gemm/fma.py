@@ -14,7 +14,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ...transform.loop_plan import fragment_plan, free_plan, lower_with_plan
+from ..loop_plan import fragment_plan, free_plan, lower_with_plan
 from .registry import GemmContext, GemmImpl, thread_analyzer
 
 SHARED_SCOPES = ("shared", "shared.dyn")

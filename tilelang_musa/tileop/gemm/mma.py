@@ -17,12 +17,13 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
-from ...language.builtin import fragment_ptr
-from ...layout import (SWIZZLE_LINE, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity,
-                       make_gemm_a_fragment, make_gemm_accumulator_fragment, make_gemm_b_fragment,
-                       make_sqmma_swizzled_layout)
+from ...ir.ops import fragment_ptr
+from ...ir.pass_config import PassConfigKey, enabled
+from ...layout import (
+    SWIZZLE_LINE, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity, make_gemm_a_fragment,
+    make_gemm_accumulator_fragment, make_gemm_b_fragment, make_sqmma_swizzled_layout,
+)
 from ...target import arch_of
-from ...transform.pass_config import PassConfigKey, enabled
 from ..access_ptr import READ, access_ptr
 from .registry import GemmContext, GemmImpl
 

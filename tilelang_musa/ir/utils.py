@@ -1,5 +1,6 @@
-"""Small IR helpers shared by the passes (the 0.27 wheel has no stmt_functor: we build on tvm-ffi's
-structural walk/mutate)."""
+"""Small IR helpers shared by the tile ops and the passes (dtype sizes, flat indices, statement sequences, thread
+extents, buffer declarations); the 0.27 wheel has no stmt_functor, so they build on tvm-ffi's structural
+walk/mutate."""
 
 from __future__ import annotations
 

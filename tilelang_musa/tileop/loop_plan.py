@@ -18,7 +18,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..layout import Fragment
-from .ir_utils import as_int, collect_accesses, dtype_bytes, flat_index, buffer_size, scope_of, substitute
+from ..ir.utils import as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of, substitute
 
 MAX_VECTOR_BYTES = 16  # the widest MUSA global/shared load/store (128 bits)
 

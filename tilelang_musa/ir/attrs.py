@@ -1,0 +1,51 @@
+"""Annotation, attribute and scope keys that travel on the IR from the frontend to the passes and codegen.
+
+Grouped by what carries them: PrimFunc attributes, loop annotations, AttrStmt keys, buffer annotations and call
+attributes. The frontend module that writes each key is named beside it; the passes that read it import it here.
+"""
+
+from __future__ import annotations
+
+# -- PrimFunc attributes
+ANNOTATIONS_ATTR = "tl.layout_annotations"  # T.annotate_layout: buffer -> Layout / Fragment (language/annotate.py)
+PASS_CONFIGS_ATTR = "tilelang_pass_configs"  # T.annotate_pass_configs
+COMPILE_FLAGS_ATTR = "tilelang_compile_flags"  # T.annotate_compile_flags
+# One int per kernel of the program, in launch order (the n of `__launch_bounds__(threads, n)`; 1 if not annotated).
+MIN_BLOCKS_ATTR = "tl.min_blocks_per_sm"
+# Tensor name -> the value its out-of-bounds reads return instead of zero (read by SafeMemoryAccess).
+SAFE_VALUES_ATTR = "tl.safe_values"
+VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer it views (language/view.py)
+WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
+# The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).
+OUTPUTS_ATTR = "tilelang_out_idx"
+# The trailing parameters added for T.dynamic sizes (not the user's parameters).
+SIZE_PARAMS_ATTR = "tl.size_params"
+
+# -- loop annotations (language/loop.py)
+PARALLEL = "tl.parallel"  # marks a T.Parallel nest (kind PARALLEL): distributed over the block's threads
+COALESCED_WIDTH = "tl.coalesced_width"  # caps the elements one thread accesses at once in the nest
+PIPELINE_STAGES = "tl.pipeline.num_stages"
+PIPELINE_ORDER = "tl.pipeline.order"
+PIPELINE_STAGE = "tl.pipeline.stage"
+PIPELINE_GROUP = "tl.pipeline.group"
+UNROLL_FACTOR = "tl.unroll_factor"  # `#pragma unroll k`
+PRAGMA_UNROLL = "tl.pragma_unroll"  # a serial loop printed under `#pragma unroll`
+
+# -- warp specialization (language/warp_specialize.py)
+WS_ATTR = "tl.ws"  # AttrStmt around a T.ws region's `if`; its value names the region ("T.ws(1) at file:line")
+SQUAD_THREADS = 128  # a squad (warp group) on both archs: 4 x 32 lanes on mp_31, 1 x 128 lanes on mp_22
+
+# -- asynchronous barriers (language/barrier.py)
+BARRIER_SCOPE = "shared.barrier"
+ARRIVE_COUNTS = "tl.barrier_arrive_counts"  # AllocBuffer annotation: the arrive count (threads) of each barrier
+USER_NAMED_BARRIER = "tl.user_named_barrier"  # call attr of T.sync_threads(id, count): the id is the user's
+
+# -- copies
+# AttrStmt key wrapping a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
+NO_SAFE_ACCESS = "tl.no_safe_access"
+
+# -- plans of the loops over fragments (LayoutInference records them on a T.Parallel nest's outer loop;
+# LowerParallelLoop lowers the nest from them, see transform/lower_parallel_loop.py)
+PARALLEL_LOOP_LAYOUT = "parallel_loop_layout"  # the plan's Fragment: iteration -> (thread, slot) (upstream's key)
+LOOP_PLAN = "tl.loop_plan"  # how to rebuild the plan: kind, its Fragment(s) and sizes, the threads that run it
+LAYOUT_EXCHANGES = "tl.layout_exchanges"  # [fragment, copy, shared tile, written]: relaid out around the nest

@@ -1,0 +1,328 @@
+"""Runtime helpers that a rewritten kernel calls (bound as `__tl__`, see `parser.py`).
+
+The parser rewrites the statements of a kernel function that may carry IR values (assignments, stores, `for`,
+`if`, `while`, boolean operators) into calls of these helpers. Static values (Python ints, bools, lists) keep
+Python semantics everywhere; IR values become TIR statements of the open trace (`builder.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import tvm
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script import builder as Tb
+
+from ..errors import SourceLoc
+from .builder import _TRACES, _UNBOUND, KernelTrace, as_expr, current_trace, is_buffer, is_var_buffer, static_value, value
+from .dtypes import FP4_DTYPE, DType, fp4_arithmetic
+from .loop import LoopFrame, serial
+from .proxy import declare_param
+
+def loc(lineno: int, col: int) -> None:
+    if _TRACES:
+        trace = _TRACES[-1]
+        trace.loc = SourceLoc(trace.filename, lineno, col)
+
+
+def _operand(x: Any) -> Any:
+    """A condition or logical operand as an expression (a `T.alloc_var` scalar reads as its value)."""
+    return as_expr(value(x))
+
+
+def lookup(thunk: Callable[[], Any]) -> Any:
+    try:
+        return thunk()
+    except NameError:  # includes UnboundLocalError
+        return _UNBOUND
+
+
+def _has_side_effect_or_load(expr: Any) -> bool:
+    """True if evaluating `expr` twice could differ from evaluating it once (reads memory or calls)."""
+    import tvm_ffi
+
+    found = []
+
+    def on_load(node, *args):
+        found.append(node)
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.TensorLoad, on_load), (tvm.ir.Call, on_load)])
+    return bool(found)
+
+
+def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
+    """`name = value`. Stores into a `T.alloc_var` scalar; binds a value that reads memory to a new
+    variable (so it is read once, here); otherwise plain Python assignment."""
+    trace = _TRACES[-1] if _TRACES else None
+    if trace is not None:
+        trace.naming_hint = name
+    try:
+        value = thunk()
+    finally:
+        if trace is not None:
+            trace.naming_hint = None
+    if trace is None:
+        return value
+    if hasattr(value, "bind_as_statement"):  # `tx = T.thread_binding(n, thread=...)`: the axis from here on
+        return value.bind_as_statement(name)
+    if current is not _UNBOUND and is_var_buffer(current) and not is_buffer(value):
+        store(current, 0, value)
+        return current
+    if isinstance(value, tvm.ir.Expr) and not is_buffer(value) and _needs_bind(value):
+        _check_no_fp4_arithmetic(trace, value)
+        var = Tb.Bind(value)
+        IRBuilder.name(name, var)
+        return var
+    return value
+
+
+def _needs_bind(value: Any) -> bool:
+    if isinstance(value, (tvm.ir.expr.Var, tirx.IntImm, tirx.FloatImm, tvm.ir.expr.StringImm)):
+        return False
+    if not isinstance(value.ty, tvm.ir.PrimType):
+        return False
+    return _has_side_effect_or_load(value)
+
+
+def aug_assign(name: str, current: Any, op: str, value: Any) -> Any:
+    if is_var_buffer(current):
+        aug_store(current, 0, op, value)
+        return current
+    return assign(name, lambda: _BINOPS[op](current, value), _UNBOUND)
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mult": lambda a, b: a * b,
+    "Div": lambda a, b: a / b,
+    "FloorDiv": lambda a, b: a // b,
+    "Mod": lambda a, b: a % b,
+    "BitAnd": lambda a, b: a & b,
+    "BitOr": lambda a, b: a | b,
+    "BitXor": lambda a, b: a ^ b,
+    "LShift": lambda a, b: a << b,
+    "RShift": lambda a, b: a >> b,
+    "Pow": lambda a, b: a**b,
+}
+
+
+def _indices(buffer: Any, index: Any) -> list[Any]:
+    if isinstance(index, tuple):
+        return list(index)
+    return [index]
+
+
+def expr_statement(value: Any) -> Any:
+    """A bare expression statement of the kernel: an IR call is evaluated (it is there for its effect); anything
+    else (None from a construct that emitted its own IR, a docstring) is left alone."""
+    if _TRACES and _TRACES[-1].kernel is not None and isinstance(value, tvm.ir.Call):
+        Tb.evaluate(value)
+    return value
+
+
+def store(target: Any, index: Any, value: Any) -> None:
+    """`target[index] = value`: a BufferStore for buffers, Python item assignment otherwise."""
+    if not is_buffer(target):
+        target[index] = value
+        return
+    trace = current_trace("buffer store")
+    indices = _indices(target, index)
+    if any(isinstance(i, slice) for i in indices):
+        lanes = value.ty.dtype.lanes if isinstance(value, tvm.ir.Expr) and hasattr(value.ty, "dtype") else 1
+        indices = vector_indices(trace, target, indices, lanes) if lanes > 1 else None
+        if indices is None:
+            raise trace.error(
+                f"slice assignment to `{target.name}` takes a vector of the slice's length (`C[i:i + 4] = "
+                "T.mul_half_float_to_bfloat16_x4(...)`); for tiles use T.copy or a T.Parallel loop")
+    dtype = str(target.dtype)
+    if is_var_buffer(value):  # `B[i] = x` with x a T.alloc_var scalar stores its value
+        value = value[0]
+    value = _convert(value, dtype)
+    _check_no_fp4_arithmetic(trace, value)
+    if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
+        value = tirx.Cast(dtype, value)
+    Tb.buffer_store(target, value, indices)
+
+
+def _check_no_fp4_arithmetic(trace: KernelTrace, value: Any) -> None:
+    node = fp4_arithmetic(value)
+    if node is not None:
+        raise trace.error(f"`{node}` computes with {FP4_DTYPE} values: fp4 is a storage type (no float4 arithmetic "
+                          f"on MUSA); cast the loaded elements first (T.cast(x[i], \"float16\")) and store with "
+                          f"T.cast(value, \"{FP4_DTYPE}\")")
+
+
+def vector_indices(trace: KernelTrace, buffer: Any, indices: list[Any], lanes: int) -> list[Any] | None:
+    """The indices of a `lanes`-element vector access `buffer[i, j:j + lanes]`: one unit-step slice of exactly
+    `lanes` elements (a Ramp), every other index a scalar; None if `indices` is not that."""
+    sliced = [k for k, i in enumerate(indices) if isinstance(i, slice)]
+    if len(sliced) != 1:
+        return None
+    s = indices[sliced[0]]
+    start = 0 if s.start is None else s.start
+    stop = buffer.ty.shape[sliced[0]] if s.stop is None else s.stop
+    if s.step not in (None, 1) or not tvm.sym.Analyzer().can_prove_equal(as_expr(stop) - as_expr(start), lanes):
+        raise trace.error(f"`{buffer.name}[...]`: a vector access needs a unit-step slice of exactly {lanes} elements")
+    out = list(indices)
+    out[sliced[0]] = tirx.Ramp(as_expr(tirx.const(start, "int32") if isinstance(start, int) else start), 1, lanes)
+    return out
+
+
+def _convert(value: Any, dtype: str) -> Any:
+    if isinstance(value, bool):
+        return tirx.const(value, dtype)
+    if isinstance(value, (int, float)):
+        return tirx.const(value, dtype)
+    return value
+
+
+def aug_store(target: Any, index: Any, op: str, value: Any) -> None:
+    if not is_buffer(target):
+        target[index] = _BINOPS[op](target[index], value)
+        return
+    indices = _indices(target, index)
+    store(target, index, _BINOPS[op](target[tuple(indices)] if len(indices) > 1 else target[indices[0]], value))
+
+
+def annotate(name: str, annotation: Any, current: Any) -> Any:
+    """`name: annotation` without a value: in the eager style this declares a tensor parameter."""
+    trace = current_trace(f"{name}: {annotation!r}")
+    return declare_param(trace, name, annotation, current)
+
+
+def declare(name: str, annotation: Any, thunk: Callable[[], Any]) -> Any:
+    """`name: T.int32 = value`: a typed local value."""
+    value = thunk()
+    if isinstance(annotation, DType):
+        value = annotation(value) if not isinstance(value, tvm.ir.Expr) else tirx.Cast(str(annotation), value)
+    return assign(name, lambda: value, _UNBOUND)
+
+
+def named(frame: Any, names: tuple[str, ...], unpacks: bool = False) -> Any:
+    """`with frame as names`: frames that define IR variables (T.Kernel) name them after the user's names;
+    `unpacks` when the target is a tuple (`as (bx,)` takes a 1-D kernel's block index as a 1-tuple)."""
+    if hasattr(frame, "bind_names"):
+        frame.bind_names(names, unpacks)
+    return frame
+
+
+# -- control flow
+
+
+def iterate(iterable: Any, names: tuple[str, ...] | None) -> Iterator[Any]:
+    """`for ... in iterable`: IR loops for loop frames, Python iteration for everything else."""
+    if isinstance(iterable, LoopFrame):
+        yield from iterable.build(names)
+        return
+    if _TRACES and isinstance(iterable, tvm.ir.Expr):
+        raise _TRACES[-1].error(f"cannot iterate over the IR value {iterable}; use T.serial(n) or range(n)")
+    yield from iterable
+
+
+def range_(*args: Any):
+    """The kernel's `range(...)` in a for statement: a serial TIR loop, as in TVMScript (see parser.py)."""
+    return serial(*args)
+
+
+def static_condition(cond: Any) -> bool:
+    cond = _operand(cond)
+    value = static_value(cond)
+    if value is None and isinstance(cond, tvm.ir.Expr):
+        raise current_trace().error(
+            "this `if` contains break/continue/return, so its condition must be known at compile time; "
+            f"got the run-time condition `{cond}`"
+        )
+    return bool(cond) if value is None else bool(value)
+
+
+class _IfBuilder:
+    """`if` over a static condition keeps Python semantics; over an IR condition it builds IfThenElse."""
+
+    def __init__(self, cond: Any):
+        cond = _operand(cond)
+        self.static = static_value(cond)
+        if self.static is None and not isinstance(cond, tvm.ir.Expr):
+            self.static = bool(cond)
+        self.cond = cond
+        self._frame = None
+
+    def __enter__(self) -> "_IfBuilder":
+        if self.static is None:
+            self._frame = Tb.If(self.cond)
+            self._frame.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._frame is not None:
+            self._frame.__exit__(*exc)
+
+    def then(self) -> Iterator[None]:
+        if self.static is not None:
+            if self.static:
+                yield
+            return
+        with Tb.Then():
+            yield
+
+    def orelse(self) -> Iterator[None]:
+        if self.static is not None:
+            if not self.static:
+                yield
+            return
+        with Tb.Else():
+            yield
+
+
+def if_(cond: Any) -> _IfBuilder:
+    return _IfBuilder(cond)
+
+
+def while_(test: Callable[[], Any]) -> Iterator[None]:
+    cond = _operand(test())
+    if static_value(cond) is not None or not isinstance(cond, tvm.ir.Expr):
+        while static_value(cond) if static_value(cond) is not None else cond:
+            yield
+            cond = _operand(test())
+        return
+    with Tb.While(cond):
+        yield
+
+
+def and_(lhs: Any, rhs: Callable[[], Any]) -> Any:
+    lhs = _operand(lhs)
+    value = static_value(lhs)
+    if value is not None or not isinstance(lhs, tvm.ir.Expr):
+        return rhs() if (value if value is not None else lhs) else lhs
+    other = _operand(rhs())
+    if static_value(other) is not None:
+        return lhs if static_value(other) else tirx.const(False, "bool")
+    return tirx.And(lhs, other)
+
+
+def or_(lhs: Any, rhs: Callable[[], Any]) -> Any:
+    lhs = _operand(lhs)
+    value = static_value(lhs)
+    if value is not None or not isinstance(lhs, tvm.ir.Expr):
+        return lhs if (value if value is not None else lhs) else rhs()
+    other = _operand(rhs())
+    if static_value(other) is not None:
+        return tirx.const(True, "bool") if static_value(other) else lhs
+    return tirx.Or(lhs, other)
+
+
+def not_(operand: Any) -> Any:
+    operand = _operand(operand)
+    static = static_value(operand)
+    if static is not None or not isinstance(operand, tvm.ir.Expr):
+        return not (static if static is not None else operand)
+    return tirx.Not(operand)
+
+
+def select(cond: Any, then: Callable[[], Any], otherwise: Callable[[], Any]) -> Any:
+    cond = _operand(cond)
+    static = static_value(cond)
+    if static is not None or not isinstance(cond, tvm.ir.Expr):
+        return then() if (static if static is not None else cond) else otherwise()
+    return tirx.if_then_else(cond, then(), otherwise())

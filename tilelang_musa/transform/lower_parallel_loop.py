@@ -1,0 +1,104 @@
+"""LowerParallelLoop: each T.Parallel nest over fragments becomes a per-thread loop over slots, as LayoutInference
+planned it.
+
+LayoutInference leaves every nest that walks a fragment in place and records on its outer loop the plan it runs
+by (`tileop/loop_plan.py`): `parallel_loop_layout`, the plan's Fragment (iteration -> (thread, slot)), and
+`tl.loop_plan`, how to rebuild the plan:
+
+    {"kind": "fragment", "fragment": F}            runs where F puts each iteration (a fragment's layout)
+    {"kind": "region", "fragment": P, "whole": F, "shape": S, "origin": O, "positions": K}
+                                                   runs on the slots of F (over S) whose element lies in the box
+                                                   (O, K) the nest walks; P places the iterations
+    {"kind": "free" | "row", "width": V}           the coalesced partition (or one that keeps rows on their own
+                                                   threads), V-wide pieces
+
+plus `"threads": [first, count]`, the range of threads that run it (a T.ws region). Each thread runs
+`for slot in range(local_size): x = inverse(thread - first, slot); body(x)` (`lower_with_plan`).
+
+A nest that reads a fragment in another layout than the fragment's (`tl.layout_exchanges`: [fragment, copy, tile,
+written]) works on `copy`; the elements pass from the fragment to the copy through the shared `tile` before the
+loop, and back after it when the loop writes them: each element is stored by the one thread (replica 0) that holds
+it in the source layout, then loaded by every thread that holds it in the destination layout. The barrier passes
+put the barriers between and around.
+
+Runs right after LayoutInference: the late tile ops (LowerTileOp(late=True)) and LowerFragmentAccess expect the
+loops over fragments to be per-thread loops over slots already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx
+
+from ..ir.attrs import LAYOUT_EXCHANGES, LOOP_PLAN
+from ..ir.utils import as_int, thread_info
+from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan
+from .layout_inference import LAYOUTS_ATTR, STAGE
+from .partition_parallel_loop import collect_nest, nest_extents, thread_analyzer
+from .pass_base import tl_pass
+
+
+def plan_of(recipe: Any, extents: list[int]) -> LoopPlan:
+    """The LoopPlan a `tl.loop_plan` annotation records, for a nest of `extents`."""
+    kind = str(recipe["kind"])
+    if kind == "fragment":
+        return fragment_plan(recipe["fragment"], extents)
+    count = int(recipe["threads"][1])
+    if kind == "free":
+        return free_plan(extents, count, int(recipe["width"]))
+    if kind == "row":
+        return row_plan(extents, count, int(recipe["width"]))
+    if kind == "region":
+        shape = [int(e) for e in recipe["shape"]]
+        positions = [None if int(k) < 0 else int(k) for k in recipe["positions"]]
+        return region_plan(fragment_plan(recipe["whole"], shape), recipe["fragment"],
+                           [int(o) for o in recipe["origin"]], positions, extents)
+    raise ValueError(f"{LOOP_PLAN}: unknown plan kind {kind!r}")
+
+
+def lower_parallel_loop(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    layouts = func.attrs[LAYOUTS_ATTR] if func.attrs is not None and LAYOUTS_ATTR in func.attrs else {}
+    threads = thread_info(func)
+    analyzer = thread_analyzer(threads)
+
+    def on_for(node, mutator):
+        if node.annotations is None or LOOP_PLAN not in node.annotations:
+            return mutator.default_mutate(node)
+        recipe = node.annotations[LOOP_PLAN]
+        first, count = (int(x) for x in recipe["threads"])
+        nest, body = collect_nest(node)
+        plan = plan_of(recipe, nest_extents(nest, STAGE))
+        thread = threads.linear_thread_id() - first if first else threads.linear_thread_id()
+        loop = lower_with_plan([n.loop_var for n in nest], body, plan, thread, count, analyzer())
+        exchanges = node.annotations[LAYOUT_EXCHANGES] if LAYOUT_EXCHANGES in node.annotations else []
+        if not exchanges:
+            return loop
+        before = [_relayout(buf, copy, tile, layouts, thread, count, analyzer) for buf, copy, tile, _ in exchanges]
+        after = [_relayout(copy, buf, tile, layouts, thread, count, analyzer)
+                 for buf, copy, tile, written in exchanges if int(written)]
+        return tirx.SeqStmt(before + [loop] + after)
+
+    return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+
+
+def _relayout(src, dst, tile, layouts, thread: Any, count: int, analyzer) -> Any:
+    """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
+    stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
+    in `dst` (the barrier passes put the barriers between and around)."""
+    shape = [as_int(e) for e in src.ty.shape]
+    xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
+    store = tirx.BufferStore(tile, src[tuple(xs)], xs)
+    src_layout = layouts[src]
+    if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
+        store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
+    load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
+    return tirx.SeqStmt([
+        lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, count, analyzer()),
+        lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, count, analyzer()),
+    ])
+
+
+def LowerParallelLoop():  # noqa: N802
+    return tl_pass("LowerParallelLoop", lower_parallel_loop)
