@@ -82,6 +82,7 @@ def const(names: str, dtype: str = "int32") -> Any:
         raise trace.error("T.const needs at least one name")
     values = []
     for name in split:
+        trace.declared_consts.add(name)
         if name not in trace.consts:
             if trace.mode == "discover":
                 trace.consts[name] = tirx.Var(name, dtype)

@@ -38,6 +38,7 @@ class KernelTrace:
     filename: str
     mode: str = "prim_func"  # "prim_func" | "eager" | "discover"
     consts: dict[str, Any] = field(default_factory=dict)  # eager: T.const name -> value (int or Var)
+    declared_consts: set = field(default_factory=set)  # eager: the names T.const declared
     pending_tensors: dict[str, Any] = field(default_factory=dict)  # eager: tensor param name -> placeholder
     params: list[Param] = field(default_factory=list)
     discovered_shapes: dict[str, tuple] = field(default_factory=dict)  # discover: param -> shape exprs
