@@ -151,13 +151,6 @@ def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
         return result
 
     func, result = _build(parsed, trace, body)
-    unknown = sorted(set(consts) - trace.declared_consts)
-    if unknown:  # e.g. `f.compile(N=..., target="musa")`: taken as a size, it would be silently ignored
-        declared = ", ".join(sorted(trace.declared_consts)) or "none"
-        raise TypeError(
-            f"{parsed.name}.compile(): {', '.join(f'`{n}`' for n in unknown)} is neither a parameter of "
-            f"`{parsed.name}` nor a size it declares with T.const (its sizes: {declared}); compile options such "
-            "as target= or pass_configs= go to @tilelang.jit(...)")
     return _finish(func, parsed.name, trace, _returned_outputs(parsed, trace, result))
 
 
