@@ -375,6 +375,7 @@ def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     barriers: list = []
 
     threads = thread_info(func)
+    uses = BufferUses(func.body)
     ranged = [0]  # inside an `if` on the thread index or a T.ws region: not every thread arrives
 
     def on_for(node, mutator):
@@ -382,7 +383,7 @@ def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
         if SCHEDULE_STAGE not in node.annotations:
             return node
         here = modes if not ranged[0] else dataclasses.replace(modes, tme=False)
-        return pipeline_loop(node, versions, here, barriers, used_outside_loop(func.body, node))
+        return pipeline_loop(node, versions, here, barriers, uses.outside(node))
 
     def on_if(node, mutator):
         on_threads = bool(thread_conditions(node.condition, threads))
@@ -429,33 +430,30 @@ def declare_buffers_first(body: Any, allocs: list) -> Any:
     return declare_buffers(body, [a.buffer for a in allocs], [dict(a.annotations) for a in allocs])
 
 
-def used_outside_loop(body: Any, loop: tirx.For) -> set:
-    """Buffers the kernel accesses outside `loop` (allocations aside)."""
-    def count(node) -> dict:
-        seen: dict = {}
+def _mentions(node: Any) -> dict:
+    """How often each buffer is mentioned in `node`."""
+    seen: dict = {}
 
-        def visit(var):
-            if isinstance(var.ty, tirx.BufferType):
-                seen[var] = seen.get(var, 0) + 1
+    def visit(var):
+        if isinstance(var.ty, tirx.BufferType):
+            seen[var] = seen.get(var, 0) + 1
 
-        tvm_ffi.structural_walk(node, [(tvm.ir.expr.Var, visit)], order="pre")
-        return seen
-
-    total, inside = count(body), count(loop)
-    allocated: dict = {}
-    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: allocated.__setitem__(a.buffer, 1))], order="pre")
-    return {b for b, n in total.items() if n - allocated.get(b, 0) > inside.get(b, 0)}
+    tvm_ffi.structural_walk(node, [(tvm.ir.expr.Var, visit)], order="pre")
+    return seen
 
 
-def _references(body: Any, buffers: set) -> set:
-    found: set = set()
+class BufferUses:
+    """The buffers a kernel body mentions, counted once, so that each pipelined loop can ask which of them are also
+    used outside it (allocations aside) without another walk of the whole body."""
 
-    def visit(node):
-        if node in buffers:
-            found.add(node)
+    def __init__(self, body: Any):
+        self.total = _mentions(body)
+        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: self.total.__setitem__(
+            a.buffer, self.total.get(a.buffer, 0) - 1))], order="pre")
 
-    tvm_ffi.structural_walk(body, [(tvm.ir.expr.Var, visit)], order="pre")
-    return found
+    def outside(self, loop: tirx.For) -> set:
+        inside = _mentions(loop)
+        return {b for b, n in self.total.items() if n > inside.get(b, 0)}
 
 
 def InjectSoftwarePipeline(configs: dict):  # noqa: N802 - a pass, named as TVM names passes

@@ -34,7 +34,7 @@ from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import as_int, declare_buffers, thread_info
 from ..tileop.tme_copy import PIPELINED_ATTR, TmeCopy
 from .inject_software_pipeline import (
-    TME, _references, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
+    TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
 )
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
@@ -77,9 +77,8 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     plan = _plan(loop, modes)
     if plan is None:
         return func
-    loads, ring, versions = plan
-    outside = [s for s in stmts if not s.same_as(loop) and not isinstance(s, tirx.AllocBuffer)]
-    if versions and _references(tirx.SeqStmt(outside), set(versions)):
+    units, loads, ring, versions = plan
+    if set(versions) & BufferUses(thread_attr.body).outside(loop):
         return func  # a loaded tile is used outside the loop too: InjectSoftwarePipeline says why that fails
 
     tid = thread_attr.node.var
@@ -87,7 +86,6 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     empty = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
     IRBuilder.name("pipeline_full", full)
     IRBuilder.name("pipeline_empty", empty)
-    units = pipeline_units(loop).units
     loaded = {b for i in loads for b in units[i].writes}
     readers = [u.index for u in units if u.index not in loads and u.reads & loaded]
     kept = {str(key): v for key, v in loop.annotations.items()
@@ -163,8 +161,9 @@ def _region(label: str, cond: Any, body: list) -> Any:
     return tirx.AttrStmt(tirx.const(0, "int32"), WS_ATTR, tvm.ir.expr.StringImm(label), inner)
 
 
-def _plan(loop: tirx.For, modes) -> tuple[set, int, dict] | None:
-    """(load units, slots, versioned buffers) when the loop qualifies (module docstring), else None."""
+def _plan(loop: tirx.For, modes) -> tuple[list, set, int, dict] | None:
+    """(the loop's units, the load units among them, slots, versioned buffers) when the loop qualifies (module
+    docstring), else None."""
     if loop.step is not None and as_int(loop.step) != 1:
         return None
     body = pipeline_units(loop)
@@ -185,7 +184,7 @@ def _plan(loop: tirx.For, modes) -> tuple[set, int, dict] | None:
         return None
     ring = max(version_count(b, units, stages, orders) for b in loaded)
     versions = {b: (versioned_buffer(b, ring), ring) for b in loaded} if ring > 1 else {}
-    return loads, ring, versions
+    return units, loads, ring, versions
 
 
 def WarpSpecializePipeline(configs: dict):  # noqa: N802 - a pass, named as TVM names passes
