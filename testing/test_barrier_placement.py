@@ -14,6 +14,7 @@ from tvm.tirx.script import builder as Tb
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
+from test_software_pipeline import gemm_program  # the classic upstream GEMM
 from tilelang_musa.tileop.access_ptr import ACCESS_PTR_OP, READ, WRITE, access_ptr
 from tilelang_musa.transform.sync_write_after_write import sync_write_after_write
 from tilelang_musa.transform.thread_sync import ThreadSync
@@ -73,23 +74,6 @@ def test_a_marked_write_clashes_with_plain_writes_but_not_with_another_marked_wr
 # -- what kernels get
 
 
-def gemm(M, N, K, num_stages, bm=64, bn=64, bk=32, threads=128):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=num_stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
-
-
 def check_gemm(kernel, M, N, K, seed):
     a, b = rand((M, K), torch.float16, seed), rand((K, N), torch.float16, seed + 1)
     c = poison((M, N), torch.float16)
@@ -108,7 +92,7 @@ def test_a_three_stage_ldlms_gemm_has_two_barriers_an_iteration_and_none_in_its_
     iteration's gemm) and the one after the wait (other threads' pieces); the prologue writes versions nobody read
     yet, so it has none. Tails in M, N and K."""
     M, N, K = 130, 72, 168
-    kernel = tilelang.compile(gemm(M, N, K, num_stages=3), target="musa -arch=mp_22")
+    kernel = tilelang.compile(gemm_program(M, N, K, num_stages=3), target="musa -arch=mp_22")
     source = kernel.get_kernel_source()
     prologue, rest = source.split("for (int k = 0;", 1)
     steady = rest.split("\n  }\n", 1)[0]
@@ -122,7 +106,7 @@ def test_a_three_stage_ldlms_gemm_has_two_barriers_an_iteration_and_none_in_its_
 def test_the_warp_specialized_consumer_waits_on_its_ring_and_nothing_else(checked):
     """mp_31: the TME ring's full/empty barriers order the producer's loads and the consumers' gemms; the gemm's
     operand reads need no block barrier (they were two range barriers around every gemm before)."""
-    kernel = tilelang.compile(gemm(128, 128, 256, num_stages=3), target="musa -arch=mp_31")
+    kernel = tilelang.compile(gemm_program(128, 128, 256, num_stages=3), target="musa -arch=mp_31")
     source = kernel.get_kernel_source()
     consumer = source.split("if (((int)threadIdx.x) < 128) {", 1)[1]
     loop = consumer.split("for (int k_1 = 0;", 1)[1].split("\n    }\n", 1)[0]
@@ -136,7 +120,7 @@ def test_the_warp_specialized_consumer_waits_on_its_ring_and_nothing_else(checke
 def test_an_unpipelined_gemm_loop_has_one_barrier_each_side_of_the_copies(arch, checked):
     """num_stages=0: copy, gemm, copy again next iteration: one barrier before the copies (the last gemm read the
     tiles) and one after them (the gemm reads what other threads stored); never two in a row."""
-    kernel = tilelang.compile(gemm(64, 64, 128, num_stages=0), target=f"musa -arch={arch}")
+    kernel = tilelang.compile(gemm_program(64, 64, 128, num_stages=0), target=f"musa -arch={arch}")
     source = kernel.get_kernel_source()
     loop = source.split("for (int k = 0;", 1)[1].split("\n  }\n", 1)[0]
     assert loop.count("__syncthreads();") == 2, source
@@ -147,7 +131,7 @@ def test_an_unpipelined_gemm_loop_has_one_barrier_each_side_of_the_copies(arch, 
 def test_disabling_thread_storage_sync_leaves_the_gemm_without_barriers():
     """TL_DISABLE_THREAD_STORAGE_SYNC: the user places the barriers; the gemm adds none of its own any more."""
     configs = {tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
-    kernel = tilelang.compile(gemm(64, 64, 128, num_stages=0), target="musa -arch=mp_22", pass_configs=configs)
+    kernel = tilelang.compile(gemm_program(64, 64, 128, num_stages=0), target="musa -arch=mp_22", pass_configs=configs)
     assert "__syncthreads" not in kernel.get_kernel_source(), kernel.get_kernel_source()
 
 

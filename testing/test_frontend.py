@@ -110,27 +110,22 @@ def test_unannotated_prim_func_parameter_is_named():
             pass
 
 
-def test_eager_sizes_must_be_bound():
-    @tilelang.jit
-    def f(A, dtype="float32"):
-        N = T.const("N")
-        A: T.Tensor[(N,), dtype]
-        with T.Kernel(1, threads=32):
-            A[0] = 1.0
+@tilelang.jit
+def f(A, dtype="float32"):
+    """An eager kernel with one size, N."""
+    N = T.const("N")
+    A: T.Tensor[(N,), dtype]
+    with T.Kernel(1, threads=32):
+        A[0] = 1.0
 
+
+def test_eager_sizes_must_be_bound():
     with pytest.raises(tilelang.CompileError, match=r"T.const\('N'\) has no value"):
         f.compile()
 
 
 def test_eager_compile_rejects_a_name_that_is_neither_a_parameter_nor_a_size():
     """`f.compile(N=..., target="musa")` once took `target` as a size and compiled for the default target."""
-    @tilelang.jit
-    def f(A, dtype="float32"):
-        N = T.const("N")
-        A: T.Tensor[(N,), dtype]
-        with T.Kernel(1, threads=32):
-            A[0] = 1.0
-
     with pytest.raises(TypeError, match=r"f.compile\(\): `target` is neither a parameter of `f` nor a size it "
                                         r"declares with T.const \(its sizes: N\)"):
         f.compile(N=64, target="musa -arch=mp_22")
