@@ -71,6 +71,8 @@ SIM_NO_PRELUDE = _Var("TILELANG_SIM_NO_PRELUDE", "1: parse the templates in each
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
 SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")
 SIM_CHECK = _Var("TILELANG_SIM_CHECK", "1: checked mode (race detector, threads in a seeded random order)")
+SIM_PROFILE = _Var("TILELANG_SIM_PROFILE",
+                    "1: count each launch's memory requests and matrix instructions and print them; 2: count only")
 SIM_SEED = _Var("TILELANG_SIM_SEED", "checked mode's scheduling seed, a whole number (default 1); errors name it")
 SIM_WATCHDOG_S = _Var("TILELANG_SIM_WATCHDOG_S",
                       "seconds a simulated launch may go without progress (a thread switch, a barrier); default 60")

@@ -1,7 +1,8 @@
 """`kernel.get_profiler()`: run a kernel on generated inputs, check it against a reference, time it.
 
 The methods and their arguments are upstream TileLang's: `run_once`, `assert_allclose`, `manual_assert_close`,
-`assert_consistent`, `do_bench` (see bench.py for what warmup/rep mean and how a run is timed).
+`assert_consistent`, `do_bench` (see bench.py for what warmup/rep mean and how a run is timed). `counters` is ours:
+what one launch would cost the hardware, counted by the simulator (counters.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .bench import do_bench
+from .counters import Counters, profiling, read_counters
 from .tensor_supply import TensorSupplyType, supply_tensor
 
 
@@ -124,6 +126,21 @@ class Profiler:
                         quantiles=quantiles, backend=backend, return_mode=return_mode,
                         device=device if device is not None else self.device,
                         early_stop_baseline=early_stop_baseline)
+
+
+    def counters(self, input_tensors: Sequence[Any] | None = None,
+                 dynamic_symbolic_constraints: dict[str, int] | None = None) -> Counters:
+        """Run the kernel once in the simulator on `input_tensors` (default: generated ones) and return what the
+        launch counted: global sectors, shared bank wavefronts, matrix instructions, async-copy bytes (counters.py).
+        A program of several kernels: the last one's."""
+        if self.kernel.backend.name != "sim":
+            raise RuntimeError(f"counters() needs the simulator (execution_backend='sim'); this kernel runs on "
+                               f"{self.kernel.backend.name!r}")
+        inputs = list(input_tensors) if input_tensors is not None else \
+            self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
+        with profiling():
+            self.kernel(*inputs)
+        return read_counters(self.kernel.library_path)
 
 
 def _as_list(result: Any, inputs: list[Any] | None) -> list[Any]:

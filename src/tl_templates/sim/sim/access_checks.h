@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "config.h"
+#include "profile.h"
 #include "race_detector.h"
 #include "scheduler.h"
 #include "thread_state.h"
@@ -83,6 +84,10 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
       OutOfBounds(shared ? "shared" : "global", kind, name, offset, lanes, lo, hi, line);
     }
     if constexpr (kind != kAddress) {
+      if (t.profile != nullptr) {
+        t.profile->Access(t.block->current().linear, shared, kind == kStore, data + offset,
+                          static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes), name, line);
+      }
       if (t.race_detector != nullptr && !unchanged) {
         const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
         if constexpr (shared) {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "config.h"
+#include "profile.h"
 #include "race_detector.h"
 #include "scheduler.h"
 #include "thread_state.h"
@@ -108,6 +109,7 @@ inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, 
   if (reinterpret_cast<uintptr_t>(dst) % bytes != 0 || reinterpret_cast<uintptr_t>(src) % bytes != 0)
     block.Fail(musaErrorIllegalAddress, "%s (%s:%d): a %u-byte copy from %p to %p is not %u-byte aligned [I]",
                what, where, line, bytes, src, dst, bytes);
+  if (g_thread.profile != nullptr) g_thread.profile->Add(profile::k_ldlms_bytes, bytes);
   ThreadCopies& mine = GetInFlight(block).copies[block.current().linear];
   Copy c{};
   c.dst = static_cast<unsigned char*>(dst);

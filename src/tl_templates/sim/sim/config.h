@@ -62,6 +62,8 @@ inline constexpr size_t kMaxWorkers = 256;
 // runs differ from the default FIFO order yet replay exactly with the same seed.
 inline constexpr const char* kCheckEnvVar = "TILELANG_SIM_CHECK";
 inline constexpr const char* kSeedEnvVar = "TILELANG_SIM_SEED";
+// 1: count each launch and print the counters to stderr, 2: count silently (profile.h)
+inline constexpr const char* kProfileEnvVar = "TILELANG_SIM_PROFILE";
 inline constexpr uint64_t kDefaultSeed = 1;
 
 // A launch whose workers make no progress (no thread switch, rendezvous or block boundary) for this long fails.
@@ -74,6 +76,8 @@ struct SimOptions {
   size_t stack_bytes = kDefaultStackKiB * 1024;  // per simulated thread, plus one guard page below it
   size_t workers = 1;  // OS threads running blocks concurrently (default: the machine's cores)
   bool check = false;  // checked mode: randomised scheduling and the race detector
+  bool profile = false;  // TILELANG_SIM_PROFILE=1|2: count the launch's requests and instructions (profile.h)
+  bool print_profile = false;  // TILELANG_SIM_PROFILE=1: and print them
   uint64_t seed = kDefaultSeed;  // checked mode's scheduling seed
   double watchdog_seconds = kDefaultWatchdogSeconds;
 
@@ -106,6 +110,14 @@ struct SimOptions {
       return false;
     }
     opts.check = IsSet(check_text) && check == 1;
+    unsigned long long profile = 0;
+    const char* profile_text = std::getenv(kProfileEnvVar);
+    if (!ParseUnsigned(profile_text, 0, 2, &profile)) {
+      std::snprintf(error, error_size, "%s='%s' is not 0, 1 or 2", kProfileEnvVar, profile_text);
+      return false;
+    }
+    opts.profile = IsSet(profile_text) && profile >= 1;
+    opts.print_profile = IsSet(profile_text) && profile == 1;
     unsigned long long seed = 0;
     const char* seed_text = std::getenv(kSeedEnvVar);
     if (!ParseUnsigned(seed_text, 0, UINT64_MAX, &seed)) {

@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "profile.h"
 #include "race_detector.h"
 #include "runtime_types.h"
 #include "scheduler.h"
@@ -92,6 +93,7 @@ struct GridWork {
   uint64_t failed_block = UINT64_MAX;
   musaError_t code = musaSuccess;
   char message[1024] = {};
+  profile::Totals counted;  // TILELANG_SIM_PROFILE=1: the workers' counters, summed as each finishes
 
   void Record(uint64_t block_id, musaError_t error, const char* text) {
     std::lock_guard<std::mutex> lock(mu);
@@ -121,6 +123,8 @@ inline void RunBlocks(GridWork& work) {
     BlockRunner runner(work.kernel, work.block, stacks, work.options);
     WorkerGuard guard(runner, work.options.watchdog_seconds);
     RaceDetector races;  // checked mode: shadows this OS thread's shared memory (its TLS block, shared_memory.h)
+    profile::Recorder counters;
+    if (work.options.profile) t.profile = &counters;
     if (work.options.check) {
       if (!t.tls_located) LocateTlsBlock(t);
       const bool whole = t.tls_begin != nullptr;
@@ -139,8 +143,14 @@ inline void RunBlocks(GridWork& work) {
         work.Record(id, runner.error_code(), runner.error_message());
         break;
       }
+      if (t.profile != nullptr) counters.FlushBlock();
     }
     t.race_detector = nullptr;
+    if (t.profile != nullptr) {
+      t.profile = nullptr;
+      std::lock_guard<std::mutex> lock(work.mu);
+      work.counted.Add(counters.totals());
+    }
   }
   GlobalStackPool().Release(stacks);
 }
@@ -211,6 +221,10 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   RunBlocks(work);
   for (std::thread& worker : pool) worker.join();
   if (work.code != musaSuccess) return LaunchError(fn, seed, work.code, "%s", work.message);
+  if (options.profile) {
+    char name_buf[48];
+    profile::Publish(KernelName(fn, name_buf, sizeof(name_buf)), work.counted, options.print_profile);
+  }
   return musaSuccess;
 }
 

@@ -40,6 +40,7 @@
 
 #include "config.h"
 #include "mma_numerics.h"
+#include "profile.h"
 #include "runtime_types.h"
 #include "scheduler.h"
 #include "shared_address.h"
@@ -301,6 +302,10 @@ inline void Issue(const Collective& op, IssueCall& call, const int32_t* desc_a, 
   std::memcpy(&call.desc_a, desc_a, sizeof(call.desc_a));
   std::memcpy(&call.desc_b, desc_b, sizeof(call.desc_b));
   CheckFlags(block, op.name, call);
+  if (g_thread.profile != nullptr && block.current().linear % kSquadSize == 0) {  // one instruction per squad
+    g_thread.profile->Add(profile::k_sqmma, 1);
+    g_thread.profile->Add(profile::k_sqmma_flops, 2ull * call.shape->m * call.shape->n * uint64_t(call.flags[6]));
+  }
   ThreadSet squad_threads;
   for (uint32_t w = 0; w < kSquadSize / 64; ++w) squad_threads.SetWord(w, ~uint64_t{0});
   CollectiveSlot slot;

@@ -21,6 +21,9 @@ namespace tl_sim {
 class BlockRunner;
 class RaceDetector;
 struct Fiber;
+namespace profile {
+class Recorder;
+}
 
 struct OsThreadState {
   // What kernel code reads as threadIdx / blockIdx / blockDim / gridDim. thread_idx is rewritten at every fiber
@@ -44,6 +47,8 @@ struct OsThreadState {
   uint64_t next_sync_epoch = 1;
   // Checked mode: the worker's race detector, which the sanitizer's hooks report accesses to (race_detector.h).
   RaceDetector* race_detector = nullptr;
+  // TILELANG_SIM_PROFILE=1: the worker's counters, which the hooks and the device models report to (profile.h).
+  profile::Recorder* profile = nullptr;
 
   // Host-side error state of the runtime API (per host thread, as in MUSA).
   musaError_t last_error = musaSuccess;

@@ -45,6 +45,7 @@
 #include "../musa.h"
 #include "async_barrier.h"
 #include "config.h"
+#include "profile.h"
 #include "race_detector.h"
 #include "scheduler.h"
 #include "shared_address.h"
@@ -203,6 +204,7 @@ inline void Load(uint32_t bar, void* smem, uint64_t desc_addr, const int32_t* bo
   const uint32_t id =
       BeginTransfer(block, *tile, what, false, "missing __musa_async_wait on its barrier?", file, line);
   for (unsigned char* chunk : tile->chunks) std::memset(chunk, kPoisonByte, kChunk);
+  if (g_thread.profile != nullptr) g_thread.profile->Add(profile::k_tme_load_bytes, tile->bytes);
   async::BarrierLoad load;
   load.bytes = tile->bytes;
   load.thread = block.current().linear;
@@ -261,6 +263,7 @@ inline void StoreTile(void* smem, uint64_t desc_addr, const int32_t* box, const 
   s.file = file;
   s.line = line;
   s.transfer = BeginTransfer(block, *s.tile, what, true, "missing __musa_tme_store_read_wait?", file, line);
+  if (g_thread.profile != nullptr) g_thread.profile->Add(profile::k_tme_store_bytes, s.tile->bytes);
   GetStores(block).pending[block.current().linear].push_back(std::move(s));
 }
 

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "mma_numerics.h"
+#include "profile.h"
 #include "runtime_types.h"
 #include "scheduler.h"
 #include "warp.h"
@@ -125,6 +126,10 @@ inline void RunWarpMma(const Collective& op, WarpMmaCall& call) {
   if (call.d == nullptr || call.a == nullptr || call.b == nullptr || call.c == nullptr)
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): a register pointer (d, a, b or c) is null", op.name,
                SourceName(call.file), call.line);
+  if (g_thread.profile != nullptr && block.current().linear % kWarpSize == 0) {  // one instruction per warp
+    g_thread.profile->Add(profile::k_warp_mma, 1);
+    g_thread.profile->Add(profile::k_warp_mma_flops, 2ull * call.form.m * call.form.n * call.form.k);
+  }
   CollectiveSlot slot;
   slot.in = reinterpret_cast<uint64_t>(&call);
   block.Arrive(op, Group::kWarp, WarpLanes(block, warp, 0xffffffffu), slot, call.file, call.line);

@@ -1,0 +1,100 @@
+"""What a launch would cost the hardware, counted by the simulator (src/tl_templates/sim/sim/profile.h).
+
+`kernel.get_profiler().counters()` runs the kernel once in the simulator with TILELANG_SIM_PROFILE=2 (count, do not
+print) and returns the launch's `Counters`; `TILELANG_SIM_PROFILE=1` prints them to stderr after every launch.
+Counts are exact for the simulated execution: warp-level global requests and the 32-byte sectors they touch, shared
+requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp) and their
+FLOPs, LDLMS and TME bytes. The bank and sector sizes are inferred (docs/PERF_FACTS.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Iterator
+
+PROFILE_ENV = "TILELANG_SIM_PROFILE"
+SECTOR_BYTES = 32
+
+
+@dataclass(frozen=True)
+class Counters:
+    kernel: str
+    global_load_requests: int
+    global_load_sectors: int
+    global_load_bytes: int
+    global_store_requests: int
+    global_store_sectors: int
+    global_store_bytes: int
+    shared_load_requests: int
+    shared_load_wavefronts: int
+    shared_load_ideal_wavefronts: int
+    shared_store_requests: int
+    shared_store_wavefronts: int
+    shared_store_ideal_wavefronts: int
+    sqmma: int
+    sqmma_flops: int
+    warp_mma: int
+    warp_mma_flops: int
+    ldlms_bytes: int
+    tme_load_bytes: int
+    tme_store_bytes: int
+    blocks: int
+
+    @property
+    def global_load_efficiency(self) -> float:
+        """Bytes asked for over bytes the sectors move (1.0: perfectly coalesced loads)."""
+        return self.global_load_bytes / (self.global_load_sectors * SECTOR_BYTES) if self.global_load_sectors else 1.0
+
+    @property
+    def global_store_efficiency(self) -> float:
+        return self.global_store_bytes / (self.global_store_sectors * SECTOR_BYTES) if self.global_store_sectors \
+            else 1.0
+
+    @property
+    def shared_bank_conflicts(self) -> int:
+        """Wavefronts beyond the minimum the requests' distinct words need (loads and stores)."""
+        return (self.shared_load_wavefronts - self.shared_load_ideal_wavefronts
+                + self.shared_store_wavefronts - self.shared_store_ideal_wavefronts)
+
+    @property
+    def mma_flops(self) -> int:
+        return self.sqmma_flops + self.warp_mma_flops
+
+    def table(self) -> str:
+        rows = [(f.name, getattr(self, f.name)) for f in fields(self) if f.name != "kernel"]
+        rows += [("global_load_efficiency", f"{self.global_load_efficiency:.3f}"),
+                 ("global_store_efficiency", f"{self.global_store_efficiency:.3f}"),
+                 ("shared_bank_conflicts", self.shared_bank_conflicts)]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join([f"counters of {self.kernel}"] + [f"  {name:<{width}}  {value}" for name, value in rows])
+
+
+def read_counters(library: Path) -> Counters:
+    """The counters of the last launch profiled by the kernel library at `library` (already loaded by its
+    launcher: this opens the same copy)."""
+    lib = ctypes.CDLL(str(library))
+    lib.tl_sim_last_profile.restype = ctypes.c_char_p
+    values = json.loads(lib.tl_sim_last_profile().decode())
+    if not values:
+        raise RuntimeError("no launch was profiled (TILELANG_SIM_PROFILE was not set when the kernel ran)")
+    names = {f.name for f in fields(Counters)}
+    return Counters(**{k: v for k, v in values.items() if k in names})
+
+
+@contextlib.contextmanager
+def profiling(print_table: bool = False) -> Iterator[None]:
+    """Launches inside count (and print, `print_table`); the simulator reads the variable at each launch."""
+    saved = os.environ.get(PROFILE_ENV)
+    os.environ[PROFILE_ENV] = "1" if print_table else "2"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(PROFILE_ENV, None)
+        else:
+            os.environ[PROFILE_ENV] = saved
