@@ -141,3 +141,22 @@ def test_a_bad_profile_value_is_a_launch_error_naming_it(monkeypatch):
     kernel = compile_for(gather(1), "mp_31")
     with pytest.raises(Exception, match="TILELANG_SIM_PROFILE='7' is not 0, 1 or 2"):
         kernel(rand((128,), torch.float32, 7), poison((128,), torch.float32))
+
+
+def test_counts_add_up_over_blocks_and_workers(monkeypatch):
+    """Four blocks on two OS workers: each block's requests are its own (a warp never spans blocks), the launch
+    sums them."""
+    monkeypatch.setenv("TILELANG_SIM_WORKERS", "2")
+
+    @T.prim_func
+    def main(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            tx = T.get_thread_binding()
+            B[bx * 128 + tx] = A[bx * 128 + tx]
+
+    kernel = compile_for(main, "mp_31")
+    a, b = rand((512,), torch.float32, 8), poison((512,), torch.float32)
+    counters = kernel.get_profiler().counters([a, b])
+    torch.testing.assert_close(b, a)
+    assert counters.blocks == 4
+    assert (counters.global_load_requests, counters.global_load_sectors, counters.global_load_bytes) == (16, 64, 2048)
