@@ -160,3 +160,29 @@ def test_counts_add_up_over_blocks_and_workers(monkeypatch):
     torch.testing.assert_close(b, a)
     assert counters.blocks == 4
     assert (counters.global_load_requests, counters.global_load_sectors, counters.global_load_bytes) == (16, 64, 2048)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_barriers_are_counted_once_per_barrier(arch):
+    """The transpose has one block barrier between its stores and its loads (ThreadSync's)."""
+    kernel = compile_for(transpose(False), arch)
+    counters = kernel.get_profiler().counters([rand((32, 32), torch.float32, 9), poison((32, 32), torch.float32)])
+    assert kernel.get_kernel_source().count("__syncthreads();") == counters.block_barriers == 1
+    assert (counters.grid_blocks, counters.threads_per_block) == (1, 32)
+
+
+def test_a_sample_of_blocks_runs_evenly_spaced_blocks_and_scales():
+    """8 blocks, a sample of 2: blocks 0 and 4 run (only their outputs are written); scaled() gives the grid."""
+    @T.prim_func
+    def main(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32")):
+        with T.Kernel(8, threads=128) as bx:
+            tx = T.get_thread_binding()
+            B[bx * 128 + tx] = A[bx * 128 + tx]
+
+    kernel = compile_for(main, "mp_31")
+    a, b = rand((1024,), torch.float32, 10), poison((1024,), torch.float32)
+    counters = kernel.get_profiler().counters([a, b], sample_blocks=2)
+    assert (counters.blocks, counters.grid_blocks, counters.global_load_sectors) == (2, 8, 32)
+    written = [k for k in range(8) if not torch.isnan(b[k * 128:(k + 1) * 128]).any()]
+    assert written == [0, 4]
+    assert counters.scaled().global_load_sectors == 128 and counters.scaled().blocks == 8

@@ -73,6 +73,8 @@ SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks
 SIM_CHECK = _Var("TILELANG_SIM_CHECK", "1: checked mode (race detector, threads in a seeded random order)")
 SIM_PROFILE = _Var("TILELANG_SIM_PROFILE",
                     "1: count each launch's memory requests and matrix instructions and print them; 2: count only")
+SIM_PROFILE_BLOCKS = _Var("TILELANG_SIM_PROFILE_BLOCKS",
+                           "while counting (TILELANG_SIM_PROFILE), run only this many of a grid's blocks, evenly spaced")
 SIM_SEED = _Var("TILELANG_SIM_SEED", "checked mode's scheduling seed, a whole number (default 1); errors name it")
 SIM_WATCHDOG_S = _Var("TILELANG_SIM_WATCHDOG_S",
                       "seconds a simulated launch may go without progress (a thread switch, a barrier); default 60")

@@ -4,7 +4,10 @@
 print) and returns the launch's `Counters`; `TILELANG_SIM_PROFILE=1` prints them to stderr after every launch.
 Counts are exact for the simulated execution: warp-level global requests and the 32-byte sectors they touch, shared
 requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp) and their
-FLOPs, LDLMS and TME bytes. The bank and sector sizes are inferred (docs/PERF_FACTS.md).
+FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp). The bank and sector sizes are
+inferred (docs/PERF_FACTS.md). With `sample_blocks=N` (TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run,
+evenly spaced: the counts are theirs (`blocks` of `grid_blocks`; `scaled()` extrapolates), and the other blocks'
+outputs are never written.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from pathlib import Path
 from typing import Iterator
 
 PROFILE_ENV = "TILELANG_SIM_PROFILE"
+SAMPLE_ENV = "TILELANG_SIM_PROFILE_BLOCKS"
 SECTOR_BYTES = 32
 
 
 @dataclass(frozen=True)
 class Counters:
     kernel: str
+    grid_blocks: int  # the launch's shape
+    threads_per_block: int
+    dynamic_smem_bytes: int
     global_load_requests: int
     global_load_sectors: int
     global_load_bytes: int
@@ -43,7 +50,9 @@ class Counters:
     ldlms_bytes: int
     tme_load_bytes: int
     tme_store_bytes: int
-    blocks: int
+    block_barriers: int
+    async_barrier_waits: int
+    blocks: int  # blocks simulated (all of them, unless sampled)
 
     @property
     def global_load_efficiency(self) -> float:
@@ -64,6 +73,15 @@ class Counters:
     @property
     def mma_flops(self) -> int:
         return self.sqmma_flops + self.warp_mma_flops
+
+    def scaled(self) -> "Counters":
+        """The counts extrapolated from the simulated blocks to the whole grid (itself when every block ran)."""
+        if self.blocks in (0, self.grid_blocks):
+            return self
+        shape = ("kernel", "grid_blocks", "threads_per_block", "dynamic_smem_bytes")
+        factor = self.grid_blocks / self.blocks
+        return Counters(**{f.name: getattr(self, f.name) if f.name in shape else round(getattr(self, f.name) * factor)
+                           for f in fields(self)})
 
     def table(self) -> str:
         rows = [(f.name, getattr(self, f.name)) for f in fields(self) if f.name != "kernel"]
@@ -87,14 +105,22 @@ def read_counters(library: Path) -> Counters:
 
 
 @contextlib.contextmanager
-def profiling(print_table: bool = False) -> Iterator[None]:
-    """Launches inside count (and print, `print_table`); the simulator reads the variable at each launch."""
-    saved = os.environ.get(PROFILE_ENV)
-    os.environ[PROFILE_ENV] = "1" if print_table else "2"
+def profiling(print_table: bool = False, sample_blocks: int | None = None) -> Iterator[None]:
+    """Launches inside count (and print, `print_table`; run only `sample_blocks` blocks); the simulator reads the
+    variables at each launch."""
+    values = {PROFILE_ENV: "1" if print_table else "2", SAMPLE_ENV: str(sample_blocks) if sample_blocks else None}
+    saved = {name: os.environ.get(name) for name in values}
     try:
+        for name, value in values.items():
+            _set(name, value)
         yield
     finally:
-        if saved is None:
-            os.environ.pop(PROFILE_ENV, None)
-        else:
-            os.environ[PROFILE_ENV] = saved
+        for name, value in saved.items():
+            _set(name, value)
+
+
+def _set(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value

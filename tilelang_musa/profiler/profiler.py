@@ -129,16 +129,18 @@ class Profiler:
 
 
     def counters(self, input_tensors: Sequence[Any] | None = None,
-                 dynamic_symbolic_constraints: dict[str, int] | None = None) -> Counters:
+                 dynamic_symbolic_constraints: dict[str, int] | None = None,
+                 sample_blocks: int | None = None) -> Counters:
         """Run the kernel once in the simulator on `input_tensors` (default: generated ones) and return what the
-        launch counted: global sectors, shared bank wavefronts, matrix instructions, async-copy bytes (counters.py).
+        launch counted: global sectors, shared bank wavefronts, matrix instructions, async-copy bytes, barriers
+        (counters.py). `sample_blocks`: run only that many of the grid's blocks (their outputs only are written).
         A program of several kernels: the last one's."""
         if self.kernel.backend.name != "sim":
             raise RuntimeError(f"counters() needs the simulator (execution_backend='sim'); this kernel runs on "
                                f"{self.kernel.backend.name!r}")
         inputs = list(input_tensors) if input_tensors is not None else \
             self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
-        with profiling():
+        with profiling(sample_blocks=sample_blocks):
             self.kernel(*inputs)
         return read_counters(self.kernel.library_path)
 

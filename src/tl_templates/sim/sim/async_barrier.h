@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "config.h"
+#include "profile.h"
 #include "race_detector.h"
 #include "scheduler.h"
 #include "thread_state.h"
@@ -355,6 +356,8 @@ inline uint32_t Arrive(uint32_t id, const char* file, int line) {
 inline void Wait(uint32_t id, uint32_t parity, const char* file, int line) {
   const char* what = "__musa_async_wait";
   BlockRunner& block = CurrentBlock(what);
+  if (g_thread.profile != nullptr && block.current().linear % kWarpSize == 0)
+    g_thread.profile->Add(profile::k_async_barrier_waits, 1);
   Barriers& all = GetBarriers(block);
   Barrier& b = Use(block, id, what, file, line);
   if (parity > 1)

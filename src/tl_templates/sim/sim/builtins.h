@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "config.h"
+#include "profile.h"
 #include "runtime_types.h"
 #include "scheduler.h"
 #include "thread_state.h"
@@ -41,6 +42,7 @@ inline constexpr Collective kSyncThreadsReduce{"__syncthreads_count/and/or", &Co
 
 inline void BlockBarrier(const char* file, int line) {
   BlockRunner& block = CurrentBlock("__syncthreads");
+  if (g_thread.profile != nullptr && block.current().linear == 0) g_thread.profile->Add(profile::k_block_barriers, 1);
   block.Arrive(kSyncThreads, Group::kBlock, block.all_threads(), CollectiveSlot{}, file, line);
 }
 

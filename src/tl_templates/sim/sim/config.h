@@ -64,6 +64,7 @@ inline constexpr const char* kCheckEnvVar = "TILELANG_SIM_CHECK";
 inline constexpr const char* kSeedEnvVar = "TILELANG_SIM_SEED";
 // 1: count each launch and print the counters to stderr, 2: count silently (profile.h)
 inline constexpr const char* kProfileEnvVar = "TILELANG_SIM_PROFILE";
+inline constexpr const char* kProfileBlocksEnvVar = "TILELANG_SIM_PROFILE_BLOCKS";  // counting: run N blocks
 inline constexpr uint64_t kDefaultSeed = 1;
 
 // A launch whose workers make no progress (no thread switch, rendezvous or block boundary) for this long fails.
@@ -78,6 +79,7 @@ struct SimOptions {
   bool check = false;  // checked mode: randomised scheduling and the race detector
   bool profile = false;  // TILELANG_SIM_PROFILE=1|2: count the launch's requests and instructions (profile.h)
   bool print_profile = false;  // TILELANG_SIM_PROFILE=1: and print them
+  uint64_t profile_blocks = 0;  // TILELANG_SIM_PROFILE_BLOCKS: while counting, run this many blocks (0: all)
   uint64_t seed = kDefaultSeed;  // checked mode's scheduling seed
   double watchdog_seconds = kDefaultWatchdogSeconds;
 
@@ -118,6 +120,13 @@ struct SimOptions {
     }
     opts.profile = IsSet(profile_text) && profile >= 1;
     opts.print_profile = IsSet(profile_text) && profile == 1;
+    unsigned long long sample = 0;
+    const char* sample_text = std::getenv(kProfileBlocksEnvVar);
+    if (!ParseUnsigned(sample_text, 0, UINT64_MAX, &sample)) {
+      std::snprintf(error, error_size, "%s='%s' is not a whole number of blocks", kProfileBlocksEnvVar, sample_text);
+      return false;
+    }
+    if (opts.profile && IsSet(sample_text)) opts.profile_blocks = sample;
     unsigned long long seed = 0;
     const char* seed_text = std::getenv(kSeedEnvVar);
     if (!ParseUnsigned(seed_text, 0, UINT64_MAX, &seed)) {

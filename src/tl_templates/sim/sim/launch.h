@@ -87,6 +87,7 @@ struct GridWork {
   size_t dynamic_smem;
   SimOptions options;
   uint64_t total_blocks;
+  uint64_t runs;  // blocks to run: total_blocks, or the sample TILELANG_SIM_PROFILE_BLOCKS asks for
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -134,8 +135,9 @@ inline void RunBlocks(GridWork& work) {
     }
     const uint64_t gx = work.grid.x, gy = work.grid.y;
     while (!work.failed.load(std::memory_order_relaxed)) {
-      const uint64_t id = work.next.fetch_add(1, std::memory_order_relaxed);
-      if (id >= work.total_blocks) break;
+      const uint64_t run = work.next.fetch_add(1, std::memory_order_relaxed);
+      if (run >= work.runs) break;
+      const uint64_t id = work.runs == work.total_blocks ? run : run * work.total_blocks / work.runs;
       PoisonSharedMemory(work.dynamic_smem);
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
@@ -212,8 +214,9 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.dynamic_smem = dynamic_smem;
   work.options = options;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
+  work.runs = options.profile_blocks != 0 ? std::min(options.profile_blocks, work.total_blocks) : work.total_blocks;
   // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left.
-  const uint64_t helpers = std::min<uint64_t>(options.workers, work.total_blocks) - 1;
+  const uint64_t helpers = std::min<uint64_t>(options.workers, work.runs) - 1;
   LaunchSignalScope signal_handlers;
   std::vector<std::thread> pool;
   pool.reserve(helpers);
@@ -223,7 +226,8 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   if (work.code != musaSuccess) return LaunchError(fn, seed, work.code, "%s", work.message);
   if (options.profile) {
     char name_buf[48];
-    profile::Publish(KernelName(fn, name_buf, sizeof(name_buf)), work.counted, options.print_profile);
+    const profile::Geometry shape{work.total_blocks, static_cast<uint32_t>(threads), dynamic_smem};
+    profile::Publish(KernelName(fn, name_buf, sizeof(name_buf)), shape, work.counted, options.print_profile);
   }
   return musaSuccess;
 }

@@ -12,7 +12,12 @@
  *           its distinct words / banks ([I] the bank model: kSharedBanks banks of 4 bytes, see PERF_FACTS.md;
  *           a word read by several threads is one access, the broadcast);
  * so a bank conflict is a wavefront beyond that minimum. Matrix instructions, asynchronous copies and TME
- * transfers are counted where the device models issue them (sqmma.h, warp_mma.h, async_copy.h, tme.h).
+ * transfers are counted where the device models issue them (sqmma.h, warp_mma.h, async_copy.h, tme.h); block
+ * barriers once per barrier (builtins.h), async-barrier waits once per warp (async_barrier.h).
+ *
+ * TILELANG_SIM_PROFILE_BLOCKS=N runs N of the grid's blocks, evenly spaced, instead of all (counting only: the
+ * other blocks' outputs are never written), for grids too large to simulate whole; `blocks` says how many ran and
+ * `grid_blocks` how many the grid has.
  *
  * Accesses the generated code does not make itself (a template's loads through a pointer, atomics) are not
  * memory requests here; the templates' instructions are (SQMMA, MMA, LDLMS, TME).
@@ -47,7 +52,7 @@ inline constexpr uint32_t kSectorBytes = 32;  // [I] global transaction granular
   X(shared_load_requests) X(shared_load_wavefronts) X(shared_load_ideal_wavefronts)                 \
   X(shared_store_requests) X(shared_store_wavefronts) X(shared_store_ideal_wavefronts)              \
   X(sqmma) X(sqmma_flops) X(warp_mma) X(warp_mma_flops) X(ldlms_bytes) X(tme_load_bytes)            \
-  X(tme_store_bytes) X(blocks)
+  X(tme_store_bytes) X(block_barriers) X(async_barrier_waits) X(blocks)
 
 enum Counter : int {
 #define TL_SIM_PROFILE_ENUM(name) k_##name,
@@ -185,17 +190,31 @@ inline LastLaunch& GlobalLastLaunch() {
   return last;
 }
 
+/*! \brief The launch's shape, reported with its counters. */
+struct Geometry {
+  uint64_t grid_blocks = 0;
+  uint32_t threads_per_block = 0;
+  uint64_t dynamic_smem_bytes = 0;
+};
+
 /*! \brief Keep `totals` of the launch of `kernel` as the last profile, and print them to stderr if `print`. */
-inline void Publish(const char* kernel, const Totals& totals, bool print) {
+inline void Publish(const char* kernel, const Geometry& shape, const Totals& totals, bool print) {
   LastLaunch& last = GlobalLastLaunch();
   std::lock_guard<std::mutex> lock(last.mu);
-  int at = std::snprintf(last.json, sizeof(last.json), "{\"kernel\": \"%s\"", kernel);
+  int at = std::snprintf(last.json, sizeof(last.json),
+                         "{\"kernel\": \"%s\", \"grid_blocks\": %llu, \"threads_per_block\": %u, "
+                         "\"dynamic_smem_bytes\": %llu",
+                         kernel, static_cast<unsigned long long>(shape.grid_blocks), shape.threads_per_block,
+                         static_cast<unsigned long long>(shape.dynamic_smem_bytes));
   for (int i = 0; i < kNumCounters && at < static_cast<int>(sizeof(last.json)); ++i)
     at += std::snprintf(last.json + at, sizeof(last.json) - at, ", \"%s\": %llu", kCounterNames[i],
                         static_cast<unsigned long long>(totals.value[i]));
   if (at < static_cast<int>(sizeof(last.json))) std::snprintf(last.json + at, sizeof(last.json) - at, "}");
   if (!print) return;
-  std::fprintf(stderr, "[tilelang sim profile] kernel %s (%s)\n", kernel, kArchName);
+  std::fprintf(stderr, "[tilelang sim profile] kernel %s (%s): %llu of %llu blocks, %u threads, %llu B smem\n",
+               kernel, kArchName, static_cast<unsigned long long>(totals.value[k_blocks]),
+               static_cast<unsigned long long>(shape.grid_blocks), shape.threads_per_block,
+               static_cast<unsigned long long>(shape.dynamic_smem_bytes));
   for (int i = 0; i < kNumCounters; ++i)
     std::fprintf(stderr, "  %-30s %llu\n", kCounterNames[i], static_cast<unsigned long long>(totals.value[i]));
 }
