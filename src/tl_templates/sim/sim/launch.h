@@ -94,7 +94,7 @@ struct GridWork {
   uint64_t failed_block = UINT64_MAX;
   musaError_t code = musaSuccess;
   char message[1024] = {};
-  profile::Totals counted;  // TILELANG_SIM_PROFILE=1: the workers' counters, summed as each finishes
+  profile::Totals counted;  // TILELANG_SIM_PROFILE=1|2: the workers' counters, summed as each finishes
 
   void Record(uint64_t block_id, musaError_t error, const char* text) {
     std::lock_guard<std::mutex> lock(mu);
@@ -137,7 +137,9 @@ inline void RunBlocks(GridWork& work) {
     while (!work.failed.load(std::memory_order_relaxed)) {
       const uint64_t run = work.next.fetch_add(1, std::memory_order_relaxed);
       if (run >= work.runs) break;
-      const uint64_t id = work.runs == work.total_blocks ? run : run * work.total_blocks / work.runs;
+      const uint64_t id = work.runs == work.total_blocks
+                              ? run
+                              : static_cast<uint64_t>(static_cast<unsigned __int128>(run) * work.total_blocks / work.runs);
       PoisonSharedMemory(work.dynamic_smem);
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
