@@ -1,8 +1,9 @@
 """Autotune the README's GEMM (examples/gemm/gemm.py) over tile shapes with `@autotune` over `@tilelang.jit`.
 
-On a MUSA device every tile shape is timed with MUSA events and the fastest wins. In the CPU simulator nothing is
-timed: every shape is compiled (in parallel worker processes) and checked against torch, and the first valid shape
-in the order of `get_configs()` wins; shapes that do not compile are skipped with their error.
+On a MUSA device every tile shape is timed with MUSA events and the fastest wins. In the CPU simulator every shape
+is compiled (in parallel worker processes), checked against torch, and ranked by its modelled device time (the
+simulator's performance model, `kernel.get_profiler().model()`, for the arch compiled for); shapes that do not
+compile are skipped with their error.
 
 The script then runs itself a second time, as a new process: that run reads the persisted tuning result back and
 compiles only the best shape (from the kernel cache). Results go to $TILELANG_CACHE_DIR, or, when that is not set,
@@ -67,10 +68,9 @@ def main(M, N, K, second_run):
     print(f"{label}: {how}")
     for trial in result.trials:
         error = (trial.error or "").splitlines()[0] if trial.error else ""
-        print(f"  config {trial.index} {trial.config}: {trial.status} {error}".rstrip())
-    timing = (f"{result.latency:.4f} ms ({result.latency_source})" if result.latency_source != "none"
-              else "not timed (CPU simulator: the first valid config was taken)")
-    print(f"{label}: best config {kernel.config}, latency {timing}")
+        latency = f"{trial.latency:.4f} ms" if trial.valid else ""
+        print(f"  config {trial.index} {trial.config}: {trial.status} {latency}{error}".rstrip())
+    print(f"{label}: best config {kernel.config}, latency {result.latency:.4f} ms ({result.latency_source})")
 
     A = torch.randn((M, K), dtype=torch.float16, device=device)
     B = torch.randn((K, N), dtype=torch.float16, device=device)

@@ -3,8 +3,8 @@
 Every config is compiled in parallel worker processes; invalid ones (compile errors, mismatches against
 `ref_prog`, crashes, timeouts) are skipped with their error recorded; the best config's kernel is returned with
 its config and latency, and the result is persisted so that a later run compiles only the best config. On a MUSA
-device configs are timed with MUSA events; in the CPU simulator nothing is timed and the first valid config in
-the order given is taken, unless a `cost_model` ranks them. See tuner.py for the details.
+device configs are timed with MUSA events; in the CPU simulator they are ranked by their modelled device time
+(the simulator's performance model), or by a `cost_model` of your own. See tuner.py for the details.
 """
 
 from .capture import get_autotune_inputs, set_autotune_inputs

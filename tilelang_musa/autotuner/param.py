@@ -48,9 +48,10 @@ class ProfileArgs:
     supply_prog: `supply_prog(params)` returns the inputs (params: the kernel's input `ParamSpec`s); else the
         profiler makes them with `supply_type` (or `set_autotune_inputs` gives them).
     manual_check_prog: `manual_check_prog(outputs, ref_outputs)` raises on mismatch, instead of the tolerance test.
-    cost_model: the hook for a performance model of the simulator. `cost_model(kernel, config)` returns an
+    cost_model: a performance model of your own for the simulator. `cost_model(kernel, config)` returns an
         estimated time in ms (or None: no estimate). Where no MUSA device times the kernels, configs are ranked by
-        it when given, instead of taking the first valid config. Not used on a device, which is timed.
+        it when given, instead of by the simulator's modelled device time (profiler/model.py). Not used on a
+        device, which is timed.
     """
 
     warmup: int = 25
@@ -94,11 +95,11 @@ class Trial:
 class AutotuneResult:
     """The outcome of a tuning run (upstream's fields first).
 
-    latency: the best config's time in ms; NaN when nothing timed it (the simulator without a cost model).
+    latency: the best config's time in ms (measured, or modelled in the simulator); NaN when nothing estimated it.
     config: the best config, one of the dicts given (None when tuning was skipped because the caller fixed the
         tunable parameters). kernel: its compiled JITKernel. ref_latency: ref_prog's time (NaN when not timed).
-    latency_source: "musa_events" (timed on a device), "cost_model", or "none" (not timed: the first valid config
-        in the order the configs were given was taken).
+    latency_source: "musa_events" (timed on a device), "sim_model" (the simulator's modelled device time),
+        "cost_model" (the ProfileArgs hook's estimate), or "none" (nothing ran: a result of no tuning).
     trials: one Trial per config, in the configs' order, each skipped one with its error.
     loaded_from_disk: the result was read back from the persisted results (no config was compiled but the best).
     """

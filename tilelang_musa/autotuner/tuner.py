@@ -17,10 +17,12 @@ A run, in order:
    fails to compile is skipped and its error recorded.
 3. On a MUSA device, each compiled config is then, in this process and one at a time, checked against `ref_prog`
    and timed with MUSA events (`profiler.do_bench` with `warmup`/`rep` runs); the fastest valid config wins.
-   In the CPU simulator timing means nothing, so nothing is timed: the workers check each config against
-   `ref_prog` (or just run it when there is none), and the first valid config wins, "first" in the order of the
-   configs list (for a dict of lists, itertools.product's order: the last key varies fastest), unless
-   `cost_model` (ProfileArgs) ranks them. The tuner says so in one message.
+   In the CPU simulator wall-clock time means nothing: the workers check each config against `ref_prog` (or just
+   run it when there is none) and rank the valid ones by the simulator's performance model, the modelled device
+   time of one launch (`kernel.get_profiler().model()`, profiler/model.py), or by `cost_model` (ProfileArgs) when
+   one is given. A config the model cannot estimate ranks after the estimated ones; ties go to the earlier
+   config in the configs list (for a dict of lists, itertools.product's order: the last key varies fastest). The
+   tuner says so in one message.
 4. The best config is compiled here (a kernel-cache hit), the result is persisted, and returned.
 """
 
@@ -259,6 +261,11 @@ class AutoTuner:
         if status == OK and self.profile_args.cost_model is not None:
             value = self.profile_args.cost_model(kernel, config)
             estimate = math.nan if value is None else float(value)
+        elif status == OK:
+            try:
+                estimate = kernel.get_profiler(self.profile_args.supply_type).model(inputs).milliseconds
+            except Exception as err:  # noqa: BLE001 - a config the model cannot estimate ranks last
+                logger.info("autotune: config %s has no modelled time: %s", config, _describe(err))
         return status, error, estimate
 
     # -- the run
@@ -300,8 +307,8 @@ class AutoTuner:
         if timed:
             trials, ref_latency = self._time_on_device(trials, warmup, rep, timeout,
                                                        early_stop_factor if early_stop else None)
-        source = "musa_events" if timed else "cost_model" if self.profile_args.cost_model is not None else "none"
-        best = _best(trials, ranked=source != "none")
+        source = "musa_events" if timed else "cost_model" if self.profile_args.cost_model is not None else "sim_model"
+        best = _best(trials)
         if best is None:
             lines = "\n".join(f"  config {t.index} {t.config}: {t.status}: {_first_line(t.error)}" for t in trials)
             raise RuntimeError(f"autotune: no valid config for `{name}`; every config was skipped:\n{lines}")
@@ -439,14 +446,11 @@ def _fitting(fn: Callable, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     return args, kwargs
 
 
-def _best(trials: list[Trial], ranked: bool) -> Trial | None:
-    """The fastest valid trial when latencies rank them (ties and unestimated ones: the earlier config), else the
-    first valid trial in the configs' order."""
+def _best(trials: list[Trial]) -> Trial | None:
+    """The fastest valid trial (ties, and valid trials without a latency after the others: the earlier config)."""
     valid = [t for t in trials if t.valid]
     if not valid:
         return None
-    if not ranked:
-        return valid[0]
     return min(valid, key=lambda t: (math.isnan(t.latency), t.latency if not math.isnan(t.latency) else 0.0,
                                      t.index))
 
@@ -455,7 +459,7 @@ def _untimed_message(p: ProfileArgs) -> str:
     check = ("checked against ref_prog" if p.ref_prog is not None and not p.skip_check
              else "run once (no ref_prog to check against)")
     pick = ("the valid config with the lowest cost_model estimate is taken" if p.cost_model is not None
-            else "the first valid config, in the order the configs were given, is taken")
+            else "the valid config with the lowest modelled device time (profiler.model()) is taken")
     return (f"[tilelang] autotune: no MUSA device, so no config is timed: each config is compiled and {check} "
             f"in the CPU simulator, and {pick}.")
 

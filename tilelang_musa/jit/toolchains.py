@@ -28,6 +28,7 @@ from pathlib import Path
 from .. import env
 from .._paths import include_root, simulator_headers
 from ..errors import BuildError
+from ..profiler.arch_figures import sim_timing_flags
 from ..target import ArchInfo
 from .precompiled_prelude import prelude_header
 
@@ -232,7 +233,7 @@ class SimToolchain(Toolchain):
             # a kernel taking a 64-byte-aligned MUtensorDescriptor by value draws gcc's note on an old ABI change,
             # which concerns calls across compiler versions: not ours (one compiler builds the whole library)
             "-Wno-psabi",
-        ]
+        ] + sim_timing_flags(req.arch.name)  # the cycle model's figures (profile.h); used only when profiling
         # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime;
         # only passed when above the default stack, so most kernels share one precompiled prelude
         stack_kib = -(-(2 * req.local_bytes + 32 * 1024) // 1024) if req.local_bytes else 0

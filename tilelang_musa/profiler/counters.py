@@ -4,8 +4,10 @@
 print) and returns the launch's `Counters`; `TILELANG_SIM_PROFILE=1` prints them to stderr after every launch.
 Counts are exact for the simulated execution: warp-level global requests and the 32-byte sectors they touch, shared
 requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp) and their
-FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp). The bank and sector sizes are
-inferred (docs/PERF_FACTS.md). With `sample_blocks=N` (TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run,
+FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), and the cycle model's times: each
+block's critical path (`block_cycles`), the tensor pipe's busy cycles and the warps' stalls by kind (profile.h
+says what is timed and how; model.py turns them into a device time). The bank and sector sizes are inferred
+(docs/PERF_FACTS.md). With `sample_blocks=N` (TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run,
 evenly spaced: the counts are theirs (`blocks` of `grid_blocks`; `scaled()` extrapolates), and the other blocks'
 outputs are never written.
 """
@@ -53,6 +55,15 @@ class Counters:
     block_barriers: int
     async_barrier_waits: int
     blocks: int  # blocks simulated (all of them, unless sampled)
+    # the cycle model (profile.h): per block, its critical path with the overlap its asynchrony allows; summed
+    # over the blocks simulated, but block_cycles_max, the longest block's
+    block_cycles: int
+    block_cycles_max: int
+    tensor_cycles: int  # the tensor pipe busy
+    barrier_stall_cycles: int  # warps waiting at block barriers (per warp)
+    async_barrier_stall_cycles: int  # warps waiting for async-barrier phases (TME loads, producer arrivals)
+    copy_wait_stall_cycles: int  # warps waiting for their LDLMS copies and TME stores
+    mma_wait_stall_cycles: int  # warps waiting for their SQMMA groups
 
     @property
     def global_load_efficiency(self) -> float:
@@ -78,7 +89,7 @@ class Counters:
         """The counts extrapolated from the simulated blocks to the whole grid (itself when every block ran)."""
         if self.blocks in (0, self.grid_blocks):
             return self
-        shape = ("kernel", "grid_blocks", "threads_per_block", "dynamic_smem_bytes")
+        shape = ("kernel", "grid_blocks", "threads_per_block", "dynamic_smem_bytes", "block_cycles_max")
         factor = self.grid_blocks / self.blocks
         return Counters(**{f.name: getattr(self, f.name) if f.name in shape else round(getattr(self, f.name) * factor)
                            for f in fields(self)})

@@ -2,7 +2,8 @@
 
 The methods and their arguments are upstream TileLang's: `run_once`, `assert_allclose`, `manual_assert_close`,
 `assert_consistent`, `do_bench` (see bench.py for what warmup/rep mean and how a run is timed). `counters` is ours:
-what one launch would cost the hardware, counted by the simulator (counters.py).
+what one launch would cost the hardware, counted by the simulator (counters.py); `model` is ours too: the
+launch's modelled time on the arch it was compiled for (model.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,14 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .bench import do_bench
+from .arch_figures import figures_for
 from .counters import Counters, profiling, read_counters
+from .model import ModelledTime, model_launch, registers_per_thread
 from .tensor_supply import TensorSupplyType, supply_tensor
+
+
+# Blocks model() simulates by default, evenly spaced over the grid: enough for the mean of a regular grid.
+DEFAULT_MODEL_SAMPLE = 16
 
 
 class Profiler:
@@ -135,14 +142,41 @@ class Profiler:
         launch counted: global sectors, shared bank wavefronts, matrix instructions, async-copy bytes, barriers
         (counters.py). `sample_blocks`: run only that many of the grid's blocks (their outputs only are written).
         A program of several kernels: the last one's."""
+        return self._profiled_run("counters", input_tensors, dynamic_symbolic_constraints, sample_blocks)[0]
+
+    def model(self, input_tensors: Sequence[Any] | None = None,
+              dynamic_symbolic_constraints: dict[str, int] | None = None,
+              sample_blocks: int | None = DEFAULT_MODEL_SAMPLE) -> ModelledTime:
+        """The kernel's modelled time on the arch it was compiled for, from one simulated launch on
+        `input_tensors` (default: generated ones) of `sample_blocks` evenly spaced blocks (None: all): seconds,
+        TFLOPS, DRAM GB/s, the limiting resource, occupancy and the roofline bound (model.py)."""
+        counters, tensors = self._profiled_run("model", input_tensors, dynamic_symbolic_constraints, sample_blocks)
+        figures = figures_for(self.kernel.target.attrs["arch"])
+        registers = registers_per_thread(self.kernel.get_kernel_source())
+        return model_launch(counters, figures, _distinct_bytes(tensors), registers)
+
+    def _profiled_run(self, what: str, input_tensors: Sequence[Any] | None,
+                      dynamic_symbolic_constraints: dict[str, int] | None,
+                      sample_blocks: int | None) -> tuple[Counters, list[Any]]:
+        """One launch in the simulator with the counters on: its counters, and its tensors (inputs, outputs)."""
         if self.kernel.backend.name != "sim":
-            raise RuntimeError(f"counters() needs the simulator (execution_backend='sim'); this kernel runs on "
+            raise RuntimeError(f"{what}() needs the simulator (execution_backend='sim'); this kernel runs on "
                                f"{self.kernel.backend.name!r}")
         inputs = list(input_tensors) if input_tensors is not None else \
             self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
         with profiling(sample_blocks=sample_blocks):
-            self.kernel(*inputs)
-        return read_counters(self.kernel.library_path)
+            outputs = self.kernel(*inputs)
+        return read_counters(self.kernel.library_path), inputs + _as_list(outputs, None)
+
+
+def _distinct_bytes(tensors: Sequence[Any]) -> int:
+    """The bytes of the tensors' storage, each storage once."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            storage = t.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
 
 
 def _as_list(result: Any, inputs: list[Any] | None) -> list[Any]:

@@ -80,6 +80,9 @@ struct Barrier {
   std::vector<WarpArrivals> warps;    // per warp
   std::vector<uint32_t> waiters;      // threads blocked in wait
   std::vector<uint32_t> clock, completed_clock;  // checked mode (AsyncOrder): releases into the phase
+  // The cycle model (profile.h): when the current phase's arrivals and loads are all in, when the next phase's
+  // early arrivals are, and when the last completed phase was.
+  double ready_cycle = 0, early_cycle = 0, completed_cycle = 0;
   uint32_t init_thread = 0;
   uint64_t init_block_epoch = 0;
   const char* init_file = "";
@@ -153,6 +156,9 @@ inline void Complete(BlockRunner& block, Barriers& all, uint32_t id) {
   b.phase ^= 1u;
   b.completed += 1;
   b.expected_bytes = b.load_bytes = 0;
+  b.completed_cycle = b.ready_cycle;
+  b.ready_cycle = b.early_cycle;
+  b.early_cycle = 0;
   const uint32_t early = std::min(b.early_arrivals, b.expected_warps);
   b.early_arrivals -= early;
   b.pending_warps = b.expected_warps - early;
@@ -164,6 +170,8 @@ inline void Complete(BlockRunner& block, Barriers& all, uint32_t id) {
       continue;
     }
     if (order != nullptr) order->Acquire(t, b.completed_clock);
+    if (g_thread.profile != nullptr)
+      g_thread.profile->WaitUntil(t, b.completed_cycle, profile::k_async_barrier_stall_cycles);
     block.Wake(block.fiber(t));
   }
   b.waiters.swap(still);
@@ -188,6 +196,10 @@ inline void CountArrival(BlockRunner& block, Barriers& all, uint32_t id, uint32_
   w.joined = 0;
   w.counted += 1;
   if (AsyncOrder* order = OrderOf(block)) order->Release(warp, b.clock);
+  double& ready = b.pending_warps == 0 ? b.early_cycle : b.ready_cycle;
+  if (g_thread.profile != nullptr)
+    for (uint32_t lane = 0; lane < 32; ++lane)
+      if ((lanes >> lane) & 1u) ready = std::max(ready, g_thread.profile->Settle(warp * kWarpSize + lane));
   if (b.pending_warps == 0) {  // only bytes are pending: the arrival is the next phase's
     w.phase_of[w.counted % kPhaseHistory] = static_cast<uint8_t>(b.phase ^ 1u);
     b.early_arrivals += 1;
@@ -367,6 +379,8 @@ inline void Wait(uint32_t id, uint32_t parity, const char* file, int line) {
   if (b.phase == parity) TryComplete(block, all, id, /*loads_may_land=*/true);
   if (b.phase != parity) {
     if (AsyncOrder* order = OrderOf(block)) order->Acquire(me, b.completed_clock);
+    if (g_thread.profile != nullptr)
+      g_thread.profile->WaitUntil(me, b.completed_cycle, profile::k_async_barrier_stall_cycles);
     return;
   }
   all.wait_parity[me] = parity;
@@ -379,6 +393,8 @@ inline void IssueLoad(uint32_t id, BarrierLoad load) {
   BlockRunner& block = CurrentBlock(load.what);
   Barriers& all = GetBarriers(block);
   Barrier& b = Use(block, id, load.what, load.file, load.line);
+  if (g_thread.profile != nullptr)
+    b.ready_cycle = std::max(b.ready_cycle, g_thread.profile->Transfer(load.thread, load.bytes));
   b.load_bytes += load.bytes;
   b.loads.push_back(std::move(load));
   TryComplete(block, all, id, !b.waiters.empty());

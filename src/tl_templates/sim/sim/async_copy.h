@@ -56,6 +56,7 @@ struct Copy {
   unsigned char data[kMaxCopyBytes];
   uint32_t group;     // the thread's commit count at issue: committed once commits > group
   uint32_t transfer;  // checked mode's id (race_detector.h)
+  double land_cycle;  // the cycle model's landing (profile.h)
   const char* what;
   const char* file;
   int line;
@@ -115,6 +116,7 @@ inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, 
   c.dst = static_cast<unsigned char*>(dst);
   c.bytes = bytes;
   c.group = mine.commits;
+  c.land_cycle = g_thread.profile != nullptr ? g_thread.profile->Transfer(block.current().linear, bytes) : 0;
   c.what = what;
   c.file = file;
   c.line = line;
@@ -143,9 +145,11 @@ inline void Land(const char* what, uint32_t keep, bool committed_only, const cha
   if (state == nullptr) return;
   ThreadCopies& mine = state->copies[block.current().linear];
   RaceDetector* detector = g_thread.race_detector;
+  double landed = 0;
   while (!mine.pending.empty()) {
     const Copy& c = mine.pending.front();
     if (committed_only && c.group + keep >= mine.commits) break;
+    landed = std::max(landed, c.land_cycle);
     if (detector != nullptr) {
       detector->EndTransfer(block, c.transfer, c.dst, c.bytes);
       detector->AccessShared(c.dst, c.bytes, true, "the destination of an asynchronous copy", c.dst, line);
@@ -153,6 +157,8 @@ inline void Land(const char* what, uint32_t keep, bool committed_only, const cha
     std::memcpy(c.dst, c.data, c.bytes);
     mine.pending.pop_front();
   }
+  if (g_thread.profile != nullptr)
+    g_thread.profile->WaitUntil(block.current().linear, landed, profile::k_copy_wait_stall_cycles);
   (void)file;
 }
 

@@ -141,6 +141,7 @@ inline void RunBlocks(GridWork& work) {
                               ? run
                               : static_cast<uint64_t>(static_cast<unsigned __int128>(run) * work.total_blocks / work.runs);
       PoisonSharedMemory(work.dynamic_smem);
+      if (t.profile != nullptr) counters.StartBlock(threads);
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
       if (!runner.Run(idx, id)) {

@@ -27,6 +27,8 @@
  */
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
@@ -52,7 +54,9 @@ inline constexpr uint32_t kSectorBytes = 32;  // [I] global transaction granular
   X(shared_load_requests) X(shared_load_wavefronts) X(shared_load_ideal_wavefronts)                 \
   X(shared_store_requests) X(shared_store_wavefronts) X(shared_store_ideal_wavefronts)              \
   X(sqmma) X(sqmma_flops) X(warp_mma) X(warp_mma_flops) X(ldlms_bytes) X(tme_load_bytes)            \
-  X(tme_store_bytes) X(block_barriers) X(async_barrier_waits) X(blocks)
+  X(tme_store_bytes) X(block_barriers) X(async_barrier_waits) X(blocks)                             \
+  X(block_cycles) X(block_cycles_max) X(tensor_cycles) X(barrier_stall_cycles)                      \
+  X(async_barrier_stall_cycles) X(copy_wait_stall_cycles) X(mma_wait_stall_cycles)
 
 enum Counter : int {
 #define TL_SIM_PROFILE_ENUM(name) k_##name,
@@ -71,9 +75,37 @@ struct Totals {
   uint64_t value[kNumCounters] = {};
 
   void Add(const Totals& other) {
-    for (int i = 0; i < kNumCounters; ++i) value[i] += other.value[i];
+    for (int i = 0; i < kNumCounters; ++i)
+      value[i] = i == k_block_cycles_max ? std::max(value[i], other.value[i]) : value[i] + other.value[i];
   }
 };
+
+/*!
+ * \brief The cycle model's figures, per MP of the arch, from the build (-DTL_SIM_TIMING_*, written by the Python
+ *        profiler from tilelang_musa/profiler/arch_figures.py, where each figure's source is given). A build without
+ *        them counts but does not time: every cycle counter stays 0.
+ */
+struct Timing {
+  double tensor_flops_per_cycle[3];  // SQMMA, by operand width: 8-, 16-, 32-bit
+  double warp_mma_flops_per_cycle;   // mp_22 warp MMA, mp_31 WMMA
+  double global_latency;             // a global load's issue to its data
+  double async_latency;              // an LDLMS / TME transfer's first byte
+  double transfer_bytes_per_cycle;   // the MP's share of the memory system for async transfers
+  double barrier_cycles;             // a block barrier, once the last thread arrives
+};
+
+#ifdef TL_SIM_TIMING_TENSOR16
+inline constexpr bool kTimed = true;
+inline constexpr Timing kTiming{{TL_SIM_TIMING_TENSOR8, TL_SIM_TIMING_TENSOR16, TL_SIM_TIMING_TENSOR32},
+                                TL_SIM_TIMING_WARP_MMA,
+                                TL_SIM_TIMING_GLOBAL_LATENCY,
+                                TL_SIM_TIMING_ASYNC_LATENCY,
+                                TL_SIM_TIMING_TRANSFER_BYTES,
+                                TL_SIM_TIMING_BARRIER};
+#else
+inline constexpr bool kTimed = false;
+inline constexpr Timing kTiming{{1, 1, 1}, 1, 0, 0, 1, 0};
+#endif
 
 /*! \brief One place of the kernel where threads access memory: a buffer, a source line, a load or a store. */
 struct Site {
@@ -113,11 +145,36 @@ struct RequestHash {
   size_t operator()(const RequestKey& k) const { return Mix(Mix(SiteHash{}(k.site), k.warp), k.instance); }
 };
 
-/*! \brief A worker's counters: its blocks' totals, and the block in progress's requests. */
+/*!
+ * \brief A worker's counters: its blocks' totals, the block in progress's requests, and its threads' clocks.
+ *
+ * The cycle model: each simulated thread has a clock. An instruction it issues (a memory access) advances it by
+ * one; a global load's data is ready `global_latency` later, and the thread waits for its loads only where it must
+ * (a barrier, an arrival, an MMA, its exit), as a compiler batches independent loads. Threads that meet in a
+ * rendezvous leave it at the latest clock of them (plus `barrier_cycles` for a block barrier); what each waited is
+ * a barrier stall. The block's tensor pipe runs one matrix instruction at a time (FLOPs / the arch's rate for the
+ * operand width), and its async transfers (LDLMS, TME) share `transfer_bytes_per_cycle`, landing `async_latency`
+ * after their last byte leaves; a thread that waits for a transfer, a barrier phase or an SQMMA group starts again
+ * when that lands, and the wait is a stall of its kind. The block's cycles are its last thread's clock: the
+ * critical path through its instructions, with the overlap its asynchrony allows. Scalar arithmetic is not
+ * timed. Stalls are counted per warp (its lane 0).
+ */
 class Recorder {
  public:
+  /*! \brief A block of `threads` threads starts: every clock at 0, the pipes idle. */
+  void StartBlock(uint32_t threads) {
+    clocks_.assign(threads, Clock{});
+    tensor_free_ = transfer_free_ = 0;
+    for (double& c : cycles_) c = 0;
+  }
+
   void Access(uint32_t thread, bool shared, bool store, const void* address, uint32_t bytes, const char* name,
               int line) {
+    if (thread < clocks_.size()) {
+      Clock& c = clocks_[thread];
+      c.cycle += 1;
+      if (!shared && !store) c.loads_ready = std::max(c.loads_ready, c.cycle + kTiming.global_latency);
+    }
     const Site site{name, line, store, shared};
     uint32_t& executions = executions_[{thread, site}];
     std::vector<Span>& spans = requests_[RequestKey{site, thread / kWarpSize, executions}];
@@ -127,8 +184,55 @@ class Recorder {
 
   void Add(Counter counter, uint64_t amount) { totals_.value[counter] += amount; }
 
-  /*! \brief The block ended: its requests become counts. */
+  /*! \brief Thread `thread`'s clock once its outstanding global loads have arrived. */
+  double Settle(uint32_t thread) {
+    Clock& c = clocks_[thread];
+    c.cycle = std::max(c.cycle, c.loads_ready);
+    return c.cycle;
+  }
+
+  /*! \brief Thread `thread` resumes no earlier than `at`; the wait counts as a stall of kind `stall` (a cycle
+   *         counter, or kNumCounters for none) when the thread is lane 0 of its warp. */
+  void WaitUntil(uint32_t thread, double at, Counter stall) {
+    const double now = Settle(thread);
+    if (at <= now) return;
+    if (stall != kNumCounters && thread % kWarpSize == 0) cycles_[stall] += at - now;
+    clocks_[thread].cycle = at;
+  }
+
+  /*! \brief An async transfer of `bytes` issued by `thread` now: the cycle its data lands. */
+  double Transfer(uint32_t thread, uint64_t bytes) {
+    const double start = std::max(clocks_[thread].cycle, transfer_free_);
+    transfer_free_ = start + static_cast<double>(bytes) / kTiming.transfer_bytes_per_cycle;
+    return transfer_free_ + kTiming.async_latency;
+  }
+
+  /*! \brief A matrix instruction of `flops` issued at `at` (SQMMA on `bits`-wide operands, or a warp MMA when
+   *         `bits` is 0): the cycle it completes, once the block's tensor pipe has run the ones before it. */
+  double Tensor(double at, uint64_t flops, uint32_t bits) {
+    const double rate = bits == 0    ? kTiming.warp_mma_flops_per_cycle
+                        : bits <= 8  ? kTiming.tensor_flops_per_cycle[0]
+                        : bits <= 16 ? kTiming.tensor_flops_per_cycle[1]
+                                     : kTiming.tensor_flops_per_cycle[2];
+    const double busy = static_cast<double>(flops) / rate;
+    const double start = std::max(at, tensor_free_);
+    tensor_free_ = start + busy;
+    cycles_[k_tensor_cycles] += busy;
+    return tensor_free_;
+  }
+
+  /*! \brief The block ended: its requests become counts, its last clock its cycles. */
   void FlushBlock() {
+    double end = std::max(tensor_free_, transfer_free_);
+    for (uint32_t t = 0; t < clocks_.size(); ++t) end = std::max(end, Settle(t));
+    if (!kTimed) end = 0;
+    cycles_[k_block_cycles] = end;
+    for (int i = k_block_cycles; i < kNumCounters; ++i) {
+      if (i == k_block_cycles_max || !kTimed) continue;
+      totals_.value[i] += static_cast<uint64_t>(std::llround(cycles_[i]));
+    }
+    totals_.value[k_block_cycles_max] =
+        std::max(totals_.value[k_block_cycles_max], static_cast<uint64_t>(std::llround(end)));
     for (auto& [key, spans] : requests_) {
       if (key.site.shared) {
         Shared(key.site.store, spans);
@@ -174,7 +278,15 @@ class Recorder {
         (words.size() + kSharedBanks - 1) / kSharedBanks;
   }
 
+  struct Clock {
+    double cycle = 0;
+    double loads_ready = 0;  // when the thread's global loads so far have all arrived
+  };
+
   Totals totals_;
+  std::vector<Clock> clocks_;  // by linear thread id in the block
+  double tensor_free_ = 0, transfer_free_ = 0;  // when the block's tensor pipe and transfers are next free
+  double cycles_[kNumCounters] = {};            // the block's cycle counters, before rounding
   std::unordered_map<std::pair<uint32_t, Site>, uint32_t, ThreadSiteHash, ThreadSiteEq> executions_;
   std::unordered_map<RequestKey, std::vector<Span>, RequestHash> requests_;
 };

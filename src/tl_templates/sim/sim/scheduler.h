@@ -46,6 +46,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "profile.h"
 #include "schedule_random.h"
 #include "thread_state.h"
 #include "vector_types.h"
@@ -329,6 +330,7 @@ class BlockRunner {
     if (++rv->count == rv->expected) {
       ++epochs_[static_cast<int>(g)][index];
       NoteProgress();
+      if (g_thread.profile != nullptr) MeetClocks(*g_thread.profile, g, *rv);
       if (op.exchange != nullptr) op.exchange(*this, *rv);
       if (g != Group::kBlock)
         for (auto& extension : extensions_)
@@ -348,6 +350,18 @@ class BlockRunner {
     self.waiting_on = rv;
     Suspend(self);
     return self.slot.out;
+  }
+
+  /*! \brief The cycle model (profile.h): the participants of a completed rendezvous leave it together, at the
+   *         latest clock among them, a block barrier `barrier_cycles` later; their waits there are barrier stalls. */
+  static void MeetClocks(profile::Recorder& clocks, Group g, const Rendezvous& rv) {
+    double at = 0;
+    rv.members.ForEach([&](uint32_t i) { at = std::max(at, clocks.Settle(rv.base + i)); });
+    const bool block = g == Group::kBlock;
+    if (block) at += profile::kTiming.barrier_cycles;
+    rv.members.ForEach([&](uint32_t i) {
+      clocks.WaitUntil(rv.base + i, at, block ? profile::k_barrier_stall_cycles : profile::kNumCounters);
+    });
   }
 
   /*!

@@ -82,6 +82,7 @@ struct Operation {
   bool read = false;
   DecodedOperand a_values, b_values;
   uint32_t unapplied = 0;  // threads that have not applied it yet
+  double done_cycle = 0;   // when the tensor pipe finishes it (the cycle model, profile.h)
 };
 
 /*! \brief An operation queued on one thread, with that thread's registers. */
@@ -239,6 +240,10 @@ inline void ExchangeIssue(BlockRunner& block, Rendezvous& rv) {
   op->is_float = first.types.is_float();
   op->overwrite = first.flags[4] == 1;
   op->unapplied = rv.expected;
+  if (g_thread.profile != nullptr)  // the squad's clocks met at the issue (scheduler.h)
+    op->done_cycle = g_thread.profile->Tensor(g_thread.profile->Settle(rv.base),
+                                              2ull * op->m * op->n * uint64_t(first.flags[6]),
+                                              mma::ElemBits(first.types.a));
   InFlight& state = GetInFlight(block);
   for (uint32_t t = 0; t < rv.expected; ++t) {
     const IssueCall& call = IssueCallOf(block, rv, t);
@@ -266,6 +271,7 @@ inline void ApplyOldest(InFlight& state, uint32_t linear, uint32_t lane) {
   const Pending p = queue.pending.front();
   queue.pending.pop_front();
   Operation& op = *p.op;
+  if (g_thread.profile != nullptr) g_thread.profile->WaitUntil(linear, op.done_cycle, profile::k_mma_wait_stall_cycles);
   if (!op.read) {
     ReadOperand(op.a, &op.a_values);
     ReadOperand(op.b, &op.b_values);

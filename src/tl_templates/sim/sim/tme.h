@@ -224,6 +224,7 @@ struct Store {
   std::shared_ptr<Tile> tile;
   bool committed = false;
   uint32_t transfer = 0;
+  double done_cycle = 0;  // the cycle model's end of the engine's reads (profile.h)
   const char* what = "";
   const char* file = "";
   int line = 0;
@@ -263,7 +264,10 @@ inline void StoreTile(void* smem, uint64_t desc_addr, const int32_t* box, const 
   s.file = file;
   s.line = line;
   s.transfer = BeginTransfer(block, *s.tile, what, true, "missing __musa_tme_store_read_wait?", file, line);
-  if (g_thread.profile != nullptr) g_thread.profile->Add(profile::k_tme_store_bytes, s.tile->bytes);
+  if (g_thread.profile != nullptr) {
+    g_thread.profile->Add(profile::k_tme_store_bytes, s.tile->bytes);
+    s.done_cycle = g_thread.profile->Transfer(block.current().linear, s.tile->bytes);
+  }
   GetStores(block).pending[block.current().linear].push_back(std::move(s));
 }
 
@@ -280,6 +284,8 @@ inline void ReadWait(int line) {
   const uint32_t me = block.current().linear;
   std::deque<Store>& mine = stores->pending[me];
   while (!mine.empty() && mine.front().committed) {
+    if (g_thread.profile != nullptr)
+      g_thread.profile->WaitUntil(me, mine.front().done_cycle, profile::k_copy_wait_stall_cycles);
     const Tile& t = *mine.front().tile;
     EndTransfer(block, t, mine.front().transfer, me, false, line);
     std::vector<unsigned char> image(t.bytes);

@@ -109,6 +109,10 @@ inline void ExchangeWarpMma(BlockRunner& block, Rendezvous& rv) {
       std::memcpy(call.d + v, &acc[static_cast<size_t>(row) * f.n + col], sizeof(uint32_t));
     }
   }
+  if (profile::Recorder* clocks = g_thread.profile) {  // the lanes met at the rendezvous (scheduler.h)
+    const double done = clocks->Tensor(clocks->Settle(rv.base), 2ull * f.m * f.n * f.k, 0);
+    for (uint32_t lane = 0; lane < lanes; ++lane) clocks->WaitUntil(rv.base + lane, done, profile::kNumCounters);
+  }
 }
 
 /*!

@@ -1,0 +1,128 @@
+"""Modelled device times (the simulator's performance model, issue 12) for the project's kernels on the MTT S5000
+(mp_31) and S4000 (mp_22), and the error against TileLang-MUSA's published S5000 baselines where we model the
+same kernel.
+
+    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16]
+
+Per kernel and arch: one launch in the simulator on random inputs, `sample_blocks` evenly spaced blocks of its
+grid (profiler.model(); model.py says how the counts become a time), printed as the markdown rows of
+benchmark/RESULTS.md. Each case compiles the example's own kernel at the stated shape and config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# TileLang-MUSA benchmark/mp31/baselines/modelops.jsonl line 1 (docs/PERF_FACTS.md section 6a)
+FA_BASELINE_US = 5610.0
+
+
+def example(path: str):
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def readme_gemm(arch, M=4096, N=4096, K=4096, bm=256, bn=256, bk=64):
+    module = example("examples/gemm/gemm.py")
+    kernel = module.matmul.compile(M=M, N=N, K=K, block_M=bm, block_N=bn, block_K=bk)  # $TILELANG_TARGET's arch
+    return kernel, [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
+
+
+def classic_gemm(arch, M=4096, N=4096, K=4096):
+    """Upstream TileLang's quick-start GEMM: 128x128x32 tiles, 128 threads, 3 stages."""
+    sys.path.insert(0, str(ROOT / "benchmark"))
+    import tilelang
+    import tilelang.language as T
+    from bench_pipeline import gemm
+
+    kernel = tilelang.compile(gemm(T, M, N, K, 128, 128, 32, 128, 3), out_idx=[2], target=f"musa -arch={arch}")
+    return kernel, [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
+
+
+def flash_attention(arch, B=2, H=28, S=8192, D=128):
+    """The classic FlashAttention forward (examples/flash_attention): on mp_31 block 128x128, 256 threads, 2 stages
+    (pipeline planning keeps 1: 2 would need 224 KiB); on mp_22, whose blocks have 72 KiB, 64x32, 128 threads."""
+    module = example("examples/flash_attention/flash_attention.py")
+    config = dict(block_M=128, block_N=128, num_stages=2, threads=256) if arch == "mp_31" else \
+        dict(block_M=64, block_N=32, num_stages=1, threads=128)
+    kernel = module.flash_attention(B, H, S, D, False, layout="bhsd", **config)
+    return kernel, [torch.randn(B, H, S, D, dtype=torch.float16) for _ in range(3)]
+
+
+def flash_attention_ws(arch, B=2, H=28, S=8192, D=128):
+    """The warp-specialized FlashAttention (examples/async), TileLang-MUSA's S5000 baseline kernel's structure:
+    block 256x128, 4 consumer squads + 1 producer squad (640 threads)."""
+    if arch != "mp_31":
+        return None
+    module = example("examples/async/flash_attention_ws.py")
+    kernel = module.flash_attention_ws(B, H, S, D, block_M=256, block_N=128)
+    return kernel, [torch.randn(B, H, S, D, dtype=torch.float16) for _ in range(3)]
+
+
+def elementwise_add(arch, N=1 << 26, threads=256, num_per_thread=8):
+    """The user's elementwise example (examples/elementwise), at a size where DRAM decides."""
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, threads * num_per_thread), threads=threads) as b_x:
+            for i, j in T.Parallel(threads, num_per_thread):
+                offsets = (b_x * threads + i) * num_per_thread
+                C[offsets + j] = A[offsets + j] + B[offsets + j]
+
+    kernel = tilelang.compile(main, out_idx=[2], target=f"musa -arch={arch}")
+    return kernel, [torch.randn(N), torch.randn(N)]
+
+
+CASES = {
+    "readme_gemm": ("README GEMM 4096^3 fp16", "256x256x64, 512 threads, 3 stages", readme_gemm),
+    "classic_gemm": ("upstream GEMM 4096^3 fp16", "128x128x32, 128 threads, 3 stages", classic_gemm),
+    "flash_attention": ("FlashAttention fwd B2 H28 S8192 D128", "mp_31 128x128, 256 threads; mp_22 64x32, 128",
+                        flash_attention),
+    "flash_attention_ws": ("FlashAttention fwd WS B2 H28 S8192 D128", "256x128, 512+128 threads", flash_attention_ws),
+    "elementwise_add": ("elementwise add 2^26 fp32", "256 threads x 8", elementwise_add),
+}
+CALIBRATED = {"flash_attention_ws": FA_BASELINE_US}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(CASES), action="append")
+    parser.add_argument("--arch", choices=["mp_31", "mp_22"], action="append")
+    parser.add_argument("--sample-blocks", type=int, default=16)
+    args = parser.parse_args()
+    print("| kernel | config | arch | modelled time | TFLOPS | DRAM GB/s | limited by | blocks/MP | published | error |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.only or CASES:
+        title, config, build = CASES[name]
+        for arch in args.arch or ["mp_31", "mp_22"]:
+            os.environ["TILELANG_TARGET"] = f"musa -arch={arch}"  # for the examples' @tilelang.jit
+            built = build(arch)
+            if built is None:
+                continue
+            kernel, inputs = built
+            start = time.perf_counter()
+            m = kernel.get_profiler().model(inputs, sample_blocks=args.sample_blocks)
+            took = time.perf_counter() - start
+            published = CALIBRATED.get(name) if arch == "mp_31" else None
+            error = f"{(m.seconds * 1e6 - published) / published:+.0%}" if published else ""
+            print(f"| {title} | {config} | {arch} | {m.seconds * 1e6:,.0f} us | {m.tflops:.0f} | {m.dram_gbps:.0f} "
+                  f"| {m.limiter} | {m.blocks_per_mp} | {f'{published:,.0f} us' if published else ''} | {error} |",
+                  flush=True)
+            print(m.table(), f"\n  (modelled in {took:.1f} s)", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The performance model (issue 12; tilelang_musa/profiler/model.py): a launch's counters and the arch's figures
+composed into a modelled time, by hand on made-up counters, and end to end on kernels whose limiting resource is
+known (a stream is DRAM-bound, a large-tile GEMM tensor-bound on its pipes)."""
+
+import dataclasses
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+from tilelang_musa.profiler.arch_figures import ARCH_FIGURES, figures_for, sim_timing_flags
+from tilelang_musa.profiler.counters import Counters
+from tilelang_musa.profiler.model import BASE_REGISTERS, RESOURCES, model_launch, occupancy, registers_per_thread
+
+ARCHS = ["mp_22", "mp_31"]
+
+
+def made_up_counters(**values):
+    zeros = {f.name: 0 for f in dataclasses.fields(Counters)}
+    return Counters(**{**zeros, "kernel": "k", **values})
+
+
+def test_a_launch_is_composed_from_its_counters_by_hand():
+    """1120 blocks of 256 threads and 48 KiB on the S5000: 4 blocks per MP (192 KiB), 1120 / (56 * 4) = 5 waves;
+    per block 1000 cycles of critical path and 400 of tensor work: a round of 4 blocks is 1600 tensor cycles."""
+    f = figures_for("mp_31")
+    counters = made_up_counters(grid_blocks=1120, threads_per_block=256, dynamic_smem_bytes=48 * 1024, blocks=16,
+                                block_cycles=16 * 1000, tensor_cycles=16 * 400, sqmma_flops=16 * 400 * 4096,
+                                shared_load_wavefronts=16 * 100, tme_load_bytes=16 * 4096)
+    m = model_launch(counters, f, distinct_bytes=1 << 20, registers=64)
+    assert (m.blocks_per_mp, m.occupancy_limit, m.waves) == (4, "shared_memory", 5)
+    cycles = {"critical_path": 1000, "tensor": 4 * 400, "shared": 4 * 100, "l2": 4 * 4096 / f.transfer_bytes_per_cycle,
+              "dram": 4 * (1 << 20) / 1120 / (f.dram_bytes_per_s * f.dram_efficiency / f.mps / f.clock_hz)}
+    assert set(m.resource_seconds) == set(RESOURCES)
+    for name, value in cycles.items():
+        assert m.resource_seconds[name] == pytest.approx(5 * value / f.clock_hz), name
+    assert m.limiter == "tensor"
+    assert m.seconds == pytest.approx(5 * 1600 / f.clock_hz + f.launch_seconds)
+    assert m.tflops == pytest.approx(1120 * 400 * 4096 / m.seconds / 1e12)
+    assert m.roofline_seconds == pytest.approx(1120 * 400 / f.mps / f.clock_hz) and m.roofline_seconds < m.seconds
+
+
+def test_occupancy_is_bounded_by_threads_shared_memory_and_block_slots_and_registers_only_beyond_one_block():
+    f = figures_for("mp_31")
+    small = made_up_counters(threads_per_block=64, dynamic_smem_bytes=0, grid_blocks=1, blocks=1)
+    assert occupancy(small, f, BASE_REGISTERS) == (f.max_blocks_per_mp, "block_slots")
+    wide = dataclasses.replace(small, threads_per_block=1024)
+    assert occupancy(wide, f, BASE_REGISTERS) == (f.threads_per_mp // 1024, "threads")
+    assert occupancy(wide, f, 255) == (1, "registers")  # over the register file: still one block (it spills)
+    too_big = dataclasses.replace(small, dynamic_smem_bytes=f.shared_memory_per_mp + 1)
+    with pytest.raises(ValueError, match="does not fit an MP of the MTT S5000: shared_memory"):
+        occupancy(too_big, f, BASE_REGISTERS)
+
+
+def test_registers_are_estimated_from_the_kernels_local_arrays():
+    source = """
+  extern __shared__ __align__(1024) unsigned char buf_dyn_shmem[];
+  __align__(16) float acc[128];
+  half_t cast[64];
+  int idx[3];
+"""
+    assert registers_per_thread(source) == BASE_REGISTERS + 128 + 32 + 3
+
+
+def test_every_arch_with_figures_gives_the_simulator_its_timing():
+    for arch, f in ARCH_FIGURES.items():
+        flags = sim_timing_flags(arch)
+        assert f"-DTL_SIM_TIMING_TENSOR16={f.tensor_flops_per_cycle.get(16, f.warp_mma_flops_per_cycle)!r}" in flags
+        assert len(flags) == 8
+        assert all(name in f.provenance for name in ("mps", "clock_hz", "dram_bytes_per_s")), arch
+    assert sim_timing_flags("mp_21") == []
+    with pytest.raises(ValueError, match="no performance figures for arch 'mp_21'"):
+        figures_for("mp_21")
+
+
+def stream(N, threads=256, per_thread=8):
+    """The user's elementwise add."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, threads * per_thread), threads=threads) as b_x:
+            for i, j in T.Parallel(threads, per_thread):
+                offsets = (b_x * threads + i) * per_thread
+                C[offsets + j] = A[offsets + j] + B[offsets + j]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_large_stream_is_dram_bound_at_the_sustained_bandwidth(arch):
+    """2^24 floats in, 2^24 in, 2^24 out: 192 MiB at the sustained DRAM rate, from a sample of 8 of the 8192
+    blocks; the written sample matches torch."""
+    f = figures_for(arch)
+    N = 1 << 24
+    kernel = tilelang.compile(stream(N), target=f"musa -arch={arch}")
+    a, b, c = rand((N,), torch.float32, 1), rand((N,), torch.float32, 2), poison((N,), torch.float32)
+    m = kernel.get_profiler().model([a, b, c], sample_blocks=8)
+    assert (m.simulated_blocks, m.grid_blocks) == (8, N // 2048)
+    torch.testing.assert_close(c[:2048], a[:2048] + b[:2048])
+    assert m.limiter == "dram"
+    sustained = f.dram_bytes_per_s * f.dram_efficiency  # less the launch and the last wave's idle MPs
+    assert 0.85 * sustained < m.dram_gbps * 1e9 <= sustained
+    assert m.seconds >= m.roofline_seconds == pytest.approx(3 * 4 * N / f.dram_bytes_per_s)
+    assert m.tflops == 0
+
+
+def big_tile_gemm(M, N, K):
+    """The README's GEMM tile (256x256x64, 512 threads, 3 stages)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 256), T.ceildiv(M, 256), threads=512) as (bx, by):
+            A_s = T.alloc_shared((256, 64), "float16")
+            B_s = T.alloc_shared((64, 256), "float16")
+            C_l = T.alloc_fragment((256, 256), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                T.copy(A[by * 256, k * 64], A_s)
+                T.copy(B[k * 64, bx * 256], B_s)
+                T.gemm(A_s, B_s, C_l, policy=T.GemmWarpPolicy.Square)
+            T.copy(C_l, C[by * 256, bx * 256])
+
+    return main
+
+
+def test_a_large_tile_gemm_on_the_s5000_keeps_its_tensor_pipes_busy():
+    """2048^3 with 256x256x64 tiles: 64 blocks on 56 MPs (2 waves), the TME ring hides the loads behind SQMMA, so
+    the block's critical path is within 25% of its tensor work and the time within the bounds of the roofline."""
+    kernel = tilelang.compile(big_tile_gemm(2048, 2048, 2048), target="musa -arch=mp_31")
+    a, b = rand((2048, 2048), torch.float16, 3), rand((2048, 2048), torch.float16, 4)
+    m = kernel.get_profiler().model([a, b, poison((2048, 2048), torch.float16)], sample_blocks=2)
+    c = m.counters
+    assert c.tme_load_bytes > 0 and c.sqmma > 0
+    assert c.tensor_cycles <= c.block_cycles < 1.25 * c.tensor_cycles
+    assert m.waves == 2 and m.limiter in ("critical_path", "tensor")
+    assert m.roofline_seconds < m.seconds < 2.5 * m.roofline_seconds  # two waves for 64 blocks on 56 MPs
+    assert 0 < m.tflops < figures_for("mp_31").peak_tensor_flops / 1e12
+
+
+def test_model_names_the_arch_and_prints_a_table():
+    kernel = tilelang.compile(stream(1 << 12), target="musa -arch=mp_22")
+    m = kernel.get_profiler().model()
+    assert (m.arch, m.device, m.simulated_blocks) == ("mp_22", "MTT S4000", 2)
+    table = m.table()
+    assert "modelled time" in table and "limited by" in table and "occupancy" in table

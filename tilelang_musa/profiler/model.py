@@ -1,0 +1,138 @@
+"""A modelled device time for a launch, from the simulator's counters and the arch's figures (arch_figures.py).
+
+`kernel.get_profiler().model()` runs the kernel once in the simulator (a sample of its blocks for large grids) and
+composes what the launch counted into a time on the arch the kernel was compiled for:
+
+- occupancy: how many blocks an MP holds at once (`blocks_per_mp`), limited by shared memory, threads, registers
+  (estimated from the kernel's per-thread arrays: a lower bound; never below one block) and the MP's block slots;
+- one round on an MP, that many blocks together, takes the longest of
+    critical_path  the mean block's critical path in simulated cycles (profile.h's cycle model: the overlap the
+                   kernel's pipeline and warp specialization allow is in it; one block alone on the MP), and,
+                   shared by the round's blocks,
+    tensor         their matrix instructions at the arch's rate per operand width,
+    shared         their shared-memory wavefronts, bank conflicts included,
+    l2             the bytes they move through the L2 (global sectors, LDLMS, TME),
+    dram           their share of the launch's distinct bytes (the arguments' storage, read or written once: an
+                   L2 that catches every re-read, [A]) at the sustained DRAM bandwidth;
+- the grid runs in `waves` rounds over the MPs; add the launch cost. The longest term names the limiting resource.
+
+`roofline_seconds` is the bound no schedule beats: the matrix work at the tensor pipes' peak, or the distinct bytes
+at peak DRAM bandwidth. Scalar arithmetic (softmax, epilogues) is not timed, so kernels dominated by it are
+modelled too fast; the figures marked [A] in arch_figures.py are what a measurement on a card should correct.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from .arch_figures import ArchFigures
+from .counters import SECTOR_BYTES, Counters
+
+RESOURCES = ("critical_path", "tensor", "shared", "l2", "dram")
+
+# A local array in the generated MUSA C: `__align__(16) float acc[128];` (shared memory is declared `__shared__`).
+_LOCAL_ARRAY = re.compile(r"^\s*(?:__align__\(\d+\)\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\[(\d+)\];", re.M)
+_ELEMENT_BYTES = {"double": 8, "int64_t": 8, "uint64_t": 8, "half_t": 2, "half": 2, "bfloat16_t": 2,
+                  "__half": 2, "int16_t": 2, "uint16_t": 2, "int8_t": 1, "uint8_t": 1, "char": 1,
+                  "fp8_e4_t": 1, "fp8_e5_t": 1, "bool": 1}
+# [A] registers a thread needs besides its arrays: indices, addresses, loop counters.
+BASE_REGISTERS = 32
+
+
+def registers_per_thread(source: str) -> int:
+    """A lower bound on the 32-bit registers a thread of the kernel in `source` needs: its local arrays, plus a
+    base for its scalars (the MUSA compiler's count is not available without mcc)."""
+    array_bytes = sum(int(n) * _ELEMENT_BYTES.get(t, 4) for t, n in _LOCAL_ARRAY.findall(source))
+    return BASE_REGISTERS + -(-array_bytes // 4)
+
+
+@dataclass(frozen=True)
+class ModelledTime:
+    kernel: str
+    arch: str
+    device: str
+    seconds: float
+    tflops: float  # matrix FLOPs per second, 1e12
+    dram_gbps: float  # the launch's distinct bytes per second, 1e9
+    limiter: str  # the resource of the longest term (RESOURCES)
+    resource_seconds: Mapping[str, float]  # each resource's term over the whole grid, launch cost excluded
+    roofline_seconds: float
+    blocks_per_mp: int
+    occupancy_limit: str  # what bounds blocks_per_mp: shared_memory, threads, registers or block_slots
+    registers_per_thread: int
+    waves: int
+    grid_blocks: int
+    simulated_blocks: int  # the blocks the counts come from (evenly spaced over the grid)
+    counters: Counters
+
+    @property
+    def milliseconds(self) -> float:
+        return self.seconds * 1e3
+
+    def table(self) -> str:
+        rows = [("modelled time", f"{self.seconds * 1e6:,.1f} us on {self.device} ({self.arch})"),
+                ("limited by", self.limiter),
+                ("TFLOPS", f"{self.tflops:.1f}"), ("DRAM GB/s", f"{self.dram_gbps:.1f}"),
+                ("roofline", f"{self.roofline_seconds * 1e6:,.1f} us")]
+        rows += [(f"  {name}", f"{value * 1e6:,.1f} us") for name, value in self.resource_seconds.items()]
+        rows += [("occupancy", f"{self.blocks_per_mp} block(s) per MP, limited by {self.occupancy_limit} "
+                               f"(~{self.registers_per_thread} registers per thread)"),
+                 ("waves", f"{self.waves} of the grid's {self.grid_blocks} blocks"),
+                 ("simulated blocks", str(self.simulated_blocks))]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join([f"model of {self.kernel}"] + [f"  {name:<{width}}  {value}" for name, value in rows])
+
+
+def occupancy(counters: Counters, figures: ArchFigures, registers: int) -> tuple[int, str]:
+    """Blocks per MP and what limits it; ValueError when one block's threads or shared memory do not fit an MP.
+    Registers limit the blocks beyond the first only: the estimate is rough and the register file [A], and a
+    compiler spills rather than refuse a block."""
+    limits = {}  # on a tie the first named limits
+    if counters.dynamic_smem_bytes:
+        limits["shared_memory"] = figures.shared_memory_per_mp // counters.dynamic_smem_bytes
+    limits["threads"] = figures.threads_per_mp // counters.threads_per_block
+    limits["block_slots"] = figures.max_blocks_per_mp
+    limits["registers"] = max(1, figures.registers_per_mp // (registers * counters.threads_per_block))
+    limit = min(limits, key=lambda name: limits[name])
+    if limits[limit] < 1:
+        raise ValueError(f"one block of {counters.kernel} does not fit an MP of the {figures.device}: {limit} "
+                         f"({counters.threads_per_block} threads, {counters.dynamic_smem_bytes} B shared memory, "
+                         f"~{registers} registers per thread)")
+    return limits[limit], limit
+
+
+def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, registers: int) -> ModelledTime:
+    """The modelled time of the launch `counters` describe (see the module docstring). `distinct_bytes`: the
+    storage of the launch's tensors; `registers`: per thread (registers_per_thread)."""
+    if counters.blocks == 0:
+        raise ValueError(f"the launch of {counters.kernel} ran no block; nothing to model")
+    blocks_per_mp, limit = occupancy(counters, figures, registers)
+    per_block = 1.0 / counters.blocks
+    clock = figures.clock_hz
+    l2_bytes = counters.global_load_sectors + counters.global_store_sectors
+    l2_bytes = l2_bytes * SECTOR_BYTES + counters.ldlms_bytes + counters.tme_load_bytes + counters.tme_store_bytes
+    wavefronts = counters.shared_load_wavefronts + counters.shared_store_wavefronts
+    dram_bytes_per_cycle = figures.dram_bytes_per_s * figures.dram_efficiency / figures.mps / clock
+    round_cycles = {  # one MP running blocks_per_mp blocks together
+        "critical_path": counters.block_cycles * per_block,
+        "tensor": blocks_per_mp * counters.tensor_cycles * per_block,
+        "shared": blocks_per_mp * wavefronts * per_block / figures.shared_wavefronts_per_cycle,
+        "l2": blocks_per_mp * l2_bytes * per_block / figures.transfer_bytes_per_cycle,
+        "dram": blocks_per_mp * distinct_bytes / counters.grid_blocks / dram_bytes_per_cycle,
+    }
+    waves = math.ceil(counters.grid_blocks / (figures.mps * blocks_per_mp))
+    resource_seconds = {name: waves * cycles / clock for name, cycles in round_cycles.items()}
+    limiter = max(resource_seconds, key=lambda name: resource_seconds[name])
+    seconds = resource_seconds[limiter] + figures.launch_seconds
+    total = counters.scaled()
+    tensor_peak_seconds = total.tensor_cycles / figures.mps / clock
+    roofline = max(tensor_peak_seconds, distinct_bytes / figures.dram_bytes_per_s)
+    return ModelledTime(
+        kernel=counters.kernel, arch=figures.arch, device=figures.device, seconds=seconds,
+        tflops=total.mma_flops / seconds / 1e12, dram_gbps=distinct_bytes / seconds / 1e9, limiter=limiter,
+        resource_seconds=resource_seconds, roofline_seconds=roofline, blocks_per_mp=blocks_per_mp,
+        occupancy_limit=limit, registers_per_thread=registers, waves=waves, grid_blocks=counters.grid_blocks,
+        simulated_blocks=counters.blocks, counters=counters)
