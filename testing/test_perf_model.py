@@ -24,14 +24,17 @@ def made_up_counters(**values):
 
 def test_a_launch_is_composed_from_its_counters_by_hand():
     """1120 blocks of 256 threads and 48 KiB on the S5000: 4 blocks per MP (192 KiB), 1120 / (56 * 4) = 5 waves;
-    per block 1000 cycles of critical path and 400 of tensor work: a round of 4 blocks is 1600 tensor cycles."""
+    per block 1000 cycles of critical path, 800 warp instructions and 400 cycles of tensor work: a round of 4
+    blocks is 1600 tensor cycles."""
     f = figures_for("mp_31")
     counters = made_up_counters(grid_blocks=1120, threads_per_block=256, dynamic_smem_bytes=48 * 1024, blocks=16,
                                 block_cycles=16 * 1000, tensor_cycles=16 * 400, sqmma_flops=16 * 400 * 4096,
+                                arithmetic_instructions=16 * 700, shared_load_requests=16 * 100,
                                 shared_load_wavefronts=16 * 100, tme_load_bytes=16 * 4096)
     m = model_launch(counters, f, distinct_bytes=1 << 20, registers=64)
     assert (m.blocks_per_mp, m.occupancy_limit, m.waves) == (4, "shared_memory", 5)
-    cycles = {"critical_path": 1000, "tensor": 4 * 400, "shared": 4 * 100, "l2": 4 * 4096 / f.transfer_bytes_per_cycle,
+    cycles = {"critical_path": 1000, "issue": 4 * (700 + 100) / f.warp_instructions_per_cycle, "tensor": 4 * 400,
+              "shared": 4 * 100, "l2": 4 * 4096 / f.transfer_bytes_per_cycle,
               "dram": 4 * (1 << 20) / 1120 / (f.dram_bytes_per_s * f.dram_efficiency / f.mps / f.clock_hz)}
     assert set(m.resource_seconds) == set(RESOURCES)
     for name, value in cycles.items():
@@ -40,6 +43,7 @@ def test_a_launch_is_composed_from_its_counters_by_hand():
     assert m.seconds == pytest.approx(5 * 1600 / f.clock_hz + f.launch_seconds)
     assert m.tflops == pytest.approx(1120 * 400 * 4096 / m.seconds / 1e12)
     assert m.roofline_seconds == pytest.approx(1120 * 400 / f.mps / f.clock_hz) and m.roofline_seconds < m.seconds
+    assert m.l2_reuse == pytest.approx(1120 * 4096 / (1 << 20))
 
 
 def test_occupancy_is_bounded_by_threads_shared_memory_and_block_slots_and_registers_only_beyond_one_block():
@@ -102,7 +106,7 @@ def test_a_large_stream_is_dram_bound_at_the_sustained_bandwidth(arch):
     sustained = f.dram_bytes_per_s * f.dram_efficiency  # less the launch and the last wave's idle MPs
     assert 0.85 * sustained < m.dram_gbps * 1e9 <= sustained
     assert m.seconds >= m.roofline_seconds == pytest.approx(3 * 4 * N / f.dram_bytes_per_s)
-    assert m.tflops == 0
+    assert m.tflops == 0 and m.l2_reuse == pytest.approx(1.0)
 
 
 def big_tile_gemm(M, N, K):

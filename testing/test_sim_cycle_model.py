@@ -1,9 +1,10 @@
 """The simulator's cycle model (issue 12; src/tl_templates/sim/sim/profile.h): the counters' simulated cycles on
 kernels whose critical path is known by hand, and the overlap a pipeline buys.
 
-The figures come from tilelang_musa/profiler/arch_figures.py: an instruction (memory access) is 1 cycle, a global
-load's data arrives `global_latency_cycles` after it, a block barrier costs `barrier_cycles` after its last
-thread arrives, a matrix instruction FLOPs / the arch's rate."""
+The figures come from tilelang_musa/profiler/arch_figures.py: an instruction (a memory access, or an arithmetic
+instruction as the code generator counts them) is 1 cycle, a global load's data arrives `global_latency_cycles`
+after it, a block barrier costs `barrier_cycles` after its last thread arrives, a matrix instruction FLOPs / the
+arch's rate."""
 
 import pytest
 import torch
@@ -66,6 +67,33 @@ def test_the_warp_that_arrives_first_at_a_barrier_stalls_for_the_other():
     assert kernel.get_kernel_source().count("__syncthreads();") == 1
     assert counters.block_cycles == 10 + f.barrier_cycles
     assert counters.barrier_stall_cycles == (10 + f.barrier_cycles) + f.barrier_cycles
+
+
+def arithmetic_loop():
+    @T.prim_func
+    def main(B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 1.0
+            for i in T.serial(100):
+                acc[0] = acc[0] * 0.5 + 1.0
+            B[tx] = acc[0]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_arithmetic_costs_a_cycle_per_instruction_as_the_code_generator_counts_it(arch):
+    """100 x (multiply, add) per thread, then a store: 201 cycles, 200 arithmetic instructions per warp (1 warp on
+    mp_22, 4 on mp_31). The simulator's build charges them on the statement's line; the device source is untouched."""
+    kernel = compile_for(arithmetic_loop(), arch)
+    b = poison((128,), torch.float32)
+    counters = kernel.get_profiler().counters([b])
+    torch.testing.assert_close(b, torch.full((128,), 2.0))  # x -> x / 2 + 1 converges to 2 from 1
+    assert counters.block_cycles == 201
+    assert counters.arithmetic_instructions == 200 * 128 // (128 if arch == "mp_22" else 32)
+    assert "tl_sim::Compute" not in kernel.get_kernel_source()
 
 
 @pytest.mark.parametrize("arch", ARCHS)

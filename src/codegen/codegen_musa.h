@@ -142,6 +142,9 @@ class MusaPrinter : public CallContext {
   /*! \brief sim_checks: `index` (element offset from the buffer's data, `lanes` elements) wrapped in the simulator's
    *         bounds check of a global or shared buffer; `index` unchanged for other scopes or without sim_checks. */
   std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what);
+  /*! \brief sim_checks: `tl_sim::Compute(n); ` charging a statement's `instructions` arithmetic instructions to the
+   *         simulator's cycle model (arithmetic_count.h); empty without sim_checks or for none. */
+  std::string ComputeCharge(int64_t instructions) const;
   /*! \brief sim_checks: fills BufferInfo::check_lo/check_hi from the buffer's shape, strides and elem_offset. */
   void SetCheckBounds(BufferInfo* info);
   /*! \brief Element stride of each dimension as C text ("1" for unit); empty when the rank does not match. */

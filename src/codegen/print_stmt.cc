@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "codegen/arithmetic_count.h"
 #include "codegen/codegen_musa.h"
 #include "codegen/musa_types.h"
 
@@ -117,7 +118,10 @@ void MusaPrinter::VisitBind(const ObjectRef& op) {
     DataType t = DTypeOf(var);
     type = t.is_handle() ? "void*" : "const " + CTypeName(t);  // a `const void*` could not be passed on
   }
-  Line(type + " " + DefineVar(var) + " = " + value + ";");
+  // floating-point bindings are a statement's arithmetic; integer ones are address arithmetic (arithmetic_count.h)
+  const bool arithmetic = !IsA(ty, pointer_type) && DTypeOf(var).is_floating();
+  Line((arithmetic ? ComputeCharge(CountArithmetic(bind.value())) : "") + type + " " + DefineVar(var) + " = " + value +
+       ";");
 }
 
 void MusaPrinter::VisitAttrStmt(const ObjectRef& op) {
@@ -147,13 +151,19 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   BufferStoreView store(op);
   std::string value = PrintBare(store.value());
   AccessText target = PrintAccess(store.buffer(), store.indices(), DTypeOf(store.value()), "store");
+  const std::string charge = ComputeCharge(CountArithmetic(store.value()));
   if (target.form == AccessForm::kGather) {
-    Line("tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");");
+    Line(charge + "tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");");
   } else if (!target.store_open.empty()) {
-    Line(target.store_open + value + target.store_close + ";");
+    Line(charge + target.store_open + value + target.store_close + ";");
   } else {
-    Line(StripParentheses(target.text) + " = " + value + ";");
+    Line(charge + StripParentheses(target.text) + " = " + value + ";");
   }
+}
+
+std::string MusaPrinter::ComputeCharge(int64_t instructions) const {
+  if (!options_.sim_checks || instructions == 0) return "";
+  return "tl_sim::Compute(" + std::to_string(instructions) + "); ";
 }
 
 // DeclBuffer(buffer, data): a new view of existing storage. Same element type: reuse the storage's identifier.

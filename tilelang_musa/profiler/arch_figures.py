@@ -27,6 +27,7 @@ class ArchFigures:
     global_latency_cycles: float  # a global load's issue to its data
     async_latency_cycles: float  # an LDLMS / TME transfer's first byte
     shared_wavefronts_per_cycle: float  # per MP: one bank row (32 banks x 4 B) per cycle
+    warp_instructions_per_cycle: float  # per MP: warp instructions issued (arithmetic and memory)
     barrier_cycles: float  # a block barrier once its last thread arrives
     launch_seconds: float  # a kernel launch's fixed cost
     shared_memory_per_mp: int  # bytes
@@ -61,8 +62,8 @@ _S5000 = ArchFigures(
     tensor_flops_per_cycle=MappingProxyType({8: 8192.0, 16: 4096.0, 32: 2048.0}),
     warp_mma_flops_per_cycle=2048.0,
     dram_bytes_per_s=1.6e12, dram_efficiency=0.82, l2_bytes_per_s=4.8e12,
-    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0, barrier_cycles=20.0,
-    launch_seconds=4e-6,
+    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
+    warp_instructions_per_cycle=4.0, barrier_cycles=20.0, launch_seconds=4e-6,
     shared_memory_per_mp=196608, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[S] 56 MPs (TileLang-MUSA's S5000 kernels: mp_count = 56)",
@@ -76,6 +77,8 @@ _S5000 = ArchFigures(
         "global_latency_cycles": "[A] 600 cycles, as on comparable GPUs",
         "async_latency_cycles": "[A] as a global load",
         "shared_wavefronts_per_cycle": "[A] one 32 x 4 B bank row per cycle",
+        "warp_instructions_per_cycle": "[A] 4 schedulers of 32 lanes: 56 x 128 lanes x 2 x 2.0 GHz = 29 TFLOPS FP32, "
+                                       "near the one unverified 32 TFLOPS claim [W]",
         "barrier_cycles": "[A]",
         "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 192 KiB one block may take",
@@ -89,8 +92,8 @@ _S4000 = ArchFigures(
     tensor_flops_per_cycle=MappingProxyType({}),
     warp_mma_flops_per_cycle=2048.0,
     dram_bytes_per_s=768e9, dram_efficiency=0.8, l2_bytes_per_s=2.3e12,
-    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0, barrier_cycles=20.0,
-    launch_seconds=4e-6,
+    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
+    warp_instructions_per_cycle=2.0, barrier_cycles=20.0, launch_seconds=4e-6,
     shared_memory_per_mp=73728, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[A] not published; 128 tensor cores [W] in groups of 4",
@@ -100,6 +103,8 @@ _S4000 = ArchFigures(
         "dram_efficiency": "[A] as the S5000's",
         "l2_bytes_per_s": "[A] 3x DRAM",
         "global_latency_cycles": "[A]", "async_latency_cycles": "[A]", "shared_wavefronts_per_cycle": "[A]",
+        "warp_instructions_per_cycle": "[I] 8192 FP32 lanes / 32 MPs = two 128-lane warps per cycle (25 TFLOPS "
+                                       "FP32 [S-press] at 1.5 GHz)",
         "barrier_cycles": "[A]", "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 72 KiB one block may take",
         "threads_per_mp": "[A]", "registers_per_mp": "[A]", "max_blocks_per_mp": "[A]",

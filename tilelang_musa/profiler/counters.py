@@ -4,7 +4,8 @@
 print) and returns the launch's `Counters`; `TILELANG_SIM_PROFILE=1` prints them to stderr after every launch.
 Counts are exact for the simulated execution: warp-level global requests and the 32-byte sectors they touch, shared
 requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp) and their
-FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), and the cycle model's times: each
+FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), arithmetic instructions (per warp,
+the generated statements' operators: src/codegen/arithmetic_count.h), and the cycle model's times: each
 block's critical path (`block_cycles`), the tensor pipe's busy cycles and the warps' stalls by kind (profile.h
 says what is timed and how; model.py turns them into a device time). The bank and sector sizes are inferred
 (docs/PERF_FACTS.md). With `sample_blocks=N` (TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run,
@@ -52,6 +53,7 @@ class Counters:
     ldlms_bytes: int
     tme_load_bytes: int
     tme_store_bytes: int
+    arithmetic_instructions: int  # per warp: the statements' arithmetic, as the code generator counts it
     block_barriers: int
     async_barrier_waits: int
     blocks: int  # blocks simulated (all of them, unless sampled)

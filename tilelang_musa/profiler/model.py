@@ -9,6 +9,7 @@ composes what the launch counted into a time on the arch the kernel was compiled
     critical_path  the mean block's critical path in simulated cycles (profile.h's cycle model: the overlap the
                    kernel's pipeline and warp specialization allow is in it; one block alone on the MP), and,
                    shared by the round's blocks,
+    issue          their warp instructions (arithmetic and memory) at the MP's issue rate,
     tensor         their matrix instructions at the arch's rate per operand width,
     shared         their shared-memory wavefronts, bank conflicts included,
     l2             the bytes they move through the L2 (global sectors, LDLMS, TME),
@@ -17,8 +18,9 @@ composes what the launch counted into a time on the arch the kernel was compiled
 - the grid runs in `waves` rounds over the MPs; add the launch cost. The longest term names the limiting resource.
 
 `roofline_seconds` is the bound no schedule beats: the matrix work at the tensor pipes' peak, or the distinct bytes
-at peak DRAM bandwidth. Scalar arithmetic (softmax, epilogues) is not timed, so kernels dominated by it are
-modelled too fast; the figures marked [A] in arch_figures.py are what a measurement on a card should correct.
+at peak DRAM bandwidth. Arithmetic is one issue cycle per instruction (no latencies of dependent chains), so
+kernels dominated by it are modelled fast; the figures marked [A] in arch_figures.py are what a measurement on a
+card should correct. docs/PERF_MODEL.md has the method, the calibration and the gaps.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Mapping
 from .arch_figures import ArchFigures
 from .counters import SECTOR_BYTES, Counters
 
-RESOURCES = ("critical_path", "tensor", "shared", "l2", "dram")
+RESOURCES = ("critical_path", "issue", "tensor", "shared", "l2", "dram")
 
 # A local array in the generated MUSA C: `__align__(16) float acc[128];` (shared memory is declared `__shared__`).
 _LOCAL_ARRAY = re.compile(r"^\s*(?:__align__\(\d+\)\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\[(\d+)\];", re.M)
@@ -66,7 +68,14 @@ class ModelledTime:
     waves: int
     grid_blocks: int
     simulated_blocks: int  # the blocks the counts come from (evenly spaced over the grid)
+    distinct_bytes: int  # the storage of the launch's tensors
+    l2_bytes: int  # what the grid moves through the L2 (scaled from the simulated blocks)
     counters: Counters
+
+    @property
+    def l2_reuse(self) -> float:
+        """Bytes through the L2 per distinct byte: how often the launch re-reads its data (1.0: streamed once)."""
+        return self.l2_bytes / self.distinct_bytes if self.distinct_bytes else 0.0
 
     @property
     def milliseconds(self) -> float:
@@ -78,6 +87,7 @@ class ModelledTime:
                 ("TFLOPS", f"{self.tflops:.1f}"), ("DRAM GB/s", f"{self.dram_gbps:.1f}"),
                 ("roofline", f"{self.roofline_seconds * 1e6:,.1f} us")]
         rows += [(f"  {name}", f"{value * 1e6:,.1f} us") for name, value in self.resource_seconds.items()]
+        rows += [("L2 reuse", f"{self.l2_reuse:.1f} bytes through the L2 per distinct byte")]
         rows += [("occupancy", f"{self.blocks_per_mp} block(s) per MP, limited by {self.occupancy_limit} "
                                f"(~{self.registers_per_thread} registers per thread)"),
                  ("waves", f"{self.waves} of the grid's {self.grid_blocks} blocks"),
@@ -112,12 +122,14 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
     blocks_per_mp, limit = occupancy(counters, figures, registers)
     per_block = 1.0 / counters.blocks
     clock = figures.clock_hz
-    l2_bytes = counters.global_load_sectors + counters.global_store_sectors
-    l2_bytes = l2_bytes * SECTOR_BYTES + counters.ldlms_bytes + counters.tme_load_bytes + counters.tme_store_bytes
+    l2_bytes = _l2_bytes(counters)
     wavefronts = counters.shared_load_wavefronts + counters.shared_store_wavefronts
+    instructions = counters.arithmetic_instructions + counters.global_load_requests + counters.global_store_requests \
+        + counters.shared_load_requests + counters.shared_store_requests
     dram_bytes_per_cycle = figures.dram_bytes_per_s * figures.dram_efficiency / figures.mps / clock
     round_cycles = {  # one MP running blocks_per_mp blocks together
         "critical_path": counters.block_cycles * per_block,
+        "issue": blocks_per_mp * instructions * per_block / figures.warp_instructions_per_cycle,
         "tensor": blocks_per_mp * counters.tensor_cycles * per_block,
         "shared": blocks_per_mp * wavefronts * per_block / figures.shared_wavefronts_per_cycle,
         "l2": blocks_per_mp * l2_bytes * per_block / figures.transfer_bytes_per_cycle,
@@ -135,4 +147,10 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         tflops=total.mma_flops / seconds / 1e12, dram_gbps=distinct_bytes / seconds / 1e9, limiter=limiter,
         resource_seconds=resource_seconds, roofline_seconds=roofline, blocks_per_mp=blocks_per_mp,
         occupancy_limit=limit, registers_per_thread=registers, waves=waves, grid_blocks=counters.grid_blocks,
-        simulated_blocks=counters.blocks, counters=counters)
+        simulated_blocks=counters.blocks, distinct_bytes=distinct_bytes, l2_bytes=_l2_bytes(total),
+        counters=counters)
+
+
+def _l2_bytes(counters: Counters) -> int:
+    sectors = counters.global_load_sectors + counters.global_store_sectors
+    return sectors * SECTOR_BYTES + counters.ldlms_bytes + counters.tme_load_bytes + counters.tme_store_bytes

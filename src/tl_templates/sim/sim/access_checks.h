@@ -135,5 +135,12 @@ inline void CheckedStore(T* data, I index, const V& value, int lanes, int64_t lo
   if (!unchanged && g_thread.block != nullptr) g_thread.block->NoteProgress();  // for the watchdog
 }
 
+/*! \brief A statement's arithmetic (`instructions`, counted by the code generator: arithmetic_count.h), charged to
+ *         the running thread's clock when profiling (profile.h). */
+inline void Compute(uint32_t instructions) {
+  OsThreadState& t = g_thread;
+  if (t.profile != nullptr) t.profile->Compute(t.block->current().linear, instructions);
+}
+
 }  // namespace tl_sim
 #pragma GCC visibility pop

@@ -15,6 +15,10 @@
  * transfers are counted where the device models issue them (sqmma.h, warp_mma.h, async_copy.h, tme.h); block
  * barriers once per barrier (builtins.h), async-barrier waits once per warp (async_barrier.h).
  *
+ * The same hooks drive a cycle model (Recorder, below; docs/PERF_MODEL.md): each block's critical path in
+ * simulated cycles, the tensor pipe's busy cycles and the warps' stalls by kind, from per-MP figures the build
+ * passes as -DTL_SIM_TIMING_* (tilelang_musa/profiler/arch_figures.py).
+ *
  * TILELANG_SIM_PROFILE_BLOCKS=N runs N of the grid's blocks, evenly spaced, instead of all (counting only: the
  * other blocks' outputs are never written), for grids too large to simulate whole; `blocks` says how many ran and
  * `grid_blocks` how many the grid has.
@@ -54,6 +58,7 @@ inline constexpr uint32_t kSectorBytes = 32;  // [I] global transaction granular
   X(shared_load_requests) X(shared_load_wavefronts) X(shared_load_ideal_wavefronts)                 \
   X(shared_store_requests) X(shared_store_wavefronts) X(shared_store_ideal_wavefronts)              \
   X(sqmma) X(sqmma_flops) X(warp_mma) X(warp_mma_flops) X(ldlms_bytes) X(tme_load_bytes)            \
+  X(arithmetic_instructions)                                                                        \
   X(tme_store_bytes) X(block_barriers) X(async_barrier_waits) X(blocks)                             \
   X(block_cycles) X(block_cycles_max) X(tensor_cycles) X(barrier_stall_cycles)                      \
   X(async_barrier_stall_cycles) X(copy_wait_stall_cycles) X(mma_wait_stall_cycles)
@@ -149,15 +154,17 @@ struct RequestHash {
  * \brief A worker's counters: its blocks' totals, the block in progress's requests, and its threads' clocks.
  *
  * The cycle model: each simulated thread has a clock. An instruction it issues (a memory access) advances it by
- * one; a global load's data is ready `global_latency` later, and the thread waits for its loads only where it must
+ * one, and so does each arithmetic instruction of its statements (counted by the code generator, as
+ * `tl_sim::Compute(n)` in the sanitizer build); a global load's data is ready `global_latency` later, and the thread
+ * waits for its loads only where it must
  * (a barrier, an arrival, an MMA, its exit), as a compiler batches independent loads. Threads that meet in a
  * rendezvous leave it at the latest clock of them (plus `barrier_cycles` for a block barrier); what each waited is
  * a barrier stall. The block's tensor pipe runs one matrix instruction at a time (FLOPs / the arch's rate for the
  * operand width), and its async transfers (LDLMS, TME) share `transfer_bytes_per_cycle`, landing `async_latency`
  * after their last byte leaves; a thread that waits for a transfer, a barrier phase or an SQMMA group starts again
  * when that lands, and the wait is a stall of its kind. The block's cycles are its last thread's clock: the
- * critical path through its instructions, with the overlap its asynchrony allows. Scalar arithmetic is not
- * timed. Stalls are counted per warp (its lane 0).
+ * critical path through its instructions, with the overlap its asynchrony allows. Stalls and arithmetic
+ * instructions are counted per warp (its lane 0).
  */
 class Recorder {
  public:
@@ -183,6 +190,12 @@ class Recorder {
   }
 
   void Add(Counter counter, uint64_t amount) { totals_.value[counter] += amount; }
+
+  /*! \brief Thread `thread` executes `instructions` arithmetic instructions: one cycle each; counted per warp. */
+  void Compute(uint32_t thread, uint32_t instructions) {
+    if (thread < clocks_.size()) clocks_[thread].cycle += instructions;
+    if (thread % kWarpSize == 0) totals_.value[k_arithmetic_instructions] += instructions;
+  }
 
   /*! \brief Thread `thread`'s clock once its outstanding global loads have arrived. */
   double Settle(uint32_t thread) {
