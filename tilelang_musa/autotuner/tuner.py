@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 
 from ..jit import JITFunction, JITKernel
 from ..profiler import TensorSupplyType
+from ..profiler.arch_figures import ARCH_FIGURES
 from . import store, workers
 from .capture import get_autotune_inputs
 from .compilers import ConfigCompiler, lazy_jit_compiler, program_compiler
@@ -165,13 +166,17 @@ class AutoTuner:
         from ..target import determine_target
 
         args, p = self.compile_args, self.profile_args
+        target = determine_target(args.target)
+        figures = ARCH_FIGURES.get(target.attrs["arch"])
         parts = {
             "version": __version__,
             "timed": device_timing(args),
+            # the simulator ranks by the performance model: new figures, new ranking
+            "model": None if device_timing(args) or figures is None else figures.describe(),
             "kernel": self.fn,
             "call": self._key_parameters,
             "configs": configs,
-            "compile": {"out_idx": args.out_idx, "target": str(determine_target(args.target)),
+            "compile": {"out_idx": args.out_idx, "target": str(target),
                         "backend": resolve_backend(args.execution_backend).name, "pass_configs": args.pass_configs,
                         "target_host": None if args.target_host is None else str(args.target_host)},
             "profile": {"warmup": warmup, "rep": rep, "timeout": timeout, "backend": p.backend,

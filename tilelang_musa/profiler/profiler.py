@@ -149,7 +149,8 @@ class Profiler:
               sample_blocks: int | None = DEFAULT_MODEL_SAMPLE) -> ModelledTime:
         """The kernel's modelled time on the arch it was compiled for, from one simulated launch on
         `input_tensors` (default: generated ones) of `sample_blocks` evenly spaced blocks (None: all): seconds,
-        TFLOPS, DRAM GB/s, the limiting resource, occupancy and the roofline bound (model.py)."""
+        TFLOPS, DRAM GB/s, the limiting resource, occupancy and the roofline bound (model.py). A program of
+        several kernels: the last one's launch, with all the program's tensors as its distinct bytes."""
         counters, tensors = self._profiled_run("model", input_tensors, dynamic_symbolic_constraints, sample_blocks)
         figures = figures_for(self.kernel.target.attrs["arch"])
         registers = registers_per_thread(self.kernel.get_kernel_source())
