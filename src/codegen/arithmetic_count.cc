@@ -4,24 +4,25 @@
  */
 #include "codegen/arithmetic_count.h"
 
-#include <string>
+#include <unordered_set>
 
 namespace tilelang_musa {
 namespace codegen {
 
 namespace {
 
+// The two-operand `prim.*` nodes: one instruction each.
 bool IsOperator(const ObjectRef& e) {
-  static const char* kOperators[] = {"prim.Add",        "prim.Sub",        "prim.Mul",        "prim.Div",
-                                     "prim.Mod",        "prim.FloorDiv",   "prim.FloorMod",   "prim.Min",
-                                     "prim.Max",        "prim.LShift",     "prim.RShift",     "prim.BitwiseAnd",
-                                     "prim.BitwiseOr",  "prim.BitwiseXor", "prim.EQ",         "prim.NE",
-                                     "prim.LT",         "prim.LE",         "prim.GT",         "prim.GE",
-                                     "prim.And",        "prim.Or"};
-  static const std::vector<TypeKey> keys(std::begin(kOperators), std::end(kOperators));
-  for (const TypeKey& key : keys)
-    if (IsA(e, key)) return true;
-  return false;
+  static const std::unordered_set<int32_t> operators = [] {
+    std::unordered_set<int32_t> s;
+    for (const char* key : {"prim.Add", "prim.Sub", "prim.Mul", "prim.Div", "prim.Mod", "prim.FloorDiv",
+                            "prim.FloorMod", "prim.Min", "prim.Max", "prim.LShift", "prim.RShift", "prim.BitwiseAnd",
+                            "prim.BitwiseOr", "prim.BitwiseXor", "prim.EQ", "prim.NE", "prim.LT", "prim.LE",
+                            "prim.GT", "prim.GE", "prim.And", "prim.Or"})
+      s.insert(LookupTypeIndex(key));
+    return s;
+  }();
+  return operators.count(e->type_index()) != 0;
 }
 
 int64_t Count(const ObjectRef& e) {
