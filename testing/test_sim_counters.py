@@ -123,8 +123,12 @@ def test_one_gemm_tile_counts_its_matrix_instructions_and_flops(arch):
     if arch == "mp_31":
         assert counters.warp_mma == 0 and counters.sqmma >= 1
         assert counters.sqmma_flops % counters.sqmma == 0  # every instruction one shape
+        [(shape, count)] = counters.mma_shapes.items()
+        assert shape.startswith("sqmma m64n64k") and count == counters.sqmma
+        assert count * 2 * 64 * 64 * int(shape.rsplit("k", 1)[1]) == counters.sqmma_flops
     else:
         assert counters.sqmma == 0 and counters.warp_mma == 8
+        assert counters.mma_shapes == {"warp_mma m32n32k16": 8}
 
 
 def test_profile_env_prints_a_table_after_each_launch(monkeypatch, capfd):

@@ -3,11 +3,11 @@
 `kernel.get_profiler().counters()` runs the kernel once in the simulator with TILELANG_SIM_PROFILE=2 (count, do not
 print) and returns the launch's `Counters`; `TILELANG_SIM_PROFILE=1` prints them to stderr after every launch.
 Counts are exact for the simulated execution: warp-level global requests and the 32-byte sectors they touch, shared
-requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp) and their
-FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), arithmetic instructions (per warp,
-the generated statements' operators: src/codegen/arithmetic_count.h), and the cycle model's times: each
-block's critical path (`block_cycles`), the tensor pipe's busy cycles and the warps' stalls by kind (profile.h
-says what is timed and how; model.py turns them into a device time). The bank and sector sizes are inferred
+requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp; in all
+and by shape) and their FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), arithmetic
+instructions (per warp, the generated statements' operators: src/codegen/arithmetic_count.h), and the cycle model's
+times: each block's critical path (`block_cycles`), the tensor pipe's busy cycles and the warps' stalls by kind
+(profile.h says what is timed and how; model.py turns them into a device time). The bank and sector sizes are inferred
 (docs/PERF_FACTS.md). With `sample_blocks=N` (TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run,
 evenly spaced: the counts are theirs (`blocks` of `grid_blocks`; `scaled()` extrapolates), and the other blocks'
 outputs are never written.
@@ -19,9 +19,9 @@ import contextlib
 import ctypes
 import json
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 PROFILE_ENV = "TILELANG_SIM_PROFILE"
 SAMPLE_ENV = "TILELANG_SIM_PROFILE_BLOCKS"
@@ -66,6 +66,8 @@ class Counters:
     async_barrier_stall_cycles: int  # warps waiting for async-barrier phases (TME loads, producer arrivals)
     copy_wait_stall_cycles: int  # warps waiting for their LDLMS copies and TME stores
     mma_wait_stall_cycles: int  # warps waiting for their SQMMA groups
+    # matrix instructions by kind and shape: {"sqmma m64n128k16": 12, "warp_mma m32n32k16": 8}
+    mma_shapes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def global_load_efficiency(self) -> float:
@@ -93,11 +95,13 @@ class Counters:
             return self
         shape = ("kernel", "grid_blocks", "threads_per_block", "dynamic_smem_bytes", "block_cycles_max")
         factor = self.grid_blocks / self.blocks
-        return Counters(**{f.name: getattr(self, f.name) if f.name in shape else round(getattr(self, f.name) * factor)
-                           for f in fields(self)})
+        counts = {f.name: getattr(self, f.name) if f.name in shape else round(getattr(self, f.name) * factor)
+                  for f in fields(self) if f.name != "mma_shapes"}
+        return Counters(**counts, mma_shapes={k: round(v * factor) for k, v in self.mma_shapes.items()})
 
     def table(self) -> str:
-        rows = [(f.name, getattr(self, f.name)) for f in fields(self) if f.name != "kernel"]
+        rows = [(f.name, getattr(self, f.name)) for f in fields(self) if f.name not in ("kernel", "mma_shapes")]
+        rows += [(f"  {shape}", count) for shape, count in self.mma_shapes.items()]
         rows += [("global_load_efficiency", f"{self.global_load_efficiency:.3f}"),
                  ("global_store_efficiency", f"{self.global_store_efficiency:.3f}"),
                  ("shared_bank_conflicts", self.shared_bank_conflicts)]

@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -75,12 +76,19 @@ inline constexpr const char* kCounterNames[kNumCounters] = {
 #undef TL_SIM_PROFILE_NAME
 };
 
+/*! \brief A matrix instruction's kind and shape, as one key: SQMMA (squad) or warp MMA, m, n, k. */
+inline uint64_t MmaShapeKey(bool squad, uint32_t m, uint32_t n, uint32_t k) {
+  return (uint64_t{squad} << 48) | (uint64_t{m} << 32) | (uint64_t{n} << 16) | k;
+}
+
 struct Totals {
   uint64_t value[kNumCounters] = {};
+  std::map<uint64_t, uint64_t> mma_shapes;  // MmaShapeKey -> instructions
 
   void Add(const Totals& other) {
     for (int i = 0; i < kNumCounters; ++i)
       value[i] = i == k_block_cycles_max ? std::max(value[i], other.value[i]) : value[i] + other.value[i];
+    for (const auto& [shape, count] : other.mma_shapes) mma_shapes[shape] += count;
   }
 };
 
@@ -188,6 +196,9 @@ class Recorder {
   }
 
   void Add(Counter counter, uint64_t amount) { totals_.value[counter] += amount; }
+
+  /*! \brief One matrix instruction of this kind and shape (sqmma.h per squad, warp_mma.h per warp). */
+  void AddMmaShape(bool squad, uint32_t m, uint32_t n, uint32_t k) { ++totals_.mma_shapes[MmaShapeKey(squad, m, n, k)]; }
 
   /*! \brief Thread `thread` executes `instructions` arithmetic instructions: one cycle each; counted per warp. */
   void Compute(uint32_t thread, uint32_t instructions) {
@@ -305,7 +316,7 @@ class Recorder {
 /*! \brief The counters of the process's last profiled launch, as JSON (read by tl_sim_last_profile). */
 struct LastLaunch {
   std::mutex mu;
-  char json[4096] = "{}";
+  char json[8192] = "{}";
 };
 
 inline LastLaunch& GlobalLastLaunch() {
@@ -332,7 +343,17 @@ inline void Publish(const char* kernel, const Geometry& shape, const Totals& tot
   for (int i = 0; i < kNumCounters && at < static_cast<int>(sizeof(last.json)); ++i)
     at += std::snprintf(last.json + at, sizeof(last.json) - at, ", \"%s\": %llu", kCounterNames[i],
                         static_cast<unsigned long long>(totals.value[i]));
-  if (at < static_cast<int>(sizeof(last.json))) std::snprintf(last.json + at, sizeof(last.json) - at, "}");
+  const char* separator = "";
+  at += std::snprintf(last.json + at, sizeof(last.json) - at, ", \"mma_shapes\": {");
+  for (const auto& [key, count] : totals.mma_shapes) {
+    if (at >= static_cast<int>(sizeof(last.json))) break;
+    at += std::snprintf(last.json + at, sizeof(last.json) - at, "%s\"%s m%un%uk%u\": %llu", separator,
+                        (key >> 48) ? "sqmma" : "warp_mma", static_cast<unsigned>((key >> 32) & 0xffff),
+                        static_cast<unsigned>((key >> 16) & 0xffff), static_cast<unsigned>(key & 0xffff),
+                        static_cast<unsigned long long>(count));
+    separator = ", ";
+  }
+  if (at < static_cast<int>(sizeof(last.json))) std::snprintf(last.json + at, sizeof(last.json) - at, "}}");
   if (!print) return;
   std::fprintf(stderr, "[tilelang sim profile] kernel %s (%s): %llu of %llu blocks, %u threads, %llu B smem\n",
                kernel, kArchName, static_cast<unsigned long long>(totals.value[k_blocks]),
@@ -340,6 +361,10 @@ inline void Publish(const char* kernel, const Geometry& shape, const Totals& tot
                static_cast<unsigned long long>(shape.dynamic_smem_bytes));
   for (int i = 0; i < kNumCounters; ++i)
     std::fprintf(stderr, "  %-30s %llu\n", kCounterNames[i], static_cast<unsigned long long>(totals.value[i]));
+  for (const auto& [key, count] : totals.mma_shapes)
+    std::fprintf(stderr, "  %-8s m%un%uk%-13u %llu\n", (key >> 48) ? "sqmma" : "warp_mma",
+                 static_cast<unsigned>((key >> 32) & 0xffff), static_cast<unsigned>((key >> 16) & 0xffff),
+                 static_cast<unsigned>(key & 0xffff), static_cast<unsigned long long>(count));
 }
 
 }  // namespace profile

@@ -311,6 +311,7 @@ inline void Issue(const Collective& op, IssueCall& call, const int32_t* desc_a, 
   if (g_thread.profile != nullptr && block.current().linear % kSquadSize == 0) {  // one instruction per squad
     g_thread.profile->Add(profile::k_sqmma, 1);
     g_thread.profile->Add(profile::k_sqmma_flops, 2ull * call.shape->m * call.shape->n * uint64_t(call.flags[6]));
+    g_thread.profile->AddMmaShape(true, call.shape->m, call.shape->n, static_cast<uint32_t>(call.flags[6]));
   }
   ThreadSet squad_threads;
   for (uint32_t w = 0; w < kSquadSize / 64; ++w) squad_threads.SetWord(w, ~uint64_t{0});

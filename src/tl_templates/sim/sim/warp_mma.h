@@ -133,6 +133,7 @@ inline void RunWarpMma(const Collective& op, WarpMmaCall& call) {
   if (g_thread.profile != nullptr && block.current().linear % kWarpSize == 0) {  // one instruction per warp
     g_thread.profile->Add(profile::k_warp_mma, 1);
     g_thread.profile->Add(profile::k_warp_mma_flops, 2ull * call.form.m * call.form.n * call.form.k);
+    g_thread.profile->AddMmaShape(false, call.form.m, call.form.n, call.form.k);
   }
   CollectiveSlot slot;
   slot.in = reinterpret_cast<uint64_t>(&call);
