@@ -221,6 +221,7 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left.
   const uint64_t helpers = std::min<uint64_t>(options.workers, work.runs) - 1;
   LaunchSignalScope signal_handlers;
+  const profile::ProfiledLaunch profiled(options.profile);
   std::vector<std::thread> pool;
   pool.reserve(helpers);
   for (uint64_t i = 0; i < helpers; ++i) pool.emplace_back([&work] { RunBlocks(work); });

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -118,6 +119,27 @@ inline constexpr Timing kTiming{{TL_SIM_TIMING_TENSOR8, TL_SIM_TIMING_TENSOR16, 
 inline constexpr bool kTimed = false;
 inline constexpr Timing kTiming{{1, 1, 1}, 1, 0, 0, 1, 0};
 #endif
+
+/*! \brief How many launches of this library are being profiled now. Hooks on paths every simulation takes (a
+ *         statement's arithmetic charge, access_checks.h) read this plain global first, so that launches without
+ *         profiling pay one load there, not a thread-local lookup. */
+inline std::atomic<int> g_profiled_launches{0};
+
+/*! \brief Counts a profiled launch in g_profiled_launches for its duration. */
+class ProfiledLaunch {
+ public:
+  explicit ProfiledLaunch(bool profiled) : profiled_(profiled) {
+    if (profiled_) g_profiled_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~ProfiledLaunch() {
+    if (profiled_) g_profiled_launches.fetch_sub(1, std::memory_order_relaxed);
+  }
+  ProfiledLaunch(const ProfiledLaunch&) = delete;
+  ProfiledLaunch& operator=(const ProfiledLaunch&) = delete;
+
+ private:
+  bool profiled_;
+};
 
 /*! \brief One place of the kernel where threads access memory: a buffer, a source line, a load or a store. */
 struct Site {
