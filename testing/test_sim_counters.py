@@ -147,18 +147,22 @@ def test_a_bad_profile_value_is_a_launch_error_naming_it(monkeypatch):
         kernel(rand((128,), torch.float32, 7), poison((128,), torch.float32))
 
 
+def block_copy(blocks):
+    """B = A, 128 floats per block."""
+    @T.prim_func
+    def main(A: T.Tensor((blocks * 128,), "float32"), B: T.Tensor((blocks * 128,), "float32")):
+        with T.Kernel(blocks, threads=128) as bx:
+            tx = T.get_thread_binding()
+            B[bx * 128 + tx] = A[bx * 128 + tx]
+
+    return main
+
+
 def test_counts_add_up_over_blocks_and_workers(monkeypatch):
     """Four blocks on two OS workers: each block's requests are its own (a warp never spans blocks), the launch
     sums them."""
     monkeypatch.setenv("TILELANG_SIM_WORKERS", "2")
-
-    @T.prim_func
-    def main(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
-        with T.Kernel(4, threads=128) as bx:
-            tx = T.get_thread_binding()
-            B[bx * 128 + tx] = A[bx * 128 + tx]
-
-    kernel = compile_for(main, "mp_31")
+    kernel = compile_for(block_copy(4), "mp_31")
     a, b = rand((512,), torch.float32, 8), poison((512,), torch.float32)
     counters = kernel.get_profiler().counters([a, b])
     torch.testing.assert_close(b, a)
@@ -177,13 +181,7 @@ def test_barriers_are_counted_once_per_barrier(arch):
 
 def test_a_sample_of_blocks_runs_evenly_spaced_blocks_and_scales():
     """8 blocks, a sample of 2: blocks 0 and 4 run (only their outputs are written); scaled() gives the grid."""
-    @T.prim_func
-    def main(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32")):
-        with T.Kernel(8, threads=128) as bx:
-            tx = T.get_thread_binding()
-            B[bx * 128 + tx] = A[bx * 128 + tx]
-
-    kernel = compile_for(main, "mp_31")
+    kernel = compile_for(block_copy(8), "mp_31")
     a, b = rand((1024,), torch.float32, 10), poison((1024,), torch.float32)
     counters = kernel.get_profiler().counters([a, b], sample_blocks=2)
     assert (counters.blocks, counters.grid_blocks, counters.global_load_sectors) == (2, 8, 32)

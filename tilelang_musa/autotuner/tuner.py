@@ -167,12 +167,13 @@ class AutoTuner:
 
         args, p = self.compile_args, self.profile_args
         target = determine_target(args.target)
+        timed = device_timing(args)
         figures = ARCH_FIGURES.get(target.attrs["arch"])
         parts = {
             "version": __version__,
-            "timed": device_timing(args),
+            "timed": timed,
             # the simulator ranks by the performance model: new figures, new ranking
-            "model": None if device_timing(args) or figures is None else figures.describe(),
+            "model": None if timed or figures is None else figures.describe(),
             "kernel": self.fn,
             "call": self._key_parameters,
             "configs": configs,
