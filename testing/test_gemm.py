@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import tilelang
+import tilelang.testing
 import tilelang.language as T
 from conftest import rand
 
@@ -93,18 +94,22 @@ def test_fma_gemm_dtypes(dtype, accum, arch):
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
-def test_fp16_accumulator_sums_each_gemm_call_in_fp32(arch):
-    # An fp16 C rounds once per T.gemm (per K block), as the instructions' fp32 accumulation does: over K = 768 the
-    # result stays within 1% of an fp32 reference (rounding every product to fp16 misses ~13% of elements).
+def test_fp16_accumulator_rounds_every_k_step(arch):
+    # MUSA has no matrix instruction with an fp16 accumulator: such a T.gemm is an FMA loop accumulating in fp16
+    # one k at a time, as Moore Threads' lowering does on the card, so the result follows matmul_naive's per-step
+    # rounding (their tests' reference). Over K = 768 that drifts from an fp32 matmul in ~8% of the elements; the
+    # earlier fp32 sum per T.gemm call stayed near fp32 and missed matmul_naive in as many.
     M, N, K = 64, 64, 768
     kernel = tilelang.compile(gemm_program(M, N, K, 64, 64, 32, False, False, "float16", "float16"),
                               target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "_sum" not in src and "half_t C_f[" in src
     a, b = rand((M, K), torch.float16, 7), rand((K, N), torch.float16, 8)
     c = torch.full((M, N), float("nan"), dtype=torch.float16)
     kernel(a, b, c)
-    ref = a.float() @ b.float()
-    outside = (c.float() - ref).abs() > 0.01 + 0.01 * ref.abs()
-    assert outside.float().mean() < 0.01
+    naive = tilelang.testing.matmul_naive(a, b, torch.float16, torch.float16).float()
+    outside = (c.float() - naive).abs() > 0.01 + 0.01 * naive.abs()
+    assert outside.float().mean() < 0.005
 
 
 def test_gemm_shape_mismatch_is_reported_at_the_users_line():

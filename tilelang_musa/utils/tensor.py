@@ -1,16 +1,19 @@
 """Tensor helpers under upstream TileLang's `tilelang.utils.tensor` names: `torch_assert_close` (closeness with an
-allowed fraction of mismatches), `map_torch_type` (TileLang dtype string -> torch dtype), `TensorSupplyType`."""
+allowed fraction of mismatches), `map_torch_type` (TileLang dtype string -> torch dtype), `TensorSupplyType` and
+`get_tensor_supply` (inputs drawn as the profiler draws them)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ..jit.launcher.spec import torch_dtype
 from ..profiler import TensorSupplyType
+from ..profiler.tensor_supply import make_tensor
+from .device import get_current_device
 
-__all__ = ["TensorSupplyType", "is_float8_dtype", "map_torch_type", "torch_assert_close"]
+__all__ = ["TensorSupplyType", "get_tensor_supply", "is_float8_dtype", "map_torch_type", "torch_assert_close"]
 
 # Older spellings scripts pass (Moore Threads' and upstream's map_torch_type accept them).
 _DTYPE_ALIASES = {"e4m3fnuz_float8": "float8_e4m3fnuz", "e5m2_float8": "float8_e5m2", "e4m3_float8": "float8_e4m3"}
@@ -23,6 +26,20 @@ def map_torch_type(intype: Any) -> torch.dtype:
         return intype
     name = str(intype)
     return torch_dtype(_DTYPE_ALIASES.get(name, name))
+
+
+def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer) -> Callable[[Any], torch.Tensor]:
+    """A function from a kernel parameter (a `ParamSpec` of `kernel.params`, or anything with a static `shape` and
+    a `dtype`) to a tensor on the current device, drawn as the profiler draws `supply_type` inputs."""
+
+    def get_tensor(param: Any) -> torch.Tensor:
+        shape = tuple(param.shape)
+        if not shape or any(not isinstance(d, int) for d in shape):
+            raise ValueError(f"get_tensor_supply: parameter `{getattr(param, 'name', param)}` needs a static shape, "
+                             f"got {shape}; a dynamic symbolic shape has no size to draw")
+        return make_tensor(shape, map_torch_type(param.dtype), supply_type).to(get_current_device())
+
+    return get_tensor
 
 
 def is_float8_dtype(dtype: torch.dtype) -> bool:

@@ -1,0 +1,128 @@
+"""Run another project's TileLang test files unchanged but for the device string, in the simulator.
+
+    python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S]
+
+PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda).
+Each test file's folder is staged under --out with the device strings rewritten (tensors on "musa" or "cuda" go
+to "cpu"; with --cuda, target "cuda" becomes "musa"), next to a conftest.py that stands in
+for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
+its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives each file's outcome
+and the first error line. Nothing of the peer's tree is kept in this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+DEFAULT_PATTERNS = ["testing/python/**/test_*.py", "examples/**/test_*.py"]
+
+# The torch_musa calls the peer's tests make, answered as the simulator would be: one device, always there.
+CONFTEST = '''
+import types, torch
+
+if not hasattr(torch, "musa"):
+    class _Props:
+        name = "MUSA simulator"
+        multi_processor_count = 56
+        total_memory = 48 << 30
+        major, minor = 3, 1
+
+    torch.musa = types.SimpleNamespace(
+        is_available=lambda: True, synchronize=lambda *a, **k: None, set_device=lambda *a, **k: None,
+        empty_cache=lambda: None, manual_seed=torch.manual_seed, manual_seed_all=torch.manual_seed,
+        device_count=lambda: 1, current_device=lambda: 0, get_device_name=lambda *a: _Props.name,
+        get_device_properties=lambda *a: _Props(), current_stream=lambda *a: None,
+        stream=lambda *a, **k: __import__("contextlib").nullcontext(),
+        Event=lambda *a, **k: types.SimpleNamespace(record=lambda *a: None, synchronize=lambda: None,
+                                                     elapsed_time=lambda other: 1.0),
+    )
+'''
+
+
+def rewrite(text: str, cuda: bool) -> str:
+    devices = "musa|cuda"  # the peer's examples/ still allocate on "cuda"
+    text = re.sub(rf"""device\s*=\s*(["'])({devices})(:\d+)?\1""", 'device="cpu"', text)
+    text = re.sub(rf"""torch\.device\((["'])({devices})(:\d+)?\1\)""", 'torch.device("cpu")', text)
+    text = re.sub(rf"""\.({devices})\(\)""", ".cpu()", text)
+    text = re.sub(rf"""\.to\((["'])({devices})\1""", '.to("cpu"', text)
+    if cuda:
+        text = re.sub(r"""target\s*=\s*(["'])cuda\1""", 'target="musa"', text)
+        text = text.replace("torch.cuda.synchronize()", "torch.musa.synchronize()")
+    return text
+
+
+def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
+    rel = test.relative_to(peer)
+    dest_dir = out / "tree" / rel.parent
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    for src in test.parent.iterdir():
+        if src.is_file() and not (dest_dir / src.name).exists():
+            if src.suffix == ".py":
+                (dest_dir / src.name).write_text(rewrite(src.read_text(), cuda))
+            else:
+                shutil.copy(src, dest_dir / src.name)
+    return dest_dir / rel.name
+
+
+def summarize(output: str) -> tuple[str, str]:
+    tail = [line for line in output.strip().splitlines() if line.strip()]
+    counts = tail[-1] if tail else ""
+    errors = [line for line in output.splitlines() if line.startswith("E ") or line.startswith("FAILED")]
+    return counts, (errors[0][:200] if errors else "")
+
+
+def run_one(path: Path, root: Path, timeout: float) -> tuple[str, str, str]:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--rootdir", str(root), str(path)]
+    try:
+        proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", f"over {timeout:.0f} s", ""
+    (path.parent / (path.name + ".log")).write_text(proc.stdout + proc.stderr)
+    counts, first_error = summarize(proc.stdout + proc.stderr)
+    status = {0: "pass", 5: "no-tests"}.get(proc.returncode, "fail")
+    return status, counts, first_error
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("peer", type=Path)
+    parser.add_argument("patterns", nargs="*", default=DEFAULT_PATTERNS)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/peer_tests"))
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--cuda", action="store_true", help="the tree is upstream TileLang's (CUDA device strings)")
+    args = parser.parse_args()
+
+    peer = args.peer.resolve()
+    tests = sorted({p for pattern in args.patterns for p in peer.glob(pattern)})
+    root = args.out / "tree"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "conftest.py").write_text(CONFTEST)
+    staged = {test: stage(peer, test, args.out, args.cuda) for test in tests}
+
+    results = {}
+    with futures.ThreadPoolExecutor(args.jobs) as pool:
+        jobs = {pool.submit(run_one, path, root, args.timeout): test for test, path in staged.items()}
+        for job in futures.as_completed(jobs):
+            test = jobs[job]
+            results[test] = job.result()
+            print(f"{results[test][0]:8} {test.relative_to(peer)}  {results[test][1]}", flush=True)
+
+    lines = [f"{results[t][0]}\t{t.relative_to(peer)}\t{results[t][1]}\t{results[t][2]}" for t in tests]
+    (args.out / "results.tsv").write_text("\n".join(lines) + "\n")
+    passed = sum(results[t][0] == "pass" for t in tests)
+    print(f"\n{passed} of {len(tests)} files pass; table in {args.out / 'results.tsv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
