@@ -42,10 +42,12 @@ class _TensorMeta(type):
     def __getitem__(cls, item: Any) -> TensorType:
         if cls is StridedTensor and isinstance(item, tuple) and len(item) == 3:
             return cls(*item)  # T.StridedTensor[(M, K), (stride_m, 1), dtype]
-        if not isinstance(item, tuple) or len(item) != 2:
-            raise TypeError("T.Tensor[...] takes a shape and a dtype: T.Tensor[(M, K), 'float16']")
-        shape, dtype = item
-        return cls(shape, dtype)
+        # Upstream's rule: a tuple is the constructor's arguments, anything else the shape alone (so
+        # `T.Tensor[(N,)]` is a float32 tensor of N elements, `T.Tensor[(M, K), "float16"]` the usual form).
+        args = item if isinstance(item, tuple) else (item,)
+        if not 1 <= len(args) <= 3:
+            raise TypeError("T.Tensor[...] takes a shape, a dtype and strides: T.Tensor[(M, K), 'float16']")
+        return cls(*args)
 
 
 class Tensor(metaclass=_TensorMeta):

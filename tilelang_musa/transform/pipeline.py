@@ -14,6 +14,7 @@ from ..ir.pass_config import PassConfigKey, enabled
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
+from .inline_unit_loops import InlineUnitLoops
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_async_barriers import LowerAsyncBarriers
@@ -95,6 +96,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
         FuseAcceleratedOps(),
         tirx.transform.UnrollLoop(),
+        # Loops that run once are their body (StmtSimplify cannot simplify one whose start is not a constant).
+        InlineUnitLoops(),
         tirx.transform.StmtSimplify(),
         # T.assume has served the simplifier; it prints as nothing.
         tirx.transform.RemoveAssume(),
