@@ -1,8 +1,8 @@
 """JIT: compile(), @jit, JITKernel, the kernel cache, toolchains and the launcher."""
 
 from .cache import disable_cache, enable_cache, is_cache_enabled
-from .compile import compile
+from .compile import CompiledArtifact, compile, lower
 from .jit import JITFunction, jit
 from .kernel import JITKernel
 
-__all__ = ["JITFunction", "JITKernel", "compile", "disable_cache", "enable_cache", "is_cache_enabled", "jit"]
+__all__ = ["CompiledArtifact", "JITFunction", "JITKernel", "compile", "lower", "disable_cache", "enable_cache", "is_cache_enabled", "jit"]
