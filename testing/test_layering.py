@@ -9,7 +9,7 @@ tilelang_musa; "<root>" is tilelang_musa/__init__.py alone). It may import modul
 of strictly lower rank, never of an equal or higher one:
 
     rank  entries
-      0   _version, _paths, env, errors, diagnostics, math    (leaves)
+      0   _version, _paths, env, errors, diagnostics, math, rocm    (leaves)
       1   _native                  (loads the C++ library)
       2   target                   (arch table, detection)
       3   backend                  (upstream's target helpers)
@@ -40,7 +40,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 ROOT = "<root>"
 
 RANKS = {
-    "_version": 0, "_paths": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0,
+    "_version": 0, "_paths": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0, "rocm": 0,
     "_native": 1,
     "target": 2,
     "backend": 3,

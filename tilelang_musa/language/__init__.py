@@ -44,11 +44,12 @@ from .fastmath import (
     ieee_fsqrt, ieee_mul, ieee_sub,
 )
 from .fill import clear, fill
+from . import fp8  # noqa: F401 - loaded now, so that `tilelang.language.fp8` is no name of T (see below)
 from .gemm import gemm
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
-    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, ptr, tfloat32,
-    uint8, uint16, uint32, uint64,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, long, ptr, short,
+    tfloat32, uint, uint8, uint16, uint32, uint64,
 )
 from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
@@ -103,7 +104,7 @@ __all__ = [
     "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
-    "rsqrt", "Select", "serial", "SharedBuffer",
+    "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
