@@ -16,7 +16,7 @@ of strictly lower rank, never of an equal or higher one:
       4   ir                       (the shared vocabulary: op names, annotation keys, PassConfig keys, IR helpers)
       5   layout                   (Layout / Fragment algebra)
       6   tileop                   (tile ops: infer_layout and lower)
-      7   language, transform      (the frontend, and the passes: neither imports the other)
+      7   language, transform, intrinsics  (the frontend, the passes: neither imports the other; swizzle helpers)
       8   codegen
       9   jit.launcher             (tensor validation and launch; the profiler's tensor specs)
      10   profiler
@@ -47,7 +47,7 @@ RANKS = {
     "ir": 4,
     "layout": 5,
     "tileop": 6,
-    "language": 7, "transform": 7,
+    "language": 7, "transform": 7, "intrinsics": 7,
     "codegen": 8,
     "jit.launcher": 9,
     "profiler": 10,

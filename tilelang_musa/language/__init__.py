@@ -44,7 +44,6 @@ from .fastmath import (
     ieee_fsqrt, ieee_mul, ieee_sub,
 )
 from .fill import clear, fill
-from . import fp8  # noqa: F401 - loaded now, so that `tilelang.language.fp8` is no name of T (see below)
 from .gemm import gemm
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
