@@ -246,3 +246,17 @@ def test_par_compile_returns_working_kernels_in_config_order():
         torch.testing.assert_close(kernel(x), x * factor)
     with pytest.raises(ValueError, match="tuple or a dict"):
         scale.par_compile([128])
+
+
+def test_buffer_map_gives_each_tensor_parameters_buffer():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def f(a: T.Tensor((n, 8), "float16"), table: T.Tensor([4], T.ptr), k: T.int32):
+        with T.Kernel(1, threads=32):
+            a[0, 0] = T.float16(k)
+
+    buffers = f.buffer_map
+    a, table, k = f.params[:3]  # then the T.dynamic size n, a scalar parameter
+    assert k not in buffers and buffers[table].dtype == "int64" and list(buffers[table].shape) == [4]
+    assert buffers[a].dtype == T.float16 and buffers[a].shape[1] == 8 and buffers[a].shape[0].name == "n"

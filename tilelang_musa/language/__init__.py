@@ -74,6 +74,9 @@ globals().update(VECTOR_DTYPES)  # T.float32x4, ...
 from .int_operands import install as _install_int_operands  # noqa: E402
 
 _install_int_operands()  # `x & 0xFFFFFFFF` on a uint32 / int64 expression (see int_operands.py)
+from .buffer_map import install as _install_buffer_map  # noqa: E402
+
+_install_buffer_map()  # `func.buffer_map[func.params[0]]`, as upstream scripts read parameters (see buffer_map.py)
 
 from .unsupported import UNSUPPORTED  # noqa: E402
 
@@ -123,4 +126,4 @@ import types as _types  # noqa: E402
 
 for _name in [n for n, v in globals().items() if isinstance(v, _types.ModuleType) and not n.startswith("_")]:
     del globals()[_name]
-del _name, _types, UNSUPPORTED, VECTOR_DTYPES, _install_int_operands
+del _name, _types, UNSUPPORTED, VECTOR_DTYPES, _install_int_operands, _install_buffer_map
