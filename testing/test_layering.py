@@ -21,7 +21,7 @@ of strictly lower rank, never of an equal or higher one:
       9   jit.launcher             (tensor validation and launch; the profiler's tensor specs)
      10   profiler
      11   jit
-     12   contrib, engine          (engine: upstream's names for lowering and postproc callbacks)
+     12   contrib, engine, cache   (upstream's names: lowering, postproc callbacks, the kernel cache)
      13   utils
      14   testing
      15   <root>
@@ -52,7 +52,7 @@ RANKS = {
     "jit.launcher": 9,
     "profiler": 10,
     "jit": 11,
-    "contrib": 12, "engine": 12,
+    "contrib": 12, "engine": 12, "cache": 12,
     "utils": 13,
     "testing": 14,
     ROOT: 15,

@@ -260,3 +260,23 @@ def test_buffer_map_gives_each_tensor_parameters_buffer():
     a, table, k = f.params[:3]  # then the T.dynamic size n, a scalar parameter
     assert k not in buffers and buffers[table].dtype == "int64" and list(buffers[table].shape) == [4]
     assert buffers[a].dtype == T.float16 and buffers[a].shape[1] == 8 and buffers[a].shape[0].name == "n"
+
+
+def test_datatype_is_tvms():
+    from tilelang import DataType
+
+    assert DataType is tvm.DataType and DataType("float16").bits == 16
+
+
+def test_cache_views_forget_their_backends_kernels_only():
+    from tilelang.cache import _dispatch_map, cached
+
+    kernel = cached(_add_one(128), out_idx=-1, target=MP31, execution_backend="sim")
+    assert kernel is tilelang.compile(_add_one(128), out_idx=-1, target=MP31, execution_backend="sim")
+    assert len(_dispatch_map["sim"]._memory_cache) >= 1
+    _dispatch_map["tvm_ffi"]._memory_cache.clear()  # the device launcher's: the simulator's kernels stay
+    assert len(_dispatch_map["sim"]._memory_cache) >= 1
+    _dispatch_map["sim"]._memory_cache.clear()
+    assert len(_dispatch_map["sim"]._memory_cache) == 0
+    again = tilelang.compile(_add_one(128), out_idx=-1, target=MP31, execution_backend="sim")  # from disk
+    assert again is not kernel and again.directory == kernel.directory
