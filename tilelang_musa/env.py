@@ -120,10 +120,6 @@ def musa_home() -> Path | None:
 ALL = [v for v in list(globals().values()) if isinstance(v, _Var)]
 
 
-def is_cache_enabled() -> bool:
-    return not DISABLE_CACHE.flag()
-
-
 def is_print_on_compilation_enabled() -> bool:
     return PRINT_ON_COMPILATION.flag()
 
