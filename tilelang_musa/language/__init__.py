@@ -19,8 +19,8 @@ from .view import reshape, view
 from .warp_specialize import ws
 from .warpgroup import warpgroup_commit_batch, warpgroup_wait
 from .warp import (
-    get_lane_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor, shuffle_elect, sync_warp,
-    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
+    get_lane_idx, get_warp_group_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor,
+    shuffle_elect, sync_warp, warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
 )
 from .copy import copy
 from .tma import tma_copy, tma_store_arrive, tma_store_wait
@@ -96,7 +96,7 @@ __all__ = [
     "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fmod", "func_attr",
     "Fragment", "FragmentBuffer", "gemm", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
-    "get_thread_binding", "get_thread_bindings", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
+    "get_thread_binding", "get_thread_bindings", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int32", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
     "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10",
