@@ -9,19 +9,19 @@ tilelang_musa; "<root>" is tilelang_musa/__init__.py alone). It may import modul
 of strictly lower rank, never of an equal or higher one:
 
     rank  entries
-      0   _version, _paths, env, errors, diagnostics, math    (leaves)
+      0   _version, _paths, env, errors, diagnostics, math, rocm    (leaves)
       1   _native                  (loads the C++ library)
       2   target                   (arch table, detection)
       3   backend                  (upstream's target helpers)
       4   ir                       (the shared vocabulary: op names, annotation keys, PassConfig keys, IR helpers)
       5   layout                   (Layout / Fragment algebra)
       6   tileop                   (tile ops: infer_layout and lower)
-      7   language, transform      (the frontend, and the passes: neither imports the other)
+      7   language, transform, intrinsics  (the frontend, the passes: neither imports the other; swizzle helpers)
       8   codegen
       9   jit.launcher             (tensor validation and launch; the profiler's tensor specs)
      10   profiler
      11   jit
-     12   contrib
+     12   contrib, engine, cache   (upstream's names: lowering, postproc callbacks, the kernel cache)
      13   utils
      14   testing
      15   <root>
@@ -40,19 +40,19 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 ROOT = "<root>"
 
 RANKS = {
-    "_version": 0, "_paths": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0,
+    "_version": 0, "_paths": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0, "rocm": 0,
     "_native": 1,
     "target": 2,
     "backend": 3,
     "ir": 4,
     "layout": 5,
     "tileop": 6,
-    "language": 7, "transform": 7,
+    "language": 7, "transform": 7, "intrinsics": 7,
     "codegen": 8,
     "jit.launcher": 9,
     "profiler": 10,
     "jit": 11,
-    "contrib": 12,
+    "contrib": 12, "engine": 12, "cache": 12,
     "utils": 13,
     "testing": 14,
     ROOT: 15,

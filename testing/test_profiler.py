@@ -102,3 +102,26 @@ def test_kernel_profiler_checks_with_a_mismatch_budget_and_benches_given_inputs(
     p25, p75 = profiler.do_bench(n_warmup=1, n_repeat=4, input_tensors=[a], quantiles=[0.25, 0.75])
     assert 0 < p25 <= p75
     assert profiler.do_bench(lambda x: x * 2, warmup=1, rep=2, return_mode="median") > 0
+
+
+@pytest.mark.parametrize("target", ["musa -arch=mp_31", "musa -arch=mp_22"])
+def test_profiler_sizes_a_dynamic_output_from_the_constraints(target):
+    """A T.dynamic size the launcher reads off the tensors is no argument of its own: the profiler makes the inputs
+    at the constrained size and the kernel returns the output it allocates."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def double(a: T.Tensor((m, 16), "float32"), c: T.Tensor((m, 16), "float32")):
+        with T.Kernel(T.ceildiv(m, 8), threads=128) as bx:
+            for i, j in T.Parallel(8, 16):
+                if bx * 8 + i < m:
+                    c[bx * 8 + i, j] = a[bx * 8 + i, j] * 2
+
+    kernel = tilelang.compile(double, out_idx=[-1], target=target)
+    profiler = kernel.get_profiler()
+    inputs = profiler._get_inputs(dynamic_symbolic_constraints={"m": 20})
+    assert [tuple(t.shape) for t in inputs] == [(20, 16)]
+    torch.testing.assert_close(kernel(*inputs), inputs[0] * 2)
+    assert profiler.do_bench(n_warmup=1, n_repeat=2, dynamic_symbolic_constraints={"m": 20}) > 0
+    with pytest.raises(ValueError, match="'m'"):
+        profiler.do_bench(dynamic_symbolic_constraints={"wrong": 20})

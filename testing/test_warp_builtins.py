@@ -141,3 +141,21 @@ def test_warp_matches(arch):
     assert (out[1] == 0xFFFFFFFF).all()  # one value per warp: every warp agrees
     agree = (lanes == lanes[:, :1]).all(1).repeat_interleave(32)
     assert torch.equal(out[2], torch.where(agree, 0xFFFFFFFF, 0))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_warp_group_index_counts_groups_of_warps(arch):
+    @T.prim_func
+    def main(Default: T.Tensor((512,), "int32"), Pairs: T.Tensor((512,), "int32")):
+        with T.Kernel(1, threads=512):
+            tx = T.get_thread_binding()
+            Default[tx] = T.get_warp_group_idx()
+            Pairs[tx] = T.get_warp_group_idx(16, 2)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::get_warp_idx() >> 2" in source and "tl::get_warp_idx<16>() >> 1" in source
+    default, pairs = (torch.full((512,), -1, dtype=torch.int32) for _ in range(2))
+    kernel(default, pairs)
+    t = torch.arange(512)
+    assert torch.equal(default, (t // (WARP[arch] * 4)).int()) and torch.equal(pairs, (t // 32).int())

@@ -13,13 +13,14 @@ from . import _native
 _native.load()  # registers the `musa` target kind and the device printer
 
 import tvm  # noqa: E402  (`from tilelang import tvm`, as upstream scripts do)
+from tvm import DataType  # noqa: E402  (`from tilelang import DataType`, as upstream scripts do)
 
-from . import backend, contrib, language, math, profiler, utils  # noqa: E402
+from . import backend, contrib, env, language, math, profiler, utils  # noqa: E402
 from .math import cdiv, next_power_of_2  # noqa: E402
 from .profiler import TensorSupplyType  # noqa: E402
 from .diagnostics import TileLangWarning  # noqa: E402
 from .errors import CompileError, TileLangError, UnsupportedError  # noqa: E402
-from .jit import JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit  # noqa: E402
+from .jit import JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit, lower  # noqa: E402
 from .target import determine_target  # noqa: E402
 from .transform import PassConfigKey  # noqa: E402
 
@@ -38,8 +39,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "CompileError", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "TileLangWarning",
+    "CompileError", "DataType", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "TileLangWarning",
     "UnsupportedError", "__version__", "autotune", "autotuner", "backend", "cdiv", "compile", "contrib",
-    "determine_target", "disable_cache", "enable_cache", "is_cache_enabled", "jit", "language", "math",
+    "determine_target", "disable_cache", "enable_cache", "env", "is_cache_enabled", "jit", "language", "lower", "math",
     "next_power_of_2", "profiler", "tvm", "utils",
 ]

@@ -2,26 +2,45 @@
 
 Read at use time (not import time) so that tests and scripts can set them late. Booleans accept
 1/true/yes/on (case-insensitive).
+
+Upstream's spelling works too: `from tilelang.env import env` (this module) and `env.TILELANG_CACHE_DIR` reads the
+variable as a string (its default when unset); assigning `env.TILELANG_CACHE_DIR = "..."` forces that value for
+this process, over the environment, for the package's own reads as well (`None` lifts it).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 _TRUE = ("1", "true", "yes", "on")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Var:
     name: str
     doc: str
-    default: str | None = None
+    default: str | Callable[[], str] | None = None  # a callable: derived from other variables when read
+    _forced_value: Any = None  # `env.<name> = value`: wins over the environment until reset to None
 
     def raw(self) -> str | None:
+        if self._forced_value is not None:
+            return str(self._forced_value)
         value = os.environ.get(self.name)
-        return value if value not in (None, "") else self.default
+        if value not in (None, ""):
+            return value
+        return self.default() if callable(self.default) else self.default
+
+    # Read and assigned as an attribute of this module under its variable's name (`env.TILELANG_CACHE_DIR`).
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self.raw()
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self._forced_value = value
 
     def flag(self) -> bool:
         value = self.raw()
@@ -39,6 +58,10 @@ class _Var:
 MUSA_HOME = _Var("MUSA_HOME", "root of the MUSA SDK (mcc in $MUSA_HOME/bin)")
 MUSA_PATH = _Var("MUSA_PATH", "alias of MUSA_HOME")
 CACHE_DIR = _Var("TILELANG_CACHE_DIR", "kernel cache root", str(Path("~/.tilelang/cache").expanduser()))
+TMP_DIR = _Var("TILELANG_TMP_DIR", "where kernels compiled with the cache off are built (default: <cache root>/tmp)",
+               lambda: os.path.join(CACHE_DIR.raw(), "tmp"))
+PRINT_ON_COMPILATION = _Var("TILELANG_PRINT_ON_COMPILATION",
+                            "1: log each kernel compile (logger 'tilelang', level INFO) with its out_idx", "1")
 DISABLE_CACHE = _Var("TILELANG_DISABLE_CACHE", "disable the kernel cache")
 PRINT_DEVICE_COMPILE_COMMAND = _Var("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "print the mcc / host compiler command")
 REPLACE_MUSAC = _Var("TILELANG_REPLACE_MUSAC",
@@ -81,6 +104,13 @@ SIM_WATCHDOG_S = _Var("TILELANG_SIM_WATCHDOG_S",
 DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
 DUMP_IR_PATH = _Var("TILELANG_DUMP_IR_PATH", "directory of TILELANG_DUMP_IR's files (default ./tilelang_ir)")
 FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")
+AUTO_TUNING_DISABLE_CACHE = _Var("TILELANG_AUTO_TUNING_DISABLE_CACHE",
+                                 "neither read nor write persisted tuning results")
+AUTO_TUNING_CPU_COUNTS = _Var("TILELANG_AUTO_TUNING_CPU_COUNTS", "autotuner worker processes (-1: automatic)", "-1")
+AUTO_TUNING_CPU_UTILITIES = _Var("TILELANG_AUTO_TUNING_CPU_UTILITIES", "fraction of the CPUs the autotuner uses",
+                                 "0.9")
+AUTO_TUNING_MAX_CPU_COUNT = _Var("TILELANG_AUTO_TUNING_MAX_CPU_COUNT", "cap on autotuner worker processes (-1: none)",
+                                 "-1")
 
 
 def musa_home() -> Path | None:
@@ -88,3 +118,17 @@ def musa_home() -> Path | None:
 
 
 ALL = [v for v in list(globals().values()) if isinstance(v, _Var)]
+
+
+def is_print_on_compilation_enabled() -> bool:
+    return PRINT_ON_COMPILATION.flag()
+
+
+class _Environment(types.ModuleType):
+    """This module's type: each variable is also its attribute `TILELANG_...` (read, or assigned to force it)."""
+
+
+for _v in ALL:
+    setattr(_Environment, _v.name, _v)
+sys.modules[__name__].__class__ = _Environment
+env = sys.modules[__name__]  # upstream's `from tilelang.env import env`

@@ -35,7 +35,6 @@ import torch
 from .. import env
 from .param import Trial
 
-DISABLE_CACHE = env._Var("TILELANG_AUTO_TUNING_DISABLE_CACHE", "neither read nor write persisted tuning results")
 RECORD_FORMAT = 1
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
@@ -47,7 +46,7 @@ class NotPersistable(Exception):
 def persistence_enabled() -> bool:
     from ..jit import is_cache_enabled
 
-    return is_cache_enabled() and not DISABLE_CACHE.flag()
+    return is_cache_enabled() and not env.AUTO_TUNING_DISABLE_CACHE.flag()
 
 
 def results_dir() -> Path:

@@ -22,9 +22,6 @@ from typing import Any, Callable
 
 from .. import env
 
-CPU_COUNTS = env._Var("TILELANG_AUTO_TUNING_CPU_COUNTS", "autotuner worker processes (-1: automatic)", "-1")
-CPU_UTILITIES = env._Var("TILELANG_AUTO_TUNING_CPU_UTILITIES", "fraction of the CPUs the autotuner uses", "0.9")
-MAX_CPU_COUNT = env._Var("TILELANG_AUTO_TUNING_MAX_CPU_COUNT", "cap on autotuner worker processes (-1: none)", "-1")
 
 # What a task that did not return reports, as (kind, text).
 TIMED_OUT = "timeout"
@@ -41,9 +38,9 @@ def available_cpus() -> int:
 
 def worker_count(n_tasks: int) -> int:
     cpus = available_cpus()
-    counts = int(CPU_COUNTS.raw() or -1)
-    workers = min(counts, cpus) if counts > 0 else max(1, int(cpus * float(CPU_UTILITIES.raw() or 0.9)))
-    cap = int(MAX_CPU_COUNT.raw() or -1)
+    counts = int(env.AUTO_TUNING_CPU_COUNTS.raw() or -1)
+    workers = min(counts, cpus) if counts > 0 else max(1, int(cpus * float(env.AUTO_TUNING_CPU_UTILITIES.raw() or 0.9)))
+    cap = int(env.AUTO_TUNING_MAX_CPU_COUNT.raw() or -1)
     if cap > 0:
         workers = min(workers, cap)
     return max(1, min(workers, n_tasks))

@@ -1,8 +1,10 @@
 """JIT: compile(), @jit, JITKernel, the kernel cache, toolchains and the launcher."""
 
 from .cache import disable_cache, enable_cache, is_cache_enabled
-from .compile import compile
+from .compile import CompiledArtifact, compile, lower
 from .jit import JITFunction, jit
 from .kernel import JITKernel
+from .par_compile import par_compile
 
-__all__ = ["JITFunction", "JITKernel", "compile", "disable_cache", "enable_cache", "is_cache_enabled", "jit"]
+__all__ = ["CompiledArtifact", "JITFunction", "JITKernel", "compile", "disable_cache", "enable_cache",
+           "is_cache_enabled", "jit", "lower", "par_compile"]

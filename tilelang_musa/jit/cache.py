@@ -148,9 +148,11 @@ def lookup(key: str) -> Path | None:
 
 def store(key: str | None, build: Callable[[Path], None]) -> Path:
     """Runs `build(directory)` and returns the directory with its files: the cache entry for `key`, or a fresh
-    temporary directory when `key` is None (cache off). `build` writes metadata.json last."""
+    directory in TILELANG_TMP_DIR when `key` is None (cache off). `build` writes metadata.json last."""
     if key is None:
-        directory = Path(tempfile.mkdtemp(prefix="tilelang_"))
+        tmp_root = env.TMP_DIR.path()
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix="tilelang_", dir=tmp_root))
         build(directory)
         return directory
     root = cache_dir()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -31,12 +32,13 @@ from tvm import tirx
 
 from .. import env
 from .._version import __version__
+from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..ir.attrs import COMPILE_FLAGS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_PARAMS_ATTR, WORKSPACES_ATTR
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import ArchInfo, arch_of, determine_target
-from ..transform import lower, normalize_pass_configs
+from ..transform import lower as lower_kernel, normalize_pass_configs
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from ..transform.split_kernels import split_kernels
 from . import cache
@@ -44,8 +46,11 @@ from .backend import Backend, resolve_backend
 from .kernel import JITKernel
 from .launcher import DimExpr, ParamSpec
 from .launcher.spec import unsolvable_symbols
+from .postproc import has_postproc, postprocess
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file
 from .toolchains import BuildRequest
+
+logger = logging.getLogger("tilelang")
 
 
 def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
@@ -256,6 +261,8 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
                     print(f"[tilelang] {request.name}: cache hit ({kernel.directory})", file=sys.stderr)
                 _publish(kernel, request.configs)
                 return kernel
+    if env.PRINT_ON_COMPILATION.flag():
+        logger.info("TileLang begins to compile kernel `%s` with `out_idx=%s`", request.name, out_idx)
     directory = cache.store(key, lambda workdir: _run_stages(request, workdir, key))
     kernel = JITKernel(directory, KernelMetadata.read(directory), request.backend, request.target, program,
                        request.configs)
@@ -300,14 +307,7 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
 
     path("tir").write_text(_script(program))
 
-    if "lowered" in replaced:
-        device_funcs = _read_lowered(replaced["lowered"], name)
-    else:
-        dumper = _ir_dumper(request.configs)
-        device_funcs = []
-        for index, kernel in enumerate(split_kernels(program)):  # one per T.Kernel scope, launched in order
-            dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
-            device_funcs.append(lower(kernel, request.target, request.configs, list(request.instruments), dump))
+    device_funcs = _read_lowered(replaced["lowered"], name) if "lowered" in replaced else _lower_kernels(request)
     names = kernel_names(name, len(device_funcs))
     lowered = tvm.IRModule(dict(zip(names, device_funcs)))
     lowered_text = _script(lowered)
@@ -322,8 +322,12 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     else:
         text = source.text
         device_at, host_at = text.index(source.device), text.rindex(source.host)
-        sections = {"device": [device_at, device_at + len(source.device)],
-                    "host": [host_at, host_at + len(source.host)]}
+        text, host_at = postprocess(text, host_at, request.target)
+        if text.find(source.device) != device_at:  # a callback changed the kernels: they are all before the host
+            device_at, device_end = 0, host_at
+        else:
+            device_end = device_at + len(source.device)
+        sections = {"device": [device_at, device_end], "host": [host_at, len(text)]}
     path("mu").write_text(text)
 
     if "host" in replaced:
@@ -336,9 +340,10 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
         shutil.copyfile(replaced["bin"], path("bin"))
     else:
         # The simulator builds the sanitizer print of the kernels (same lines, checked accesses) unless the user
-        # replaced the source; it is kept only while building.
+        # replaced the source or a postproc callback may have rewritten it (then that is what must run); it is kept
+        # only while building.
         built = path("mu")
-        if simulated and "mu" not in replaced:
+        if simulated and "mu" not in replaced and not has_postproc():
             built = workdir / f"{name}.checked.mu"
             built.write_text(source.checked_text)
         prelude = HEADER if text.startswith(HEADER) else ""
@@ -349,6 +354,61 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
     KernelMetadata(name, json.loads(str(request.target)), request.backend.name, request.backend.toolchain.identity(),
                    request.options(), host, sections, tuple(s for s in STAGES if s in replaced), key, __version__,
                    {stage: stage_file(name, stage) for stage in STAGES}).write(workdir)
+
+
+def _lower_kernels(request: _Request) -> list[tirx.PrimFunc]:
+    """The pass pipeline over each T.Kernel scope of the program, in launch order."""
+    dumper = _ir_dumper(request.configs)
+    device_funcs = []
+    for index, kernel in enumerate(split_kernels(request.program)):
+        dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
+        device_funcs.append(lower_kernel(kernel, request.target, request.configs, list(request.instruments), dump))
+    return device_funcs
+
+
+@dataclass(frozen=True)
+class CompiledArtifact:
+    """What `tilelang.lower` returns (upstream's names): the lowered device functions and their MUSA source,
+    nothing built. The host side is the C++ wrapper in `host_source`, not an IRModule: `host_mod` is None."""
+
+    host_mod: None
+    device_mod: tvm.IRModule  # the device functions after the pass pipeline, named as in the source
+    params: list[ParamSpec] | None  # the kernel's parameters as the launcher sees them (None with runtime_only)
+    kernel_source: str  # the template includes and the kernels: what JITKernel.get_kernel_source() shows
+    host_source: str  # the host wrapper that launches them
+    rt_mod: None = None  # nothing is built; tilelang.compile builds and runs
+    target: tvm.target.Target | None = None
+    target_host: Any = None
+
+
+def lower(program: tirx.PrimFunc, target: Any = "auto", target_host: Any = None, runtime_only: bool = False,
+          enable_host_codegen: bool = False, enable_device_compile: bool = False,
+          pass_configs: dict | None = None) -> CompiledArtifact:
+    """Lower `program` and print its MUSA source without building it (upstream's `tilelang.lower`):
+    `lower(f, target="musa").kernel_source`. Postproc callbacks apply as in a compile; the cache is not used."""
+    if isinstance(program, tvm.IRModule):
+        functions = list(program.functions.values())
+        if len(functions) != 1:
+            raise CompileError(f"tilelang.lower takes one PrimFunc; the IRModule has {len(functions)} functions")
+        program = functions[0]
+    if not isinstance(program, tirx.PrimFunc):
+        raise TypeError(f"tilelang.lower expects a @T.prim_func; got {type(program).__name__}")
+    if enable_host_codegen or enable_device_compile:
+        warn_once("lower.codegen", "tilelang.lower: enable_host_codegen / enable_device_compile build nothing on "
+                  "MUSA (the host wrapper is C++ in the same source); use tilelang.compile to build and run")
+    from ..codegen import generate
+    from ..codegen.source import kernel_names
+
+    request = _settle(program, None, target, "auto", pass_configs, None, False, None)
+    device_funcs = _lower_kernels(request)
+    source = generate(device_funcs, request.target, request.name)
+    text = source.text
+    text, host_at = postprocess(text, text.rindex(source.host), request.target)
+    accessed, widest = parameter_accesses(device_funcs)
+    params = None if runtime_only else param_specs(program, _output_indices(program, None), widest, accessed)
+    return CompiledArtifact(None, tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)),
+                                                        device_funcs))),
+                            params, text[:host_at], text[host_at:], None, request.target, target_host)
 
 
 def _script(node: Any) -> str:

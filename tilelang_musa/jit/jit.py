@@ -100,6 +100,30 @@ class JITFunction:
                   if not p.is_output and not p.is_workspace and p.name not in sizes]
         return kernel(*inputs)
 
+    def get_tir(self, *args: Any, **kwargs: Any) -> Any:
+        """The PrimFunc these arguments select (lazy style: the function's result; eager style: traced with these
+        sizes and parameter values, as `compile` takes them), not compiled."""
+        if not self.is_eager:
+            return self.func(*args, **kwargs)
+        if args:
+            raise TypeError(f"{self.__name__}.get_tir(): pass the sizes and parameter values by name")
+        parsed = parse_kernel(self.func)
+        names = eager_signature(parsed).parameters
+        return trace_eager(parsed, {k: v for k, v in kwargs.items() if k in names},
+                           {k: v for k, v in kwargs.items() if k not in names})
+
+    def par_compile(self, configs: Any, num_workers: int | None = None, ignore_error: bool = False) -> list[Any]:
+        """Compile one kernel per config (a tuple of positional arguments or a dict of keyword arguments) in
+        parallel (jit/par_compile.py) and return them in order."""
+        from .par_compile import par_compile
+
+        configs = list(configs)
+        for config in configs:
+            if not isinstance(config, (tuple, dict)):
+                raise ValueError(f"par_compile: a config is a tuple or a dict; got {type(config).__name__}")
+        programs = [self.get_tir(*c) if isinstance(c, tuple) else self.get_tir(**c) for c in configs]
+        return par_compile(programs, num_workers, ignore_error, **self.options)
+
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The source of the kernel these arguments select: the lazy style's parameters, or the eager style's
         sizes and parameter values (`f.get_kernel_source(N=128)`), as `compile` takes them."""

@@ -19,8 +19,8 @@ from .view import reshape, view
 from .warp_specialize import ws
 from .warpgroup import warpgroup_commit_batch, warpgroup_wait
 from .warp import (
-    get_lane_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor, shuffle_elect, sync_warp,
-    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
+    get_lane_idx, get_warp_group_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor,
+    shuffle_elect, sync_warp, warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
 )
 from .copy import copy
 from .tma import tma_copy, tma_store_arrive, tma_store_wait
@@ -47,8 +47,8 @@ from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
-    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, ptr, tfloat32,
-    uint8, uint16, uint32, uint64,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16, int32, int64, long, ptr, short,
+    tfloat32, uint, uint8, uint16, uint32, uint64,
 )
 from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
@@ -74,6 +74,9 @@ globals().update(VECTOR_DTYPES)  # T.float32x4, ...
 from .int_operands import install as _install_int_operands  # noqa: E402
 
 _install_int_operands()  # `x & 0xFFFFFFFF` on a uint32 / int64 expression (see int_operands.py)
+from .buffer_map import install as _install_buffer_map  # noqa: E402
+
+_install_buffer_map()  # `func.buffer_map[func.params[0]]`, as upstream scripts read parameters (see buffer_map.py)
 
 from .unsupported import UNSUPPORTED  # noqa: E402
 
@@ -93,7 +96,7 @@ __all__ = [
     "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fmod", "func_attr",
     "Fragment", "FragmentBuffer", "gemm", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
-    "get_thread_binding", "get_thread_bindings", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
+    "get_thread_binding", "get_thread_bindings", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int32", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
     "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10",
@@ -103,7 +106,7 @@ __all__ = [
     "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
-    "rsqrt", "Select", "serial", "SharedBuffer",
+    "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
@@ -123,4 +126,4 @@ import types as _types  # noqa: E402
 
 for _name in [n for n, v in globals().items() if isinstance(v, _types.ModuleType) and not n.startswith("_")]:
     del globals()[_name]
-del _name, _types, UNSUPPORTED, VECTOR_DTYPES, _install_int_operands
+del _name, _types, UNSUPPORTED, VECTOR_DTYPES, _install_int_operands, _install_buffer_map

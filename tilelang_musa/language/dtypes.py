@@ -101,12 +101,13 @@ def fp4_arithmetic(expr: Any) -> Any:
     return found[0] if found else None
 
 
-class DType(str):
+class DType(tvm.DataType):
     """A dtype string that is also a constructor of constants and casts. `T.dtype("half")`, `T.dtype(torch.half)`
-    and `T.float16` are equal (to each other, to "float16" and to torch.float16); `.as_torch()` is the torch dtype."""
+    and `T.float16` are equal (to each other, to "float16" and to torch.float16); `.as_torch()` is the torch dtype.
+    A `tvm.DataType` (a str) as upstream's are, with its `bits` / `lanes`."""
 
     def __new__(cls, value: Any) -> "DType":
-        return str.__new__(cls, canonical_dtype(value))
+        return tvm.DataType.__new__(cls, canonical_dtype(value))
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, str) or type(other).__module__ == "torch":
@@ -170,6 +171,9 @@ float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.do
 half = DType("float16")
 int = DType("int32")  # noqa: A001
 double = DType("float64")
+short = DType("int16")
+long = DType("int64")
+uint = DType("uint32")
 
 # Vector types, `T.float32x4` and so on: the lane counts of upstream's table.
 VECTOR_DTYPES = {
@@ -180,8 +184,16 @@ VECTOR_DTYPES = {
 }
 globals().update(VECTOR_DTYPES)
 
+# Every dtype name `T` has (upstream's `_all_dtypes`, less what MUSA lacks: float6, the fnuz float8 formats).
+_all_dtypes = [
+    "bool", "short", "int", "uint", "long", "half", "float", "double", "float16", "bfloat16", "float32", "float64",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8_e4m3", "float8_e4m3fn",
+    "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", *VECTOR_DTYPES,
+]
+
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-    "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", *VECTOR_DTYPES,
+    "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
+    *VECTOR_DTYPES,
 ]

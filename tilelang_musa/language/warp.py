@@ -1,4 +1,4 @@
-"""Warp-level built-ins: `T.get_lane_idx`, `T.get_warp_idx`, `T.sync_warp`, and the shuffles `T.shfl_xor`,
+"""Warp-level built-ins: `T.get_lane_idx`, `T.get_warp_idx`, `T.get_warp_group_idx`, `T.sync_warp`, and the shuffles `T.shfl_xor`,
 `T.shfl_down`, `T.shfl_up`, `T.shfl_sync`.
 
 The warp is the architecture's: 32 lanes on mp_31/mp_32, 128 on mp_21/mp_22 (`tl::kWarpSize` in common.h, fixed
@@ -41,6 +41,16 @@ def get_warp_idx(warp_size: int | None = None) -> Any:
 def get_warp_idx_sync(warp_size: int | None = None) -> Any:
     """`T.get_warp_idx` (the value is the same in every lane of a warp by construction)."""
     return _warp_template("T.get_warp_idx_sync", "get_warp_idx", warp_size)
+
+
+def get_warp_group_idx(warp_size: int | None = None, warps_per_group: int | None = None) -> Any:
+    """The calling thread's warp group in the block: its warp // `warps_per_group` (4 by default, as upstream: on
+    mp_31 a group is 128 threads, one squad)."""
+    warps_per_group = 4 if warps_per_group is None else warps_per_group
+    if not isinstance(warps_per_group, int) or warps_per_group <= 0:
+        raise kernel_trace("T.get_warp_group_idx").error(
+            f"T.get_warp_group_idx: warps_per_group={warps_per_group!r} must be a positive int")
+    return _warp_template("T.get_warp_group_idx", "get_warp_idx", warp_size) // warps_per_group
 
 
 def sync_warp(mask: int | None = None) -> None:

@@ -52,8 +52,11 @@ class Profiler:
             raise ValueError(f"profiler: sizes {unbound} are symbolic; pass dynamic_symbolic_constraints="
                              f"{{{', '.join(repr(u) + ': ...' for u in unbound)}}} or call the kernel with tensors")
         gen = torch.Generator().manual_seed(self.seed)
+        taken_from_shapes = set(self.kernel.metadata.host.size_params)  # the launcher reads them off the tensors
         inputs = []
         for spec in specs:
+            if spec.kind == "scalar" and spec.name in taken_from_shapes:
+                continue
             if spec.kind == "scalar":
                 if spec.name in sizes:
                     inputs.append(sizes[spec.name])

@@ -4,6 +4,7 @@ Only the configuration is imported eagerly: tile ops (tileop/) read pass configs
 lowered by a pass here, so the pipeline is imported on first use."""
 
 from ..ir.pass_config import PassConfigKey, normalize_pass_configs
+from .simplify import apply_simplify, simplify_prim_func
 
 
 def lower(*args, **kwargs):
@@ -20,4 +21,5 @@ def LegalizeNegativeIndex():  # noqa: N802 - upstream's pass name
     return _pass()
 
 
-__all__ = ["LegalizeNegativeIndex", "PassConfigKey", "lower", "normalize_pass_configs"]
+__all__ = ["LegalizeNegativeIndex", "PassConfigKey", "apply_simplify", "lower", "normalize_pass_configs",
+           "simplify_prim_func"]
