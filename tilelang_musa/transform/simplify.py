@@ -1,0 +1,47 @@
+"""`tilelang.transform.simplify`: upstream's user-facing simplification of a whole program before compiling
+(`apply_simplify(func)`, `@simplify_prim_func`): TVM's statement simplifier on the PrimFunc as written, and, as
+upstream's `simplify_arguments`, the tensor parameters the body never uses dropped (a script that leaves out an
+optional operand, e.g. a bias, launches without it)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..ir.utils import Var, is_buffer
+
+
+def _without_unused_tensors(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    used: set = set()
+    tvm_ffi.structural_walk(func.body, [(Var, lambda v: used.add(v.__chandle__()))], order="pre")
+    params = [p for p in func.params if not is_buffer(p) or p.__chandle__() in used]
+    if len(params) == len(func.params):
+        return func
+    return tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
+
+
+def _simplify(stmt):
+    mod = stmt if isinstance(stmt, tvm.IRModule) else tvm.IRModule.from_expr(stmt)
+    mod = tirx.transform.StmtSimplify()(mod)
+    mod = tvm.IRModule({gv: _without_unused_tensors(f) for gv, f in mod.functions.items()})
+    if isinstance(stmt, tvm.IRModule):
+        return mod
+    (func,) = mod.functions.values()
+    return func
+
+
+def apply_simplify(stmt, inline_let: bool = False):
+    """`stmt` (a PrimFunc or IRModule) simplified; `inline_let` is accepted for upstream's signature (the
+    simplifier substitutes integer bindings either way)."""
+    return _simplify(stmt)
+
+
+def simplify_prim_func(func: Callable) -> Callable:
+    """Decorator: the PrimFunc that `func` returns, simplified."""
+    def wrapper(*args, **kwargs):
+        return _simplify(func(*args, **kwargs))
+
+    return wrapper
