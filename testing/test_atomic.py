@@ -56,3 +56,24 @@ def test_atomic_add_returns_previous_value():
     tickets = torch.full((128,), -1, dtype=torch.int32)
     kernel(counter, tickets)
     assert counter.item() == 128 and sorted(tickets.tolist()) == list(range(128))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_tile_atomic_add_at_an_origin(arch):
+    """`T.atomic_add(C[by * bm, bx * bn], C_local)` (split-K's epilogue): the destination is the region at that
+    corner with the fragment's shape, every split adding its partial tile."""
+    M, N, bm, bn, splits = 64, 96, 32, 32, 3
+
+    @T.prim_func
+    def main(A: T.Tensor((splits, M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // bn, M // bm, splits, threads=128) as (bx, by, bz):
+            C_local = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[bz, by * bm, bx * bn], C_local)
+            T.atomic_add(C[by * bm, bx * bn], C_local)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "tl::AtomicAdd(&C[" in kernel.get_kernel_source()
+    a = rand((splits, M, N), torch.float32, 5)
+    c = torch.zeros(M, N)
+    kernel(a, c)
+    torch.testing.assert_close(c, a.sum(0), rtol=1e-5, atol=1e-5)

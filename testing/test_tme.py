@@ -208,6 +208,34 @@ def test_copy_store_that_tme_cannot_do_stays_plain():
     assert "tme" not in src
 
 
+
+def test_static_shared_tiles_are_no_tme_operands():
+    """A tile in static shared memory (scope="shared") is placed by mcc, outside the arena whose alignment the TME
+    needs: a T.copy store from it stays a plain copy (and runs), T.tma_copy names the rule."""
+    @T.prim_func
+    def store(A: T.Tensor((32, 32), "float32"), B: T.Tensor((1024,), "float32")):
+        with T.Kernel(1, threads=128):
+            frag = T.alloc_fragment((32, 32), "float32")
+            tile = T.alloc_shared((1024,), "float32", scope="shared")
+            T.copy(A, frag)
+            T.copy(T.reshape(frag, [1024]), tile)
+            T.copy(tile, B)
+
+    kernel = tilelang.compile(store, target=MP31)
+    assert "tme" not in kernel.get_kernel_source()
+    a, b = rand((32, 32), torch.float32, 2), poison((1024,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.reshape(1024))
+
+    @T.prim_func
+    def explicit(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((64, 64), "float16", scope="shared")
+            barrier = T.alloc_barrier(128)
+            T.tma_copy(A[0, 0], tile, barrier=barrier)
+
+    assert "tile is static shared memory (scope='shared')" in _compile_error(explicit)
+
 @functools.cache
 def tme_gemm():
     """T.gemm on SQMMA with both operands loaded by T.tma_copy into the swizzled layouts the gemm chose: A is

@@ -489,3 +489,6 @@ def _publish(kernel: JITKernel, configs: dict) -> None:
         for stage in STAGES:
             shutil.copyfile(kernel.stage_path(stage), stages_dir / stage_file(kernel.name, stage))
         shutil.copyfile(kernel.directory / METADATA, stages_dir / f"{kernel.name}.{METADATA}")
+
+
+JITKernel.compile_program = staticmethod(compile)

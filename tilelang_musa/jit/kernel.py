@@ -23,8 +23,25 @@ class JITKernel:
     `kernel(*inputs)` checks the inputs, allocates the outputs (`out_idx` / `T.empty`), runs, and returns
     the outputs (one tensor, a tuple, or None)."""
 
-    def __init__(self, directory: Path, metadata: KernelMetadata, backend: Backend, target: tvm.target.Target,
-                 program: tirx.PrimFunc | None = None, pass_configs: dict | None = None):
+    # tilelang.compile, registered by jit/compile.py (which imports this module) for the upstream constructor
+    compile_program: Any = None
+
+    def __init__(self, directory: Path | tirx.PrimFunc, metadata: KernelMetadata | None = None,
+                 backend: Backend | None = None, target: tvm.target.Target | None = None,
+                 program: tirx.PrimFunc | None = None, pass_configs: dict | None = None, **compile_options: Any):
+        if isinstance(directory, tirx.PrimFunc):
+            # upstream's `JITKernel(func, out_idx=..., target=..., execution_backend=...)`: tilelang.compile's
+            # keywords, the metadata/backend positions taken as out_idx/execution_backend as upstream orders them
+            if metadata is not None:
+                compile_options.setdefault("out_idx", metadata)
+            if backend is not None:
+                compile_options.setdefault("execution_backend", backend)
+            kernel = type(self).compile_program(directory, target=target, pass_configs=pass_configs, **compile_options)
+            self.__dict__.update(kernel.__dict__)
+            return
+        if compile_options or metadata is None or backend is None or target is None:
+            raise TypeError("JITKernel(directory, metadata, backend, target, ...) or JITKernel(program, **compile "
+                            "options)")
         self.directory = Path(directory)
         self.metadata = metadata
         self.params: list[ParamSpec] = list(metadata.host.params)

@@ -14,7 +14,8 @@ from tvm.tirx.script import builder as Tb
 
 from ..tileop import emit_tile_op
 from ..tileop.atomic import MEMORY_ORDERS, Atomic, element_atomic, ordered
-from ..tileop.region import TensorLoad, pair_dims, to_region
+from ..tileop.copy import resolve_extents
+from ..tileop.region import TensorLoad, TensorRegion, is_buffer, pair_dims, to_region
 from .builder import kernel_trace
 
 
@@ -28,7 +29,8 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: An
     construct = f"T.atomic_{kind}"
     trace = kernel_trace(construct)
     memory_order = _checked_order(trace, construct, memory_order)
-    if isinstance(dst, TensorLoad):  # one element
+    value_is_tile = is_buffer(value) or isinstance(value, TensorRegion)
+    if isinstance(dst, TensorLoad) and not value_is_tile:  # one element
         if isinstance(value, (int, float)):
             value = tirx.const(value, str(dst.ty.dtype))
         call = element_atomic(kind, dst, value, return_prev)
@@ -43,13 +45,15 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: An
         return None
     if return_prev:
         raise trace.error(f"{construct}(return_prev=True) needs a single element as the destination")
-    region, _ = to_region(dst, construct, "dst")
+    region, dst_origin = to_region(dst, construct, "dst")
     if region.scope not in ("global", "shared", "shared.dyn"):
         raise trace.error(f"{construct}: the destination must be in global or shared memory; "
                           f"`{region.name}` is {region.scope}")
     if isinstance(value, tvm.ir.Expr) and not isinstance(value.ty, tvm.ir.PrimType) or not isinstance(
             value, (int, float, tvm.ir.Expr)):
         src, _ = to_region(value, construct, "value")
+        if dst_origin:  # `T.atomic_add(C[by * 64, bx * 64], C_local)`: the region at that corner, C_local's shape
+            _, region = resolve_extents(src, False, region, True, trace.error)
         if pair_dims(region, src) is None:
             raise trace.error(f"{construct}: value {src.describe()} and dst {region.describe()} differ in shape")
         value_arg = src.to_ir()

@@ -139,6 +139,11 @@ class TmeCopy(TileOp):
         """The box extents (outermost first), or NotTme naming a rule other than the shared layout's it breaks
         (the layout is known after LayoutInference; InjectSoftwarePipeline asks before)."""
         g, s = self.global_region, self.shared_region
+        if s.scope != "shared.dyn":
+            # A static `__shared__` array is placed and aligned by mcc, not by PlanDynamicSharedMemory; the engine
+            # needs 16-byte (swizzled: 1 KiB) aligned tiles, and the simulator gives only the arena shared addresses.
+            raise NotTme(f"{s.name} is static shared memory (scope={s.scope!r}); the TME copies to and from the "
+                         "dynamic shared memory arena (T.alloc_shared's default scope)")
         if g.dtype != s.dtype:
             raise NotTme(f"the TME copies bytes: {g.name} is {g.dtype} and {s.name} is {s.dtype}")
         if g.buffer not in params:

@@ -1,36 +1,50 @@
-"""Upstream's `tilelang.transform.simplify_prim_func` / `apply_simplify`: arithmetic simplification of a program as
-the frontend built it (TVM's StmtSimplify: folds constants and index arithmetic, prunes branches it can prove).
-Compiling simplifies anyway; these are for reading or comparing programs."""
+"""`tilelang.transform.simplify`: upstream's user-facing simplification of a whole program before compiling
+(`apply_simplify(func)`, `@simplify_prim_func`): TVM's statement simplifier on the PrimFunc as written, and, as
+upstream's `simplify_arguments`, the tensor parameters the body never uses dropped (a script that leaves out an
+optional operand, e.g. a bias, launches without it)."""
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable
+from typing import Callable
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from ..diagnostics import warn_once
+from ..ir.utils import Var, is_buffer
 
 
-def apply_simplify(stmt: tirx.PrimFunc | tvm.IRModule, inline_let: bool = False) -> tirx.PrimFunc | tvm.IRModule:
-    """`stmt` (a PrimFunc, or an IRModule of them) simplified."""
-    if inline_let:
-        warn_once("apply_simplify.inline_let", "apply_simplify(inline_let=True): TileLang-MUSA's simplifier keeps "
-                  "let bindings; the compile substitutes them later")
+def _without_unused_tensors(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    used: set = set()
+    tvm_ffi.structural_walk(func.body, [(Var, lambda v: used.add(v.__chandle__()))], order="pre")
+    params = [p for p in func.params if not is_buffer(p) or p.__chandle__() in used]
+    if len(params) == len(func.params):
+        return func
+    return tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
+
+
+def _simplify(stmt):
+    mod = stmt if isinstance(stmt, tvm.IRModule) else tvm.IRModule.from_expr(stmt)
+    mod = tirx.transform.StmtSimplify()(mod)
+    mod = tvm.IRModule({gv: _without_unused_tensors(f) for gv, f in mod.functions.items()})
     if isinstance(stmt, tvm.IRModule):
-        return tirx.transform.StmtSimplify()(stmt)
-    if not isinstance(stmt, tirx.PrimFunc):
-        raise TypeError(f"apply_simplify expects a PrimFunc or an IRModule; got {type(stmt).__name__}")
-    mod = tirx.transform.StmtSimplify()(tvm.IRModule({"main": stmt}))
-    return mod["main"]
+        return mod
+    (func,) = mod.functions.values()
+    return func
 
 
-def simplify_prim_func(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: `func(...)` builds a PrimFunc; the decorated function returns it simplified."""
+def apply_simplify(stmt, inline_let: bool = False):
+    """`stmt` (a PrimFunc or IRModule) simplified."""
+    if inline_let:
+        warn_once("apply_simplify.inline_let", "apply_simplify(inline_let=True): TileLang-MUSA's simplifier "
+                  "substitutes integer bindings either way and keeps the others; the flag changes nothing")
+    return _simplify(stmt)
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return apply_simplify(func(*args, **kwargs))
+
+def simplify_prim_func(func: Callable) -> Callable:
+    """Decorator: the PrimFunc that `func` returns, simplified."""
+    def wrapper(*args, **kwargs):
+        return _simplify(func(*args, **kwargs))
 
     return wrapper
