@@ -81,7 +81,10 @@ def summarize(output: str) -> tuple[str, str]:
 def run_one(path: Path, root: Path, timeout: float) -> tuple[str, str, str]:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--rootdir", str(root), str(path)]
+    # importlib import mode, as the peer's own pytest configuration: its test folders are packages, one named
+    # `math`, which would otherwise shadow the standard library's.
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
+           "--rootdir", str(root), str(path)]
     try:
         proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
