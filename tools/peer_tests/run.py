@@ -62,7 +62,12 @@ def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
     rel = test.relative_to(peer)
     dest_dir = out / "tree" / rel.parent
     dest_dir.mkdir(parents=True, exist_ok=True)
+    # A test package named like a standard-library module (`math`) would shadow it once its parent is on sys.path:
+    # staged without its __init__.py, its files are plain modules.
+    shadows = test.parent.name in sys.stdlib_module_names
     for src in test.parent.iterdir():
+        if shadows and src.name == "__init__.py":
+            continue
         if src.is_file() and not (dest_dir / src.name).exists():
             if src.suffix == ".py":
                 (dest_dir / src.name).write_text(rewrite(src.read_text(), cuda))
