@@ -131,7 +131,7 @@ def store(target: Any, index: Any, value: Any) -> None:
     indices = _indices(target, index)
     if any(isinstance(i, slice) for i in indices):
         if isinstance(value, tvm.ir.expr.TensorRegion):  # `A[0, 4:8] = A[0, 0:4]`: the region read as a vector
-            value = _region_as_vector(trace, value)
+            value = _region_as_vector(value)
         lanes = value.ty.dtype.lanes if isinstance(value, tvm.ir.Expr) and hasattr(value.ty, "dtype") else 1
         indices = vector_indices(trace, target, indices, lanes) if lanes > 1 else None
         if indices is None:
@@ -148,7 +148,7 @@ def store(target: Any, index: Any, value: Any) -> None:
     Tb.buffer_store(target, value, indices)
 
 
-def _region_as_vector(trace: KernelTrace, region: Any) -> Any:
+def _region_as_vector(region: Any) -> Any:
     """A region with one non-unit dimension of constant extent, read as one vector load (else left as it is)."""
     ranges = list(region.region)
     wide = [k for k, r in enumerate(ranges) if not (isinstance(r.extent, tirx.IntImm) and r.extent.value == 1)]

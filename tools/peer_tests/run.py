@@ -86,8 +86,7 @@ def summarize(output: str) -> tuple[str, str]:
 def run_one(path: Path, root: Path, timeout: float) -> tuple[str, str, str]:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
-    # importlib import mode, as the peer's own pytest configuration: its test folders are packages, one named
-    # `math`, which would otherwise shadow the standard library's.
+    # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--rootdir", str(root), str(path)]
     try:
