@@ -366,11 +366,15 @@ def test_ieee_rounding_and_fast_math(arch):
     torch.testing.assert_close(o[8], b.abs().log())
     torch.testing.assert_close(h.float(), a.half().float().sin(), rtol=1e-3, atol=1e-3)
 
-    with pytest.raises(tilelang.CompileError, match=r"T.ieee_add: rounding_mode='rx' is not one of rn, rz, ru, rd"):
+    with pytest.raises(tilelang.CompileError, match=r"T.ieee_add: Invalid rounding mode 'rx': not one of rn, rz, ru, rd"):
         @T.prim_func
         def bad(A: T.Tensor((N,), "float32")):
             with T.Kernel(1, threads=N):
                 A[0] = T.ieee_add(A[0], A[1], "rx")
+    # Outside a kernel too: an expression, or the same error.
+    assert "__fadd_rz" in str(T.ieee_add(1.0, 2.0, "rz"))
+    with pytest.raises(ValueError, match="Invalid rounding mode"):
+        T.ieee_mul(1.0, 2.0, "xy")
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -73,5 +73,9 @@ class CompileError(TileLangError, ValueError):
         super().__init__(f"{where}{message}")
 
 
+class ViewSizeError(CompileError, AssertionError):
+    """T.view / T.reshape to a size other than the viewed storage's: an AssertionError too, as upstream asserts it."""
+
+
 class UnsupportedError(CompileError):
     """A construct TileLang-MUSA does not support (e.g. NVIDIA-only IR): always names the construct."""

@@ -12,6 +12,8 @@ from typing import Any
 
 from tvm import tirx
 
+from ..errors import CompileError
+from ..ir.trace import OPEN_TRACES
 from .builder import as_expr, current_trace, value
 
 ROUNDING_MODES = ("rn", "rz", "ru", "rd")
@@ -50,14 +52,15 @@ _IEEE = {"add": ("__fadd", "__dadd"), "sub": ("__fsub", "__dsub"), "mul": ("__fm
 
 def _ieee(op: str, args: tuple, rounding_mode: str) -> Any:
     construct = f"T.ieee_{op}"
-    trace = current_trace(construct)
+    # An expression outside a kernel as well (as upstream): errors name the user's line when inside one.
+    error = current_trace(construct).error if OPEN_TRACES else CompileError
     if rounding_mode not in ROUNDING_MODES:
-        raise trace.error(f"{construct}: rounding_mode={rounding_mode!r} is not one of {', '.join(ROUNDING_MODES)}")
+        raise error(f"{construct}: Invalid rounding mode {rounding_mode!r}: not one of {', '.join(ROUNDING_MODES)}")
     exprs = [as_expr(value(a)) for a in args]
     typed = [e for e in exprs if hasattr(e, "ty")]
     dtype = str(typed[0].ty.dtype) if typed else "float32"
     if dtype not in ("float32", "float64") or _IEEE[op][dtype == "float64"] is None:
-        raise trace.error(f"{construct} takes float32{' or float64' if _IEEE[op][1] else ''} operands; got {dtype}")
+        raise error(f"{construct} takes float32{' or float64' if _IEEE[op][1] else ''} operands; got {dtype}")
     exprs = [tirx.const(e, dtype) if isinstance(e, (int, float)) else e for e in exprs]
     return tirx.call_extern(dtype, f"{_IEEE[op][dtype == 'float64']}_{rounding_mode}", *exprs)
 

@@ -130,6 +130,8 @@ def store(target: Any, index: Any, value: Any) -> None:
     trace = current_trace("buffer store")
     indices = _indices(target, index)
     if any(isinstance(i, slice) for i in indices):
+        if isinstance(value, tvm.ir.expr.TensorRegion):  # `A[0, 4:8] = A[0, 0:4]`: the region read as a vector
+            value = _region_as_vector(value)
         lanes = value.ty.dtype.lanes if isinstance(value, tvm.ir.Expr) and hasattr(value.ty, "dtype") else 1
         indices = vector_indices(trace, target, indices, lanes) if lanes > 1 else None
         if indices is None:
@@ -144,6 +146,17 @@ def store(target: Any, index: Any, value: Any) -> None:
     if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
         value = tirx.Cast(dtype, value)
     Tb.buffer_store(target, value, indices)
+
+
+def _region_as_vector(region: Any) -> Any:
+    """A region with one non-unit dimension of constant extent, read as one vector load (else left as it is)."""
+    ranges = list(region.region)
+    wide = [k for k, r in enumerate(ranges) if not (isinstance(r.extent, tirx.IntImm) and r.extent.value == 1)]
+    if len(wide) != 1 or not isinstance(ranges[wide[0]].extent, tirx.IntImm):
+        return region
+    indices = [r.min for r in ranges]
+    indices[wide[0]] = tirx.Ramp(ranges[wide[0]].min, 1, int(ranges[wide[0]].extent.value))
+    return region.source[tuple(indices)]
 
 
 def _check_no_fp4_arithmetic(trace: KernelTrace, value: Any) -> None:

@@ -16,23 +16,56 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..errors import CompileError, ViewSizeError
+from ..ir.trace import OPEN_TRACES
 from .builder import current_trace, is_buffer, take_name
 from .dtypes import canonical_dtype
+from .proxy import TensorType
 
 
-def _size(shape) -> int | None:
+def _size(shape) -> Any:
+    """The number of elements: an int when the shape is constant, else a size expression."""
     total = 1
     for e in shape:
-        if isinstance(e, tirx.IntImm):
-            e = int(e.value)
-        if not isinstance(e, int):
-            return None
-        total *= e
+        total = total * (int(e.value) if isinstance(e, tirx.IntImm) else e)
     return total
+
+
+def _check_bits(src_name, src_shape, src_dtype, shape, dtype, error) -> None:
+    """The view covers the viewed storage exactly: the same number of bits (symbolic sizes: provably)."""
+    src_bits, dst_bits = tvm.runtime.DataType(src_dtype).bits, tvm.runtime.DataType(dtype).bits
+    n_src, n_dst = _size(src_shape), _size(shape)
+    if isinstance(n_src, int) and isinstance(n_dst, int):
+        if n_src * src_bits == n_dst * dst_bits:
+            return
+        detail = f"holds {n_src * src_bits // 8} bytes, the view {list(shape)} {dtype} {n_dst * dst_bits // 8}"
+    else:
+        if tvm.sym.Analyzer().can_prove(n_src * src_bits == n_dst * dst_bits):
+            return
+        detail = f"and the view {list(shape)} {dtype} are not provably the same size"
+    raise error(f"T.view / T.reshape: `{src_name}` {list(src_shape)} {src_dtype} {detail}")
+
+
+def _outside_kernel(src: Any, shape: Any, dtype: Any) -> Any:
+    """T.view of a tensor annotation or a declared buffer outside any kernel: the checked view's type / buffer."""
+    if isinstance(src, TensorType):
+        src_shape, src_dtype, name = list(src.shape), canonical_dtype(src.dtype), "tensor"
+    elif is_buffer(src):
+        src_shape, src_dtype, name = list(src.ty.shape), str(src.ty.dtype.dtype), src.name
+    else:
+        raise CompileError(f"T.view / T.reshape: {src!r} must be a buffer or a T.Tensor")
+    dtype = canonical_dtype(dtype) if dtype is not None else src_dtype
+    shape = src_shape if shape is None else list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    _check_bits(name, src_shape, src_dtype, shape, dtype, ViewSizeError)
+    if isinstance(src, TensorType):
+        return TensorType(tuple(shape), dtype, scope=src.scope)
+    return tirx.decl_buffer(shape, dtype, name=f"{name}_view", data=src.data, scope=str(src.ty.storage_scope))
 
 
 def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
     """`src` seen with `shape` (default: its own) and `dtype` (default: its own)."""
+    if not OPEN_TRACES:
+        return _outside_kernel(src, shape, dtype)
     trace = current_trace("T.view")
     if not is_buffer(src):
         raise trace.error(f"T.view / T.reshape: {src!r} must be a buffer")
@@ -43,14 +76,11 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
     if scope not in ("global", "shared", "shared.dyn", "local.fragment", "local"):
         raise trace.error(f"T.view / T.reshape: `{src.name}` is {scope}; views are of global tensors, shared tiles, "
                           "fragments and local buffers")
-    src_bits, dst_bits = tvm.runtime.DataType(src_dtype).bits, tvm.runtime.DataType(dtype).bits
-    n_src, n_dst = _size(src.ty.shape), _size(shape)
-    if n_src is None or n_dst is None:
+    if not all(isinstance(e, (int, tirx.IntImm)) for e in [*src.ty.shape, *shape]):
         raise trace.error(f"T.view / T.reshape: `{src.name}` and the view need constant shapes; got "
                           f"{list(src.ty.shape)} -> {shape}")
-    if n_src * src_bits != n_dst * dst_bits:
-        raise trace.error(f"T.view / T.reshape: `{src.name}` {list(src.ty.shape)} {src_dtype} holds {n_src * src_bits // 8} "
-                          f"bytes, the view {shape} {dtype} {n_dst * dst_bits // 8}")
+    _check_bits(src.name, list(src.ty.shape), src_dtype, shape, dtype,
+                lambda message: ViewSizeError(message, trace.loc))
     name = take_name(f"{src.name}_view")
     if dtype == src_dtype:
         buffer = Tb.buffer(shape, dtype, scope=scope)

@@ -14,6 +14,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from ..diagnostics import warn_once
 from ..errors import SourceLoc
 from ..ir.attrs import NO_SAFE_ACCESS
 from ..ir.pass_config import PassConfigKey, enabled
@@ -72,10 +73,19 @@ class Copy(TileOp):
         """The non-unit dimensions of src and dst, paired in order (their extents are equal, or one is known only
         at run time: then the copy covers the smaller, e.g. `T.copy(x[0:n], tile)` copies n elements)."""
         dims = pair_dims(self.src, self.dst, run_time_extents=True)
+        if dims is not None:
+            return dims
+        # Constant extents that differ (`T.copy(A[:, :2], B[:, :3])`): the copy covers the smaller in each
+        # dimension, so that neither side is accessed outside its region.
+        dims = pair_dims(self.src, self.dst, any_extents=True)
         if dims is None:
             raise self.error(
-                f"T.copy: the extents of {self.src.describe()} and {self.dst.describe()} differ "
-                "(after dropping size-1 dimensions)")
+                f"T.copy: {self.src.describe()} and {self.dst.describe()} have different numbers of non-unit "
+                "dimensions")
+        where = f"at {self.loc}: " if self.loc is not None else ""
+        warn_once(f"copy-extents-{self.loc}-{self.src.describe()}-{self.dst.describe()}",
+                  f"{where}T.copy: the extents of {self.src.describe()} and {self.dst.describe()} differ; it copies "
+                  "the smaller extent in each dimension")
         return dims
 
     def lower(self, args: LowerArgs) -> Any:

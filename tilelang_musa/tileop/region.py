@@ -94,16 +94,18 @@ def is_unit(extent: Any) -> bool:
     return (isinstance(extent, tirx.IntImm) and int(extent.value) == 1) or (isinstance(extent, int) and extent == 1)
 
 
-def pair_dims(a: Region, b: Region, run_time_extents: bool = False) -> tuple[list[int], list[int]] | None:
+def pair_dims(a: Region, b: Region, run_time_extents: bool = False,
+              any_extents: bool = False) -> tuple[list[int], list[int]] | None:
     """The non-unit dimensions of `a` and `b`, paired in order, if their extents agree (else None): two regions
     have the same shape up to size-1 dimensions. With `run_time_extents`, a pair whose extents are not both
-    constants also agrees (the caller works on the smaller of the two at run time: common_extents)."""
+    constants also agrees (the caller works on the smaller of the two at run time: common_extents); with
+    `any_extents`, every pair does (only the number of non-unit dimensions must match)."""
     dims_a = [d for d, e in enumerate(a.extents) if not is_unit(e)]
     dims_b = [d for d, e in enumerate(b.extents) if not is_unit(e)]
     ana = tvm.sym.Analyzer()
 
     def agree(x, y):
-        if ana.can_prove_equal(x, y):
+        if any_extents or ana.can_prove_equal(x, y):
             return True
         return run_time_extents and not (isinstance(x, tirx.IntImm) and isinstance(y, tirx.IntImm))
 

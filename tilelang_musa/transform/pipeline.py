@@ -28,6 +28,7 @@ from .lower_thread_allreduce import LowerThreadAllreduce
 from .lower_tile_op import LowerTileOp
 from .lower_tme_copy import LowerTmeCopy
 from .lower_wait_sqmma import LowerWaitSqmma
+from . import math_intrinsic_rules  # noqa: F401  (registers the musa rules LowerIntrin applies)
 from .partition_parallel_loop import PartitionParallelLoop
 from .pass_base import run_pass
 from .pipeline_planning import PipelinePlanning

@@ -62,7 +62,12 @@ def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
     rel = test.relative_to(peer)
     dest_dir = out / "tree" / rel.parent
     dest_dir.mkdir(parents=True, exist_ok=True)
+    # A test package named like a standard-library module (`math`) would shadow it once its parent is on sys.path:
+    # staged without its __init__.py, its files are plain modules.
+    shadows = test.parent.name in sys.stdlib_module_names
     for src in test.parent.iterdir():
+        if shadows and src.name == "__init__.py":
+            continue
         if src.is_file() and not (dest_dir / src.name).exists():
             if src.suffix == ".py":
                 (dest_dir / src.name).write_text(rewrite(src.read_text(), cuda))
@@ -83,7 +88,9 @@ def run_one(path: Path, root: Path, timeout: float) -> tuple[str, str, str]:
     # a user without a MUSA device would run it (the switch Triton's TRITON_INTERPRET=1 is for Triton).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--rootdir", str(root), str(path)]
+    # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
+           "--rootdir", str(root), str(path)]
     try:
         proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -1,0 +1,26 @@
+"""How TVM's LowerIntrin lowers math intrinsics for the `musa` target where its defaults are wrong for MUSA.
+
+T.rsqrt: TVM's default legalization rewrites it to `1 / sqrt(x)` (a divide and a square root); MUSA has the
+reciprocal square root itself (`rsqrtf` / `rsqrt`), which is what a user writing T.rsqrt expects. Half-like
+operands compute in float, as the other math built-ins do. Registered when the pipeline is imported.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+
+def _rsqrt(call: tirx.Call) -> tirx.PrimExpr:
+    dtype = tvm.DataType(str(call.ty.dtype))
+    (x,) = call.args
+    if dtype.type_code == tvm.DataTypeCode.FLOAT and dtype.bits == 64:
+        return tirx.call_pure_extern(str(dtype), "rsqrt", x)
+    if dtype.type_code == tvm.DataTypeCode.FLOAT and dtype.bits == 32:
+        return tirx.call_pure_extern(str(dtype), "rsqrtf", x)
+    # float16 / bfloat16 (and their vectors): in float, narrowed back.
+    wide = tvm.DataType(f"float32x{dtype.lanes}" if dtype.lanes > 1 else "float32")
+    return tirx.Cast(str(dtype), tirx.call_pure_extern(str(wide), "rsqrtf", tirx.Cast(str(wide), x)))
+
+
+tirx.op.register_intrin_lowering("tirx.rsqrt", target="musa", f=_rsqrt, level=100)
