@@ -17,6 +17,7 @@ from ..ir.attrs import (
     COALESCED_WIDTH, PARALLEL, PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES, PRAGMA_UNROLL,
     UNROLL_FACTOR,
 )
+from ..diagnostics import warn_once
 from .builder import current_trace, static_value
 
 
@@ -137,10 +138,10 @@ def vectorized(start: Any, stop: Any = None) -> LoopFrame:
     )
 
 
-def Pipelined(n: Any, num_stages: int = 0, order: Any = None, stage: Any = None, group: Any = None,  # noqa: N802
-              sync: Any = None) -> LoopFrame:
-    """`for k in T.Pipelined(n, num_stages=s)`: semantically `range(n)`; the pipeline planner overlaps the
-    copies of later iterations with the compute of this one."""
+def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Any = None, stage: Any = None,  # noqa: N802
+              sync: Any = None, group: Any = None) -> LoopFrame:
+    """`for k in T.Pipelined(n, num_stages=s)` (or `T.Pipelined(lo, hi, ...)`): semantically `range(n)`; the
+    pipeline planner overlaps the copies of later iterations with the compute of this one."""
     annotations: dict[str, Any] = {PIPELINE_STAGES: int(num_stages)}
     if order is not None:
         annotations[PIPELINE_ORDER] = list(order)
@@ -148,4 +149,7 @@ def Pipelined(n: Any, num_stages: int = 0, order: Any = None, stage: Any = None,
         annotations[PIPELINE_STAGE] = list(stage)
     if group is not None:
         annotations[PIPELINE_GROUP] = [list(g) for g in group]
-    return LoopFrame("T.Pipelined", [(0, n)], lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann), annotations)
+    if sync:
+        warn_once("T.Pipelined sync", "T.Pipelined(sync=...) is ignored: the pipeline planner places its own "
+                  "barriers between the stages")
+    return LoopFrame("T.Pipelined", _range("T.Pipelined", start, stop), lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann), annotations)

@@ -36,6 +36,7 @@ fragment, both ranges and both uses.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,8 @@ from ..ir.utils import (
 from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
+from ..tileop.gemm import Gemm
+from ..tileop.gemm.mma import k_major
 from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
@@ -82,6 +85,22 @@ def annotated_buffers(func: tirx.PrimFunc) -> frozenset:
     if attrs is None or ANNOTATIONS_ATTR not in attrs:
         return frozenset()
     return frozenset(buf for buf, layout in attrs[ANNOTATIONS_ATTR].items() if not isinstance(layout, Fragment))
+
+
+def mixed_major_tiles(func: tirx.PrimFunc) -> frozenset:
+    """Shared tiles that one T.gemm reads K-major and another MN-major (`dO` in an attention backward: B of
+    `V @ dO^T` and of `P^T @ dO`): no single operand swizzle serves both gemms."""
+    majors: dict = {}
+
+    def on_eval(node):
+        if is_tile_op(node.value):
+            op = parse_tile_op(node.value)
+            if isinstance(op, Gemm):
+                for what, region in (("A", op.A), ("B", op.B)):
+                    majors.setdefault(region.buffer, set()).add(k_major(what, op))
+
+    tvm_ffi.structural_walk(func.body, [(tirx.Evaluate, on_eval)])
+    return frozenset(buf for buf, seen in majors.items() if len(seen) > 1)
 
 
 @dataclass
@@ -170,6 +189,24 @@ def _index_positions(indices: tuple, loop_vars: list[Any]) -> list[int] | None:
             return None
         positions.append(hits[0])
     return positions if positions == sorted(set(positions)) else None
+
+
+def _invariant_split(indices: tuple, loop_vars: list[Any]):
+    """If every index is either a loop variable (each once, in loop order) or uses none of them, with at least one
+    of each: ([(dim, loop position)], [dims indexed by a loop-invariant expression]); else None."""
+    walked, fixed = [], []
+    for d, index in enumerate(indices):
+        hits = [k for k, v in enumerate(loop_vars) if _uses(index, v)]
+        if not hits:
+            fixed.append(d)
+        elif len(hits) == 1 and isinstance(index, tirx.Var):
+            walked.append((d, hits[0]))
+        else:
+            return None
+    order = [p for _, p in walked]
+    if not walked or not fixed or order != sorted(set(order)):
+        return None
+    return walked, fixed
 
 
 class _Inference:
@@ -275,7 +312,7 @@ class _Inference:
         """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
         args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
                                self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
-                               view_buffers(self.func))
+                               view_buffers(self.func), mixed_major_tiles(self.func))
         changed = False
         for k, op in enumerate(self.ops):
             reach = self.op_reach[k]
@@ -423,6 +460,10 @@ class _Inference:
                     return _compose(nest.plan.fragment, index_map.inverse())
                 except LayoutError:
                     pass
+        if positions is None:
+            split = _invariant_split(indices, nest.loop_vars)
+            if split is not None and [nest.extents[p] for _, p in split[0]] == [shape[d] for d, _ in split[0]]:
+                return self._held_along(buf, split, nest)
         if positions is None or [nest.extents[p] for p in positions] != shape:
             raise CompileError(
                 f"cannot infer the layout of fragment `{buf.name}` from its access `{buf.name}[{', '.join(map(str, indices))}]`"
@@ -434,6 +475,27 @@ class _Inference:
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
         return layout
+
+    def _held_along(self, buf, split, nest: _Nest) -> Fragment:
+        """`buf[k, i]` in a nest over i, k fixed in the nest (a serial loop's variable): the thread running
+        iteration i holds every `buf[*, i]`, the dimensions indexed by k kept in its own slots."""
+        walked, fixed = split
+        layout = nest.plan.fragment
+        used = [p for _, p in walked]
+        try:
+            for dim in reversed([d for d in range(len(nest.loop_vars)) if d not in used]):
+                layout = reduce_fragment(layout, dim)
+        except LayoutError as err:
+            raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
+        shape = self._shape(buf)
+        fvars = [tirx.Var(f"x{d}", "int32") for d in range(len(shape))]
+        outer = [fvars[d] for d, _ in walked]
+        slot, stride = 0, 1
+        for d in reversed(fixed):
+            slot, stride = slot + fvars[d] * stride, stride * shape[d]
+        return Fragment.from_exprs(shape, fvars, layout.thread(outer, rep=layout.replicate_var),
+                                   layout.index(outer) * stride + slot, replicate=layout.replicate_size,
+                                   replicate_var=layout.replicate_var)
 
     # -- checks
     def check(self) -> None:
@@ -460,12 +522,25 @@ class _Inference:
         loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
         frag_thread, _ = layout.evaluate_all()
         points = np.indices(loop_thread.shape[:-1])
+        shape = self._shape(buf)
+        # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it reaches
+        fixed = [d for d, e in enumerate(indices)
+                 if as_int(e) is None and not any(_uses(e, v) for v in nest.loop_vars)]
+        for values in itertools.product(*[range(shape[d]) for d in fixed]):
+            chosen = list(indices)
+            for d, value in zip(fixed, values):
+                chosen[d] = tirx.IntImm("int32", value)
+            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
+            if conflict is not None:
+                return conflict
+        return None
+
+    def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape) -> str | None:
         try:  # the fragment element each iteration touches
             env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
             key = tuple(np.broadcast_to(evaluate(e, env), points.shape[1:]) for e in indices)
         except (KeyError, TypeError, ValueError):
             key = None
-        shape = self._shape(buf)
         if key is None or any(((k < 0) | (k >= n)).any() for k, n in zip(key, shape)):
             raise CompileError(
                 f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "

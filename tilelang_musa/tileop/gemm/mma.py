@@ -47,14 +47,14 @@ class Path:
     staged_operands: int = 0  # how many fragment operands may be staged through shared memory (registry.py)
 
 
-def _k_major(operand: str, gemm) -> bool:
+def k_major(operand: str, gemm) -> bool:
     """Whether the operand's stored rows run along K (A stored M x K, or B stored N x K)."""
     return not gemm.trans_A if operand == "A" else gemm.trans_B
 
 
 def _swizzled_layout(region, operand: str, gemm):
     shape = [int(e) for e in region.buffer.ty.shape]
-    return make_sqmma_swizzled_layout((shape, region.dtype), k_major=_k_major(operand, gemm))
+    return make_sqmma_swizzled_layout((shape, region.dtype), k_major=k_major(operand, gemm))
 
 
 def _operand_kind(region) -> str | None:
@@ -120,6 +120,9 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
                 if path.swizzled:
                     if region.buffer in ctx.views:
                         return f"operand {what} is a T.view / T.reshape view, whose storage cannot be swizzled"
+                    if region.buffer in ctx.mixed_major:
+                        return (f"operand {what} (`{region.name}`) is read K-major by one T.gemm and MN-major by "
+                                "another: no one swizzle serves both")
                     try:
                         _swizzled_layout(region, what, gemm)
                     except LayoutError as err:
@@ -174,7 +177,7 @@ def _lower(path: Path):
             for what, region in (("A", gemm.A), ("B", gemm.B)):
                 cols, elem = int(region.buffer.ty.shape[-1]), tvm.runtime.DataType(region.dtype).bits // 8
                 continuity = cols if cols * elem <= SWIZZLE_LINE else SWIZZLE_LINE // elem
-                granularity = canonical_sqmma_granularity(elem * 8, _k_major(what, gemm))
+                granularity = canonical_sqmma_granularity(elem * 8, k_major(what, gemm))
                 params += f", {continuity}, {granularity}"
         # wg_wait=-1 on SQMMA: issue without waiting (the kernel calls T.wait_sqmma before using C)
         nowait = "_nowait" if path.name == "SQMMA" and gemm.wg_wait < 0 else ""
