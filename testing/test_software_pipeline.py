@@ -2,6 +2,8 @@
 steady state, epilogue; multi-buffered shared tiles; LDLMS loads in commit groups), on mp_22 and mp_31."""
 
 
+import re
+
 import pytest
 import torch
 import tvm
@@ -537,3 +539,63 @@ def test_flash_attention_with_two_stages_and_a_causal_tail_matches_torch(arch, c
     kernel(q, k, v, out)
     torch.testing.assert_close(out.float(), fa.example.ref_program(q, k, v, True, 1, "bshd").float(),
                                rtol=1e-2, atol=1e-2)
+
+
+def persistent_gemm(M, N, K, tiles_per_block, bm=32, bn=32, bk=32, num_stages=2, use_while=False):
+    """Each block computes `tiles_per_block` output tiles one after another (a persistent or stream-K GEMM): the
+    pipelined loop runs once per tile, in a serial loop or in a `while` whose bound is read at run time."""
+    grid_n = N // bn
+
+    @T.prim_func
+    def persistent(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32"),
+                   counts: T.Tensor((1,), "int32")):
+        with T.Kernel(M * N // (bm * bn) // tiles_per_block, threads=128) as b:
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            t = T.alloc_var("int32")
+            t = 0
+            if use_while:
+                while t < counts[0]:
+                    tile = b * tiles_per_block + t
+                    T.clear(acc)
+                    for k in T.Pipelined(K // bk, num_stages=num_stages):
+                        T.copy(A[tile // grid_n * bm, k * bk], A_s)
+                        T.copy(B[k * bk, tile % grid_n * bn], B_s)
+                        T.gemm(A_s, B_s, acc)
+                    T.copy(acc, C[tile // grid_n * bm, tile % grid_n * bn])
+                    t = t + 1
+            else:
+                for s in T.serial(tiles_per_block):
+                    tile = b * tiles_per_block + s
+                    T.clear(acc)
+                    for k in T.Pipelined(K // bk, num_stages=num_stages):
+                        T.copy(A[tile // grid_n * bm, k * bk], A_s)
+                        T.copy(B[k * bk, tile % grid_n * bn], B_s)
+                        T.gemm(A_s, B_s, acc)
+                    T.copy(acc, C[tile // grid_n * bm, tile % grid_n * bn])
+
+    return persistent
+
+
+# A `while` around barriers on mp_22 is still ThreadSync's "condition may differ between threads" error.
+@pytest.mark.parametrize("arch, use_while", [("mp_22", False), ("mp_31", False), ("mp_31", True)])
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_pipelined_loop_run_again_by_an_outer_loop_continues_the_barrier_phases(arch, use_while, num_stages):
+    """Three iterations a run, so a ring's slots have completed an odd number of phases when the next run starts:
+    its parities must follow every run's iterations (restarting them at zero left the waits on a phase nobody
+    would complete: a deadlock)."""
+    M, N, K, tiles = 64, 64, 96, 2
+    kernel = tilelang.compile(persistent_gemm(M, N, K, tiles, num_stages=num_stages, use_while=use_while),
+                              target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    if arch == "mp_31":
+        assert "pipeline_iterations_done[0] = 0;" in source, source
+        assert "pipeline_iterations_done[0] = pipeline_iterations_done[0] + 3;" in source, source
+        assert re.search(r"tl::barrier_wait\([^;]*pipeline_iterations_done\[0\]", source), source
+    else:
+        assert "pipeline_iterations_done" not in source and "tl::barrier_wait" not in source
+    a, b = rand((M, K), torch.float16, 1), rand((K, N), torch.float16, 2)
+    c = poison((M, N), torch.float32)
+    kernel(a, b, c, torch.tensor([tiles], dtype=torch.int32))
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=2e-2)

@@ -26,6 +26,7 @@ from .warp import (
 from .copy import copy
 from .tma import tma_copy, tma_store_arrive, tma_store_wait
 from .transpose import transpose
+from .im2col import c2d_im2col, im2col
 from .logical import all_of, any_of
 from .vote import (
     __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
@@ -111,7 +112,7 @@ __all__ = [
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
-    "thread_return", "transpose", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
+    "thread_return", "transpose", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",

@@ -51,10 +51,27 @@ class _TensorMeta(type):
 
 
 class Tensor(metaclass=_TensorMeta):
-    """`T.Tensor(shape, dtype)`: annotation of a global tensor parameter."""
+    """`T.Tensor(shape, dtype)`: annotation of a global tensor parameter. Inside a kernel, `T.Tensor(shape, dtype,
+    buf.data)` (upstream's buffer over another's storage) is `T.view(buf, shape, dtype)`."""
 
-    def __new__(cls, shape: Any, dtype: Any = "float32", strides: Any = None) -> TensorType:  # type: ignore[misc]
+    def __new__(cls, shape: Any, dtype: Any = "float32", strides: Any = None, data: Any = None) -> Any:  # type: ignore[misc]
+        if data is None and _storage_of(strides) is not None:
+            strides, data = None, strides  # T.Tensor(shape, dtype, buf.data): the third argument is the storage
+        if data is not None:
+            source = _storage_of(data)
+            if source is None:
+                raise TypeError(f"T.Tensor(shape, dtype, data): data must be a buffer's `.data`; got {data!r}")
+            from .view import view
+
+            return view(source, _shape(shape), dtype)
         return TensorType(_shape(shape), canonical_dtype(dtype), None if strides is None else _shape(strides))
+
+
+def _storage_of(value: Any) -> Any:
+    """The buffer whose storage `value` (`buf.data`) is, else None."""
+    if isinstance(value, tvm.ir.Call) and isinstance(value.op, tvm.ir.Op) and str(value.op.name) == "tirx.buffer_data":
+        return value.args[0]
+    return None
 
 
 Buffer = Tensor

@@ -234,7 +234,11 @@ def in_order(loop: tirx.For) -> tirx.For:
     return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, kept, loop.step)
 
 
-def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: list, used_outside: set) -> Any:
+def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: list, used_outside: set,
+                  counters: list | None = None) -> Any:
+    """The loop pipelined. With `counters` (the loop runs again and again: it is inside another loop), a TME
+    ring's slots and parities follow a count of the iterations of every run so far (a barrier's phases do not
+    restart with the loop), kept in a per-thread counter appended to `counters` and to `barriers`."""
     if loop.step is not None and as_int(loop.step) != 1:
         raise CompileError("T.Pipelined: a loop with a step cannot be pipelined", loc_of(loop))
     body = pipeline_units(loop)
@@ -279,9 +283,18 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
                                                          * group.ring}))
     n, lo = loop.extent, loop.min
     ana = tvm.sym.Analyzer()
+    ran = None  # the iterations earlier runs of the loop took: the rings' phases went on with them
+    if counters is not None and any(g.kind == TME for g in schedule.groups):
+        ran = Tb.buffer([1], n.ty.dtype, scope="local")
+        IRBuilder.name("pipeline_iterations_done", ran)
+        counters.append(ran)
+        barriers.append(tirx.AllocBuffer(ran))
+
+    def ring_index(iteration: Any) -> Any:
+        return iteration if ran is None else ran[0] + iteration
 
     def slot(group: _Group, iteration: Any) -> Any:
-        return group.barrier[tirx.floormod(iteration, group.ring) if group.ring > 1 else 0]
+        return group.barrier[tirx.floormod(ring_index(iteration), group.ring) if group.ring > 1 else 0]
 
     def at_iteration(unit: Unit, iteration: Any) -> Any:
         kind = kinds.get(unit.index)
@@ -319,8 +332,9 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
                 if (id(group), stages[unit.index]) in waited:
                     continue
                 waited.add((id(group), stages[unit.index]))
-                parity = tirx.floormod(tirx.floordiv(iteration, group.ring), 2) if group.ring > 1 else \
-                    tirx.floormod(iteration, 2)
+                index = ring_index(iteration)
+                parity = tirx.floormod(tirx.floordiv(index, group.ring), 2) if group.ring > 1 else \
+                    tirx.floormod(index, 2)
                 wait = barrier_call(BARRIER_WAIT_OP, slot(group, iteration), parity)
                 out.append(wait if cond is None else tirx.IfThenElse(cond, wait, None))
             group = schedule.group_of.get(unit.index)
@@ -355,6 +369,8 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
         stmts += pipeline_iteration(start + e, guarded=True)
     if schedule.ldlms:
         stmts.append(wait_group(0))
+    if ran is not None:
+        stmts.append(tirx.BufferStore(ran, ran[0] + n, [0]))
     return tirx.SeqStmt(stmts)
 
 
@@ -377,13 +393,20 @@ def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     threads = thread_info(func)
     uses = BufferUses(func.body)
     ranged = [0]  # inside an `if` on the thread index or a T.ws region: not every thread arrives
+    depth = [0]  # loops around the node: a pipelined loop among them runs more than once
+    counters: list = []  # iteration counters of repeated pipelined loops, zeroed before their outermost loop
 
-    def on_for(node, mutator):
+    def around_loop(node, mutator):
+        depth[0] += 1
         node = mutator.default_mutate(node)
-        if SCHEDULE_STAGE not in node.annotations:
-            return node
-        here = modes if not ranged[0] else dataclasses.replace(modes, tme=False)
-        return pipeline_loop(node, versions, here, barriers, uses.outside(node))
+        depth[0] -= 1
+        if isinstance(node, tirx.For) and SCHEDULE_STAGE in node.annotations:
+            here = modes if not ranged[0] else dataclasses.replace(modes, tme=False)
+            node = pipeline_loop(node, versions, here, barriers, uses.outside(node), counters if depth[0] else None)
+        if depth[0] == 0 and counters:
+            node = tirx.SeqStmt([tirx.BufferStore(c, tirx.const(0, c.ty.dtype), [0]) for c in counters] + [node])
+            counters.clear()
+        return node
 
     def on_if(node, mutator):
         on_threads = bool(thread_conditions(node.condition, threads))
@@ -399,8 +422,8 @@ def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
         ranged[0] -= is_ws
         return node
 
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.For, on_for), (tirx.IfThenElse, on_if),
-                                                 (tirx.AttrStmt, on_attr)])
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.For, around_loop), (tirx.While, around_loop),
+                                                 (tirx.IfThenElse, on_if), (tirx.AttrStmt, on_attr)])
     if barriers:
         body = declare_buffers_first(body, barriers)
     if not versions:

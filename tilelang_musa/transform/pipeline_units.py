@@ -29,7 +29,8 @@ SHARED_SCOPES = ("shared", "shared.dyn")
 GEMM_OP = "tl.tileop.gemm"
 # Tile ops whose operands are read (all but the last region, which is written) - every other tile op is taken to
 # read and write each region it names.
-_READS_ALL_BUT_LAST = ("tl.tileop.copy", "tl.tileop.reduce", "tl.tileop.cumsum", "tl.tileop.transpose")
+_READS_ALL_BUT_LAST = ("tl.tileop.copy", "tl.tileop.reduce", "tl.tileop.cumsum", "tl.tileop.transpose",
+                       "tl.tileop.im2col")
 _WRITES_ONLY = ("tl.tileop.fill",)
 
 

@@ -31,14 +31,19 @@ from tvm.tirx.script import builder as Tb
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, SQUAD_THREADS, WS_ATTR
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.pass_config import PassConfigKey, enabled
-from ..ir.utils import as_int, declare_buffers, thread_info
+from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
+from ..tileop.registry import is_tile_op
 from ..tileop.tme_copy import PIPELINED_ATTR, TmeCopy
 from .inject_software_pipeline import (
     TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
 )
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
-from .pipeline_units import flatten, pipeline_units, version_count
+from .pipeline_units import accesses, flatten, pipeline_units, version_count
+
+# Buffers a statement copied into the producer may write (each thread's own) and read (no tile of another squad).
+_PER_THREAD = ("local", "local.var")
+_READABLE = ("global", "local", "local.var")
 
 
 def _thread_attr(body: Any) -> tuple[list, tirx.AttrStmt] | None:
@@ -127,14 +132,17 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
                 body.append(barrier_call(BARRIER_ARRIVE_OP, empty[slot]))
         return body
 
-    top = [s for s in stmts if isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
-    rest = [s for s in stmts if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+    top, rest, late = _hoist_declarations(stmts)
+    prologue = rest[:[i for i, s in enumerate(rest) if s.same_as(loop)][0]]
+    setup = _producer_setup(prologue, [s for i in loads for s in units[i].stmts], late)
+    if setup is None:
+        return func  # the loads' addresses come from statements only the consumers can run: one squad
     consumer = [serial(consumer_body) if s.same_as(loop) else s for s in rest]
     producer_squad = block // SQUAD_THREADS
     regions = [
         _region(f"producer squad T.ws({producer_squad}) of T.Pipelined",
                 tirx.LE(tirx.const(block, tid.ty.dtype), tid),
-                [serial(producer_body)]),
+                _renamed_bindings(setup + [serial(producer_body)])),
         _region(f"consumer squads T.ws(0..{producer_squad - 1}) of T.Pipelined", tirx.LT(tid, block), consumer),
     ]
     body = tirx.SeqStmt(top + regions)
@@ -154,6 +162,80 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     for outer in reversed(chain[:-1]):
         node = tirx.AttrStmt(outer.node, outer.attr_key, outer.value, node)
     return func.with_body(node)
+
+
+def _hoist_declarations(stmts: list) -> tuple[list, list, set]:
+    """(the allocations and the bindings both squads see, placed above the regions; the other statements in order;
+    the variables of bindings left among them). A binding moves up only when its value reads nothing an earlier
+    statement writes (`m_start = bx * bm - offsets[g]` after a loop storing `g` stays where it is)."""
+    top, rest, written, late = [], [], set(), set()
+    for s in stmts:
+        if isinstance(s, tirx.AllocBuffer):
+            top.append(s)
+            continue
+        if isinstance(s, tirx.Bind) and not (_vars_used(s.value) & (written | late)):
+            top.append(s)
+            continue
+        if isinstance(s, tirx.Bind):
+            late.add(s.var)
+        else:
+            written |= accesses(s)[1]
+        rest.append(s)
+    return top, rest, late
+
+
+def _producer_setup(prologue: list, loads: list, late: set) -> list | None:
+    """The statements before the loop that the producer's loads depend on (a group index found by a loop over an
+    offsets table, bindings of it), copied for the producer squad with fresh binding variables; None when one of
+    them is not a per-thread computation (it fills a tile, reads shared memory, writes a buffer other than a
+    `T.alloc_var` / `T.alloc_local`): then only the consumers may run it."""
+    need = set().union(*(_vars_used(s) for s in loads)) if loads else set()
+    chosen = []
+    for s in reversed(prologue):
+        if isinstance(s, tirx.Bind):
+            if s.var in need:
+                chosen.append(s)
+                need |= _vars_used(s.value)
+            continue
+        reads, writes = accesses(s)
+        if not writes & need:
+            continue
+        if any(scope_of(b) not in _PER_THREAD for b in writes) or any(scope_of(b) not in _READABLE for b in reads) \
+                or _has_tile_op(s):
+            return None
+        chosen.append(s)
+        need |= _vars_used(s)
+    return chosen[::-1]
+
+
+def _renamed_bindings(stmts: list) -> list:
+    """`stmts` with each binding's variable (its definition and every use) replaced by a fresh one, so a binding
+    copied into the producer's region defines a variable of its own."""
+    bound = []
+    for s in stmts:
+        tvm_ffi.structural_walk(s, [(tirx.Bind, lambda b: bound.append(b.var))], order="pre")
+    fresh = {v: tirx.Var(v.name, v.ty.dtype) for v in bound}
+
+    def on_bind(node, mutator):
+        node = mutator.default_mutate(node)  # the value's uses; the defined variable is a field of its own
+        return tirx.Bind(fresh[node.var], node.value) if node.var in fresh else node
+
+    return [tvm_ffi.structural_mutate(s, [(tirx.Bind, on_bind), (tvm.ir.expr.Var, lambda v, m: fresh.get(v, v))])
+            for s in stmts]
+
+
+def _vars_used(node: Any) -> set:
+    """The variables (scalars and buffers) `node` mentions."""
+    out: set = set()
+    tvm_ffi.structural_walk(node, [(tvm.ir.expr.Var, out.add)], order="pre")
+    return out
+
+
+def _has_tile_op(stmt: Any) -> bool:
+    found = []
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, lambda c: found.append(c) if is_tile_op(c) else None)],
+                            order="pre")
+    return bool(found)
 
 
 def _region(label: str, cond: Any, body: list) -> Any:
