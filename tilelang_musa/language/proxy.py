@@ -8,7 +8,6 @@ a macro checks each tile it is given against its annotation (`check_macro_argume
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import tvm
@@ -17,19 +16,7 @@ from tvm.tirx.script import builder as Tb
 
 from .builder import DiscoveryDone, KernelTrace, Param, _UNBOUND
 from .dtypes import DType, Pointer, canonical_dtype
-
-
-@dataclass(frozen=True)
-class TensorType:
-    """The type of a tensor parameter: shape (ints or size expressions), dtype, optional strides."""
-
-    shape: tuple
-    dtype: str
-    strides: tuple | None = None
-    scope: str = "global"
-
-    def __repr__(self) -> str:
-        return f"T.Tensor({self.shape}, {self.dtype!r})"
+from .tensor_type import TensorType
 
 
 def _shape(shape: Any) -> tuple:

@@ -20,7 +20,7 @@ from ..errors import CompileError, ViewSizeError
 from ..ir.trace import OPEN_TRACES
 from .builder import current_trace, is_buffer, take_name
 from .dtypes import canonical_dtype
-from .proxy import TensorType
+from .tensor_type import TensorType
 
 
 def _size(shape) -> Any:
