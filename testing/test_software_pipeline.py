@@ -546,6 +546,15 @@ def persistent_gemm(M, N, K, tiles_per_block, bm=32, bn=32, bk=32, num_stages=2,
     pipelined loop runs once per tile, in a serial loop or in a `while` whose bound is read at run time."""
     grid_n = N // bn
 
+    @T.macro
+    def one_tile(A, B, C, A_s, B_s, acc, tile):
+        T.clear(acc)
+        for k in T.Pipelined(K // bk, num_stages=num_stages):
+            T.copy(A[tile // grid_n * bm, k * bk], A_s)
+            T.copy(B[k * bk, tile % grid_n * bn], B_s)
+            T.gemm(A_s, B_s, acc)
+        T.copy(acc, C[tile // grid_n * bm, tile % grid_n * bn])
+
     @T.prim_func
     def persistent(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32"),
                    counts: T.Tensor((1,), "int32")):
@@ -557,23 +566,11 @@ def persistent_gemm(M, N, K, tiles_per_block, bm=32, bn=32, bk=32, num_stages=2,
             t = 0
             if use_while:
                 while t < counts[0]:
-                    tile = b * tiles_per_block + t
-                    T.clear(acc)
-                    for k in T.Pipelined(K // bk, num_stages=num_stages):
-                        T.copy(A[tile // grid_n * bm, k * bk], A_s)
-                        T.copy(B[k * bk, tile % grid_n * bn], B_s)
-                        T.gemm(A_s, B_s, acc)
-                    T.copy(acc, C[tile // grid_n * bm, tile % grid_n * bn])
+                    one_tile(A, B, C, A_s, B_s, acc, b * tiles_per_block + t)
                     t = t + 1
             else:
                 for s in T.serial(tiles_per_block):
-                    tile = b * tiles_per_block + s
-                    T.clear(acc)
-                    for k in T.Pipelined(K // bk, num_stages=num_stages):
-                        T.copy(A[tile // grid_n * bm, k * bk], A_s)
-                        T.copy(B[k * bk, tile % grid_n * bn], B_s)
-                        T.gemm(A_s, B_s, acc)
-                    T.copy(acc, C[tile // grid_n * bm, tile % grid_n * bn])
+                    one_tile(A, B, C, A_s, B_s, acc, b * tiles_per_block + s)
 
     return persistent
 

@@ -50,3 +50,32 @@ def test_view_outside_kernel_declared_buffer_dtype():
     assert str(viewed.dtype) == "uint8" and tuple(int(d) for d in viewed.shape) == (16, 16)
     with pytest.raises(AssertionError):
         T.view(A, (16, 17), dtype=T.uint8)
+
+
+def row_into_view_program(rows, cols, tile_cols, row):
+    """One row of a shared tile wider than the view stored at view row `row`: the columns past `cols` belong to no
+    element of the view and must be dropped, not written into the next row of the viewed tensor."""
+
+    @T.prim_func
+    def main(A: T.Tensor((1, tile_cols), "float32"), B: T.Tensor((rows * cols,), "float32")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((1, tile_cols), "float32")
+            T.copy(A[0, 0], tile)
+            B_rows = T.view(B, (rows, cols))
+            T.copy(tile, B_rows[row, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_store_through_a_global_view_is_guarded_by_the_views_shape(arch):
+    rows, cols, tile_cols, row = 8, 20, 32, 2
+    kernel = tilelang.compile(row_into_view_program(rows, cols, tile_cols, row), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    # The guard is on the view's column (4-wide stores: 5 threads cover its 20 columns), not on B's total size.
+    assert "((int)threadIdx.x) < 5)" in source, source
+    a, b = rand((1, tile_cols), torch.float32), rand((rows * cols,), torch.float32, seed=1)
+    expected = b.clone().view(rows, cols)
+    expected[row] = a[0, :cols]
+    kernel(a, b)
+    torch.testing.assert_close(b.view(rows, cols), expected)

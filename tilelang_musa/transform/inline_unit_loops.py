@@ -14,7 +14,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.utils import as_int, substitute
-from .pass_base import tl_pass
+from .pass_base import tl_body_pass
 
 _INLINED_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED)
 
@@ -32,10 +32,5 @@ def inline_unit_loops(stmt: Any) -> Any:
     return tvm_ffi.structural_mutate(stmt, [(tirx.For, on_for)])
 
 
-def _inline_in_func(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    body = inline_unit_loops(func.body)
-    return func if body.same_as(func.body) else func.with_body(body)
-
-
 def InlineUnitLoops():  # noqa: N802
-    return tl_pass("InlineUnitLoops", _inline_in_func)
+    return tl_body_pass("InlineUnitLoops", inline_unit_loops)

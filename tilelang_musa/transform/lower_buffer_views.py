@@ -8,7 +8,8 @@ The element keeps its row-major position. Runs after every tile op is lowered (t
 operands, read with the view's shape) and before the passes that reason about buffers: barriers, bounds
 guards and shared-memory planning then see one buffer. Views of fragments go earlier, before LayoutInference
 (`scopes=FRAGMENT_VIEWS`): a loop over a reshaped fragment then reads the fragment itself, whose layout it follows
-(`v[i]` -> `f[i // 32, i % 32]`).
+(`v[i]` -> `f[i // 32, i % 32]`). Views of global tensors go last, after SafeMemoryAccess: a bounds guard is
+on the view's own shape (a tile wider than a view's row must not spill into the next row of the tensor).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .pass_base import tl_pass
 
 
 FRAGMENT_VIEWS = ("local.fragment",)
+ON_CHIP_VIEWS = ("local.fragment", "shared", "shared.dyn", "local")
 
 
 def _root(views: dict, buffer):

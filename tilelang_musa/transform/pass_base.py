@@ -24,6 +24,16 @@ def tl_pass(name: str, fn: Callable[[tirx.PrimFunc], tirx.PrimFunc]):
     return tirx.transform.prim_func_pass(lambda func, mod, ctx: fn(func), opt_level=0, name=f"tl.{name}")
 
 
+def tl_body_pass(name: str, rewrite: Callable[[Any], Any]):
+    """A PrimFunc pass named `tl.<name>` that rewrites the function's body with `rewrite(body)`."""
+
+    def on_func(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        body = rewrite(func.body)
+        return func if body.same_as(func.body) else func.with_body(body)
+
+    return tl_pass(name, on_func)
+
+
 def run_pass(p: Any, mod: Any) -> Any:
     take_recent_error()
     try:

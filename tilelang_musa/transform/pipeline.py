@@ -18,7 +18,7 @@ from .inline_unit_loops import InlineUnitLoops
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_async_barriers import LowerAsyncBarriers
-from .lower_buffer_views import FRAGMENT_VIEWS, LowerBufferViews
+from .lower_buffer_views import FRAGMENT_VIEWS, ON_CHIP_VIEWS, LowerBufferViews
 from .lower_fp4_storage import LowerFP4Storage
 from .lower_fragment_access import LowerFragmentAccess
 from .lower_global_layout import LowerGlobalLayout
@@ -74,8 +74,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerTmeCopy(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
         LowerTileOp(configs, late=True),
-        # Accesses through T.view / T.reshape views go to the viewed buffers (every op is lowered by now).
-        LowerBufferViews(),
+        # Accesses through T.view / T.reshape views of on-chip buffers go to the viewed buffers (every op is lowered
+        # by now), so barriers and shared-memory planning see one buffer.
+        LowerBufferViews(ON_CHIP_VIEWS),
         # T.wait_sqmma: the SQMMA completion wait where SQMMA exists, nothing elsewhere.
         LowerWaitSqmma(),
         # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.
@@ -86,6 +87,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         PartitionParallelLoop(configs),
         # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
         SafeMemoryAccess(configs),
+        # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout applies.
+        LowerBufferViews(),
         # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
         LowerGlobalLayout(),
         # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.

@@ -15,7 +15,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.utils import Var
-from .pass_base import tl_pass
+from .pass_base import tl_body_pass
 
 
 def _calls_nothing(expr: Any) -> bool:
@@ -46,10 +46,5 @@ def remove_unused_binds(stmt: Any) -> Any:
     return tvm_ffi.structural_mutate(stmt, [(tirx.SeqStmt, on_seq)])
 
 
-def _remove_in_func(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    body = remove_unused_binds(func.body)
-    return func if body.same_as(func.body) else func.with_body(body)
-
-
 def RemoveUnusedBinds():  # noqa: N802
-    return tl_pass("RemoveUnusedBinds", _remove_in_func)
+    return tl_body_pass("RemoveUnusedBinds", remove_unused_binds)
