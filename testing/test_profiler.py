@@ -71,6 +71,16 @@ def test_the_simulator_says_once_that_times_are_not_device_time(monkeypatch, cap
     assert capsys.readouterr().err.count("not MUSA device time") == 1
 
 
+def test_kernels_in_the_simulator_are_timed_on_the_wall_clock_even_where_torch_musa_reports_a_device(monkeypatch):
+    """device=None follows where kernels run: with TILELANG_EXECUTION_BACKEND=sim that is the CPU, whatever
+    torch.musa says (a torch_musa install on a machine whose kernels are simulated)."""
+    import types
+
+    monkeypatch.setenv("TILELANG_EXECUTION_BACKEND", "sim")
+    monkeypatch.setattr(torch, "musa", types.SimpleNamespace(is_available=lambda: True), raising=False)
+    assert do_bench(Sleeper(0.0), n_warmup=1, n_repeat=2, backend="cupti") >= 0.0
+
+
 def test_an_estimate_above_early_stop_baseline_is_returned_untimed():
     fn = Sleeper(2.0)
     assert do_bench(fn, early_stop_baseline=0.5) >= 2.0

@@ -55,7 +55,8 @@ def do_bench(
     """Milliseconds per run of `fn` (see the module docstring for the protocol).
 
     device: where `fn` runs: "musa" (or an int / torch.device of a MUSA device) times with MUSA events, "cpu" is
-    the simulator and times with the wall clock; None picks "musa" when torch_musa sees a device, else "cpu".
+    the simulator and times with the wall clock; None: where kernels run (the backend execution_backend="auto"
+    resolves to: the MUSA device, or the simulator where there is none or TILELANG_EXECUTION_BACKEND=sim).
     backend: "event" (the only device timer here; the simulator accepts and ignores all three upstream names).
     cache_size: the flush buffer in MiB (default: 256 on a device, the host's last-level cache in the simulator).
     early_stop_baseline: when the estimate already exceeds it (ms), the estimate is returned without timing.
@@ -96,15 +97,16 @@ def do_bench(
 
 def _on_device(device: int | str | torch.device | None) -> bool:
     if device is None:
-        return _musa_available()
+        return _kernels_run_on_device()
     if isinstance(device, int):
         return True
     return torch.device(device).type == "musa"
 
 
-def _musa_available() -> bool:
-    musa = getattr(torch, "musa", None)
-    return musa is not None and bool(musa.is_available())
+def _kernels_run_on_device() -> bool:
+    from ..jit.backend import musa_device_present, resolve_backend
+
+    return resolve_backend(None).name != "sim" and musa_device_present()
 
 
 class _WallClock:
