@@ -804,7 +804,7 @@ def test_e8m0_scale_tensors_match_torch(arch):
                 W[bx * 256 + i] = T.cast(E[bx * 256 + i], "float32")
 
     kernel = compile_for(main, arch)
-    assert "fp8_e8m0_t* __restrict__ E" in kernel.get_kernel_source()
+    assert "fp8_e8_t* __restrict__ E" in kernel.get_kernel_source()
     g = torch.Generator().manual_seed(27)
     bits = torch.randint(-2 ** 31, 2 ** 31 - 1, (N,), generator=g, dtype=torch.int64).to(torch.int32)
     x = bits.view(torch.float32).clone()  # every exponent, subnormals, infinities and NaNs

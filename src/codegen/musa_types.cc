@@ -29,7 +29,7 @@ std::string ScalarTypeName(DataType t) {
   if (t.is_bfloat16()) return "bfloat16_t";
   if (t.is_float8()) {
     return t.code() == DataType::kFloat8E4M3FN ? "fp8_e4_t" : t.code() == DataType::kFloat8E5M2 ? "fp8_e5_t"
-                                                                                                  : "fp8_e8m0_t";
+                                                                                                  : "fp8_e8_t";
   }
   if (t.is_float()) {
     switch (t.bits()) {

@@ -9,7 +9,7 @@ _SCALAR = {
     "int8": "signed char", "int16": "short", "int32": "int", "int64": "int64_t",
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "uint64_t",
     "bool": "bool",
-    "float8_e4m3fn": "fp8_e4_t", "float8_e5m2": "fp8_e5_t", "float8_e8m0fnu": "fp8_e8m0_t",
+    "float8_e4m3fn": "fp8_e4_t", "float8_e5m2": "fp8_e5_t", "float8_e8m0fnu": "fp8_e8_t",
 }
 
 

@@ -119,10 +119,10 @@ using fp8_e5_t = fp8_t<2, 15, 0x7Bu, 0x7Cu, false>;
  *        float's exponent, plus one when the mantissa is at least half (more than half for subnormal floats);
  *        the sign is dropped; infinity and NaN become NaN.
  */
-struct fp8_e8m0_t {
+struct fp8_e8_t {
   uint8_t bits;
-  fp8_e8m0_t() = default;
-  TL_HOST_DEVICE fp8_e8m0_t(float x) {  // NOLINT: converts implicitly, as half_t does
+  fp8_e8_t() = default;
+  TL_HOST_DEVICE fp8_e8_t(float x) {  // NOLINT: converts implicitly, as half_t does
     uint32_t f;
     __builtin_memcpy(&f, &x, 4);
     const uint32_t exp = (f >> 23) & 0xFFu, man = f & 0x7FFFFFu;
@@ -185,7 +185,7 @@ struct is_half_like : std::integral_constant<bool, std::is_same<T, half_t>::valu
                                                        std::is_same<T, bfloat16_t>::value ||
                                                        std::is_same<T, fp8_e4_t>::value ||
                                                        std::is_same<T, fp8_e5_t>::value ||
-                                                       std::is_same<T, fp8_e8m0_t>::value> {};
+                                                       std::is_same<T, fp8_e8_t>::value> {};
 
 // Alignment of an N-lane vector: its size when that is a power of two, capped at 16 bytes (the widest single
 // access), so that a 16-byte-aligned array can be viewed as any vector of its elements.
@@ -597,5 +597,5 @@ TL_DEVICE int get_warp_idx() {
 using tl::bfloat16_t;
 using tl::fp8_e4_t;
 using tl::fp8_e5_t;
-using tl::fp8_e8m0_t;
+using tl::fp8_e8_t;
 using tl::half_t;
