@@ -286,3 +286,29 @@ def test_a_fragment_read_outside_parallel_is_held_by_every_thread(arch):
     a, b = rand((8, 128), torch.float32, 66), poison((2, 128), torch.float32)
     kernel(m, a, b)
     torch.testing.assert_close(b, a[[3, 5]])
+
+
+def scalar_var_in_parallel_program(M, threads=64):
+    @T.prim_func
+    def main(Data: T.Tensor((M,), "int32")):
+        with T.Kernel(1, threads=threads):
+            idx = T.alloc_var(T.int32)
+            for i in T.Parallel(M):
+                idx = i * 3
+                Data[i] = idx + 1
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_parallel_loop_writing_a_scalar_variable_runs_lane_by_lane(arch):
+    """Every lane of a vector would write the one `idx` and read it back: such a loop is not vectorized (it was,
+    storing one lane's value into all four elements)."""
+    M = 2048
+    kernel = tilelang.compile(scalar_var_in_parallel_program(M), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::broadcast<int, 4>(idx)" not in source and "(&idx)" not in source, source
+    assert "idx = (it * 192) + (((int)threadIdx.x) * 3);" in source, source
+    data = torch.full((M,), -7, dtype=torch.int32)
+    kernel(data)
+    torch.testing.assert_close(data, torch.arange(M, dtype=torch.int32) * 3 + 1)

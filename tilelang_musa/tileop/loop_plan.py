@@ -170,7 +170,7 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     """The widest V (16 bytes per access at most, and at most `cap` elements: the loop's coalesced_width) for
     which every global/shared access of `body` is contiguous in `inner_var`, V-aligned, and inside a V-aligned
     piece of its buffer."""
-    if disable or _has_call_statement(body):
+    if disable or _has_call_statement(body) or _stores_a_lane_invariant_private(body, inner_var):
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
     if not accesses:
@@ -185,6 +185,17 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
             return width
         width //= 2
     return 1
+
+
+def _stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:
+    """Whether `body` stores to a thread-private element that every lane would share (`idx = i` into a
+    T.alloc_var): the lanes' writes would collide and the reads after them need each lane's own value."""
+    for access in collect_accesses(body):
+        if access.is_store and scope_of(access.buffer) not in ("global", "shared", "shared.dyn"):
+            index = flat_index(access.buffer, access.indices)
+            if substitute(index, {inner_var: tirx.const(0, "int32")}).same_as(index):
+                return True
+    return False
 
 
 def _has_call_statement(body: Any) -> bool:
