@@ -312,3 +312,36 @@ def test_a_parallel_loop_writing_a_scalar_variable_runs_lane_by_lane(arch):
     data = torch.full((M,), -7, dtype=torch.int32)
     kernel(data)
     torch.testing.assert_close(data, torch.arange(M, dtype=torch.int32) * 3 + 1)
+
+
+def broadcast_fragment_program(rows, cols, repeat, threads=128):
+    """`A_local[i, j // repeat]`: each element of A_local is read by `repeat` iterations, which the loop's own
+    partition spreads over several threads: no register layout of A_local serves them all."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), "int32"), B: T.Tensor((rows, cols * repeat), "int32")):
+        with T.Kernel(1, threads=threads):
+            A_local = T.alloc_fragment((rows, cols), "int32")
+            T.copy(A, A_local)
+            for i, j in T.Parallel(rows, cols * repeat):
+                B[i, j] += A_local[i, j // repeat]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_fragment_read_with_a_many_to_one_index_is_read_from_a_shared_tile(arch, monkeypatch):
+    from tilelang_musa import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())  # the warning is once per process; each arch checks it
+    rows, cols, repeat = 16, 14, 32
+    with pytest.warns(tilelang.TileLangWarning, match="read from a 896-byte shared-memory tile in this T.Parallel"):
+        kernel = tilelang.compile(broadcast_fragment_program(rows, cols, repeat), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert re.search(r"A_local_exchange\[.*\] = A_local\[", source), source
+    assert "tl::gather(A_local_exchange" in source, source
+    a = torch.randint(-100, 100, (rows, cols), dtype=torch.int32)
+    b = torch.randint(-100, 100, (rows, cols * repeat), dtype=torch.int32)
+    expected = b + a.repeat_interleave(repeat, dim=1)
+    kernel(a, b)
+    torch.testing.assert_close(b, expected)

@@ -124,7 +124,7 @@ class _Nest:
 @dataclass
 class _Exchange:
     """A fragment the nest reads (or writes) in another layout: `copy` is the fragment in the nest's layout,
-    `tile` the shared tile the elements pass through."""
+    `tile` the shared tile the elements pass through (`copy` is `tile` when the nest reads the tile itself)."""
 
     copy: Any
     tile: Any
@@ -557,30 +557,38 @@ class _Inference:
         return None
 
     def _exchange(self, nest: _Nest, buf, conflict: str) -> None:
-        """Give the nest a copy of `buf` in the layout it needs, exchanged through shared memory."""
+        """Give the nest a copy of `buf` in the layout it needs, exchanged through shared memory. A fragment the
+        nest only reads, with an index no register layout can serve (`A[i, j // 32]`: one element for several
+        threads' iterations), is read from the shared tile itself."""
         accesses = [indices for b, indices in nest.accesses if b is buf]
+        written = any(a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
         try:
             needed = self._implied(buf, accesses[0], nest)
+            if any(self._conflict(nest, buf, indices, needed) is not None for indices in accesses):
+                needed = None
         except CompileError:
-            raise CompileError(f"layout conflict: {conflict}", nest.loc, STAGE) from None
-        if any(self._conflict(nest, buf, indices, needed) is not None for indices in accesses):
+            needed = None
+        if needed is None and written:
             raise CompileError(f"layout conflict: {conflict}", nest.loc, STAGE)
         shape, dtype = self._shape(buf), str(buf.ty.dtype.dtype)
-        copy = Tb.buffer(shape, dtype, scope=FRAGMENT_SCOPE)
-        IRBuilder.name(f"{buf.name}_relaid", copy)
         tile = Tb.buffer(shape, dtype, scope=EXCHANGE_SCOPE)
         IRBuilder.name(f"{buf.name}_exchange", tile)
-        written = any(a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
+        if needed is None:
+            copy = tile
+        else:
+            copy = Tb.buffer(shape, dtype, scope=FRAGMENT_SCOPE)
+            IRBuilder.name(f"{buf.name}_relaid", copy)
+            self.layouts[copy] = needed
+            self.origin[copy] = f"the T.Parallel loop at {nest.loc}"
+            self.fragments.append(copy)
         nest.exchanges[buf] = _Exchange(copy, tile, written)
-        self.layouts[copy] = needed
-        self.origin[copy] = f"the T.Parallel loop at {nest.loc}"
-        self.fragments.append(copy)
         nbytes = int(np.prod(shape)) * tvm.runtime.DataType(dtype).bits // 8
+        how = ("read from a" if copy is tile else "exchanged through a") + f" {nbytes}-byte shared-memory tile " + \
+            ("in" if copy is tile else "around" if written else "before")
         warn_once(f"layout exchange at {nest.loc}: {conflict}",
-                  f"{nest.loc}: fragment `{buf.name}` is exchanged through a {nbytes}-byte shared-memory tile "
-                  f"{'around' if written else 'before'} this T.Parallel loop, each time it runs, because {conflict}. "
-                  "Where the two layouts come from different gemm instructions or warp policies, making them agree "
-                  "avoids the exchange.")
+                  f"{nest.loc}: fragment `{buf.name}` is {how} this T.Parallel loop, each time it runs, because "
+                  f"{conflict}. Where the two layouts come from different gemm instructions or warp policies, making "
+                  "them agree avoids the exchange.")
 
     def fix_reducers(self) -> None:
         """A reducer (T.alloc_reducer) is held whole by every thread: each adds its own iterations to its copy."""
@@ -648,7 +656,8 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
     exchanged = [x for n in inference.nests for x in n.exchanges.values()]
     if exchanged:
-        func = func.with_body(declare_buffers(func.body, [b for x in exchanged for b in (x.copy, x.tile)]))
+        declared = [b for x in exchanged for b in ((x.tile,) if x.copy is x.tile else (x.copy, x.tile))]
+        func = func.with_body(declare_buffers(func.body, declared))
     return func.with_attr(LAYOUTS_ATTR, {buf: layout for buf, layout in inference.layouts.items()})
 
 
