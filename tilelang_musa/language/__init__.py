@@ -15,6 +15,7 @@ from .barrier import (
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
 )
 from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
+from .register_alloc import disable_warp_group_reg_alloc, no_set_max_nreg
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp_specialize import ws
@@ -89,7 +90,7 @@ __all__ = [
     "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
-    "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
+    "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
     "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
@@ -105,7 +106,7 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "ninf", "no_set_max_nreg", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
