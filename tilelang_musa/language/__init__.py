@@ -2,14 +2,15 @@
 
 from .accelerated import mul_half_float_to_bfloat16_x4
 from .annotate import (
-    annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs, annotate_safe_value,
+    annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs, annotate_restrict_buffers,
+    annotate_safe_value,
 )
 from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .dp4a import dp4a
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
 )
-from .builtin import sync_threads, thread_return, use_swizzle, wait_sqmma, wait_wgmma
+from .builtin import sync_threads, thread_return, tvm_storage_sync, use_swizzle, wait_sqmma, wait_wgmma
 from .barrier import (
     alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
@@ -89,7 +90,7 @@ __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
-    "annotate_pass_configs", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
+    "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
     "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
@@ -113,7 +114,7 @@ __all__ = [
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
-    "thread_return", "transpose", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
+    "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
