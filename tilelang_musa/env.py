@@ -103,6 +103,11 @@ SIM_WATCHDOG_S = _Var("TILELANG_SIM_WATCHDOG_S",
                       "seconds a simulated launch may go without progress (a thread switch, a barrier); default 60")
 DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
 DUMP_IR_PATH = _Var("TILELANG_DUMP_IR_PATH", "directory of TILELANG_DUMP_IR's files (default ./tilelang_ir)")
+PASS_DIFF = _Var("TILELANG_PASS_DIFF",
+                  "print the IR diff of every lowering pass that changed it: 1/terminal, html (a report in "
+                  "TILELANG_PASS_DIFF_OUTPUT), both; 0/off: none")
+PASS_DIFF_OUTPUT = _Var("TILELANG_PASS_DIFF_OUTPUT", "directory of TILELANG_PASS_DIFF=html reports",
+                        "tmp/pass_diff_output")
 FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")
 AUTO_TUNING_DISABLE_CACHE = _Var("TILELANG_AUTO_TUNING_DISABLE_CACHE",
                                  "neither read nor write persisted tuning results")
@@ -118,6 +123,18 @@ def musa_home() -> Path | None:
 
 
 ALL = [v for v in list(globals().values()) if isinstance(v, _Var)]
+
+
+_PASS_DIFF_OFF = ("", "0", "false", "no", "off")
+
+
+def get_pass_diff_mode() -> str | None:
+    """TILELANG_PASS_DIFF as a mode: None (off), "terminal", "html" or "both". Any other value that is not an
+    off value means terminal, as a plain `1` does."""
+    value = (PASS_DIFF.raw() or "").strip().lower()
+    if value in _PASS_DIFF_OFF:
+        return None
+    return value if value in ("html", "both") else "terminal"
 
 
 def is_print_on_compilation_enabled() -> bool:

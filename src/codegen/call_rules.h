@@ -35,6 +35,8 @@ struct CodegenOptions {
   /*! \brief TME descriptor parameters (`tl.tme_descriptors`), printed after the function's own parameters as
    *         `__grid_constant__ const MUtensorDescriptor <name>`; the TME rules name them. */
   std::vector<std::string> tme_descriptors;
+  /*! \brief Pointer parameters printed without `__restrict__`: tensors that may alias (T.annotate_restrict_buffers). */
+  std::vector<std::string> non_restrict_params;
 };
 
 /*! \brief What a rule may ask of the printer. */

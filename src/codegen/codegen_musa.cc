@@ -13,6 +13,7 @@
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/reflection/registry.h>
 
+#include <algorithm>
 #include <cctype>
 #include <utility>
 #include <vector>
@@ -69,6 +70,14 @@ CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
     }
     for (const String& name : *names) out.tme_descriptors.push_back(std::string(name));
   }
+  if (auto params = options.Get("non_restrict_params")) {
+    auto names = params->try_cast<Array<String>>();
+    if (!names) {
+      TVM_FFI_THROW(TypeError) << "MUSA codegen: option `non_restrict_params` must be a list of str, got "
+                               << params->GetTypeKey();
+    }
+    for (const String& name : *names) out.non_restrict_params.push_back(std::string(name));
+  }
   return out;
 }
 
@@ -88,7 +97,8 @@ std::string MusaPrinter::DefineVar(const ObjectRef& var, const std::string& fall
   return name;
 }
 
-// Buffer and pointer parameters are never aliased by another parameter (`tirx.noalias`, which TileLang sets).
+// Buffer and pointer parameters are never aliased by another parameter (`tirx.noalias`, which TileLang sets),
+// except those T.annotate_restrict_buffers names.
 std::string MusaPrinter::PrintParam(const ObjectRef& param) {
   static const TypeKey var_key("ir.Var"), buffer_type("tirx.BufferType"), pointer_type("ir.PointerType"),
       prim_type("ir.PrimType");
@@ -96,6 +106,9 @@ std::string MusaPrinter::PrintParam(const ObjectRef& param) {
   VarView var(param);
   ObjectRef ty = var.ty();
   std::string hint(var.name());
+  const auto& may_alias = options_.non_restrict_params;
+  const char* restrict_ =
+      std::find(may_alias.begin(), may_alias.end(), hint) == may_alias.end() ? "* __restrict__ " : "* ";
   if (IsA(ty, buffer_type)) {
     BufferTypeView type(ty);
     std::string scope(type.storage_scope());
@@ -104,12 +117,12 @@ std::string MusaPrinter::PrintParam(const ObjectRef& param) {
     }
     std::string name = names_.Fresh(hint, "arg");
     DefineBuffer(param, name);
-    return CTypeName(type.dtype()) + "* __restrict__ " + name;
+    return CTypeName(type.dtype()) + restrict_ + name;
   }
-  if (IsA(ty, pointer_type)) return PointeeTypeName(ty) + "* __restrict__ " + DefineVar(param, "arg");
+  if (IsA(ty, pointer_type)) return PointeeTypeName(ty) + restrict_ + DefineVar(param, "arg");
   if (IsA(ty, prim_type)) {
     DataType t = PrimTypeView(ty).dtype();
-    if (t.is_handle()) return "void* __restrict__ " + DefineVar(param, "arg");
+    if (t.is_handle()) return std::string("void") + restrict_ + DefineVar(param, "arg");
     return CTypeName(t) + " " + DefineVar(param, "arg");
   }
   Fail("parameter `" + hint + "` has type `" + TypeKeyOf(ty) + "`; expected a buffer, a pointer or a scalar");

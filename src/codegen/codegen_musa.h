@@ -25,8 +25,8 @@
 namespace tilelang_musa {
 namespace codegen {
 
-/*! \brief Parses the `options` map: "arch" (str), "warp_size" and "min_blocks_per_sm" (ints), "sim_checks" (bool);
- *         others are ignored. */
+/*! \brief Parses the `options` map: "arch" (str), "warp_size" and "min_blocks_per_sm" (ints), "sim_checks" (bool),
+ *         "tme_descriptors" and "non_restrict_params" (lists of str); others are ignored. */
 CodegenOptions ParseCodegenOptions(const Map<String, Any>& options);
 
 /*! \brief How a buffer variable is reached in the printed code. */

@@ -10,7 +10,7 @@ import tvm_ffi
 from tvm import tirx
 
 from .. import _native
-from ..ir.attrs import MIN_BLOCKS_ATTR
+from ..ir.attrs import MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
@@ -74,7 +74,7 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
     for index, (func, kernel_name) in enumerate(zip(funcs, kernel_names(name, len(funcs)))):
         descriptors = tuple(tme_descriptors(func))
         kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index),
-                              tme_descriptors=[d.name for d in descriptors])
+                              tme_descriptors=[d.name for d in descriptors], non_restrict_params=_non_restrict(func))
         devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         if sim_checks:
             checked.append(str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n")
@@ -90,6 +90,11 @@ def _min_blocks_per_sm(func: tirx.PrimFunc, index: int) -> int:
     """The kernel's T.annotate_min_blocks_per_sm (one value per kernel of the program, in launch order), else 1."""
     values = func.attrs[MIN_BLOCKS_ATTR] if func.attrs is not None and MIN_BLOCKS_ATTR in func.attrs else []
     return int(values[index]) if index < len(values) else 1
+
+
+def _non_restrict(func: tirx.PrimFunc) -> list[str]:
+    """The tensor parameters T.annotate_restrict_buffers said may alias: printed without `__restrict__`."""
+    return [str(n) for n in func.attrs[NON_RESTRICT_ATTR]] if func.attrs is not None and NON_RESTRICT_ATTR in func.attrs else []
 
 
 _LOCAL_SCOPES = ("local", "local.fragment", "local.var", "warp")

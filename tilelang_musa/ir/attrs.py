@@ -14,6 +14,8 @@ COMPILE_FLAGS_ATTR = "tilelang_compile_flags"  # T.annotate_compile_flags
 MIN_BLOCKS_ATTR = "tl.min_blocks_per_sm"
 # Tensor name -> the value its out-of-bounds reads return instead of zero (read by SafeMemoryAccess).
 SAFE_VALUES_ATTR = "tl.safe_values"
+# Names of the tensor parameters printed without `__restrict__` (T.annotate_restrict_buffers; read by codegen).
+NON_RESTRICT_ATTR = "tl.non_restrict_params"
 VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer it views (language/view.py)
 WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
 # The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).

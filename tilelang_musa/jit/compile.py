@@ -247,8 +247,8 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     if cache.is_cache_enabled():
         key = cache.kernel_key(program, request.name, request.target, request.backend, request.configs,
                                request.flags, out_idx)
-        # Instruments and per-pass IR dumps observe the lowering: they get one, whatever the cache holds.
-        if not request.instruments and not _dumps_ir(request.configs):
+        # Instruments, per-pass IR dumps and pass diffs observe the lowering: they get one, whatever the cache holds.
+        if not request.instruments and not _dumps_ir(request.configs) and env.get_pass_diff_mode() is None:
             kernel = cache.memo_get(key)
             if kernel is None:
                 entry = cache.lookup(key)
@@ -359,6 +359,10 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
 def _lower_kernels(request: _Request) -> list[tirx.PrimFunc]:
     """The pass pipeline over each T.Kernel scope of the program, in launch order."""
     dumper = _ir_dumper(request.configs)
+    if env.get_pass_diff_mode() is not None:  # a diff of every pass that follows
+        from ..utils.pass_diff_hook import install_pass_diff_hook  # utils/ imports the profiler, which imports jit/
+
+        install_pass_diff_hook()
     device_funcs = []
     for index, kernel in enumerate(split_kernels(request.program)):
         dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))

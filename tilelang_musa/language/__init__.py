@@ -2,19 +2,21 @@
 
 from .accelerated import mul_half_float_to_bfloat16_x4
 from .annotate import (
-    annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs, annotate_safe_value,
+    annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs, annotate_restrict_buffers,
+    annotate_safe_value,
 )
 from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .dp4a import dp4a
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
 )
-from .builtin import sync_threads, thread_return, use_swizzle, wait_sqmma, wait_wgmma
+from .builtin import sync_threads, thread_return, tvm_storage_sync, use_swizzle, wait_sqmma, wait_wgmma
 from .barrier import (
     alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
 )
 from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
+from .register_alloc import disable_warp_group_reg_alloc, no_set_max_nreg
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp_specialize import ws
@@ -88,8 +90,8 @@ __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
-    "annotate_pass_configs", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
-    "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
+    "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
+    "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
     "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
@@ -105,14 +107,14 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "ninf", "no_set_max_nreg", "Parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
-    "thread_return", "transpose", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
+    "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",

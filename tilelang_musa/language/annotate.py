@@ -1,7 +1,7 @@
 """`T.annotate_layout({buffer: layout})`: fix a buffer's layout before inference; `T.annotate_pass_configs` and
 `T.annotate_compile_flags`: settings the kernel carries to `tilelang.compile`; `T.annotate_min_blocks_per_sm`:
 the kernel's `__launch_bounds__(threads, n)`; `T.annotate_safe_value({A: v})`: what out-of-bounds reads of a
-global tensor return.
+global tensor return; `T.annotate_restrict_buffers(x, y)`: tensors that may alias (no `__restrict__`).
 
 A Fragment fixes where a fragment's elements live (thread and slot); a Layout fixes how a shared tile is
 stored (e.g. `tilelang.layout.make_sqmma_swizzled_layout(buf)`), or renumbers the elements of a global tensor
@@ -87,6 +87,19 @@ def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_r
             raise trace.error(f"T.annotate_layout: `{key.name}` is already annotated; pass allow_reannotation=True "
                               "to replace its layout")
         trace.layout_annotations[key] = layout
+
+
+def annotate_restrict_buffers(*buffers) -> None:
+    """`T.annotate_restrict_buffers(x, y)`: the global tensors `x`, `y` may alias (overlapping views of one
+    tensor), so their kernel parameters are printed without `__restrict__` (every other pointer parameter keeps
+    it: the compiler may then reorder and cache their loads). Applies to every kernel of the program."""
+    trace = current_trace("T.annotate_restrict_buffers")
+    for buffer in buffers:
+        if not is_buffer(buffer) or str(buffer.ty.storage_scope) != "global":
+            raise trace.error(f"T.annotate_restrict_buffers: {buffer!r} must be a global tensor (a kernel "
+                              "parameter); only parameters are restrict-qualified")
+        if buffer.name not in trace.non_restrict:
+            trace.non_restrict.append(buffer.name)
 
 
 def annotate_safe_value(values: dict) -> None:

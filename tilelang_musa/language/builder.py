@@ -51,6 +51,7 @@ class KernelTrace:
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
     safe_values: dict = field(default_factory=dict)  # tensor name -> value of its out-of-bounds reads
+    non_restrict: list = field(default_factory=list)  # T.annotate_restrict_buffers: tensor names that may alias
     kernels: list = field(default_factory=list)  # every kernel opened, in launch order (per-kernel annotations)
 
     def error(self, message: str) -> CompileError:

@@ -10,6 +10,21 @@ from ..ir.attrs import USER_NAMED_BARRIER
 from ..ir.ops import USE_SWIZZLE_OP, WAIT_SQMMA_OP
 from .builder import kernel_trace, static_value
 
+_SYNC_SCOPES = {"shared": "__syncthreads()", "shared.dyn": "__syncthreads()", "warp": "__syncwarp()"}
+
+
+def tvm_storage_sync(scope: str = "shared") -> None:
+    """TVM's spelling of a barrier: `T.tvm_storage_sync("shared")` (or "shared.dyn") is a block barrier, as
+    T.sync_threads(); "warp" is a barrier of the calling warp (`__syncwarp()`). Grid-wide ("global") sync does
+    not exist on MUSA: an error.
+    Example: S[tx] = A[tx]; T.tvm_storage_sync("shared"); B[tx] = S[127 - tx]"""
+    trace = kernel_trace("T.tvm_storage_sync")
+    if scope not in _SYNC_SCOPES:
+        raise trace.error(f"T.tvm_storage_sync: scope {scope!r} is not supported on MUSA; use one of "
+                          f"{', '.join(map(repr, _SYNC_SCOPES))}")
+    Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", scope))
+
+
 def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None) -> None:
     """A block-wide barrier (`__syncthreads()`): every thread's earlier shared-memory writes are visible to
     every thread after it. The compiler inserts the barriers a kernel needs by itself; this is for code

@@ -17,10 +17,8 @@ _NVIDIA_ONLY = {
     "set_max_nreg": "register reallocation between warp groups",
     "inc_max_nreg": "register reallocation between warp groups",
     "dec_max_nreg": "register reallocation between warp groups",
-    "no_set_max_nreg": "register reallocation between warp groups",
     "annotate_producer_reg_dealloc": "register reallocation between warp groups",
     "annotate_consumer_reg_alloc": "register reallocation between warp groups",
-    "disable_warp_group_reg_alloc": "register reallocation between warp groups",
 }
 
 

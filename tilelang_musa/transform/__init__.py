@@ -21,5 +21,12 @@ def LegalizeNegativeIndex():  # noqa: N802 - upstream's pass name
     return _pass()
 
 
-__all__ = ["LegalizeNegativeIndex", "PassConfigKey", "apply_simplify", "lower", "normalize_pass_configs",
+def ThreadSync(scope: str):  # noqa: N802 - upstream's pass name
+    """See `thread_sync.py`: barriers before the accesses to `scope` ("shared", "shared.dyn") that need them."""
+    from .thread_sync import ThreadSync as _pass
+
+    return _pass(scope)
+
+
+__all__ = ["LegalizeNegativeIndex", "ThreadSync", "PassConfigKey", "apply_simplify", "lower", "normalize_pass_configs",
            "simplify_prim_func"]

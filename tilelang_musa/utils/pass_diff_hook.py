@@ -1,0 +1,70 @@
+"""TILELANG_PASS_DIFF: the IR diff of every pass a program goes through, without changing the program.
+
+`install_pass_diff_hook()` (called by tilelang.compile while the variable is set, or by hand) wraps
+`tvm.ir.transform.Pass.__call__`, so every pass that is called — each of the lowering pipeline's passes, or
+one a script runs itself — records its step (pass_diff.py). Only the outermost call is diffed: a pass that runs
+other passes inside it is one step. Terminal mode prints each step as it happens; html mode rewrites one report,
+TILELANG_PASS_DIFF_OUTPUT/pass_diff_<time>_<pid>.html, after each step. `uninstall_pass_diff_hook()` restores TVM.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import tvm
+
+from .. import env
+from .pass_diff import _generate_html, _print_terminal, _script, diff_step
+
+_original_call: Any = None  # Pass.__call__ as TVM defines it, while the hook is installed
+_html_path: str | None = None
+_steps: list[dict] = []
+_depth = 0
+_mode: str | None = None
+
+
+def _diffed_call(self: Any, mod: Any) -> Any:
+    global _depth
+    if _depth:
+        return _original_call(self, mod)
+    _depth += 1
+    try:
+        before = _script(mod)
+        result = _original_call(self, mod)
+        step = diff_step(self.info.name or type(self).__name__, before, _script(result))
+    finally:
+        _depth -= 1
+    _steps.append(step)
+    if _mode in ("terminal", "both"):
+        _print_terminal([step], first_number=len(_steps))
+    if _html_path is not None:
+        _generate_html(_steps, _html_path)
+    return result
+
+
+def install_pass_diff_hook() -> None:
+    """Start diffing every pass call, if TILELANG_PASS_DIFF asks for it; a no-op when it does not, or when the
+    hook is already installed."""
+    global _original_call, _html_path, _mode
+    mode = env.get_pass_diff_mode()
+    if mode is None or _original_call is not None:
+        return
+    if mode in ("html", "both"):
+        directory = os.fspath(env.PASS_DIFF_OUTPUT.path())
+        os.makedirs(directory, exist_ok=True)
+        _html_path = os.path.join(directory, f"pass_diff_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}.html")
+    _mode = mode
+    _steps.clear()
+    _original_call = tvm.ir.transform.Pass.__call__
+    tvm.ir.transform.Pass.__call__ = _diffed_call
+
+
+def uninstall_pass_diff_hook() -> None:
+    """Stop diffing: TVM's Pass.__call__ again. Safe to call when nothing is installed."""
+    global _original_call, _html_path, _mode
+    if _original_call is not None:
+        tvm.ir.transform.Pass.__call__ = _original_call
+    _original_call, _html_path, _mode = None, None, None
+    _steps.clear()
