@@ -108,7 +108,7 @@ WITH_EFFECT = {K.TL_DISABLE_SQMMA, K.TL_DISABLE_PH1_WMMA, K.TL_DISABLE_WGMMA, K.
                K.TL_ENABLE_FAST_MATH, K.TL_DISABLE_FAST_MATH, K.TL_DEVICE_COMPILE_FLAGS, K.TL_ENABLE_DUMP_IR,
                K.TL_DUMP_IR_DIR, K.MUSA_KERNELS_OUTPUT_DIR, K.CUDA_KERNELS_OUTPUT_DIR, K.TL_DISABLE_TMA_LOWER,
                K.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION, K.TL_ENABLE_ASYNC_COPY,
-               K.TL_DISABLE_WARP_SPECIALIZED}
+               K.TL_DISABLE_WARP_SPECIALIZED, K.TL_CONFIG_INDEX_BITWIDTH}
 COVERED_BY_TEST_OPTIONS = {K.TL_ENABLE_AUTO_WARP_SPECIALIZATION, K.TL_DISABLE_INDEX_TYPE_PROMOTION}
 
 
@@ -155,7 +155,7 @@ def test_every_key_has_an_effect_or_a_reason():
 
 @pytest.mark.parametrize("key", sorted(set(WITHOUT_EFFECT) - COVERED_BY_TEST_OPTIONS, key=lambda k: k.name))
 def test_keys_without_effect_warn_once_why(key):
-    value = {K.TL_CONFIG_INDEX_BITWIDTH: 64, K.TL_LAYOUT_VISUALIZATION_FORMATS: "png", K.TL_LAYOUT_COST_MODEL: "io-aware",
+    value = {K.TL_LAYOUT_VISUALIZATION_FORMATS: "png", K.TL_LAYOUT_COST_MODEL: "io-aware",
              K.TL_PTXAS_REGISTER_USAGE_LEVEL: 10, K.TL_SIMPLIFY: {"enable_simplify_let_inline": False}}.get(key, True)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")

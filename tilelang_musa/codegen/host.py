@@ -15,6 +15,7 @@ The same text compiles with mcc and, against the simulator headers, with the hos
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import tvm
 from tvm import tirx
@@ -35,7 +36,7 @@ class HostParam:
 class LaunchConfig:
     grid: tuple[str, str, str]  # C expressions over the scalar params
     block: tuple[int, int, int]
-    dynamic_smem_bytes: int
+    dynamic_smem_bytes: int | str  # a C expression over the scalar params when a shared tile is sized at run time
 
 
 def host_params(func: tirx.PrimFunc) -> list[HostParam]:
@@ -87,10 +88,11 @@ static inline long long tl_host_max(long long a, long long b) { return a > b ? a
 """
 
 
-def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_bytes: int) -> LaunchConfig:
+def launch_config(func: tirx.PrimFunc, extents: dict[str, object], dynamic_smem_bytes: Any) -> LaunchConfig:
     grid = tuple(_c_expr(extents.get(f"blockIdx.{d}", 1)) for d in "xyz")
     block = tuple(int(extents.get(f"threadIdx.{d}", 1)) for d in "xyz")
-    return LaunchConfig(grid, block, dynamic_smem_bytes)  # type: ignore[arg-type]
+    smem = int(dynamic_smem_bytes) if isinstance(dynamic_smem_bytes, (int, tirx.IntImm)) else _c_expr(dynamic_smem_bytes)
+    return LaunchConfig(grid, block, smem)  # type: ignore[arg-type]
 
 
 # The descriptor's element type: the float types by name, other types by width (a copy moves bytes).
@@ -163,14 +165,17 @@ def _print_launch(kernel: KernelLaunch, args: str) -> list[str]:
         f"    dim3 block({', '.join(str(b) for b in kernel.launch.block)});",
         f"    size_t smem = {smem};",
     ]
-    if smem > DEFAULT_DYNAMIC_SMEM:
+    if isinstance(smem, str) or smem > DEFAULT_DYNAMIC_SMEM:
+        # a run-time size opts in when it needs to; a size over the device's limit fails here, with the size
+        runtime = isinstance(smem, str)
+        lines += [f"    if (smem > {DEFAULT_DYNAMIC_SMEM}) {{"] if runtime else []
         lines += [
             f"    musaError_t attr_err = musaFuncSetAttribute({name}, musaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);",
             "    if (attr_err != musaSuccess) {",
             f'      snprintf(tl_error_buf, sizeof(tl_error_buf), "{name}: cannot set %zu bytes of dynamic shared memory: %s", smem, musaGetErrorString(attr_err));',
             "      return -1;",
             "    }",
-        ]
+        ] + (["    }"] if runtime else [])
     lines += [
         f"    void* args[] = {{{args}}};",
         f"    musaError_t err = musaLaunchKernel({name}, grid, block, args, smem, stream);",
@@ -202,7 +207,7 @@ def print_host(kernels: list[KernelLaunch], params: list[HostParam]) -> str:
         'extern "C" const char* get_last_error() { return tl_error_buf; }',
         "",
     ]
-    if any("tl_host_" in g for k in kernels for g in k.launch.grid) or \
+    if any("tl_host_" in g for k in kernels for g in (*k.launch.grid, str(k.launch.dynamic_smem_bytes))) or \
             any("tl_host_" in e for k in kernels for d in k.descriptors for e in d.dims + d.strides):
         lines += [_HOST_HELPERS]
     lines += [f'extern "C" int call({sig}) {{']

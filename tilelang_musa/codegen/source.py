@@ -78,7 +78,7 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
         devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         if sim_checks:
             checked.append(str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n")
-        smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
+        smem = func.attrs[SIZE_ATTR] if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors))
     params = host_params(funcs[0])
     return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,

@@ -56,12 +56,23 @@ def collect_accesses(node: Any) -> list[Access]:
     return out
 
 
+def _past_int32(shape: list[Any]) -> bool:
+    size = 1
+    for extent in shape:
+        if not isinstance(extent, tirx.IntImm):
+            return False
+        size *= int(extent.value)
+    return size >= 1 << 31
+
+
 def flat_index(buffer: Var, indices: Iterable[Any]) -> Any:
     """Linear element index of `indices` into `buffer`: through its strides if it has them (T.StridedTensor),
     else row-major (compact layout)."""
     shape = list(buffer.ty.shape)
     indices = list(indices)
     strides = list(buffer.ty.strides or [])
+    if _past_int32(shape):  # its offsets (and the constants the simplifier folds from them) do not fit in int32
+        indices = [tirx.Cast("int64", i) if str(i.ty.dtype) != "int64" else i for i in indices]
     if strides:
         flat = tirx.const(0, "int32")
         for stride, index in zip(strides, indices):

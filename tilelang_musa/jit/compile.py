@@ -466,7 +466,7 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
                            "stride that variable alone, or linear in it (n * 4, n + 1, 3 * n + 1)")
     launches = []
     for func, kernel_name in zip(device_funcs, names):
-        smem = int(func.attrs[SIZE_ATTR]) if func.attrs is not None and SIZE_ATTR in func.attrs else 0
+        smem = func.attrs[SIZE_ATTR] if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         config = launch_config(func, thread_info(func).extents, smem)
         launches.append(Launch(kernel_name, tuple(config.grid), tuple(config.block), config.dynamic_smem_bytes))
     return HostInfo(tuple(specs), bound, tuple(launches), local_bytes)

@@ -40,7 +40,7 @@ class Launch:
     name: str
     grid: tuple[str, ...]  # C expressions over the scalar parameters
     block: tuple[int, ...]
-    dynamic_smem_bytes: int
+    dynamic_smem_bytes: int | str  # bytes, or a C expression over the scalar parameters (a run-time tile size)
 
 
 @dataclass(frozen=True)

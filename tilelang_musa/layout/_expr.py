@@ -58,6 +58,25 @@ def substitute(expr: Expr, vmap: Mapping[Var, Expr]) -> Expr:
     return tvm_ffi.structural_mutate(expr, [(Var, lambda v, m: vmap.get(v, v))])
 
 
+_FOLD = {
+    tirx.BitwiseXor: lambda a, b: a ^ b, tirx.BitwiseAnd: lambda a, b: a & b, tirx.BitwiseOr: lambda a, b: a | b,
+    tirx.LShift: lambda a, b: a << b, tirx.RShift: lambda a, b: a >> b,
+}
+
+
+def fold_bitwise(expr: Expr) -> Expr:
+    """`expr` with each bitwise operator on two constants replaced by its value: the analyzer leaves `0 ^ 0`
+    standing (a swizzle applied at a tile's origin), and it would reach the generated source."""
+    def fold(node, mutator):
+        node = mutator.default_mutate(node)
+        a, b = const_int(node.a), const_int(node.b)
+        if a is None or b is None or (isinstance(node, (tirx.LShift, tirx.RShift)) and not 0 <= b < 64):
+            return node
+        return tirx.const(_FOLD[type(node)](a, b), str(node.ty.dtype))
+
+    return tvm_ffi.structural_mutate(expr, [(cls, fold) for cls in _FOLD])
+
+
 def has_bitwise(expr: Expr) -> bool:
     found = []
     tvm_ffi.structural_walk(expr, [(cls, lambda n: found.append(n)) for cls in _BITWISE])

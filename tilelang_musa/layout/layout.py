@@ -29,8 +29,8 @@ from tvm_ffi.dataclasses import field, py_class
 
 from ..errors import TileLangError
 from . import _inverse
-from ._expr import (Expr, IntImm, Var, all_const, analyzer_for, as_expr, bounds, const_int, evaluate, grid,
-                    make_vars, simplify, substitute)
+from ._expr import (Expr, IntImm, Var, all_const, analyzer_for, as_expr, bounds, const_int, evaluate, fold_bitwise,
+                    grid, make_vars, simplify, substitute)
 
 
 class LayoutError(TileLangError, ValueError):
@@ -238,8 +238,10 @@ class Layout(Object):
         vmap.update(extra or {})
         if all(isinstance(x, IntImm) for x in vmap.values()):
             return as_expr(int(evaluate(expr, {v: int(x.value) for v, x in vmap.items()})))
-        out = substitute(expr, vmap)
-        return (analyzer or tvm.sym.Analyzer()).simplify(out)
+        analyzer = analyzer or tvm.sym.Analyzer()
+        out = analyzer.simplify(substitute(expr, vmap))
+        folded = fold_bitwise(out)
+        return out if folded.same_as(out) else analyzer.simplify(folded)
 
     def _env(self, coords: Sequence[Any], what: str) -> dict:
         if len(coords) != self.input_dim:

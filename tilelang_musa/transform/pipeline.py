@@ -11,6 +11,7 @@ import tvm
 from tvm import tirx
 
 from ..ir.pass_config import PassConfigKey, enabled
+from .config_index_bitwidth import ConfigIndexBitwidth
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
@@ -92,6 +93,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
         LowerGlobalLayout(),
         # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
+        # tl.config_index_bitwidth=64: every loop and index in int64, before FlattenBuffer forms (and folds) the flat
+        # offsets, which then are int64 too. Without it a tensor past 2^31 elements is an error here.
+        ConfigIndexBitwidth(configs),
         tirx.transform.FlattenBuffer(),
         # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before VectorizeLoop
         # (the helpers are scalar calls: loops over fp4 elements run lane by lane).
