@@ -128,6 +128,20 @@ def _default_target() -> Target:
     return Target({"kind": KIND, "arch": _detect_device_arch() or DEFAULT_ARCH})
 
 
+@cache
+def musa_device_present() -> bool:
+    """Whether torch_musa is installed and sees a MUSA device (a broken install counts as no device)."""
+    if importlib.util.find_spec("torch_musa") is None:
+        return False
+    try:
+        import torch
+        import torch_musa  # noqa: F401
+
+        return bool(torch.musa.is_available())
+    except Exception:  # noqa: BLE001 - a broken torch_musa install means: no device
+        return False
+
+
 def _detect_device_arch() -> str | None:
     """The arch of the current MUSA device, or None when torch_musa or a device is missing."""
     if importlib.util.find_spec("torch_musa") is None:

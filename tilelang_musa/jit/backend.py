@@ -9,13 +9,13 @@ device launchers ("tvm_ffi", "ctypes", "nvrtc", "torch") mean ours, "cython".
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from dataclasses import dataclass
 from functools import cache
 
 from .. import env
 from ..errors import TileLangError
+from ..target import musa_device_present
 from .toolchains import TOOLCHAINS, Toolchain
 
 # Each backend: the toolchain that builds its libraries (the launcher is the Cython one for both).
@@ -33,19 +33,6 @@ class Backend:
     @property
     def device(self) -> str:
         return self.toolchain.device
-
-
-@cache
-def musa_device_present() -> bool:
-    if importlib.util.find_spec("torch_musa") is None:
-        return False
-    try:
-        import torch
-        import torch_musa  # noqa: F401
-
-        return bool(torch.musa.is_available())
-    except Exception:  # noqa: BLE001 - a broken torch_musa install means: no device
-        return False
 
 
 def resolve_backend(name: str | None) -> Backend:

@@ -360,7 +360,7 @@ def _lower_kernels(request: _Request) -> list[tirx.PrimFunc]:
     """The pass pipeline over each T.Kernel scope of the program, in launch order."""
     dumper = _ir_dumper(request.configs)
     if env.get_pass_diff_mode() is not None:  # a diff of every pass that follows
-        from ..utils.pass_diff_hook import install_pass_diff_hook  # utils/ imports the profiler, which imports jit/
+        from ..transform.pass_diff_hook import install_pass_diff_hook
 
         install_pass_diff_hook()
     device_funcs = []

@@ -104,9 +104,11 @@ def _on_device(device: int | str | torch.device | None) -> bool:
 
 
 def _kernels_run_on_device() -> bool:
-    from ..jit.backend import musa_device_present, resolve_backend
+    """As execution_backend="auto" resolves: on the device where there is one, unless the simulator is forced."""
+    from .. import env
+    from ..target import musa_device_present
 
-    return resolve_backend(None).name != "sim" and musa_device_present()
+    return (env.EXECUTION_BACKEND.raw() or "").lower() != "sim" and musa_device_present()
 
 
 class _WallClock:

@@ -72,7 +72,8 @@ def musa_runtime() -> tuple[bool, str]:
     """Whether kernels can run here, and where (or why not): the execution backend `execution_backend="auto"`
     resolves to ("cython" on a MUSA device, "sim" otherwise, or TILELANG_EXECUTION_BACKEND) and its toolchain."""
     from ..errors import TileLangError
-    from ..jit.backend import musa_device_present, resolve_backend
+    from ..jit.backend import resolve_backend
+    from ..target import musa_device_present
 
     try:
         backend = resolve_backend(None)
@@ -93,7 +94,7 @@ def _musa_marks() -> list[Callable[[Any], Any]]:
 
 
 def _musa_device_marks() -> list[Callable[[Any], Any]]:
-    from ..jit.backend import musa_device_present
+    from ..target import musa_device_present
     from ..jit.toolchains import TOOLCHAINS
 
     has_device, has_mcc = musa_device_present(), TOOLCHAINS["mcc"].available()
