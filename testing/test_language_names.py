@@ -913,6 +913,49 @@ def test_all_of_and_any_of_masks(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_a_block_sparse_gemm_guarded_by_all_of_pipelines_with_barriers_inside_the_branch(arch):
+    """`if T.all_of(BlockMask[by, bx, k, :]):` around the loads and the gemm of a pipelined loop: the condition is
+    the same in every thread (tl::all_of reads global memory at block-uniform addresses), so the barriers between
+    the shared-tile copies and the gemm go inside the branch (it was rejected as a thread-dependent branch)."""
+    M = N = K = 64
+    bm = bn = bk = 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             BlockMask: T.Tensor((M // bm, N // bn, K // bk, 2), "bool"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(N // bn, M // bm, threads=128) as (bx, by):
+            A_shared = T.alloc_shared((bm, bk), "float16")
+            B_shared = T.alloc_shared((bk, bn), "float16")
+            C_local = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                if T.all_of(BlockMask[by, bx, k, :]):
+                    T.copy(A[by * bm, k * bk], A_shared)
+                    T.copy(B[k * bk, bx * bn], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * bm, bx * bn])
+
+    kernel = compile_for(main, arch)
+    src = kernel.get_kernel_source()
+    assert "if (tl::all_of(&BlockMask[" in src, src
+    a, b = rand((M, K), torch.float16, 36), rand((K, N), torch.float16, 37)
+    mask = torch.rand((M // bm, N // bn, K // bk, 2), generator=torch.Generator().manual_seed(38)) < 0.8
+    mask[0, 0, 0] = True
+    mask[1, 1, 1] = False
+    c = poison((M, N), torch.float32)
+    kernel(a, b, mask, c)
+    keep = mask.all(-1)  # [bm-row, bn-col, k-block]
+    expected = torch.zeros(M, N)
+    for i in range(M // bm):
+        for j in range(N // bn):
+            for k in range(K // bk):
+                if keep[i, j, k]:
+                    expected[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] += \
+                        a[i * bm:(i + 1) * bm, k * bk:(k + 1) * bk].float() @ b[k * bk:(k + 1) * bk, j * bn:(j + 1) * bn].float()
+    torch.testing.assert_close(c, expected, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_alloc_var_initialised_from_another(arch):
     """Upstream's var_init: `b = T.alloc_var(T.int32, init=a)` takes a's value at that point."""
 

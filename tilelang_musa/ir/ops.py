@@ -22,6 +22,10 @@ def register_intrinsic(name: str, doc: str) -> None:
         tvm.ir.Op.get(name).set_attr("TCallEffectKind", _OPAQUE)
 
 
+# -- template functions called as externs whose result depends only on their arguments and the memory those point
+# at: every thread that calls one with the same arguments gets the same value (T.all_of / T.any_of, language/logical.py)
+PURE_READING_EXTERNS = frozenset({"tl::all_of", "tl::any_of"})
+
 # -- thread-level built-ins (language/builtin.py)
 USE_SWIZZLE_OP = "tl.use_swizzle"
 register_intrinsic(USE_SWIZZLE_OP, "block rasterization marker, removed by the RasterizeBlocks pass")

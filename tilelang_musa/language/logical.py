@@ -39,4 +39,5 @@ def _reduce_mask(name: str, buffer: Any) -> Any:
         raise trace.error(f"{construct}: the region {region.describe()} must be contiguous in memory (a slice of "
                           "the innermost dimensions, with constant extents)")
     first = region.buffer[tuple(region.mins)]
+    # ir.ops.PURE_READING_EXTERNS names it: the barrier passes take a condition on it as block-uniform
     return tirx.call_extern("bool", f"tl::{name}", tirx.address_of(first), tirx.const(count, "int32"))

@@ -10,7 +10,9 @@ condition is uniform when it reads no thread index and nothing that differs betw
 Uniform values: constants, block indices, loop variables of loops with uniform bounds, binds of uniform values,
 global and shared loads at uniform indices, and loads of thread-private arrays whose every store writes a uniform
 value at a uniform index under uniform control. A call_extern is taken to differ between threads (shuffles,
-atomics, lane indices); pure calls and intrinsics are uniform when their arguments are.
+atomics, lane indices), except the template functions known to read memory and nothing else (T.all_of /
+T.any_of: `if T.all_of(BlockMask[by, k, :]):` is uniform); pure calls and intrinsics are uniform when their
+arguments are.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.ops import PURE_READING_EXTERNS
 from ..ir.utils import TensorLoad, scope_of
 
 THREAD_INVARIANT = "tirx.tvm_thread_invariant"
@@ -47,7 +50,8 @@ class _Uniformity:
 
         def on_call(n):
             op = n.op
-            if isinstance(op, tvm.ir.Op) and str(op.name) == "tirx.call_extern":
+            if isinstance(op, tvm.ir.Op) and str(op.name) == "tirx.call_extern" \
+                    and str(n.args[0].value) not in PURE_READING_EXTERNS:
                 found.append(n)
 
         tvm_ffi.structural_walk(expr, [(tirx.Var, on_var), (TensorLoad, on_load), (tvm.ir.Call, on_call)])
