@@ -304,3 +304,47 @@ def test_reduce_of_a_1d_fragment_into_one_element(arch):
     a, o = rand((256,), torch.float32, 25), poison((1,), torch.float32)
     kernel(a, o)
     torch.testing.assert_close(o, a.max().reshape(1))
+
+
+def reduce_into_gemm_rows_program(M, N, K, W, clear):
+    """R (per row of the gemm accumulator C, so laid out by the gemm through the loop `C += R`) is the row sum
+    of F, a fragment laid out on its own: the reduction leaves its results elsewhere than R lives."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), X: T.Tensor((M, W), "float32"),
+             Rin: T.Tensor((M,), "float32"), C: T.Tensor((M, N), "float32"), Rout: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            F = T.alloc_fragment((M, W), "float32")
+            R = T.alloc_fragment((M,), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc)
+            T.copy(X, F)
+            T.copy(Rin, R)
+            T.reduce_sum(F, R, dim=1, clear=clear)
+            for i, j in T.Parallel(M, N):
+                acc[i, j] += R[i]
+            T.copy(acc, C)
+            T.copy(R, Rout)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("clear", [True, False])
+def test_reduce_into_a_fragment_laid_out_by_a_gemm_goes_through_shared_memory(arch, clear):
+    M, N, K, W = 32, 32, 32, 64
+    kernel = tilelang.compile(reduce_into_gemm_rows_program(M, N, K, W, clear), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "R_exchange" in source and "R_reduced" in source
+    a, b = rand((M, K), torch.float16, 1), rand((K, N), torch.float16, 2)
+    x, r_in = rand((M, W), torch.float32, 3), rand((M,), torch.float32, 4)
+    c, r_out = poison((M, N), torch.float32), poison((M,), torch.float32)
+    kernel(a, b, x, r_in, c, r_out)
+    rows = x.sum(1) if clear else r_in + x.sum(1)
+    torch.testing.assert_close(r_out, rows, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(c, a.float() @ b.float() + rows[:, None], rtol=1e-3, atol=1e-3)

@@ -2,6 +2,8 @@
 
 dst = reduce(src along dim) (with clear=False: dst = op(dst, reduce(src))). dst's layout is src's reduced
 along `dim` (layout.reduce_fragment): each result is replicated on exactly the threads that held part of its row.
+A dst another op laid out otherwise gets the result through shared memory: LayoutInference reduces into a scratch
+fragment in the reduced layout and relays it to dst (and, with clear=False, dst's old values to it first).
 Lowering: each thread folds the row elements it holds (its own slots) into per-result partials, then the
 threads sharing a row combine them with `tl::AllReduce` (reduce.h: xor butterflies within 32 lanes, shared
 memory beyond), one call per thread split of the row. With `batch=B`, B results share one call
@@ -100,12 +102,7 @@ class Reduce(TileOp):
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: cannot place the result of reducing `{self.src.name}` along "
                              f"dim {self.dim}: {err}") from None
-        known = args.layouts.get(self.dst.buffer)
-        if known is not None:
-            if not known.is_equal(reduced):  # the lowering writes each result where the reduction leaves it
-                raise self.error(f"T.reduce_{self.kind}: `{self.dst.name}` is laid out as {known!r} by an earlier "
-                                 f"use, but reducing `{self.src.name}` along dim {self.dim} leaves its results as "
-                                 f"{reduced!r}; reduce into a fresh fragment and T.copy it to `{self.dst.name}`")
+        if self.dst.buffer in args.layouts:  # another op placed it: LayoutInference relays the result to it
             return {}
         return {self.dst.buffer: reduced}
 
@@ -159,6 +156,9 @@ class Reduce(TileOp):
             groups = reduce_threads(src_layout, self.dim)
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: {err}") from None
+        if not dst_layout.is_equal(reduce_fragment(src_layout, self.dim)):  # LayoutInference relays it otherwise
+            raise self.error(f"T.reduce_{self.kind}: `{self.dst.name}` is laid out as {dst_layout!r}, not as the "
+                             f"reduction of `{self.src.name}` along dim {self.dim} leaves its results")
         partial = Tb.buffer((int(dst_layout.local_size),), acc_t, scope="local")
         IRBuilder.name(f"{self.dst.name}_partial", partial)
         stmts: list[Any] = [tirx.AllocBuffer(partial)]

@@ -25,6 +25,10 @@ fragment in the layout it needs, exchanged through a shared tile before it (and 
 writes the fragment), with a TileLangWarning naming the fragments, since it costs a round trip through
 shared memory and two barriers each time the loop runs. This pass declares the copy and the tile, makes the
 nest use the copy and records the exchange on the nest (`tl.layout_exchanges`); LowerParallelLoop writes it.
+A T.reduce_* whose destination another op laid out otherwise than the reduction leaves its results is reconciled
+the same way: it reduces into a scratch fragment in the reduced layout, relaid out to the destination through a
+shared tile after it (and, with clear=False, the destination's old values to the scratch before it); this pass
+writes those copies around the op (LowerParallelLoop's `_relayout`).
 
 Fragments live on the threads that use them. A tile op or a nest under `if`s on the thread index (a T.ws region)
 runs on the contiguous range of threads those allow (thread_guard.py), and a fragment it uses is laid out over
@@ -222,6 +226,8 @@ class _Inference:
         self.nests: list[_Nest] = []
         self.ops: list[Any] = []
         self.op_reach: list[ThreadRange] = []  # the threads that run each op
+        self.op_nodes: list[Any] = []  # the Evaluate of each op, by handle
+        self.reduce_exchanges: dict = {}  # Evaluate handle -> (op, scratch, tile, threads): see _exchange_reduce
         self.reach: dict[Any, tuple[ThreadRange, str]] = {}  # fragment -> its threads, and the use that set them
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
@@ -292,6 +298,7 @@ class _Inference:
                 reach = self._reach(guards.get(node.__chandle__()), None, op.construct, op.loc)
                 self.ops.append(op)
                 self.op_reach.append(reach)
+                self.op_nodes.append(node.__chandle__())
                 for buf in self._op_buffers(op):
                     if scope_of(buf) == FRAGMENT_SCOPE:
                         self.use(buf, reach, f"{op.construct} at {op.loc}", op.loc)
@@ -314,7 +321,9 @@ class _Inference:
                                self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
                                view_buffers(self.func), mixed_major_tiles(self.func))
         changed = False
-        for k, op in enumerate(self.ops):
+        # a reduction's destination follows its source only where no other op places it (else it is relaid out)
+        for k in sorted(range(len(self.ops)), key=lambda k: isinstance(self.ops[k], Reduce)):
+            op = self.ops[k]
             reach = self.op_reach[k]
             op_args = args if reach.count == args.num_threads else dataclasses.replace(args, num_threads=reach.count)
             # An op's inference reads only the layouts of its own operands: ask again only when one was placed.
@@ -514,6 +523,36 @@ class _Inference:
                 conflict = self._conflict(nest, buf, indices)
                 if conflict is not None:
                     self._exchange(nest, buf, conflict)
+        for k, op in enumerate(self.ops):
+            if isinstance(op, Reduce) and op.src.buffer in self.layouts and op.dst.buffer in self.layouts \
+                    and scope_of(op.dst.buffer) == FRAGMENT_SCOPE:
+                reduced = reduce_fragment(self.layouts[op.src.buffer], op.dim)  # its infer_layout checked this
+                if not self.layouts[op.dst.buffer].is_equal(reduced):
+                    self._exchange_reduce(k, op, reduced)
+
+    def _exchange_reduce(self, k: int, op: Reduce, reduced: Fragment) -> None:
+        """The reduction `op` writes a scratch fragment laid out as `reduced`, relaid out to its destination (laid
+        out otherwise by another op) through a shared tile."""
+        dst = op.dst.buffer
+        shape = self._shape(dst)
+        why = (f"T.reduce_{op.kind} at {op.loc} leaves its results as {reduced!r}, but `{dst.name}` is laid out as "
+               f"{self.layouts[dst]!r} ({self.origin.get(dst)})")
+        if [as_int(m) for m in op.dst.mins] != [0] * len(shape) or [as_int(e) for e in op.dst.extents] != shape:
+            raise CompileError(f"layout conflict: {why}; reduce into a whole fragment", op.loc, STAGE)
+        dtype = str(dst.ty.dtype.dtype)
+        scratch = Tb.buffer(shape, dtype, scope=FRAGMENT_SCOPE)
+        IRBuilder.name(f"{dst.name}_reduced", scratch)
+        tile = Tb.buffer(shape, dtype, scope=EXCHANGE_SCOPE)
+        IRBuilder.name(f"{dst.name}_exchange", tile)
+        self.layouts[scratch] = reduced
+        self.origin[scratch] = f"T.reduce_{op.kind} at {op.loc}"
+        self.fragments.append(scratch)
+        self.reduce_exchanges[self.op_nodes[k]] = (op, scratch, tile, self.op_reach[k])
+        nbytes = int(np.prod(shape)) * tvm.runtime.DataType(dtype).bits // 8
+        warn_once(f"reduce exchange at {op.loc}: {why}",
+                  f"{op.loc}: the result of T.reduce_{op.kind} reaches `{dst.name}` through a {nbytes}-byte "
+                  f"shared-memory tile{'' if op.clear else ' (and its old values come the other way first)'}, each "
+                  f"time it runs, because {why}. Reducing into a fragment of its own avoids the exchange.")
 
     def _conflict(self, nest: _Nest, buf, indices, layout: Fragment | None = None) -> str | None:
         """Why an iteration of the nest would touch an element of `buf` its thread does not hold (None if
@@ -653,12 +692,36 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, annotations,
                         loop.step)
 
-    func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+    def on_eval(node, mutator):
+        found = inference.reduce_exchanges.get(node.__chandle__())
+        return node if found is None else _relaid_reduce(node, *found, inference)
+
+    func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for), (tirx.Evaluate, on_eval)])
     exchanged = [x for n in inference.nests for x in n.exchanges.values()]
-    if exchanged:
-        declared = [b for x in exchanged for b in ((x.tile,) if x.copy is x.tile else (x.copy, x.tile))]
+    declared = [b for _, scratch, tile, _ in inference.reduce_exchanges.values() for b in (scratch, tile)]
+    if exchanged or declared:
+        declared += [b for x in exchanged for b in ((x.tile,) if x.copy is x.tile else (x.copy, x.tile))]
         func = func.with_body(declare_buffers(func.body, declared))
     return func.with_attr(LAYOUTS_ATTR, {buf: layout for buf, layout in inference.layouts.items()})
+
+
+def _relaid_reduce(node: tirx.Evaluate, op: Reduce, scratch, tile, reach: ThreadRange, inference: _Inference):
+    """The reduction into `scratch`, its result relaid out to the op's destination through `tile` after it (and the
+    destination's old values to `scratch` before it, for clear=False)."""
+    from .lower_parallel_loop import _relayout  # it imports this module
+
+    call = node.value
+    dst = op.dst.buffer
+    region = dataclasses.replace(op.dst, buffer=scratch)
+    reduce = tirx.Evaluate(tvm.ir.Call(call.op, [call.args[0], region.to_ir(), *list(call.args)[2:]],
+                                       attrs=call.attrs, ret_ty="int32"))
+    thread = inference.threads.linear_thread_id()
+    thread = thread - reach.first if reach.first else thread
+    relay = [inference.layouts, thread, reach.count, inference.analyzer]
+    after = _relayout(scratch, dst, tile, *relay)
+    if op.clear:
+        return tirx.SeqStmt([reduce, after])
+    return tirx.SeqStmt([_relayout(dst, scratch, tile, *relay), reduce, after])
 
 
 def LayoutInference(configs):  # noqa: N802
