@@ -289,3 +289,22 @@ def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any
     if plan_threads is not None and plan_threads < num_threads:
         stmt = tirx.IfThenElse(thread < plan_threads, stmt, None)
     return stmt
+
+
+def relayout(src, dst, tile, layouts, thread: Any, count: int, analyzer) -> Any:
+    """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
+    stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
+    in `dst` (the barrier passes put the barriers between and around). `dst` may be the tile itself: only the
+    stores then."""
+    shape = [as_int(e) for e in src.ty.shape]
+    xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
+    store = tirx.BufferStore(tile, src[tuple(xs)], xs)
+    src_layout = layouts[src]
+    if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
+        store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
+    stored = lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, count, analyzer())
+    if dst.same_as(tile):
+        return stored
+    load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
+    return tirx.SeqStmt([stored, lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, count,
+                                                 analyzer())])

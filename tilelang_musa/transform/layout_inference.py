@@ -28,7 +28,7 @@ nest use the copy and records the exchange on the nest (`tl.layout_exchanges`); 
 A T.reduce_* whose destination another op laid out otherwise than the reduction leaves its results is reconciled
 the same way: it reduces into a scratch fragment in the reduced layout, relaid out to the destination through a
 shared tile after it (and, with clear=False, the destination's old values to the scratch before it); this pass
-writes those copies around the op (LowerParallelLoop's `_relayout`).
+writes those copies around the op (`relayout` in tileop/loop_plan.py).
 
 Fragments live on the threads that use them. A tile op or a nest under `if`s on the thread index (a T.ws region)
 runs on the contiguous range of threads those allow (thread_guard.py), and a fragment it uses is laid out over
@@ -63,7 +63,7 @@ from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from ..tileop.gemm import Gemm
 from ..tileop.gemm.mma import k_major
-from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, row_plan, vector_width
+from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, relayout, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
 from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
@@ -708,8 +708,6 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
 def _relaid_reduce(node: tirx.Evaluate, op: Reduce, scratch, tile, reach: ThreadRange, inference: _Inference):
     """The reduction into `scratch`, its result relaid out to the op's destination through `tile` after it (and the
     destination's old values to `scratch` before it, for clear=False)."""
-    from .lower_parallel_loop import _relayout  # it imports this module
-
     call = node.value
     dst = op.dst.buffer
     region = dataclasses.replace(op.dst, buffer=scratch)
@@ -718,10 +716,10 @@ def _relaid_reduce(node: tirx.Evaluate, op: Reduce, scratch, tile, reach: Thread
     thread = inference.threads.linear_thread_id()
     thread = thread - reach.first if reach.first else thread
     relay = [inference.layouts, thread, reach.count, inference.analyzer]
-    after = _relayout(scratch, dst, tile, *relay)
+    after = relayout(scratch, dst, tile, *relay)
     if op.clear:
         return tirx.SeqStmt([reduce, after])
-    return tirx.SeqStmt([_relayout(dst, scratch, tile, *relay), reduce, after])
+    return tirx.SeqStmt([relayout(dst, scratch, tile, *relay), reduce, after])
 
 
 def LayoutInference(configs):  # noqa: N802

@@ -33,8 +33,8 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import LAYOUT_EXCHANGES, LOOP_PLAN
-from ..ir.utils import as_int, thread_info
-from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, row_plan
+from ..ir.utils import thread_info
+from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, relayout, row_plan
 from .layout_inference import LAYOUTS_ATTR, STAGE
 from .partition_parallel_loop import collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
@@ -75,31 +75,12 @@ def lower_parallel_loop(func: tirx.PrimFunc) -> tirx.PrimFunc:
         exchanges = node.annotations[LAYOUT_EXCHANGES] if LAYOUT_EXCHANGES in node.annotations else []
         if not exchanges:
             return loop
-        before = [_relayout(buf, copy, tile, layouts, thread, count, analyzer) for buf, copy, tile, _ in exchanges]
-        after = [_relayout(copy, buf, tile, layouts, thread, count, analyzer)
+        before = [relayout(buf, copy, tile, layouts, thread, count, analyzer) for buf, copy, tile, _ in exchanges]
+        after = [relayout(copy, buf, tile, layouts, thread, count, analyzer)
                  for buf, copy, tile, written in exchanges if int(written)]
         return tirx.SeqStmt(before + [loop] + after)
 
     return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
-
-
-def _relayout(src, dst, tile, layouts, thread: Any, count: int, analyzer) -> Any:
-    """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
-    stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
-    in `dst` (the barrier passes put the barriers between and around). `dst` may be the tile itself: only the
-    stores then."""
-    shape = [as_int(e) for e in src.ty.shape]
-    xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
-    store = tirx.BufferStore(tile, src[tuple(xs)], xs)
-    src_layout = layouts[src]
-    if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
-        store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
-    stored = lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, count, analyzer())
-    if dst.same_as(tile):
-        return stored
-    load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
-    return tirx.SeqStmt([stored, lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, count,
-                                                 analyzer())])
 
 
 def LowerParallelLoop():  # noqa: N802
