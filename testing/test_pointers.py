@@ -61,6 +61,28 @@ def test_ptr_matmul_takes_tensors_or_addresses_and_guards_odd_sizes(arch):
     torch.testing.assert_close(c_cython, c_ffi)
 
 
+def eager_ptr_scale(X: T.ptr, Y: T.ptr, n: int, dtype: T.dtype, factor: float = 2.0, threads: int = 64):
+    """Upstream's eager pointer form: `X: T.ptr` parameters viewed with T.make_tensor, sizes as Python ints."""
+    X = T.make_tensor(X, (n,), dtype)
+    Y = T.make_tensor(Y, (n,), dtype)
+    with T.Kernel(T.ceildiv(n, threads), threads=threads) as bx:
+        for i in T.Parallel(threads):
+            Y[bx * threads + i] = X[bx * threads + i] * factor
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_eager_ptr_parameters_compile_from_ptr_specs_and_take_tensors(arch):
+    """`f.compile(X=T.ptr(), ...)` (what upstream's par_compile specs pass) declares pointer parameters; the kernel
+    then takes tensors (or addresses) for them."""
+    kernel = tilelang.jit(target=target(arch))(eager_ptr_scale).compile(X=T.ptr(), Y=T.ptr(), n=200, dtype=T.float32)
+    source = kernel.get_kernel_source()
+    assert "void* __restrict__ X" in source and "reinterpret_cast<float*>(Y)" in source, source
+    assert [p.kind for p in kernel.params] == ["pointer", "pointer"]
+    x, y = rand((200,), torch.float32, seed=3), poison((200,), torch.float32)
+    kernel(x, y)
+    torch.testing.assert_close(y, x * 2.0)
+
+
 def pointer_table_copy(G, N, dtype=T.float16):
     @T.prim_func
     def main(src_ptrs: T.Tensor([G], T.ptr), out: T.Tensor([G, N], dtype)):

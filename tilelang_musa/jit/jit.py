@@ -19,6 +19,7 @@ import torch
 
 from .. import env
 from ..language.parser import contains_kernel_scope, parse_kernel
+from ..language.dtypes import Pointer
 from ..language.prim_func import discover_consts, eager_signature, trace_eager
 from .compile import compile as compile_program
 from .kernel import JITKernel
@@ -68,7 +69,9 @@ class JITFunction:
         sig = eager_signature(parse_kernel(self.func))
         values = {k: v for k, v in kwargs.items() if k in sig.parameters}
         for name in sig.tensor_params:
-            if name in values:
+            if isinstance(values.get(name), Pointer) and isinstance(sig.signature_tensors.get(name), Pointer):
+                del values[name]  # `A=T.ptr()` for `A: T.ptr`, as upstream's specs say it: a pointer parameter
+            elif name in values:
                 raise TypeError(f"{self.__name__}.compile(): `{name}` is a tensor parameter; pass sizes instead")
         consts = {k: v for k, v in kwargs.items() if k not in sig.parameters}
         return self._specialize(values, consts)

@@ -22,6 +22,7 @@ from ..ir.attrs import (
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
+from .dtypes import Pointer
 from .proxy import TensorType, declare_param, make_param
 
 
@@ -219,7 +220,7 @@ def eager_signature(parsed: ParsedKernel) -> EagerSignature:
     for n, p in sig.parameters.items():
         if p.annotation is not inspect.Parameter.empty and n not in annotated:
             annotation = _annotation(parsed, p)
-            if isinstance(annotation, TensorType):
+            if isinstance(annotation, (TensorType, Pointer)):  # `a_ptr: T.ptr`: a pointer parameter
                 in_signature[n] = annotation
     tensors = tuple(n for n in names if n in annotated or n in in_signature)
     defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}

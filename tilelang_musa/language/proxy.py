@@ -163,6 +163,9 @@ def declare_param(trace: KernelTrace, name: str, annotation: Any, current: Any) 
             f"`{name}: {annotation!r}` annotates `{name}`, which is not a tensor parameter of the function "
             f"(parameters awaiting a tensor annotation: {sorted(trace.pending_tensors) or 'none'})"
         )
+    if isinstance(annotation, Pointer):  # `a_ptr: T.ptr` in the signature: a raw pointer, no shape to discover
+        trace.pending_tensors.pop(name)
+        return None if trace.mode == "discover" else make_param(trace, name, annotation)
     if not isinstance(annotation, TensorType):
         raise trace.error(f"`{name}` must be annotated with T.Tensor[shape, dtype]; got {annotation!r}")
     if trace.mode == "discover":
