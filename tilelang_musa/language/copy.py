@@ -9,23 +9,27 @@ import tvm
 from ..diagnostics import warn_once
 from ..tileop import Copy, emit_tile_op
 from ..tileop.async_copy import ASYNC_WAIT, check_async_operands, check_robust_operands
-from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR, PER_THREAD_ATTR, resolve_extents
+from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR, LOOP_LAYOUT_ATTR, PER_THREAD_ATTR, resolve_extents
+from ..tileop.parallel import THREAD_PRIVATE_SCOPES
 from ..tileop.region import to_region
 from .builder import kernel_trace
+from .loop import check_loop_layout
 from .tma import cache_hints, emit_tme_copy_candidate
 
 
 def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bool = False,
          eviction_policy: str | None = None, inner_cache_policy: str | None = None,
          outer_cache_policy: str | None = None, force_async_copy: bool = False, src_robust_desc: Any = None,
-         **kwargs: Any) -> None:
+         loop_layout: Any = None, **kwargs: Any) -> None:
     """dst = src (cast to dst's dtype). Each side is a buffer, a slice, or an element used as the origin of
     a region shaped like the other side: `T.copy(A[by * 64, k * 32], A_shared)`.
     Elements of src outside its tensor read as zero; elements of dst outside its tensor are not written.
 
     `force_async_copy=True`: a global -> shared copy of the same dtype through LDLMS asynchronous copies of 4, 8 or
     16-byte pieces; it still completes before the next statement. `src_robust_desc=d` (`d = T.make_robust_desc(
-    T.address_of(x[i]), nbytes)`): source bytes outside the descriptor read as 0; alone, or with force_async_copy."""
+    T.address_of(x[i]), nbytes)`): source bytes outside the descriptor read as 0; alone, or with force_async_copy.
+    `loop_layout=F`: the copy is a T.Parallel loop over its extents that runs by the T.Fragment F, as
+    `T.Parallel(..., loop_layout=F)` (never a TME copy then)."""
     trace = kernel_trace("T.copy")
     if "barrier" in kwargs:
         raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself; for a TME load the threads wait "
@@ -35,7 +39,12 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     hints = cache_hints("T.copy", trace, eviction_policy, inner_cache_policy, outer_cache_policy)
     if coalesced_width is not None and (not isinstance(coalesced_width, int) or coalesced_width <= 0):
         raise trace.error(f"T.copy: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
-    if not (disable_tma or force_async_copy or src_robust_desc is not None) and \
+    if loop_layout is not None:
+        if force_async_copy or src_robust_desc is not None:
+            raise trace.error("T.copy: loop_layout= maps a plain copy loop onto the threads; asynchronous and "
+                              "robust-descriptor copies are cut into pieces of their own, leave it out")
+        check_loop_layout("T.copy", loop_layout, None, trace.error)
+    if not (disable_tma or force_async_copy or src_robust_desc is not None or loop_layout is not None) and \
             emit_tme_copy_candidate(trace, src, dst, hints, coalesced_width):
         return  # a store from shared memory (or a hinted load): through the TME where it qualifies (tme_copy.py)
     if hints is not None:
@@ -46,11 +55,13 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
         raise trace.error("T.copy: coalesced_width= has no effect with force_async_copy=True (asynchronous copies move "
                           "4, 8 or 16-byte pieces, the widest that fits); leave it out")
     emit_copy("T.copy", trace, src, dst, coalesced_width=coalesced_width,
-              async_mode=ASYNC_WAIT if force_async_copy else None, robust_desc=src_robust_desc, disable_tma=disable_tma)
+              async_mode=ASYNC_WAIT if force_async_copy else None, robust_desc=src_robust_desc, disable_tma=disable_tma,
+              loop_layout=loop_layout)
 
 
 def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: int | None = None,
-              async_mode: str | None = None, robust_desc: Any = None, disable_tma: bool = False) -> None:
+              async_mode: str | None = None, robust_desc: Any = None, disable_tma: bool = False,
+              loop_layout: Any = None) -> None:
     """The Copy tile op of T.copy / T.async_copy (see tileop/copy.py and tileop/async_copy.py)."""
     if robust_desc is not None and not _is_robust_desc(robust_desc):
         raise trace.error(f"{construct}: src_robust_desc must be a descriptor made by T.make_robust_desc; "
@@ -62,7 +73,10 @@ def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: i
         check_async_operands(construct, src_region, dst_region, trace.error)
     if robust_desc is not None:
         check_robust_operands(construct, src_region, dst_region, trace.error)
-    attrs = {"coalesced_width": coalesced_width, ASYNC_ATTR: async_mode}
+    attrs = {"coalesced_width": coalesced_width, ASYNC_ATTR: async_mode, LOOP_LAYOUT_ATTR: loop_layout}
+    if loop_layout is not None and (src_region.scope in THREAD_PRIVATE_SCOPES or dst_region.scope in THREAD_PRIVATE_SCOPES):
+        raise trace.error(f"{construct}: loop_layout= spreads the copy over the threads, but a copy from or to a "
+                          "thread's own T.alloc_local buffer runs whole in every thread; leave it out")
     if disable_tma:  # a pipelined load (inject_software_pipeline.py) then stays off the TME
         attrs[DISABLE_TMA_ATTR] = True
     if src_origin and dst_origin:  # T.copy(A[i], s[j]): one element, copied by each thread that runs it

@@ -14,7 +14,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import (
-    COALESCED_WIDTH, PARALLEL, PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES, PRAGMA_UNROLL,
+    COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT, PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES, PRAGMA_UNROLL,
     UNROLL_FACTOR,
 )
 from ..diagnostics import warn_once
@@ -25,11 +25,12 @@ class LoopFrame:
     """One or more nested loops created by a `for` statement of the kernel."""
 
     def __init__(self, construct: str, ranges: list[tuple[Any, Any]], make_frame, annotations=None,
-                 scope_attrs: dict | None = None):
+                 scope_attrs: dict | None = None, outer_annotations: dict | None = None):
         self.construct = construct
         self.ranges = ranges
         self.make_frame = make_frame
         self.annotations = annotations or {}
+        self.outer_annotations = outer_annotations or {}  # on the outermost loop only (a nest's loop_layout)
         self.scope_attrs = scope_attrs or {}  # AttrStmts around the loops (read by TVM passes, e.g. UnrollLoop)
 
     def build(self, names: tuple[str, ...] | None) -> Iterator[Any]:
@@ -49,7 +50,8 @@ class LoopFrame:
                 frame.__enter__()
                 frames.append(frame)
             for k, (start, stop) in enumerate(self.ranges):
-                frame = self.make_frame(start, stop, dict(annotations) if annotations else None)
+                level = {**annotations, **self.outer_annotations} if k == 0 else annotations
+                frame = self.make_frame(start, stop, dict(level) if level else None)
                 var = frame.__enter__()
                 frames.append(frame)
                 if names is not None:
@@ -73,19 +75,43 @@ def _range(construct: str, start: Any, stop: Any) -> list[tuple[Any, Any]]:
 
 def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None) -> LoopFrame:  # noqa: N802
     """`for i, j in T.Parallel(M, N)`: independent iterations; the compiler maps them onto the block's
-    threads (from the layout of the fragments they touch, else a coalesced vectorized mapping)."""
+    threads (from the layout of the fragments they touch, else a coalesced vectorized mapping).
+
+    `loop_layout=F`, a T.Fragment over the loop's extents ((i, j[, rep]) -> (thread, slot)), fixes the mapping
+    instead: thread F.thread(i, j, rep) runs iteration (i, j) (once per replica), in slot order; the fragments
+    the loop touches are laid out from it, and its innermost run of consecutive slots sets the vector width."""
     annotations = {PARALLEL: True}
+    outer = {}
     if coalesced_width is not None:
         if not isinstance(coalesced_width, int) or coalesced_width <= 0:
             raise current_trace("T.Parallel").error(
                 f"T.Parallel: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
         annotations[COALESCED_WIDTH] = coalesced_width
     if loop_layout is not None:
-        raise current_trace("T.Parallel").error("T.Parallel(loop_layout=...) is not supported yet")
+        check_loop_layout("T.Parallel", loop_layout, extents, current_trace("T.Parallel").error)
+        outer[PARALLEL_LOOP_LAYOUT] = loop_layout
     return LoopFrame(
         "T.Parallel", _ranges("T.Parallel", extents),
-        lambda lo, hi, ann: Tb.parallel(lo, hi, annotations=ann), annotations,
+        lambda lo, hi, ann: Tb.parallel(lo, hi, annotations=ann), annotations, outer_annotations=outer,
     )
+
+
+def check_loop_layout(construct: str, loop_layout: Any, extents: Any, error) -> None:
+    """A `loop_layout=` must be a T.Fragment over the loop's extents (those known now are checked here, at the
+    user's line; the passes check the rest: coverage, threads)."""
+    from ..layout import Fragment
+
+    if not isinstance(loop_layout, Fragment):
+        raise error(f"{construct}: loop_layout must be a T.Fragment over the loop's extents; got "
+                    f"{type(loop_layout).__name__}")
+    if extents is None:
+        return
+    shape = [static_value(e) for e in loop_layout.input_shape]
+    wanted = [static_value(e) for e in extents]
+    if len(shape) != len(wanted) or any(a is not None and b is not None and a != b for a, b in zip(shape, wanted)):
+        raise error(f"{construct}: loop_layout {loop_layout!r} has input shape {shape}, but the loop's extents are "
+                    f"{[w if w is not None else e for w, e in zip(wanted, extents)]}; a loop layout maps the loop's "
+                    "iteration space, so its shape must equal the extents")
 
 
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> LoopFrame:

@@ -27,6 +27,7 @@ from .region import Region, common_extents, is_unit, pair_dims, paired_indices
 ASYNC_ATTR = "tl.async"
 DISABLE_TMA_ATTR = "tl.disable_tma"  # T.copy(..., disable_tma=True): never a TME copy (pipelined loads included)
 PER_THREAD_ATTR = "tl.per_thread"
+LOOP_LAYOUT_ATTR = "loop_layout"  # T.copy(..., loop_layout=F): the copy loop's plan (a T.Fragment over its extents)
 
 
 def resolve_extents(src: Region, src_origin: bool, dst: Region, dst_origin: bool, error) -> tuple[Region, Region]:
@@ -60,6 +61,7 @@ class Copy(TileOp):
     async_mode: str | None = None  # LDLMS: "wait" (force_async_copy=True) or "commit" (T.async_copy)
     robust_desc: Any = None  # the T.make_robust_desc variable guarding src (src_robust_desc=)
     per_thread: bool = False  # one element per thread that runs it (`T.copy(A[i], s[j], force_async_copy=True)`)
+    loop_layout: Any = None  # T.copy(..., loop_layout=F): the loop runs by F (as T.Parallel(..., loop_layout=F))
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "Copy":
@@ -67,7 +69,8 @@ class Copy(TileOp):
         mode = call_attr(call, ASYNC_ATTR)
         return cls(Region.from_ir(call.args[0]), Region.from_ir(call.args[1]), call_loc(call),
                    None if width is None else int(width), None if mode is None else str(mode),
-                   call.args[2] if len(call.args) > 2 else None, bool(call_attr(call, PER_THREAD_ATTR, False)))
+                   call.args[2] if len(call.args) > 2 else None, bool(call_attr(call, PER_THREAD_ATTR, False)),
+                   call_attr(call, LOOP_LAYOUT_ATTR))
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
         """The non-unit dimensions of src and dst, paired in order (their extents are equal, or one is known only
@@ -103,7 +106,8 @@ class Copy(TileOp):
 
         private = self.src.scope in THREAD_PRIVATE_SCOPES or self.dst.scope in THREAD_PRIVATE_SCOPES
         stmt = (thread_local_nest(extents, body) if private
-                else parallel_nest(extents, body, self.loc, coalesced_width=self.coalesced_width))
+                else parallel_nest(extents, body, self.loc, coalesced_width=self.coalesced_width,
+                                 loop_layout=self.loop_layout))
         if enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION):
             stmt = tirx.AttrStmt(self.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
         return stmt

@@ -6,6 +6,8 @@ lowering needs: every thread runs `for slot in range(local_size): x = inverse(th
 - The free plan (no fragment dictates one) is the coalesced, vectorized partition: fused index
   f = ((slot // V) * T + thread) * V + slot % V, so consecutive threads take consecutive V-wide pieces.
 - A fragment's plan (the loop walks a fragment with a known layout) is that fragment.
+- A user's plan (`T.Parallel(..., loop_layout=F)`) is F, checked against the nest (user_plan), vectorized over
+  F's runs of consecutive slots that hold consecutive innermost iterations (contiguous_width).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..layout import Fragment
+from ..errors import CompileError
+from ..layout import Fragment, LayoutError
 from ..ir.utils import as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of, substitute
 
 MAX_VECTOR_BYTES = 16  # the widest MUSA global/shared load/store (128 bits)
@@ -138,6 +142,72 @@ def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
         return xs, cond
 
     return LoopPlan(fragment, local_size, 1, inverse)
+
+
+def check_user_layout(fragment: Any, extents: list[int], num_threads: int, where: str) -> str | None:
+    """Why `fragment` cannot be the plan of a nest of `extents` run by `num_threads` threads (None if it can): it
+    must be a Fragment over the extents that puts every (iteration, replica) on its own (thread, slot) of those
+    threads, so that each iteration runs exactly once per replica. `where` names the threads in the message."""
+    if not isinstance(fragment, Fragment):
+        return f"loop_layout must be a T.Fragment; got {type(fragment).__name__}"
+    shape = [as_int(e) for e in fragment.input_shape]
+    if shape != list(extents):
+        return (f"loop_layout {fragment!r} has input shape {shape}, but the loop's extents are {list(extents)}; "
+                "a loop layout maps the loop's iteration space, so its shape must equal the extents")
+    try:
+        thread, slot = (a.astype(np.int64) for a in fragment.evaluate_all())
+    except (LayoutError, KeyError, TypeError, ValueError) as err:
+        return f"loop_layout {fragment!r} cannot be evaluated on the loop's iterations: {err}"
+    local = as_int(fragment.local_size)
+    if thread.size and (thread.min() < 0 or thread.max() >= num_threads):
+        bad = np.argwhere((thread < 0) | (thread >= num_threads))[0]
+        return (f"loop_layout {fragment!r} puts iteration {tuple(int(v) for v in bad[:-1])} (replica {int(bad[-1])}) "
+                f"on thread {int(thread[tuple(bad)])}, but the loop runs on {num_threads} threads ({where})")
+    if local is None or (slot.size and (slot.min() < 0 or slot.max() >= local)):
+        return f"loop_layout {fragment!r} has slots outside [0, {local})"
+    keys = (thread * local + slot).reshape(-1)
+    order = np.argsort(keys, kind="stable")
+    same = np.nonzero(keys[order][1:] == keys[order][:-1])[0]
+    if same.size:
+        grid_shape = thread.shape
+        a, b = (np.unravel_index(order[k], grid_shape) for k in (same[0], same[0] + 1))
+        what = lambda p: f"iteration {tuple(int(v) for v in p[:-1])}" + \
+            (f" (replica {int(p[-1])})" if grid_shape[-1] > 1 else "")
+        return (f"loop_layout {fragment!r} puts {what(a)} and {what(b)} on the same thread {int(thread[a])} and "
+                f"slot {int(slot[a])}: it must cover each iteration exactly once (once per replica), each on its "
+                "own (thread, slot)")
+    return None
+
+
+def contiguous_width(fragment: Fragment, extents: list[int]) -> int:
+    """The widest power of two V such that every V-aligned run of V innermost iterations lies, in every replica,
+    on one thread in V consecutive slots starting at a multiple of V: a thread's slot group [g*V, g*V + V) is
+    then one vector of the innermost dimension."""
+    thread, slot = fragment.evaluate_all()  # extents + [replicas]
+    local = as_int(fragment.local_size)
+    width = extents[-1] & -extents[-1]
+    while width > 1:
+        if local % width == 0:
+            shape = list(thread.shape[:-2]) + [extents[-1] // width, width, thread.shape[-1]]
+            t, s = thread.reshape(shape), slot.reshape(shape)
+            lanes = np.arange(width).reshape([1] * (len(shape) - 2) + [width, 1])
+            first = s[..., :1, :]
+            if (t == t[..., :1, :]).all() and (s == first + lanes).all() and (first % width == 0).all():
+                return width
+        width //= 2
+    return 1
+
+
+def user_plan(fragment: Fragment, extents: list[int], width: int, loc: Any = None, stage: str | None = None) -> LoopPlan:
+    """The plan of a nest the user gave `loop_layout=fragment` (checked by check_user_layout), vectorized
+    `width` wide (at most its contiguous_width)."""
+    plan = fragment_plan(fragment, extents)
+    try:
+        plan.inverse(tirx.Var("t", "int32"), tirx.Var("s", "int32"))
+    except LayoutError as err:
+        raise CompileError(f"loop_layout {fragment!r} cannot be inverted (which iteration a thread runs in each "
+                           f"slot): {err}", loc, stage) from None
+    return LoopPlan(plan.fragment, plan.local_size, width, plan.inverse)
 
 
 def region_plan(whole: LoopPlan, fragment: Fragment, origin: list[int], positions: list[int | None],

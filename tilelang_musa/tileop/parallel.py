@@ -7,12 +7,12 @@ from typing import Any, Callable
 from tvm import tirx
 
 from ..errors import SourceLoc
-from ..ir.attrs import COALESCED_WIDTH, PARALLEL
+from ..ir.attrs import COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT
 
 
 def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | None = None,
-                  names: str = "ijklmn", coalesced_width: int | None = None) -> Any:
-    """`for i0, i1, ... in T.Parallel(*extents, coalesced_width=...): body([i0, i1, ...])`."""
+                  names: str = "ijklmn", coalesced_width: int | None = None, loop_layout: Any = None) -> Any:
+    """`for i0, i1, ... in T.Parallel(*extents, coalesced_width=..., loop_layout=...): body([i0, i1, ...])`."""
     loop_vars = [tirx.Var(names[k] if k < len(names) else f"i{k}", "int32") for k in range(len(extents))]
     stmt = body(loop_vars)
     annotations = {PARALLEL: True}
@@ -20,8 +20,9 @@ def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | No
         annotations["tl.loc"] = str(loc)
     if coalesced_width is not None:
         annotations[COALESCED_WIDTH] = coalesced_width
-    for var, extent in reversed(list(zip(loop_vars, extents))):
-        stmt = tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, stmt, None, annotations)
+    for k, (var, extent) in reversed(list(enumerate(zip(loop_vars, extents)))):
+        level = {**annotations, PARALLEL_LOOP_LAYOUT: loop_layout} if k == 0 and loop_layout is not None else annotations
+        stmt = tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, stmt, None, level)
     return stmt
 
 

@@ -66,7 +66,9 @@ from ..tileop.gemm.mma import k_major
 from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, relayout, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
-from .partition_parallel_loop import coalesced_width, collect_nest, is_parallel, nest_extents, thread_analyzer
+from .partition_parallel_loop import (
+    coalesced_width, collect_nest, is_parallel, nest_extents, planned_by_user, thread_analyzer,
+)
 from .pass_base import tl_pass
 from .thread_guard import ThreadRange, map_with_guards, reaching_threads
 
@@ -285,8 +287,13 @@ class _Inference:
                 accesses = [(a.buffer, a.indices) for a in collect_accesses(body) if scope_of(a.buffer) == FRAGMENT_SCOPE]
                 if accesses:
                     reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
-                    self.nests.append(_Nest(node, [n.loop_var for n in nest], nest_extents(nest, STAGE), body,
-                                            accesses, reach))
+                    loop_vars, extents = [n.loop_var for n in nest], nest_extents(nest, STAGE)
+                    self.nests.append(_Nest(node, loop_vars, extents, body, accesses, reach))
+                    user = planned_by_user(node, extents, body, loop_vars[-1], reach, self.threads.num_threads,
+                                           self.analyzer, self.disable_vectorize, STAGE)
+                    if user is not None:  # T.Parallel(..., loop_layout=F): F is the plan, the fragments follow it
+                        self.nests[-1].plan = user[0]
+                        self.nests[-1].recipe = {"kind": "user", "fragment": user[0].fragment, "width": user[1]}
                     for buf, _ in accesses:
                         self.use(buf, reach, f"the T.Parallel loop at {loc_of(node)}", loc_of(node))
                 return tvm_ffi.WalkResult.SKIP  # the nest's inner loops belong to it
@@ -589,7 +596,8 @@ class _Inference:
             owners = loop_thread[..., rep]
             held = frag_thread[key]  # (... , fragment replicas)
             if not np.all((held == owners[..., None]).any(axis=-1)):
-                runs = f"where `{nest.source.name}` lives" if nest.source is not None else "on its own partition"
+                runs = f"where `{nest.source.name}` lives" if nest.source is not None else \
+                    "by its loop_layout" if nest.recipe["kind"] == "user" else "on its own partition"
                 return (f"the T.Parallel loop runs {runs} ({nest.plan.fragment!r}), but fragment `{buf.name}` is "
                         f"laid out as {layout!r} ({self.origin.get(buf)}): an iteration would touch an element "
                         "another thread holds")

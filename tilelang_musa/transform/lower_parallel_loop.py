@@ -9,6 +9,7 @@ by (`tileop/loop_plan.py`): `parallel_loop_layout`, the plan's Fragment (iterati
     {"kind": "region", "fragment": P, "whole": F, "shape": S, "origin": O, "positions": K}
                                                    runs on the slots of F (over S) whose element lies in the box
                                                    (O, K) the nest walks; P places the iterations
+    {"kind": "user", "fragment": F, "width": V}    the nest's `loop_layout=F`, V-wide pieces
     {"kind": "free" | "row", "width": V}           the coalesced partition (or one that keeps rows on their own
                                                    threads), V-wide pieces
 
@@ -34,7 +35,8 @@ from tvm import tirx
 
 from ..ir.attrs import LAYOUT_EXCHANGES, LOOP_PLAN
 from ..ir.utils import thread_info
-from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, relayout, row_plan
+from ..tileop.loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, relayout, row_plan,
+                                user_plan)
 from .layout_inference import LAYOUTS_ATTR, STAGE
 from .partition_parallel_loop import collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
@@ -45,6 +47,8 @@ def plan_of(recipe: Any, extents: list[int]) -> LoopPlan:
     kind = str(recipe["kind"])
     if kind == "fragment":
         return fragment_plan(recipe["fragment"], extents)
+    if kind == "user":
+        return user_plan(recipe["fragment"], extents, int(recipe["width"]))
     count = int(recipe["threads"][1])
     if kind == "free":
         return free_plan(extents, count, int(recipe["width"]))

@@ -11,6 +11,9 @@ take consecutive V-element pieces (coalesced global accesses, V-wide vector load
 widest power of two (up to 16 bytes per access) for which every access of the body is contiguous in the
 innermost loop variable, V-aligned, and inside one V-aligned piece of its buffer (so that a bounds guard
 on a piece's first element is exact). Iterations that do not fill the threads evenly are guarded.
+A nest given `loop_layout=F` (the `parallel_loop_layout` annotation on its outer loop) runs by F instead
+(planned_by_user: F checked against the nest, V at most F's contiguous width); so does a nest over fragments, in
+LayoutInference.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..ir.attrs import COALESCED_WIDTH, PARALLEL
+from ..ir.attrs import COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, substitute, thread_info, unflatten
-from ..tileop.loop_plan import free_plan, lower_with_plan, vector_width
+from ..tileop.loop_plan import (
+    LoopPlan, check_user_layout, contiguous_width, free_plan, lower_with_plan, user_plan, vector_width,
+)
 from ..tileop.parallel import THREAD_PRIVATE_SCOPES
 from .pass_base import tl_pass
 from .thread_guard import map_with_guards, reaching_threads
@@ -72,6 +77,32 @@ def coalesced_width(loop: tirx.For) -> int | None:
     return int(ann[COALESCED_WIDTH]) if ann is not None and COALESCED_WIDTH in ann else None
 
 
+def user_layout(loop: tirx.For) -> Any:
+    """The `loop_layout=` a T.Parallel nest was given (on its outer loop), or None."""
+    ann = loop.annotations
+    return ann[PARALLEL_LOOP_LAYOUT] if ann is not None and PARALLEL_LOOP_LAYOUT in ann else None
+
+
+def planned_by_user(loop: tirx.For, extents: list[int], body: Any, inner_var: Any, reach: Any, block_threads: int,
+                    analyzer, disable_vectorize: bool, stage: str) -> tuple[LoopPlan, int] | None:
+    """The plan of a nest given `loop_layout=F`, and its vector width (None without one): F must map the nest's
+    extents onto the threads that run it, each (iteration, replica) on its own (thread, slot); otherwise a
+    CompileError at the loop's line."""
+    fragment = user_layout(loop)
+    if fragment is None:
+        return None
+    where = f"the block's {block_threads} threads" if reach.count == block_threads else \
+        f"{reach} of the block, which its thread guards admit; loop_layout threads count from thread {reach.first}"
+    problem = check_user_layout(fragment, extents, reach.count, where)
+    if problem is not None:
+        raise CompileError(f"T.Parallel: {problem}", loc_of(loop), stage)
+    cap = contiguous_width(fragment, extents)
+    user_cap = coalesced_width(loop)
+    width = vector_width(extents, inner_var, body, analyzer, disable_vectorize,
+                         cap if user_cap is None else min(cap, user_cap))
+    return user_plan(fragment, extents, width, loc_of(loop), stage), width
+
+
 def writes_only_thread_private(body: Any) -> bool:
     stores = [a for a in collect_accesses(body) if a.is_store]
     return bool(stores) and all(scope_of(a.buffer) in THREAD_PRIVATE_SCOPES for a in stores)
@@ -106,6 +137,13 @@ def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False
         if not is_parallel(node):
             return mutator.default_mutate(node)
         nest, body = collect_nest(node)
+        if user_layout(node) is not None:
+            reach = reaching_threads(guards, threads, analyzer(), node, "PartitionParallelLoop")
+            extents = nest_extents(nest, "PartitionParallelLoop")
+            plan, _ = planned_by_user(node, extents, body, nest[-1].loop_var, reach, threads.num_threads, analyzer,
+                                      disable_vectorize, "PartitionParallelLoop")
+            return lower_with_plan([n.loop_var for n in nest], mutator.default_mutate(body), plan,
+                                   threads.linear_thread_id() - reach.first, reach.count, analyzer())
         if writes_only_thread_private(body):
             return run_in_every_thread(nest, mutator.default_mutate(body))
         reach = reaching_threads(guards, threads, analyzer(), node, "PartitionParallelLoop")
