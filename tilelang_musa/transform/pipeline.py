@@ -39,6 +39,7 @@ from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
 from .safe_memory_access import SafeMemoryAccess
 from .stage_gemm_operands import StageGemmOperands
+from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
 from .warp_specialize_pipeline import WarpSpecializePipeline
@@ -116,6 +117,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # its read/write ones. Users who place T.sync_threads() themselves switch them off.
         *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
             SyncWriteAfterWrite(),
+            # Global tensors too, between statements whose threads reach them through different elements.
+            SyncGlobalAccesses(),
             ThreadSync("shared"),
             ThreadSync("shared.dyn"),
         ]),
