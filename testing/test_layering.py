@@ -48,7 +48,7 @@ RANKS = {
     "layout": 5,
     "tileop": 6,
     "language": 7, "transform": 7, "intrinsics": 7,
-    "codegen": 8,
+    "codegen": 8, "quantize": 8,  # quantize: expression builders over language/ (dtypes), read by user programs
     "jit.launcher": 9,
     "profiler": 10,
     "jit": 11,

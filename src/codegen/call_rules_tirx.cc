@@ -31,7 +31,8 @@ std::string PrintStorageSync(CallContext& ctx, const CallView& call) {
                      "\" is not supported (only \"shared\", \"shared.dyn\" and \"warp\")");
 }
 
-// A reinterpret to a typed pointer (T.make_tensor over an address loaded from a pointer table) is a pointer cast.
+// A reinterpret to a typed pointer (T.make_tensor over an address loaded from a pointer table) is a pointer cast;
+// any other is a bit cast of the operand (a narrow integer one converted back to its own type first).
 std::string PrintReinterpret(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 1);
   static const TypeKey pointer_type("ir.PointerType");
@@ -39,7 +40,12 @@ std::string PrintReinterpret(CallContext& ctx, const CallView& call) {
   if (IsA(ty, pointer_type)) {
     return "reinterpret_cast<" + PointeeTypeName(ty) + "*>(" + ctx.PrintBare(call.args()[0]) + ")";
   }
-  return "tl::bit_cast<" + CTypeName(call.dtype()) + ">(" + ctx.PrintBare(call.args()[0]) + ")";
+  // The operand as its own TIR type: C promotes 8- and 16-bit integer arithmetic (`(a << 8) | b` on uint16) to int,
+  // and bit_cast needs the source width, not the promoted one.
+  DataType from = DTypeOf(call.args()[0]);
+  std::string operand = ctx.PrintBare(call.args()[0]);
+  if ((from.is_int() || from.is_uint()) && from.bits() < 32) operand = "(" + CTypeName(from) + ")(" + operand + ")";
+  return "tl::bit_cast<" + CTypeName(call.dtype()) + ">(" + operand + ")";
 }
 
 // The one argument of an address-of: a buffer element.

@@ -10,7 +10,7 @@ import tvm_ffi
 from tvm import tirx
 
 from .. import _native
-from ..ir.attrs import MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR
+from ..ir.attrs import IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
@@ -39,6 +39,7 @@ class KernelSource:
     launch: LaunchConfig  # the first kernel's
     local_bytes: int  # per-thread local arrays (registers / local memory)
     checked_device: str | None = None  # `device` as the simulator's sanitizer build prints it (same lines)
+    imported: str = ""  # the program's T.import_source texts, placed between the headers and the kernels
 
     @property
     def text(self) -> str:
@@ -53,7 +54,7 @@ class KernelSource:
         header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
         header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
         header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
-        return f"{header}\n{device}\n\n{self.host}"
+        return f"{header}{self.imported}\n{device}\n\n{self.host}"
 
 
 def kernel_names(name: str, count: int) -> list[str]:
@@ -83,7 +84,16 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
     params = host_params(funcs[0])
     return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,
                         launches[0].launch, max(_local_bytes(f) for f in funcs),
-                        "\n".join(checked) if sim_checks else None)
+                        "\n".join(checked) if sim_checks else None, _imported_sources(funcs))
+
+
+def _imported_sources(funcs: list[tirx.PrimFunc]) -> str:
+    """The distinct T.import_source texts of the program's kernels, in first-use order, each ending a line."""
+    texts: list[str] = []
+    for func in funcs:
+        if func.attrs is not None and IMPORTED_SOURCES_ATTR in func.attrs:
+            texts += [str(t) for t in func.attrs[IMPORTED_SOURCES_ATTR] if str(t) not in texts]
+    return "".join(t if t.endswith("\n") else t + "\n" for t in texts)
 
 
 def _min_blocks_per_sm(func: tirx.PrimFunc, index: int) -> int:

@@ -16,6 +16,8 @@ MIN_BLOCKS_ATTR = "tl.min_blocks_per_sm"
 SAFE_VALUES_ATTR = "tl.safe_values"
 # Names of the tensor parameters printed without `__restrict__` (T.annotate_restrict_buffers; read by codegen).
 NON_RESTRICT_ATTR = "tl.non_restrict_params"
+# C source texts T.import_source put before the kernels (language/extern.py; read by codegen/source.py).
+IMPORTED_SOURCES_ATTR = "tl.imported_sources"
 VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer it views (language/view.py)
 WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
 # The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).

@@ -53,6 +53,7 @@ class KernelTrace:
     safe_values: dict = field(default_factory=dict)  # tensor name -> value of its out-of-bounds reads
     non_restrict: list = field(default_factory=list)  # T.annotate_restrict_buffers: tensor names that may alias
     kernels: list = field(default_factory=list)  # every kernel opened, in launch order (per-kernel annotations)
+    imported_sources: list = field(default_factory=list)  # T.import_source: C source texts, in first-use order
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)

@@ -16,7 +16,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
-    ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR,
+    ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR,
     SIZE_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
 )
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
@@ -73,6 +73,8 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     if trace.safe_values:
         func = func.with_attr(SAFE_VALUES_ATTR, dict(trace.safe_values))
+    if trace.imported_sources:
+        func = func.with_attr(IMPORTED_SOURCES_ATTR, list(trace.imported_sources))
     if trace.non_restrict:
         func = func.with_attr(NON_RESTRICT_ATTR, list(trace.non_restrict))
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):

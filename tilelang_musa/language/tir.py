@@ -123,8 +123,8 @@ def func_attr(attrs: dict) -> None:
     `global_symbol` (the kernel's name) and `target` (the compile target) are superseded, and the attributes that
     carry the kernel's annotations (`tl.layout_annotations`, ...) cannot be set here."""
     from ..ir.attrs import (
-        ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR,
-        SIZE_PARAMS_ATTR, VIEWS_ATTR,
+        ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR,
+        SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, VIEWS_ATTR,
     )
     from ..tileop.finalize_reducer import REDUCERS_ATTR
 
@@ -132,7 +132,7 @@ def func_attr(attrs: dict) -> None:
     if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
         raise trace.error(f"T.func_attr takes a dict with str keys; got {attrs!r}")
     owned = {ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, MIN_BLOCKS_ATTR, PASS_CONFIGS_ATTR, OUTPUTS_ATTR, SIZE_PARAMS_ATTR,
-             REDUCERS_ATTR, VIEWS_ATTR, SAFE_VALUES_ATTR}
+             REDUCERS_ATTR, VIEWS_ATTR, SAFE_VALUES_ATTR, IMPORTED_SOURCES_ATTR}
     for key in attrs:
         if key in owned:
             raise trace.error(f"T.func_attr: `{key}` is set by the compiler from the kernel's own annotations")
