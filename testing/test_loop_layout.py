@@ -204,73 +204,36 @@ def _assert_error_at_loop(build, match, text="T.Parallel(M, N, loop_layout"):
     assert f"test_loop_layout.py:{_line_of(build, text)}" in str(info.value), str(info.value)
 
 
+def _assert_copy_loop_error(M, N, layout, arch, match):
+    """copy_loop with `layout` is a CompileError matching `match`, at copy_loop's T.Parallel line."""
+    with pytest.raises(tilelang.CompileError, match=match) as info:
+        tilelang.compile(copy_loop(M, N, layout), target=target(arch))
+    assert f"test_loop_layout.py:{_line_of(copy_loop, 'T.Parallel(M, N, loop_layout')}" in str(info.value)
+
+
 def test_layout_of_another_shape_is_an_error_at_the_loop():
     layout = T.Fragment((32, 128), forward_fn=lambda i, j: (j, i))
-
-    def build():
-        M, N = 128, 32
-
-        @T.prim_func
-        def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-            with T.Kernel(1, threads=128):
-                for i, j in T.Parallel(M, N, loop_layout=layout):
-                    B[i, j] = A[i, j]
-
-        return tilelang.compile(main, target=target("mp_31"))
-
-    _assert_error_at_loop(build, r"input shape \[32, 128\], but the loop's extents are \[128, 32\]")
+    _assert_copy_loop_error(128, 32, layout, "mp_31",
+                            r"input shape \[32, 128\], but the loop's extents are \[128, 32\]")
 
 
 def test_layout_that_does_not_cover_each_iteration_once_is_an_error_at_the_loop():
     """Thread i % 128, slot j: rows i and i + 128 share every (thread, slot)."""
     layout = T.Fragment((256, 8), forward_fn=lambda i, j: (i % 128, j))
-
-    def build():
-        M, N = 256, 8
-
-        @T.prim_func
-        def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-            with T.Kernel(1, threads=128):
-                for i, j in T.Parallel(M, N, loop_layout=layout):
-                    B[i, j] = A[i, j]
-
-        return tilelang.compile(main, target=target("mp_22"))
-
-    _assert_error_at_loop(build, r"puts iteration \(0, 0\) and iteration \(128, 0\) on the same thread 0 and slot 0")
+    _assert_copy_loop_error(256, 8, layout, "mp_22",
+                            r"puts iteration \(0, 0\) and iteration \(128, 0\) on the same thread 0 and slot 0")
 
 
 def test_replicas_on_the_same_threads_are_an_error_at_the_loop():
     layout = T.Fragment((128, 8), forward_fn=lambda i, j, rep: (i, j), replicate=2)
-
-    def build():
-        M, N = 128, 8
-
-        @T.prim_func
-        def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-            with T.Kernel(1, threads=128):
-                for i, j in T.Parallel(M, N, loop_layout=layout):
-                    B[i, j] = A[i, j]
-
-        return tilelang.compile(main, target=target("mp_31"))
-
-    _assert_error_at_loop(build, r"\(replica 0\) and iteration \(0, 0\) \(replica 1\) on the same thread")
+    _assert_copy_loop_error(128, 8, layout, "mp_31",
+                            r"\(replica 0\) and iteration \(0, 0\) \(replica 1\) on the same thread")
 
 
 def test_layout_with_more_threads_than_the_block_is_an_error_at_the_loop():
     layout = T.Fragment((256, 8), forward_fn=lambda i, j: (i, j))
-
-    def build():
-        M, N = 256, 8
-
-        @T.prim_func
-        def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-            with T.Kernel(1, threads=128):
-                for i, j in T.Parallel(M, N, loop_layout=layout):
-                    B[i, j] = A[i, j]
-
-        return tilelang.compile(main, target=target("mp_31"))
-
-    _assert_error_at_loop(build, r"on thread 128, but the loop runs on 128 threads \(the block's 128 threads\)")
+    _assert_copy_loop_error(256, 8, layout, "mp_31",
+                            r"on thread 128, but the loop runs on 128 threads \(the block's 128 threads\)")
 
 
 def test_layout_with_more_threads_than_the_guarded_range_is_an_error_at_the_loop():
