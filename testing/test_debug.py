@@ -59,3 +59,30 @@ def test_device_assert_fails_the_launch_with_the_message():
 
     with pytest.raises(RuntimeError, match="program_kernel"):
         kernel(torch.zeros(256, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_print_of_a_message_alone_prints_it_from_each_thread_that_runs_it(tmp_path, arch):
+    """Upstream's `T.print(msg="hello world")`: no value, the message with the block and thread."""
+    script = tmp_path / "print_message.py"
+    script.write_text(textwrap.dedent(f'''
+        import tilelang
+        import tilelang.language as T
+
+        @T.prim_func
+        def program(A: T.Tensor((4,), "float32")):
+            with T.Kernel(2, threads=64) as bx:
+                tx = T.get_thread_binding()
+                if tx == 3:
+                    T.print(msg="hello world")
+
+        kernel = tilelang.compile(program, target="musa -arch={arch}")
+        assert 'tl::print_message("hello world");' in kernel.get_kernel_source()
+        kernel.get_profiler().run_once()
+    '''))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("hello world")]
+    assert sorted(lines) == ["hello world [block (0, 0, 0), thread (3, 0, 0)]",
+                             "hello world [block (1, 0, 0), thread (3, 0, 0)]"]  # blocks may run in either order

@@ -16,11 +16,15 @@ def _str(text: str) -> Any:
     return tvm.ir.expr.StringImm(text)
 
 
-def print(obj: Any, msg: str = "") -> None:  # noqa: A001 - the language's T.print
-    """Print a value (from every thread that runs it) or every element of a buffer. A shared or global buffer
-    is printed once per block, by its first thread; a thread's own (`local`) buffer by every thread. Each line
-    names the block and the thread."""
+def print(obj: Any = None, msg: str = "") -> None:  # noqa: A001 - the language's T.print
+    """Print a value (from every thread that runs it) or every element of a buffer; with no value, `msg` alone
+    (`T.print(msg="hello")`, from every thread that runs it). A shared or global buffer is printed once per block,
+    by its first thread; a thread's own (`local`) buffer by every thread. Each line names the block and the
+    thread."""
     trace = kernel_trace("T.print")
+    if obj is None:
+        Tb.evaluate(tirx.call_extern("int32", "tl::print_message", _str(msg or "T.print")))
+        return
     if not is_buffer(obj):
         value = as_expr(obj)
         if not isinstance(value, tvm.ir.Expr):

@@ -38,6 +38,12 @@ TL_DEVICE void print_value(const char* msg, T value) {
   }
 }
 
+/*! \brief `msg [block (...), thread (...)]`, printed by the calling thread (T.print(msg=...) with no value). */
+TL_DEVICE void print_message(const char* msg) {
+  printf("%s [block (%d, %d, %d), thread (%d, %d, %d)]\n", msg, (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z,
+         (int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z);
+}
+
 /*! \brief `msg name[index] = value [block (...), thread (...)]` for one element of a buffer. */
 template <class T>
 TL_DEVICE void print_element(const char* msg, const char* name, long long index, T value) {
