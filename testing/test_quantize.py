@@ -245,3 +245,10 @@ def test_int4_dequantize_gemm_matches_torch(arch):
     c = poison((M, N_), torch.float32)
     kernel(a, general_compress(w, 4), c)
     torch.testing.assert_close(c, a.float() @ w.float().T, rtol=1e-2, atol=1e-2)
+
+
+def test_upstreams_quantization_module_path_names_the_same_decoders():
+    from tilelang.quantize import quantization
+
+    assert quantization._tir_u32_to_int_to_float is tilelang.quantize._tir_u32_to_int_to_float
+    assert quantization._tir_u8_to_f4_to_bf16 is tilelang.quantize._tir_u8_to_f4_to_bf16
