@@ -93,11 +93,20 @@ def test_a_tensor_past_two_to_the_31_elements_is_indexed_in_int64(arch):
     torch.testing.assert_close(b, a[-rows:, -cols:])
 
 
-def test_a_tensor_past_two_to_the_31_elements_without_the_key_is_an_error():
+def test_a_tensor_past_two_to_the_31_elements_without_the_key_is_promoted_to_int64_indices():
+    """Upstream's index type promotion: the kernel is indexed as with tl.config_index_bitwidth=64."""
+    program = tail_rows((1 << 16) + 8, 1 << 15, 4, 256)
+    promoted = tilelang.compile(program, target="musa -arch=mp_31").get_kernel_source()
+    assert "((int64_t)((int)blockIdx.y)) * 32768LL" in promoted, promoted
+
+
+@pytest.mark.parametrize("configs, why", [({"tl.disable_index_type_promotion": True}, "PROMOTION is set"),
+                                          ({"tl.config_index_bitwidth": 32}, "bitwidth is 32")])
+def test_a_tensor_past_two_to_the_31_elements_without_promotion_is_an_error(configs, why):
     """Its int32 offsets would wrap: the error names the tensor and the key, instead of a miscompile."""
-    with pytest.raises(tilelang.CompileError, match=r"buffer `A` has 2147745792 elements.*"
+    with pytest.raises(tilelang.CompileError, match=rf"buffer `A` has 2147745792 elements.*{why}.*"
                                                     r"'tl.config_index_bitwidth': 64"):
-        tilelang.compile(tail_rows((1 << 16) + 8, 1 << 15, 4, 256), target="musa -arch=mp_31")
+        tilelang.compile(tail_rows((1 << 16) + 8, 1 << 15, 4, 256), target="musa -arch=mp_31", pass_configs=configs)
 
 
 @pytest.mark.parametrize("arch,template", [("mp_31", "tl::gemm_ss_mp31_sqmma_swizzled"), ("mp_22", "tl::gemm_ss_mp22_mma")])

@@ -66,7 +66,7 @@ def test_copy_cache_policy_warns_that_it_needs_tme():
                 T.copy(F, B)
 
 
-@pytest.mark.parametrize("key", ["TL_ENABLE_AUTO_WARP_SPECIALIZATION", "TL_DISABLE_INDEX_TYPE_PROMOTION"])
+@pytest.mark.parametrize("key", ["TL_ENABLE_AUTO_WARP_SPECIALIZATION", "TL_DISABLE_VECTORIZE_256"])
 def test_pass_configs_without_a_subject_warn(key, recwarn):
     from tilelang_musa.transform import normalize_pass_configs
 

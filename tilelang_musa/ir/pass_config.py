@@ -135,7 +135,6 @@ WITHOUT_EFFECT = {
                                   "hazards get barriers instead; see TL_DISABLE_THREAD_STORAGE_SYNC)",
     K.TL_DISABLE_BUFFER_INIT_CHECK: "no check for buffers read before they are written exists here",
     K.TL_DISABLE_PRELOWER_SEMANTIC_CHECK: "this build's front-end checks are errors that cannot be switched off",
-    K.TL_DISABLE_INDEX_TYPE_PROMOTION: "indices are never promoted to 64 bits yet",
     K.TL_ENABLE_AUTO_WARP_SPECIALIZATION: _NO_WS,
     K.TL_ENABLE_AUTO_SCHEDULE: "auto scheduling is TileLang-Ascend's; MUSA kernels are scheduled as written",
     K.TL_ENABLE_MUSA_TMA_PREFETCH: "TME descriptors are not prefetched: each is read by the copies that use it",

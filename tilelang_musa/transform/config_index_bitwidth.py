@@ -1,7 +1,9 @@
 """ConfigIndexBitwidth (`tl.config_index_bitwidth = 64`): index arithmetic in int64, for tensors of 2^31 elements or
-more, where an int32 offset such as `bz * 82944 * 128 + ...` would wrap.
+more, where an int32 offset such as `bz * 82944 * 128 + ...` would wrap. Without the key, a kernel with a tensor
+past the int32 range is promoted the same way (upstream's index type promotion), unless
+TL_DISABLE_INDEX_TYPE_PROMOTION is set or the key is 32: then it is a CompileError naming the tensor.
 
-Runs after FlattenBuffer, so the flat offsets it builds are what gets widened. The rule:
+Runs before FlattenBuffer, so the flat offsets FlattenBuffer builds are formed in int64. The rule:
 - every int loop variable and let-bound int variable becomes int64 (its bounds or value with it);
 - inside a buffer index, an If / Select / if_then_else condition and a loop's bounds, every integer leaf is int64:
   constants are int64, other int variables (thread and block indices, scalar parameters, values loaded from int
@@ -20,7 +22,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..ir.pass_config import PassConfigKey
+from ..ir.pass_config import PassConfigKey, enabled
 from .pass_base import tl_pass
 
 WIDE = "int64"
@@ -207,14 +209,21 @@ def _buffer_past_int32(func: tirx.PrimFunc) -> tuple[str, int] | None:
 
 def ConfigIndexBitwidth(configs: dict):  # noqa: N802
     bits = index_bitwidth(configs)
+    # As upstream, a kernel with a tensor past the int32 range is promoted to int64 indices unless the user asked for
+    # 32-bit indices or switched promotion off.
+    asked_32 = configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH) is not None and bits is None
+    promote = not asked_32 and not enabled(configs, PassConfigKey.TL_DISABLE_INDEX_TYPE_PROMOTION)
 
     def rewrite(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if bits == 64:
             return func.with_body(widen_indices(func.body))
         large = _buffer_past_int32(func)
-        if large is not None:  # its int32 offsets would wrap (FlattenBuffer would fail folding them)
-            raise CompileError(f"buffer `{large[0]}` has {large[1]} elements, past the int32 range of this kernel's "
-                               "indices: compile with pass_configs={'tl.config_index_bitwidth': 64}")
-        return func
+        if large is None:
+            return func
+        if promote:
+            return func.with_body(widen_indices(func.body))
+        why = "tl.config_index_bitwidth is 32" if asked_32 else "TL_DISABLE_INDEX_TYPE_PROMOTION is set"
+        raise CompileError(f"buffer `{large[0]}` has {large[1]} elements, past the int32 range of this kernel's "
+                           f"indices, and {why}: compile with pass_configs={{'tl.config_index_bitwidth': 64}}")
 
     return tl_pass("ConfigIndexBitwidth", rewrite)

@@ -95,7 +95,8 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerGlobalLayout(),
         # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
         # tl.config_index_bitwidth=64: every loop and index in int64, before FlattenBuffer forms (and folds) the flat
-        # offsets, which then are int64 too. Without it a tensor past 2^31 elements is an error here.
+        # offsets, which then are int64 too. Without it a kernel with a tensor past 2^31 elements is promoted the same
+        # way (unless TL_DISABLE_INDEX_TYPE_PROMOTION).
         ConfigIndexBitwidth(configs),
         tirx.transform.FlattenBuffer(),
         # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before VectorizeLoop
