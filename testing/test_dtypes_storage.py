@@ -353,3 +353,16 @@ def test_tfloat32_is_float32_storage():
 
     x = rand((64,), torch.float32)
     torch.testing.assert_close(tilelang.compile(scale, out_idx=[1])(x), x * 2)
+
+
+def test_fnuz_float8_names_exist_but_a_tensor_of_one_is_rejected_by_name():
+    """Upstream scripts list AMD's fnuz float8 formats (for ROCm): the names import; MUSA has no such type."""
+    from tilelang_musa.errors import UnsupportedError
+
+    assert str(T.float8_e4m3fnuz) == "float8_e4m3fnuz" and str(T.float8_e5m2fnuz) == "float8_e5m2fnuz"
+    with pytest.raises(UnsupportedError, match="dtype `float8_e5m2fnuz` is not supported.*float8_e5m2"):
+        @T.prim_func
+        def main(A: T.Tensor((128,), T.float8_e5m2fnuz)):
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(128):
+                    A[i] = A[i]

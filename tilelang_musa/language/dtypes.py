@@ -14,10 +14,10 @@ from tvm import tirx
 
 from .builder import take_name
 
-# float6 types are not supported on MUSA (the user's guide): they are rejected by name. float4_e2m1fn is a
+# float6 types are not supported on MUSA (the user's guide), nor AMD's fnuz float8 formats: they are rejected by name. float4_e2m1fn is a
 # storage type only: kernel tensor parameters of it are accepted (transform/lower_fp4_storage.py), allocations
 # and arithmetic on it are rejected where they are written.
-UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn")
+UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn", "float8_e4m3fnuz", "float8_e5m2fnuz")
 FP4_DTYPE = "float4_e2m1fn"
 
 # Other spellings of one dtype. TVM parses "float8_e4m3" as a type distinct from "float8_e4m3fn", but upstream
@@ -54,17 +54,18 @@ def canonical_dtype(dtype: Any) -> str:
     element type is int64)."""
     if isinstance(dtype, Pointer):
         return POINTER_DTYPE
-    if isinstance(dtype, DType):
-        return str.__str__(dtype)
-    text = str(dtype)
+    text = str.__str__(dtype) if isinstance(dtype, DType) else str(dtype)
     if text.startswith("torch."):
         text = text[len("torch."):]
     text = _ALIASES.get(text, text)
     if text.split("x")[0] in UNSUPPORTED_DTYPES:
         from ..errors import UnsupportedError
 
-        raise UnsupportedError(f"dtype `{text}` is not supported by TileLang-MUSA (no float6 types; float4_e2m1fn "
-                               "is a storage type for tensor parameters)")
+        raise UnsupportedError(f"dtype `{text}` is not supported by TileLang-MUSA (no float6 types, no fnuz float8 "
+                               "formats: use float8_e4m3fn / float8_e5m2; float4_e2m1fn is a storage type for tensor "
+                               "parameters)")
+    if isinstance(dtype, DType):
+        return text
     try:
         tvm.runtime.DataType(text)
     except Exception:  # noqa: BLE001 - tvm raises a generic error for unknown names
@@ -165,6 +166,10 @@ float8_e4m3 = DType("float8_e4m3fn")
 float8_e4m3fn = DType("float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2")
 float8_e8m0fnu = DType("float8_e8m0fnu")
+# AMD's fnuz float8 formats: names only, so scripts that list them (for ROCm) import; using one is an error
+# (UNSUPPORTED_DTYPES).
+float8_e4m3fnuz = tvm.DataType.__new__(DType, "float8_e4m3fnuz")
+float8_e5m2fnuz = tvm.DataType.__new__(DType, "float8_e5m2fnuz")
 float4_e2m1fn = DType(FP4_DTYPE)  # storage only: tensors of it are torch.uint8, two values a byte
 tfloat32 = DType("tfloat32")  # stored as float32 (T.tfloat32 == "float32")
 float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.double aliases
@@ -194,6 +199,6 @@ _all_dtypes = [
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-    "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
+    "float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
     *VECTOR_DTYPES,
 ]
