@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 import tvm
-import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
