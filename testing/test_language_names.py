@@ -973,3 +973,33 @@ def test_alloc_var_initialised_from_another(arch):
     out = torch.full((2,), -7, dtype=torch.int32)
     kernel(out)
     assert out.tolist() == [1, 3]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tvmscript_parallel_is_a_one_dimensional_t_parallel(arch):
+    """`for i in T.parallel(n)` (and `T.parallel(0, n)`) compiles as `T.Parallel(n)`."""
+
+    def scale(loop):
+        @T.prim_func
+        def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+            with T.Kernel(1, threads=64):
+                for i in loop():
+                    B[i] = A[i] * 3.0
+
+        return compile_for(main, arch)
+
+    lower = scale(lambda: T.parallel(256))
+    assert lower.get_kernel_source() == scale(lambda: T.Parallel(256)).get_kernel_source()
+    assert lower.get_kernel_source() == scale(lambda: T.parallel(0, 256)).get_kernel_source()
+    a, b = rand((256,), torch.float32, 39), poison((256,), torch.float32)
+    lower(a, b)
+    torch.testing.assert_close(b, a * 3.0)
+
+
+def test_tvmscript_parallel_with_a_nonzero_start_is_an_error_at_the_loop():
+    with pytest.raises(tilelang.CompileError, match=r"T.parallel\(4, 256\): a start other than 0 is not supported"):
+        @T.prim_func
+        def main(A: T.Tensor((256,), "float32")):
+            with T.Kernel(1, threads=64):
+                for i in T.parallel(4, 256):
+                    A[i] = 0.0

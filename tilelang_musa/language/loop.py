@@ -114,6 +114,18 @@ def check_loop_layout(construct: str, loop_layout: Any, extents: Any, error) -> 
                     "iteration space, so its shape must equal the extents")
 
 
+def parallel(start: Any, stop: Any = None) -> LoopFrame:
+    """TVMScript's one-dimensional `for i in T.parallel(n)` (or `T.parallel(0, n)`): a T.Parallel loop over range(n),
+    as upstream lowers TVMScript parallel loops inside a kernel."""
+    if stop is not None:
+        trace = current_trace("T.parallel")
+        if not (isinstance(start, int) and start == 0):
+            raise trace.error(f"T.parallel({start}, {stop}): a start other than 0 is not supported; loop over "
+                              f"T.Parallel({stop} - {start}) and add {start} to the index")
+        start = stop
+    return Parallel(start)
+
+
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> LoopFrame:
     if step not in (None, 1):
         raise current_trace("T.serial").error(f"T.serial: step {step} is not supported; use a unit step")
