@@ -62,6 +62,13 @@ TL_DEVICE void decode_interleaved(const In *src, Out *dst, int n, const float *s
   for (int g = 0; g < n / 8; ++g) decode_interleaved_word<Bits, Signed>(interleaved_word<Bits>(bytes, g), dst + 8 * g, scale);
 }
 
+/*! \brief decode_interleaved with every output multiplied by `*scale` (any type that converts to float). */
+template <int Bits, bool Signed, typename In, typename Out, typename Scale>
+TL_DEVICE void decode_interleaved_scaled(const In *src, Out *dst, int n, const Scale *scale) {
+  const float s = static_cast<float>(*scale);
+  decode_interleaved<Bits, Signed>(src, dst, n, &s);
+}
+
 /*! \brief bf16 bits of the E2M1 value whose sign, exponent and mantissa sit at bits 15, 8-7 and 6 of `lane`
  *         (what PTX gets by multiplying that lane, read as bf16, by 2^126: the exponent rebias is exact). */
 TL_DEVICE uint16_t twiddled_e2m1_to_bf16_bits(uint32_t lane) {
@@ -97,26 +104,22 @@ TL_DEVICE void decode_i2s_to_f16(T1 *src, T2 *dst, const int N = 8) {
 
 template <typename T1, typename T2, typename T3>
 TL_DEVICE void decode_i4u_to_f16_scale(T1 *src, T2 *dst, T3 *scale, const int N = 8) {
-  const float s = static_cast<float>(*scale);
-  tl::quant::decode_interleaved<4, false>(src, dst, N, &s);
+  tl::quant::decode_interleaved_scaled<4, false>(src, dst, N, scale);
 }
 
 template <typename T1, typename T2, typename T3>
 TL_DEVICE void decode_i4s_to_f16_scale(T1 *src, T2 *dst, T3 *scale, const int N = 8) {
-  const float s = static_cast<float>(*scale);
-  tl::quant::decode_interleaved<4, true>(src, dst, N, &s);
+  tl::quant::decode_interleaved_scaled<4, true>(src, dst, N, scale);
 }
 
 template <typename T1, typename T2, typename T3>
 TL_DEVICE void decode_i2u_to_f16_scale(T1 *src, T2 *dst, T3 *scale, const int N = 8) {
-  const float s = static_cast<float>(*scale);
-  tl::quant::decode_interleaved<2, false>(src, dst, N, &s);
+  tl::quant::decode_interleaved_scaled<2, false>(src, dst, N, scale);
 }
 
 template <typename T1, typename T2, typename T3>
 TL_DEVICE void decode_i2s_to_f16_scale(T1 *src, T2 *dst, T3 *scale, const int N = 8) {
-  const float s = static_cast<float>(*scale);
-  tl::quant::decode_interleaved<2, true>(src, dst, N, &s);
+  tl::quant::decode_interleaved_scaled<2, true>(src, dst, N, scale);
 }
 
 // ---- twiddled MXFP4 to bfloat16 (upstream's mxfp group name) -------------------------------------------------------
