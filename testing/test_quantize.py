@@ -139,7 +139,9 @@ def test_f32x2_to_bf16x2_rounds_to_nearest_even():
 # ---- intrinsic groups: batch decoders of our template library --------------------------------------------------------
 
 
-def _batch_kernel(func_name, source, elems, storage, out_dtype, bytes_per_call):
+def _batch_kernel(func_name, source, elems, storage, out_dtype, bytes_per_call, scale=None):
+    """One decoder call per thread on `bytes_per_call` packed bytes; with `scale`, its third argument points at a
+    float16 holding it."""
     calls = N // bytes_per_call
 
     @T.prim_func
@@ -148,10 +150,15 @@ def _batch_kernel(func_name, source, elems, storage, out_dtype, bytes_per_call):
             tx = T.get_thread_binding(0)
             q = T.alloc_local((bytes_per_call,), storage)
             d = T.alloc_local((elems,), out_dtype)
+            s = T.alloc_local((1,), "float16")
             T.import_source(source)
             for v in T.serial(bytes_per_call):
                 q[v] = P[tx * bytes_per_call + v]
-            T.call_extern("handle", func_name, T.access_ptr(q, "r"), T.access_ptr(d, "w"))
+            if scale is None:
+                T.call_extern("handle", func_name, T.access_ptr(q, "r"), T.access_ptr(d, "w"))
+            else:
+                s[0] = T.float16(scale)
+                T.call_extern("handle", func_name, T.access_ptr(q, "r"), T.access_ptr(d, "w"), T.access_ptr(s, "r"))
             for v in T.serial(elems):
                 O[tx * elems + v] = d[v]
 
@@ -168,6 +175,21 @@ def test_lop3_group_decodes_interleaved_int4(fmt):
     out = poison((N * 2,), torch.float16)
     kernel(interleave_weight(natural, 4, "float16"), out)
     expected = _fields(natural, 4) - (8 if fmt == "int" else 0)
+    np.testing.assert_array_equal(out.float().numpy(), expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("bits", [4, 2])
+@pytest.mark.parametrize("fmt", ["uint", "int"])
+def test_lop3_group_scaled_decoders_multiply_each_field_by_the_scale(fmt, bits):
+    group = get_lop3_intrin_group("float16", source_format=fmt, source_bit=bits, storage_dtype="int8",
+                                  with_scaling=True)
+    assert group["func_name"] == f"decode_i{bits}{'u' if fmt == 'uint' else 's'}_to_f16_scale"
+    bytes_per_call = bits  # 8 outputs of `bits` bits each
+    kernel = _batch_kernel(group["func_name"], group["c_source"], 8, "int8", "float16", bytes_per_call, scale=1.5)
+    natural = _bytes(29, torch.int8)
+    out = poison((N * 8 // bytes_per_call,), torch.float16)
+    kernel(interleave_weight(natural, bits, "float16"), out)
+    expected = (_fields(natural, bits) - ((1 << (bits - 1)) if fmt == "int" else 0)) * 1.5
     np.testing.assert_array_equal(out.float().numpy(), expected.astype(np.float32))
 
 
