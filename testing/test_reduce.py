@@ -348,3 +348,40 @@ def test_reduce_into_a_fragment_laid_out_by_a_gemm_goes_through_shared_memory(ar
     rows = x.sum(1) if clear else r_in + x.sum(1)
     torch.testing.assert_close(r_out, rows, rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(c, a.float() @ b.float() + rows[:, None], rtol=1e-3, atol=1e-3)
+
+
+def row_centering_program(N, D, rows_per_block, threads):
+    """LayerNorm-backward's shape (upstream examples/norm/layernorm.py): a row's sum read as `s[0]` by every
+    iteration of a loop that also accumulates into a fragment another loop (T.clear's) laid out first."""
+
+    @T.prim_func
+    def main(X: T.Tensor((N, D), "float32"), Y: T.Tensor((N, D), "float32"), G: T.Tensor((D,), "float32")):
+        with T.Kernel(N // rows_per_block, threads=threads) as bx:
+            x = T.alloc_fragment((1, D), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            acc = T.alloc_fragment((D,), "float32")
+            T.clear(acc)
+            for k in T.serial(rows_per_block):
+                row = bx * rows_per_block + k
+                for i, j in T.Parallel(1, D):
+                    x[i, j] = X[row, j]
+                T.reduce_sum(x, s, dim=1)
+                for i, j in T.Parallel(1, D):
+                    Y[row, j] = x[i, j] - s[0] / D
+                    acc[j] += x[i, j]
+            for j in T.Parallel(D):
+                T.atomic_add(G[j], acc[j])
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_reduced_value_read_by_every_iteration_is_held_by_every_thread(arch):
+    N, D = 16, 256
+    kernel = tilelang.compile(row_centering_program(N, D, 4, 128), target=f"musa -arch={arch}")
+    assert "tl::AllReduce<" in kernel.get_device_source()
+    x = rand((N, D), torch.float32, 3)
+    y, g = poison((N, D), torch.float32), torch.zeros(D)
+    kernel(x, y, g)
+    torch.testing.assert_close(y, x - x.mean(1, keepdim=True), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(g, x.sum(0), rtol=1e-5, atol=1e-4)

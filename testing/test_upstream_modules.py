@@ -285,3 +285,14 @@ def test_cache_views_forget_their_backends_kernels_only():
     assert len(_dispatch_map["sim"]._memory_cache) == 0
     again = tilelang.compile(_add_one(128), out_idx=-1, target=MP31, execution_backend="sim")  # from disk
     assert again is not kernel and again.directory == kernel.directory
+
+
+def test_expressions_answer_dtype_as_older_tir_did():
+    # upstream's dequantize helpers: `assert val.dtype == T.uint8`, `tirx.const(..., val.dtype)`
+    from tvm import tirx
+
+    byte = tirx.Var("byte", "uint8")
+    assert byte.dtype == T.uint8 and (byte >> 4).dtype == "uint8"
+    assert tirx.IntImm("int8", 3).dtype == T.int8
+    assert tirx.Cast("float16", byte).dtype == T.float16
+    assert tirx.PrimExpr is tirx.Expr

@@ -15,10 +15,7 @@ _native.load()  # registers the `musa` target kind and the device printer
 import tvm  # noqa: E402  (`from tilelang import tvm`, as upstream scripts do)
 from tvm import DataType  # noqa: E402  (`from tilelang import DataType`, as upstream scripts do)
 
-# Upstream scripts, written against TVM's older TIR, annotate expressions as `tirx.PrimExpr`; the 0.27 wheel names
-# that class `tvm.ir.Expr` (re-exported as `tirx.Expr`). Only the missing name is added; nothing is replaced.
-if not hasattr(tvm.tirx, "PrimExpr"):
-    tvm.tirx.PrimExpr = tvm.tirx.Expr
+from . import _tir_compat  # noqa: E402,F401  (the older TIR names upstream scripts use: tirx.PrimExpr, expr.dtype)
 
 from . import backend, contrib, env, language, math, profiler, utils  # noqa: E402
 from .math import cdiv, next_power_of_2  # noqa: E402

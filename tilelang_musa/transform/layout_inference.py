@@ -360,9 +360,22 @@ class _Inference:
         self.layouts[buf] = layout
         self.origin[buf] = why
 
-    def propagate(self) -> bool:
+    def _waiting(self) -> set:
+        """Reductions' results whose source is not placed yet: the reduction will place them (reduce_fragment)."""
+        return {op.dst.buffer for op in self.ops if isinstance(op, Reduce) and op.src.buffer not in self.layouts}
+
+    def _touches(self, nest: _Nest, bufs: set) -> bool:
+        return any(buf in bufs for buf, _ in nest.accesses)
+
+    def propagate(self, defer_waiting: bool = False) -> bool:
+        """Plan nests through fragments already placed, and place what planned nests imply. With defer_waiting,
+        leave nests that read a reduction's pending result for later: planned now, they would place the result
+        themselves, not as the reduction leaves it."""
         changed = False
+        waiting = self._waiting() if defer_waiting else set()
         for nest in self.nests:
+            if waiting and self._touches(nest, waiting):
+                continue
             if nest.plan is None:
                 for buf, indices in nest.accesses:
                     layout = self.layouts.get(buf)
@@ -411,13 +424,13 @@ class _Inference:
                   "positions": [-1 if k is None else k for k in positions]}
         return region_plan(fragment_plan(layout, shape), placement, origin, positions, nest.extents), recipe
 
-    def choose_free(self) -> bool:
+    def choose_free(self, preferred_only: bool = False) -> bool:
         # A reduction's result is placed by its source (reduce_fragment): choose the source's layout before a loop
         # (e.g. `T.copy(O, dst)`) would pick one for the result on its own that the reduction cannot produce.
-        waiting = {op.dst.buffer for op in self.ops if isinstance(op, Reduce) and op.src.buffer not in self.layouts}
+        waiting = self._waiting()
         open_nests = [nest for nest in self.nests if nest.plan is None]
-        preferred = [nest for nest in open_nests if not any(buf in waiting for buf, _ in nest.accesses)]
-        for nest in preferred or open_nests:
+        preferred = [nest for nest in open_nests if not self._touches(nest, waiting)]
+        for nest in preferred if preferred or preferred_only else open_nests:
             if nest.plan is None:
                 width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
                                      self.disable_vectorize, coalesced_width(nest.loop))
@@ -439,6 +452,10 @@ class _Inference:
     @staticmethod
     def _reads(nest: _Nest, buf) -> bool:
         return any(not a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
+
+    @staticmethod
+    def _writes(nest: _Nest, buf) -> bool:
+        return any(a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
 
     def _walks_whole(self, buf, indices, nest: _Nest) -> bool:
         return _index_positions(indices, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
@@ -469,6 +486,9 @@ class _Inference:
     def _implied(self, buf, indices, nest: _Nest) -> Fragment:
         positions = _index_positions(indices, nest.loop_vars)
         shape = self._shape(buf)
+        if not any(_uses(e, v) for e in indices for v in nest.loop_vars) and not self._writes(nest, buf):
+            # `s[0]` read by every iteration (a reduction's result broadcast): every thread of the nest holds it
+            return make_fully_replicated_fragment(shape, nest.reach.count)
         if positions is None:
             index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
             if index_map is not None:  # each element visited once: it lives where its iteration runs
@@ -671,9 +691,9 @@ class _Inference:
         self.fix_serial_accesses()
         self.fix_from_ops()
         while True:
-            if self.fix_from_ops() or self.propagate():
+            if self.fix_from_ops() or self.propagate(defer_waiting=True) or self.choose_free(preferred_only=True):
                 continue
-            if not self.choose_free():
+            if not (self.propagate() or self.choose_free()):
                 break
         self.check()
 
