@@ -31,7 +31,7 @@ class LowerArgs:
     views: frozenset = frozenset()  # T.view / T.reshape views (their storage is another buffer's)
     first_thread: int = 0  # the lowest linear thread id that runs the op
     block_threads: int = 0  # the block's thread count (0: num_threads)
-    mixed_major: frozenset = frozenset()  # shared tiles read K-major by one T.gemm and MN-major by another
+    unswizzled: frozenset = frozenset()  # shared tiles no T.gemm may swizzle (layout_inference.unswizzled_tiles)
 
     @property
     def whole_block(self) -> bool:
@@ -46,7 +46,7 @@ class LayoutInferArgs:
     configs: dict = field(default_factory=dict)
     annotated: frozenset = frozenset()
     views: frozenset = frozenset()
-    mixed_major: frozenset = frozenset()
+    unswizzled: frozenset = frozenset()
 
 
 class TileOp:

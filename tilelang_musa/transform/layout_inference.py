@@ -93,10 +93,13 @@ def annotated_buffers(func: tirx.PrimFunc) -> frozenset:
     return frozenset(buf for buf, layout in attrs[ANNOTATIONS_ATTR].items() if not isinstance(layout, Fragment))
 
 
-def mixed_major_tiles(func: tirx.PrimFunc) -> frozenset:
-    """Shared tiles that one T.gemm reads K-major and another MN-major (`dO` in an attention backward: B of
-    `V @ dO^T` and of `P^T @ dO`): no single operand swizzle serves both gemms."""
+def unswizzled_tiles(func: tirx.PrimFunc) -> frozenset:
+    """Shared tiles no T.gemm may store swizzled: those one gemm reads K-major and another MN-major (`dO` in an
+    attention backward: B of `V @ dO^T` and of `P^T @ dO`; no single operand swizzle serves both), and, as a gemm
+    reads both its shared operands one way (swizzled SQMMA, or the dense-row paths), every tile sharing a gemm
+    with one of those (`q` of linear attention's `q @ k^T` when `k` is also read as `k^T @ v`)."""
     majors: dict = {}
+    pairs = []
 
     def on_eval(node):
         if is_tile_op(node.value):
@@ -104,9 +107,19 @@ def mixed_major_tiles(func: tirx.PrimFunc) -> frozenset:
             if isinstance(op, Gemm):
                 for what, region in (("A", op.A), ("B", op.B)):
                     majors.setdefault(region.buffer, set()).add(k_major(what, op))
+                if scope_of(op.A.buffer) != FRAGMENT_SCOPE and scope_of(op.B.buffer) != FRAGMENT_SCOPE:
+                    pairs.append((op.A.buffer, op.B.buffer))
 
     tvm_ffi.structural_walk(func.body, [(tirx.Evaluate, on_eval)])
-    return frozenset(buf for buf, seen in majors.items() if len(seen) > 1)
+    found = {buf for buf, seen in majors.items() if len(seen) > 1}
+    grew = bool(found)
+    while grew:
+        grew = False
+        for a, b in pairs:
+            if (a in found) != (b in found):
+                found.update((a, b))
+                grew = True
+    return frozenset(found)
 
 
 @dataclass
@@ -326,7 +339,7 @@ class _Inference:
         """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
         args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
                                self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
-                               view_buffers(self.func), mixed_major_tiles(self.func))
+                               view_buffers(self.func), unswizzled_tiles(self.func))
         changed = False
         # a reduction's destination follows its source only where no other op places it (else it is relaid out)
         for k in sorted(range(len(self.ops)), key=lambda k: isinstance(self.ops[k], Reduce)):

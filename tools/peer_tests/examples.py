@@ -35,7 +35,83 @@ torch.cuda.current_stream = torch.musa.current_stream
 torch.cuda.get_device_properties = torch.musa.get_device_properties
 torch.cuda.get_device_name = torch.musa.get_device_name
 torch.cuda.is_available = lambda: True
+torch.cuda.default_stream = torch.musa.current_stream
+torch.cuda.current_device = torch.musa.current_device
+torch.cuda.device_count = torch.musa.device_count
+torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
 '''
+
+# References some examples take from flash-attn (a CUDA package), written in torch: the harness's stand-in.
+FLASH_ATTN_STANDIN = '''"""Stand-in for flash-attn's reference entry points, in torch (the upstream-examples harness)."""
+import math
+import torch
+
+
+def _attend(q, k, v, scale, causal, k_len=None):
+    # q (Lq, H, D), k/v (Lk, Hk, D); causal masks align the last query with the last key, as flash-attn does
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+    s = torch.einsum("qhd,khd->hqk", q.float(), k.float()) * scale
+    lq, lk = q.shape[0], k.shape[0] if k_len is None else k_len
+    keys = torch.arange(k.shape[0])
+    mask = keys[None, :] >= lk
+    if causal:
+        mask = mask | (keys[None, :] > torch.arange(lq)[:, None] + (lk - lq))
+    s = s.masked_fill(mask[None], float("-inf"))
+    return torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float()).to(q.dtype)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, **_):
+    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
+    out = torch.empty_like(q)
+    for b in range(len(cu_seqlens_q) - 1):
+        qs, qe, ks, ke = (int(x) for x in (cu_seqlens_q[b], cu_seqlens_q[b + 1], cu_seqlens_k[b], cu_seqlens_k[b + 1]))
+        out[qs:qe] = _attend(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal)
+    return out
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, softmax_scale=None, causal=False, **_):
+    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
+    lens = [k_cache.shape[1]] * q.shape[0] if cache_seqlens is None else [int(x) for x in cache_seqlens]
+    return torch.stack([_attend(q[b], k_cache[b], v_cache[b], scale, causal, lens[b]) for b in range(q.shape[0])])
+'''
+
+# fla (flash-linear-attention, Triton kernels): the input normalisation and the linear-attention forward the
+# linear_attention examples call around their own torch reference.
+FLA_L2NORM = '''import torch
+
+
+def l2norm_fwd(x, eps=1e-6, output_dtype=None):
+    rstd = torch.rsqrt(x.float().pow(2).sum(-1, keepdim=True) + eps)
+    return (x.float() * rstd).to(output_dtype or x.dtype), rstd.squeeze(-1)
+'''
+
+FLA_LINEAR_ATTN = '''import torch
+
+
+def fused_chunk_linear_attn(q, k, v, scale=None, initial_state=None, output_final_state=False, normalize=True,
+                            head_first=False):
+    # (B, S, H, D) unless head_first; o_t = scale * q_t (sum over s <= t of k_s v_s^T)
+    if head_first:
+        q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    qf, kf, vf = q.float() * scale, k.float(), v.float()
+    scores = torch.einsum("bshd,bthd->bhst", qf, kf).tril()
+    o = torch.einsum("bhst,bthd->bshd", scores, vf)
+    state = torch.einsum("bthk,bthv->bhkv", kf, vf)
+    if initial_state is not None:
+        o = o + torch.einsum("bshk,bhkv->bshv", qf, initial_state.float())
+        state = state + initial_state.float()
+    if normalize:
+        o = o / (torch.einsum("bshk,bshk->bsh", qf, kf.cumsum(1))[..., None] + 1e-6)
+    o = o.to(q.dtype)
+    return (o.transpose(1, 2) if head_first else o), (state if output_final_state else None)
+'''
+
+STANDINS = {"flash_attn.py": FLASH_ATTN_STANDIN, "fla/__init__.py": "", "fla/ops/__init__.py": "",
+            "fla/ops/linear_attn.py": FLA_LINEAR_ATTN, "fla/modules/__init__.py": "",
+            "fla/modules/l2norm.py": FLA_L2NORM}
 
 
 @dataclass(frozen=True)
@@ -44,6 +120,9 @@ class Example:
     folder: str
     code: str  # Python run in the staged folder
     shrink: dict[str, dict[str, str]] = field(default_factory=dict)  # file -> {old text: new text}
+    # printed once the example's own reference check passed: a later failure to import a CUDA-only package for the
+    # benchmark that follows (triton, flash_attn) leaves the entry "checked", not failed
+    checked: str = ""
 
 
 def script(file: str, *argv: str) -> str:
@@ -67,7 +146,8 @@ EXAMPLES = [
             {"layernorm.py": {"N, D = 4096, 8192": "N, D = 64, 512"}}),
     Example("online_softmax", "online_softmax", "import online_softmax",
             {"online_softmax.py": {"M = 8192\nN = 8192": "M = 16\nN = 8192"}}),
-    Example("cast_per_token_fp8", "cast", "import example_per_token_cast_to_fp8 as m; m.main(M=256, N=512, blk_m=8)"),
+    Example("cast_per_token_fp8", "cast", "import example_per_token_cast_to_fp8 as m; m.main(M=256, N=512, blk_m=8)",
+            checked="All checks pass."),
     Example("cast_group_per_split_token_fp8", "cast",
             "import example_group_per_split_token_cast_to_fp8 as m; "
             "m.main(M=256, N=512, BG=2, blk_m=4, batch_sizes=[64, 192])"),
@@ -164,6 +244,9 @@ def stage(tree: Path, example: Example, out: Path) -> Path:
         elif not target.exists():
             target.write_bytes(src.read_bytes())
     (dest / "drive.py").write_text(PRELUDE + "\n" + example.code + "\n")
+    for path, text in STANDINS.items():
+        (dest / path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / path).write_text(text)
     return dest
 
 
@@ -175,7 +258,7 @@ def last_error(output: str) -> str:
     return lines[-1][:240] if lines else ""
 
 
-def run_one(folder: Path, timeout: float) -> tuple[str, str, float]:
+def run_one(folder: Path, checked: str, timeout: float) -> tuple[str, str, float]:
     import time
 
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim")
@@ -186,8 +269,13 @@ def run_one(folder: Path, timeout: float) -> tuple[str, str, float]:
     except subprocess.TimeoutExpired:
         return "timeout", f"over {timeout:.0f} s", time.time() - start
     (folder / "drive.log").write_text(proc.stdout + proc.stderr)
-    status = "pass" if proc.returncode == 0 else "fail"
-    return status, "" if status == "pass" else last_error(proc.stdout + proc.stderr), time.time() - start
+    output = proc.stdout + proc.stderr
+    if proc.returncode == 0:
+        return "pass", "", time.time() - start
+    error = last_error(output)
+    if checked and checked in proc.stdout and error.startswith("ModuleNotFoundError"):
+        return "checked", f"reference check passed; then {error}", time.time() - start
+    return "fail", error, time.time() - start
 
 
 def main() -> int:
@@ -207,7 +295,7 @@ def main() -> int:
     staged = {e.name: stage(args.tree.resolve(), e, args.out) for e in chosen}
     results = {}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_one, staged[e.name], args.timeout): e.name for e in chosen}
+        jobs = {pool.submit(run_one, staged[e.name], e.checked, args.timeout): e.name for e in chosen}
         for job in futures.as_completed(jobs):
             name = jobs[job]
             results[name] = job.result()
@@ -215,7 +303,7 @@ def main() -> int:
             print(f"{status:8} {name:32} {seconds:6.0f} s  {error}", flush=True)
     lines = [f"{results[e.name][0]}\t{e.name}\t{results[e.name][2]:.0f}\t{results[e.name][1]}" for e in chosen]
     (args.out / "results.tsv").write_text("\n".join(lines) + "\n")
-    passed = sum(results[e.name][0] == "pass" for e in chosen)
+    passed = sum(results[e.name][0] in ("pass", "checked") for e in chosen)
     print(f"\n{passed} of {len(chosen)} examples pass; table in {args.out / 'results.tsv'}")
     return 0
 

@@ -20,8 +20,8 @@ from tvm import tirx
 from ...ir.ops import fragment_ptr
 from ...ir.pass_config import PassConfigKey, enabled
 from ...layout import (
-    SWIZZLE_LINE, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity, make_gemm_a_fragment,
-    make_gemm_accumulator_fragment, make_gemm_b_fragment, make_sqmma_swizzled_layout,
+    SWIZZLE_LINE, Fragment, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity, make_gemm_a_fragment,
+    make_gemm_accumulator_fragment, make_gemm_b_fragment, make_linear_layout, make_sqmma_swizzled_layout,
 )
 from ...target import arch_of
 from ..access_ptr import READ, access_ptr
@@ -120,9 +120,9 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
                 if path.swizzled:
                     if region.buffer in ctx.views:
                         return f"operand {what} is a T.view / T.reshape view, whose storage cannot be swizzled"
-                    if region.buffer in ctx.mixed_major:
-                        return (f"operand {what} (`{region.name}`) is read K-major by one T.gemm and MN-major by "
-                                "another: no one swizzle serves both")
+                    if region.buffer in ctx.unswizzled:
+                        return (f"operand {what} (`{region.name}`) stays unswizzled: it, or a tile it shares a "
+                                "T.gemm with, is read K-major by one T.gemm and MN-major by another")
                     try:
                         _swizzled_layout(region, what, gemm)
                     except LayoutError as err:
@@ -169,6 +169,8 @@ def _lower(path: Path):
                 f"T.gemm on threads {args.first_thread}..{args.first_thread + args.num_threads - 1}: a gemm run by "
                 f"part of the block must start at a multiple of its {args.num_threads} threads (e.g. T.ws(1) for "
                 "128 threads, T.ws(2, 3) for 256)")
+        if not path.swizzled:
+            _require_dense_rows(path, gemm, args.layouts)
         g_m, g_n = _partition(path, gemm, ctx)
         prefix = "gemm_" + "".join(_operand_kind(r) for r in (gemm.A, gemm.B))
         params = (f"{gemm.M}, {gemm.N}, {gemm.K}, {g_m}, {g_n}, {str(gemm.trans_A).lower()}, "
@@ -187,6 +189,21 @@ def _lower(path: Path):
         return tirx.Evaluate(call)
 
     return lower
+
+
+def _require_dense_rows(path: Path, gemm, layouts: dict) -> None:
+    """This path's template reads its shared operands as dense rows: a tile another gemm (or the user) laid out
+    otherwise would be read wrong. unswizzled_tiles keeps SQMMA's choices consistent; this catches the rest."""
+    for what, region in (("A", gemm.A), ("B", gemm.B)):
+        layout = layouts.get(region.buffer)
+        if _operand_kind(region) != "s" or layout is None or isinstance(layout, Fragment):
+            continue
+        shape = [int(e) for e in region.buffer.ty.shape]
+        if not layout.is_equal(make_linear_layout((shape, region.dtype))):
+            raise gemm.error(
+                f"T.gemm lowers to {path.name}, which reads operand {what} (`{region.name}`) as dense rows, but "
+                f"`{region.name}` is stored as {layout!r} (for another T.gemm or T.annotate_layout); give the "
+                "gemms that share it the same instruction, or copy it into a tile of its own")
 
 
 def _impl(path: Path) -> GemmImpl:

@@ -31,7 +31,7 @@ class GemmContext:
     num_threads: int
     annotated: frozenset  # shared buffers stored in an annotated (swizzled) layout
     views: frozenset = frozenset()  # T.view / T.reshape views: their storage cannot take a swizzled layout
-    mixed_major: frozenset = frozenset()  # tiles read K-major by one gemm and MN-major by another: not swizzled
+    unswizzled: frozenset = frozenset()  # tiles no gemm may swizzle (layout_inference.unswizzled_tiles)
 
 
 @dataclass(frozen=True)
