@@ -61,6 +61,7 @@ from .kernel import (
     thread_binding,
 )
 from .loop import Parallel, Pipelined, parallel, serial, unroll, vectorized
+from .persistent import Persistent
 from .math import (
     Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
     exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isfinite, isinf, isnan, log, log1p,
@@ -110,7 +111,7 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "no_set_max_nreg", "Parallel", "parallel", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "ninf", "no_set_max_nreg", "Parallel", "parallel", "Persistent", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",

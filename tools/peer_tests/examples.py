@@ -82,6 +82,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, softmax_sca
 FLA_L2NORM = '''import torch
 
 
+@torch.no_grad()  # a kernel launch, as fla's: its result is a new leaf
 def l2norm_fwd(x, eps=1e-6, output_dtype=None):
     rstd = torch.rsqrt(x.float().pow(2).sum(-1, keepdim=True) + eps)
     return (x.float() * rstd).to(output_dtype or x.dtype), rstd.squeeze(-1)
