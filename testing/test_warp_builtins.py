@@ -159,3 +159,31 @@ def test_warp_group_index_counts_groups_of_warps(arch):
     kernel(default, pairs)
     t = torch.arange(512)
     assert torch.equal(default, (t // (WARP[arch] * 4)).int()) and torch.equal(pairs, (t // 32).int())
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_tvm_warp_shuffle_spellings(arch):
+    """TVM's `T.tvm_warp_shuffle(mask, value, lane, width, warp_size)` (upstream's Hadamard transform) and its
+    _down / _up forms are the shuffles above within groups of `width` lanes."""
+    width = 16
+
+    @T.prim_func
+    def main(A: T.Tensor((THREADS,), "float32"), Out: T.Tensor((3, THREADS), "float32")):
+        with T.Kernel(1, threads=THREADS) as bx:
+            tx = T.get_thread_binding()
+            v = A[tx]
+            Out[0, tx] = T.tvm_warp_shuffle(0xFFFFFFFF, v, (tx ^ 4) % width, width, width)
+            Out[1, tx] = T.tvm_warp_shuffle_down(0xFFFFFFFF, v, 1, width, width)
+            Out[2, tx] = T.tvm_warp_shuffle_up(0xFFFFFFFF, v, 2, width, width)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "__shfl_sync(" in source and "__shfl_down_sync(" in source and "__shfl_up_sync(" in source
+    a = rand((THREADS,), torch.float32, 62)
+    out = torch.full((3, THREADS), float("nan"))
+    kernel(a, out)
+    t = torch.arange(THREADS)
+    base, own = t - t % width, t % width
+    torch.testing.assert_close(out[0], a[base + (own ^ 4)])
+    torch.testing.assert_close(out[1], a[torch.where(own + 1 < width, t + 1, t)])
+    torch.testing.assert_close(out[2], a[torch.where(own >= 2, t - 2, t)])

@@ -24,7 +24,8 @@ from .warp_specialize import ws
 from .warpgroup import warpgroup_commit_batch, warpgroup_wait
 from .warp import (
     get_lane_idx, get_warp_group_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor,
-    shuffle_elect, sync_warp, warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
+    shuffle_elect, sync_warp, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up, warp_reduce_bitand,
+    warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum,
 )
 from .copy import copy
 from .tma import tma_copy, tma_store_arrive, tma_store_wait
@@ -115,7 +116,8 @@ __all__ = [
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
-    "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
+    "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
+    "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",

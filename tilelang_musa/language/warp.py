@@ -1,5 +1,5 @@
 """Warp-level built-ins: `T.get_lane_idx`, `T.get_warp_idx`, `T.get_warp_group_idx`, `T.sync_warp`, and the shuffles `T.shfl_xor`,
-`T.shfl_down`, `T.shfl_up`, `T.shfl_sync`.
+`T.shfl_down`, `T.shfl_up`, `T.shfl_sync` (and TVM's spellings `T.tvm_warp_shuffle[_down|_up]`).
 
 The warp is the architecture's: 32 lanes on mp_31/mp_32, 128 on mp_21/mp_22 (`tl::kWarpSize` in common.h, fixed
 by the arch being compiled). Lanes count along the block's linear thread id. Shuffles call the CUDA-named MUSA
@@ -86,6 +86,22 @@ def shfl_up(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) 
 def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
     """`value` of lane `src_lane` (of the caller's group of `width` lanes)."""
     return _shuffle("T.shfl_sync", "__shfl_sync", value, src_lane, width, mask)
+
+
+def tvm_warp_shuffle(mask: Any, value: Any, src_lane: Any, width: Any, warp_size: Any) -> Any:
+    """TVM's spelling of T.shfl_sync (upstream's Hadamard transform uses it): `value` of lane `src_lane` of the
+    caller's group of `width` lanes. `warp_size` is the warp the lanes are counted in: the arch's."""
+    return _shuffle("T.tvm_warp_shuffle", "__shfl_sync", value, src_lane, width, mask)
+
+
+def tvm_warp_shuffle_down(mask: Any, value: Any, offset: Any, width: Any, warp_size: Any) -> Any:
+    """TVM's spelling of T.shfl_down."""
+    return _shuffle("T.tvm_warp_shuffle_down", "__shfl_down_sync", value, offset, width, mask)
+
+
+def tvm_warp_shuffle_up(mask: Any, value: Any, offset: Any, width: Any, warp_size: Any) -> Any:
+    """TVM's spelling of T.shfl_up."""
+    return _shuffle("T.tvm_warp_shuffle_up", "__shfl_up_sync", value, offset, width, mask)
 
 
 def _warp_reduce(construct: str, op: str, value: Any) -> Any:
