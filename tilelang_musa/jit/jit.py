@@ -20,6 +20,7 @@ import torch
 from .. import env
 from ..language.parser import contains_kernel_scope, parse_kernel
 from ..language.dtypes import Pointer
+from ..language.tensor_type import TensorType
 from ..language.prim_func import discover_consts, eager_signature, trace_eager
 from .compile import compile as compile_program
 from .kernel import JITKernel
@@ -62,41 +63,62 @@ class JITFunction:
         key = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(consts.items())))
         return self._compile(key, lambda: trace_eager(parse_kernel(self.func), values, consts))
 
-    def compile(self, **kwargs: Any) -> JITKernel:
-        """Eager style: specialize with size values (`N=4096`) and parameter values (`block_M=128`)."""
-        if not self.is_eager:
-            return self(**kwargs)
-        sig = eager_signature(parse_kernel(self.func))
-        values = {k: v for k, v in kwargs.items() if k in sig.parameters}
-        for name in sig.tensor_params:
-            if isinstance(values.get(name), Pointer) and isinstance(sig.signature_tensors.get(name), Pointer):
-                del values[name]  # `A=T.ptr()` for `A: T.ptr`, as upstream's specs say it: a pointer parameter
-            elif name in values:
-                raise TypeError(f"{self.__name__}.compile(): `{name}` is a tensor parameter; pass sizes instead")
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+        """Eager style: split a call's arguments into its tensors (torch tensors, or `T.Tensor(shape, dtype)`
+        specs where only the shape matters), its other parameter values, and the `T.const` sizes: those given by
+        name (`N=4096`) and those the tensors' shapes determine."""
+        parsed = parse_kernel(self.func)
+        sig = eager_signature(parsed)
+        named = {k: v for k, v in kwargs.items() if k in sig.parameters}
         consts = {k: v for k, v in kwargs.items() if k not in sig.parameters}
+        try:
+            bound = inspect.signature(self.func).bind_partial(*args, **named).arguments
+        except TypeError as err:
+            raise TypeError(f"{self.__name__}(): {err}") from None
+        tensors, values = {}, {}
+        for name, value in bound.items():
+            if name not in sig.tensor_params:
+                values[name] = value
+            elif isinstance(value, Pointer) and isinstance(sig.signature_tensors.get(name), Pointer):
+                continue  # `A=T.ptr()` for `A: T.ptr`, as upstream's specs say it: a pointer parameter
+            elif isinstance(value, (torch.Tensor, TensorType)):
+                tensors[name] = value
+            else:
+                raise TypeError(f"{self.__name__}(): `{name}` is a tensor parameter: pass a torch.Tensor or a "
+                                f"T.Tensor(shape, dtype); got {type(value).__name__}")
+        if tensors:
+            shapes = {k: tuple(int(d) for d in v.shape) for k, v in tensors.items()}
+            ckey = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(shapes.items())))
+            found = self._consts.get(ckey)
+            if found is None:
+                found = discover_consts(parsed, values, shapes)
+                self._consts[ckey] = found
+            for name, size in found.items():
+                if consts.setdefault(name, size) != size:
+                    raise TypeError(f"{self.__name__}(): size `{name}` is {consts[name]} by name but {size} from "
+                                    "the tensors' shapes")
+        return tensors, values, consts
+
+    def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
+        """Eager style: specialize with sizes (`N=4096`), parameter values (`block_M=128`) and, where given,
+        tensors or `T.Tensor` specs whose shapes set the sizes (`f.compile(A, B, block_M=64)`)."""
+        if not self.is_eager:
+            return self(*args, **kwargs)
+        _, values, consts = self._bind(args, kwargs)
         return self._specialize(values, consts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self.is_eager:
             key = (tuple(_key(a) for a in args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
             return self._compile(key, lambda: self.func(*args, **kwargs))
-        parsed = parse_kernel(self.func)
-        sig = eager_signature(parsed)
-        bound = inspect.signature(self.func).bind_partial(*args, **kwargs).arguments
-        tensors = {k: v for k, v in bound.items() if k in sig.tensor_params}
+        tensors, values, consts = self._bind(args, kwargs)
+        sig = eager_signature(parse_kernel(self.func))
         missing = [n for n in sig.tensor_params if n not in tensors]
         if missing:
             raise TypeError(f"{self.__name__}() is missing tensor argument(s) {missing}")
         for name, t in tensors.items():
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"{self.__name__}(): `{name}` must be a torch.Tensor; got {type(t).__name__}")
-        values = {k: v for k, v in bound.items() if k not in sig.tensor_params}
-        shapes = {k: tuple(t.shape) for k, t in tensors.items()}
-        ckey = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(shapes.items())))
-        consts = self._consts.get(ckey)
-        if consts is None:
-            consts = discover_consts(parsed, values, shapes)
-            self._consts[ckey] = consts
         kernel = self._specialize(values, consts)
         sizes = set(kernel.metadata.host.size_params)  # T.dynamic sizes: the launcher reads them off the tensors
         inputs = [tensors[p.name] for p in kernel.params
@@ -105,15 +127,11 @@ class JITFunction:
 
     def get_tir(self, *args: Any, **kwargs: Any) -> Any:
         """The PrimFunc these arguments select (lazy style: the function's result; eager style: traced with these
-        sizes and parameter values, as `compile` takes them), not compiled."""
+        sizes, parameter values and tensors, as `compile` takes them), not compiled."""
         if not self.is_eager:
             return self.func(*args, **kwargs)
-        if args:
-            raise TypeError(f"{self.__name__}.get_tir(): pass the sizes and parameter values by name")
-        parsed = parse_kernel(self.func)
-        names = eager_signature(parsed).parameters
-        return trace_eager(parsed, {k: v for k, v in kwargs.items() if k in names},
-                           {k: v for k, v in kwargs.items() if k not in names})
+        _, values, consts = self._bind(args, kwargs)
+        return trace_eager(parse_kernel(self.func), values, consts)
 
     def par_compile(self, configs: Any, num_workers: int | None = None, ignore_error: bool = False) -> list[Any]:
         """Compile one kernel per config (a tuple of positional arguments or a dict of keyword arguments) in
@@ -130,7 +148,7 @@ class JITFunction:
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The source of the kernel these arguments select: the lazy style's parameters, or the eager style's
         sizes and parameter values (`f.get_kernel_source(N=128)`), as `compile` takes them."""
-        kernel = self.compile(**kwargs) if self.is_eager and not args else self(*args, **kwargs)
+        kernel = self.compile(*args, **kwargs) if self.is_eager else self(*args, **kwargs)
         return kernel.get_kernel_source()
 
 

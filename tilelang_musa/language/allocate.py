@@ -108,10 +108,15 @@ def empty(shape: Any, dtype: Any = "float32") -> Any:
     return buf
 
 
-def dynamic(name: str, dtype: str = "int32") -> Any:
-    """A size known only at run time (`M = T.dynamic("m")`): use it in tensor shapes and expressions; the
-    compiled kernel takes its value from the shapes of the tensors it is called with."""
-    return tirx.Var(name, canonical_dtype(dtype))
+def dynamic(names: str, dtype: str = "int32") -> Any:
+    """A size known only at run time (`M = T.dynamic("m")`, or `M, N, K = T.dynamic("M, N, K")`): use it in
+    tensor shapes and expressions; the compiled kernel takes its value from the shapes of the tensors it is called
+    with."""
+    split = names.replace(",", " ").split()
+    if not split:
+        raise current_trace("T.dynamic").error("T.dynamic needs at least one name")
+    sizes = [tirx.Var(name, canonical_dtype(dtype)) for name in split]
+    return sizes[0] if len(sizes) == 1 else tuple(sizes)
 
 
 symbolic = dynamic

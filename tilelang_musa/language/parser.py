@@ -396,25 +396,38 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     return parsed
 
 
+EAGER_MARKERS = ("const", "dynamic", "empty", "match_buffer")  # T.const("M"), T.empty(...), ...
+
+
 def contains_kernel_scope(tree: ast.FunctionDef) -> bool:
-    """Whether the function's own body (not nested definitions) opens `with T.Kernel(...)`: the mark of the
-    eager jit style, whose function *is* the kernel (the lazy style returns a nested @T.prim_func)."""
+    """Whether the function is written in the eager jit style, whose function *is* the kernel (the lazy style
+    returns a @T.prim_func, usually a nested one): its own body (not nested definitions) opens
+    `with T.Kernel(...)`, or, defining no @T.prim_func of its own, it declares sizes, outputs or tensor
+    annotations the eager way (`M = T.const("M")`, `C = T.empty(...)`, `A: T.Tensor[...]`) and leaves the kernel
+    to a @T.macro it calls."""
+    found = {"kernel": False, "marker": False, "prim_func": False}
+
+    def attr_name(node) -> str | None:
+        return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
 
     def walk(stmts):
         for stmt in stmts:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found["prim_func"] |= any(attr_name(d.func if isinstance(d, ast.Call) else d) == "prim_func"
+                                          for d in stmt.decorator_list)
+                continue
+            if isinstance(stmt, ast.ClassDef):
                 continue
             if isinstance(stmt, ast.With):
-                for item in stmt.items:
-                    call = item.context_expr
-                    if isinstance(call, ast.Call):
-                        func = call.func
-                        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-                        if name == "Kernel":
-                            return True
+                found["kernel"] |= any(isinstance(item.context_expr, ast.Call)
+                                       and attr_name(item.context_expr.func) == "Kernel" for item in stmt.items)
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name):
+                found["marker"] = True  # `A: T.Tensor[[M, K], T.float16]` in the body
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ast.Call) and attr_name(value.func) in EAGER_MARKERS:
+                found["marker"] = True
             for field in ("body", "orelse", "finalbody"):
-                if walk(getattr(stmt, field, []) or []):
-                    return True
-        return False
+                walk(getattr(stmt, field, []) or [])
 
-    return walk(tree.body)
+    walk(tree.body)
+    return found["kernel"] or (found["marker"] and not found["prim_func"])

@@ -171,7 +171,7 @@ def declare_param(trace: KernelTrace, name: str, annotation: Any, current: Any) 
     if trace.mode == "discover":
         trace.discovered_shapes[name] = annotation.shape
         trace.pending_tensors.pop(name)
-        return current if current is not _UNBOUND else None
+        return annotation  # until discovery stops, `A.dtype` / `A.shape` read the annotation
     trace.pending_tensors.pop(name)
     return make_param(trace, name, annotation)
 

@@ -13,6 +13,7 @@ from tvm import tirx
 from ..ir.pass_config import PassConfigKey, enabled
 from .config_index_bitwidth import ConfigIndexBitwidth
 from .fuse_accelerated_ops import FuseAcceleratedOps
+from .flatten_strided_params import FlattenStridedParams
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
 from .inline_unit_loops import InlineUnitLoops
@@ -98,6 +99,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # offsets, which then are int64 too. Without it a kernel with a tensor past 2^31 elements is promoted the same
         # way (unless TL_DISABLE_INDEX_TYPE_PROMOTION).
         ConfigIndexBitwidth(configs),
+        # Strided tensor parameters to 1-D over the offsets they reach (FlattenBuffer's extent assumes the first dim
+        # has the largest stride).
+        FlattenStridedParams(),
         tirx.transform.FlattenBuffer(),
         # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before VectorizeLoop
         # (the helpers are scalar calls: loops over fp4 elements run lane by lane).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import json
 import os
 import subprocess
 import sys
@@ -140,7 +141,7 @@ EXAMPLES = [
             "import example_tilelang_gemm_splitk_vectorize_atomicadd as m; m.main()",
             {"example_tilelang_gemm_splitk_vectorize_atomicadd.py": {"M = 1024": "M = 256", "N = 1024": "N = 256"}}),
     Example("gemm_streamk", "gemm_streamk", "import example_tilelang_gemm_streamk as m; m.main()"),
-    Example("gemv", "gemv", script("example_gemv.py", "--n", "256", "--k", "256")),
+    Example("gemv", "gemv", "sys.argv += ['--n', '256', '--k', '256']; import example_gemv as m; m.main(do_bench=False)"),
     Example("elementwise_add", "elementwise", "import example_elementwise_add as m; m.main(M=256, N=256)"),
     Example("rms_norm", "norm", "import rms_norm as m; m.test_rms_norm(M=256, N=1024)"),
     Example("layernorm", "norm", script("layernorm.py"),
@@ -155,6 +156,8 @@ EXAMPLES = [
     Example("topk", "topk", "import example_topk as m; m.main(argv=['--M', '128'])"),
     Example("hadamard", "hadamard_transform", script("example_hadamard.py", "--batch", "4", "--dim", "1024")),
     Example("dynamic_shape", "dynamic_shape", "import example_dynamic as m; m.main(M=256, N=256, K=256)"),
+    Example("eager_jit_notebook", "eager_jit", script("eagerjit.en.py"),
+            {"eagerjit.en.ipynb": {"for _ in range(10000)": "for _ in range(100)", "/ 10000 / 1000": "/ 100 / 1000"}}),
     Example("fusedmoe", "fusedmoe",
             "import example_fusedmoe_tilelang as m; m.main(d_hidden=256, d_expert=128, n_routed_experts=4, "
             "n_shared_experts=1, n_experts_per_token=2, batch_size=1, seq_len=64)"),
@@ -227,6 +230,12 @@ EXAMPLES = [
 ]
 
 
+def notebook_script(path: Path) -> str:
+    """A notebook's code cells, in order, as one script (kernels are read from their source file)."""
+    cells = json.loads(path.read_text())["cells"]
+    return "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code") + "\n"
+
+
 def stage(tree: Path, example: Example, out: Path) -> Path:
     source = tree / "examples" / example.folder
     dest = out / "tree" / example.name
@@ -235,8 +244,9 @@ def stage(tree: Path, example: Example, out: Path) -> Path:
         target = dest / src.relative_to(source)
         if src.is_dir():
             target.mkdir(parents=True, exist_ok=True)
-        elif src.suffix == ".py":
-            text = rewrite(src.read_text(), cuda=True)
+        elif src.suffix in (".py", ".ipynb"):
+            text = rewrite(src.read_text() if src.suffix == ".py" else notebook_script(src), cuda=True)
+            target = target.with_suffix(".py")
             for old, new in example.shrink.get(str(src.relative_to(source)), {}).items():
                 if old not in text:
                     raise SystemExit(f"{example.name}: {src.name} no longer contains {old!r}")
