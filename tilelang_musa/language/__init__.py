@@ -5,7 +5,7 @@ from .annotate import (
     annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs, annotate_restrict_buffers,
     annotate_safe_value,
 )
-from .allocate import alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
+from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .dp4a import dp4a
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
@@ -53,9 +53,9 @@ from .fill import clear, fill
 from .gemm import gemm
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
-    float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int, int8, int16,
-    int32, int64, long, ptr, short,
-    tfloat32, uint, uint8, uint16, uint32, uint64,
+    float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int, int2, int4,
+    int8, int16, int32, int64, long, ptr, short,
+    tfloat32, uint, uint2, uint4, uint8, uint16, uint32, uint64,
 )
 from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
@@ -92,7 +92,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
-    "address_of", "all_of", "all_sync", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
+    "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
@@ -107,7 +107,7 @@ __all__ = [
     "Fragment", "FragmentBuffer", "gemm", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
     "get_thread_binding", "get_thread_bindings", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
-    "if_then_else", "infinity", "int", "int16", "int32", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
+    "if_then_else", "infinity", "int", "int16", "int2", "int32", "int4", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
     "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10",
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
@@ -120,7 +120,7 @@ __all__ = [
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
-    "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint32", "uint64", "uint8", "unroll",
+    "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",

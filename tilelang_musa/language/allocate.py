@@ -1,5 +1,5 @@
-"""Buffers a kernel allocates: shared tiles, register fragments, per-thread arrays and scalars, and the
-eager style's sizes (`T.const`) and outputs (`T.empty`)."""
+"""Buffers a kernel allocates: shared tiles, register fragments, per-thread arrays and scalars, TVMScript's
+scope-generic `T.alloc_buffer`, and the eager style's sizes (`T.const`) and outputs (`T.empty`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import VAR_SCOPE, Param, current_trace, kernel_trace, take_name, value
-from .dtypes import FP4_DTYPE, canonical_dtype
+from .dtypes import FP4_DTYPE, canonical_dtype, reject_sub_byte_int
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
 FRAGMENT_SCOPE = "local.fragment"
@@ -35,6 +35,7 @@ def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str
         raise UnsupportedError(f"{construct}(..., \"{FP4_DTYPE}\"): fp4 is a storage type for kernel tensor "
                                "parameters (no float4 arithmetic on MUSA); allocate float16 or float32 and cast the "
                                "loaded elements (T.cast(x[i], \"float16\"))", trace.loc)
+    reject_sub_byte_int(construct, dtype, trace.loc)
     buf = Tb.alloc_buffer(_shape(construct, shape), dtype, scope=scope)
     IRBuilder.name(take_name(default_name), buf)
     return buf
@@ -71,6 +72,51 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = VAR_SCOPE) -> Any:
     return buf
 
 
+# TVMScript's buffer options that an allocation here cannot honour: each must keep its default.
+_ALLOC_BUFFER_DEFAULTS = {"data": None, "strides": None, "elem_offset": None, "align": -1, "offset_factor": 0,
+                          "buffer_type": "default", "axis_separators": None}
+
+
+def alloc_buffer(shape: Any, dtype: Any = "float32", data: Any = None, strides: Any = None, elem_offset: Any = None,
+                 scope: str = "global", align: int = -1, offset_factor: int = 0, buffer_type: str = "default",
+                 axis_separators: Any = None) -> Any:
+    """TVMScript's allocation, scope given by name: "global" (the default) is a scratch tensor of the call, written
+    before `with T.Kernel(...)` (T.alloc_global); "shared"/"shared.dyn", "local.fragment", "local" and "local.var"
+    are T.alloc_shared, T.alloc_fragment, T.alloc_local and T.alloc_var inside a kernel.
+    Example: Partial = T.alloc_buffer((split, M, N), T.float32)  # before the kernels that fill and reduce it"""
+    given = {"data": data, "strides": strides, "elem_offset": elem_offset, "align": align,
+             "offset_factor": offset_factor, "buffer_type": buffer_type, "axis_separators": axis_separators}
+    for option, default in _ALLOC_BUFFER_DEFAULTS.items():
+        changed = given[option] is not None if default is None else given[option] != default
+        if changed:
+            raise current_trace("T.alloc_buffer").error(
+                f"T.alloc_buffer: `{option}={given[option]!r}` is not supported (buffers are allocated dense and "
+                "row-major); leave it at its default")
+    if scope == "global":
+        from .pointer import alloc_global
+
+        if current_trace("T.alloc_buffer").kernel is not None:
+            raise current_trace("T.alloc_buffer").error(
+                "T.alloc_buffer(..., scope=\"global\") inside `with T.Kernel(...)`: a kernel cannot allocate global "
+                "memory; allocate it before the kernel (a scratch tensor of the call), or pass scope=\"shared\", "
+                "\"local.fragment\" or \"local\"")
+        return alloc_global(shape, dtype)
+    if scope in ("shared", "shared.dyn"):
+        return alloc_shared(shape, dtype, scope)
+    if scope == FRAGMENT_SCOPE:
+        return alloc_fragment(shape, dtype)
+    if scope == LOCAL_SCOPE:
+        return alloc_local(shape, dtype)
+    if scope == VAR_SCOPE:
+        if any(not (isinstance(e, int) and e == 1) for e in _shape("T.alloc_buffer", shape)):
+            raise current_trace("T.alloc_buffer").error(
+                f"T.alloc_buffer: a \"{VAR_SCOPE}\" buffer is one scalar; got shape {shape}")
+        return alloc_var(dtype)
+    raise current_trace("T.alloc_buffer").error(
+        f"T.alloc_buffer: scope {scope!r} is not one of \"global\", \"shared\", \"shared.dyn\", \"local.fragment\", "
+        "\"local\", \"local.var\"")
+
+
 def const(names: str, dtype: str = "int32") -> Any:
     """Eager style: `N = T.const("N")` or `M, N, K = T.const("M N K")` declares compile-time sizes, bound by
     `f.compile(N=...)` or taken from the tensors `f(a, b)` is called with."""
@@ -101,6 +147,7 @@ def empty(shape: Any, dtype: Any = "float32") -> Any:
     trace = current_trace("T.empty")
     if trace.kernel is not None:
         raise trace.error("T.empty must be used before `with T.Kernel(...)`: it declares an output of the kernel")
+    reject_sub_byte_int("T.empty", canonical_dtype(dtype), trace.loc)
     name = take_name(f"out{len(trace.params)}")
     buf = Tb.arg(name, Tb.buffer(_shape("T.empty", shape), canonical_dtype(dtype)))
     IRBuilder.name(name, buf)

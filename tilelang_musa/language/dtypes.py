@@ -19,12 +19,19 @@ from .builder import take_name
 # and arithmetic on it are rejected where they are written.
 UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn", "float8_e4m3fnuz", "float8_e5m2fnuz")
 FP4_DTYPE = "float4_e2m1fn"
+# Sub-byte integers name the packed fields of quantized weights (`out_dtype == T.int4`, `T.int4.bits`); a kernel
+# cannot hold them: MUSA C has no 4- or 2-bit integer type, and element i of a packed tensor is not element i of its
+# bytes. Buffers, tensors and values of them are rejected where written (SUB_BYTE_INT_HINT says what to do instead).
+SUB_BYTE_INT_DTYPES = ("int4", "uint4", "int2", "uint2")
+SUB_BYTE_INT_HINT = ("keep the packed fields in int8/uint8 and decode them with tilelang.quantize "
+                     "(_tir_packed_int_to_int_convert, _tir_packed_to_unsigned_convert, ...)")
 
 # Other spellings of one dtype. TVM parses "float8_e4m3" as a type distinct from "float8_e4m3fn", but upstream
 # scripts mean the OCP E4M3 format MUSA implements (finite, NaN only): one name reaches the passes and the
 # printer. "tfloat32" (upstream's `custom[tfloat32]`) is stored as float32; a float32 T.gemm already runs on the
 # TF32 MMA/SQMMA instructions, as upstream's does on CUDA.
 _ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "bf16": "bfloat16",
+            "uint": "uint32", "short": "int16", "long": "int64", "ulong": "uint64",
             "float8_e4m3": "float8_e4m3fn", "tfloat32": "float32", "custom[tfloat32]": "float32",
             "float4_e2m1fn_x2": FP4_DTYPE}
 
@@ -73,6 +80,35 @@ def canonical_dtype(dtype: Any) -> str:
 
         raise CompileError(f"unknown dtype `{dtype}`") from None
     return text
+
+
+def is_sub_byte_int(dtype: Any) -> bool:
+    """True for the scalar or vector forms of int4/uint4/int2/uint2."""
+    return str(dtype).split("x")[0] in SUB_BYTE_INT_DTYPES
+
+
+def reject_sub_byte_int(construct: str, dtype: Any, loc: Any) -> None:
+    """Raise UnsupportedError naming `construct` if `dtype` is a sub-byte integer (see SUB_BYTE_INT_DTYPES)."""
+    if is_sub_byte_int(dtype):
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{construct}: dtype `{dtype}` is a sub-byte integer, which a MUSA kernel cannot hold "
+                               f"(no 4- or 2-bit integer type in MUSA C); {SUB_BYTE_INT_HINT}", loc)
+
+
+def sub_byte_int_value(expr: Any) -> Any:
+    """The first node of `expr` whose value is a sub-byte integer (a cast to T.int4, a load of one), or None."""
+    if not isinstance(expr, tvm.ir.Expr):
+        return None
+    found: list[Any] = []
+
+    def visit(node: Any) -> None:
+        ty = getattr(node, "ty", None)
+        if not found and isinstance(ty, tvm.ir.PrimType) and is_sub_byte_int(ty.dtype):
+            found.append(node)
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Expr, visit)])
+    return found[0] if found else None
 
 
 def fp4_arithmetic(expr: Any) -> Any:
@@ -130,6 +166,8 @@ class DType(tvm.DataType):
         name = str.__str__(self)
         if name == FP4_DTYPE:
             return torch.uint8  # two fp4 values a byte (low nibble first), as the launcher takes them
+        if name in SUB_BYTE_INT_DTYPES:  # torch has no sub-byte integers: their packed storage, as upstream's int4
+            return torch.int8 if name.startswith("int") else torch.uint8
         found = getattr(torch, name, None)
         if not isinstance(found, torch.dtype):
             raise TypeError(f"T.{name} has no torch dtype")
@@ -154,6 +192,10 @@ bfloat16 = DType("bfloat16")
 float32 = DType("float32")
 float64 = DType("float64")
 int8 = DType("int8")
+int4 = DType("int4")  # sub-byte: dtype names only (SUB_BYTE_INT_DTYPES)
+uint4 = DType("uint4")
+int2 = DType("int2")
+uint2 = DType("uint2")
 int16 = DType("int16")
 int32 = DType("int32")
 int64 = DType("int64")
@@ -192,13 +234,13 @@ globals().update(VECTOR_DTYPES)
 # Every dtype name `T` has (upstream's `_all_dtypes`, less what MUSA lacks: float6, the fnuz float8 formats).
 _all_dtypes = [
     "bool", "short", "int", "uint", "long", "half", "float", "double", "float16", "bfloat16", "float32", "float64",
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8_e4m3", "float8_e4m3fn",
-    "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", *VECTOR_DTYPES,
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", *SUB_BYTE_INT_DTYPES, "float8_e4m3",
+    "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", *VECTOR_DTYPES,
 ]
 
 __all__ = [
     "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
+    "int4", "uint4", "int2", "uint2", "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
     "float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
     *VECTOR_DTYPES,
 ]

@@ -18,7 +18,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import Param, as_expr, current_trace, take_name, value
-from .dtypes import FP4_DTYPE, Pointer, canonical_dtype
+from .dtypes import FP4_DTYPE, Pointer, canonical_dtype, reject_sub_byte_int
 
 
 def _shape(shape: Any) -> list[Any]:
@@ -57,6 +57,7 @@ def make_tensor(ptr: Any, shape: Any, dtype: Any = "float32", strides: Any = Non
     dtype = canonical_dtype(dtype)
     if dtype == FP4_DTYPE:
         raise trace.error(f"T.make_tensor: {FP4_DTYPE} views are not supported; view the bytes as uint8")
+    reject_sub_byte_int("T.make_tensor", dtype, trace.loc)
     shape = _shape(shape)
     if strides is not None:
         strides = _shape(strides)
@@ -82,6 +83,7 @@ def alloc_global(shape: Any, dtype: Any, scope: str = "global") -> Any:
     if scope != "global":
         raise trace.error(f"T.alloc_global: scope must be 'global'; got {scope!r}")
     dtype = canonical_dtype(dtype)
+    reject_sub_byte_int("T.alloc_global", dtype, trace.loc)
     name = take_name(f"workspace{len(trace.params)}")
     buf = Tb.arg(name, Tb.buffer(_shape(shape), dtype))
     IRBuilder.name(name, buf)

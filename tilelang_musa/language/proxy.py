@@ -15,7 +15,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import DiscoveryDone, KernelTrace, Param, _UNBOUND
-from .dtypes import DType, Pointer, canonical_dtype
+from .dtypes import DType, Pointer, canonical_dtype, reject_sub_byte_int
 from .tensor_type import TensorType
 
 
@@ -130,6 +130,9 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
     if isinstance(annotation, TensorType) and annotation.scope != "global":
         raise trace.error(f"parameter `{name}`: {_SCOPE_NAMES[annotation.scope]} annotates a @T.macro parameter; a "
                           "kernel's parameters are global tensors (T.Tensor)")
+    if isinstance(annotation, (TensorType, DType, str)):
+        reject_sub_byte_int(f"parameter `{name}`", canonical_dtype(annotation.dtype if isinstance(annotation, TensorType)
+                                                                    else annotation), trace.loc)
     if isinstance(annotation, TensorType):
         strides = None if annotation.strides is None else list(annotation.strides)
         if strides is not None and len(strides) != len(annotation.shape):

@@ -16,7 +16,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..errors import SourceLoc
 from .builder import _TRACES, _UNBOUND, KernelTrace, as_expr, current_trace, is_buffer, is_var_buffer, static_value, value
-from .dtypes import FP4_DTYPE, DType, fp4_arithmetic
+from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
 from .loop import LoopFrame, serial
 from .proxy import declare_param
 
@@ -70,7 +70,7 @@ def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
         store(current, 0, value)
         return current
     if isinstance(value, tvm.ir.Expr) and not is_buffer(value) and _needs_bind(value):
-        _check_no_fp4_arithmetic(trace, value)
+        _check_storable(trace, value)
         var = Tb.Bind(value)
         IRBuilder.name(name, var)
         return var
@@ -142,7 +142,7 @@ def store(target: Any, index: Any, value: Any) -> None:
     if is_var_buffer(value):  # `B[i] = x` with x a T.alloc_var scalar stores its value
         value = value[0]
     value = _convert(value, dtype)
-    _check_no_fp4_arithmetic(trace, value)
+    _check_storable(trace, value)
     if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
         value = tirx.Cast(dtype, value)
     Tb.buffer_store(target, value, indices)
@@ -157,6 +157,17 @@ def _region_as_vector(region: Any) -> Any:
     indices = [r.min for r in ranges]
     indices[wide[0]] = tirx.Ramp(ranges[wide[0]].min, 1, int(ranges[wide[0]].extent.value))
     return region.source[tuple(indices)]
+
+
+def _check_storable(trace: KernelTrace, value: Any) -> None:
+    """A value a kernel statement may hold: no fp4 arithmetic, no sub-byte integers."""
+    _check_no_fp4_arithmetic(trace, value)
+    node = sub_byte_int_value(value)
+    if node is not None:
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"`{node}` has dtype {node.ty.dtype}, a sub-byte integer, which a MUSA kernel cannot hold "
+                               f"(no 4- or 2-bit integer type in MUSA C); {SUB_BYTE_INT_HINT}", trace.loc)
 
 
 def _check_no_fp4_arithmetic(trace: KernelTrace, value: Any) -> None:

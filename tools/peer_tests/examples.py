@@ -175,6 +175,13 @@ EXAMPLES = [
             "import example_dequant_gemm_bf16_fp4_hopper as m; m.main(m=256, n=256, k=256)"),
     Example("dequant_gemm_bf16_mxfp4", "dequantize_gemm",
             "import example_dequant_gemm_bf16_mxfp4_hopper as m; m.main(m=256, n=256, k=256)"),
+    # The fast paths above import the example folder's own PTX decoders (inline `asm volatile`, rejected by
+    # T.import_source); these run the same examples' TIR decoding path, which their main() selects by a flag.
+    Example("dequant_gemm_bf16_fp4_simple", "dequantize_gemm",
+            "import example_dequant_gemm_bf16_fp4_hopper as m; m.main(m=256, n=256, k=256, fast_dequant=False)"),
+    Example("dequant_gemm_bf16_mxfp4_simple", "dequantize_gemm",
+            "import example_dequant_gemm_bf16_mxfp4_hopper as m; "
+            "m.main(m=256, n=256, k=256, fast_dequant=False)"),
     Example("convolution", "convolution",
             "import example_convolution as m; m.main(['--n', '2', '--c', '64', '--h', '16', '--w', '16', '--f', '64'])"),
     Example("fa_mha_fwd_bhsd", "flash_attention",

@@ -1,0 +1,77 @@
+"""PlanDynamicSharedMemory lets shared tiles whose uses do not overlap share bytes.
+
+A tile is in use from the first to the last statement of the kernel's block that references it (a loop counts
+whole). Where a tile takes bytes another used before, a block barrier separates the two uses. Two 40 KiB tiles used
+one after the other fit mp_22's 72 KiB; used in the same loop they keep their own bytes.
+"""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+
+ARCHES = ["musa -arch=mp_31", "musa -arch=mp_22"]
+M, N = 64, 160  # a float32 tile of 40 KiB
+
+
+def _one_after_the_other():
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float32), Y: T.Tensor((M, N), T.float32), Z: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as _:
+            first = T.alloc_shared((M, N), T.float32)
+            second = T.alloc_shared((M, N), T.float32)
+            T.copy(X, first)
+            T.copy(first, Y)
+            T.copy(X, second)
+            for i, j in T.Parallel(M, N):
+                second[i, j] = second[i, j] * 2
+            T.copy(second, Z)
+
+    return main
+
+
+@pytest.mark.parametrize("target", ARCHES)
+def test_tiles_used_one_after_the_other_share_bytes_behind_a_barrier(target):
+    kernel = tilelang.compile(_one_after_the_other(), target=target)
+    source = kernel.get_kernel_source()
+    assert "float* first = reinterpret_cast<float*>(buf_dyn_shmem);" in source
+    assert "float* second = reinterpret_cast<float*>(buf_dyn_shmem);" in source
+    # first's last reader (a TME store of it, waited for, on mp_31; vector loads on mp_22), then a barrier, then
+    # second's first writer.
+    last_read_of_first = max(source.rfind("&first[0]"), source.rfind("(first +"))
+    first_write_of_second = source.index("(second +")
+    assert "__syncthreads();" in source[last_read_of_first:first_write_of_second]
+    x = rand((M, N), torch.float32, seed=5)
+    y, z = poison((M, N), torch.float32), poison((M, N), torch.float32)
+    kernel(x, y, z)
+    torch.testing.assert_close(y, x)
+    torch.testing.assert_close(z, x * 2)
+
+
+def _in_one_loop():
+    @T.prim_func
+    def main(X: T.Tensor((2, 32, N), T.float32), Y: T.Tensor((2, 32, N), T.float32)):
+        with T.Kernel(1, threads=128) as _:
+            first = T.alloc_shared((32, N), T.float32)
+            second = T.alloc_shared((32, N), T.float32)
+            for k in range(2):
+                T.copy(X[k, :, :], first)
+                for i, j in T.Parallel(32, N):
+                    second[i, j] = first[i, j] + 1
+                T.copy(second, Y[k, :, :])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ARCHES)
+def test_tiles_used_in_one_loop_keep_their_own_bytes(target):
+    kernel = tilelang.compile(_in_one_loop(), target=target)
+    source = kernel.get_kernel_source()
+    assert "float* first = reinterpret_cast<float*>(buf_dyn_shmem);" in source
+    assert "float* second = reinterpret_cast<float*>(buf_dyn_shmem + 20480);" in source
+    x = rand((2, 32, N), torch.float32, seed=6)
+    y = poison((2, 32, N), torch.float32)
+    kernel(x, y)
+    torch.testing.assert_close(y, x + 1)

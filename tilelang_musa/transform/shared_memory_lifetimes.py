@@ -1,0 +1,85 @@
+"""When each shared tile is in use, over the statements of the block that allocates the tiles (for
+PlanDynamicSharedMemory, which lets tiles whose uses do not overlap share bytes).
+
+The unit is one statement of that block, the SeqStmt holding the tiles' AllocBuffer statements: a loop, a branch or
+a nest counts as a whole, so a tile used anywhere inside a loop is live for all of it (values carried from one
+iteration to the next stay safe). A statement that issues a TME store without waiting for it leaves its tiles
+being read after it ends: they stay in use to the end of the block. Every thread runs these statements, so a block-wide barrier placed between two of
+them orders all accesses before it against all after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..tileop.tme_copy import TME_STORE, TME_STORE_WAIT
+
+STORAGE_SYNC = "tirx.tvm_storage_sync"
+UNUSED = (1 << 62, -1)  # the span of a tile nothing references: it overlaps no other span
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    seq: tirx.SeqStmt  # the statements the indices count
+    spans: dict  # tile -> (first, last) index of the statements that reference it
+    barriers: tuple[int, ...]  # indices of block-wide barriers among the statements
+
+
+def _called_ops(stmt: tirx.Stmt) -> set[str]:
+    found: set[str] = set()
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, lambda c: found.add(str(getattr(c.op, "name", ""))))])
+    return found
+
+
+def _referenced_vars(stmt: tirx.Stmt) -> set:
+    found: set = set()
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.expr.Var, lambda v: found.add(v))])
+    return found
+
+
+def is_block_barrier(stmt: tirx.Stmt) -> bool:
+    """`tvm_storage_sync("shared"[.dyn])` over the whole block (no barrier id, no thread count)."""
+    call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+    return (isinstance(call, tvm.ir.Call) and str(getattr(call.op, "name", "")) == STORAGE_SYNC
+            and len(call.args) == 1)
+
+
+def block_barrier() -> tirx.Stmt:
+    return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, "shared"))
+
+
+def tile_lifetimes(body: tirx.Stmt, allocs: list) -> Lifetimes | None:
+    """The lifetimes of the tiles `allocs` allocates (AllocBuffer nodes), or None when they are not all statements
+    of one SeqStmt (then no tile may share bytes with another). A tile no statement references has span UNUSED."""
+    seqs: list = []
+    tvm_ffi.structural_walk(body, [(tirx.SeqStmt, lambda s: seqs.append(s)
+                                    if any(isinstance(x, tirx.AllocBuffer) and x.same_as(allocs[0]) for x in s.seq)
+                                    else None)])
+    if len(seqs) != 1:
+        return None
+    seq = seqs[0]
+    members = {x.buffer for x in seq.seq if isinstance(x, tirx.AllocBuffer)}
+    tiles = [a.buffer for a in allocs]
+    if any(t not in members for t in tiles):
+        return None
+    spans: dict = {}
+    barriers = []
+    for index, stmt in enumerate(seq.seq):
+        if isinstance(stmt, tirx.AllocBuffer):
+            continue
+        if is_block_barrier(stmt):
+            barriers.append(index)
+        ops = _called_ops(stmt)
+        last = len(seq.seq) - 1 if TME_STORE in ops and TME_STORE_WAIT not in ops else index
+        for var in _referenced_vars(stmt):
+            if var in spans:
+                spans[var] = (spans[var][0], max(spans[var][1], last))
+            elif any(var.same_as(t) for t in tiles):
+                spans[var] = (index, last)
+    for tile in tiles:  # referenced by no statement: never accessed, in use nowhere
+        spans.setdefault(tile, UNUSED)
+    return Lifetimes(seq, spans, tuple(barriers))
