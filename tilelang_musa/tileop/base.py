@@ -32,6 +32,7 @@ class LowerArgs:
     first_thread: int = 0  # the lowest linear thread id that runs the op
     block_threads: int = 0  # the block's thread count (0: num_threads)
     mixed_major: frozenset = frozenset()  # shared tiles read K-major by one T.gemm and MN-major by another
+    accumulators: dict = field(default_factory=dict)  # accumulator -> the T.gemm ops into it (gemm_groups.py)
 
     @property
     def whole_block(self) -> bool:
@@ -47,6 +48,7 @@ class LayoutInferArgs:
     annotated: frozenset = frozenset()
     views: frozenset = frozenset()
     mixed_major: frozenset = frozenset()
+    accumulators: dict = field(default_factory=dict)
 
 
 class TileOp:

@@ -112,8 +112,10 @@ EXAMPLES = [
             "import example_mha_inference as m; m.main(BATCH=1, H=2, Q_CTX=64, KV_CTX=512, D_HEAD=64)"),
     Example("flash_decoding_gqa", "flash_decoding",
             "import example_gqa_decode as m; m.main(batch=1, heads=8, groups=2, kv_seqlen=512, dim=64)"),
+    # dim=512 keeps 290 KB of shared tiles live in one block (KV double-buffered), over mp_31's 192 KB; with a
+    # short context the fp16 reference itself (scores rounded to fp16) misses atol=rtol=1e-4 on over 1% of outputs
     Example("mla_decode", "deepseek_mla",
-            "import example_mla_decode as m; m.main(batch=2, heads=64, kv_heads=1, kv_ctx=256, dim=512, pe_dim=64)"),
+            "import example_mla_decode as m; m.main(batch=1, heads=64, kv_heads=1, kv_ctx=4096, dim=256, pe_dim=64)"),
     Example("blocksparse_attn", "blocksparse_attention", "import example_tilelang_block_sparse_attn as m; m.main()"),
     Example("sparse_gqa_decode_indice", "blocksparse_attention",
             "import example_tilelang_sparse_gqa_decode_varlen_indice as m; "
