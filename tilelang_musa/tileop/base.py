@@ -32,6 +32,7 @@ class LowerArgs:
     first_thread: int = 0  # the lowest linear thread id that runs the op
     block_threads: int = 0  # the block's thread count (0: num_threads)
     unswizzled: frozenset = frozenset()  # shared tiles no T.gemm may swizzle (layout_inference.unswizzled_tiles)
+    accumulators: dict = field(default_factory=dict)  # accumulator -> the T.gemm ops into it (gemm_groups.py)
 
     @property
     def whole_block(self) -> bool:
@@ -47,6 +48,7 @@ class LayoutInferArgs:
     annotated: frozenset = frozenset()
     views: frozenset = frozenset()
     unswizzled: frozenset = frozenset()
+    accumulators: dict = field(default_factory=dict)
 
 
 class TileOp:

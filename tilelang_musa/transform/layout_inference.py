@@ -66,6 +66,7 @@ from ..tileop.gemm.mma import k_major
 from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, relayout, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
+from .gemm_groups import accumulator_groups
 from .partition_parallel_loop import (
     coalesced_width, collect_nest, is_parallel, nest_extents, planned_by_user, thread_analyzer,
 )
@@ -339,7 +340,8 @@ class _Inference:
         """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
         args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
                                self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
-                               view_buffers(self.func), unswizzled_tiles(self.func))
+                               view_buffers(self.func), unswizzled_tiles(self.func),
+                               accumulator_groups(self.func))
         changed = False
         # a reduction's destination follows its source only where no other op places it (else it is relaid out)
         for k in sorted(range(len(self.ops)), key=lambda k: isinstance(self.ops[k], Reduce)):

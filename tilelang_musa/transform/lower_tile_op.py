@@ -14,6 +14,7 @@ from tvm import tirx
 
 from ..ir.utils import thread_info
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
+from .gemm_groups import accumulator_groups
 from .layout_inference import LAYOUTS_ATTR, annotated_buffers, unswizzled_tiles, view_buffers
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
@@ -28,7 +29,7 @@ def lower_tile_op(func: tirx.PrimFunc, configs: dict, late: bool) -> tirx.PrimFu
     tid = threads.linear_thread_id()
     args = LowerArgs(target, tid, threads.num_threads, layouts, configs, annotated_buffers(func),
                      dict(threads.extents), view_buffers(func), 0, threads.num_threads,
-                     unswizzled=unswizzled_tiles(func))
+                     unswizzled=unswizzled_tiles(func), accumulators=accumulator_groups(func))
     analyzer = thread_analyzer(threads)
 
     def on_evaluate(node, mutator, guards):

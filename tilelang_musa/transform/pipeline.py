@@ -44,6 +44,7 @@ from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
 from .warp_specialize_pipeline import WarpSpecializePipeline
+from .widen_walked_fragments import WidenWalkedFragments
 
 
 def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
@@ -69,6 +70,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerTileOp(configs),
         # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
         LowerBufferViews(FRAGMENT_VIEWS),
+        # A fragment its T.Parallel loops index past its declared shape gets the extents they walk (as upstream),
+        # now that every copy into a fragment is such a loop.
+        WidenWalkedFragments(),
         # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
         LayoutInference(configs),
         # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot loops.

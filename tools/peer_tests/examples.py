@@ -132,6 +132,9 @@ def script(file: str, *argv: str) -> str:
     return f"import runpy; sys.argv = {[file, *argv]!r}; runpy.run_path({file!r}, run_name='__main__')"
 
 
+# For examples that choose their configuration by CUDA compute capability.
+SM80 = "torch.cuda.get_device_capability = lambda *a: (8, 0); "
+
 EXAMPLES = [
     Example("gemm", "gemm", "import example_gemm as m; m.main()"),
     Example("gemm_persistent", "gemm", "import example_gemm_persistent as m; m.main(M=512, N=512, K=512)"),
@@ -203,8 +206,10 @@ EXAMPLES = [
             "import example_mha_inference as m; m.main(BATCH=1, H=2, Q_CTX=64, KV_CTX=512, D_HEAD=64)"),
     Example("flash_decoding_gqa", "flash_decoding",
             "import example_gqa_decode as m; m.main(batch=1, heads=8, groups=2, kv_seqlen=512, dim=64)"),
+    # dim=512 keeps 290 KB of shared tiles live in one block (KV double-buffered), over mp_31's 192 KB; with a
+    # short context the fp16 reference itself (scores rounded to fp16) misses atol=rtol=1e-4 on over 1% of outputs
     Example("mla_decode", "deepseek_mla",
-            "import example_mla_decode as m; m.main(batch=2, heads=64, kv_heads=1, kv_ctx=256, dim=512, pe_dim=64)"),
+            "import example_mla_decode as m; m.main(batch=1, heads=64, kv_heads=1, kv_ctx=4096, dim=256, pe_dim=64)"),
     Example("blocksparse_attn", "blocksparse_attention", "import example_tilelang_block_sparse_attn as m; m.main()"),
     Example("sparse_gqa_decode_indice", "blocksparse_attention",
             "import example_tilelang_sparse_gqa_decode_varlen_indice as m; "
@@ -214,10 +219,11 @@ EXAMPLES = [
             "m.main(batch=2, heads=8, heads_kv=2, max_cache_seqlen=512, dim=64, dim_v=64, block_size=32)"),
     Example("attention_sink_mha_fwd", "attention_sink",
             "import example_mha_sink_fwd_bhsd as m; m.main(batch=1, heads=2, seq_q=256, seq_kv=256, dim=64)"),
+    # the backward picks its tile sizes by CUDA SM version (80 or 90+, else it refuses): answer 80, the smaller
     Example("attention_sink_mha_bwd", "attention_sink",
-            "import example_mha_sink_bwd_bhsd as m; m.main(BATCH=1, H=2, N_CTX=256, D_HEAD=64)"),
+            SM80 + "import example_mha_sink_bwd_bhsd as m; m.main(BATCH=1, H=2, N_CTX=256, D_HEAD=64)"),
     Example("attention_sink_gqa_bwd", "attention_sink",
-            "import example_gqa_sink_bwd_bhsd as m; m.main(BATCH=1, H=4, N_CTX=256, D_HEAD=64, groups=2)"),
+            SM80 + "import example_gqa_sink_bwd_bhsd as m; m.main(BATCH=1, H=4, N_CTX=256, D_HEAD=64, groups=2)"),
     Example("nsa_fwd", "deepseek_nsa", "import example_tilelang_nsa_fwd as m; m.main()"),
     Example("nsa_decode", "deepseek_nsa", "import example_tilelang_nsa_decode as m; m.main()"),
     Example("linear_attn_fwd", "linear_attention",

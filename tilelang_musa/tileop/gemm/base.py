@@ -121,12 +121,14 @@ class Gemm(TileOp):
             raise self.error("T.gemm: k_pack > 1 is not supported on MUSA yet")
 
     def infer_layout(self, args: LayoutInferArgs, level: int) -> dict:
-        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated, args.views, args.unswizzled)
+        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated, args.views, args.unswizzled,
+                          args.accumulators)
         return select_implementation(self, ctx).infer_layout(self, ctx, args.layouts)
 
     def lower(self, args: LowerArgs) -> Any:
         self.validate()
-        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated, args.views, args.unswizzled)
+        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated, args.views, args.unswizzled,
+                          args.accumulators)
         return select_implementation(self, ctx).lower(self, args, ctx)
 
     def implementation(self, target: Any, configs: dict, num_threads: int) -> str:

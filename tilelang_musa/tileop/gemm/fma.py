@@ -1,6 +1,7 @@
 """The FMA GEMM: C[i, j] (+)= sum_k A[i, k] * B[k, j] on every arch, each thread over its own C elements.
 
-C's layout is whatever the rest of the kernel needs (or a plain partition if nothing does); each thread
+C's layout is whatever the rest of the kernel needs (or a plain partition if nothing does), so a gemm sharing its
+accumulator with one on a matrix instruction can always follow that one's layout; each thread
 loops over the C elements it holds, accumulating in C's own type one k at a time, reading A and B from shared
 memory (a fragment operand is staged there first, see registry.py). It is the fallback every other path
 declines to, and accepts every shape.
@@ -13,7 +14,7 @@ from typing import Any
 from tvm import tirx
 
 from ..loop_plan import fragment_plan, free_plan, lower_with_plan
-from .registry import GemmContext, GemmImpl, thread_analyzer
+from .registry import GemmContext, GemmImpl, choose_implementation, group_of, thread_analyzer
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
@@ -26,6 +27,9 @@ def _declines(gemm: Any, ctx: GemmContext) -> str | None:
 
 def _infer_layout(gemm: Any, ctx: GemmContext, layouts: dict) -> dict:
     if gemm.C.buffer in layouts:
+        return {}
+    # C shared with a gemm on a matrix path: that path places it, and this one computes into its layout
+    if any(not choose_implementation(member, ctx)[0].adapts_accumulator for member in group_of(gemm, ctx)):
         return {}
     return {gemm.C.buffer: free_plan([gemm.M, gemm.N], ctx.num_threads, 1).fragment}
 
@@ -61,4 +65,4 @@ def _lower(gemm: Any, args: Any, ctx: GemmContext) -> Any:
     return lower_with_plan([i, j], body, plan, args.thread_var, args.num_threads, ana)
 
 
-FMA = GemmImpl("FMA", _declines, _infer_layout, _lower, stages=lambda operands: True)
+FMA = GemmImpl("FMA", _declines, _infer_layout, _lower, stages=lambda operands: True, adapts_accumulator=True)

@@ -25,7 +25,7 @@ from ...layout import (
 )
 from ...target import arch_of
 from ..access_ptr import READ, access_ptr
-from .registry import GemmContext, GemmImpl
+from .registry import GemmContext, GemmImpl, partition_policy
 
 SHARED = ("shared", "shared.dyn")
 FRAGMENT = "local.fragment"
@@ -76,7 +76,7 @@ def _tile_dims(gemm) -> tuple[int, int, int]:
 
 def _partition(path: Path, gemm, ctx: GemmContext) -> tuple[int, int]:
     groups = ctx.num_threads // path.group
-    return GemmWarpPolicy(gemm.policy).partition(gemm.M, gemm.N, groups, path.atom[0], path.atom[1])
+    return GemmWarpPolicy(partition_policy(gemm, ctx)).partition(gemm.M, gemm.N, groups, path.atom[0], path.atom[1])
 
 
 def _instruction(path: Path, gemm, g_m: int, g_n: int) -> str:

@@ -12,13 +12,20 @@ exactly one fragment operand (the guide leaves that case open), staged SQMMA com
 WMMA accumulator layout is not its A-operand layout, so a `P = softmax(S)` fed from one gemm's
 accumulator into the next must move between threads anyway; staging makes that one shared-memory store,
 and both gemms of the attention then run on SQMMA with accumulators in agreeing layouts.
+
+Gemms that accumulate into one fragment (`S = Q @ K^T` over two parts of the head dimension, each its own
+T.gemm) must leave it in one layout, so they choose together (`choose_implementation`): the first matrix path
+that takes every one of them, each with the warp partition of the first gemm's policy. If no matrix path takes
+them all, C keeps the layout of the first one's own path and a gemm that path declines runs on FMA, which
+computes into whatever layout C has (with a warning: it is slow, but no per-iteration relayout is needed).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...diagnostics import warn_once
 from ...errors import CompileError
 
 
@@ -32,6 +39,8 @@ class GemmContext:
     annotated: frozenset  # shared buffers stored in an annotated (swizzled) layout
     views: frozenset = frozenset()  # T.view / T.reshape views: their storage cannot take a swizzled layout
     unswizzled: frozenset = frozenset()  # tiles no gemm may swizzle (layout_inference.unswizzled_tiles)
+    # accumulator fragment -> the gemms into it, in program order (transform/gemm_groups.py); they choose together
+    accumulators: Any = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,8 @@ class GemmImpl:
     declines: Callable[[Any, GemmContext], str | None]  # None if it can lower the gemm, else why not
     infer_layout: Callable[[Any, GemmContext, dict], dict]  # (gemm, ctx, known layouts) -> required layouts
     lower: Callable[[Any, Any, GemmContext], Any]  # (gemm, LowerArgs, ctx) -> Stmt
+    # Computes into whatever layout C already has (FMA), so it never constrains a shared accumulator
+    adapts_accumulator: bool = False
     # May fragment operands be staged through shared memory for this path? (the staged operand names)
     stages: Callable[[tuple[str, ...]], bool] = lambda operands: False
 
@@ -71,9 +82,60 @@ def select_implementation(gemm: Any, ctx: GemmContext) -> GemmImpl:
     return impl
 
 
+def group_of(gemm: Any, ctx: GemmContext) -> tuple:
+    """The gemms accumulating into `gemm`'s C, in program order (just `gemm` if C is its alone)."""
+    return tuple(ctx.accumulators.get(gemm.C.buffer, ())) or (gemm,)
+
+
+def partition_policy(gemm: Any, ctx: GemmContext) -> int:
+    """The warp policy that splits C among instruction groups: the first gemm's into C, so that gemms sharing C
+    on one path partition it alike whatever policies the later ones name."""
+    return group_of(gemm, ctx)[0].policy
+
+
 def choose_implementation(gemm: Any, ctx: GemmContext) -> tuple[GemmImpl, tuple[str, ...]]:
-    """The first path that takes `gemm`, and which of its fragment operands it needs staged in shared memory."""
-    fragments = tuple(what for what, region in (("A", gemm.A), ("B", gemm.B)) if region.scope == "local.fragment")
+    """The path that lowers `gemm`, and which of its fragment operands it needs staged in shared memory."""
+    group = group_of(gemm, ctx)
+    if len(group) == 1:
+        return _own_choice(gemm, ctx)
+    for impl in GEMM_IMPLEMENTATIONS:  # the first matrix path that takes every gemm into C
+        if not impl.adapts_accumulator and all(_takes(impl, member, ctx) is not None for member in group):
+            return impl, _takes(impl, gemm, ctx)
+    owners = [impl for impl, _ in (_own_choice(member, ctx) for member in group) if not impl.adapts_accumulator]
+    if not owners:
+        return _own_choice(gemm, ctx)
+    staged = _takes(owners[0], gemm, ctx)
+    if staged is not None:
+        return owners[0], staged
+    own = _own_choice(gemm, ctx)
+    if own[0].adapts_accumulator:  # it computes into C's layout anyway
+        return own
+    adaptive = next(impl for impl in GEMM_IMPLEMENTATIONS
+                    if impl.adapts_accumulator and _takes(impl, gemm, ctx) is not None)
+    warn_once(f"gemm group {gemm.loc} {gemm.C.name}",
+              f"{gemm.loc}: T.gemm runs on {adaptive.name} (slow) because it accumulates into `{gemm.C.name}` with "
+              f"a T.gemm at {group[0].loc} whose {owners[0].name} places `{gemm.C.name}`, and {owners[0].name} "
+              f"cannot take this one: {owners[0].declines(gemm, ctx)}")
+    return adaptive, _takes(adaptive, gemm, ctx)
+
+
+def _takes(impl: GemmImpl, gemm: Any, ctx: GemmContext) -> tuple[str, ...] | None:
+    """The operands `impl` needs staged to lower `gemm` (() for none), or None if it declines."""
+    if impl.declines(gemm, ctx) is None:
+        return ()
+    fragments = _fragment_operands(gemm)
+    if fragments and impl.stages(fragments) and impl.declines(gemm.staged(fragments), ctx) is None:
+        return fragments
+    return None
+
+
+def _fragment_operands(gemm: Any) -> tuple[str, ...]:
+    return tuple(what for what, region in (("A", gemm.A), ("B", gemm.B)) if region.scope == "local.fragment")
+
+
+def _own_choice(gemm: Any, ctx: GemmContext) -> tuple[GemmImpl, tuple[str, ...]]:
+    """The first path that takes `gemm` on its own, and which of its fragment operands it needs staged."""
+    fragments = _fragment_operands(gemm)
     reasons = []
     for impl in GEMM_IMPLEMENTATIONS:
         reason = impl.declines(gemm, ctx)
