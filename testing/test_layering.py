@@ -40,7 +40,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 ROOT = "<root>"
 
 RANKS = {
-    "_version": 0, "_paths": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0, "rocm": 0,
+    "_version": 0, "_paths": 0, "_tir_compat": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0, "rocm": 0,
     "_native": 1,
     "target": 2,
     "backend": 3,
@@ -48,11 +48,11 @@ RANKS = {
     "layout": 5,
     "tileop": 6,
     "language": 7, "transform": 7, "intrinsics": 7,
-    "codegen": 8, "quantize": 8,  # quantize: expression builders over language/ (dtypes), read by user programs
+    "codegen": 8, "quantize": 8, "cuda": 8,  # quantize: expression builders over language/ (dtypes), read by user programs
     "jit.launcher": 9,
     "profiler": 10,
     "jit": 11,
-    "contrib": 12, "engine": 12, "cache": 12,
+    "contrib": 12, "engine": 12, "cache": 12, "carver": 12,
     "utils": 13,
     "testing": 14,
     ROOT: 15,
