@@ -79,3 +79,87 @@ def test_dynamic_declares_several_sizes():
 
     x = rand((4, 8), torch.float32, 4)
     torch.testing.assert_close(names(x), x * 2)
+
+
+@T.macro
+def scale_rows(X, Y, M, N, factor):
+    with T.Kernel(T.ceildiv(M, 32), threads=128) as bx:
+        for i, j in T.Parallel(32, N):
+            Y[bx * 32 + i, j] = X[bx * 32 + i, j] * factor
+
+
+@tilelang.jit
+def scale(X, M, N, factor):
+    M: T.int32  # run-time arguments of the kernel, passed at each call: one kernel serves every size
+    N: T.int32
+    X: T.Tensor[[M, N], T.float32]
+    Y = T.empty((M, N), T.float32)
+    scale_rows(X, Y, M, N, factor)
+    return Y
+
+
+def test_sizes_annotated_as_scalars_are_run_time_arguments():
+    x = rand((64, 16), torch.float32, 5)
+    torch.testing.assert_close(scale(x, 64, 16, 3.0), x * 3)
+    torch.testing.assert_close(scale(x[:40].contiguous(), 40, 16, 3.0), x[:40] * 3)
+    assert scale.parse_cache_key(x, 64, 16, 3.0) == scale.parse_cache_key(x[:40], 40, 16, 3.0)
+    assert len(scale._kernels) == 1
+    source = scale.compile(x, 64, 16, 3.0).get_kernel_source()
+    assert "int M, int N" in source
+
+
+@tilelang.jit
+def first_of(A: T.ptr, is_2d=False):
+    if is_2d:
+        M, N = T.const("M, N")
+        A = T.match_buffer(A, [M, N], T.float32)  # the sizes come from the tensor passed for the pointer
+        Out = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=32):
+            for j in T.Parallel(N):
+                Out[j] = A[0, j]
+    else:
+        L = T.const("L")
+        A = T.match_buffer(A, [L], T.float32)
+        Out = T.empty((1,), T.float32)
+        with T.Kernel(1, threads=32):
+            Out[0] = A[L - 1]
+    return Out
+
+
+def test_a_pointer_parameter_matched_to_a_tensor_takes_its_shape():
+    a = rand((8, 12), torch.float32, 6)
+    torch.testing.assert_close(first_of(a, is_2d=True), a[0])
+    torch.testing.assert_close(first_of(a.reshape(-1)), a.reshape(-1)[-1:])
+
+
+@T.macro
+def collatz_steps(x, steps: T.Ref):
+    if x != 1:  # unrolled at trace time: x is a Python int
+        steps += 1
+        collatz_steps(x // 2 if x % 2 == 0 else 3 * x + 1, steps)
+
+
+@T.macro
+def put(x: T.Ref, value):
+    x = value
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_ref_parameter_stores_to_the_callers_element(arch):
+    @T.prim_func
+    def refs(A: T.Tensor((4,), T.int32), B: T.Tensor((2,), T.float32)):
+        with T.Kernel(1, threads=1) as bx:
+            put(A[1], 7)
+            i = T.alloc_var(T.int32, 2)
+            put(A[i], A[1] + 1)
+            count = T.alloc_var(T.int32, 0)
+            collatz_steps(6, count)  # 6 3 10 5 16 8 4 2 1: 8 steps
+            A[3] = count
+            B[0] = T.sin(bx) + T.cos(bx)  # an integer argument is taken as float32
+
+    kernel = tilelang.compile(refs, target=f"musa -arch={arch}")
+    a, b = torch.zeros(4, dtype=torch.int32), torch.full((2,), 5.0)
+    kernel(a, b)
+    assert a.tolist() == [0, 7, 8, 8]
+    assert b[0].item() == pytest.approx(1.0)
+    assert "sinf(" in kernel.get_kernel_source() or "__sinf(" in kernel.get_kernel_source()

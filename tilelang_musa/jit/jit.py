@@ -42,6 +42,7 @@ class JITFunction:
         self._kernels: dict[Any, JITKernel] = {}
         self._consts: dict[Any, dict[str, int]] = {}
         self._eager: bool | None = None
+        self._signature: tuple | None = None
 
     @property
     def is_eager(self) -> bool:
@@ -59,25 +60,45 @@ class JITFunction:
         return kernel
 
     # -- eager style
+    @staticmethod
+    def _eager_key(values: dict[str, Any], consts: dict[str, int]) -> tuple:
+        return tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(consts.items()))
+
     def _specialize(self, values: dict[str, Any], consts: dict[str, int]) -> JITKernel:
-        key = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(consts.items())))
+        key = self._eager_key(values, consts)
         return self._compile(key, lambda: trace_eager(parse_kernel(self.func), values, consts))
+
+    def parse_cache_key(self, *args: Any, **kwargs: Any) -> tuple:
+        """The key these arguments select a compiled kernel by (upstream's name): the parameter values and sizes
+        in the eager style, the arguments themselves in the lazy style."""
+        if not self.is_eager:
+            return tuple(_key(a) for a in args), tuple(sorted((k, _key(v)) for k, v in kwargs.items()))
+        _, values, consts = self._bind(args, kwargs)
+        return self._eager_key(values, consts)
+
+    def _eager_signature(self) -> tuple:
+        """(parsed kernel, eager signature, Python signature), computed once: every call binds through them."""
+        if self._signature is None:
+            parsed = parse_kernel(self.func)
+            self._signature = (parsed, eager_signature(parsed), inspect.signature(self.func))
+        return self._signature
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
         """Eager style: split a call's arguments into its tensors (torch tensors, or `T.Tensor(shape, dtype)`
         specs where only the shape matters), its other parameter values, and the `T.const` sizes: those given by
         name (`N=4096`) and those the tensors' shapes determine."""
-        parsed = parse_kernel(self.func)
-        sig = eager_signature(parsed)
+        parsed, sig, signature = self._eager_signature()
         named = {k: v for k, v in kwargs.items() if k in sig.parameters}
         consts = {k: v for k, v in kwargs.items() if k not in sig.parameters}
         try:
-            bound = inspect.signature(self.func).bind_partial(*args, **named).arguments
+            bound = signature.bind_partial(*args, **named).arguments
         except TypeError as err:
             raise TypeError(f"{self.__name__}(): {err}") from None
         tensors, values = {}, {}
         for name, value in bound.items():
-            if name not in sig.tensor_params:
+            if name in sig.scalar_params:
+                tensors[name] = value  # `M: T.int32` in the body: a run-time argument, passed at launch
+            elif name not in sig.tensor_params:
                 values[name] = value
             elif isinstance(value, Pointer) and isinstance(sig.signature_tensors.get(name), Pointer):
                 continue  # `A=T.ptr()` for `A: T.ptr`, as upstream's specs say it: a pointer parameter
@@ -86,8 +107,8 @@ class JITFunction:
             else:
                 raise TypeError(f"{self.__name__}(): `{name}` is a tensor parameter: pass a torch.Tensor or a "
                                 f"T.Tensor(shape, dtype); got {type(value).__name__}")
-        if tensors:
-            shapes = {k: tuple(int(d) for d in v.shape) for k, v in tensors.items()}
+        if any(k in sig.tensor_params for k in tensors):
+            shapes = {k: tuple(int(d) for d in v.shape) for k, v in tensors.items() if k in sig.tensor_params}
             ckey = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(shapes.items())))
             found = self._consts.get(ckey)
             if found is None:
@@ -109,15 +130,14 @@ class JITFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self.is_eager:
-            key = (tuple(_key(a) for a in args), tuple(sorted((k, _key(v)) for k, v in kwargs.items())))
-            return self._compile(key, lambda: self.func(*args, **kwargs))
+            return self._compile(self.parse_cache_key(*args, **kwargs), lambda: self.func(*args, **kwargs))
         tensors, values, consts = self._bind(args, kwargs)
-        sig = eager_signature(parse_kernel(self.func))
-        missing = [n for n in sig.tensor_params if n not in tensors]
+        sig = self._eager_signature()[1]
+        missing = [n for n in sig.tensor_params + sig.scalar_params if n not in tensors]
         if missing:
-            raise TypeError(f"{self.__name__}() is missing tensor argument(s) {missing}")
+            raise TypeError(f"{self.__name__}() is missing argument(s) {missing}")
         for name, t in tensors.items():
-            if not isinstance(t, torch.Tensor):
+            if name in sig.tensor_params and not isinstance(t, torch.Tensor):
                 raise TypeError(f"{self.__name__}(): `{name}` must be a torch.Tensor; got {type(t).__name__}")
         kernel = self._specialize(values, consts)
         sizes = set(kernel.metadata.host.size_params)  # T.dynamic sizes: the launcher reads them off the tensors

@@ -69,7 +69,7 @@ from .math import (
     log2, log10, max, max_value, min, min_value, nearbyint, ninf, pow, round, rsqrt, shift_left, shift_right, sigmoid,
     sin, sinh, sqrt, tan, tanh, trunc,
 )
-from .prim_func import macro, prim_func
+from .prim_func import Ref, macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
 from .proxy import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor
 from .reduce import (
@@ -112,7 +112,7 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "no_set_max_nreg", "Parallel", "parallel", "Persistent", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "ninf", "no_set_max_nreg", "Parallel", "parallel", "Persistent", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",

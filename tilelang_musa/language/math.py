@@ -106,6 +106,9 @@ def _unary(name: str):
     op = getattr(tirx, name)
 
     def fn(x: Any) -> Any:
+        x = as_expr(x)
+        if isinstance(x.ty, tvm.ir.PrimType) and str(x.ty.dtype).startswith(("int", "uint")):
+            x = tirx.Cast("float32", x)  # `T.sin(bx)`: an integer argument is taken as float32 (as C promotes it)
         return op(x)
 
     fn.__name__ = name

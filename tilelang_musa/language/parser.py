@@ -107,6 +107,18 @@ def _escapes(body: list[ast.stmt]) -> bool:
     return finder.found
 
 
+def _is_ref_annotation(annotation: ast.expr | None) -> bool:
+    """`T.Ref` (or a bare `Ref`) as a parameter's annotation."""
+    if isinstance(annotation, ast.Subscript):  # T.Ref[T.int32]
+        annotation = annotation.value
+    return (isinstance(annotation, ast.Attribute) and annotation.attr == "Ref") or \
+        (isinstance(annotation, ast.Name) and annotation.id == "Ref")
+
+
+def _ref_params(args: ast.arguments) -> frozenset:
+    return frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs if _is_ref_annotation(a.annotation))
+
+
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, col_offset: int):
         self.col_offset = col_offset
@@ -133,7 +145,13 @@ class _Rewriter(ast.NodeTransformer):
     # -- definitions: only the kernel's own body is rewritten; nested defs get their bodies rewritten too
     # (they are macros or helpers called while building), but their decorators are kept.
     def visit_FunctionDef(self, node: ast.FunctionDef):
-        node.body = self._body(node.body)
+        # A parameter annotated T.Ref (a @T.macro's `x: T.Ref`) is the caller's element: assigning it stores there.
+        outer = getattr(self, "ref_params", frozenset())
+        self.ref_params = _ref_params(node.args)
+        try:
+            node.body = self._body(node.body)
+        finally:
+            self.ref_params = outer
         return node
 
     # -- statements
@@ -194,6 +212,9 @@ class _Rewriter(ast.NodeTransformer):
         value = self._operand(node.value)
         if len(node.targets) == 1:
             target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in getattr(self, "ref_params", ()):
+                return ast.Assign(targets=[target], value=_call(_helper("assign_ref"), ast.Constant(target.id),
+                                                                _name(target.id), _thunk(value)))
             if isinstance(target, ast.Name):
                 return ast.Assign(
                     targets=[target],
@@ -216,6 +237,11 @@ class _Rewriter(ast.NodeTransformer):
             return ast.Expr(
                 _call(_helper("aug_store"), self.visit(node.target.value), self._index(node.target.slice), op, value)
             )
+        if isinstance(node.target, ast.Name) and node.target.id in getattr(self, "ref_params", ()):
+            name = node.target.id
+            combined = ast.BinOp(_call(_helper("value"), _name(name)), node.op, value)  # a T.alloc_var's value
+            return ast.Assign(targets=[_name(name, ast.Store())],
+                              value=_call(_helper("assign_ref"), ast.Constant(name), _name(name), _thunk(combined)))
         if isinstance(node.target, ast.Name):
             name = node.target.id
             return ast.Assign(
@@ -377,6 +403,7 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     rewriter = _Rewriter(col_offset)
     rewriter.filename = filename
     fdef.decorator_list = []
+    rewriter.ref_params = _ref_params(fdef.args)
     _drop_signature_expressions(fdef.args)
     fdef.body = rewriter._body(fdef.body)
     ast.fix_missing_locations(module)

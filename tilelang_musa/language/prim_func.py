@@ -22,7 +22,7 @@ from ..ir.attrs import (
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
-from .dtypes import Pointer
+from .dtypes import DType, Pointer
 from .proxy import TensorType, declare_param, make_param
 
 
@@ -42,10 +42,12 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
     free = [v for v in tirx.analysis.undefined_vars(func.body, list(func.params))
             if isinstance(v.ty, tvm.ir.PrimType)]
     # A size that appears only in tensor shapes is still needed in the kernel: bounds guards compare against it.
-    for param in func.params:
+    params = list(func.params)
+    for param in params:
         if isinstance(param.ty, tirx.BufferType):
             for extent in list(param.ty.shape) + list(param.ty.strides or []):
-                tvm_ffi.structural_walk(extent, [(tvm.ir.expr.Var, lambda v: None if v in free else free.append(v))])
+                tvm_ffi.structural_walk(extent, [(tvm.ir.expr.Var, lambda v: None if v in free or v in params
+                                                  else free.append(v))])
     if not free:
         return func
     func = tirx.PrimFunc(list(func.params) + free, func.body, func.ret_type, func.attrs)
@@ -190,6 +192,14 @@ class Macro:
         return parsed.fn(*args, **kwargs)
 
 
+class Ref:
+    """`x: T.Ref` on a @T.macro parameter: the argument is an element of the caller's (`m(buf[i])`, `m(var)` for
+    a T.alloc_var), and `x = value` in the macro stores to it, as upstream's macros take references."""
+
+    def __class_getitem__(cls, item: Any) -> type:  # `T.Ref[T.int32]`: the element type is the caller's
+        return cls
+
+
 def macro(func: Callable | None = None, *, hygienic: bool = True):
     return Macro(func) if func is not None else Macro
 
@@ -208,6 +218,8 @@ class EagerSignature:
     tensor_params: tuple[str, ...]
     defaults: dict[str, Any]
     signature_tensors: dict[str, Any] = field(default_factory=dict)
+    # annotated in the body with a scalar dtype (`M: T.int32`): a run-time argument of the kernel, not a constant
+    scalar_params: tuple[str, ...] = ()
 
 
 def eager_signature(parsed: ParsedKernel) -> EagerSignature:
@@ -224,9 +236,23 @@ def eager_signature(parsed: ParsedKernel) -> EagerSignature:
             annotation = _annotation(parsed, p)
             if isinstance(annotation, (TensorType, Pointer)):  # `a_ptr: T.ptr`: a pointer parameter
                 in_signature[n] = annotation
-    tensors = tuple(n for n in names if n in annotated or n in in_signature)
+    scalars = tuple(n for n in annotated if _scalar_annotation(parsed, n))
+    tensors = tuple(n for n in names if (n in annotated or n in in_signature) and n not in scalars)
     defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
-    return EagerSignature(names, tensors, defaults, in_signature)
+    return EagerSignature(names, tensors, defaults, in_signature, scalars)
+
+
+def _scalar_annotation(parsed: ParsedKernel, name: str) -> bool:
+    """Whether the body annotates parameter `name` with a scalar dtype (`M: T.int32`). A tensor annotation names
+    the body's sizes (`A: T.Tensor[[M, K], ...]`), which do not exist yet: it does not evaluate here."""
+    stmt = _body_annotations(parsed, (name,)).get(name)
+    if stmt is None or isinstance(stmt.annotation, ast.Subscript):
+        return False
+    try:
+        annotation = _eval_body_annotation(parsed, name, stmt)
+    except Exception:  # noqa: BLE001 - anything but a plain dtype expression is not a scalar's annotation
+        return False
+    return isinstance(annotation, (DType, tvm.ir.PrimType))
 
 
 def _eager_args(sig: EagerSignature, values: dict[str, Any], trace: KernelTrace, parsed: ParsedKernel) -> list[Any]:
@@ -235,9 +261,9 @@ def _eager_args(sig: EagerSignature, values: dict[str, Any], trace: KernelTrace,
         if name in sig.signature_tensors:
             trace.pending_tensors[name] = None
             args.append(declare_param(trace, name, sig.signature_tensors[name], None))
-        elif name in sig.tensor_params:
+        elif name in sig.tensor_params or name in sig.scalar_params:
             trace.pending_tensors[name] = None
-            args.append(None)  # replaced by the `name: T.Tensor[...]` statement
+            args.append(None)  # replaced by the `name: T.Tensor[...]` / `name: T.int32` statement
         elif name in values:
             args.append(values[name])
         elif name in sig.defaults:

@@ -166,11 +166,20 @@ def declare_param(trace: KernelTrace, name: str, annotation: Any, current: Any) 
             f"`{name}: {annotation!r}` annotates `{name}`, which is not a tensor parameter of the function "
             f"(parameters awaiting a tensor annotation: {sorted(trace.pending_tensors) or 'none'})"
         )
-    if isinstance(annotation, Pointer):  # `a_ptr: T.ptr` in the signature: a raw pointer, no shape to discover
+    if isinstance(annotation, Pointer):  # `a_ptr: T.ptr` in the signature: a raw pointer
         trace.pending_tensors.pop(name)
-        return None if trace.mode == "discover" else make_param(trace, name, annotation)
+        if trace.mode == "discover":  # a stand-in whose T.match_buffer tells the tensor's shape
+            return tvm.tirx.Var(name, tvm.ir.PointerType(tvm.ir.PrimType(annotation.dtype or "void")))
+        return make_param(trace, name, annotation)
+    if isinstance(annotation, (DType, tvm.ir.PrimType)):  # `M: T.int32`: a run-time scalar argument
+        trace.pending_tensors.pop(name)
+        if trace.mode == "discover":
+            return tvm.tirx.Var(name, canonical_dtype(annotation if isinstance(annotation, DType)
+                                                      else str(annotation.dtype)))
+        return make_param(trace, name, annotation)
     if not isinstance(annotation, TensorType):
-        raise trace.error(f"`{name}` must be annotated with T.Tensor[shape, dtype]; got {annotation!r}")
+        raise trace.error(f"`{name}` must be annotated with T.Tensor[shape, dtype] or a scalar dtype; got "
+                          f"{annotation!r}")
     if trace.mode == "discover":
         trace.discovered_shapes[name] = annotation.shape
         trace.pending_tensors.pop(name)

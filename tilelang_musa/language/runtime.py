@@ -85,6 +85,20 @@ def _needs_bind(value: Any) -> bool:
     return _has_side_effect_or_load(value)
 
 
+def assign_ref(name: str, current: Any, thunk: Callable[[], Any]) -> Any:
+    """`x = value` for a parameter `x: T.Ref`: the element the caller passed (`f(buf[i])`, or a T.alloc_var) is
+    stored to; `x` stays that element, so later reads load the new value."""
+    value = thunk()
+    if is_var_buffer(current):
+        store(current, 0, value)
+        return current
+    if isinstance(current, tvm.ir.expr.TensorLoad):
+        store(current.source, tuple(current.indices), value)
+        return current
+    raise current_trace().error(f"`{name}` is a T.Ref parameter: pass it a buffer element (`buf[i]`) or a "
+                                f"T.alloc_var; got {current!r}")
+
+
 def aug_assign(name: str, current: Any, op: str, value: Any) -> Any:
     if is_var_buffer(current):
         aug_store(current, 0, op, value)

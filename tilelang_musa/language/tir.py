@@ -15,6 +15,7 @@ from tvm.tirx.script import builder as Tb
 
 from .builder import as_expr, current_trace, kernel_trace
 from .dtypes import canonical_dtype
+from .tensor_type import TensorType
 
 PrimExpr = tvm.ir.Expr
 Var = tvm.ir.expr.Var
@@ -101,6 +102,9 @@ def match_buffer(param: Any, shape: Any, dtype: Any = "float32", strides: Any = 
     if offset not in (None, 0) or unused.get("scope", "global") != "global":
         raise trace.error(f"T.match_buffer: elem_offset / scope {unused.get('scope')!r} are not supported")
     shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    if trace.mode == "discover":  # the eager style learning its sizes: the tensor passed for `param` has this shape
+        trace.discovered_shapes[param.name] = tuple(shape)
+        return TensorType(tuple(shape), canonical_dtype(dtype))
     from tvm.script.ir_builder import IRBuilder
 
     buffer = Tb.match_buffer(param, shape, canonical_dtype(dtype))
