@@ -25,21 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import CONFTEST, rewrite  # noqa: E402  (the peer-test harness's staging, shared)
 
-# torch.cuda calls the examples make besides allocating (streams, device queries), answered by the stand-in
-# torch.musa the peer harness defines; run.py's rewrite already maps torch.cuda.synchronize onto it.
+# The examples' torch.cuda calls (streams, device queries) are answered by the peer harness's stand-ins (CONFTEST).
 PRELUDE = CONFTEST + '''
 import sys
 sys.path.insert(0, ".")
-torch.cuda.Stream = lambda *a, **k: None
-torch.cuda.stream = torch.musa.stream
-torch.cuda.current_stream = torch.musa.current_stream
-torch.cuda.get_device_properties = torch.musa.get_device_properties
-torch.cuda.get_device_name = torch.musa.get_device_name
-torch.cuda.is_available = lambda: True
-torch.cuda.default_stream = torch.musa.current_stream
-torch.cuda.current_device = torch.musa.current_device
-torch.cuda.device_count = torch.musa.device_count
-torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
 '''
 
 # References some examples take from flash-attn (a CUDA package), written in torch: the harness's stand-in.
@@ -132,9 +121,6 @@ def script(file: str, *argv: str) -> str:
     return f"import runpy; sys.argv = {[file, *argv]!r}; runpy.run_path({file!r}, run_name='__main__')"
 
 
-# For examples that choose their configuration by CUDA compute capability.
-SM80 = "torch.cuda.get_device_capability = lambda *a: (8, 0); "
-
 EXAMPLES = [
     Example("gemm", "gemm", "import example_gemm as m; m.main()"),
     Example("gemm_persistent", "gemm", "import example_gemm_persistent as m; m.main(M=512, N=512, K=512)"),
@@ -219,11 +205,11 @@ EXAMPLES = [
             "m.main(batch=2, heads=8, heads_kv=2, max_cache_seqlen=512, dim=64, dim_v=64, block_size=32)"),
     Example("attention_sink_mha_fwd", "attention_sink",
             "import example_mha_sink_fwd_bhsd as m; m.main(batch=1, heads=2, seq_q=256, seq_kv=256, dim=64)"),
-    # the backward picks its tile sizes by CUDA SM version (80 or 90+, else it refuses): answer 80, the smaller
+    # the backward picks its tile sizes by CUDA SM version (80 or 90+, else it refuses): the stand-in answers 80
     Example("attention_sink_mha_bwd", "attention_sink",
-            SM80 + "import example_mha_sink_bwd_bhsd as m; m.main(BATCH=1, H=2, N_CTX=256, D_HEAD=64)"),
+            "import example_mha_sink_bwd_bhsd as m; m.main(BATCH=1, H=2, N_CTX=256, D_HEAD=64)"),
     Example("attention_sink_gqa_bwd", "attention_sink",
-            SM80 + "import example_gqa_sink_bwd_bhsd as m; m.main(BATCH=1, H=4, N_CTX=256, D_HEAD=64, groups=2)"),
+            "import example_gqa_sink_bwd_bhsd as m; m.main(BATCH=1, H=4, N_CTX=256, D_HEAD=64, groups=2)"),
     Example("nsa_fwd", "deepseek_nsa", "import example_tilelang_nsa_fwd as m; m.main()"),
     Example("nsa_decode", "deepseek_nsa", "import example_tilelang_nsa_decode as m; m.main()"),
     Example("linear_attn_fwd", "linear_attention",

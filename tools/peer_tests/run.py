@@ -39,10 +39,17 @@ if not hasattr(torch, "musa"):
         empty_cache=lambda: None, manual_seed=torch.manual_seed, manual_seed_all=torch.manual_seed,
         device_count=lambda: 1, current_device=lambda: 0, get_device_name=lambda *a: _Props.name,
         get_device_properties=lambda *a: _Props(), current_stream=lambda *a: None,
-        stream=lambda *a, **k: __import__("contextlib").nullcontext(),
+        stream=lambda *a, **k: __import__("contextlib").nullcontext(), Stream=lambda *a, **k: None,
+        default_stream=lambda *a: None,
         Event=lambda *a, **k: types.SimpleNamespace(record=lambda *a: None, synchronize=lambda: None,
                                                      elapsed_time=lambda other: 1.0),
     )
+
+# The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
+for _name in ("Stream", "stream", "default_stream", "current_stream", "synchronize", "current_device",
+              "device_count", "get_device_properties", "get_device_name", "is_available"):
+    setattr(torch.cuda, _name, getattr(torch.musa, _name))
+torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
 '''
 
 
