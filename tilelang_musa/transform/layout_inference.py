@@ -40,6 +40,7 @@ fragment, both ranges and both uses.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -336,12 +337,16 @@ class _Inference:
             order="pre")
 
     # -- levels
+    @functools.cached_property
+    def _op_args(self) -> LayoutInferArgs:
+        """What every tile op's inference reads; the function's walks are done once (`layouts` grows in place)."""
+        return LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
+                               self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
+                               view_buffers(self.func), unswizzled_tiles(self.func), accumulator_groups(self.func))
+
     def fix_from_ops(self) -> bool:
         """Layouts the tile ops require (or derive from what is known so far); True if any was new."""
-        args = LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
-                               self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
-                               view_buffers(self.func), unswizzled_tiles(self.func),
-                               accumulator_groups(self.func))
+        args = self._op_args
         changed = False
         # a reduction's destination follows its source only where no other op places it (else it is relaid out)
         for k in sorted(range(len(self.ops)), key=lambda k: isinstance(self.ops[k], Reduce)):
