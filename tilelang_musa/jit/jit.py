@@ -66,7 +66,7 @@ class JITFunction:
 
     def _specialize(self, values: dict[str, Any], consts: dict[str, int]) -> JITKernel:
         key = self._eager_key(values, consts)
-        return self._compile(key, lambda: trace_eager(parse_kernel(self.func), values, consts))
+        return self._compile(key, lambda: trace_eager(self._eager_signature()[0], values, consts))
 
     def parse_cache_key(self, *args: Any, **kwargs: Any) -> tuple:
         """The key these arguments select a compiled kernel by (upstream's name): the parameter values and sizes
@@ -84,9 +84,10 @@ class JITFunction:
         return self._signature
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
-        """Eager style: split a call's arguments into its tensors (torch tensors, or `T.Tensor(shape, dtype)`
-        specs where only the shape matters), its other parameter values, and the `T.const` sizes: those given by
-        name (`N=4096`) and those the tensors' shapes determine."""
+        """Eager style: split a call's arguments into its run-time arguments (tensors: torch tensors, or
+        `T.Tensor(shape, dtype)` specs where only the shape matters; and scalars annotated `M: T.int32`), its other
+        parameter values (compile-time), and the `T.const` sizes: those given by name (`N=4096`) and those the
+        tensors' shapes determine."""
         parsed, sig, signature = self._eager_signature()
         named = {k: v for k, v in kwargs.items() if k in sig.parameters}
         consts = {k: v for k, v in kwargs.items() if k not in sig.parameters}
@@ -109,7 +110,7 @@ class JITFunction:
                                 f"T.Tensor(shape, dtype); got {type(value).__name__}")
         if any(k in sig.tensor_params for k in tensors):
             shapes = {k: tuple(int(d) for d in v.shape) for k, v in tensors.items() if k in sig.tensor_params}
-            ckey = (tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(shapes.items())))
+            ckey = self._eager_key(values, shapes)
             found = self._consts.get(ckey)
             if found is None:
                 found = discover_consts(parsed, values, shapes)
