@@ -1,0 +1,3 @@
+"""gdn cases (to be written)."""
+
+CASES = []

@@ -1,0 +1,3 @@
+"""sparse_mla cases (to be written)."""
+
+CASES = []

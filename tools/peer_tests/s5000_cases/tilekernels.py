@@ -1,0 +1,3 @@
+"""tilekernels cases (to be written)."""
+
+CASES = []
