@@ -187,6 +187,23 @@ def _box_access(indices: tuple, loop_vars: list[Any], extents: list[int], shape:
     return origin, positions
 
 
+def _inner_loops(body: Any) -> list[tuple[Any, range]]:
+    """The loops inside a T.Parallel nest's body whose bounds are constants: (variable, its values)."""
+    found = []
+
+    def on_for(node):
+        lo, n = as_int(node.min), as_int(node.extent)
+        if lo is not None and n is not None:
+            found.append((node.loop_var, range(lo, lo + n)))
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
+    return found
+
+
+def _uses_inner_loops(indices: tuple, nest: "_Nest") -> bool:
+    return any(_uses(e, v) for v, _ in _inner_loops(nest.body) for e in indices)
+
+
 def _uses(expr: Any, var: Any) -> bool:
     found = []
     tvm_ffi.structural_walk(expr, [(tirx.Var, lambda n: found.append(n) if n.same_as(var) else None)])
@@ -410,6 +427,10 @@ class _Inference:
                         if through is None:
                             continue
                         (nest.plan, nest.recipe), nest.source = through, buf
+                        if _uses_inner_loops(indices, nest) and self._conflict(nest, buf, indices) is not None:
+                            # followed at the inner loop's first iteration, another iteration lives elsewhere
+                            nest.plan = nest.recipe = nest.source = None
+                            continue
                     changed = True
                     break
             if nest.plan is None:
@@ -427,8 +448,17 @@ class _Inference:
     def _plan_through(self, buf, layout: Fragment, indices, nest: _Nest) -> tuple[LoopPlan, dict] | None:
         """The nest's plan (and its recipe) when it follows `buf` (laid out as `layout`) through an access other
         than the identity: an affine map onto the whole fragment (`frag[i * 8 + j]`), or a box of it
-        (`frag[i, j + 32]` over a part of the fragment); None for other accesses."""
+        (`frag[i, j + 32]` over a part of the fragment); None for other accesses. An index using a loop inside the
+        nest (`frag[i, l * 8 + t]`) is followed at that loop's first iteration: the conflict check then proves
+        (or exchanges) the others."""
         shape = self._shape(buf)
+        inner = {v: tirx.IntImm(v.dtype, r.start) for v, r in _inner_loops(nest.body)
+                 if any(_uses(e, v) for e in indices)}
+        if inner:
+            analyzer = tvm.sym.Analyzer()  # `(0 * 8 + t) % 64` is `t` for t in [0, 8)
+            for var, extent in zip(nest.loop_vars, nest.extents):
+                analyzer.bind(var, tvm.ir.Range(0, extent))
+            indices = [analyzer.simplify(substitute(e, inner)) for e in indices]
         index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
         if index_map is not None:
             composed = _compose(layout, index_map)
@@ -609,16 +639,23 @@ class _Inference:
         frag_thread, _ = layout.evaluate_all()
         points = np.indices(loop_thread.shape[:-1])
         shape = self._shape(buf)
-        # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it reaches
-        fixed = [d for d, e in enumerate(indices)
-                 if as_int(e) is None and not any(_uses(e, v) for v in nest.loop_vars)]
-        for values in itertools.product(*[range(shape[d]) for d in fixed]):
-            chosen = list(indices)
-            for d, value in zip(fixed, values):
-                chosen[d] = tirx.IntImm("int32", value)
-            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
-            if conflict is not None:
-                return conflict
+        # a loop inside the nest (`for l in T.vectorized(L): ... frag[i, l * 8 + t]`) runs on the thread of its
+        # iteration: every value of its variable is checked
+        inner = [(v, r) for v, r in _inner_loops(nest.body) if any(_uses(e, v) for e in indices)]
+        for inner_values in itertools.product(*[r for _, r in inner]):
+            bound = {v: tirx.IntImm(v.dtype, value) for (v, _), value in zip(inner, inner_values)}
+            at = [substitute(e, bound) if bound else e for e in indices]
+            # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it
+            # reaches
+            fixed = [d for d, e in enumerate(at)
+                     if as_int(e) is None and not any(_uses(e, v) for v in nest.loop_vars)]
+            for values in itertools.product(*[range(shape[d]) for d in fixed]):
+                chosen = list(at)
+                for d, value in zip(fixed, values):
+                    chosen[d] = tirx.IntImm("int32", value)
+                conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
+                if conflict is not None:
+                    return conflict
         return None
 
     def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape) -> str | None:
