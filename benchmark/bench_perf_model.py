@@ -2,7 +2,7 @@
 (mp_31) and S4000 (mp_22), and the error against TileLang-MUSA's published S5000 baselines where we model the
 same kernel.
 
-    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16]
+    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16] [--peer TILELANG_MUSA_TREE]
 
 Per kernel and arch: one launch in the simulator on random inputs, `sample_blocks` evenly spaced blocks of its
 grid (profiler.model(); model.py says how the counts become a time), printed as the markdown rows of
@@ -70,6 +70,36 @@ def flash_attention_ws(arch, B=2, H=28, S=8192, D=128):
     return kernel, [torch.randn(B, H, S, D, dtype=torch.float16) for _ in range(3)]
 
 
+PEER = None  # --peer: an extracted tile-ai/tilelang-musa checkout
+
+
+def peer_flash_attention(arch, B=2, H=28, S=8192, D=128):
+    """Moore Threads' own S5000 FlashAttention forward (benchmark/mp31/modelops/kernels/example_mha_fwd_bhsd.py of
+    tile-ai/tilelang-musa, staged unchanged but for device strings by tools/peer_tests/s5000.py), at its published
+    configuration: block 256x128, 512 consumer + 128 producer threads, 1 stage, the pass configs its main() sets."""
+    if arch != "mp_31" or PEER is None:
+        return None
+    import tempfile
+
+    import tilelang
+
+    sys.path.insert(0, str(ROOT / "tools" / "peer_tests"))
+    from s5000 import stage
+
+    root = stage(Path(PEER).resolve(), Path(tempfile.mkdtemp(prefix="peer_fa_")))
+    sys.path.insert(0, str(root))
+    from benchmark.mp31.modelops.kernels import example_mha_fwd_bhsd as m
+
+    program = m.flashattn(B, H, S, S, D, False, block_M=256, block_N=128, num_stages=1, threads=512)
+    key = tilelang.PassConfigKey
+    configs = {key.TL_DISABLE_WARP_SPECIALIZED: False, key.TL_DISABLE_TMA_LOWER: False, key.TL_ENABLE_FAST_MATH: True,
+               key.TL_DISABLE_THREAD_STORAGE_SYNC: True, key.TL_ENABLE_MUSA_BURST: True,
+               key.TL_ENABLE_REDUCE_BURST: True, key.TL_DISABLE_SAFE_MEMORY_ACCESS: True,
+               key.TL_DISABLE_INDEX_TYPE_PROMOTION: True}
+    kernel = tilelang.compile(program, out_idx=-1, target="musa -arch=mp_31", pass_configs=configs)
+    return kernel, [torch.randn(B, H, S, D, dtype=torch.float16) for _ in range(3)]
+
+
 def elementwise_add(arch, N=1 << 26, threads=256, num_per_thread=8):
     """The user's elementwise example (examples/elementwise), at a size where DRAM decides."""
     import tilelang
@@ -93,8 +123,10 @@ CASES = {
                         flash_attention),
     "flash_attention_ws": ("FlashAttention fwd WS B2 H28 S8192 D128", "256x128, 512+128 threads", flash_attention_ws),
     "elementwise_add": ("elementwise add 2^26 fp32", "256 threads x 8", elementwise_add),
+    "peer_flash_attention": ("Moore Threads' FlashAttention fwd (modelops example_mha_fwd_bhsd) B2 H28 S8192 D128",
+                             "256x128, 512+128 threads, 1 stage", peer_flash_attention),
 }
-CALIBRATED = {"flash_attention_ws": FA_BASELINE_US}
+CALIBRATED = {"flash_attention_ws": FA_BASELINE_US, "peer_flash_attention": FA_BASELINE_US}
 
 
 def main() -> None:
@@ -102,7 +134,10 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(CASES), action="append")
     parser.add_argument("--arch", choices=["mp_31", "mp_22"], action="append")
     parser.add_argument("--sample-blocks", type=int, default=16)
+    parser.add_argument("--peer", help="an extracted tile-ai/tilelang-musa checkout: models its FlashAttention too")
     args = parser.parse_args()
+    global PEER
+    PEER = args.peer
     print("| kernel | config | arch | modelled time | TFLOPS | DRAM GB/s | limited by | blocks/MP | published | error |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.only or CASES:
