@@ -37,7 +37,7 @@ from .vote import (
     syncthreads_count, syncthreads_or,
 )
 from .pointer import alloc_global, make_tensor
-from .global_access import ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
+from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
     Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, func_attr,
     grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
@@ -92,7 +92,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
-    "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
+    "__ldg", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",

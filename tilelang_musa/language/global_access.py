@@ -73,3 +73,19 @@ def _store(bits: int):
 
 ldg32, ldg64, ldg128, ldg256 = (_load(b) for b in _WORDS)
 stg32, stg64, stg128, stg256 = (_store(b) for b in _WORDS)
+
+
+def __ldg(load: Any, index: Any = None) -> Any:
+    """`T.__ldg(x[i])` (or `T.__ldg(x, i)`): the element read through the read-only data path, printed as
+    `__ldg(&x[i])` (CUDA's intrinsic, which MUSA keeps): for data the kernel never writes."""
+    from ..tileop.region import TensorLoad
+
+    trace = current_trace("T.__ldg")
+    if index is not None:
+        indices = index if isinstance(index, (list, tuple)) else [index]
+        load = tirx.BufferLoad(load, [as_expr(i) for i in indices]) if isinstance(load, tirx.Buffer) else None
+    if not isinstance(load, TensorLoad) or str(load.source.scope()) != "global":
+        raise trace.error(f"T.__ldg takes one element of a global tensor (`T.__ldg(x[i])` or `T.__ldg(x, i)`)")
+    if any(isinstance(i, tirx.Ramp) for i in load.indices):
+        raise trace.error("T.__ldg reads one element; T.ldg64 / T.ldg128 read wider pieces")
+    return tirx.call_extern(str(load.source.dtype), "__ldg", tirx.address_of(load))
