@@ -204,6 +204,10 @@ inline unsigned int __umul24(unsigned int x, unsigned int y) { return (x & 0xfff
 template <class T>
 inline T __ldg(const T* p) { return *p; }
 
+/*! \brief A thread's pause of about `ns` nanoseconds (a back-off in a polling loop): the simulated threads keep no
+ *         wall-clock time, and a pause cannot change what a correct program computes, so it returns at once. */
+inline void __nanosleep(unsigned int /*ns*/) {}
+
 // CUDA's global min/max overloads for same-typed integer and floating arguments.
 #define TL_SIM_MIN_MAX(T)                                 \
   inline T min(T a, T b) { return b < a ? b : a; }        \
