@@ -166,6 +166,36 @@ def test_loop_layout_against_a_fragment_placed_otherwise_exchanges_it(arch, monk
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_exchange_places_its_own_barriers_when_thread_storage_sync_is_off(arch, monkeypatch):
+    """TL_DISABLE_THREAD_STORAGE_SYNC leaves the user's tiles to the user, not the compiler's: the exchange tile
+    gets a barrier before its stores (earlier readers are done) and one between its stores and its loads."""
+    column = T.Fragment((128, 32), forward_fn=lambda i, j: (i // 32 * 32 + j, i % 32))
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 32), "float32"), B: T.Tensor((128, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            acc = T.alloc_fragment((128, 32), "float32")
+            for k in T.serial(2):  # the second exchange must wait for the first one's readers
+                for i, j in T.Parallel(128, 32, loop_layout=ROW_PER_THREAD):
+                    acc[i, j] = A[i, j] + k
+                for i, j in T.Parallel(128, 32, loop_layout=column):
+                    B[i, j] = acc[i, j] * 2.0
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())
+    with pytest.warns(Warning, match=r"fragment `acc` is exchanged"):
+        kernel = tilelang.compile(main, target=target(arch),
+                                  pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    source = kernel.get_kernel_source()
+    assert re.search(r"__syncthreads\(\);\n(\s+.*\n)*?\s+acc_exchange\[.*\] = acc\[", source), source
+    assert re.search(r"acc_exchange\[.*\] = acc\[.*\n(\s+.*\n)*?\s+__syncthreads\(\);\n(\s+.*\n)*?.*= "
+                     r"acc_exchange\[", source), source
+    a = rand((128, 32), torch.float32, 8)
+    b = poison((128, 32), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, (a + 1.0) * 2.0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_loop_layout_under_a_thread_guard_counts_threads_from_the_range(arch):
     """Threads 64..127 run the loop: the layout's thread t is thread 64 + t."""
     layout = T.Fragment((64, 32), forward_fn=lambda i, j: (i, j))

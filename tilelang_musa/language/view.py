@@ -1,10 +1,13 @@
 """`T.reshape(buf, shape)` and `T.view(buf, shape=None, dtype=None)`: the same storage seen with another shape
-(row-major, same number of elements) or, for a global tensor, another element type of the same total size.
+(row-major, same number of elements) or, for a global tensor or a local buffer, another element type of the same
+total size.
 Global tensors, shared tiles, fragments (a loop over the view follows the fragment's layout) and local buffers.
 
 A same-dtype view is a name: every access to it becomes an access to the buffer it views (LowerBufferViews), so
 barriers, bounds guards and memory planning see one buffer. A global tensor viewed as another dtype is a
-reinterpreting pointer (a DeclBuffer over the tensor's data).
+reinterpreting pointer (a DeclBuffer over the tensor's data); so is a thread's local buffer (`T.alloc_local`)
+viewed as another dtype: `bf16 x[64]` seen as `fp16 [64]` or `fp8 [128]` is the same bytes, each element of the view
+the bits stored there (a register bitcast, as MUSA's own kernels use to reinterpret loaded words).
 """
 
 from __future__ import annotations
@@ -87,9 +90,9 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
         IRBuilder.name(name, buffer)
         trace.buffer_views[buffer] = src
         return buffer
-    if scope != "global":
+    if scope not in ("global", "local"):
         raise trace.error(f"T.view: a {scope} buffer viewed as another dtype ({src_dtype} -> {dtype}) is not "
-                          "supported; view a global tensor, or copy")
+                          "supported; view a global tensor or a local buffer, or copy")
     buffer = Tb.decl_buffer(shape, dtype, data=tirx.call_intrin("handle", "tirx.buffer_data", src), scope=scope)
     IRBuilder.name(name, buffer)
     return buffer

@@ -364,8 +364,9 @@ def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any
 def relayout(src, dst, tile, layouts, thread: Any, count: int, analyzer) -> Any:
     """`dst[x] = src[x]` for every element x, between two fragments of different layouts: each element is
     stored to the shared `tile` by one thread that holds it in `src`, then loaded by every thread that holds it
-    in `dst` (the barrier passes put the barriers between and around). `dst` may be the tile itself: only the
-    stores then."""
+    in `dst`. `dst` may be the tile itself: only the stores then. The tile is the compiler's, so its barriers are
+    too, whether or not the barrier passes run (TL_DISABLE_THREAD_STORAGE_SYNC leaves the user's tiles to the
+    user): one before the stores (the tile's earlier readers are done) and one after them (before the loads)."""
     shape = [as_int(e) for e in src.ty.shape]
     xs = [tirx.Var(f"x{k}", "int32") for k in range(len(shape))]
     store = tirx.BufferStore(tile, src[tuple(xs)], xs)
@@ -373,8 +374,9 @@ def relayout(src, dst, tile, layouts, thread: Any, count: int, analyzer) -> Any:
     if as_int(src_layout.replicate_size) != 1:  # only replica 0 stores: the tile gets one write per element
         store = tirx.IfThenElse(tirx.EQ(thread, src_layout.thread(xs, rep=0)), store, None)
     stored = lower_with_plan(xs, store, fragment_plan(src_layout, shape), thread, count, analyzer())
+    sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
     if dst.same_as(tile):
-        return stored
+        return tirx.SeqStmt([sync, stored, sync])
     load = tirx.BufferStore(dst, tile[tuple(xs)], xs)
-    return tirx.SeqStmt([stored, lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread, count,
-                                                 analyzer())])
+    return tirx.SeqStmt([sync, stored, sync, lower_with_plan(xs, load, fragment_plan(layouts[dst], shape), thread,
+                                                             count, analyzer())])

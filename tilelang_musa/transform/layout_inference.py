@@ -136,6 +136,14 @@ class _Nest:
     recipe: dict | None = None  # how LowerParallelLoop rebuilds `plan` (the `tl.loop_plan` annotation)
     source: Any = None  # the fragment whose layout the plan follows
     exchanges: dict = field(default_factory=dict)  # fragment -> _Exchange: it is relaid out around the nest
+    inner: dict = field(default_factory=dict)  # loop var of a loop inside the body (serial, unrolled, vectorized) -> range
+
+    def representative(self, indices: tuple) -> tuple:
+        """`indices` with every inner loop variable at its first value (`f[i, l * 8 + t]` -> `f[i, t]`)."""
+        if not self.inner:
+            return tuple(indices)
+        first = {v: tirx.const(lo, v.dtype) for v, (lo, _) in self.inner.items()}
+        return tuple(substitute(e, first) for e in indices)
 
     @property
     def loc(self):
@@ -187,21 +195,18 @@ def _box_access(indices: tuple, loop_vars: list[Any], extents: list[int], shape:
     return origin, positions
 
 
-def _inner_loops(body: Any) -> list[tuple[Any, range]]:
-    """The loops inside a T.Parallel nest's body whose bounds are constants: (variable, its values)."""
-    found = []
+def _inner_loops(body: Any) -> dict:
+    """The loops inside a T.Parallel nest's body with constant bounds (`for l in T.vectorized(8)`): each runs whole
+    within one iteration of the nest, on the iteration's thread. Their variable -> (min, extent)."""
+    found = {}
 
     def on_for(node):
-        lo, n = as_int(node.min), as_int(node.extent)
-        if lo is not None and n is not None:
-            found.append((node.loop_var, range(lo, lo + n)))
+        lo, extent = as_int(node.min), as_int(node.extent)
+        if lo is not None and extent is not None and extent > 0:
+            found[node.loop_var] = (lo, extent)
 
     tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
     return found
-
-
-def _uses_inner_loops(indices: tuple, nest: "_Nest") -> bool:
-    return any(_uses(e, v) for v, _ in _inner_loops(nest.body) for e in indices)
 
 
 def _uses(expr: Any, var: Any) -> bool:
@@ -320,7 +325,7 @@ class _Inference:
                 if accesses:
                     reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
                     loop_vars, extents = [n.loop_var for n in nest], nest_extents(nest, STAGE)
-                    self.nests.append(_Nest(node, loop_vars, extents, body, accesses, reach))
+                    self.nests.append(_Nest(node, loop_vars, extents, body, accesses, reach, inner=_inner_loops(body)))
                     user = planned_by_user(node, extents, body, loop_vars[-1], reach, self.threads.num_threads,
                                            self.analyzer, self.disable_vectorize, STAGE)
                     if user is not None:  # T.Parallel(..., loop_layout=F): F is the plan, the fragments follow it
@@ -427,10 +432,6 @@ class _Inference:
                         if through is None:
                             continue
                         (nest.plan, nest.recipe), nest.source = through, buf
-                        if _uses_inner_loops(indices, nest) and self._conflict(nest, buf, indices) is not None:
-                            # followed at the inner loop's first iteration, another iteration lives elsewhere
-                            nest.plan = nest.recipe = nest.source = None
-                            continue
                     changed = True
                     break
             if nest.plan is None:
@@ -448,17 +449,20 @@ class _Inference:
     def _plan_through(self, buf, layout: Fragment, indices, nest: _Nest) -> tuple[LoopPlan, dict] | None:
         """The nest's plan (and its recipe) when it follows `buf` (laid out as `layout`) through an access other
         than the identity: an affine map onto the whole fragment (`frag[i * 8 + j]`), or a box of it
-        (`frag[i, j + 32]` over a part of the fragment); None for other accesses. An index using a loop inside the
-        nest (`frag[i, l * 8 + t]`) is followed at that loop's first iteration: the conflict check then proves
-        (or exchanges) the others."""
+        (`frag[i, j + 32]` over a part of the fragment); None for other accesses."""
+        if nest.inner and any(_uses(e, v) for e in indices for v in nest.inner):
+            # `f[i, l * 8 + t]` with `l` a loop inside the body: plan by `f[i, t]` (each inner loop at its first
+            # value), kept only if the thread so chosen holds the elements of every inner iteration too
+            through = self._plan_through(buf, layout, nest.representative(indices), nest)
+            if through is not None:
+                nest.plan, nest.recipe = through
+                try:
+                    if self._conflict(nest, buf, indices, layout) is not None:
+                        through = None
+                finally:
+                    nest.plan, nest.recipe = None, None
+            return through
         shape = self._shape(buf)
-        inner = {v: tirx.IntImm(v.dtype, r.start) for v, r in _inner_loops(nest.body)
-                 if any(_uses(e, v) for e in indices)}
-        if inner:
-            analyzer = tvm.sym.Analyzer()  # `(0 * 8 + t) % 64` is `t` for t in [0, 8)
-            for var, extent in zip(nest.loop_vars, nest.extents):
-                analyzer.bind(var, tvm.ir.Range(0, extent))
-            indices = [analyzer.simplify(substitute(e, inner)) for e in indices]
         index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
         if index_map is not None:
             composed = _compose(layout, index_map)
@@ -637,37 +641,35 @@ class _Inference:
         layout = layout if layout is not None else self.layouts[buf]
         loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
         frag_thread, _ = layout.evaluate_all()
-        points = np.indices(loop_thread.shape[:-1])
+        # the iterations, and within each the values of the loops inside the body (the iteration's thread runs them)
+        points = np.indices(list(loop_thread.shape[:-1]) + [extent for _, extent in nest.inner.values()])
+        loop_thread = loop_thread.reshape(loop_thread.shape[:-1] + (1,) * len(nest.inner) + loop_thread.shape[-1:])
         shape = self._shape(buf)
-        # a loop inside the nest (`for l in T.vectorized(L): ... frag[i, l * 8 + t]`) runs on the thread of its
-        # iteration: every value of its variable is checked
-        inner = [(v, r) for v, r in _inner_loops(nest.body) if any(_uses(e, v) for e in indices)]
-        for inner_values in itertools.product(*[r for _, r in inner]):
-            bound = {v: tirx.IntImm(v.dtype, value) for (v, _), value in zip(inner, inner_values)}
-            at = [substitute(e, bound) if bound else e for e in indices]
-            # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it
-            # reaches
-            fixed = [d for d, e in enumerate(at)
-                     if as_int(e) is None and not any(_uses(e, v) for v in nest.loop_vars)]
-            for values in itertools.product(*[range(shape[d]) for d in fixed]):
-                chosen = list(at)
-                for d, value in zip(fixed, values):
-                    chosen[d] = tirx.IntImm("int32", value)
-                conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
-                if conflict is not None:
-                    return conflict
+        # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it reaches
+        walked = list(nest.loop_vars) + list(nest.inner)
+        fixed = [d for d, e in enumerate(indices) if as_int(e) is None and not any(_uses(e, v) for v in walked)]
+        for values in itertools.product(*[range(shape[d]) for d in fixed]):
+            chosen = list(indices)
+            for d, value in zip(fixed, values):
+                chosen[d] = tirx.IntImm("int32", value)
+            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
+            if conflict is not None:
+                return conflict
         return None
 
     def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape) -> str | None:
         try:  # the fragment element each iteration touches
             env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
+            for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars)):
+                env[v] = points[k] + lo
             key = tuple(np.broadcast_to(evaluate(e, env), points.shape[1:]) for e in indices)
         except (KeyError, TypeError, ValueError):
             key = None
         if key is None or any(((k < 0) | (k >= n)).any() for k, n in zip(key, shape)):
             raise CompileError(
                 f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "
-                "loop; index a fragment with integer expressions of the loop variables that stay inside it",
+                "loop; index a fragment with integer expressions of the loop variables (and of constant-bound loops inside "
+                "its body) that stay inside it",
                 nest.loc, STAGE)
         for rep in range(loop_thread.shape[-1]):
             owners = loop_thread[..., rep]
