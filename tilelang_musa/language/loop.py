@@ -18,7 +18,7 @@ from ..ir.attrs import (
     UNROLL_FACTOR,
 )
 from ..diagnostics import warn_once
-from .builder import current_trace, static_value
+from .builder import current_trace, static_value, value
 
 
 class LoopFrame:
@@ -69,11 +69,12 @@ class LoopFrame:
 def _ranges(construct: str, args: tuple) -> list[tuple[Any, Any]]:
     if not args:
         raise current_trace(construct).error(f"{construct} needs at least one extent")
-    return [(0, a) for a in args]
+    return [(0, value(a)) for a in args]
 
 
 def _range(construct: str, start: Any, stop: Any) -> list[tuple[Any, Any]]:
-    return [(0, start)] if stop is None else [(start, stop)]
+    """A loop's (start, stop); a `T.alloc_var` bound reads as its current value."""
+    return [(0, value(start))] if stop is None else [(value(start), value(stop))]
 
 
 def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None) -> LoopFrame:  # noqa: N802
@@ -139,7 +140,7 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict 
     if value == 1:
         return LoopFrame("T.serial", _range("T.serial", start, stop),
                          lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann), annotations)
-    lo, hi = (0, start) if stop is None else (start, stop)
+    [(lo, hi)] = _range("T.serial", start, stop)
     trips = _ceildiv(hi - lo, value) if value > 0 else _ceildiv(lo - hi, -value)
     return LoopFrame("T.serial", [(0, trips)], lambda lo_, hi_, ann: Tb.serial(lo_, hi_, annotations=ann),
                      annotations, index_map=lambda k: k * value if isinstance(lo, int) and lo == 0 else lo + k * value)

@@ -29,24 +29,36 @@ CASES = [
          "k = F.normalize(torch.randn(2, 96, 1, 128), dim=-1).to(torch.bfloat16)\n"
          "beta = torch.sigmoid(torch.randn(2, 96, 2))\n"
          "check('fixed', kkt_solve(k=k, b=beta), kkt_solve_ref(k, beta, 64), 3e-2, 3e-2)\n"),
-    # the fused chunked prefill, fed reference gate cumsums and KKT inverses, against the per-token recurrence
+    # the fused chunked prefill against the per-token recurrence: fed reference gate cumsums and KKT inverses
+    # (gates near 1 too, so the initial state still matters at the end), then as the benchmark chains it, after
+    # the cumsum and KKT kernels
     Case("gdn_prefill", "mate/kernels/gdn_prefill.py", COMMON +
          f"from {PKG}.gdn_prefill import fused_chunk_gdn_prefill\n"
+         f"from {PKG}.gdn_chunk_local_cumsum import chunk_local_cumsum\n"
+         f"from {PKG}.gdn_kkt_solve import kkt_solve\n"
          "cu = torch.tensor([0, 70, 200], dtype=torch.int32)\n"
          "Tn, Hg, H, D = 200, 2, 4, 128\n"
-         "q = torch.randn(1, Tn, Hg, D).to(torch.bfloat16)\n"
-         "k = F.normalize(torch.randn(1, Tn, Hg, D), dim=-1).to(torch.bfloat16)\n"
-         "v = torch.randn(1, Tn, H, D).to(torch.bfloat16)\n"
-         "g = torch.exp(-torch.rand(1, Tn, H))\n"
-         "beta = torch.sigmoid(torch.randn(1, Tn, H))\n"
-         "h0 = torch.randn(2, H, D, D)\n"
-         "g_cumsum = chunk_local_cumsum_ref(g, 64, cu)\n"
-         "a = kkt_solve_ref(k, beta, 64, cu).to(torch.bfloat16)\n"
-         "o, _, ht = fused_chunk_gdn_prefill(q=q, k=k, v=v, a=a, g=g_cumsum, b=beta, scale=D ** -0.5,\n"
-         "    initial_state=h0, output_final_state=True, output_h=False, output_o=True, cu_seqlens=cu)\n"
-         "o_ref, ht_ref, _ = gdn_recurrence_ref(q, k, v, g, beta, h0, D ** -0.5, cu)\n"
-         "check('o', o, o_ref, 5e-2, 3e-2)\n"
-         "check('final state', ht, ht_ref, 5e-2, 3e-2)\n"),
+         "for decay, chained in ((1.0, False), (0.0, False), (0.2, True)):\n"
+         "    q = torch.randn(1, Tn, Hg, D).to(torch.bfloat16)\n"
+         "    k = F.normalize(torch.randn(1, Tn, Hg, D), dim=-1).to(torch.bfloat16)\n"
+         "    v = torch.randn(1, Tn, H, D).to(torch.bfloat16)\n"
+         "    g = torch.exp(-decay * torch.rand(1, Tn, H))\n"
+         "    beta = torch.sigmoid(torch.randn(1, Tn, H))\n"
+         "    h0 = torch.randn(2, H, D, D)\n"
+         "    if chained:\n"
+         "        g_cumsum = chunk_local_cumsum(g, chunk_size=64, cu_seqlens=cu)\n"
+         "        a = kkt_solve(k=k, b=beta, cu_seqlens=cu)\n"
+         "    else:\n"
+         "        g_cumsum = chunk_local_cumsum_ref(g, 64, cu)\n"
+         "        a = kkt_solve_ref(k, beta, 64, cu).to(torch.bfloat16)\n"
+         "    o, _, ht = fused_chunk_gdn_prefill(q=q, k=k, v=v, a=a, g=g_cumsum, b=beta, scale=D ** -0.5,\n"
+         "        initial_state=h0, output_final_state=True, output_h=False, output_o=True, cu_seqlens=cu)\n"
+         "    o_ref, ht_ref, _ = gdn_recurrence_ref(q, k, v, g, beta, h0, D ** -0.5, cu)\n"
+         "    check(f'decay {decay} o', o, o_ref, 5e-2, 3e-2)\n"
+         "    check(f'decay {decay} final state', ht, ht_ref, 5e-2, 3e-2)\n"
+         "    if decay == 0.0:  # the initial state still shows: its [V, K] layout is checked\n"
+         "        o_t, _, _ = gdn_recurrence_ref(q, k, v, g, beta, h0.transpose(-1, -2), D ** -0.5, cu)\n"
+         "        assert (o_t - o_ref).abs().max() > 0.5, (o_t - o_ref).abs().max()\n"),
     # one token per sequence, state [B, HV, V, K] updated in place; B=2 and B=5 take different tile configs
     Case("gdn_decode", "mate/kernels/gdn_decode.py", COMMON +
          f"from {PKG}.gdn_decode import run_gated_delta_rule_decode_vk_fp32\n"
