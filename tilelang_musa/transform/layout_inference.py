@@ -724,8 +724,16 @@ class _Inference:
 
         tvm_ffi.structural_walk(self.func.body, [(tirx.For, on_node), (tirx.LetStmt, on_node)], order="pre")
 
+        locs = [None]  # the innermost enclosing loop that names its source line
+
         def on_for(node, mutator, guards):
-            return node if is_parallel(node) else mutator.default_mutate(node)
+            if is_parallel(node):
+                return node
+            locs.append(loc_of(node) or locs[-1])
+            try:
+                return mutator.default_mutate(node)
+            finally:
+                locs.pop()
 
         def on_eval(node, mutator, guards):
             if is_tile_op(node.value):
@@ -737,12 +745,15 @@ class _Inference:
             check(node, guards)
             return node
 
+        checked = [0]
+
         def check(node, guards):
             for access in collect_accesses(node):
                 if access.buffer not in owned:
                     continue
+                checked[0] += 1
                 buf, layout, home = access.buffer, self.layouts[access.buffer], self.threads_of(access.buffer)
-                reach = self._reach(guards, None, "an element access", loc_of(node))
+                reach = self._reach(guards, None, "an element access", locs[-1])
                 proved = False
                 if int(layout.replicate_size) == 1:
                     thread = layout.thread(list(access.indices)) + home.first
@@ -763,9 +774,31 @@ class _Inference:
                         f"shown to touch an element of the accessing thread: `{buf.name}` is laid out by "
                         f"{self.origin.get(buf)} as {layout!r}, so thread t may only access elements that layout "
                         "puts on t. Index it through the layout (e.g. rows and columns derived from the thread "
-                        "index), walk it with T.Parallel, or copy it to shared memory first", loc_of(node), STAGE)
+                        "index), walk it with T.Parallel, or copy it to shared memory first", locs[-1], STAGE)
 
         map_with_guards(self.func.body, self.threads, on_for, on_eval, on_store)
+        # Accesses elsewhere (an `if` condition, a let binding) were not checked: they must not be lowered unchecked.
+        unchecked = []
+
+        def count(node):
+            if isinstance(node, tirx.For) and is_parallel(node):
+                return tvm_ffi.WalkResult.SKIP
+            if isinstance(node, tirx.Evaluate) and is_tile_op(node.value):
+                return tvm_ffi.WalkResult.SKIP
+            if isinstance(node, TensorLoad) and node.source in owned:
+                unchecked.append(node.source)
+            if isinstance(node, tirx.BufferStore) and node.buffer in owned:
+                unchecked.append(node.buffer)
+            return None
+
+        tvm_ffi.structural_walk(self.func.body, [(tirx.For, count), (tirx.Evaluate, count), (TensorLoad, count),
+                                                 (tirx.BufferStore, count)], order="pre")
+        if len(unchecked) != checked[0]:
+            raise CompileError(
+                f"an element access to `{unchecked[0].name}` outside T.Parallel sits in a condition or a let binding, "
+                f"where it cannot be checked to touch the accessing thread's own element of the gemm accumulator "
+                f"(laid out by {self.origin.get(unchecked[0])}); read it into a local variable in a statement first",
+                None, STAGE)
 
     def fix_from_annotations(self) -> None:
         annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
