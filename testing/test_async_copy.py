@@ -179,6 +179,35 @@ def _check(build):
     return str(info.value)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_strided_column_copies_take_one_element_pieces(arch):
+    """A column `g[t0:t1, h]` of a float32 tensor is not contiguous, but each 4-byte element is a piece: copied
+    asynchronously (the rows past the tensor zero-filled) and through a robust descriptor of the sequence's rows."""
+    T_, H, S = 100, 3, 64
+
+    @T.prim_func
+    def columns(G: T.Tensor((T_, H), "float32"), B: T.Tensor((2, H, T_), "float32")):
+        with T.Kernel(T.ceildiv(T_, S), H, threads=64) as (bx, h):
+            A_s = T.alloc_shared((S,), "float32")
+            R_s = T.alloc_shared((S,), "float32")
+            desc = T.make_robust_desc(T.address_of(G[0, 0]), T_ * H * 4)
+            T.copy(G[bx * S:bx * S + S, h], A_s, force_async_copy=True)
+            T.copy(G[bx * S:bx * S + S, h], R_s, src_robust_desc=desc)
+            for i in T.Parallel(S):
+                if bx * S + i < T_:
+                    B[0, h, bx * S + i] = A_s[i] + A_s[S - 1 - i] * 0
+                    B[1, h, bx * S + i] = R_s[i]
+
+    for target_arch in ARCHS:
+        source = tilelang.compile(columns, target=f"musa -arch={target_arch}").get_kernel_source()
+        assert "tl::async_copy_g2s<4>(" in source and "tl::robust_copy<4>(" in source, source
+    kernel = tilelang.compile(columns, target=f"musa -arch={arch}")
+    g, b = rand((T_, H), torch.float32, 71), poison((2, H, T_), torch.float32)
+    kernel(g, b)
+    torch.testing.assert_close(b[0], g.T)
+    torch.testing.assert_close(b[1], g.T)
+
+
 def test_async_copy_conditions_are_errors_at_the_line():
     def from_shared():
         @T.prim_func

@@ -48,6 +48,40 @@ def test_tail_guards_can_be_disabled():
     assert "< 200" not in unguarded
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copies_stay_predicated_without_safe_memory_access(arch):
+    """TL_DISABLE_SAFE_MEMORY_ACCESS drops the guards of plain element accesses only: a T.copy keeps its tail
+    predicate (as upstream's copies do unless TL_DISABLE_SAFE_COPY_PREDICATION)."""
+    M, N, BM = 200, 32, 64
+
+    def program(element_store):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"), C: T.Tensor((M,), "float32")):
+            with T.Kernel(T.ceildiv(M, BM), threads=128) as bx:
+                S = T.alloc_shared((BM, N), "float32")
+                T.copy(A[bx * BM, 0], S)
+                for i, j in T.Parallel(BM, N):
+                    S[i, j] = S[i, j] + 1.0
+                T.copy(S, B[bx * BM, 0], disable_tma=True)
+                if element_store:
+                    tx = T.get_thread_binding()
+                    if tx < BM:
+                        C[bx * BM + tx] = S[tx, 0]  # past C for the last block: the user's responsibility
+
+        return main
+
+    configs = {tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: True}
+    unguarded = tilelang.compile(program(True), target=f"musa -arch={arch}", pass_configs=configs)
+    source = unguarded.get_kernel_source()
+    assert "(((int)threadIdx.x) < 64) {\n    C[" in source, source  # only the user's own condition
+    kernel = tilelang.compile(program(False), target=f"musa -arch={arch}", pass_configs=configs)
+    source = kernel.get_kernel_source()
+    assert source.count("< 200)") >= 2, source  # the load's and the store's row guards
+    a, b = rand((M, N), torch.float32, 91), poison((M, N), torch.float32)
+    kernel(a, b, poison((M,), torch.float32))
+    torch.testing.assert_close(b, a + 1)
+
+
 def test_copy_slices_and_fill_value():
     @T.prim_func
     def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
@@ -238,6 +272,35 @@ def test_copy_of_a_run_time_slice_into_a_fixed_tile_copies_the_slice(arch):
     kernel(x, y)
     torch.testing.assert_close(y[:300], x)
     assert (y[300:] == -1.0).all()
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copy_of_a_run_time_slice_into_a_fragment_loops_over_the_fragment(arch):
+    # `T.copy(x[: n - 1], frag)` / `T.copy(frag, y[1:])`: a fragment's loop needs a constant extent, so the copy
+    # walks the fragment's 8 elements, each guarded by the run-time extent (elements past it are not touched).
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32):
+            frag = T.alloc_fragment((8,), "float32")
+            T.fill(frag, -1.0)
+            T.copy(X[: n - 1], frag)
+            for i in T.Parallel(8):
+                frag[i] = frag[i] * 2.0
+            Y[0] = 5.0
+            T.copy(frag, Y[1:])
+
+    for target_arch in ("mp_31", "mp_22"):
+        source = tilelang.compile(main, target=f"musa -arch={target_arch}").get_kernel_source()
+        assert "< (n - 1)" in source or "< n - 1" in source or "+ 1) < n" in source, source
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    for size in (6, 9, 30):
+        x, y = rand((size,), torch.float32, size), poison((size,), torch.float32)
+        kernel(x, y)
+        m = min(size - 1, 8)
+        torch.testing.assert_close(y[1:m + 1], x[:m] * 2)
+        assert y[0] == 5.0 and torch.isnan(y[m + 1:]).all()
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])

@@ -54,6 +54,32 @@ def test_lanes_warps_and_shuffles(arch):
     torch.testing.assert_close(out[3], a[base + 5])
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_shfl_sync_in_cuda_argument_order(arch):
+    """`T.shfl_sync(mask, value, lane[, width])` (CUDA's order, as upstream accepts it) means
+    `T.shfl_sync(value, lane, width, mask)`: here lane 3 of each group of 16, and lane 0 of the whole warp."""
+
+    @T.prim_func
+    def main(A: T.Tensor((THREADS,), "float32"), Out: T.Tensor((2, THREADS), "float32")):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            v = T.alloc_local([1], "float32")
+            v[0] = A[tx]
+            Out[0, tx] = T.shfl_sync(0xFFFFFFFF, v[0], 3, 16)
+            Out[1, tx] = T.shfl_sync(0xFFFFFFFF, v[0], 0)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "__shfl_sync(4294967295u, v[0], 3, 16)" in source, source
+    assert "__shfl_sync(4294967295u, v[0], 0)" in source, source
+    a = rand((THREADS,), torch.float32, 62)
+    out = torch.full((2, THREADS), float("nan"))
+    kernel(a, out)
+    t = torch.arange(THREADS)
+    torch.testing.assert_close(out[0], a[t - t % 16 + 3])
+    torch.testing.assert_close(out[1], a[t - t % WARP[arch]])
+
+
 def test_warp_builtins_need_a_kernel():
     with pytest.raises(tilelang.CompileError, match="`T.get_lane_idx` must be used inside"):
         @T.prim_func

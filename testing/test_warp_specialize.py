@@ -342,6 +342,33 @@ def test_warpgroup_commit_and_wait_are_the_sqmma_group_built_ins(arch):
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_parallel_loops_in_else_branches_run_on_the_remaining_threads(arch):
+    """`if tx < 64: ... elif tx < 96: <T.Parallel> else: <T.Parallel>`: the elif's loop is split among threads
+    64..95 (`not (tx < 64)` bounds the thread id from below) and the else's among threads 96..127."""
+
+    @T.prim_func
+    def branches(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            if tx < 64:
+                B[tx] = A[tx]
+            elif tx < 96:
+                for i in T.Parallel(64):
+                    B[64 + i] = A[64 + i] * 2.0
+            else:
+                for i in T.Parallel(128):
+                    B[128 + i] = A[128 + i] * 3.0
+
+    kernel = compile_for(branches, arch)
+    source = kernel.get_kernel_source()
+    # B[64 + 4 (tx - 64) ...] and B[128 + 4 (tx - 96) ...]: each loop counts its threads from its range's first
+    assert "(((int)threadIdx.x) * 4) - 192)" in source and "(((int)threadIdx.x) * 4) - 256)" in source, source
+    a, b = rand((256,), torch.float32, 12), poison((256,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.cat([a[:64], a[64:128] * 2, a[128:] * 3]))
+
+
 # -- barriers inside a region
 
 
@@ -456,28 +483,6 @@ def test_a_fragment_used_by_two_thread_ranges_is_an_error_naming_both():
     text = str(err.value)
     assert "fragment `acc` is used by threads" in text, text
     assert "threads 0..127" in text and "threads 128..255" in text, text
-
-
-def gemm_on_misaligned_squads():
-    @T.prim_func
-    def misaligned(A: T.Tensor((128, 32), "float16"), B: T.Tensor((32, 64), "float16")):
-        with T.Kernel(1, threads=384):
-            A_s = T.alloc_shared((128, 32), "float16")
-            B_s = T.alloc_shared((32, 64), "float16")
-            C_l = T.alloc_fragment((128, 64), "float32")
-            with T.ws(1, 2):
-                T.gemm(A_s, B_s, C_l)
-
-    return misaligned
-
-
-def test_a_gemm_on_squads_not_aligned_to_its_thread_count_is_an_error():
-    """A 256-thread gemm on threads 128..383: its template would number squad 1 as squad 1 of the gemm, not 0."""
-    with pytest.raises(tilelang.CompileError) as err:
-        compile_for(gemm_on_misaligned_squads(), "mp_31")
-    text = str(err.value)
-    assert "T.gemm on threads 128..383: a gemm run by part of the block must start at a multiple of its 256" in text
-    assert "T.gemm(A_s, B_s, C_l)" in text, text
 
 
 def test_a_squad_beyond_the_block_is_an_error_at_the_ws():

@@ -47,6 +47,9 @@ USER_NAMED_BARRIER = "tl.user_named_barrier"  # call attr of T.sync_threads(id, 
 # -- copies
 # AttrStmt key wrapping a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).
 NO_SAFE_ACCESS = "tl.no_safe_access"
+# AttrStmt key wrapping a lowered copy that keeps its guards under TL_DISABLE_SAFE_MEMORY_ACCESS (as upstream, a
+# copy is predicated unless TL_DISABLE_SAFE_COPY_PREDICATION; the pass then guards only these).
+SAFE_COPY = "tl.safe_copy"
 
 # -- plans of the loops over fragments (LayoutInference records them on a T.Parallel nest's outer loop;
 # LowerParallelLoop lowers the nest from them, see transform/lower_parallel_loop.py)

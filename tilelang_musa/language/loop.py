@@ -18,15 +18,16 @@ from ..ir.attrs import (
     UNROLL_FACTOR,
 )
 from ..diagnostics import warn_once
-from .builder import current_trace, static_value
+from .builder import current_trace, static_value, value
 
 
 class LoopFrame:
     """One or more nested loops created by a `for` statement of the kernel."""
 
     def __init__(self, construct: str, ranges: list[tuple[Any, Any]], make_frame, annotations=None,
-                 scope_attrs: dict | None = None, outer_annotations: dict | None = None):
+                 scope_attrs: dict | None = None, outer_annotations: dict | None = None, index_map=None):
         self.construct = construct
+        self.index_map = index_map  # one-loop frames: the value the body sees for the loop variable (strided loops)
         self.ranges = ranges
         self.make_frame = make_frame
         self.annotations = annotations or {}
@@ -57,6 +58,8 @@ class LoopFrame:
                 if names is not None:
                     IRBuilder.name(names[k], var)
                 loop_vars.append(var)
+            if self.index_map is not None:
+                loop_vars = [self.index_map(loop_vars[0])]
             yield loop_vars[0] if len(loop_vars) == 1 else tuple(loop_vars)
         finally:
             for frame in reversed(frames):
@@ -66,11 +69,12 @@ class LoopFrame:
 def _ranges(construct: str, args: tuple) -> list[tuple[Any, Any]]:
     if not args:
         raise current_trace(construct).error(f"{construct} needs at least one extent")
-    return [(0, a) for a in args]
+    return [(0, value(a)) for a in args]
 
 
 def _range(construct: str, start: Any, stop: Any) -> list[tuple[Any, Any]]:
-    return [(0, start)] if stop is None else [(start, stop)]
+    """A loop's (start, stop); a `T.alloc_var` bound reads as its current value."""
+    return [(0, value(start))] if stop is None else [(value(start), value(stop))]
 
 
 def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None) -> LoopFrame:  # noqa: N802
@@ -127,10 +131,26 @@ def parallel(start: Any, stop: Any = None) -> LoopFrame:
 
 
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> LoopFrame:
-    if step not in (None, 1):
-        raise current_trace("T.serial").error(f"T.serial: step {step} is not supported; use a unit step")
-    return LoopFrame("T.serial", _range("T.serial", start, stop), lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann),
-                     annotations)
+    """`for i in T.serial(n)` / `T.serial(start, stop, step)` (and a kernel's `range(...)`). A step other than 1 (a
+    nonzero compile-time int) becomes a unit-step loop over the trip count, k in [0, ceil((stop - start) / step)),
+    and the body sees i = start + k * step: the passes only ever meet unit-step loops."""
+    value = static_value(step) if step is not None else 1
+    if value is None or value == 0:
+        raise current_trace("T.serial").error(f"T.serial: step {step} must be a nonzero compile-time int")
+    if value == 1:
+        return LoopFrame("T.serial", _range("T.serial", start, stop),
+                         lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann), annotations)
+    [(lo, hi)] = _range("T.serial", start, stop)
+    trips = _ceildiv(hi - lo, value) if value > 0 else _ceildiv(lo - hi, -value)
+    return LoopFrame("T.serial", [(0, trips)], lambda lo_, hi_, ann: Tb.serial(lo_, hi_, annotations=ann),
+                     annotations, index_map=lambda k: k * value if isinstance(lo, int) and lo == 0 else lo + k * value)
+
+
+def _ceildiv(a: Any, b: int) -> Any:
+    """ceil(a / b) for b > 0, clamped at 0 when a is a Python int (a run-time a <= 0 gives an empty loop anyway)."""
+    if isinstance(a, int):
+        return max(0, -(-a // b))
+    return tirx.floordiv(a + (b - 1), b)
 
 
 

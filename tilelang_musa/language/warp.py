@@ -84,7 +84,11 @@ def shfl_up(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) 
 
 
 def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
-    """`value` of lane `src_lane` (of the caller's group of `width` lanes)."""
+    """`value` of lane `src_lane` (of the caller's group of `width` lanes). CUDA's argument order,
+    `T.shfl_sync(mask, value, src_lane[, width])`, is accepted too (as upstream does): a Python int first and an
+    expression second read as a mask and the value."""
+    if isinstance(value, int) and not isinstance(value, bool) and not isinstance(src_lane, (int, float)):
+        value, src_lane, width, mask = src_lane, width, None if mask is _FULL_MASK else mask, value
     return _shuffle("T.shfl_sync", "__shfl_sync", value, src_lane, width, mask)
 
 

@@ -95,11 +95,14 @@ def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[A
     elem = dtype_bytes(src.dtype)
     inner_src = dims[0][-1] if dims[0] else None
     inner_dst = dims[1][-1] if dims[1] else None
-    for name, region, dim in (("source", src, inner_src), ("destination", dst, inner_dst)):
-        if not _innermost_contiguous(region, dim):
-            raise copy.error(f"{construct}: the {name} `{region.name}` is not contiguous along the copy's innermost "
-                             f"dimension, so the copy has no {'/'.join(map(str, sorted(allowed)))}-byte pieces; copy "
-                             "whole rows of the tensor's last dimension")
+    # A strided operand (`g[b, t0:t1, h]`) still takes one-element pieces where an element is an allowed size.
+    strided = [(name, region) for name, region, dim in (("source", src, inner_src), ("destination", dst, inner_dst))
+               if not _innermost_contiguous(region, dim)]
+    if strided and elem not in allowed:
+        name, region = strided[0]
+        raise copy.error(f"{construct}: the {name} `{region.name}` is not contiguous along the copy's innermost "
+                         f"dimension, so the copy's pieces are single {elem}-byte elements, not "
+                         f"{'/'.join(map(str, sorted(allowed)))} bytes; copy whole rows of the tensor's last dimension")
     inner_extent = extents[-1] if extents else tirx.const(1, "int32")
     ana = tvm.sym.Analyzer()
     piece = tirx.Var("piece", "int32")
@@ -107,6 +110,8 @@ def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[A
         if nbytes % elem:
             continue
         lanes = nbytes // elem
+        if lanes > 1 and strided:
+            continue
         if lanes > 1 and (not isinstance(inner_extent, tirx.IntImm) or int(inner_extent.value) % lanes):
             continue
         idx = [tirx.Var(f"i{k}", "int32") for k in range(len(extents))]

@@ -8,6 +8,7 @@ Asynchronous (LDLMS) and robust-descriptor copies are cut into pieces instead (a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from tvm import tirx
 
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
-from ..ir.attrs import NO_SAFE_ACCESS
+from ..ir.attrs import NO_SAFE_ACCESS, SAFE_COPY
 from ..ir.pass_config import PassConfigKey, enabled
 from .async_copy import lower_piecewise_copy
 from .base import LowerArgs, TileOp, call_attr, call_loc
@@ -96,13 +97,27 @@ class Copy(TileOp):
             return lower_piecewise_copy(self, args)
         dims = self.copy_dims()
         extents = common_extents(self.src, self.dst, dims) or [tirx.const(1, "int32")]
+        # A fragment's loops need constant extents: where the other side's extent is known only at run time
+        # (`T.copy(x[0:n], frag)`), loop over the fragment's and guard each element by the run-time one.
+        bounds = [None] * len(extents)
+        if self.src.scope == "local.fragment" or self.dst.scope == "local.fragment":
+            for k, (x, y) in enumerate(zip(*dims)):
+                if isinstance(extents[k], tirx.IntImm):
+                    continue
+                fixed = [e for e in (self.src.extents[x], self.dst.extents[y]) if isinstance(e, tirx.IntImm)]
+                if fixed:
+                    bounds[k], extents[k] = extents[k], fixed[0]
 
         def body(idx):
             src_index, dst_index = paired_indices(self.src, self.dst, dims, idx)
             value = self.src.buffer[tuple(src_index)]
             if self.src.dtype != self.dst.dtype:
                 value = tirx.Cast(self.dst.dtype, value)
-            return tirx.BufferStore(self.dst.buffer, value, dst_index)
+            stmt = tirx.BufferStore(self.dst.buffer, value, dst_index)
+            guards = [i < bound for i, bound in zip(idx, bounds) if bound is not None]
+            if guards:
+                stmt = tirx.IfThenElse(functools.reduce(tirx.And, guards), stmt, None)
+            return stmt
 
         private = self.src.scope in THREAD_PRIVATE_SCOPES or self.dst.scope in THREAD_PRIVATE_SCOPES
         stmt = (thread_local_nest(extents, body) if private
@@ -110,4 +125,6 @@ class Copy(TileOp):
                                  loop_layout=self.loop_layout))
         if enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION):
             stmt = tirx.AttrStmt(self.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
+        elif enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS):
+            stmt = tirx.AttrStmt(self.dst.buffer, SAFE_COPY, tirx.const(1, "int32"), stmt)
         return stmt

@@ -57,7 +57,7 @@ from ..errors import CompileError
 from ..ir.attrs import ANNOTATIONS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN, PARALLEL_LOOP_LAYOUT, VIEWS_ATTR
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import (
-    TensorLoad, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute, thread_info,
+    TensorLoad, Var, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute, thread_info,
 )
 from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment
 from ..layout._expr import evaluate
@@ -726,15 +726,118 @@ class _Inference:
             self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
                                                                  self.threads_of(buf).count), "T.alloc_reducer", None)
 
+    @functools.cached_property
+    def _gemm_accumulators(self) -> set:
+        return {op.C.buffer for op in self.ops if isinstance(op, Gemm)}
+
     def fix_serial_accesses(self) -> None:
         """A fragment read or written element by element outside T.Parallel (`a = f[i]` in a serial loop run by
-        every thread) must be held whole by every thread, as a reducer is: any thread may read any element."""
+        every thread) must be held whole by every thread, as a reducer is: any thread may read any element.
+        A gemm's accumulator keeps the gemm's layout instead: its element accesses must each touch an element the
+        accessing thread holds (check_owned_accesses), as hand-written epilogues index it."""
         for buf in self.serial:
-            if buf not in self.reducers:
+            if buf not in self.reducers and buf not in self._gemm_accumulators:
                 self.set_layout(buf, make_fully_replicated_fragment([as_int(e) for e in buf.ty.shape],
                                                                      self.threads_of(buf).count),
                                 f"the element access to `{buf.name}` outside T.Parallel (every thread reads it)",
                                 None)
+
+    def check_owned_accesses(self) -> None:
+        """Each element access outside T.Parallel to a gemm accumulator (laid out by the gemm, one thread an
+        element) must provably touch an element of the accessing thread: `acc[i, j]` with i, j functions of the
+        thread index (and loop variables) such that the layout maps (i, j) to that very thread. LowerFragmentAccess
+        then reads the thread's own slot. Anything else is an error naming the access."""
+        owned = [buf for buf in self.serial if buf in self._gemm_accumulators and buf not in self.reducers]
+        if not owned:
+            return
+        ana = tvm.sym.Analyzer()
+        tid = self.threads.linear_thread_id()
+        for tag, var in self.threads.vars.items():
+            ana.bind(var, tvm.ir.Range(0, self.threads.extents[tag]))
+
+        def on_node(node):
+            if isinstance(node, tirx.For):
+                ana.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
+            elif isinstance(node, tirx.LetStmt) and not _has_call(node.value):
+                ana.bind(node.var, node.value)  # index arithmetic (`row = tx // 8`); not loads or calls
+
+        tvm_ffi.structural_walk(self.func.body, [(tirx.For, on_node), (tirx.LetStmt, on_node)], order="pre")
+
+        locs = [None]  # the innermost enclosing loop that names its source line
+
+        def on_for(node, mutator, guards):
+            if is_parallel(node):
+                return node
+            locs.append(loc_of(node) or locs[-1])
+            try:
+                return mutator.default_mutate(node)
+            finally:
+                locs.pop()
+
+        def on_eval(node, mutator, guards):
+            if is_tile_op(node.value):
+                return node
+            check(node, guards)
+            return node
+
+        def on_store(node, mutator, guards):
+            check(node, guards)
+            return node
+
+        checked = [0]
+
+        def check(node, guards):
+            for access in collect_accesses(node):
+                if access.buffer not in owned:
+                    continue
+                checked[0] += 1
+                buf, layout, home = access.buffer, self.layouts[access.buffer], self.threads_of(access.buffer)
+                reach = self._reach(guards, None, "an element access", locs[-1])
+                proved = False
+                if int(layout.replicate_size) == 1:
+                    thread = layout.thread(list(access.indices)) + home.first
+                    if isinstance(tid, Var) and "threadIdx.y" not in self.threads.vars \
+                            and "threadIdx.z" not in self.threads.vars:
+                        # count threads from the range's first: `(tx - 128) // 8` simplifies once tx = 128 + t
+                        rel = tirx.Var("t", str(tid.ty.dtype))
+                        ana.bind(rel, tvm.ir.Range(0, reach.count))
+                        thread = substitute(thread, {tid: rel + reach.first})
+                        proved = ana.can_prove_equal(thread, rel + reach.first)
+                    else:
+                        with ana.constraint_scope(tirx.And(tid >= reach.first, tid < reach.first + reach.count)):
+                            proved = ana.can_prove_equal(thread, tid)
+                if not proved:
+                    index = ", ".join(str(i) for i in access.indices)
+                    raise CompileError(
+                        f"the element access `{buf.name}[{index}]` outside T.Parallel (run by {reach}) cannot be "
+                        f"shown to touch an element of the accessing thread: `{buf.name}` is laid out by "
+                        f"{self.origin.get(buf)} as {layout!r}, so thread t may only access elements that layout "
+                        "puts on t. Index it through the layout (e.g. rows and columns derived from the thread "
+                        "index), walk it with T.Parallel, or copy it to shared memory first", locs[-1], STAGE)
+
+        map_with_guards(self.func.body, self.threads, on_for, on_eval, on_store)
+        # Accesses elsewhere (an `if` condition, a let binding) were not checked: they must not be lowered unchecked.
+        unchecked = []
+
+        def count(node):
+            if isinstance(node, tirx.For) and is_parallel(node):
+                return tvm_ffi.WalkResult.SKIP
+            if isinstance(node, tirx.Evaluate) and is_tile_op(node.value):
+                return tvm_ffi.WalkResult.SKIP
+            if isinstance(node, TensorLoad) and node.source in owned:
+                unchecked.append(node.source)
+            if isinstance(node, tirx.BufferStore) and node.buffer in owned:
+                unchecked.append(node.buffer)
+            return None
+
+        tvm_ffi.structural_walk(self.func.body, [(tirx.For, count), (tirx.Evaluate, count), (TensorLoad, count),
+                                                 (tirx.BufferStore, count)], order="pre")
+        if len(unchecked) != checked[0]:
+            raise CompileError(
+                f"an element access to `{unchecked[0].name}` outside T.Parallel sits in a condition or a let binding, "
+                f"where it cannot be checked to touch the accessing thread's own element of the gemm accumulator "
+                f"(laid out by {self.origin.get(unchecked[0])}); read it into a local variable in a statement first",
+                None, STAGE)
 
     def fix_from_annotations(self) -> None:
         annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
@@ -755,6 +858,13 @@ class _Inference:
             if not (self.propagate() or self.choose_free()):
                 break
         self.check()
+        self.check_owned_accesses()
+
+
+def _has_call(expr: Any) -> bool:
+    found: list = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Call, found.append), (TensorLoad, found.append)])
+    return bool(found)
 
 
 def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:

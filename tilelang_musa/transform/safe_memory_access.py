@@ -7,7 +7,8 @@ correct for a kernel written for multiples of the block size. Inside a vectorize
 (the access is contiguous in the lane, V-aligned, and the extent is a multiple of V), so the vector
 access survives; otherwise the guard is per lane and the vectorizer falls back to scalar code.
 A `T.assume(cond)` is a fact for the statements after it in its block: guards it implies are left out.
-`TL_DISABLE_SAFE_MEMORY_ACCESS` turns the pass off.
+`TL_DISABLE_SAFE_MEMORY_ACCESS` turns the pass off except for T.copy loops (marked SAFE_COPY by the copy's
+lowering), which stay predicated as upstream's copies are unless TL_DISABLE_SAFE_COPY_PREDICATION.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import NO_SAFE_ACCESS, SAFE_VALUES_ATTR
+from ..ir.attrs import NO_SAFE_ACCESS, SAFE_COPY, SAFE_VALUES_ATTR
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import TensorLoad, as_int, scope_of, substitute
 from .pass_base import tl_pass
 
 
 class _Guarder:
-    def __init__(self, safe_values: dict):
+    def __init__(self, safe_values: dict, copies_only: bool = False):
+        self.active = not copies_only  # copies_only: guard the accesses inside SAFE_COPY regions only
         self.ana = tvm.sym.Analyzer()
         self.vector_loops: list[tuple[Any, int]] = []
         self.safe_values = safe_values  # tensor name -> what its out-of-bounds reads return (T.annotate_safe_value)
@@ -35,6 +37,12 @@ class _Guarder:
     def on_attr(self, node, mutator):
         if node.attr_key == NO_SAFE_ACCESS:  # TL_DISABLE_SAFE_COPY_PREDICATION: leave this copy unguarded
             return node.body
+        if node.attr_key == SAFE_COPY:
+            outer, self.active = self.active, True
+            try:
+                return mutator.mutate(node.body)
+            finally:
+                self.active = outer
         if node.attr_key == "thread_extent":
             self.ana.bind(node.node.var, tvm.ir.Range(0, node.value))
         return mutator.default_mutate(node)
@@ -129,17 +137,23 @@ class _Guarder:
         return tvm_ffi.structural_mutate(value, [(tvm.ir.Call, on_call), (TensorLoad, on_load)])
 
     def on_store(self, node, mutator):
+        if not self.active:
+            return mutator.default_mutate(node)
         conds = self._conditions(node.buffer, node.indices) if scope_of(node.buffer) == "global" else []
         value = self._guard_loads(node.value, conds)
         store = tirx.BufferStore(node.buffer, value, list(node.indices))
         return tirx.IfThenElse(_conjunction(conds), store, None) if conds else store
 
     def on_evaluate(self, node, mutator):
+        if not self.active:
+            return mutator.default_mutate(node)
         conds = self._address_conditions(node.value)
         stmt = tirx.Evaluate(self._guard_loads(node.value, conds))
         return tirx.IfThenElse(_conjunction(conds), stmt, None) if conds else stmt
 
     def on_bind(self, node, mutator):
+        if not self.active:
+            return mutator.default_mutate(node)
         return tirx.Bind(node.var, self._guard_loads(node.value, []))
 
 
@@ -150,9 +164,9 @@ def _conjunction(conds: list[Any]) -> Any:
     return out
 
 
-def safe_memory_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def safe_memory_access(func: tirx.PrimFunc, copies_only: bool = False) -> tirx.PrimFunc:
     values = func.attrs[SAFE_VALUES_ATTR] if func.attrs is not None and SAFE_VALUES_ATTR in func.attrs else {}
-    g = _Guarder({str(name): value for name, value in values.items()})
+    g = _Guarder({str(name): value for name, value in values.items()}, copies_only)
     return tvm_ffi.structural_mutate(func, [
         (tirx.AttrStmt, g.on_attr), (tirx.For, g.on_for), (tirx.IfThenElse, g.on_if),
         (tirx.BufferStore, g.on_store), (tirx.Evaluate, g.on_evaluate), (tirx.Bind, g.on_bind),
@@ -162,4 +176,4 @@ def safe_memory_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def SafeMemoryAccess(configs):  # noqa: N802
     disabled = enabled(configs, PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS)
-    return tl_pass("SafeMemoryAccess", lambda func: func if disabled else safe_memory_access(func))
+    return tl_pass("SafeMemoryAccess", lambda func: safe_memory_access(func, copies_only=disabled))

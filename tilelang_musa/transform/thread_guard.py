@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -95,9 +96,9 @@ def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop
     return ThreadRange(first, last - first + 1)
 
 
-def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None) -> Any:
-    """structural_mutate of `stmt` with `on_for(node, mutator, guards)` (and `on_evaluate`, if given, likewise for
-    Evaluate statements), where `guards` (a Guards) are the thread conditions of the `if`s (and `else`s) around
+def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None, on_store=None) -> Any:
+    """structural_mutate of `stmt` with `on_for(node, mutator, guards)` (and `on_evaluate` / `on_store`, if given,
+    likewise for Evaluate / BufferStore statements), where `guards` (a Guards) are the thread conditions of the `if`s (and `else`s) around
     the statement."""
     guards = Guards()
 
@@ -124,7 +125,8 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None) ->
         del guards[len(guards) - len(conds):]
         else_case = node.else_case
         if else_case is not None:
-            guards.append(tirx.Not(node.condition))
+            # `not (tx < 960)` simplified to `960 <= tx`: the analyzer bounds the thread id by the latter only
+            guards.append(tvm.sym.Analyzer().simplify(tirx.Not(node.condition)))
             else_case = mutator.mutate(else_case)
             guards.pop()
         if then_case.same_as(node.then_case) and (else_case is None or else_case.same_as(node.else_case)):
@@ -135,4 +137,6 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None) ->
                 (tirx.For, lambda node, mutator: on_for(node, mutator, snapshot()))]
     if on_evaluate is not None:
         handlers.append((tirx.Evaluate, lambda node, mutator: on_evaluate(node, mutator, snapshot())))
+    if on_store is not None:
+        handlers.append((tirx.BufferStore, lambda node, mutator: on_store(node, mutator, snapshot())))
     return tvm_ffi.structural_mutate(stmt, handlers)

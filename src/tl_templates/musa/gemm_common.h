@@ -42,10 +42,11 @@ struct GroupCoord {
 };
 
 /*! \brief Threads is the gemm's thread count (GM * GN * Group): a gemm run by part of the block (a T.ws region)
- *         starting at a multiple of it numbers its threads from 0, as the accumulator's layout does. */
+ *         numbers its threads from that part's first thread `first` (a multiple of Group), as the accumulator's
+ *         layout does; first = 0 keeps the numbering tid % Threads (a part starting at a multiple of Threads). */
 template <int GM, int Group, int TileM, int TileN, int Threads>
-TL_DEVICE GroupCoord group_coord() {
-  const int tid = static_cast<int>(threadIdx.x) % Threads;
+TL_DEVICE GroupCoord group_coord(int first = 0) {
+  const int tid = (static_cast<int>(threadIdx.x) - first) % Threads;
   const int g = tid / Group;  // g = gm + GM * gn (M fastest)
   return GroupCoord{tid % Group, (g % GM) * TileM, (g / GM) * TileN};
 }

@@ -78,11 +78,11 @@ TL_DEVICE void mp22_mma([[maybe_unused]] int32_t* acc, [[maybe_unused]] const in
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
   static_assert(gemm_detail::check_16bit_operands<A_t, B_t, C_t>(), "");
   using Tiling = gemm_detail::BlockTiling<M, N, K, GM, GN, 128, 32, 32, 16>;
   constexpr int kLayout = (TransA ? 2 : 0) | (TransB ? 1 : 0);  // bit 1: A M-major, bit 0: B K-major
-  const gemm_detail::GroupCoord at = gemm_detail::group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>();
+  const gemm_detail::GroupCoord at = gemm_detail::group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
   if constexpr (ClearAccum) gemm_detail::clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-ins take fp32 accumulators as 32-bit words
 #pragma unroll 1

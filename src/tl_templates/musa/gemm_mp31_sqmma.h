@@ -15,6 +15,8 @@
  *             int ContA, int SwzA, int ContB, int SwzB, class A_t, class B_t, class C_t>
  *   __device__ void tl::gemm_ss_mp31_sqmma_swizzled(const A_t* A_smem, const B_t* B_smem, C_t* C_frag);
  *   __device__ void tl::gemm_ss_mp31_sqmma_swizzled_nowait<...same parameters...>(A_smem, B_smem, C_frag);
+ *   // Each takes an optional last argument `int first` (default 0): the first thread of a gemm run by part of
+ *   // the block (a multiple of 128), from which its threads are numbered.
  *
  * C (M x N) += A (M x K) * B (K x N); with ClearAccum, C = A * B (scaleD = 1 on each atom's first k step, so
  * C_frag's old contents are never read). A is stored M x K row-major (K-major), or K x M if TransA (M-major); B is
@@ -176,7 +178,7 @@ TL_DEVICE void sqmma_commit() {
 // Issue the squad's SQMMAs and commit them as one group. A is stored (M, K) or (K, M), B (K, N) or (N, K).
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, int ContA, int SwzA,
           int ContB, int SwzB, class A_t, class B_t, class C_t>
-TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
   static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
   using Atom = SqmmaAtom<M / GM, N / GN>;
   constexpr int e = static_cast<int>(sizeof(A_t));
@@ -201,7 +203,7 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
   constexpr int kTnspA = TransA ? 1 : 0;  // 1: A is M-major
   constexpr int kTnspB = TransB ? 1 : 0;  // 1 - B's major code; 1: B is K-major
   constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
-  const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>();
+  const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
   const uint32_t a_base = shared_address(A_smem), b_base = shared_address(B_smem);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
 #pragma unroll 1
@@ -229,30 +231,30 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
 // Dense unswizzled tiles: one column block spanning the stored row, no swizzle.
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_ss_mp31_sqmma_nowait(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+TL_DEVICE void gemm_ss_mp31_sqmma_nowait(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
   gemm_detail::sqmma_issue<M, N, K, GM, GN, TransA, TransB, ClearAccum, TransA ? M : K, 0, TransB ? K : N, 0>(
-      A_smem, B_smem, C_frag);
+      A_smem, B_smem, C_frag, first);
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_ss_mp31_sqmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
-  gemm_ss_mp31_sqmma_nowait<M, N, K, GM, GN, TransA, TransB, ClearAccum>(A_smem, B_smem, C_frag);
+TL_DEVICE void gemm_ss_mp31_sqmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
+  gemm_ss_mp31_sqmma_nowait<M, N, K, GM, GN, TransA, TransB, ClearAccum>(A_smem, B_smem, C_frag, first);
   sqmma_wait<0>();
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, int ContA, int SwzA,
           int ContB, int SwzB, class A_t, class B_t, class C_t>
-TL_DEVICE void gemm_ss_mp31_sqmma_swizzled_nowait(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+TL_DEVICE void gemm_ss_mp31_sqmma_swizzled_nowait(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
   gemm_detail::sqmma_issue<M, N, K, GM, GN, TransA, TransB, ClearAccum, ContA, SwzA, ContB, SwzB>(A_smem, B_smem,
-                                                                                                  C_frag);
+                                                                                                  C_frag, first);
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, int ContA, int SwzA,
           int ContB, int SwzB, class A_t, class B_t, class C_t>
-TL_DEVICE void gemm_ss_mp31_sqmma_swizzled(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
+TL_DEVICE void gemm_ss_mp31_sqmma_swizzled(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
   gemm_ss_mp31_sqmma_swizzled_nowait<M, N, K, GM, GN, TransA, TransB, ClearAccum, ContA, SwzA, ContB, SwzB>(
-      A_smem, B_smem, C_frag);
+      A_smem, B_smem, C_frag, first);
   sqmma_wait<0>();
 }
 

@@ -83,7 +83,7 @@ TL_DEVICE void wmma_m16n8k16([[maybe_unused]] int32_t* c, [[maybe_unused]] const
 // The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
           class A_t, class B_t, class C_t>
-TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag) {
+TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag, int first = 0) {
   static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
   using Tiling = BlockTiling<M, N, K, GM, GN, 32, 16, 8, 16>;
   // Shared operands use the register layout whose pairs are contiguous in the stored tile; fragment operands are
@@ -92,7 +92,7 @@ TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag) {
   constexpr int kTnspB = !BRegs && !TransB ? 1 : 0;
   constexpr int kLayoutNum = ((kTnspA << 1) | kTnspB) ^ 1;
   constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
-  const GroupCoord at = group_coord<GM, 32, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>();
+  const GroupCoord at = group_coord<GM, 32, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
   if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
 #pragma unroll 1
@@ -128,26 +128,26 @@ TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag) {
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_ss_mp31_wmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, false>(A_smem, B_smem, C_frag);
+TL_DEVICE void gemm_ss_mp31_wmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, false>(A_smem, B_smem, C_frag, first);
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_rs_mp31_wmma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, false>(A_frag, B_smem, C_frag);
+TL_DEVICE void gemm_rs_mp31_wmma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag, int first = 0) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, false>(A_frag, B_smem, C_frag, first);
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_sr_mp31_wmma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, true>(A_smem, B_frag, C_frag);
+TL_DEVICE void gemm_sr_mp31_wmma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag, int first = 0) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, true>(A_smem, B_frag, C_frag, first);
 }
 
 template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
           class C_t>
-TL_DEVICE void gemm_rr_mp31_wmma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, true>(A_frag, B_frag, C_frag);
+TL_DEVICE void gemm_rr_mp31_wmma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag, int first = 0) {
+  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, true>(A_frag, B_frag, C_frag, first);
 }
 
 }  // namespace tl

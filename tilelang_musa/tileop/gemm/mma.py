@@ -164,11 +164,14 @@ def _pointer(region) -> Any:
 
 def _lower(path: Path):
     def lower(gemm, args, ctx: GemmContext) -> Any:
-        if args.first_thread % args.num_threads:  # the template numbers the gemm's threads tid % num_threads
+        # The template numbers the gemm's threads (tid - first) % num_threads; its instruction groups (warps,
+        # squads) must be the hardware's, so the gemm's first thread is a multiple of a group.
+        if args.first_thread % path.group:
             raise gemm.error(
                 f"T.gemm on threads {args.first_thread}..{args.first_thread + args.num_threads - 1}: a gemm run by "
-                f"part of the block must start at a multiple of its {args.num_threads} threads (e.g. T.ws(1) for "
-                "128 threads, T.ws(2, 3) for 256)")
+                f"part of the block must start at a multiple of {path.group} threads (one {path.name} instruction "
+                "group), e.g. T.ws(1) for threads 128..255")
+        first = [] if args.first_thread % args.num_threads == 0 else [tirx.const(args.first_thread, "int32")]
         if not path.swizzled:
             _require_dense_rows(path, gemm, args.layouts)
         g_m, g_n = _partition(path, gemm, ctx)
@@ -184,7 +187,7 @@ def _lower(path: Path):
         # wg_wait=-1 on SQMMA: issue without waiting (the kernel calls T.wait_sqmma before using C)
         nowait = "_nowait" if path.name == "SQMMA" and gemm.wg_wait < 0 else ""
         call = tirx.call_extern("int32", f"tl::{prefix}_{path.template}{nowait}<{params}>",
-                                _pointer(gemm.A), _pointer(gemm.B), fragment_ptr(gemm.C.buffer))
+                                _pointer(gemm.A), _pointer(gemm.B), fragment_ptr(gemm.C.buffer), *first)
         # No barriers here: the marked operands show ThreadSync where the tiles' writers and this read meet.
         return tirx.Evaluate(call)
 
