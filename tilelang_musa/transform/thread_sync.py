@@ -25,7 +25,7 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
-from ..ir.utils import Var, collect_accesses, loc_of, scope_of, thread_info
+from ..ir.utils import TensorLoad, Var, collect_accesses, loc_of, scope_of, thread_info
 from ..tileop.access_ptr import access_ptr, as_access
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
@@ -146,6 +146,29 @@ def hide_marked_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
 
 
+def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
+    """`if s[i] > 0:` with `s` a `scope` buffer becomes `cond = s[i] > 0; if cond:`. The stock analysis (TVM 0.27)
+    visits an `if`'s condition outside any statement and fails on a load of the scope it syncs ("allow_append_");
+    in a statement of its own, the read is seen, and ordered after the writes before it. The whole condition is
+    bound, so `i < n and s[i] > 0` still short-circuits."""
+
+    def reads_scope(expr: Any) -> bool:
+        found = []
+        tvm_ffi.structural_walk(expr, [(TensorLoad, lambda n: found.append(n) if scope_of(n.source) == scope
+                                        else None)])
+        return bool(found)
+
+    def on_if(node, mutator):
+        node = mutator.default_mutate(node)
+        if not reads_scope(node.condition):
+            return node
+        cond = Var("cond", "bool")
+        return tirx.SeqStmt([tirx.Bind(cond, node.condition),
+                             tirx.IfThenElse(cond, node.then_case, node.else_case)])
+
+    return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
+
+
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
     """`s_tir.ThreadSync(scope)`, seeing the accesses of marked addresses (tileop/access_ptr.py), whose refusal
     to place a barrier under a divergent branch is a CompileError."""
@@ -153,6 +176,7 @@ def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
 
     def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
         try:
+            func = hoist_condition_reads(func, scope)
             marked = expose_marked_accesses(mark_thread_ranges(mark_uniform_conditions(func)), scope)
             (result,) = stock(tvm.IRModule({"main": marked})).functions.values()
             return unmark_uniform_conditions(hide_marked_accesses(result))
