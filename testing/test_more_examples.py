@@ -1,6 +1,6 @@
 """The upstream-style examples beside examples/gemm and examples/flash_attention, on both arches: GEMV (warp
 shuffles; a tile reduction), split-K GEMM (T.atomic_add), RMS norm, top-k, flash decoding (two kernels) and fp8
-per-token quantization. Each example module is loaded from its file; each kernel is compiled from the example's
+per-token quantization, MoE group-limited routing. Each example module is loaded from its file; each kernel is compiled from the example's
 prim_func, its MUSA C checked for the construct the example exists to show, and run in the simulator against
 torch on fresh inputs, the outputs poisoned (NaN) first."""
 
@@ -32,6 +32,7 @@ rms_norm = load("norm/rms_norm.py")
 topk = load("topk/topk.py")
 flash_decoding = load("flash_decoding/flash_decoding.py")
 fp8_quant = load("quant/fp8_per_token_quant.py")
+moe_routing = load("moe/moe_routing.py")
 
 
 def compile_for(arch, program):
@@ -168,3 +169,20 @@ def test_fp8_per_token_quant(arch):
     Y_ref, scales_ref = fp8_quant.ref_program(X)
     assert torch.equal(scales, scales_ref)
     assert torch.equal(Y.view(torch.uint8), Y_ref.view(torch.uint8))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_moe_group_limited_routing(arch):
+    """DeepSeek-V3's router in one kernel: group ranks from a shared tile by a serial loop per (token, group), the
+    kept groups and then the winners by rounds of T.reduce_max, the winners' scores by a T.reduce_sum, and the
+    weights normalised: indices exactly torch's, weights to float rounding."""
+    tokens, experts, groups, topk_group, topk = 40, 64, 8, 3, 6
+    kernel = compile_for(arch, moe_routing.moe_routing.func(tokens, experts, groups, topk_group, topk))
+    source = kernel.get_kernel_source()
+    assert "tl::AllReduce<tl::MaxOp" in source and "tl::AllReduce<tl::SumOp" in source
+    logits, bias = rand((tokens, experts), torch.float32, 11), rand((experts,), torch.float32, 12) * 0.1
+    idx, weight = torch.full((tokens, topk), -7, dtype=torch.int32), poison((tokens, topk), torch.float32)
+    kernel(logits, bias, idx, weight)
+    ref_idx, ref_weight = moe_routing.ref_program(logits, bias, groups, topk_group, topk)
+    torch.testing.assert_close(idx, ref_idx, rtol=0, atol=0)
+    torch.testing.assert_close(weight, ref_weight, rtol=1e-5, atol=1e-5)

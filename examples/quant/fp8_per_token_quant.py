@@ -7,10 +7,6 @@ tiny value so an all-zero row does not divide by zero), the scale is stored, and
 its way out (`T.copy` from a float32 fragment into an fp8 tile converts). Only the device string is MUSA's;
 without a MUSA device it runs in the CPU simulator.
 
-Status: fp8 tensors are not supported end to end yet; compiling stops in the MUSA code generator with
-"dtype `float8_e4m3fn` has no MUSA C type" (testing/test_more_examples.py marks this example xfail, strictly, so
-that it is noticed when fp8 lands).
-
     python examples/quant/fp8_per_token_quant.py --m 256 --n 512
 """
 

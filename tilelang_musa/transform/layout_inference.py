@@ -588,7 +588,50 @@ class _Inference:
                                    replicate_var=layout.replicate_var)
 
     # -- checks
+    def _check_replicated_writes(self, nest: _Nest) -> None:
+        """A store to a replicated fragment from a nest some of whose variables its index does not use (`out[t, k] =
+        x[t, e]` under `if e == best[t]`, in a nest over (t, e)): each replica is written by the iterations its
+        thread runs, so where the value or a condition around the store depends on those variables the replicas
+        would disagree. Refused: nothing defines which iteration's value every thread should hold."""
+        conditions: list = []
+
+        def visit(node: Any) -> None:
+            if isinstance(node, tirx.IfThenElse):
+                conditions.append(node.condition)
+                visit(node.then_case)
+                conditions.pop()
+                if node.else_case is not None:
+                    conditions.append(node.condition)
+                    visit(node.else_case)
+                    conditions.pop()
+            elif isinstance(node, tirx.BufferStore):
+                buf = node.buffer
+                layout = self.layouts.get(buf)
+                if scope_of(buf) != FRAGMENT_SCOPE or layout is None or layout.replicate_size <= 1 \
+                        or buf in self.reducers:
+                    return
+                missing = [v for v in nest.loop_vars if not any(_uses(i, v) for i in node.indices)]
+                deciding = [node.value, *conditions]
+                varying = [v for v in missing if any(_uses(e, v) for e in deciding)]
+                if varying:
+                    names = ", ".join(f"`{v.name}`" for v in varying)
+                    raise CompileError(
+                        f"fragment `{buf.name}` is written as `{buf.name}[{', '.join(map(str, node.indices))}]` by "
+                        f"every value of {names} of this T.Parallel loop, with a value (or under a condition) that "
+                        f"depends on {names}; its copies on the threads that run those iterations would differ. "
+                        f"Reduce along {names} first (T.reduce_* into a fragment indexed without it), or write it "
+                        f"from a loop over its own indices", nest.loc, STAGE)
+            elif isinstance(node, tirx.SeqStmt):
+                for stmt in node.seq:
+                    visit(stmt)
+            elif hasattr(node, "body"):
+                visit(node.body)
+
+        visit(nest.body)
+
     def check(self) -> None:
+        for nest in self.nests:
+            self._check_replicated_writes(nest)
         for frag in self.fragments:
             if frag not in self.layouts:
                 # never walked by a loop nor placed by an op: one element per thread slot, replicated nowhere
