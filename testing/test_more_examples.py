@@ -1,6 +1,6 @@
 """The upstream-style examples beside examples/gemm and examples/flash_attention, on both arches: GEMV (warp
 shuffles; a tile reduction), split-K GEMM (T.atomic_add), RMS norm, top-k, flash decoding (two kernels) and fp8
-per-token quantization, MoE group-limited routing. Each example module is loaded from its file; each kernel is compiled from the example's
+per-token quantization, MoE group-limited routing, Gated DeltaNet decode. Each example module is loaded from its file; each kernel is compiled from the example's
 prim_func, its MUSA C checked for the construct the example exists to show, and run in the simulator against
 torch on fresh inputs, the outputs poisoned (NaN) first."""
 
@@ -33,6 +33,7 @@ topk = load("topk/topk.py")
 flash_decoding = load("flash_decoding/flash_decoding.py")
 fp8_quant = load("quant/fp8_per_token_quant.py")
 moe_routing = load("moe/moe_routing.py")
+gdn_decode = load("gdn/gdn_decode.py")
 
 
 def compile_for(arch, program):
@@ -186,3 +187,19 @@ def test_moe_group_limited_routing(arch):
     ref_idx, ref_weight = moe_routing.ref_program(logits, bias, groups, topk_group, topk)
     torch.testing.assert_close(idx, ref_idx, rtol=0, atol=0)
     torch.testing.assert_close(weight, ref_weight, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gdn_decode_updates_the_state_in_place(arch):
+    """One token of Gated DeltaNet per sequence: the state tile decays, takes the delta-rule correction and is read
+    out by two T.reduce_sum down K; the new state goes back to the same tensor, value heads sharing key heads."""
+    batch, k_heads, v_heads, dim = 2, 2, 4, 64
+    kernel = compile_for(arch, gdn_decode.gdn_decode.func(batch, k_heads, v_heads, dim, dim))
+    assert kernel.get_kernel_source().count("tl::AllReduce<tl::SumOp") >= 2
+    torch.manual_seed(13)
+    q, k, v, g, beta, state = gdn_decode.make_inputs(batch, k_heads, v_heads, dim, dim)
+    ref_o, ref_state = gdn_decode.ref_program(q, k, v, g, beta, state)
+    o = poison((batch, v_heads, dim), torch.bfloat16)
+    kernel(q, k, v, g, beta, state, o)
+    torch.testing.assert_close(o.float(), ref_o.float(), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(state, ref_state, rtol=1e-4, atol=1e-4)
