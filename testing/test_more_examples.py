@@ -1,6 +1,6 @@
 """The upstream-style examples beside examples/gemm and examples/flash_attention, on both arches: GEMV (warp
 shuffles; a tile reduction), split-K GEMM (T.atomic_add), RMS norm, top-k, flash decoding (two kernels) and fp8
-per-token quantization, MoE group-limited routing, Gated DeltaNet decode. Each example module is loaded from its file; each kernel is compiled from the example's
+per-token quantization, MoE group-limited routing, Gated DeltaNet decode, sparse MLA forward. Each example module is loaded from its file; each kernel is compiled from the example's
 prim_func, its MUSA C checked for the construct the example exists to show, and run in the simulator against
 torch on fresh inputs, the outputs poisoned (NaN) first."""
 
@@ -34,6 +34,7 @@ flash_decoding = load("flash_decoding/flash_decoding.py")
 fp8_quant = load("quant/fp8_per_token_quant.py")
 moe_routing = load("moe/moe_routing.py")
 gdn_decode = load("gdn/gdn_decode.py")
+sparse_mla = load("sparse_mla/sparse_mla_fwd.py")
 
 
 def compile_for(arch, program):
@@ -203,3 +204,27 @@ def test_gdn_decode_updates_the_state_in_place(arch):
     kernel(q, k, v, g, beta, state, o)
     torch.testing.assert_close(o.float(), ref_o.float(), rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(state, ref_state, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sparse_mla_forward_stages_the_gathered_rows_once(arch):
+    """Each token attends to its chosen cache rows: gathered once into KV_s, which the score gemm reads K-major
+    (transpose_B) and the output gemm MN-major; invalid and future positions are masked, a token with none gets 0."""
+    seq, seq_kv, heads, topk = 8, 64, 64, 64
+    config = dict(block_H=64, block_I=64, threads=256) if arch == "mp_31" else dict(block_H=32, block_I=16,
+                                                                                    threads=128)
+    kernel = compile_for(arch, sparse_mla.sparse_mla_fwd.func(seq, seq_kv, heads, 512, 64, topk, **config))
+    source = kernel.get_kernel_source()
+    calls = re.findall(r"tl::gemm_ss_\w+<[^>]*>\(&(\w+)\[0\], &(\w+)\[0\]", source)
+    if arch == "mp_31":
+        assert ("Q_s", "KV_s") in calls and ("P_s", "KV_s") in calls and ("Q_tail_s", "K_tail_s") in calls, calls
+    else:
+        assert ("P_s", "KV_s") in calls, calls  # the score gemm's N = block_I = 16 is FMA code on mp_22
+    torch.manual_seed(14)
+    q = torch.randn(seq, heads, 576).to(torch.bfloat16)
+    kv = torch.randn(seq_kv, 576).to(torch.bfloat16)
+    indices = sparse_mla.make_indices(seq, seq_kv, topk, device="cpu")
+    indices[0, :] = -1  # a token with nothing chosen
+    out = poison((seq, heads, 512), torch.bfloat16)
+    kernel(q, kv, indices, out)
+    torch.testing.assert_close(out.float(), sparse_mla.ref_program(q, kv, indices, 512).float(), rtol=2e-2, atol=2e-2)
