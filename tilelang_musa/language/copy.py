@@ -20,7 +20,8 @@ from .tma import cache_hints, emit_tme_copy_candidate
 def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bool = False,
          eviction_policy: str | None = None, inner_cache_policy: str | None = None,
          outer_cache_policy: str | None = None, force_async_copy: bool = False, src_robust_desc: Any = None,
-         loop_layout: Any = None, **kwargs: Any) -> None:
+         loop_layout: Any = None, prefer_instruction: str | None = None, annotations: dict | None = None,
+         **kwargs: Any) -> None:
     """dst = src (cast to dst's dtype). Each side is a buffer, a slice, or an element used as the origin of
     a region shaped like the other side: `T.copy(A[by * 64, k * 32], A_shared)`.
     Elements of src outside its tensor read as zero; elements of dst outside its tensor are not written.
@@ -29,8 +30,37 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     16-byte pieces; it still completes before the next statement. `src_robust_desc=d` (`d = T.make_robust_desc(
     T.address_of(x[i]), nbytes)`): source bytes outside the descriptor read as 0; alone, or with force_async_copy.
     `loop_layout=F`: the copy is a T.Parallel loop over its extents that runs by the T.Fragment F, as
-    `T.Parallel(..., loop_layout=F)` (never a TME copy then)."""
+    `T.Parallel(..., loop_layout=F)` (never a TME copy then).
+    `prefer_instruction=`: "tma" (a global -> shared copy through the TME, waited for, where it qualifies),
+    "cp_async" (as force_async_copy=True) or "sync" (plain loads and stores, as disable_tma=True).
+    `annotations={...}`: upstream's dict form of these keyword arguments (its values win)."""
     trace = kernel_trace("T.copy")
+    if annotations:
+        names = {"coalesced_width", "disable_tma", "eviction_policy", "inner_cache_policy", "outer_cache_policy",
+                 "force_async_copy", "src_robust_desc", "prefer_instruction", "parallel_loop_layout"}
+        unknown = sorted(set(annotations) - names)
+        if unknown:
+            raise trace.error(f"T.copy: unknown annotation(s) {unknown}; known: {sorted(names)}")
+        given = dict(annotations)
+        coalesced_width = given.get("coalesced_width", coalesced_width)
+        disable_tma = bool(given.get("disable_tma", disable_tma))
+        eviction_policy = given.get("eviction_policy", eviction_policy)
+        inner_cache_policy = given.get("inner_cache_policy", inner_cache_policy)
+        outer_cache_policy = given.get("outer_cache_policy", outer_cache_policy)
+        force_async_copy = bool(given.get("force_async_copy", force_async_copy))
+        src_robust_desc = given.get("src_robust_desc", src_robust_desc)
+        prefer_instruction = given.get("prefer_instruction", prefer_instruction)
+        loop_layout = given.get("parallel_loop_layout", loop_layout)
+    prefer_tme = False
+    if prefer_instruction is not None:
+        choice = str(prefer_instruction.value if hasattr(prefer_instruction, "value") else prefer_instruction)
+        if choice not in ("tma", "cp_async", "sync"):
+            raise trace.error(f"T.copy: prefer_instruction={choice!r}; expected 'tma', 'cp_async' or 'sync'")
+        if choice == "tma" and (disable_tma or force_async_copy):
+            raise trace.error("T.copy: prefer_instruction='tma' contradicts disable_tma / force_async_copy")
+        prefer_tme = choice == "tma"
+        force_async_copy = force_async_copy or choice == "cp_async"
+        disable_tma = disable_tma or choice == "sync"
     if "barrier" in kwargs:
         raise trace.error("T.copy takes no `barrier=`: T.copy completes by itself; for a TME load the threads wait "
                           "for themselves, use T.tma_copy(src, dst, barrier=...)")
@@ -45,7 +75,7 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
                               "robust-descriptor copies are cut into pieces of their own, leave it out")
         check_loop_layout("T.copy", loop_layout, None, trace.error)
     if not (disable_tma or force_async_copy or src_robust_desc is not None or loop_layout is not None) and \
-            emit_tme_copy_candidate(trace, src, dst, hints, coalesced_width):
+            emit_tme_copy_candidate(trace, src, dst, hints, coalesced_width, prefer_tme):
         return  # a store from shared memory (or a hinted load): through the TME where it qualifies (tme_copy.py)
     if hints is not None:
         warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy are cache "

@@ -98,14 +98,14 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, leader_scope_threads: i
 
 
 def emit_tme_copy_candidate(trace, src: Any, dst: Any, hints: tuple[int, int] | None,
-                            coalesced_width: int | None) -> bool:
-    """T.copy(shared, global), and T.copy(global, shared) given cache hints: emit it as a TME copy that waits for
-    itself (mp_31, where it qualifies; else LowerTmeCopy lowers it as the plain copy) and return True; False for
-    any other copy."""
+                            coalesced_width: int | None, prefer_tme: bool = False) -> bool:
+    """T.copy(shared, global), and T.copy(global, shared) given cache hints or prefer_instruction="tma"
+    (prefer_tme): emit it as a TME copy that waits for itself (mp_31, where it qualifies; else LowerTmeCopy lowers
+    it as the plain copy) and return True; False for any other copy."""
     src_region, src_origin = to_region(src, "T.copy", "src")
     dst_region, dst_origin = to_region(dst, "T.copy", "dst")
     is_store = src_region.scope in _SHARED and dst_region.scope == "global"
-    is_load = src_region.scope == "global" and dst_region.scope in _SHARED and hints is not None
+    is_load = src_region.scope == "global" and dst_region.scope in _SHARED and (hints is not None or prefer_tme)
     if not (is_store or is_load) or (src_origin and dst_origin):
         return False
     src_region, dst_region = resolve_extents(src_region, src_origin, dst_region, dst_origin, trace.error)
