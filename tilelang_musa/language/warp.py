@@ -15,6 +15,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from .builder import as_expr, kernel_trace
+from .builder import value as var_value  # a T.alloc_var operand reads as its element
 
 _FULL_MASK = 0xFFFFFFFF
 
@@ -62,9 +63,9 @@ def sync_warp(mask: int | None = None) -> None:
 
 def _shuffle(construct: str, builtin: str, value: Any, lane_arg: Any, width: Any, mask: Any) -> Any:
     kernel_trace(construct)
-    value = as_expr(value)
-    mask = tirx.const(mask, "uint32") if isinstance(mask, int) else mask
-    args = [mask, value, as_expr(lane_arg)] + ([] if width is None else [as_expr(width)])
+    value = as_expr(var_value(value))
+    mask = tirx.const(mask, "uint32") if isinstance(mask, int) else as_expr(var_value(mask))
+    args = [mask, value, as_expr(var_value(lane_arg))] + ([] if width is None else [as_expr(var_value(width))])
     return tirx.call_extern(str(value.ty.dtype), builtin, *args)
 
 
@@ -84,7 +85,11 @@ def shfl_up(value: Any, offset: Any, width: Any = None, mask: Any = _FULL_MASK) 
 
 
 def shfl_sync(value: Any, src_lane: Any, width: Any = None, mask: Any = _FULL_MASK) -> Any:
-    """`value` of lane `src_lane` (of the caller's group of `width` lanes)."""
+    """`value` of lane `src_lane` (of the caller's group of `width` lanes). CUDA's argument order,
+    `T.shfl_sync(mask, value, src_lane[, width])`, is accepted too (as upstream does): an int first argument
+    followed by an IR value is the mask."""
+    if isinstance(value, int) and not isinstance(value, bool) and not isinstance(src_lane, (int, float)):
+        value, src_lane, width, mask = src_lane, width, (None if mask is _FULL_MASK else mask), value
     return _shuffle("T.shfl_sync", "__shfl_sync", value, src_lane, width, mask)
 
 
