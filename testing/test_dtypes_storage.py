@@ -294,7 +294,34 @@ def test_fp4_arithmetic_is_rejected_at_its_line():
     assert "y[i] = x[i] * x[i]" in str(info.value)
 
 
-@pytest.mark.parametrize("alloc", ["alloc_fragment", "alloc_shared", "alloc_local"])
+def shared_fp4_program(m, n):
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Q: T.Tensor((m, n), "float4_e2m1fn")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((m, n), "float32")
+            tile = T.alloc_shared((m, n), "float4_e2m1fn")
+            T.copy(X, x)
+            for i, j in T.Parallel(m, n):  # each thread writes its nibbles of the shared bytes
+                tile[i, j] = x[i, j] * 2.0
+            T.copy(tile, Q)  # read by other threads: after a barrier
+
+    return main
+
+
+@pytest.mark.parametrize("target", ARCHES)
+def test_fp4_shared_tile_is_a_byte_tile_of_nibbles(target):
+    m, n = 4, 96
+    kernel = tilelang.compile(shared_fp4_program(m, n), out_idx=[1], target=target)
+    src = kernel.get_kernel_source()
+    assert "tl::fp4_e2m1_store(&buf_dyn_shmem[" in src and "tl::fp4_e2m1_bits(buf_dyn_shmem[" in src, src
+    assert src.index("__syncthreads()") < src.index("tl::fp4_e2m1_bits(buf_dyn_shmem["), src
+    x = rand((m, n), torch.float32) * 3
+    q = kernel(x)
+    assert q.dtype == torch.uint8 and q.shape == (m, n // 2)
+    torch.testing.assert_close(q, fp4_pack(fp4_encode_codes(x * 2.0)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("alloc", ["alloc_fragment", "alloc_local"])
 def test_fp4_allocations_are_rejected_by_name(alloc):
     def build():
         @T.prim_func

@@ -2,7 +2,8 @@
 
 float4_e2m1fn is a storage type on MUSA (no fp4 arithmetic): a kernel tensor parameter of it holds two values a
 byte, the even element in the low nibble (upstream TileLang's `tl_fp4_packed_load` convention), and is passed as a
-uint8 tensor. After FlattenBuffer every access has one flat element index i, and
+uint8 tensor; a shared tile of it (T.alloc_shared) is a byte tile the same way. After FlattenBuffer every access has
+one flat element index i, and
 
     Cast(T, x[i])          -> Cast(T, tl::fp4_e2m1_to_float(x[i >> 1], i & 1))
     x[i] = Cast(fp4, v)    -> tl::fp4_e2m1_store(&x[i >> 1], i & 1, tl::float_to_fp4_e2m1(v))
@@ -77,13 +78,14 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     allocs: list[Any] = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer)
                                          if _is_fp4(a.buffer.ty.dtype.dtype) else None)])
-    if allocs:
-        raise CompileError(f"buffer `{allocs[0].name}` is allocated as {FP4}: fp4 is a storage type for kernel tensor "
-                           "parameters (no float4 arithmetic on MUSA); allocate float16 or float32 and cast the "
-                           "loaded elements", stage="LowerFP4Storage")
-    if not params and not decls:
+    on_chip = [b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")]
+    if on_chip:  # registers: a nibble store's atomics need memory
+        raise CompileError(f"buffer `{on_chip[0].name}` is allocated as {FP4} in {on_chip[0].ty.storage_scope}: fp4 is "
+                           "a storage type for kernel tensor parameters and shared tiles (no float4 arithmetic on "
+                           "MUSA); allocate float16 or float32 and cast the loaded elements", stage="LowerFP4Storage")
+    if not params and not decls and not allocs:
         return func
-    remap: dict[Any, Var] = {b: _byte_buffer(b) for b in params + decls}
+    remap: dict[Any, Var] = {b: _byte_buffer(b) for b in params + decls + allocs}
     name = str(func.attrs["global_symbol"]) if func.attrs is not None and "global_symbol" in func.attrs else "kernel"
 
     def fail(node: Any, what: str) -> CompileError:
@@ -162,6 +164,11 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return mutator.default_mutate(node)
         return tirx.DeclBuffer(remap[node.buffer], data=rewrite(node.data))
 
+    def on_alloc(node: Any, mutator: Any) -> Any:
+        if node.buffer not in remap:
+            return mutator.default_mutate(node)
+        return tirx.AllocBuffer(remap[node.buffer], node.annotations)
+
     def on_var(node: Any, mutator: Any) -> Any:
         return remap.get(node, node)
 
@@ -170,8 +177,8 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
             raise fail(node, "the fp4 element")
         return mutator.default_mutate(node)
 
-    handlers = [(tirx.Cast, on_cast), (tirx.BufferStore, on_store), (tirx.DeclBuffer, on_decl), (TensorLoad, on_load),
-                (Var, on_var)]
+    handlers = [(tirx.Cast, on_cast), (tirx.BufferStore, on_store), (tirx.DeclBuffer, on_decl),
+                (tirx.AllocBuffer, on_alloc), (TensorLoad, on_load), (Var, on_var)]
     body = rewrite(func.body)
 
     # Whatever fp4-typed value is left is used in arithmetic (or compared, or passed to a call).

@@ -81,7 +81,8 @@ def sf_and_inv(amax: torch.Tensor, round_sf: bool, clamp_min: float = 1e-4):
     clamped = torch.clamp(amax.float(), min=clamp_min)
     sf = clamped / E4M3_MAX
     if not round_sf:
-        return sf, E4M3_MAX / clamped, None
+        # a true division, as the kernels' (a Python scalar / tensor is torch's reciprocal times the scalar)
+        return sf, torch.full_like(clamped, E4M3_MAX) / clamped, None
     bits = sf.view(torch.int32).to(torch.int64)
     exp = ((bits - 1) >> 23) + 1 - 127  # ceil(log2(sf)) for a positive normal sf
     sf_pow2 = torch.ldexp(torch.ones_like(sf), exp.to(torch.int32))
@@ -106,6 +107,62 @@ def per_token_cast(x: torch.Tensor, num_per_channels: int, round_sf=False, use_p
     amax = padded.abs().view(rows, groups, num_per_channels).amax(-1)
     sf, sf_inv, exp = sf_and_inv(amax, round_sf, clamp_min)
     out = (xf * sf_inv.repeat_interleave(num_per_channels, dim=1)[:, :hidden]).to(torch.float8_e4m3fn)
+    return out, (pack_ue8m0(exp) if use_packed_ue8m0 else sf)
+
+
+E2M1_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def e2m1_codes(v: torch.Tensor) -> torch.Tensor:
+    """fp32 -> e2m1 nibbles (sign << 3 | magnitude code), round to nearest, ties to the even code, saturating."""
+    grid = torch.tensor(E2M1_GRID, dtype=torch.float64)
+    mag = v.double().abs().clamp(max=6.0)
+    # exact distances (fp64); an odd code loses a tie by a margin far below any real difference
+    dist = (mag[..., None] - grid).abs() + (torch.arange(8) % 2) * 1e-12
+    code = dist.argmin(-1)
+    return code.to(torch.int32) | ((v < 0).to(torch.int32) << 3)
+
+
+def e2m1_values(nibbles: torch.Tensor) -> torch.Tensor:
+    grid = torch.tensor(E2M1_GRID)
+    mag = grid[(nibbles & 7).long()]
+    return torch.where((nibbles & 8) != 0, -mag, mag)
+
+
+def unpack_e2m1(packed: torch.Tensor) -> torch.Tensor:
+    """(rows, n / 2) int8 of two e2m1 values a byte (the low nibble first) -> (rows, n) fp32."""
+    b = packed.view(torch.uint8).to(torch.int32)
+    return torch.stack([e2m1_values(b & 15), e2m1_values(b >> 4)], dim=-1).reshape(packed.shape[0], -1)
+
+
+def per_token_cast_e2m1(x: torch.Tensor, num_per_channels: int, round_sf=False):
+    """(fp4 values as fp32, sf): per row, per group; the scale is amax / 6 (amax clamped at 6 * 2^-126)."""
+    rows, hidden = x.shape
+    groups = ceil_div(hidden, num_per_channels)
+    xf = x.float()
+    amax = xf.abs().view(rows, groups, num_per_channels).amax(-1)
+    clamped = torch.clamp(amax, min=6.0 * 2.0 ** -126)
+    sf = clamped / 6.0
+    sf_inv = torch.full_like(clamped, 6.0) / clamped
+    if round_sf:
+        bits = sf.view(torch.int32).to(torch.int64)
+        exp = ((bits - 1) >> 23) + 1 - 127
+        sf = torch.ldexp(torch.ones_like(sf), exp.to(torch.int32))
+        sf_inv = torch.ldexp(torch.ones_like(sf), (-exp).to(torch.int32))
+    scaled = xf * sf_inv.repeat_interleave(num_per_channels, dim=1)
+    return e2m1_values(e2m1_codes(scaled)), sf
+
+
+def per_token_requant(x8: torch.Tensor, x_sf_full: torch.Tensor, num_per_channels: int, round_sf=False,
+                      use_packed_ue8m0=False):
+    """An e4m3 tensor with per-element input scales (x_sf_full, the input's block scales spread over its
+    elements) cast again per row and group: the amax of |x| * scale, then out = x * (scale * sf_inv)."""
+    rows, hidden = x8.shape
+    groups = ceil_div(hidden, num_per_channels)
+    xf = x8.float()
+    amax = (xf.abs() * x_sf_full).view(rows, groups, num_per_channels).amax(-1)
+    sf, sf_inv, exp = sf_and_inv(amax, round_sf)
+    out = (xf * (x_sf_full * sf_inv.repeat_interleave(num_per_channels, dim=1))).to(torch.float8_e4m3fn)
     return out, (pack_ue8m0(exp) if use_packed_ue8m0 else sf)
 
 
@@ -143,11 +200,14 @@ def swiglu(x: torch.Tensor, pos_to_token_topk=None, topk_weights=None, pos_to_ex
     return val, keep, counts
 
 
+def fresh(t: torch.Tensor) -> torch.Tensor:
+    """A row-major copy with fresh strides (a transposed (n, 1) view keeps stride 4 even after .contiguous())."""
+    return torch.empty(t.shape, dtype=t.dtype).copy_(t)
+
+
 def _bytes(words: torch.Tensor) -> torch.Tensor:
-    """A 2-d tensor's rows as bytes (a fresh row-major copy: a transposed (n, 1) view keeps stride 4 even after
-    .contiguous())."""
-    fresh = torch.empty(words.shape, dtype=words.dtype).copy_(words)
-    return fresh.view(torch.uint8).view(words.shape[0], -1)
+    """A 2-d tensor's rows as bytes."""
+    return fresh(words).view(torch.uint8).view(words.shape[0], -1)
 
 
 def sf_unpack(sf: torch.Tensor, use_packed_ue8m0: bool, groups: int) -> torch.Tensor:
