@@ -15,7 +15,7 @@ def case(name: str, kernel: str, body: str) -> Case:
 
 TOPK_GATE = f"""
 from {PKG}.moe.topk_gate_kernel import topk_gate
-for tokens, experts, k in ((37, 64, 6), (16, 72, 8), (9, 256, 8)):
+for tokens, experts, k in ((37, 64, 6), (16, 72, 8), (9, 256, 8), (5, 16, 4)):
     scores = torch.randn(tokens, experts)
     scores[::2] = (scores[::2] * 2).round() / 2  # ties: the smaller index first
     idx = topk_gate(scores, k)
@@ -39,7 +39,7 @@ print("ok")
 EXPAND = f"""
 from {PKG}.moe.expand_to_fused_kernel import expand_to_fused
 for tokens, hidden, topk, experts, pad, drop in ((23, 256, 6, 16, 5, 0.1), (8, 448, 2, 4, 3, 0.3),
-                                                 (40, 128, 4, 8, 0, 0.0)):
+                                                 (40, 128, 4, 8, 0, 0.0), (9, 200, 3, 4, 2, 0.2)):
     for dtype in (torch.bfloat16, torch.float32):
         x = torch.randn(tokens, hidden).to(dtype)
         t2p, p2e = R.routing(tokens, topk, experts, pad, drop)
@@ -50,14 +50,17 @@ print("ok")
 
 REDUCE = f"""
 from {PKG}.moe.reduce_fused_kernel import reduce_fused
-for tokens, hidden, topk, drop in ((19, 256, 6, 0.2), (5, 512, 2, 0.0)):
+for tokens, hidden, topk, drop, dtype in ((19, 256, 6, 0.2, torch.bfloat16), (5, 512, 2, 0.0, torch.bfloat16),
+                                          (7, 256, 3, 0.1, torch.float32)):
     t2p, _ = R.routing(tokens, topk, 8, 3, drop)
-    x = torch.randn(int(t2p.max()) + 4, hidden).bfloat16()
+    x = torch.randn(int(t2p.max()) + 4, hidden).to(dtype)
     w = torch.rand(tokens, topk)
     torch.testing.assert_close(reduce_fused(x, w, t2p).float(), R.reduce_fused(x, w, t2p).float(),
                                rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(reduce_fused(x, None, t2p).float(), R.reduce_fused(x, None, t2p).float(),
                                rtol=1e-2, atol=1e-2)
+    if dtype != torch.bfloat16:
+        continue
     # fp8 output with a global scale, and per-row input scales
     sf = torch.tensor([0.5])
     x_sf = torch.rand(x.shape[0]) + 0.5
@@ -104,7 +107,7 @@ print("ok")
 SWIGLU = f"""
 from {PKG}.quant.swiglu_forward_and_per_token_cast_kernel import swiglu_forward_and_per_token_cast as f
 
-def run(x, col_major, round_sf, packed, clamp=None, routed=False, count=False):
+def run(x, col_major, round_sf, packed, clamp=None, routed=False, count=False, channels=128):
     hidden = x.shape[1] // 2
     kw = {{}}
     p2tk = w = p2e = None
@@ -116,11 +119,11 @@ def run(x, col_major, round_sf, packed, clamp=None, routed=False, count=False):
         p2e = torch.where(p2tk >= 0, torch.randint(0, 4, (x.shape[0],), dtype=torch.int32), -1).to(torch.int32)
         kw = dict(pos_to_token_topk=p2tk, topk_weights=w, pos_to_expert=p2e)
     counts = torch.zeros(3, dtype=torch.int64) if count else None
-    out, sf = f(x, "e4m3", 128, use_tma_aligned_col_major_sf=col_major, round_sf=round_sf,
+    out, sf = f(x, "e4m3", channels, use_tma_aligned_col_major_sf=col_major, round_sf=round_sf,
                 use_packed_ue8m0=packed, swiglu_clamp_value=clamp, clamped_count=counts, **kw)
     val, keep, ref_counts = R.swiglu(x, p2tk, w, p2e, clamp)
-    ref_out, ref_sf = R.per_token_cast(val, 128, round_sf, packed)
-    groups = hidden // 128
+    ref_out, ref_sf = R.per_token_cast(val, channels, round_sf, packed)
+    groups = hidden // channels
     got_sf = R.sf_unpack(sf, packed, groups)[keep]
     want_sf = R.sf_unpack(ref_sf, packed, groups)[keep]
     # silu's exp may differ from torch's by an ulp: the scale (an fp32 amax / 448) by about as much
@@ -134,6 +137,7 @@ for rows, hidden in ((33, 256), (6, 640)):
     run(x, True, True, True)  # the benchmark's configuration
     run(x, False, False, False)
 run(torch.randn(28, 512).bfloat16() * 2, False, True, False, routed=True)
+run(torch.randn(10, 512).bfloat16() * 2, False, False, False, channels=256)  # one group of the whole row
 run(torch.randn(28, 512).bfloat16() * 2, False, False, False, clamp=1.5)
 run(torch.randn(28, 512).bfloat16() * 2, False, False, False, clamp=1.5, count=True)
 print("ok")
@@ -143,7 +147,8 @@ MHC_BIG_FUSE = f"""
 from {PKG}.mhc.pre_big_fuse import _resolve_big_fuse_config
 from {PKG}.mhc.pre_big_fuse_kernel import _mhc_pre_big_fuse
 mult, mult3 = 4, 24
-for tokens, hidden in ((16, 512), (70, 1280)):  # "burst" (decode-like) and "safe" pass configurations
+# "burst" (decode-like), "safe", and "aggressive" (no bounds guards) on 256 threads
+for tokens, hidden in ((16, 512), (70, 1280), (24, 1024)):
     gemm_out_mul = torch.randn(1, tokens, mult3)
     gemm_out_sqrsum = torch.rand(1, tokens) * mult * hidden
     scale = torch.randn(3) * 0.1
@@ -153,6 +158,8 @@ for tokens, hidden in ((16, 512), (70, 1280)):  # "burst" (decode-like) and "saf
     comb = torch.full((tokens, mult * mult), float("nan"))
     layer = torch.full((tokens, hidden), float("nan")).bfloat16()
     threads, hidden_block, pass_config = _resolve_big_fuse_config(tokens, None, None, "auto")
+    if tokens == 24:
+        threads, hidden_block, pass_config = 256, 512, "aggressive"
     kernel = _mhc_pre_big_fuse(hidden, 1e-6, 1e-6, 1e-6, 1.0, 10, n_splits=1, mhc_mult=mult, threads=threads,
                                hidden_block=hidden_block, pass_config=pass_config)
     kernel(gemm_out_mul, gemm_out_sqrsum, scale, base, residual, post, comb, layer)
@@ -320,6 +327,11 @@ sf = per_block_cast_with_sf_only(x, "e4m3", (128, 128))
 R.assert_sf_equal(sf, ref_sf, False, 2)
 out = per_block_cast_with_precomputed_sf(x, "e4m3", (128, 128), sf.contiguous())
 R.assert_e4m3_close(out, ref_out, max_ulps=1)  # the kernel multiplies by 1 / sf, not 448 / amax
+# e2m1 output (two values a byte), one scale per 32 x 32 block
+out, sf = per_block_cast(x, "e2m1", block_size=(32, 32))
+ref_vals, ref_sf = R.per_block_cast_e2m1(x, (32, 32))
+R.check("e2m1 sf", sf, ref_sf, rtol=0, atol=0)
+R.check("e2m1 out", R.unpack_e2m1(out), ref_vals, rtol=0, atol=0)
 print("ok")
 """
 

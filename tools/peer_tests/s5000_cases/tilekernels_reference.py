@@ -153,6 +153,20 @@ def per_token_cast_e2m1(x: torch.Tensor, num_per_channels: int, round_sf=False):
     return e2m1_values(e2m1_codes(scaled)), sf
 
 
+def per_block_cast_e2m1(x: torch.Tensor, block: tuple[int, int]):
+    """(fp4 values as fp32, sf): one scale per block[0] x block[1] tile, amax / 6 as per_token_cast_e2m1's."""
+    rows, hidden = x.shape
+    bm, bk = block
+    gm, gk = ceil_div(rows, bm), ceil_div(hidden, bk)
+    padded = torch.zeros((gm * bm, gk * bk))
+    padded[:rows, :hidden] = x.float()
+    amax = padded.abs().view(gm, bm, gk, bk).amax(dim=(1, 3))
+    clamped = torch.clamp(amax, min=6.0 * 2.0 ** -126)
+    sf_inv = torch.full_like(clamped, 6.0) / clamped
+    full = sf_inv.repeat_interleave(bm, 0).repeat_interleave(bk, 1)[:rows, :hidden]
+    return e2m1_values(e2m1_codes(x.float() * full)), clamped / 6.0
+
+
 def per_token_requant(x8: torch.Tensor, x_sf_full: torch.Tensor, num_per_channels: int, round_sf=False,
                       use_packed_ue8m0=False):
     """An e4m3 tensor with per-element input scales (x_sf_full, the input's block scales spread over its
