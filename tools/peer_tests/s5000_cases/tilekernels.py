@@ -39,7 +39,8 @@ print("ok")
 EXPAND = f"""
 from {PKG}.moe.expand_to_fused_kernel import expand_to_fused
 for tokens, hidden, topk, experts, pad, drop in ((23, 256, 6, 16, 5, 0.1), (8, 448, 2, 4, 3, 0.3),
-                                                 (40, 128, 4, 8, 0, 0.0), (9, 200, 3, 4, 2, 0.2)):
+                                                 (40, 128, 4, 8, 0, 0.0), (9, 200, 3, 4, 2, 0.2),
+                                                 (5, 4096, 6, 72, 4, 0.1)):  # the benchmark's hidden / top-k
     for dtype in (torch.bfloat16, torch.float32):
         x = torch.randn(tokens, hidden).to(dtype)
         t2p, p2e = R.routing(tokens, topk, experts, pad, drop)
@@ -51,7 +52,7 @@ print("ok")
 REDUCE = f"""
 from {PKG}.moe.reduce_fused_kernel import reduce_fused
 for tokens, hidden, topk, drop, dtype in ((19, 256, 6, 0.2, torch.bfloat16), (5, 512, 2, 0.0, torch.bfloat16),
-                                          (7, 256, 3, 0.1, torch.float32)):
+                                          (7, 256, 3, 0.1, torch.float32), (4, 4096, 6, 0.1, torch.bfloat16)):
     t2p, _ = R.routing(tokens, topk, 8, 3, drop)
     x = torch.randn(int(t2p.max()) + 4, hidden).to(dtype)
     w = torch.rand(tokens, topk)
@@ -77,7 +78,10 @@ for tokens, hidden, dtype, channels, col_major, round_sf, packed in (
         (33, 512, torch.bfloat16, 128, False, False, False),
         (17, 384, torch.bfloat16, 32, True, True, False),
         (9, 256, torch.float32, 128, False, True, False),
-        (12, 256, torch.bfloat16, 256, False, False, False)):  # one group of the whole row
+        (12, 256, torch.bfloat16, 256, False, False, False),  # one group of the whole row
+        (5, 4096, torch.bfloat16, 128, True, True, True),  # the benchmark's hidden: one row a block
+        (3, 7168, torch.bfloat16, 128, True, True, True),  # the int32-index kernel (hidden >= 7168)
+        (10, 384, torch.bfloat16, 128, True, True, True)):  # 3 groups: a packed word with a padding byte
     x = torch.randn(tokens, hidden).to(dtype) * 3
     x[1] = 0  # a zero row: the clamped amax
     out, sf = per_token_cast(x, "e4m3", num_per_channels=channels, use_tma_aligned_col_major_sf=col_major,
@@ -94,7 +98,8 @@ for tokens, hidden, block, col_major, round_sf, packed in (
         (200, 384, (128, 128), True, True, True),  # the benchmark's configuration, partial row block
         (130, 256, (128, 128), False, False, False),
         (70, 320, (32, 128), False, True, False),
-        (64, 192, (32, 32), True, False, False)):
+        (64, 192, (32, 32), True, False, False),
+        (40, 7168, (128, 128), True, True, True)):  # the benchmark's hidden
     x = torch.randn(tokens, hidden).bfloat16() * 2
     out, sf = per_block_cast(x, "e4m3", block_size=block, use_tma_aligned_col_major_sf=col_major,
                              round_sf=round_sf, use_packed_ue8m0=packed)
@@ -132,7 +137,7 @@ def run(x, col_major, round_sf, packed, clamp=None, routed=False, count=False, c
     if count:
         assert counts.tolist() == ref_counts, (counts.tolist(), ref_counts)
 
-for rows, hidden in ((33, 256), (6, 640)):
+for rows, hidden in ((33, 256), (6, 640), (3, 4096)):  # 4096: the benchmark's hidden, one row a block
     x = torch.randn(rows, 2 * hidden).bfloat16() * 2
     run(x, True, True, True)  # the benchmark's configuration
     run(x, False, False, False)
