@@ -313,6 +313,13 @@ out, sf = per_token_cast((xp8, xp_sf), "e4m3", 128, x_block_size=(1, 128))
 ref_out, ref_sf = R.per_token_requant(xp8, full, 128)
 R.assert_sf_equal(sf, ref_sf, False, hidden // 128)
 R.assert_e4m3_close(out, ref_out)
+# e2m1 input (two values a byte) with per-32 scales: held in fragments a code a byte
+for round_sf in (False, True):
+    q, q_sf = per_token_cast(x, "e2m1", num_per_channels=32, round_sf=round_sf)
+    out, sf = per_token_cast((q, q_sf), "e4m3", 128, x_block_size=(1, 32))
+    ref_out, ref_sf = R.per_token_requant(R.unpack_e2m1(q), q_sf.repeat_interleave(32, dim=1), 128)
+    R.assert_sf_equal(sf, ref_sf, False, hidden // 128)
+    R.assert_e4m3_close(out, ref_out)
 # scale factors only, then the cast with them
 sf_only = per_token_cast_with_sf_only(x, "e4m3", 128)
 ref_out, ref_sf = R.per_token_cast(x, 128)
