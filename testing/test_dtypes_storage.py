@@ -294,15 +294,70 @@ def test_fp4_arithmetic_is_rejected_at_its_line():
     assert "y[i] = x[i] * x[i]" in str(info.value)
 
 
-@pytest.mark.parametrize("alloc", ["alloc_fragment", "alloc_shared", "alloc_local"])
-def test_fp4_allocations_are_rejected_by_name(alloc):
+def shared_fp4_program(m, n):
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Q: T.Tensor((m, n), "float4_e2m1fn")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((m, n), "float32")
+            tile = T.alloc_shared((m, n), "float4_e2m1fn")
+            T.copy(X, x)
+            for i, j in T.Parallel(m, n):  # each thread writes its nibbles of the shared bytes
+                tile[i, j] = x[i, j] * 2.0
+            T.copy(tile, Q)  # read by other threads: after a barrier
+
+    return main
+
+
+@pytest.mark.parametrize("target", ARCHES)
+def test_fp4_shared_tile_is_a_byte_tile_of_nibbles(target):
+    m, n = 4, 96
+    kernel = tilelang.compile(shared_fp4_program(m, n), out_idx=[1], target=target)
+    src = kernel.get_kernel_source()
+    assert "tl::fp4_e2m1_store(&buf_dyn_shmem[" in src and "tl::fp4_e2m1_bits(buf_dyn_shmem[" in src, src
+    assert src.index("__syncthreads()") < src.index("tl::fp4_e2m1_bits(buf_dyn_shmem["), src
+    x = rand((m, n), torch.float32) * 3
+    q = kernel(x)
+    assert q.dtype == torch.uint8 and q.shape == (m, n // 2)
+    torch.testing.assert_close(q, fp4_pack(fp4_encode_codes(x * 2.0)), rtol=0, atol=0)
+
+
+def fp4_fragment_program(m, n):
+    """fp4 values copied into a fragment, the absolute maximum of each row reduced from it in float16, and each
+    value scaled by its row's maximum (casts before any arithmetic: fp4 is storage)."""
+    @T.prim_func
+    def main(Q: T.Tensor((m, n), "float4_e2m1fn"), Y: T.Tensor((m, n), "float32")):
+        with T.Kernel(1, threads=64):
+            q = T.alloc_fragment((m, n), "float4_e2m1fn")
+            amax = T.alloc_fragment((m,), "float16")
+            T.copy(Q, q)
+            T.reduce_absmax(q, amax, dim=1)
+            for i, j in T.Parallel(m, n):
+                Y[i, j] = T.cast(q[i, j], "float32") * T.cast(amax[i], "float32")
+
+    return main
+
+
+@pytest.mark.parametrize("target", ARCHES)
+def test_fp4_fragment_holds_a_code_a_byte(target):
+    m, n = 4, 64
+    kernel = tilelang.compile(fp4_fragment_program(m, n), out_idx=[1], target=target)
+    src = kernel.get_kernel_source()
+    # the fragment is a byte array of codes: filled from the packed tensor's nibbles, decoded from its low nibbles
+    assert "unsigned char q[" in src and "tl::fp4_e2m1_bits(Q[" in src and "tl::fp4_e2m1_to_float(q[" in src, src
+    assert "tl::fp4_e2m1_store(&q[" not in src, src
+    packed = _bytes(m, n // 2)
+    values = fp4_decode(packed)
+    torch.testing.assert_close(kernel(packed), values * values.abs().amax(1, keepdim=True), rtol=0, atol=0)
+
+
+def test_fp4_var_allocation_is_rejected_by_name():
     def build():
         @T.prim_func
         def k(x: T.Tensor((64,), T.float16)):
             with T.Kernel(1, threads=64) as _:
-                getattr(T, alloc)((64,), "float4_e2m1fn")
+                T.alloc_var("float4_e2m1fn")
 
-    with pytest.raises(tilelang.UnsupportedError, match=rf"T.{alloc}\(..., \"float4_e2m1fn\"\): fp4 is a storage"):
+    with pytest.raises(tilelang.UnsupportedError, match=r"T.alloc_var\(..., \"float4_e2m1fn\"\): fp4 is a storage"):
         build()
 
 

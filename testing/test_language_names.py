@@ -570,6 +570,41 @@ def test_none_for_a_tensor_the_kernel_never_touches(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_none_for_the_only_tensor_that_gives_a_size(arch):
+    """A size (here Scale's row stride) that only a tensor left out as None would give: passed as 0 when the kernel
+    never reads it; a ValueError naming it when the kernel does."""
+    N, G = 64, 4
+    n, stride = T.dynamic("n"), T.dynamic("stride")
+
+    def program(has_scale, reads_stride):
+        @T.prim_func
+        def main(A: T.Tensor((n, G), "float32"), Scale: T.StridedTensor((n, G), (stride, 1), "float32"),
+                 C: T.Tensor((n, G), "float32")):
+            with T.Kernel(n, threads=32) as bx:
+                for j in T.Parallel(G):
+                    if has_scale:
+                        C[bx, j] = A[bx, j] * Scale[bx, j]
+                    elif reads_stride:
+                        C[bx, j] = A[bx, j] + T.Cast("float32", stride)
+                    else:
+                        C[bx, j] = A[bx, j] * 2
+
+        return main
+
+    a, c = rand((N, G), torch.float32, 18), poison((N, G), torch.float32)
+    kernel = compile_for(program(False, False), arch)
+    body = kernel.get_kernel_source().split("int stride) {")[1]
+    assert "stride" not in body, body  # a parameter of the kernel, read nowhere
+    kernel(a, None, c)
+    torch.testing.assert_close(c, a * 2)
+    scale = rand((N, 2 * G), torch.float32, 19)[:, :G]
+    compile_for(program(True, False), arch)(a, scale, c)
+    torch.testing.assert_close(c, a * scale)
+    with pytest.raises(ValueError, match=r"nothing determines the size stride, which the kernel reads"):
+        compile_for(program(False, True), arch)(a, None, c)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_mul_half_float_to_bfloat16_x4_explicit_and_recognised(arch):
     N = 512
 

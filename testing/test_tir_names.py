@@ -34,6 +34,41 @@ def test_call_extern_select_reinterpret_address_of_evaluate(arch):
     assert count.item() == N
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_select_call_extern_reinterpret_read_alloc_var_operands(arch):
+    """A T.alloc_var operand of T.Select / T.call_extern / T.reinterpret reads its current value."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float), Out: T.Tensor((3, N), T.float), Bits: T.Tensor((N,), T.int)):
+        with T.Kernel(1, threads=N) as bx:
+            tx = T.get_thread_binding()
+            top = T.alloc_var(T.float32, init=-T.infinity(T.float32))
+            second = T.alloc_var(T.float32, init=0)
+            top = A[tx]
+            second = A[tx] * 3.0
+            Out[0, tx] = T.Select(tx % 2 == 0, top, top + second)
+            Out[1, tx] = T.Select(N == 1, top, second)  # a Python bool condition
+            Out[2, tx] = T.call_extern("float32", "tl::max", top, second)
+            Bits[tx] = T.reinterpret(second, T.int32)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::max(top, second)" in source and "tl::bit_cast<int>(second)" in source, source
+    a = rand((N,), torch.float32, 72)
+    out, bits = poison((3, N), torch.float32), torch.zeros(N, dtype=torch.int32)
+    kernel(a, out, bits)
+    even = torch.arange(N) % 2 == 0
+    torch.testing.assert_close(out[0], torch.where(even, a, a + a * 3.0))
+    torch.testing.assert_close(out[1], a * 3.0)
+    torch.testing.assert_close(out[2], torch.maximum(a, a * 3.0))
+    assert torch.equal(bits, (a * 3.0).view(torch.int32))
+
+
+def test_dtype_bytes():
+    """`dtype.bytes`, as upstream's (tvm's itemsize): what scripts size vector widths by."""
+    assert (T.bfloat16.bytes, T.float32.bytes, T.float8_e4m3fn.bytes, T.int64.bytes) == (2, 4, 1, 8)
+    assert T.dtype(torch.float16).bytes == 2 and T.float32x4.bytes == 16
+
+
 def test_dtype_spellings_agree():
     assert T.dtype("half") == T.float16 == "float16" and T.float16 == torch.float16
     assert T.dtype(torch.bfloat16) == T.bfloat16 and T.float == "float32" and T.int == T.int32

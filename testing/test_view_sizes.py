@@ -79,3 +79,42 @@ def test_store_through_a_global_view_is_guarded_by_the_views_shape(arch):
     expected[row] = a[0, :cols]
     kernel(a, b)
     torch.testing.assert_close(b.view(rows, cols), expected)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_view_inside_kernel_symbolic_sizes(arch):
+    """A global tensor reshaped inside the kernel to a symbolic shape, `(tokens * topk,)`, and gathered from by
+    position (a negative position reads nothing): its accesses are the tensor's own, through index arithmetic."""
+    tokens, topk, rows = T.dynamic("tokens"), T.dynamic("topk"), T.dynamic("rows")
+
+    @T.prim_func
+    def main(W: T.Tensor((tokens, topk), "float32"), Pos: T.Tensor((rows,), "int32"),
+             Out: T.Tensor((rows,), "float32")):
+        with T.Kernel(T.ceildiv(rows, 64), threads=64) as bx:
+            flat = T.reshape(W, (tokens * topk,))
+            for i in T.Parallel(64):
+                pos = Pos[bx * 64 + i]
+                if pos >= 0:
+                    Out[bx * 64 + i] = flat[pos] * 2.0
+                else:
+                    Out[bx * 64 + i] = -1.0
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "W[" in source and "flat" not in source, source
+    w = rand((7, 5), torch.float32, 3)
+    pos = torch.randint(-1, 35, (100,), dtype=torch.int32)
+    out = poison((100,), torch.float32)
+    kernel(w, pos, out)
+    torch.testing.assert_close(out, torch.where(pos >= 0, w.reshape(-1)[pos.clamp(min=0).long()] * 2.0,
+                                                torch.tensor(-1.0)))
+
+
+def test_on_chip_view_needs_constant_shapes():
+    n = T.dynamic("n")
+    with pytest.raises(CompileError, match=r"`S` \(shared.dyn\) and the view need constant shapes"):
+        @T.prim_func
+        def main(A: T.Tensor((n, 64), "float32")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float32")
+                T.reshape(S, (n,))

@@ -213,3 +213,29 @@ def test_tvm_warp_shuffle_spellings(arch):
     torch.testing.assert_close(out[0], a[base + (own ^ 4)])
     torch.testing.assert_close(out[1], a[torch.where(own + 1 < width, t + 1, t)])
     torch.testing.assert_close(out[2], a[torch.where(own >= 2, t - 2, t)])
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_shfl_sync_takes_cuda_argument_order(arch):
+    """`T.shfl_sync(mask, value, src_lane[, width])` (CUDA's order, as upstream accepts) of a T.alloc_var: the
+    same shuffle as `T.shfl_sync(value, src_lane, width)`."""
+    @T.prim_func
+    def main(A: T.Tensor((THREADS,), "float32"), Out: T.Tensor((2, THREADS), "float32")):
+        with T.Kernel(1, threads=THREADS) as bx:
+            tx = T.get_thread_binding()
+            v = T.alloc_var(T.float32, init=0)
+            v = A[tx] * 2.0
+            Out[0, tx] = T.shfl_sync(0xFFFFFFFF, v, 3)
+            Out[1, tx] = T.shfl_sync(0xFFFFFFFF, v, 5, 16)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "__shfl_sync(4294967295u, v, 3)" in source and "__shfl_sync(4294967295u, v, 5, 16)" in source, \
+        source
+    a = rand((THREADS,), torch.float32, 62)
+    out = torch.full((2, THREADS), float("nan"))
+    kernel(a, out)
+    t = torch.arange(THREADS)
+    ws = WARP[arch]
+    torch.testing.assert_close(out[0], a[t - t % ws + 3] * 2.0)
+    torch.testing.assert_close(out[1], a[t - t % 16 + 5] * 2.0)

@@ -90,9 +90,10 @@ def _dim(extent: Any, param: str = "", what: str = "dim", index: int = 0) -> Any
 
 
 def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[str, int]]:
-    """Which tensor parameters the kernels read, write or take the address of, and for each the widest vector
-    load or store they make to it in bytes (its data pointer must be aligned to that). Parameters are matched by
-    name: lowering may redeclare a parameter's buffer."""
+    """Which tensor parameters the kernels read, write or take the address of, and which scalar parameters they
+    read (a size variable counts as read where any expression of the kernels, a declared buffer's shape included,
+    names it); for each tensor the widest vector load or store they make to it in bytes (its data pointer must be
+    aligned to that). Parameters are matched by name: lowering may redeclare a parameter's buffer."""
     accessed: set[str] = set()
     widest: dict[str, int] = {}
 
@@ -103,11 +104,16 @@ def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[s
         if dtype.lanes > 1:
             widest[buffer.name] = max(widest.get(buffer.name, 1), dtype.lanes * dtype.bits // 8)
 
+    def read(names: set[str], var: Any) -> None:
+        if isinstance(var.ty, tvm.ir.PrimType) and var.name in names:
+            accessed.add(var.name)
+
     for func in funcs:
         names = {p.name for p in func.params}
         tvm_ffi.structural_walk(func.body, [
             (tvm.ir.expr.TensorLoad, lambda n: note(names, n.source, n.ty.dtype)),
-            (tirx.BufferStore, lambda n: note(names, n.buffer, n.value.ty.dtype))])
+            (tirx.BufferStore, lambda n: note(names, n.buffer, n.value.ty.dtype)),
+            (tvm.ir.expr.Var, lambda v: read(names, v))])
     return accessed, widest
 
 
@@ -139,7 +145,8 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | 
                                    strides=strides, is_output=i in outputs, align=align.get(var.name, 1),
                                    unused=accessed is not None and var.name not in accessed and i not in outputs))
         else:
-            specs.append(ParamSpec(var.name, "scalar", str(ty.dtype)))
+            specs.append(ParamSpec(var.name, "scalar", str(ty.dtype),
+                                   unused=accessed is not None and var.name not in accessed))
     return specs
 
 

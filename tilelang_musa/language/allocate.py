@@ -29,12 +29,12 @@ def _shape(construct: str, shape: Any) -> list[Any]:
 def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str) -> Any:
     trace = kernel_trace(construct)
     dtype = canonical_dtype(dtype)
-    if dtype == FP4_DTYPE:
+    if dtype == FP4_DTYPE and scope not in ("shared", "shared.dyn", "local.fragment", "local"):
         from ..errors import UnsupportedError
 
         raise UnsupportedError(f"{construct}(..., \"{FP4_DTYPE}\"): fp4 is a storage type for kernel tensor "
-                               "parameters (no float4 arithmetic on MUSA); allocate float16 or float32 and cast the "
-                               "loaded elements (T.cast(x[i], \"float16\"))", trace.loc)
+                               "parameters, shared tiles, fragments and local arrays (no float4 arithmetic on MUSA); allocate float16 or "
+                               "float32 and cast the loaded elements (T.cast(x[i], \"float16\"))", trace.loc)
     reject_sub_byte_int(construct, dtype, trace.loc)
     buf = Tb.alloc_buffer(_shape(construct, shape), dtype, scope=scope)
     IRBuilder.name(take_name(default_name), buf)

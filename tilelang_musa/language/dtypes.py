@@ -160,6 +160,11 @@ class DType(tvm.DataType):
 
     __hash__ = str.__hash__
 
+    @property
+    def bytes(self) -> int:
+        """Bytes of one value (all lanes), as upstream's `dtype.bytes` (tvm's `itemsize`)."""
+        return self.itemsize
+
     def as_torch(self) -> Any:
         import torch
 

@@ -14,6 +14,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from .builder import as_expr, current_trace, kernel_trace
+from .builder import value as var_value  # a T.alloc_var operand reads as its element
 from .dtypes import canonical_dtype
 from .tensor_type import TensorType
 
@@ -23,17 +24,17 @@ Var = tvm.ir.expr.Var
 
 def call_extern(dtype: Any, func_name: str, *args: Any) -> Any:
     """A call of the C function `func_name` returning `dtype` ("handle" or "void"-like "int32" for none)."""
-    return tirx.call_extern(canonical_dtype(dtype), func_name, *[as_expr(a) for a in args])
+    return tirx.call_extern(canonical_dtype(dtype), func_name, *[as_expr(var_value(a)) for a in args])
 
 
 def call_intrin(dtype: Any, op_name: str, *args: Any) -> Any:
     """A call of the TIR intrinsic `op_name` (e.g. "tirx.exp")."""
-    return tirx.call_intrin(canonical_dtype(dtype), op_name, *[as_expr(a) for a in args])
+    return tirx.call_intrin(canonical_dtype(dtype), op_name, *[as_expr(var_value(a)) for a in args])
 
 
 def Select(cond: Any, true_value: Any, false_value: Any) -> Any:  # noqa: N802 - TVMScript's name
     """`cond ? true_value : false_value`, both sides evaluated (T.if_then_else evaluates one)."""
-    return tirx.Select(as_expr(cond), as_expr(true_value), as_expr(false_value))
+    return tirx.Select(*(as_expr(var_value(x)) for x in (cond, true_value, false_value)))
 
 
 def reinterpret(value: Any, dtype: Any) -> Any:
@@ -41,7 +42,7 @@ def reinterpret(value: Any, dtype: Any) -> Any:
     (dtype, value) is accepted too, as upstream still does."""
     if isinstance(value, str) or (isinstance(dtype, tvm.ir.Expr) and not isinstance(value, tvm.ir.Expr)):
         value, dtype = dtype, value
-    return tirx.reinterpret(canonical_dtype(dtype), as_expr(value))
+    return tirx.reinterpret(canonical_dtype(dtype), as_expr(var_value(value)))
 
 
 def address_of(element: Any) -> Any:

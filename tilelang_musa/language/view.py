@@ -1,7 +1,7 @@
 """`T.reshape(buf, shape)` and `T.view(buf, shape=None, dtype=None)`: the same storage seen with another shape
 (row-major, same number of elements) or, for a global tensor or a local buffer, another element type of the same
-total size.
-Global tensors, shared tiles, fragments (a loop over the view follows the fragment's layout) and local buffers.
+total size. Global tensors (symbolic sizes allowed, `T.reshape(w, (num_tokens * num_topk,))`), shared tiles,
+fragments (a loop over the view follows the fragment's layout) and local buffers (constant shapes).
 
 A same-dtype view is a name: every access to it becomes an access to the buffer it views (LowerBufferViews), so
 barriers, bounds guards and memory planning see one buffer. A global tensor viewed as another dtype is a
@@ -79,8 +79,10 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
     if scope not in ("global", "shared", "shared.dyn", "local.fragment", "local"):
         raise trace.error(f"T.view / T.reshape: `{src.name}` is {scope}; views are of global tensors, shared tiles, "
                           "fragments and local buffers")
-    if not all(isinstance(e, (int, tirx.IntImm)) for e in [*src.ty.shape, *shape]):
-        raise trace.error(f"T.view / T.reshape: `{src.name}` and the view need constant shapes; got "
+    # A global tensor's view may have symbolic sizes (`(num_tokens * num_topk,)`): its accesses become the
+    # tensor's through index arithmetic. On-chip buffers are laid out at compile time: constant shapes only.
+    if scope != "global" and not all(isinstance(e, (int, tirx.IntImm)) for e in [*src.ty.shape, *shape]):
+        raise trace.error(f"T.view / T.reshape: `{src.name}` ({scope}) and the view need constant shapes; got "
                           f"{list(src.ty.shape)} -> {shape}")
     _check_bits(src.name, list(src.ty.shape), src_dtype, shape, dtype,
                 lambda message: ViewSizeError(message, trace.loc))

@@ -15,6 +15,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from .builder import as_expr, kernel_trace
+from .builder import value as var_value  # a T.alloc_var operand reads as its element
 
 _FULL_MASK = 0xFFFFFFFF
 
@@ -62,9 +63,9 @@ def sync_warp(mask: int | None = None) -> None:
 
 def _shuffle(construct: str, builtin: str, value: Any, lane_arg: Any, width: Any, mask: Any) -> Any:
     kernel_trace(construct)
-    value = as_expr(value)
-    mask = tirx.const(mask, "uint32") if isinstance(mask, int) else mask
-    args = [mask, value, as_expr(lane_arg)] + ([] if width is None else [as_expr(width)])
+    value = as_expr(var_value(value))
+    mask = tirx.const(mask, "uint32") if isinstance(mask, int) else as_expr(var_value(mask))
+    args = [mask, value, as_expr(var_value(lane_arg))] + ([] if width is None else [as_expr(var_value(width))])
     return tirx.call_extern(str(value.ty.dtype), builtin, *args)
 
 

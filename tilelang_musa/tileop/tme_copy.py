@@ -146,6 +146,8 @@ class TmeCopy(TileOp):
                          "dynamic shared memory arena (T.alloc_shared's default scope)")
         if g.dtype != s.dtype:
             raise NotTme(f"the TME copies bytes: {g.name} is {g.dtype} and {s.name} is {s.dtype}")
+        if tvm.DataType(g.dtype).bits < 8:
+            raise NotTme(f"{g.name} is {g.dtype}, less than a byte an element (element copies take the nibbles)")
         if g.buffer not in params:
             raise NotTme(f"{g.name} is not a tensor parameter of the kernel (a TME descriptor is built on the host "
                          "for each tensor parameter)")

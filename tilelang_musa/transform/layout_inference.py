@@ -60,6 +60,7 @@ from ..ir.utils import (
     TensorLoad, Var, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute, thread_info,
 )
 from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment
+from ..layout._digits import DigitError, complement, used_digits
 from ..layout._expr import evaluate
 from ..tileop import LayoutInferArgs, is_tile_op, parse_tile_op
 from ..tileop.gemm import Gemm
@@ -482,7 +483,9 @@ class _Inference:
         # A reduction's result is placed by its source (reduce_fragment): choose the source's layout before a loop
         # (e.g. `T.copy(O, dst)`) would pick one for the result on its own that the reduction cannot produce.
         waiting = self._waiting()
-        open_nests = [nest for nest in self.nests if nest.plan is None]
+        # A nest that reaches an unplaced fragment only in part (`T.copy(src, frag[0:4])` of a 64-element fragment)
+        # cannot place it: a nest that walks it whole goes first and places it; the part then follows it (a box).
+        open_nests = sorted((nest for nest in self.nests if nest.plan is None), key=self._reaches_part)
         preferred = [nest for nest in open_nests if not self._touches(nest, waiting)]
         for nest in preferred if preferred or preferred_only else open_nests:
             if nest.plan is None:
@@ -494,6 +497,17 @@ class _Inference:
                     plan = row_plan(nest.extents, nest.reach.count, width)
                 nest.plan = plan or free_plan(nest.extents, nest.reach.count, width)
                 nest.recipe = {"kind": "row" if plan else "free", "width": width}
+                return True
+        return False
+
+    def _reaches_part(self, nest: _Nest) -> bool:
+        """The nest reaches a fragment not placed yet in fewer iterations than the fragment has elements."""
+        iterations = int(np.prod(nest.extents))
+        for buf, indices in nest.accesses:
+            if buf in self.layouts or buf not in self.fragments:
+                continue
+            shape = self._shape(buf)
+            if None not in shape and iterations < int(np.prod(shape)):
                 return True
         return False
 
@@ -551,6 +565,10 @@ class _Inference:
                 except LayoutError:
                     pass
         if positions is None:
+            shared = self._read_by_several(buf, indices, nest, shape)
+            if shared is not None:
+                return shared
+        if positions is None:
             split = _invariant_split(indices, nest.loop_vars)
             if split is not None and [nest.extents[p] for _, p in split[0]] == [shape[d] for d, _ in split[0]]:
                 return self._held_along(buf, split, nest)
@@ -565,6 +583,35 @@ class _Inference:
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
         return layout
+
+    def _read_by_several(self, buf, indices, nest: _Nest, shape: list) -> Fragment | None:
+        """`buf[i, j // 8]` read in a nest over (i, j): each element is read by several iterations (those differing
+        only in the digits of the loop variables the index ignores, here j % 8). With those digits as one more
+        coordinate the access is a bijection; the element lives with every thread that runs one of its iterations
+        (the extra coordinate reduced away as a reduction's is). None for other accesses (upstream's
+        CompleteBufferFragment)."""
+        if self._writes(nest, buf) or None in shape or None in nest.extents:
+            return None
+        flat = indices[0]
+        for extent, index in zip(shape[1:], indices[1:]):
+            flat = flat * extent + index
+        dom = dict(zip(nest.loop_vars, nest.extents))
+        rep, count = tirx.const(0, "int32"), 1
+        try:
+            for var, extent in zip(nest.loop_vars, nest.extents):
+                for digit in complement(used_digits(flat, var, dom), extent):
+                    rep, count = rep + digit.of(var, extent) * count, count * digit.extent
+        except (DigitError, LayoutError, KeyError, TypeError):
+            return None
+        if count == 1:
+            return None
+        index_map = _index_map(tuple(indices) + (rep,), nest.loop_vars, nest.extents, shape + [count])
+        if index_map is None:
+            return None
+        try:
+            return reduce_fragment(_compose(nest.plan.fragment, index_map.inverse()), len(shape))
+        except LayoutError:
+            return None
 
     def _held_along(self, buf, split, nest: _Nest) -> Fragment:
         """`buf[k, i]` in a nest over i, k fixed in the nest (a serial loop's variable): the thread running

@@ -2,7 +2,9 @@
 
 float4_e2m1fn is a storage type on MUSA (no fp4 arithmetic): a kernel tensor parameter of it holds two values a
 byte, the even element in the low nibble (upstream TileLang's `tl_fp4_packed_load` convention), and is passed as a
-uint8 tensor. After FlattenBuffer every access has one flat element index i, and
+uint8 tensor; a shared tile of it (T.alloc_shared) is a byte tile the same way. Registers (T.alloc_fragment,
+T.alloc_local) hold one code a byte, stored and loaded plainly. After FlattenBuffer every access has one flat element
+index i, and
 
     Cast(T, x[i])          -> Cast(T, tl::fp4_e2m1_to_float(x[i >> 1], i & 1))
     x[i] = Cast(fp4, v)    -> tl::fp4_e2m1_store(&x[i >> 1], i & 1, tl::float_to_fp4_e2m1(v))
@@ -69,6 +71,12 @@ def _byte_buffer(buffer: Var) -> Var:
     return Tb.buffer(shape, "uint8", strides=strides, scope=str(ty.storage_scope), buffer_name=buffer.name)
 
 
+def _code_buffer(buffer: Var) -> Var:
+    """A uint8 buffer of `buffer`'s shape: one E2M1 code (low nibble) a byte, for registers."""
+    ty = buffer.ty
+    return Tb.buffer(list(ty.shape), "uint8", scope=str(ty.storage_scope), buffer_name=buffer.name)
+
+
 def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     params = [p for p in func.params if is_buffer(p) and _is_fp4(p.ty.dtype.dtype)]
     decls: list[Any] = []
@@ -77,13 +85,13 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     allocs: list[Any] = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer)
                                          if _is_fp4(a.buffer.ty.dtype.dtype) else None)])
-    if allocs:
-        raise CompileError(f"buffer `{allocs[0].name}` is allocated as {FP4}: fp4 is a storage type for kernel tensor "
-                           "parameters (no float4 arithmetic on MUSA); allocate float16 or float32 and cast the "
-                           "loaded elements", stage="LowerFP4Storage")
-    if not params and not decls:
+    # Registers (fragments, local arrays) hold one code a byte: a nibble store's atomics need memory.
+    unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
+    if not params and not decls and not allocs:
         return func
-    remap: dict[Any, Var] = {b: _byte_buffer(b) for b in params + decls}
+    remap: dict[Any, Var] = {b: _code_buffer(b) if b in unpacked else _byte_buffer(b)
+                             for b in params + decls + allocs}
+    unpacked = {remap[b] for b in unpacked}
     name = str(func.attrs["global_symbol"]) if func.attrs is not None and "global_symbol" in func.attrs else "kernel"
 
     def fail(node: Any, what: str) -> CompileError:
@@ -102,6 +110,8 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if index.ty.dtype.lanes != 1:
             raise fail(load, "a vector access to")
         one = tirx.const(1, str(index.ty.dtype))
+        if remap[load.source] in unpacked:  # a code a byte: the low nibble of byte i
+            return tirx.BufferLoad(remap[load.source], [index]), tirx.const(0, str(index.ty.dtype))
         return tirx.BufferLoad(remap[load.source], [tirx.shift_right(index, one)]), tirx.bitwise_and(index, one)
 
     def decode(expr: Any) -> Any:
@@ -155,12 +165,19 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
         target = tirx.BufferLoad(node.buffer, list(node.indices))  # for nibble(): the element stored to
         byte, odd = nibble(target)
         code = encode(node.value)
+        if byte.source in unpacked:  # this thread's own register: a plain store of the code
+            return tirx.BufferStore(byte.source, code, list(byte.indices))
         return tirx.Evaluate(tirx.call_extern("int32", "tl::fp4_e2m1_store", tirx.address_of(byte), odd, code))
 
     def on_decl(node: Any, mutator: Any) -> Any:
         if node.buffer not in remap:
             return mutator.default_mutate(node)
         return tirx.DeclBuffer(remap[node.buffer], data=rewrite(node.data))
+
+    def on_alloc(node: Any, mutator: Any) -> Any:
+        if node.buffer not in remap:
+            return mutator.default_mutate(node)
+        return tirx.AllocBuffer(remap[node.buffer], node.annotations)
 
     def on_var(node: Any, mutator: Any) -> Any:
         return remap.get(node, node)
@@ -170,8 +187,8 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
             raise fail(node, "the fp4 element")
         return mutator.default_mutate(node)
 
-    handlers = [(tirx.Cast, on_cast), (tirx.BufferStore, on_store), (tirx.DeclBuffer, on_decl), (TensorLoad, on_load),
-                (Var, on_var)]
+    handlers = [(tirx.Cast, on_cast), (tirx.BufferStore, on_store), (tirx.DeclBuffer, on_decl),
+                (tirx.AllocBuffer, on_alloc), (TensorLoad, on_load), (Var, on_var)]
     body = rewrite(func.body)
 
     # Whatever fp4-typed value is left is used in arithmetic (or compared, or passed to a call).

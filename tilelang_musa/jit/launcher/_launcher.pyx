@@ -710,7 +710,14 @@ cdef class Launcher:
         for i in range(self._num_params):
             p = &self._info[i]
             if p.kind == SCALAR_BOUND:
-                self._pack_scalar(i, st.sym_values[p.symbol], &st.slots[i])
+                if st.sym_param[p.symbol] >= 0:
+                    self._pack_scalar(i, st.sym_values[p.symbol], &st.slots[i])
+                elif p.unused:  # only tensors left out as None determine it, and the kernel never reads it
+                    self._pack_scalar(i, 0, &st.slots[i])
+                else:
+                    raise ValueError(f"kernel '{self.kernel_name}': nothing determines the size "
+                                     f"{self.params[i].name}, which the kernel reads: the tensors whose dims or "
+                                     "strides give it were left out as None")
             elif p.kind == TENSOR_OUT or p.kind == TENSOR_WORKSPACE:
                 shape = self._static_shapes[i]
                 if shape is None:
