@@ -169,17 +169,50 @@ def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
 
 
+def _distinct_dynamic_tiles(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, dict] | None:
+    """The function with its "shared.dyn" tiles retagged "shared", and the map back; None where a tile is also
+    declared under another name (a view), whose accesses only the conservative rule would relate.
+
+    TVM's analysis takes every two "shared.dyn" accesses to overlap (the tiles of one dynamic arena may share bytes),
+    so a loop that reads one tile and writes another (`for it: B[...] = A[...]`, every T.Parallel copy between
+    tiles) got a barrier in each iteration. Here tiles have bytes of their own until PlanDynamicSharedMemory, which
+    places a barrier wherever it lets two of them share bytes: to the analysis they are distinct "shared" tiles."""
+    mapping: dict = {}
+    views: list = []
+
+    def on_alloc(node):
+        buf = node.buffer
+        if scope_of(buf) == "shared.dyn":
+            mapping[buf] = tirx.decl_buffer(list(buf.ty.shape), str(buf.ty.dtype), str(buf.name), scope="shared")
+
+    def on_decl(node):
+        if scope_of(node.buffer) == "shared.dyn":
+            views.append(node)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.DeclBuffer, on_decl)])
+    if views or not mapping:
+        return None
+    body = tvm_ffi.structural_mutate(func.body, [(Var, lambda v, mutator: mapping.get(v, v))])
+    return func.with_body(body), {new: old for old, new in mapping.items()}
+
+
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
     """`s_tir.ThreadSync(scope)`, seeing the accesses of marked addresses (tileop/access_ptr.py), whose refusal
     to place a barrier under a divergent branch is a CompileError."""
-    stock = tvm.s_tir.transform.ThreadSync(scope)
-
     def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
         try:
             func = hoist_condition_reads(func, scope)
-            marked = expose_marked_accesses(mark_thread_ranges(mark_uniform_conditions(func)), scope)
+            analyzed, back, as_scope = func, None, scope
+            if scope == "shared.dyn" and (retagged := _distinct_dynamic_tiles(func)) is not None:
+                (analyzed, back), as_scope = retagged, "shared"
+            marked = expose_marked_accesses(mark_thread_ranges(mark_uniform_conditions(analyzed)), as_scope)
+            stock = tvm.s_tir.transform.ThreadSync(as_scope)
             (result,) = stock(tvm.IRModule({"main": marked})).functions.values()
-            return unmark_uniform_conditions(hide_marked_accesses(result))
+            result = unmark_uniform_conditions(hide_marked_accesses(result))
+            if back is not None:
+                result = result.with_body(tvm_ffi.structural_mutate(result.body,
+                                                                    [(Var, lambda v, mutator: back.get(v, v))]))
+            return result
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):
                 raise
