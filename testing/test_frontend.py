@@ -2,6 +2,7 @@
 and the user's source line."""
 
 import inspect
+import re
 
 import pytest
 import torch
@@ -79,6 +80,33 @@ def test_alloc_var_assignment_stores():
     text = _script(k)  # TVMScript prints a local.var buffer as a scalar
     assert "v: T.int32 = 1" in text and "v = v + 2" in text and "v = v + 3" in text
     assert "A[thread_x] = v" in text
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_loop_bounds_read_alloc_vars(arch):
+    """`range(begin, end + 1)` and `T.serial(begin, end)` with T.alloc_var bounds read the variables' current
+    values (a persistent kernel's scheduled range loaded from metadata)."""
+    @T.prim_func
+    def k(M: T.Tensor((2,), "int32"), A: T.Tensor((32, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            begin = T.alloc_var("int32")
+            end = T.alloc_var("int32")
+            begin = M[0]
+            end = M[1]
+            for i in range(begin, end + 1, 1):
+                A[tx, i] = 1.0
+            for i in T.serial(begin, end):
+                A[tx, i] += 1.0
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    assert re.search(r"for \(int i = begin; ", kernel.get_kernel_source()), kernel.get_kernel_source()
+    a = torch.zeros(32, 16)
+    kernel(torch.tensor([3, 9], dtype=torch.int32), a)
+    expected = torch.zeros(32, 16)
+    expected[:, 3:10] = 1.0
+    expected[:, 3:9] += 1.0
+    torch.testing.assert_close(a, expected)
 
 
 def test_kernel_outside_prim_func_is_a_clear_error():

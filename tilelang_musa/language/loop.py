@@ -18,7 +18,7 @@ from ..ir.attrs import (
     UNROLL_FACTOR,
 )
 from ..diagnostics import warn_once
-from .builder import current_trace, static_value
+from .builder import current_trace, static_value, value
 
 
 class LoopFrame:
@@ -51,7 +51,8 @@ class LoopFrame:
                 frames.append(frame)
             for k, (start, stop) in enumerate(self.ranges):
                 level = {**annotations, **self.outer_annotations} if k == 0 else annotations
-                frame = self.make_frame(start, stop, dict(level) if level else None)
+                # a T.alloc_var bound reads as its current value (`range(begin, end + 1)`)
+                frame = self.make_frame(value(start), value(stop), dict(level) if level else None)
                 var = frame.__enter__()
                 frames.append(frame)
                 if names is not None:
