@@ -109,6 +109,31 @@ def test_loop_bounds_read_alloc_vars(arch):
     torch.testing.assert_close(a, expected)
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_range_with_a_step_strides_over_the_threads(arch):
+    """`range(tid, n, num_threads)` (T.serial with a step): each thread takes every 128th index from its own."""
+    @T.prim_func
+    def k(M: T.Tensor((1,), "int32"), A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32")):
+        with T.Kernel(1, threads=128):
+            tid = T.get_thread_binding()
+            n = M[0]
+            for i in range(tid, n * 2, 128):
+                B[i] = A[i] * 3.0
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    assert "; i += 128) {" in kernel.get_kernel_source(), kernel.get_kernel_source()
+    a, b = rand((1000,), torch.float32, 3), poison((1000,), torch.float32)
+    b[700:] = 0.0
+    kernel(torch.tensor([350], dtype=torch.int32), a, b)
+    torch.testing.assert_close(b, torch.cat([a[:700] * 3.0, torch.zeros(300)]))
+    with pytest.raises(tilelang.CompileError, match="step 0 must be a positive compile-time int"):
+        @T.prim_func
+        def zero(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.serial(0, 8, 0):
+                    A[i] = 0.0
+
+
 def test_kernel_outside_prim_func_is_a_clear_error():
     with pytest.raises(tilelang.CompileError, match="inside a TileLang kernel"):
         T.Kernel(1, threads=128)

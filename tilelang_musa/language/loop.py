@@ -128,10 +128,15 @@ def parallel(start: Any, stop: Any = None) -> LoopFrame:
 
 
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> LoopFrame:
-    if step not in (None, 1):
-        raise current_trace("T.serial").error(f"T.serial: step {step} is not supported; use a unit step")
-    return LoopFrame("T.serial", _range("T.serial", start, stop), lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann),
-                     annotations)
+    """`for i in T.serial(n)` / `T.serial(start, stop, step)` (and the kernel's `range`): a sequential loop; the step
+    is a positive compile-time int (`range(tid, n, num_threads)`: each thread takes every num_threads-th index)."""
+    if step is not None:
+        size = static_value(step)
+        if size is None or size <= 0:
+            raise current_trace("T.serial").error(f"T.serial: step {step} must be a positive compile-time int")
+        step = None if size == 1 else size
+    return LoopFrame("T.serial", _range("T.serial", start, stop),
+                     lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann, step=step), annotations)
 
 
 
