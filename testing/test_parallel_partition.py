@@ -113,6 +113,32 @@ def test_elif_branches_run_on_the_ranges_their_negated_guards_leave(arch):
     torch.testing.assert_close(b, torch.cat([a[:128] + 1.0, a[128:256] * 2.0, a[256:] - 1.0]))
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tile_ops_on_thread_private_buffers_run_under_any_guard(arch):
+    """T.clear / T.copy of a thread's own T.alloc_local run whole in each thread that gets there: a guard that is no
+    range of threads (`tid // 32 < n`, n read at run time) is fine for them."""
+    @T.prim_func
+    def main(M: T.Tensor((1,), "int32"), A: T.Tensor((128, 4), "float32"), B: T.Tensor((128, 4), "float32")):
+        with T.Kernel(1, threads=128):
+            tid = T.get_thread_binding()
+            n = M[0]
+            if tid // 32 < n:
+                r = T.alloc_local([4], "float32")
+                x = T.alloc_local([4], "float32")
+                T.clear(r)
+                T.copy(A[tid, :], x)
+                for i in T.unroll(4):
+                    r[i] += x[i] * 2.0
+                T.copy(r, B[tid, :])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "r[i] = 0.000000e+00f;" in kernel.get_kernel_source(), kernel.get_kernel_source()
+    a, b = rand((128, 4), torch.float32, 14), poison((128, 4), torch.float32)
+    b[96:] = 0.0
+    kernel(torch.tensor([3], dtype=torch.int32), a, b)
+    torch.testing.assert_close(b, torch.cat([a[:96] * 2.0, torch.zeros(32, 4)]))
+
+
 def test_parallel_under_a_guard_that_is_not_a_thread_range_is_an_error():
     def build():
         @T.prim_func
