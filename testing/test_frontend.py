@@ -354,3 +354,24 @@ def test_eager_kernel_with_tensor_annotations_in_its_signature():
     s, d = rand((8,), torch.bfloat16, 74), poison((4, 64), torch.bfloat16)
     _eager_with_signature_annotations(s, d)
     torch.testing.assert_close(d, s[:4].view(4, 1).repeat(1, 64))
+
+
+def test_a_macro_from_another_module_reports_its_own_file(tmp_path, monkeypatch):
+    """Errors inside a @T.macro defined in another module name that module's file and line, not the kernel's."""
+    (tmp_path / "macro_elsewhere.py").write_text(
+        "import tilelang.language as T\n"
+        "\n"
+        "\n"
+        "@T.macro\n"
+        "def bad(A):\n"
+        "    T.sync_threads(99)  # line 6: no such barrier\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from macro_elsewhere import bad
+
+    with pytest.raises(tilelang.CompileError) as info:
+        @T.prim_func
+        def k(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                bad(A)
+
+    assert "macro_elsewhere.py:6" in str(info.value), str(info.value)
