@@ -15,6 +15,7 @@ import tilelang
 import tilelang.language as T
 from conftest import poison, rand
 from test_software_pipeline import gemm_program  # the classic upstream GEMM
+from tilelang_musa import diagnostics
 from tilelang_musa.tileop.access_ptr import ACCESS_PTR_OP, READ, WRITE, access_ptr
 from tilelang_musa.transform.sync_write_after_write import sync_write_after_write
 from tilelang_musa.transform.thread_sync import ThreadSync
@@ -148,3 +149,46 @@ def test_flash_attention_has_no_back_to_back_barriers(arch):
     program = example.flash_attention.func(batch=1, heads=2, seq_len=128, dim=64, is_causal=True, num_stages=2)
     source = tilelang.compile(program, target=f"musa -arch={arch}").get_kernel_source()
     assert not BACK_TO_BACK.search(source), source
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_user_barrier_under_a_run_time_condition_stays_a_block_barrier(arch, monkeypatch):
+    """T.sync_threads() under `if warp < n` (n read at run time: no thread range known at compile time) is the block
+    barrier it is written as, with a warning: right when every thread gets there, a simulator error when not."""
+    @T.prim_func
+    def main(M: T.Tensor((1,), "int32"), A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tid = T.get_thread_binding()
+            s = T.alloc_shared((128,), "float32")
+            n = M[0]
+            if tid // 32 < n:
+                s[tid] = A[tid] * 2.0
+                T.sync_threads()
+                B[tid] = s[127 - tid]
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())  # once per process; each arch checks it
+    with pytest.warns(Warning, match=r"T.sync_threads\(\) under `if .*`, which is no range .* stays a block barrier"):
+        kernel = tilelang.compile(main, target=f"musa -arch={arch}",
+                                  pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    assert re.search(r"\* 2\.000000e\+00f;\n\s+__syncthreads\(\);\n\s+B\[", kernel.get_kernel_source())
+    a, b = rand((128,), torch.float32, 15), poison((128,), torch.float32)
+    kernel(torch.tensor([4], dtype=torch.int32), a, b)
+    torch.testing.assert_close(b, (a * 2.0).flip(0))
+    with pytest.raises(Exception, match="divergent __syncthreads"):
+        kernel(torch.tensor([2], dtype=torch.int32), a, b)
+
+
+def test_a_compiler_barrier_under_a_run_time_condition_is_still_an_error():
+    """The barrier passes' own barrier there (a shared-memory exchange under `if warp < n`) has no range to cover."""
+    @T.prim_func
+    def main(M: T.Tensor((1,), "int32"), A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tid = T.get_thread_binding()
+            s = T.alloc_shared((128,), "float32")
+            n = M[0]
+            if tid // 32 < n:
+                s[tid] = A[tid] * 2.0
+                B[tid] = s[127 - tid]
+
+    with pytest.raises(tilelang.CompileError, match="condition may differ between the block's threads"):
+        tilelang.compile(main, target="musa -arch=mp_31")

@@ -2,6 +2,7 @@
 and the user's source line."""
 
 import inspect
+import re
 
 import pytest
 import torch
@@ -79,6 +80,61 @@ def test_alloc_var_assignment_stores():
     text = _script(k)  # TVMScript prints a local.var buffer as a scalar
     assert "v: T.int32 = 1" in text and "v = v + 2" in text and "v = v + 3" in text
     assert "A[thread_x] = v" in text
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_loop_bounds_read_alloc_vars(arch):
+    """`range(begin, end + 1)` and `T.serial(begin, end)` with T.alloc_var bounds read the variables' current
+    values, once, before the loop (a persistent kernel's scheduled range loaded from metadata)."""
+    @T.prim_func
+    def k(M: T.Tensor((2,), "int32"), A: T.Tensor((32, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            begin = T.alloc_var("int32")
+            end = T.alloc_var("int32")
+            begin = M[0]
+            end = M[1]
+            for i in range(begin, end + 1, 1):
+                A[tx, i] = 1.0
+            for i in T.serial(begin, end):
+                A[tx, i] += 1.0
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    # read once, before the loop (Python's range), into variables the passes cannot rewrite under the loop
+    assert "const int i_begin = begin;" in source and "const int i_end = end + 1;" in source, source
+    assert re.search(r"for \(int i = i_begin; ", source), source
+    a = torch.zeros(32, 16)
+    kernel(torch.tensor([3, 9], dtype=torch.int32), a)
+    expected = torch.zeros(32, 16)
+    expected[:, 3:10] = 1.0
+    expected[:, 3:9] += 1.0
+    torch.testing.assert_close(a, expected)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_range_with_a_step_strides_over_the_threads(arch):
+    """`range(tid, n, num_threads)` (T.serial with a step): each thread takes every 128th index from its own."""
+    @T.prim_func
+    def k(M: T.Tensor((1,), "int32"), A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32")):
+        with T.Kernel(1, threads=128):
+            tid = T.get_thread_binding()
+            n = M[0]
+            for i in range(tid, n * 2, 128):
+                B[i] = A[i] * 3.0
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    assert "; i += 128) {" in kernel.get_kernel_source(), kernel.get_kernel_source()
+    a, b = rand((1000,), torch.float32, 3), poison((1000,), torch.float32)
+    b[700:] = 0.0
+    kernel(torch.tensor([350], dtype=torch.int32), a, b)
+    torch.testing.assert_close(b, torch.cat([a[:700] * 3.0, torch.zeros(300)]))
+    with pytest.raises(tilelang.CompileError, match="step 0 must be a positive compile-time int"):
+        @T.prim_func
+        def zero(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.serial(0, 8, 0):
+                    A[i] = 0.0
 
 
 def test_kernel_outside_prim_func_is_a_clear_error():
@@ -298,3 +354,24 @@ def test_eager_kernel_with_tensor_annotations_in_its_signature():
     s, d = rand((8,), torch.bfloat16, 74), poison((4, 64), torch.bfloat16)
     _eager_with_signature_annotations(s, d)
     torch.testing.assert_close(d, s[:4].view(4, 1).repeat(1, 64))
+
+
+def test_a_macro_from_another_module_reports_its_own_file(tmp_path, monkeypatch):
+    """Errors inside a @T.macro defined in another module name that module's file and line, not the kernel's."""
+    (tmp_path / "macro_elsewhere.py").write_text(
+        "import tilelang.language as T\n"
+        "\n"
+        "\n"
+        "@T.macro\n"
+        "def bad(A):\n"
+        "    T.sync_threads(99)  # line 6: no such barrier\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from macro_elsewhere import bad
+
+    with pytest.raises(tilelang.CompileError) as info:
+        @T.prim_func
+        def k(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                bad(A)
+
+    assert "macro_elsewhere.py:6" in str(info.value), str(info.value)

@@ -74,6 +74,71 @@ def test_parallel_under_a_thread_guard_is_split_among_the_threads_that_reach_it(
     torch.testing.assert_close(b, a + 1.0)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_elif_branches_run_on_the_ranges_their_negated_guards_leave(arch):
+    """An `elif` is guarded by the negation of the `if`s before it (`not tx < 128 and not (tx >= 128 and tx < 256)`):
+    negations move onto the comparisons, so each branch is a contiguous range (threads 128..255, then 256..383),
+    its loops split among those threads and its barrier covers them."""
+    @T.prim_func
+    def roles(A: T.Tensor((384,), "float32"), B: T.Tensor((384,), "float32")):
+        with T.Kernel(1, threads=384):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            f = T.alloc_fragment((128,), "float32")
+            if tx < 128:
+                for i in T.Parallel(128):
+                    B[i] = A[i] + 1.0
+            elif tx >= 128 and tx < 256:
+                for i in T.Parallel(128):
+                    B[128 + i] = A[128 + i] * 2.0
+            elif not tx < 256:
+                T.copy(A[256:384], S)  # a tile op and a barrier on threads 256..383
+                T.copy(S, f)
+                for i in T.Parallel(128):
+                    B[256 + i] = f[i] - 1.0
+
+    if arch == "mp_22":  # the range is found; mp_22 just has no barrier over part of a block
+        with pytest.raises(tilelang.CompileError, match=r"needs a barrier among its threads 256\.\.383"):
+            tilelang.compile(roles, target=f"musa -arch={arch}")
+        return
+    kernel = tilelang.compile(roles, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    third = source.split("} else {")[-1]
+    # threads 256..383: a barrier over them alone, the tile's 4-wide pieces numbered from thread 256
+    assert "tl::barrier_sync(1);" in third and "__syncthreads" not in third, source
+    assert "S + ((((int)threadIdx.x) * 4) - 1024)" in third, source
+    a = rand((384,), torch.float32, 13)
+    b = poison((384,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.cat([a[:128] + 1.0, a[128:256] * 2.0, a[256:] - 1.0]))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tile_ops_on_thread_private_buffers_run_under_any_guard(arch):
+    """T.clear / T.copy of a thread's own T.alloc_local run whole in each thread that gets there: a guard that is no
+    range of threads (`tid // 32 < n`, n read at run time) is fine for them."""
+    @T.prim_func
+    def main(M: T.Tensor((1,), "int32"), A: T.Tensor((128, 4), "float32"), B: T.Tensor((128, 4), "float32")):
+        with T.Kernel(1, threads=128):
+            tid = T.get_thread_binding()
+            n = M[0]
+            if tid // 32 < n:
+                r = T.alloc_local([4], "float32")
+                x = T.alloc_local([4], "float32")
+                T.clear(r)
+                T.copy(A[tid, :], x)
+                for i in T.unroll(4):
+                    r[i] += x[i] * 2.0
+                T.copy(r, B[tid, :])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "r[i] = 0.000000e+00f;" in kernel.get_kernel_source(), kernel.get_kernel_source()
+    a, b = rand((128, 4), torch.float32, 14), poison((128, 4), torch.float32)
+    b[96:] = 0.0
+    kernel(torch.tensor([3], dtype=torch.int32), a, b)
+    torch.testing.assert_close(b, torch.cat([a[:96] * 2.0, torch.zeros(32, 4)]))
+
+
 def test_parallel_under_a_guard_that_is_not_a_thread_range_is_an_error():
     def build():
         @T.prim_func

@@ -43,6 +43,7 @@ SQUAD_THREADS = 128  # a squad (warp group) on both archs: 4 x 32 lanes on mp_31
 BARRIER_SCOPE = "shared.barrier"
 ARRIVE_COUNTS = "tl.barrier_arrive_counts"  # AllocBuffer annotation: the arrive count (threads) of each barrier
 USER_NAMED_BARRIER = "tl.user_named_barrier"  # call attr of T.sync_threads(id, count): the id is the user's
+USER_BLOCK_BARRIER = "tl.user_block_barrier"  # call attr of T.sync_threads(): a block barrier the user placed
 
 # -- copies
 # AttrStmt key wrapping a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).

@@ -6,7 +6,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from ..ir.attrs import USER_NAMED_BARRIER
+from ..ir.attrs import USER_BLOCK_BARRIER, USER_NAMED_BARRIER
 from ..ir.ops import USE_SWIZZLE_OP, WAIT_SQMMA_OP
 from .builder import kernel_trace, static_value
 
@@ -43,7 +43,10 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
         raise trace.error(f"T.sync_threads: barrier_id `{barrier_id}` must be an integer")
     threads = trace.kernel.num_threads
     if arrive_count is None or arrive_count == threads:
-        Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        # marked as the user's: under a condition that is no thread range (RangeBarriers) it stays a block barrier
+        attrs = {USER_BLOCK_BARRIER: 1, **({"tl.loc": str(trace.loc)} if trace.loc is not None else {})}
+        Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get("tirx.tvm_storage_sync"), [tvm.ir.expr.StringImm("shared")],
+                                attrs=attrs, ret_ty="int32"))
         return
     if not isinstance(arrive_count, int) or isinstance(arrive_count, bool) or not 0 < arrive_count < threads:
         raise trace.error(f"T.sync_threads: arrive_count={arrive_count!r} must be a positive int of at most the "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+import tvm
+import tvm_ffi
 from tvm.script.ir_builder import IRBuilder
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
@@ -18,6 +20,7 @@ from ..ir.attrs import (
     UNROLL_FACTOR,
 )
 from ..diagnostics import warn_once
+from ..ir.utils import TensorLoad
 from .builder import current_trace, static_value, value
 
 
@@ -50,7 +53,14 @@ class LoopFrame:
                 frame = Tb.attr(tirx.const(0, "int32"), key, attr_value)
                 frame.__enter__()
                 frames.append(frame)
+            # Bounds read once, before the loop, as Python's range reads them: one that loads memory (a T.alloc_var
+            # `begin`, `M[0] + 1`) is bound to a variable first, so the loop's bounds are values, not loads of a
+            # buffer (which the passes may rewrite under them).
+            bounds = []
             for k, (start, stop) in enumerate(self.ranges):
+                name = names[k] if names is not None else "i"
+                bounds.append((_bound_once(start, f"{name}_begin"), _bound_once(stop, f"{name}_end")))
+            for k, (start, stop) in enumerate(bounds):
                 level = {**annotations, **self.outer_annotations} if k == 0 else annotations
                 frame = self.make_frame(start, stop, dict(level) if level else None)
                 var = frame.__enter__()
@@ -64,6 +74,21 @@ class LoopFrame:
         finally:
             for frame in reversed(frames):
                 frame.__exit__(None, None, None)
+
+
+def _bound_once(bound: Any, name: str) -> Any:
+    """A loop bound as a value: a T.alloc_var reads as its current value; an expression that loads memory is bound
+    to a variable here (read once, before the loop)."""
+    bound = value(bound)
+    if not isinstance(bound, tvm.ir.Expr) or isinstance(bound, (tirx.Var, tirx.IntImm)):
+        return bound
+    loads: list[Any] = []
+    tvm_ffi.structural_walk(bound, [(TensorLoad, loads.append)])
+    if not loads:
+        return bound
+    var = Tb.Bind(bound)
+    IRBuilder.name(name, var)
+    return var
 
 
 def _ranges(construct: str, args: tuple) -> list[tuple[Any, Any]]:

@@ -189,7 +189,12 @@ class Macro:
             param = bound.signature.parameters[name]
             if param.annotation is not inspect.Parameter.empty:
                 check_macro_argument(trace, self.__name__, name, _annotation(parsed, param), value)
-        return parsed.fn(*args, **kwargs)
+        # the macro's lines are its own file's (a macro imported from another module)
+        outer, trace.filename = trace.filename, parsed.filename
+        try:
+            return parsed.fn(*args, **kwargs)
+        finally:
+            trace.filename = outer
 
 
 class Ref:

@@ -69,6 +69,12 @@ class TileOp:
     def lower(self, args: LowerArgs) -> Any:
         raise NotImplementedError
 
+    @property
+    def thread_private(self) -> bool:
+        """Whether every thread runs the whole op on its own thread-private buffers (a T.fill of a T.alloc_local):
+        it is lowered without the thread index, so any set of threads may reach it (`if lane < n:` included)."""
+        return False
+
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)
 

@@ -92,6 +92,11 @@ class Copy(TileOp):
                   "the smaller extent in each dimension")
         return dims
 
+    @property
+    def thread_private(self) -> bool:
+        """A copy to or from a thread's own buffer: every thread copies all of it."""
+        return self.src.scope in THREAD_PRIVATE_SCOPES or self.dst.scope in THREAD_PRIVATE_SCOPES
+
     def lower(self, args: LowerArgs) -> Any:
         if self.async_mode is not None or self.robust_desc is not None:
             return lower_piecewise_copy(self, args)
@@ -119,8 +124,7 @@ class Copy(TileOp):
                 stmt = tirx.IfThenElse(functools.reduce(tirx.And, guards), stmt, None)
             return stmt
 
-        private = self.src.scope in THREAD_PRIVATE_SCOPES or self.dst.scope in THREAD_PRIVATE_SCOPES
-        stmt = (thread_local_nest(extents, body) if private
+        stmt = (thread_local_nest(extents, body) if self.thread_private
                 else parallel_nest(extents, body, self.loc, coalesced_width=self.coalesced_width,
                                  loop_layout=self.loop_layout))
         if enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION):

@@ -25,6 +25,10 @@ class Fill(TileOp):
     def from_call(cls, call: tvm.ir.Call) -> "Fill":
         return cls(Region.from_ir(call.args[0]), call.args[1], call_loc(call))
 
+    @property
+    def thread_private(self) -> bool:
+        return self.dst.scope in THREAD_PRIVATE_SCOPES
+
     def lower(self, args: LowerArgs) -> Any:
         value = self.value
         if value.ty.dtype != self.dst.buffer.ty.dtype.dtype:
@@ -33,6 +37,6 @@ class Fill(TileOp):
         def body(idx):
             return tirx.BufferStore(self.dst.buffer, value, [m + i for m, i in zip(self.dst.mins, idx)])
 
-        if self.dst.scope in THREAD_PRIVATE_SCOPES:  # every thread fills its own copy
+        if self.thread_private:  # every thread fills its own copy
             return thread_local_nest(self.dst.extents, body)
         return parallel_nest(self.dst.extents, body, self.loc)

@@ -36,6 +36,8 @@ def lower_tile_op(func: tirx.PrimFunc, configs: dict, late: bool) -> tirx.PrimFu
         if is_tile_op(node.value):
             op = parse_tile_op(node.value)
             if op.needs_layout == late:
+                if op.thread_private:  # each thread runs all of it: the guards around it do not matter
+                    return op.lower(args)
                 reach = reaching_threads(guards, threads, analyzer() if guards else None, None, name, op.construct,
                                          op.loc)
                 if reach.first == 0 and reach.count == threads.num_threads:

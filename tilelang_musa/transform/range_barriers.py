@@ -5,7 +5,9 @@ layout exchange) are block barriers, `tvm_storage_sync("shared")`. Inside a T.ws
 the other threads never arrive, and a block barrier there deadlocks. Such a barrier becomes
 `tvm_storage_sync("shared", id, count)`: a barrier over the `count` threads of that range (one id per range,
 from 1), which LowerAsyncBarriers turns into an asynchronous barrier on mp_31/mp_32 (docs/ASYNC_MODEL.md). mp_21
-and mp_22 have no barrier over part of a block: a barrier there is an error naming the region.
+and mp_22 have no barrier over part of a block: a barrier there is an error naming the region. A barrier under a
+condition that is no range known at compile time is an error too, except the user's own T.sync_threads(): it
+stays the block barrier it is written as (CUDA's __syncthreads, which every thread must reach), with a warning.
 
 ThreadSync places barriers inside such regions only because thread_sync.py marks their conditions (a contiguous
 range of thread ids known at compile time) as conditions every thread of the range evaluates alike. This pass also
@@ -28,7 +30,8 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..ir.attrs import WS_ATTR
+from ..diagnostics import warn_once
+from ..ir.attrs import USER_BLOCK_BARRIER, WS_ATTR
 from ..ir.ops import BARRIER_WAIT_OP
 from ..ir.utils import seq, thread_info
 from ..target import arch_of
@@ -169,7 +172,21 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
         scope = block_barrier_scope(node)
         if scope is None or not guards:
             return node
-        reach = reaching_threads(guards, threads, analyzer(), None, STAGE, "a barrier", None)
+        try:
+            reach = reaching_threads(guards, threads, analyzer(), None, STAGE, "a barrier", None)
+        except CompileError:
+            call = node.value
+            if call.attrs is None or USER_BLOCK_BARRIER not in call.attrs:
+                raise
+            # the user's T.sync_threads under a condition that is no thread range (`if warp < n:`, n known at run
+            # time): a block barrier, as written, which every thread of the block must reach (as __syncthreads)
+            where = f"`if {' and '.join(str(g) for g in guards)}`"
+            loc = str(call.attrs["tl.loc"]) if "tl.loc" in call.attrs else "a T.sync_threads()"
+            warn_once(f"user block barrier {loc} {where}",
+                      f"{loc}: T.sync_threads() under {where}, which is no range of thread ids known at compile "
+                      "time, stays a block barrier (__syncthreads): every thread of the block must reach it, or the "
+                      "block hangs on the device (the simulator reports it)")
+            return node
         if reach.first == 0 and reach.count == threads.num_threads:
             return node
         where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"

@@ -57,6 +57,23 @@ def thread_conditions(cond: Any, threads: ThreadInfo) -> list[Any]:
     return [c for c in conjuncts(cond) if mentions_threads(c)]
 
 
+_NEGATED = {tirx.LT: tirx.GE, tirx.LE: tirx.GT, tirx.GT: tirx.LE, tirx.GE: tirx.LT, tirx.EQ: tirx.NE,
+            tirx.NE: tirx.EQ}
+
+
+def push_negations(cond: Any, negate: bool = False) -> Any:
+    """`cond` with its negations moved onto the comparisons (`not tx < 256` -> `tx >= 256`, De Morgan over and /
+    or), the form the analyzer reads bounds from: an `elif` branch's guard is the negation of the `if` before it."""
+    if isinstance(cond, tirx.Not):
+        return push_negations(cond.a, not negate)
+    if isinstance(cond, (tirx.And, tirx.Or)):
+        a, b = push_negations(cond.a, negate), push_negations(cond.b, negate)
+        return (tirx.Or if isinstance(cond, tirx.And) == negate else tirx.And)(a, b)
+    if negate and type(cond) in _NEGATED:
+        return _NEGATED[type(cond)](cond.a, cond.b)
+    return tirx.Not(cond) if negate else cond
+
+
 def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop: Any, stage: str,
                      construct: str = "T.Parallel", loc: Any = None) -> ThreadRange:
     """The contiguous range of linear thread ids admitted by `guards` (conditions on thread indices).
@@ -64,9 +81,9 @@ def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop
     if not guards:
         return ThreadRange(0, threads.num_threads)
     tid = threads.linear_thread_id()
-    cond = guards[0]
+    cond = push_negations(guards[0])
     for g in guards[1:]:
-        cond = tirx.And(cond, g)
+        cond = tirx.And(cond, push_negations(g))
     with analyzer.constraint_scope(cond):
         bound = analyzer.const_int_bound(tid)
     first, last = int(bound.min_value), int(bound.max_value)
