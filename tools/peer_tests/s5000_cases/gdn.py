@@ -30,21 +30,21 @@ CASES = [
          "beta = torch.sigmoid(torch.randn(2, 96, 2))\n"
          "check('fixed', kkt_solve(k=k, b=beta), kkt_solve_ref(k, beta, 64), 3e-2, 3e-2)\n"),
     # the fused chunked prefill against the per-token recurrence: fed reference gate cumsums and KKT inverses
-    # (gates near 1 too, so the initial state still matters at the end), then as the benchmark chains it, after
-    # the cumsum and KKT kernels
+    # (gates of 1 too, so the initial state still shows at the end), then on three sequences as the benchmark
+    # chains it, after the cumsum and KKT kernels
     Case("gdn_prefill", "mate/kernels/gdn_prefill.py", COMMON +
          f"from {PKG}.gdn_prefill import fused_chunk_gdn_prefill\n"
          f"from {PKG}.gdn_chunk_local_cumsum import chunk_local_cumsum\n"
          f"from {PKG}.gdn_kkt_solve import kkt_solve\n"
-         "cu = torch.tensor([0, 70, 200], dtype=torch.int32)\n"
          "Tn, Hg, H, D = 200, 2, 4, 128\n"
-         "for decay, chained in ((1.0, False), (0.0, False), (0.2, True)):\n"
+         "for decay, chained, ends in ((1.0, False, [70]), (0.0, False, [70]), (0.2, True, [70, 130])):\n"
+         "    cu = torch.tensor([0, *ends, Tn], dtype=torch.int32)\n"
          "    q = torch.randn(1, Tn, Hg, D).to(torch.bfloat16)\n"
          "    k = F.normalize(torch.randn(1, Tn, Hg, D), dim=-1).to(torch.bfloat16)\n"
          "    v = torch.randn(1, Tn, H, D).to(torch.bfloat16)\n"
          "    g = torch.exp(-decay * torch.rand(1, Tn, H))\n"
          "    beta = torch.sigmoid(torch.randn(1, Tn, H))\n"
-         "    h0 = torch.randn(2, H, D, D)\n"
+         "    h0 = torch.randn(len(cu) - 1, H, D, D)\n"
          "    if chained:\n"
          "        g_cumsum = chunk_local_cumsum(g, chunk_size=64, cu_seqlens=cu)\n"
          "        a = kkt_solve(k=k, b=beta, cu_seqlens=cu)\n"
