@@ -61,10 +61,11 @@ CASES = [
          "    if decay == 0.0:  # the initial state still shows: its [V, K] layout is checked\n"
          "        o_t, _, _ = gdn_recurrence_ref(q, k, v, g, beta, h0.transpose(-1, -2), D ** -0.5, cu)\n"
          "        assert (o_t - o_ref).abs().max() > 0.5, (o_t - o_ref).abs().max()\n"),
-    # one token per sequence, state [B, HV, V, K] updated in place; B=2 and B=5 take different tile configs
+    # one token per sequence, state [B, HV, V, K] updated in place; B=2, 5 and 17 take different tile configs
+    # (v_tile, stages, blocks per state: 8, 1, 8 / 8, 2, 2 / 4, 1, 8)
     Case("gdn_decode", "mate/kernels/gdn_decode.py", COMMON +
          f"from {PKG}.gdn_decode import run_gated_delta_rule_decode_vk_fp32\n"
-         "for B, Hq, HV, D in ((2, 2, 4, 128), (5, 1, 2, 128)):\n"
+         "for B, Hq, HV, D in ((2, 2, 4, 128), (5, 1, 2, 128), (17, 1, 1, 128)):\n"
          "    q = torch.randn(B, 1, Hq, D).to(torch.bfloat16)\n"
          "    k = torch.randn(B, 1, Hq, D).to(torch.bfloat16)\n"
          "    v = torch.randn(B, 1, HV, D).to(torch.bfloat16)\n"
@@ -109,5 +110,6 @@ CASES = [
          "        check('intermediate states', inter[live], steps[live], 1e-3, 1e-3)\n"
          "run(3, 3, 2, 4, 128, [2, -1, 0], True)\n"
          "run(9, 2, 1, 4, 128, None, False)\n"
-         "run(2, 4, 1, 2, 128, [1, 0], True, frozen=True)\n"),
+         "run(2, 4, 1, 2, 128, [1, 0], True, frozen=True)\n"
+         "run(20, 2, 2, 4, 128, list(range(19, -1, -1)), False)  # 80 work units: 32-row V tiles\n"),
 ]
