@@ -38,6 +38,9 @@ def epilogue_program(arch, threads=128, ws=None):
                     run[u] = C[row(r), col(c4 * 4 + u)] * 2.0
                 for u in T.unroll(4):
                     Out[row(r), col(c4 * 4 + u)] = run[u] + 1.0
+        for r in T.unroll(rows):  # a value bound to a name, then stored: the last column group once more
+            v = C[row(r), col(cols - 1)]
+            Out[row(r), col(cols - 1)] = v * 2.0 + 1.0
 
     @T.prim_func
     def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), Out: T.Tensor((M, N), "float32")):
@@ -125,7 +128,7 @@ def test_a_read_of_another_threads_element_is_an_error(arch):
     assert "for j in T.unroll(1):" in text, text
     with pytest.raises(CompileError) as err:
         tilelang.compile(read_in_a_condition(), target=f"musa -arch={arch}")
-    assert "an element access to `C` outside T.Parallel sits in a condition or a let binding" in str(err.value)
+    assert "an element access to `C` outside T.Parallel sits in a condition" in str(err.value)
 
 
 def gemm_on_threads(first_squad, squads, threads):
