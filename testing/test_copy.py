@@ -82,6 +82,35 @@ def test_copies_stay_predicated_without_safe_memory_access(arch):
     torch.testing.assert_close(b, a + 1)
 
 
+def test_safe_memory_access_guards_only_copies_when_disabled():
+    """The pass itself: under TL_DISABLE_SAFE_MEMORY_ACCESS (copies_only) a SAFE_COPY region's accesses get their
+    guards and the marker is dropped; a plain store outside it stays unguarded. Enabled, both are guarded."""
+    import tvm
+    from tvm import tirx
+    from tvm.tirx.script import builder as Tb
+    from tilelang_musa.ir.attrs import SAFE_COPY
+    from tilelang_musa.transform.safe_memory_access import safe_memory_access
+
+    tx = tvm.ir.expr.Var("tx", "int32")
+    a = Tb.buffer([100], "float32", scope="global")
+    b = Tb.buffer([100], "float32", scope="global")
+    s = Tb.buffer([128], "float32", scope="shared")
+
+    def func(copy, plain):
+        iv = tirx.IterVar(tvm.ir.Range(0, 128), tx, 1, "threadIdx.x")
+        return tirx.PrimFunc([], tirx.AttrStmt(iv, "thread_extent", 128, tirx.SeqStmt([copy, plain])))
+
+    copy = tirx.BufferStore(s, a[tx], [tx])
+    plain = tirx.BufferStore(b, s[tx], [tx])
+    marked = tirx.AttrStmt(s, SAFE_COPY, tirx.const(1, "int32"), copy)
+    guarded_copy = tirx.BufferStore(s, tirx.if_then_else(tx < 100, a[tx], tirx.const(0.0, "float32")), [tx])
+    guarded_plain = tirx.IfThenElse(tx < 100, plain, None)
+    tvm.ir.assert_structural_equal(safe_memory_access(func(marked, plain), copies_only=True).body,
+                                   func(guarded_copy, plain).body)
+    tvm.ir.assert_structural_equal(safe_memory_access(func(marked, plain)).body,
+                                   func(guarded_copy, guarded_plain).body)
+
+
 def test_copy_slices_and_fill_value():
     @T.prim_func
     def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):

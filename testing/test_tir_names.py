@@ -69,6 +69,37 @@ def test_dtype_bytes():
     assert T.dtype(torch.float16).bytes == 2 and T.float32x4.bytes == 16
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_select_with_python_numbers(arch):
+    """T.Select with a Python number on one side takes the other side's dtype; two numbers are float32 if either
+    is a float, else int32; two expressions of different dtypes are an error at the line."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float), B: T.Tensor((N,), T.float), C: T.Tensor((N,), T.int)):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            B[tx] = T.Select(tx % 3 == 1, A[tx], 2) + T.Select(A[tx] > 0, 1, 0.5)
+            C[tx] = T.Select(tx < 5, 3, 4)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert ": 2.000000e+00f)" in source and "? 1.000000e+00f : 5.000000e-01f" in source, source
+    a, b, c = rand((N,), torch.float32, 72), poison((N,), torch.float32), torch.full((N,), -1, dtype=torch.int32)
+    kernel(a, b, c)
+    t = torch.arange(N)
+    torch.testing.assert_close(b, torch.where(t % 3 == 1, a, 2.0) + torch.where(a > 0, 1.0, 0.5))
+    assert torch.equal(c, torch.where(t < 5, 3, 4).int())
+
+    with pytest.raises(tilelang.CompileError) as err:
+        @T.prim_func
+        def mixed(A: T.Tensor((N,), T.float), C: T.Tensor((N,), T.int)):
+            with T.Kernel(1, threads=N):
+                tx = T.get_thread_binding()
+                A[tx] = T.Select(tx < 5, A[tx], C[tx])
+    assert "T.Select: the two values have different dtypes (float32 and int32)" in str(err.value)
+    assert "A[tx] = T.Select(tx < 5, A[tx], C[tx])" in str(err.value)
+
+
 def test_dtype_spellings_agree():
     assert T.dtype("half") == T.float16 == "float16" and T.float16 == torch.float16
     assert T.dtype(torch.bfloat16) == T.bfloat16 and T.float == "float32" and T.int == T.int32

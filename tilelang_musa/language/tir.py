@@ -33,8 +33,24 @@ def call_intrin(dtype: Any, op_name: str, *args: Any) -> Any:
 
 
 def Select(cond: Any, true_value: Any, false_value: Any) -> Any:  # noqa: N802 - TVMScript's name
-    """`cond ? true_value : false_value`, both sides evaluated (T.if_then_else evaluates one)."""
-    return tirx.Select(*(as_expr(var_value(x)) for x in (cond, true_value, false_value)))
+    """`cond ? true_value : false_value`, both sides evaluated (T.if_then_else evaluates one). A Python number on
+    one side takes the other side's dtype (`T.Select(c, x, 2)` with x float32 selects 2.0f); two numbers are
+    float32 if either is a float."""
+    cond, true_value, false_value = (var_value(x) for x in (cond, true_value, false_value))  # T.alloc_var reads
+    values = [true_value, false_value]
+    numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in values]
+    if numbers[0] != numbers[1]:
+        dtype = str(as_expr(values[numbers.index(False)]).ty.dtype)
+        values = [tirx.const(v, dtype) if n else v for v, n in zip(values, numbers)]
+    elif all(numbers):
+        dtype = "float32" if any(isinstance(v, float) for v in values) else "int32"
+        values = [tirx.const(v, dtype) for v in values]
+    true_expr, false_expr = as_expr(values[0]), as_expr(values[1])
+    if true_expr.ty.dtype != false_expr.ty.dtype:
+        raise current_trace("T.Select").error(
+            f"T.Select: the two values have different dtypes ({true_expr.ty.dtype} and {false_expr.ty.dtype}); "
+            "cast one to the other's")
+    return tirx.Select(as_expr(cond), true_expr, false_expr)
 
 
 def reinterpret(value: Any, dtype: Any) -> Any:

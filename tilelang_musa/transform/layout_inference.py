@@ -871,7 +871,10 @@ class _Inference:
             return node
 
         def on_store(node, mutator, guards):
-            check(node, guards)
+            if isinstance(node, tirx.LetStmt):  # its value here, its body as any other statements
+                check(node.value, guards)
+                return mutator.default_mutate(node)
+            check(node, guards)  # a BufferStore or a Bind: no statements inside
             return node
 
         checked = [0]
@@ -924,9 +927,9 @@ class _Inference:
                                                  (tirx.BufferStore, count)], order="pre")
         if len(unchecked) != checked[0]:
             raise CompileError(
-                f"an element access to `{unchecked[0].name}` outside T.Parallel sits in a condition or a let binding, "
-                f"where it cannot be checked to touch the accessing thread's own element of the gemm accumulator "
-                f"(laid out by {self.origin.get(unchecked[0])}); read it into a local variable in a statement first",
+                f"an element access to `{unchecked[0].name}` outside T.Parallel sits in a condition, where it cannot "
+                f"be checked to touch the accessing thread's own element of the gemm accumulator (laid out by "
+                f"{self.origin.get(unchecked[0])}); read it into a variable first (`v = {unchecked[0].name}[...]`)",
                 None, STAGE)
 
     def fix_from_annotations(self) -> None:

@@ -115,7 +115,7 @@ def reaching_threads(guards: list[Any], threads: ThreadInfo, analyzer: Any, loop
 
 def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None, on_store=None) -> Any:
     """structural_mutate of `stmt` with `on_for(node, mutator, guards)` (and `on_evaluate` / `on_store`, if given,
-    likewise for Evaluate / BufferStore statements), where `guards` (a Guards) are the thread conditions of the `if`s (and `else`s) around
+    likewise for Evaluate / BufferStore, Bind and LetStmt statements), where `guards` (a Guards) are the thread conditions of the `if`s (and `else`s) around
     the statement."""
     guards = Guards()
 
@@ -154,6 +154,7 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None, on
                 (tirx.For, lambda node, mutator: on_for(node, mutator, snapshot()))]
     if on_evaluate is not None:
         handlers.append((tirx.Evaluate, lambda node, mutator: on_evaluate(node, mutator, snapshot())))
-    if on_store is not None:
-        handlers.append((tirx.BufferStore, lambda node, mutator: on_store(node, mutator, snapshot())))
+    if on_store is not None:  # also the statements that bind a value: Bind, LetStmt
+        for kind in (tirx.BufferStore, tirx.Bind, tirx.LetStmt):
+            handlers.append((kind, lambda node, mutator: on_store(node, mutator, snapshot())))
     return tvm_ffi.structural_mutate(stmt, handlers)
