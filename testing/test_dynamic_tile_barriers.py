@@ -37,10 +37,10 @@ def test_a_loop_between_two_tiles_gets_its_barrier_before_it():
         W = S.alloc_buffer((4096,), "float32", scope="shared.dyn")
         if tx < 64:
             V[tx] = Ag[tx]
-        S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared.dyn"))
         for it in range(32):
             W[it * 128 + tx] = V[it * 2 + tx // 64]
-        S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared.dyn"))
         Ag[tx] = W[tx]
 
     got = ThreadSync("shared.dyn")(tvm.IRModule({"main": before}))["main"]

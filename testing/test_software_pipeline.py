@@ -243,12 +243,12 @@ def test_on_mp31_the_loads_are_tme_copies_on_a_ring_of_async_barriers():
             C_l = T.alloc_fragment((64, 64), "float32")
             T.clear(C_l)
             for p in T.unroll(2, explicit=True):
-                T.sync_threads()
+                T.evaluate(T.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))  # the compiler's
                 T.tma_copy(A[by * 64:by * 64 + 64, p * 32:p * 32 + 32], A_s[p, 0:64, 0:32], barrier=full[p])
                 T.tma_copy(B[p * 32:p * 32 + 32, bx * 64:bx * 64 + 64], B_s[p, 0:32, 0:64], barrier=full[p])
                 T.barrier_arrive(full[p])
             for k in T.serial(2):
-                T.sync_threads()
+                T.evaluate(T.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))  # the compiler's
                 T.tma_copy(A[by * 64:by * 64 + 64, (k + 2) * 32:(k + 2) * 32 + 32], A_s[(k + 2) % 3, 0:64, 0:32],
                            barrier=full[(k + 2) % 3])
                 T.tma_copy(B[(k + 2) * 32:(k + 2) * 32 + 32, bx * 64:bx * 64 + 64], B_s[(k + 2) % 3, 0:32, 0:64],

@@ -196,6 +196,25 @@ def _distinct_dynamic_tiles(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, dict] |
     return func.with_body(body), {new: old for old, new in mapping.items()}
 
 
+def _as_dynamic_barriers(body: Any) -> Any:
+    """The barriers of the retagged analysis, named for the scope they order ("shared.dyn"), unless the kernel
+    has static "shared" tiles too (then a barrier's scope is ambiguous and stays "shared": both are __syncthreads)."""
+    static = []
+    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda n: static.append(n) if scope_of(n.buffer) == "shared"
+                                    else None)])
+    if static:
+        return body
+
+    def on_call(node, mutator):
+        node = mutator.default_mutate(node)
+        if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_storage_sync" and \
+                isinstance(node.args[0], tvm.ir.StringImm) and node.args[0].value == "shared":
+            return tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared.dyn", *node.args[1:])
+        return node
+
+    return tvm_ffi.structural_mutate(body, [(tvm.ir.Call, on_call)])
+
+
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
     """`s_tir.ThreadSync(scope)`, seeing the accesses of marked addresses (tileop/access_ptr.py), whose refusal
     to place a barrier under a divergent branch is a CompileError."""
@@ -210,8 +229,8 @@ def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
             (result,) = stock(tvm.IRModule({"main": marked})).functions.values()
             result = unmark_uniform_conditions(hide_marked_accesses(result))
             if back is not None:
-                result = result.with_body(tvm_ffi.structural_mutate(result.body,
-                                                                    [(Var, lambda v, mutator: back.get(v, v))]))
+                result = result.with_body(_as_dynamic_barriers(tvm_ffi.structural_mutate(
+                    result.body, [(Var, lambda v, mutator: back.get(v, v))])))
             return result
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):

@@ -67,6 +67,9 @@ __device__ void __threadfence();
 __device__ void __threadfence_block();
 __device__ void __trap();
 __device__ long long clock64();
+__device__ void __nanosleep(unsigned int ns);
+template <class T>
+__device__ T __ldg(const T* ptr);
 extern "C" __device__ int printf(const char* format, ...);
 __device__ size_t __cvta_generic_to_shared(const void* ptr);
 
