@@ -3,7 +3,7 @@
 Two inverters, tried in order: the wheel's affine one (`detect_iter_map` + `inverse_affine_iter_map`: any
 extents, but no xor and no split of a fused index) and our GF(2) one (`_bitlinear`: power-of-two extents,
 xor swizzles and fused splits). With constant extents the result is then checked on every point, so a wrong
-inverse can never leave this module; a map that is not a bijection is reported with two colliding inputs.
+inverse can never leave this module (the next inverter is tried); a map that is not a bijection is reported with two colliding inputs.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def invert(outputs: Sequence[Expr], inputs: Sequence[Var], input_extents: Sequen
             errors.append(str(err))
             continue
         exprs = [simplify(e, out_dom) for e in exprs]
-        if static:
-            _check_round_trip(outputs, inputs, in_ext, out_vars, exprs)
+        if static and (wrong := _round_trip_error(outputs, inputs, in_ext, out_vars, exprs)) is not None:
+            errors.append(f"{attempt.__name__.strip('_')} inverter: {wrong}")  # the wheel's, on `127 - i`
+            continue
         return out_vars, exprs
     raise NotInvertible("; ".join(errors))
 
@@ -91,9 +92,10 @@ def _check_bijective(outputs, inputs, in_ext, out_ext) -> None:
         raise NotInvertible(f"{n_in} inputs cannot cover the {n_out} points of the output box {list(out_ext)}")
 
 
-def _check_round_trip(outputs, inputs, in_ext, out_vars, exprs) -> None:
+def _round_trip_error(outputs, inputs, in_ext, out_vars, exprs) -> str | None:
+    """Why the computed inverse is wrong (an input it does not give back), or None."""
     if int(np.prod(in_ext, dtype=np.int64)) > _CHECK_LIMIT:
-        return
+        return None
     coords = grid(in_ext)
     env = dict(zip(inputs, coords))
     images = {o: np.broadcast_to(evaluate(e, env), coords[0].shape if coords else ())
@@ -101,4 +103,5 @@ def _check_round_trip(outputs, inputs, in_ext, out_vars, exprs) -> None:
     for var, coord, expr in zip(inputs, coords, exprs):
         back = np.broadcast_to(evaluate(expr, images), coord.shape)
         if not np.array_equal(back, coord):
-            raise AssertionError(f"internal error: the computed inverse `{expr}` of `{var.name}` does not round-trip")
+            return f"the computed inverse `{expr}` of `{var.name}` does not round-trip"
+    return None

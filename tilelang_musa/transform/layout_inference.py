@@ -467,6 +467,10 @@ class _Inference:
         index_map = _index_map(indices, nest.loop_vars, nest.extents, shape)
         if index_map is not None:
             composed = _compose(layout, index_map)
+            try:  # the loop is lowered through the plan's inverse (`f[127 - i]`: no inverter handles it)
+                composed.inverse()
+            except LayoutError:
+                return None
             return fragment_plan(composed, nest.extents), {"kind": "fragment", "fragment": composed}
         box = _box_access(indices, nest.loop_vars, nest.extents, shape)
         if box is None:
