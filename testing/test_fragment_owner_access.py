@@ -84,7 +84,9 @@ def test_owner_reads_in_a_ws_region_count_threads_from_its_first():
     torch.testing.assert_close(out, (a.float() @ b.float()) * 2 + 1, atol=1e-2, rtol=1e-2)
 
 
-def foreign_read():
+def accumulator_read(in_condition: bool):
+    """A gemm, then one element read per thread that is not provably the thread's own: as a value (row 0 of every
+    column: mostly other threads' elements), or in a condition."""
     @T.prim_func
     def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), Out: T.Tensor((N,), "float32")):
         with T.Kernel(1, threads=128):
@@ -95,25 +97,12 @@ def foreign_read():
             T.copy(B, B_s)
             T.gemm(A_s, B_s, C, clear_accum=True)
             tx = T.get_thread_binding()
-            for j in T.unroll(1):
-                Out[tx] = C[j, tx]  # row 0 of every column: mostly other threads' elements
-
-    return main
-
-
-def read_in_a_condition():
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), Out: T.Tensor((N,), "float32")):
-        with T.Kernel(1, threads=128):
-            A_s = T.alloc_shared((M, K), "float16")
-            B_s = T.alloc_shared((K, N), "float16")
-            C = T.alloc_fragment((M, N), "float32")
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.gemm(A_s, B_s, C, clear_accum=True)
-            tx = T.get_thread_binding()
-            if C[tx // 8, tx % 8] > 0:
-                Out[tx] = 1.0
+            if in_condition:
+                if C[tx // 8, tx % 8] > 0:
+                    Out[tx] = 1.0
+            else:
+                for j in T.unroll(1):
+                    Out[tx] = C[j, tx]
 
     return main
 
@@ -121,13 +110,13 @@ def read_in_a_condition():
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
 def test_a_read_of_another_threads_element_is_an_error(arch):
     with pytest.raises(CompileError) as err:
-        tilelang.compile(foreign_read(), target=f"musa -arch={arch}")
+        tilelang.compile(accumulator_read(in_condition=False), target=f"musa -arch={arch}")
     text = str(err.value)
     assert "the element access `C[j, thread_x]` outside T.Parallel (run by threads 0..127) cannot be shown to touch " \
            "an element of the accessing thread" in text, text
     assert "for j in T.unroll(1):" in text, text
     with pytest.raises(CompileError) as err:
-        tilelang.compile(read_in_a_condition(), target=f"musa -arch={arch}")
+        tilelang.compile(accumulator_read(in_condition=True), target=f"musa -arch={arch}")
     assert "an element access to `C` outside T.Parallel sits in a condition" in str(err.value)
 
 

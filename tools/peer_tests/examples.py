@@ -288,6 +288,20 @@ def run_one(folder: Path, checked: str, timeout: float) -> tuple[str, str, float
     return "fail", error, time.time() - start
 
 
+def run_all(folders: dict[str, Path], checked: dict[str, str], jobs: int, timeout: float) -> dict:
+    """Each named staged folder's drive.py in its own process, `jobs` at a time, each outcome printed as it
+    comes: name -> (status, error, seconds)."""
+    results = {}
+    with futures.ThreadPoolExecutor(jobs) as pool:
+        running = {pool.submit(run_one, folder, checked.get(name, ""), timeout): name for name, folder in folders.items()}
+        for job in futures.as_completed(running):
+            name = running[job]
+            results[name] = job.result()
+            status, error, seconds = results[name]
+            print(f"{status:8} {name:40} {seconds:6.0f} s  {error}", flush=True)
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tree", type=Path)
@@ -303,14 +317,7 @@ def main() -> int:
         print("\n".join(f"{e.name:32} {e.folder}" for e in chosen))
         return 0
     staged = {e.name: stage(args.tree.resolve(), e, args.out) for e in chosen}
-    results = {}
-    with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_one, staged[e.name], e.checked, args.timeout): e.name for e in chosen}
-        for job in futures.as_completed(jobs):
-            name = jobs[job]
-            results[name] = job.result()
-            status, error, seconds = results[name]
-            print(f"{status:8} {name:32} {seconds:6.0f} s  {error}", flush=True)
+    results = run_all(staged, {e.name: e.checked for e in chosen}, args.jobs, args.timeout)
     lines = [f"{results[e.name][0]}\t{e.name}\t{results[e.name][2]:.0f}\t{results[e.name][1]}" for e in chosen]
     (args.out / "results.tsv").write_text("\n".join(lines) + "\n")
     passed = sum(results[e.name][0] in ("pass", "checked") for e in chosen)

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import concurrent.futures as futures
 import shutil
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from examples import run_one  # noqa: E402  (the upstream-examples harness's process runner)
+from examples import run_all  # noqa: E402  (the upstream-examples harness's process runner)
 from run import CONFTEST, rewrite  # noqa: E402
 from s5000_cases import CASES  # noqa: E402
 
@@ -72,14 +71,7 @@ def main() -> int:
         # the driver runs from the staged root (so `benchmark.` imports resolve) but logs in its own folder
         (folder / "drive.py").write_text(PRELUDE + f"import os; os.chdir({str(root)!r}); sys.path.insert(0, '.')\n"
                                          + case.code + "\n")
-    results = {}
-    with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_one, args.out / "cases" / c.name, "", args.timeout): c for c in chosen}
-        for job in futures.as_completed(jobs):
-            case = jobs[job]
-            results[case.name] = job.result()
-            status, error, seconds = results[case.name]
-            print(f"{status:8} {case.name:40} {seconds:6.0f} s  {error}", flush=True)
+    results = run_all({c.name: args.out / "cases" / c.name for c in chosen}, {}, args.jobs, args.timeout)
     lines = [f"{results[c.name][0]}\t{c.name}\t{c.kernel}\t{results[c.name][2]:.0f}\t{results[c.name][1]}"
              for c in chosen]
     (args.out / "results.tsv").write_text("\n".join(lines) + "\n")
