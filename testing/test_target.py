@@ -153,10 +153,24 @@ def test_default_is_mp_31_without_env_or_device(spec):
     assert determine_target(spec).attrs["arch"] == "mp_31"
 
 
-@pytest.mark.parametrize("spec", [None, "auto"])
+@pytest.mark.parametrize("spec", [None, "auto", "musa", {"kind": "musa"}, '{"kind": "musa"}'])
 def test_default_uses_the_detected_device_arch(monkeypatch, spec):
     monkeypatch.setattr(musa_target, "_detect_device_arch", lambda: "mp_22")
+    monkeypatch.setenv("TILELANG_SIM_ARCH", "mp_31")  # a real device wins over the simulated one
     assert determine_target(spec).attrs["arch"] == "mp_22"
+
+
+@pytest.mark.parametrize("spec", [None, "auto", "musa", {"kind": "musa"}])
+def test_a_target_naming_no_arch_compiles_for_the_simulated_device(monkeypatch, spec):
+    monkeypatch.setenv("TILELANG_SIM_ARCH", "mp_22")
+    assert determine_target(spec).attrs["arch"] == "mp_22"
+    assert determine_target("musa -arch=mp_31").attrs["arch"] == "mp_31"  # a named arch is kept
+
+
+def test_an_unknown_simulated_arch_is_refused(monkeypatch):
+    monkeypatch.setenv("TILELANG_SIM_ARCH", "mp_99")
+    with pytest.raises(ValueError, match="TILELANG_SIM_ARCH='mp_99'"):
+        determine_target("musa")
 
 
 @pytest.mark.parametrize(
@@ -164,7 +178,7 @@ def test_default_uses_the_detected_device_arch(monkeypatch, spec):
     [
         ("musa -arch=mp_22", "mp_22"),
         ('{"kind": "musa", "arch": "mp_21"}', "mp_21"),
-        ("musa", "mp_31"),
+        ("musa", "mp_32"),  # a target naming no arch compiles for the device at hand
     ],
 )
 def test_default_reads_TILELANG_TARGET(monkeypatch, value, arch):

@@ -89,6 +89,9 @@ EXECUTION_BACKEND = _Var(
     "device)",
 )
 SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend", "g++")
+SIM_ARCH = _Var("TILELANG_SIM_ARCH",
+                 "the arch the simulated MUSA device is (default mp_31): where no MUSA device is present, a target "
+                 "that names no arch ('musa', 'auto') compiles for it")
 SIM_NO_PRELUDE = _Var("TILELANG_SIM_NO_PRELUDE", "1: parse the templates in each simulator build, no precompiled prelude")
 # Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")

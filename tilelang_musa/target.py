@@ -7,9 +7,10 @@ options `arch` (default "mp_31"), `thread_warp_size`, `max_num_threads` (default
 limit from `arch` unless they are given explicitly.
 
 Accepted target forms:
-    None / "auto"               $TILELANG_TARGET if set, else the arch of the visible MUSA device
-                                (torch_musa), else "musa" (mp_31)
-    "musa"                      the default arch
+    None / "auto"               $TILELANG_TARGET if set, else "musa"
+    "musa"                      the current device's arch: the visible MUSA device's (torch_musa), else
+                                the simulated device's ($TILELANG_SIM_ARCH, default mp_31), as a bare
+                                "cuda" target compiles for the GPU at hand
     "musa -arch=mp_22"          options as -key=value (the wheel's Target() no longer parses it)
     '{"kind": "musa", ...}'     a JSON config
     {"arch": "mp_22"}           a config dict; "kind" defaults to "musa"
@@ -125,7 +126,19 @@ def _default_target() -> Target:
             return Target(_config_from_string(configured))
         except ValueError as err:
             raise ValueError(f"{ENV_TARGET}={configured!r}: {err}") from None
-    return Target({"kind": KIND, "arch": _detect_device_arch() or DEFAULT_ARCH})
+    return Target({"kind": KIND, "arch": current_device_arch()})
+
+
+def current_device_arch() -> str:
+    """The arch kernels run on here: the visible MUSA device's, else the simulated device's."""
+    detected = _detect_device_arch()
+    if detected:
+        return detected
+    simulated = (env.SIM_ARCH.raw() or "").strip() or DEFAULT_ARCH
+    if simulated not in ARCHS:
+        raise ValueError(f"{env.SIM_ARCH.name}={simulated!r} is not a MUSA arch tilelang_musa knows "
+                         f"(known: {', '.join(ARCHS)})")
+    return simulated
 
 
 @cache
@@ -189,7 +202,7 @@ def _config_from_string(text: str) -> dict[str, Any]:
         if key in config:
             raise ValueError(f"target {text!r}: option {key!r} is given twice")
         config[key] = _parse_option_value(key, value, text)
-    return config
+    return _checked_config(config, text)
 
 
 def _parse_option_value(key: str, value: str, text: str) -> Any:
@@ -215,6 +228,7 @@ def _option_types() -> dict[str, str]:
 def _checked_config(config: dict[str, Any], original: object) -> dict[str, Any]:
     config.setdefault("kind", KIND)
     _require_musa_kind(config["kind"], original)
+    config.setdefault("arch", current_device_arch())
     return config
 
 

@@ -21,18 +21,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEFAULT_PATTERNS = ["testing/python/**/test_*.py", "examples/**/test_*.py"]
+DEFAULT_PATTERNS = ["testing/python/**/test_*.py", "testing/musa/**/test_*.py", "examples/**/test_*.py"]
 
 # The torch_musa calls the peer's tests make, answered as the simulator would be: one device, always there.
 CONFTEST = '''
-import types, torch
+import os, types, torch
 
 if not hasattr(torch, "musa"):
     class _Props:
         name = "MUSA simulator"
         multi_processor_count = 56
         total_memory = 48 << 30
-        major, minor = 3, 1
+        major, minor = divmod(int(os.environ.get("TILELANG_SIM_ARCH", "mp_31")[3:]), 10)  # mp_22 -> (2, 2)
 
     torch.musa = types.SimpleNamespace(
         is_available=lambda: True, synchronize=lambda *a, **k: None, set_device=lambda *a, **k: None,
@@ -95,6 +95,10 @@ def run_one(path: Path, root: Path, timeout: float) -> tuple[str, str, str]:
     # a user without a MUSA device would run it (the switch Triton's TRITON_INTERPRET=1 is for Triton).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
+    # Moore Threads' per-arch folders (testing/musa/mp22, mp31) run on a simulated device of that arch.
+    arch_dirs = [part for part in path.parts if re.fullmatch(r"mp\d\d", part)]
+    if arch_dirs:
+        env["TILELANG_SIM_ARCH"] = f"mp_{arch_dirs[-1][2:]}"
     # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--rootdir", str(root), str(path)]
