@@ -173,6 +173,31 @@ def test_robust_copy_without_its_tail_predicate():
     torch.testing.assert_close(out, expected)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_robust_load_into_a_thread_private_buffer_runs_on_every_thread(arch):
+    """`T.copy(src[tid], local, src_robust_desc=d)`: the destination is each thread's own, so every thread loads
+    (a tile copy's thread split would leave threads 1..n-1 with an unwritten register)."""
+
+    @T.prim_func
+    def robust_to_local(src: T.Tensor((64,), "float32"), out: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tid = T.get_thread_binding()
+            r = T.alloc_local([1], "float32")
+            d = T.make_robust_desc(T.address_of(src[1]), 8)
+            T.copy(src[tid], r, src_robust_desc=d)
+            out[tid] = r[0] * 2
+
+    kernel = tilelang.compile(robust_to_local, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::robust_copy<4>(&r[0], &src[(int)threadIdx.x], d, true);" in source, source
+    assert "threadIdx.x) < 1" not in source
+    src, out = rand((64,), torch.float32, 15), poison((64,), torch.float32)
+    kernel(src, out)
+    expected = torch.zeros(64)
+    expected[1:3] = src[1:3] * 2
+    torch.testing.assert_close(out, expected)
+
+
 def _check(build):
     with pytest.raises(tilelang.CompileError) as info:
         build()

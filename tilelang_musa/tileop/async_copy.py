@@ -200,7 +200,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
             call_args.append(cond)
         return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
 
-    if copy.per_thread:  # each thread that runs it copies its own run
+    if copy.per_thread or copy.thread_private:  # each thread that runs it copies its own run
         one_piece = all(isinstance(e, tirx.IntImm) and int(e.value) == 1 for e in piece_extents)
         stmt = piece([tirx.const(0, "int32")] * len(extents)) if one_piece else thread_local_nest(piece_extents, piece)
     else:
