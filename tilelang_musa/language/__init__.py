@@ -39,7 +39,7 @@ from .vote import (
 from .pointer import alloc_global, make_tensor
 from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
-    Let, PrimExpr, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, func_attr,
+    Broadcast, Let, PrimExpr, Ramp, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, func_attr,
     grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
@@ -63,6 +63,7 @@ from .kernel import (
 )
 from .loop import Parallel, Pipelined, parallel, serial, unroll, vectorized
 from .persistent import Persistent
+from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
 from .math import (
     Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
     exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isfinite, isinf, isnan, log, log1p,
@@ -92,7 +93,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors
 
 __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
-    "__ldg", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
+    "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",

@@ -1,5 +1,5 @@
 """Low-level TIR names that upstream TileLang scripts use through `T`: `T.call_extern`, `T.call_intrin`,
-`T.Select`, `T.reinterpret`, `T.address_of`, `T.evaluate`, `T.let`, and the types `T.PrimExpr` / `T.Var`.
+`T.Select`, `T.Ramp`, `T.Broadcast`, `T.reinterpret`, `T.address_of`, `T.evaluate`, `T.let`, and the types `T.PrimExpr` / `T.Var`.
 
 They build the same IR as TVMScript's; `T.call_extern("float32", "my_device_fn", x)` prints as
 `my_device_fn(x)` in the MUSA C (the function must be visible to the kernel: a device template or built-in).
@@ -51,6 +51,25 @@ def Select(cond: Any, true_value: Any, false_value: Any) -> Any:  # noqa: N802 -
             f"T.Select: the two values have different dtypes ({true_expr.ty.dtype} and {false_expr.ty.dtype}); "
             "cast one to the other's")
     return tirx.Select(as_expr(cond), true_expr, false_expr)
+
+
+def Ramp(base: Any, stride: Any, lanes: int) -> Any:  # noqa: N802 - TVMScript's name
+    """The vector base, base + stride, ..., (lanes values): as an index, `A[T.Ramp(2 * i, 1, 2)]` loads or stores
+    `lanes` elements at once."""
+    base, stride = (as_expr(var_value(x)) for x in (base, stride))
+    if isinstance(stride, int):
+        stride = tirx.const(stride, base.ty.dtype if isinstance(base, tvm.ir.Expr) else "int32")
+    if isinstance(base, int):
+        base = tirx.const(base, stride.ty.dtype)
+    return tirx.Ramp(base, stride, int(lanes))
+
+
+def Broadcast(value: Any, lanes: int) -> Any:  # noqa: N802 - TVMScript's name
+    """The vector of `lanes` copies of `value`."""
+    value = as_expr(var_value(value))
+    if isinstance(value, (int, float)):
+        value = tirx.const(value)
+    return tirx.Broadcast(value, int(lanes))
 
 
 def reinterpret(value: Any, dtype: Any) -> Any:

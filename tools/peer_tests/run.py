@@ -59,6 +59,8 @@ def rewrite(text: str, cuda: bool) -> str:
     text = re.sub(rf"""torch\.device\((["'])({devices})(:\d+)?\1\)""", 'torch.device("cpu")', text)
     text = re.sub(rf"""\.({devices})\(\)""", ".cpu()", text)
     text = re.sub(rf"""\.to\((["'])({devices})\1""", '.to("cpu"', text)
+    # get_test_device()-style helpers name the device as a returned string literal
+    text = re.sub(r"""return (["'])musa\1""", 'return "cpu"', text)
     text = text.replace("torch.cuda.synchronize()", "torch.musa.synchronize()")  # as their "cuda" tensors are
     if cuda:
         text = re.sub(r"""target\s*=\s*(["'])cuda\1""", 'target="musa"', text)

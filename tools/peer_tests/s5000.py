@@ -15,7 +15,6 @@ peer's tree is kept in this repository.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -42,8 +41,7 @@ def stage(tree: Path, out: Path) -> Path:
             target.mkdir(parents=True, exist_ok=True)
         elif src.suffix == ".py":
             target.parent.mkdir(parents=True, exist_ok=True)
-            # get_test_device() / get_runtime_device_type() name the device as a returned string literal
-            text = re.sub(r"""return (["'])musa\1""", 'return "cpu"', rewrite(src.read_text(), cuda=False))
+            text = rewrite(src.read_text(), cuda=False)
             target.write_text(text)
     for reference in (HERE / "s5000_cases").glob("*_reference.py"):
         shutil.copy(reference, root / reference.name)

@@ -567,6 +567,43 @@ TL_HOST_DEVICE vec<bfloat16_t, 4> mul_half_float_to_bfloat16_x4(const vec<half_t
   return out;
 }
 
+// ---- packed two-lane arithmetic (T.add2, T.sub2, T.mul2, T.fma2, T.max2, T.min2, T.abs2) ------------------------
+// Lane by lane in T: each lane is computed in float and rounded once to T (exact for a 16-bit T's add, sub and mul,
+// which float holds exactly before rounding; fma2 rounds the fused float result). max2 / min2 follow fmaxf / fminf.
+#define TL_PACKED2(NAME, EXPR)                                                                 \
+  template <typename T>                                                                        \
+  TL_HOST_DEVICE vec<T, 2> NAME(const vec<T, 2>& a, const vec<T, 2>& b) {                      \
+    vec<T, 2> r;                                                                               \
+    for (int i = 0; i < 2; ++i) {                                                              \
+      const float x = static_cast<float>(a.data[i]), y = static_cast<float>(b.data[i]);        \
+      r.data[i] = cast<T>(EXPR);                                                               \
+    }                                                                                          \
+    return r;                                                                                  \
+  }
+TL_PACKED2(add2, x + y)
+TL_PACKED2(sub2, x - y)
+TL_PACKED2(mul2, x * y)
+TL_PACKED2(max2, ::fmaxf(x, y))
+TL_PACKED2(min2, ::fminf(x, y))
+#undef TL_PACKED2
+
+template <typename T>
+TL_HOST_DEVICE vec<T, 2> fma2(const vec<T, 2>& a, const vec<T, 2>& b, const vec<T, 2>& c) {
+  vec<T, 2> r;
+  for (int i = 0; i < 2; ++i) {
+    r.data[i] = cast<T>(::fmaf(static_cast<float>(a.data[i]), static_cast<float>(b.data[i]),
+                               static_cast<float>(c.data[i])));
+  }
+  return r;
+}
+
+template <typename T>
+TL_HOST_DEVICE vec<T, 2> abs2(const vec<T, 2>& a) {
+  vec<T, 2> r;
+  for (int i = 0; i < 2; ++i) r.data[i] = cast<T>(::fabsf(static_cast<float>(a.data[i])));
+  return r;
+}
+
 // ---- warps ------------------------------------------------------------------------------------------------------
 // The warp size of the arch being compiled: __MUSA_ARCH_LIST__ names one arch and is defined in both of mcc's passes.
 #if defined(__MUSA_ARCH_LIST__) && __MUSA_ARCH_LIST__ < 300
