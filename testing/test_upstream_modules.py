@@ -1,7 +1,7 @@
 """Upstream TileLang's helper modules that scripts import besides the language: `tilelang.env` (the `env` object),
 `tilelang.engine` (postproc callbacks, `lower`), `tilelang.intrinsics` (shared-tile swizzles),
 `tilelang.transform.simplify_prim_func`, `tilelang.language.fp8`, `tilelang.language.dtypes._all_dtypes`,
-`tilelang.rocm.target`, and `JITFunction.par_compile`."""
+`tilelang.rocm.target`, `tilelang.musa.target`, `tilelang.cuda.intrinsics.layout`, and `JITFunction.par_compile`."""
 
 import importlib
 import logging
@@ -228,6 +228,32 @@ def test_rocm_is_never_available():
     from tilelang.rocm.target import check_hip_availability
 
     assert check_hip_availability() is False
+
+
+def test_musa_target_predicates_name_the_arch(monkeypatch):
+    from tilelang.musa.target import check_musa_availability, target_is_musa, target_is_ph1, target_is_qy2
+
+    assert target_is_qy2(MP22) and not target_is_ph1(MP22)
+    assert target_is_ph1(tvm.target.Target({"kind": "musa", "arch": "mp_31"})) and not target_is_qy2(MP31)
+    assert target_is_musa("musa") and not target_is_musa("cuda")
+    monkeypatch.setenv("TILELANG_SIM_ARCH", "mp_22")  # a bare "musa" is the device at hand
+    assert target_is_qy2("musa")
+    assert check_musa_availability() is False  # no torch_musa here
+
+
+def test_swizzle_helpers_at_upstreams_cuda_module_paths():
+    from tilelang.cuda.intrinsics import get_swizzle_layout
+    from tilelang.cuda.intrinsics.layout.mma_layout import make_mma_swizzle_layout
+    from tilelang.cuda.intrinsics.layout.utils import get_swizzle_layout as from_utils
+    from tilelang.intrinsics import get_swizzle_layout as portable, make_mma_swizzle_layout as portable_mma
+
+    assert get_swizzle_layout is from_utils is portable and make_mma_swizzle_layout is portable_mma
+
+
+def test_engine_lower_is_tilelang_lower():
+    from tilelang.engine.lower import lower
+
+    assert lower is tilelang.lower
 
 
 # -- par_compile
