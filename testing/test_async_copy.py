@@ -107,8 +107,8 @@ def test_force_async_copy_tiles_with_a_tail(arch):
     kernel = compiled("tiles", arch)
     source = kernel.get_kernel_source()
     # float16 rows of 64: 16-byte pieces, the rows past M = 100 zero-filled
-    assert "tl::async_copy_g2s<16>(&S[" in source and ") < 100);" in source
-    assert source.index("tl::async_copy_commit();") < source.index("tl::async_copy_wait<0>();") \
+    assert "tl::cp_async_gs_conditional<16>(&S[" in source and ") < 100);" in source
+    assert source.index("tl::cp_async_commit();") < source.index("tl::cp_async_wait<0>();") \
         < source.index("__syncthreads();")
     a = rand((100, 64), torch.float16, 11)
     b = poison((100, 64), torch.float16)
@@ -121,8 +121,8 @@ def test_force_async_copy_tiles_with_a_tail(arch):
 def test_async_copy_ring_waits_for_one_group_at_a_time():
     kernel = compiled("ring", "mp_31")
     source = kernel.get_kernel_source()
-    assert source.count("tl::async_copy_commit();") == 2 and "tl::async_copy_wait<1>();" in source
-    assert "tl::async_copy_g2s<16>(" in source
+    assert source.count("tl::cp_async_commit();") == 2 and "tl::cp_async_wait<1>();" in source
+    assert "tl::cp_async_gs<16>(" in source
     a, b = rand((3 * 128,), torch.float32, 12), poison((3 * 128,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a * 3)
@@ -139,7 +139,7 @@ def test_a_missing_wait_after_async_copy_is_named_in_checked_mode(monkeypatch):
 
     kernel = tilelang.compile(no_wait, target="musa -arch=mp_31")
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
-    line = next(n for n, text in enumerate(kernel.get_kernel_source().splitlines(), 1) if "tl::async_copy_g2s" in text)
+    line = next(n for n, text in enumerate(kernel.get_kernel_source().splitlines(), 1) if "tl::cp_async_gs" in text)
     with pytest.raises(KernelLaunchError, match=rf"never waited for, the first \(__musa_memcpy_g2s\) issued at "
                                                 rf"no_wait.checked.mu:{line}"):
         kernel(rand((128,), torch.float32, 1), poison((128,), torch.float32))
@@ -151,7 +151,7 @@ def test_robust_copy_reads_zeros_outside_the_descriptor(arch, force_async):
     source = kernel.get_kernel_source()
     assert "const tl::RobustDesc robust_desc = tl::make_robust_desc((&src[1]), 8" in source or \
         "const tl::RobustDesc robust_desc = tl::make_robust_desc(&src[1], 8" in source
-    template = "tl::async_copy_g2s_robust<4>(" if force_async else "tl::robust_copy<4>("
+    template = "tl::cp_async_gs_robust_conditional<4>(" if force_async else "tl::robust_copy<4>("
     assert template in source and ", robust_desc" in source
     src, out = rand((32,), torch.float32, 13), poison((32,), torch.float32)
     kernel(src, out)
@@ -225,7 +225,7 @@ def test_strided_column_copies_take_one_element_pieces(arch):
 
     for target_arch in ARCHS:
         source = tilelang.compile(columns, target=f"musa -arch={target_arch}").get_kernel_source()
-        assert "tl::async_copy_g2s<4>(" in source and "tl::robust_copy<4>(" in source, source
+        assert "tl::cp_async_gs_conditional<4>(" in source and "tl::robust_copy<4>(" in source, source
     kernel = tilelang.compile(columns, target=f"musa -arch={arch}")
     g, b = rand((T_, H), torch.float32, 71), poison((2, H, T_), torch.float32)
     kernel(g, b)
@@ -326,8 +326,8 @@ def test_the_guides_vectorized_element_copies():
             out[tx] = dst_shared[511 - tx]
 
     source = _lower(guide)
-    assert "tl::async_copy_g2s<16>(&dst_shared[((int)threadIdx.x) * 8], &src_global[((int)threadIdx.x) * 8]" in source
-    assert source.index("tl::async_copy_wait<0>();") < source.index("__syncthreads();") < source.index("out[")
+    assert "tl::cp_async_gs_conditional<16>(&dst_shared[((int)threadIdx.x) * 8], &src_global[((int)threadIdx.x) * 8]" in source
+    assert source.index("tl::cp_async_wait<0>();") < source.index("__syncthreads();") < source.index("out[")
 
     @T.prim_func
     def strided(src_global: T.Tensor((512,), "float32"), out: T.Tensor((512,), "float32")):
@@ -338,7 +338,7 @@ def test_the_guides_vectorized_element_copies():
                 T.copy(src_global[v * 64 + tx], dst_shared[tx * 4 + v], force_async_copy=True)
             out[tx] = dst_shared[511 - tx]
 
-    assert "tl::async_copy_g2s<4>(&dst_shared[" in _lower(strided)
+    assert "tl::cp_async_gs_conditional<4>(&dst_shared[" in _lower(strided)
 
 
 def test_mp21_has_no_ldlms_copies():

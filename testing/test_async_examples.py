@@ -62,7 +62,7 @@ def test_flash_attention_ws(monkeypatch, mode):
     source = kernel.get_kernel_source()
     assert "__launch_bounds__(640, 1)" in source  # four consumer squads and a producer squad
     assert "if (512 <= ((int)threadIdx.x)) {" in source and "if (((int)threadIdx.x) < 512) {" in source
-    assert "tl::async_copy_g2s<16>(" in source and "tl::async_copy_wait<0>();" in source  # K: LDLMS
+    assert "tl::cp_async_gs_conditional<16>(" in source and "tl::cp_async_wait<0>();" in source  # K: LDLMS
     assert "tl::tma_load<" in source  # Q and V: TME
     assert "tl::gemm_ss_mp31_sqmma_swizzled<256, 64, 64" in source
     set_mode(monkeypatch, mode)
@@ -77,7 +77,7 @@ def test_sparse_attention_robust(monkeypatch, mode):
     kernel = sparse.sparse_attention(batch, seq_len, seq_kv, heads, dim, topk)
     source = kernel.get_kernel_source()
     assert "tl::make_robust_desc(&KV[" in source
-    assert "tl::async_copy_g2s_robust<16>(" in source
+    assert "tl::cp_async_gs_robust<16>(" in source
     assert "tl::lma_wait();" in source
     set_mode(monkeypatch, mode)
     g = torch.Generator().manual_seed(4)

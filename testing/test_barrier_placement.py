@@ -62,7 +62,7 @@ def test_a_marked_write_clashes_with_plain_writes_but_not_with_another_marked_wr
     copies: none (their completion order is the wait's business, no barrier between the issues would fix it)."""
     s, tx = Tb.buffer([64], "float16", scope="shared"), tvm.ir.expr.Var("tx", "int32")
     clear = tirx.BufferStore(s, tirx.const(0, "float16"), [tx])
-    copy = tirx.Evaluate(tirx.call_extern("int32", "tl::async_copy_g2s<16>", access_ptr(s[tx * 8], WRITE)))
+    copy = tirx.Evaluate(tirx.call_extern("int32", "tl::cp_async_gs<16>", access_ptr(s[tx * 8], WRITE)))
     sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
 
     def run(body):
@@ -99,7 +99,7 @@ def test_a_three_stage_ldlms_gemm_has_two_barriers_an_iteration_and_none_in_its_
     steady = rest.split("\n  }\n", 1)[0]
     assert "__syncthreads" not in prologue.split("C_l[it] = 0", 1)[1], source
     assert steady.count("__syncthreads();") == 2, source
-    assert re.search(r"tl::async_copy_wait<2>\(\);\n\s+__syncthreads\(\);\n\s+tl::gemm_ss_mp22_mma", steady), source
+    assert re.search(r"tl::cp_async_wait<2>\(\);\n\s+__syncthreads\(\);\n\s+tl::gemm_ss_mp22_mma", steady), source
     assert not BACK_TO_BACK.search(source), source
     check_gemm(kernel, M, N, K, seed=21)
 

@@ -34,7 +34,7 @@ def doubled(**copy_args):
 def test_the_preferred_instruction_moves_the_tile(arch, kind):
     src = (kernel := tilelang.compile(doubled(**KINDS[kind]), target=f"musa -arch={arch}")).get_kernel_source()
     tme = "tl::tma_load<" in src
-    lma = "tl::async_copy_g2s" in src
+    lma = "tl::cp_async_gs" in src
     assert tme == (kind.startswith("tma") and arch == "mp_31"), src
     assert lma == (kind == "cp_async"), src
     x, y = rand((128, 32), torch.float32, 1), poison((128, 32), torch.float32)

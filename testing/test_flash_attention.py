@@ -63,7 +63,7 @@ def test_flash_attention_forward(arch, groups, is_causal, layout):
         # T.Pipelined(num_stages=1): each gemm in the steady-state loop and once more in the epilogue; K and V loaded
         # by LDLMS right after the gemm that last reads them.
         assert source.count("tl::gemm_ss_mp22_mma") == 4 and staged in source
-        assert source.count("tl::async_copy_commit();") == 6 and "tl::async_copy_wait<1>();" in source
+        assert source.count("tl::cp_async_commit();") == 6 and "tl::cp_async_wait<1>();" in source
     run(kernel, heads, 128, 32, is_causal, groups, layout)
 
 

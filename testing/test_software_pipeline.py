@@ -208,7 +208,7 @@ def test_three_stage_gemm_becomes_prologue_ring_and_epilogue():
             T.ptx_commit_group()
             T.ptx_wait_group(2)
             T.gemm(A_s[0, 0:64, 0:32], B_s[0, 0:32, 0:64], C_l)
-            T.evaluate(T.call_extern("int32", "tl::async_copy_wait<0>"))  # the last (empty) groups; no barrier
+            T.evaluate(T.call_extern("int32", "tl::cp_async_wait<0>"))  # the last (empty) groups; no barrier
             T.copy(C_l, C[by * 64, bx * 64])
 
     got = inject_software_pipeline(pipeline_planning(with_target(before, "mp_22")), {})
@@ -308,7 +308,7 @@ def test_a_tile_used_after_the_loop_keeps_the_loop_in_order_with_a_warning(fresh
 
     with pytest.warns(tilelang.TileLangWarning, match="T.Pipelined runs in order: `B_s` would need one copy per"):
         kernel = tilelang.compile(main, target="musa -arch=mp_22")
-    assert "async_copy_g2s" not in kernel.get_kernel_source()
+    assert "cp_async_gs" not in kernel.get_kernel_source()
     a, b = rand((64, 96), torch.float16, 13), rand((96, 64), torch.float16, 14)
     c, d = poison((64, 64), torch.float32), poison((32, 64), torch.float16)
     kernel(a, b, c, d)
@@ -422,8 +422,8 @@ def test_pipelined_gemm_with_tails_matches_torch(arch, schedule, wait, checked):
     if arch == "mp_31":  # TME loads on a ring of async barriers, no LDLMS groups
         assert "tl::tma_load<" in source and "tl::barrier_wait(" in source and "tl::async_copy" not in source
     else:
-        assert "tl::async_copy_g2s<" in source and "tl::async_copy_commit();" in source
-        assert f"tl::async_copy_wait<{wait}>();" in source
+        assert "tl::cp_async_gs" in source and "tl::cp_async_commit();" in source
+        assert f"tl::cp_async_wait<{wait}>();" in source
     a, b = rand((M, K), torch.float16, 3), rand((K, N), torch.float16, 4)
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=3e-2)
 
@@ -434,7 +434,7 @@ def test_on_mp31_a_load_breaking_a_tme_rule_is_ldlms_beside_the_tme_ones(checked
     M, N, K = 96, 72, 170
     kernel = _compile(gemm_program(M, N, K, num_stages=3), "mp_31")
     source = kernel.get_kernel_source()
-    assert "tl::tma_load<" in source and "tl::async_copy_g2s<" in source and "tl::async_copy_wait<2>();" in source
+    assert "tl::tma_load<" in source and "tl::cp_async_gs" in source and "tl::cp_async_wait<2>();" in source
     a, b = rand((M, K), torch.float16, 5), rand((K, N), torch.float16, 6)
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=3e-2)
 
@@ -442,7 +442,7 @@ def test_on_mp31_a_load_breaking_a_tme_rule_is_ldlms_beside_the_tme_ones(checked
 def test_tl_disable_tma_lower_makes_the_mp31_loads_ldlms(checked):
     kernel = _compile(gemm_program(128, 64, 128, num_stages=2), "mp_31", TL_DISABLE_TMA_LOWER=True)
     source = kernel.get_kernel_source()
-    assert "tma_load" not in source and "tl::async_copy_wait<1>();" in source
+    assert "tma_load" not in source and "tl::cp_async_wait<1>();" in source
     a, b = rand((128, 128), torch.float16, 1), rand((128, 64), torch.float16, 2)
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
 
@@ -533,7 +533,7 @@ def test_flash_attention_with_two_stages_and_a_causal_tail_matches_torch(arch, c
     if arch == "mp_31":
         assert "__launch_bounds__(256" in source and source.count("tl::tma_load<") == 2
     else:
-        assert source.count("tl::async_copy_g2s<") == 6 and "tl::async_copy_wait<3>();" in source
+        assert source.count("tl::cp_async_gs") == 6 and "tl::cp_async_wait<3>();" in source
     q, k, v = (rand((1, 200, 2, 32), torch.float16, s) for s in (21, 22, 23))
     out = poison((1, 200, 2, 32), torch.float16)
     kernel(q, k, v, out)

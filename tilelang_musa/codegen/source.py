@@ -24,7 +24,7 @@ HEADER = "".join(f'#include "tl_templates/musa/{h}"\n' for h in TEMPLATE_HEADERS
 RANDOM_HEADER = '#include "tl_templates/musa/random.h"\n'
 # Likewise the asynchronous-copy and robust-descriptor templates, for kernels that call them.
 ASYNC_COPY_HEADER = '#include "tl_templates/musa/async_copy.h"\n'
-ASYNC_COPY_MARKERS = ("tl::barrier_", "tl::async_copy", "tl::robust_copy", "tl::make_robust_desc", "tl::lma_wait")
+ASYNC_COPY_MARKERS = ("tl::barrier_", "tl::cp_async_", "tl::robust_copy", "tl::make_robust_desc", "tl::lma_wait")
 # And the TME templates (with the driver header that declares MUtensorDescriptor), for kernels with TME copies.
 TME_HEADER = '#include "tl_templates/musa/tme.h"\n'
 TME_MARKERS = ("tl::tma_", "MUtensorDescriptor")

@@ -40,7 +40,7 @@ def ptx_commit_group() -> Any:
     """Close the group of asynchronous copies this thread issued since the last commit (T.async_copy commits its
     own group; this is for copies issued otherwise)."""
     kernel_trace("T.ptx_commit_group")
-    return tirx.call_extern("int32", "tl::async_copy_commit")
+    return tirx.call_extern("int32", "tl::cp_async_commit")
 
 
 def ptx_wait_group(num: int) -> None:
@@ -53,7 +53,7 @@ def ptx_wait_group(num: int) -> None:
         num = int(num.value)
     if not isinstance(num, int) or isinstance(num, bool) or num < 0:
         raise trace.error(f"T.ptx_wait_group: num must be a non-negative int (groups left in flight); got {num!r}")
-    Tb.evaluate(tirx.call_extern("int32", f"tl::async_copy_wait<{num}>"))
+    Tb.evaluate(tirx.call_extern("int32", f"tl::cp_async_wait<{num}>"))
     Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
 
 

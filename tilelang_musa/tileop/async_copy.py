@@ -5,9 +5,10 @@ The copy is cut into pieces of 4, 8 or 16 bytes (the widest whose every piece is
 operands), each copied by one thread: a `T.Parallel` nest over the pieces (PartitionParallelLoop deals them to the
 threads, consecutive threads taking consecutive pieces) whose body calls one template of
 tl_templates/musa/async_copy.h:
-  tl::async_copy_g2s<B>(dst, src[, in_bounds])              LDLMS; a piece out of bounds is zero-filled
-  tl::async_copy_g2s_robust<B>(dst, src, desc[, in_bounds])  LDLMS through a robust descriptor
-  tl::robust_copy<B>(dst, src, desc[, in_bounds])            synchronous robust load, then a store
+  tl::cp_async_gs<B>(dst, src)                  LDLMS (`_conditional`, with in_bounds: out of bounds zero-filled)
+  tl::cp_async_gs_robust<B>(dst, src, desc)     LDLMS through a robust descriptor (`_conditional` likewise)
+  tl::robust_copy<B>(dst, src, desc[, in_bounds])  synchronous robust load, then a store
+(upstream TileLang's and Moore Threads' names of the same copies: cp_async_gs, cp_async_commit, cp_async_wait)
 Bytes outside the descriptor read as zero. `in_bounds` (the piece lies in its tensor; safe-copy predication) is
 left out with TL_DISABLE_SAFE_COPY_PREDICATION, and for robust copies with TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION
 (the descriptor alone then protects the reads). The calls take `&dst[...]` marked as written (access_ptr.py): the
@@ -46,11 +47,11 @@ register_intrinsic(UNCHECKED_ADDRESS_OF_OP, "the address of an element that may 
 
 
 def commit_group() -> Any:
-    return tirx.Evaluate(tirx.call_extern("int32", "tl::async_copy_commit"))
+    return tirx.Evaluate(tirx.call_extern("int32", "tl::cp_async_commit"))
 
 
 def wait_group(pending: int) -> Any:
-    return tirx.Evaluate(tirx.call_extern("int32", f"tl::async_copy_wait<{pending}>"))
+    return tirx.Evaluate(tirx.call_extern("int32", f"tl::cp_async_wait<{pending}>"))
 
 
 def check_async_operands(construct: str, src: Region, dst: Region, error) -> None:
@@ -172,9 +173,9 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     predicated = not enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION) and not (
         robust and enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION))
     if copy.async_mode is not None:
-        name = f"tl::async_copy_g2s_robust<{nbytes}>" if robust else f"tl::async_copy_g2s<{nbytes}>"
+        base = "tl::cp_async_gs_robust" if robust else "tl::cp_async_gs"
     else:
-        name = f"tl::robust_copy<{nbytes}>"
+        base = "tl::robust_copy"
 
     piece_extents = list(extents[:-1]) + [tirx.const(int(extents[-1].value) // lanes, "int32")] if extents \
         else [tirx.const(1, "int32")]
@@ -196,8 +197,11 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
                      tirx.call_intrin("handle", UNCHECKED_ADDRESS_OF_OP, source) if robust else tirx.address_of(source)]
         if robust:
             call_args.append(copy.robust_desc)
+        name = f"{base}<{nbytes}>"
         if cond is not None:
             call_args.append(cond)
+            if copy.async_mode is not None:  # the predicated LDLMS forms carry the suffix upstream gives them
+                name = f"{base}_conditional<{nbytes}>"
         return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
 
     if copy.per_thread or copy.thread_private:  # each thread that runs it copies its own run

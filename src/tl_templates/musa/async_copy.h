@@ -5,14 +5,17 @@
  *  - `tl::barrier_record(n)`, `tl::barrier_init(id, warps)`, `tl::barrier_arrive(id)` (returns the phase),
  *    `tl::barrier_wait(id, parity)`, `tl::barrier_expect_tx(id, bytes)`, `tl::barrier_arrive_expect_tx(id, bytes)`,
  *    `tl::barrier_sync(id)` (arrive, then wait for that phase: a barrier over part of the block); mp_31 and later;
- *  - `tl::async_copy_g2s<Bytes>(dst, src[, in_bounds])`: one asynchronous copy of 4, 8 or 16 bytes; a piece out of
- *    bounds is zero-filled instead (synchronously);
- *  - `tl::async_copy_commit()` / `tl::async_copy_wait<N>()`: close the thread's group of copies / wait until at
+ *  - `tl::cp_async_gs<Bytes>(dst, src)`: one asynchronous copy of 4, 8 or 16 bytes;
+ *    `tl::cp_async_gs_conditional<Bytes>(dst, src, in_bounds)`: the same, but a piece out of bounds is zero-filled
+ *    instead (synchronously);
+ *  - `tl::cp_async_commit()` / `tl::cp_async_wait<N>()`: close the thread's group of copies / wait until at
  *    most N groups are in flight (mcc 4.x has no groups: commit does nothing and every wait waits for all);
+ *    upstream TileLang's and Moore Threads' names for these copies;
  *  - `tl::RobustDesc`, `tl::make_robust_desc(ptr, bytes)`: a descriptor of [ptr, ptr + bytes); loads through it
  *    outside that range read 0 (`__musa::robust_ptr`: the v4 form on mp_31, the 3-word form on mp_22);
- *  - `tl::async_copy_g2s_robust<Bytes>(dst, src, desc[, in_bounds])`, `tl::robust_copy<Bytes>(dst, src, desc[,
- *    in_bounds])` (synchronous: a robust load of 1..16 bytes, then a store);
+ *  - `tl::cp_async_gs_robust<Bytes>(dst, src, desc)`, `tl::cp_async_gs_robust_conditional<Bytes>(dst, src, desc,
+ *    in_bounds)`, `tl::robust_copy<Bytes>(dst, src, desc[, in_bounds])` (synchronous: a robust load of 1..16 bytes,
+ *    then a store);
  *  - `tl::lma_wait()`.
  * The built-ins are MUSA's (docs/ASYNC_MODEL.md), called only in the device pass (__MUSA_ARCH__): mcc parses
  * kernel bodies in a host pass too. The simulator (-DTL_SIMULATOR) models them on plain pointers, with the group
@@ -106,7 +109,7 @@ TL_DEVICE void barrier_sync(uint32_t id TL_CALL_SITE_PARAMS) {
 #if defined(TL_HAS_LDLMS)
 
 template <int Bytes>
-TL_DEVICE void async_copy_g2s(void* dst, const void* src TL_CALL_SITE_PARAMS) {
+TL_DEVICE void cp_async_gs(void* dst, const void* src TL_CALL_SITE_PARAMS) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "LDLMS copies move 4, 8 or 16 bytes");
 #if defined(__MUSA_ARCH__)
   __musa_memcpy_g2s(TL_AS_SHARED(void, dst), TL_AS_GLOBAL(void, src), Bytes, 0 /* prefetch */ TL_CALL_SITE);
@@ -115,9 +118,9 @@ TL_DEVICE void async_copy_g2s(void* dst, const void* src TL_CALL_SITE_PARAMS) {
 
 /*! \brief The piece when it lies in its tensor, else zeros (stored now: nothing to wait for). */
 template <int Bytes>
-TL_DEVICE void async_copy_g2s(void* dst, const void* src, bool in_bounds TL_CALL_SITE_PARAMS) {
+TL_DEVICE void cp_async_gs_conditional(void* dst, const void* src, bool in_bounds TL_CALL_SITE_PARAMS) {
   if (in_bounds) {
-    async_copy_g2s<Bytes>(dst, src TL_CALL_SITE);
+    cp_async_gs<Bytes>(dst, src TL_CALL_SITE);
   } else {
     uint8_t* bytes = static_cast<uint8_t*>(dst);
 #pragma unroll
@@ -125,14 +128,14 @@ TL_DEVICE void async_copy_g2s(void* dst, const void* src, bool in_bounds TL_CALL
   }
 }
 
-TL_DEVICE void async_copy_commit() {
+TL_DEVICE void cp_async_commit() {
 #if defined(__MUSA_ARCH__) && defined(TL_LDLMS_GROUPS)
   __musa_memcpy_g2s_commit_group();
 #endif
 }
 
 template <int N>
-TL_DEVICE void async_copy_wait(TL_CALL_SITE_PARAMS_FIRST) {
+TL_DEVICE void cp_async_wait(TL_CALL_SITE_PARAMS_FIRST) {
 #if defined(__MUSA_ARCH__) && defined(TL_LDLMS_GROUPS)
   __musa_memcpy_g2s_wait_group(N TL_CALL_SITE);
 #elif defined(__MUSA_ARCH__)
@@ -159,7 +162,7 @@ TL_DEVICE RobustDesc make_robust_desc(const void* base, uint64_t bytes) {
 #endif
 
 template <int Bytes>
-TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDesc& desc TL_CALL_SITE_PARAMS) {
+TL_DEVICE void cp_async_gs_robust(void* dst, const void* src, const RobustDesc& desc TL_CALL_SITE_PARAMS) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "LDLMS copies move 4, 8 or 16 bytes");
 #if defined(__MUSA_ARCH__)
   TL_ROBUST_G2S(TL_AS_SHARED(void, dst), TL_AS_GLOBAL(void, src), Bytes, desc, 0 /* prefetch */ TL_CALL_SITE);
@@ -168,9 +171,9 @@ TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDes
 
 /*! \brief Out of bounds: the piece reads through an empty descriptor (all zeros), as Moore Threads' port does. */
 template <int Bytes>
-TL_DEVICE void async_copy_g2s_robust(void* dst, const void* src, const RobustDesc& desc,
-                                      bool in_bounds TL_CALL_SITE_PARAMS) {
-  async_copy_g2s_robust<Bytes>(dst, src, in_bounds ? desc : make_robust_desc(src, 0) TL_CALL_SITE);
+TL_DEVICE void cp_async_gs_robust_conditional(void* dst, const void* src, const RobustDesc& desc,
+                                              bool in_bounds TL_CALL_SITE_PARAMS) {
+  cp_async_gs_robust<Bytes>(dst, src, in_bounds ? desc : make_robust_desc(src, 0) TL_CALL_SITE);
 }
 
 /*! \brief A synchronous robust copy of one 1..16-byte piece: a robust load (0 outside desc), then a store. */
