@@ -420,7 +420,7 @@ def test_pipelined_gemm_with_tails_matches_torch(arch, schedule, wait, checked):
     source = kernel.get_kernel_source()
     assert GEMM_INSTRUCTION[arch] in source
     if arch == "mp_31":  # TME loads on a ring of async barriers, no LDLMS groups
-        assert "tl::tma_load<" in source and "tl::barrier_wait(" in source and "tl::async_copy" not in source
+        assert "tl::tma_load<" in source and "tl::barrier_wait(" in source and "tl::cp_async_" not in source
     else:
         assert "tl::cp_async_gs" in source and "tl::cp_async_commit();" in source
         assert f"tl::cp_async_wait<{wait}>();" in source
