@@ -15,7 +15,9 @@ from .gemm_partition import GemmWarpPolicy, sqmma_warp_grid
 from .layout import Layout, LayoutError
 from .mma_layouts import (MMA_INSTRUCTIONS, SQMMA_SHAPES, MmaInstruction, get_mma_instruction, list_mma_instructions,
                           make_gemm_a_fragment, make_gemm_accumulator_fragment, make_gemm_b_fragment)
-from .swizzle import (SWIZZLE_LINE, canonical_sqmma_granularity, make_linear_layout, make_padded_layout,
+from .swizzle import (SWIZZLE_LINE, canonical_sqmma_granularity, make_full_bank_swizzled_layout,
+                      make_half_bank_swizzled_layout, make_linear_layout, make_padded_layout,
+                      make_quarter_bank_swizzled_layout,
                       make_sqmma_swizzled_layout, make_swizzled_layout, make_wgmma_swizzled_layout,
                       make_xor_swizzle_layout, sqmma_descriptor_swizzle_code, swizzle_alignment, swizzle_bytes)
 
@@ -23,7 +25,8 @@ __all__ = [
     "Fragment", "GemmWarpPolicy", "Layout", "LayoutError", "MMA_INSTRUCTIONS", "MmaInstruction", "ReduceThreads",
     "SQMMA_SHAPES", "SWIZZLE_LINE", "ThreadSplit", "canonical_sqmma_granularity", "get_mma_instruction",
     "list_mma_instructions", "make_fully_replicated_fragment", "make_fully_replicated_layout_fragment",
-    "make_gemm_a_fragment", "make_gemm_accumulator_fragment", "make_gemm_b_fragment", "make_linear_layout",
+    "make_full_bank_swizzled_layout", "make_gemm_a_fragment", "make_gemm_accumulator_fragment",
+    "make_gemm_b_fragment", "make_half_bank_swizzled_layout", "make_linear_layout", "make_quarter_bank_swizzled_layout",
     "make_one_per_thread_fragment", "make_padded_layout", "make_sqmma_swizzled_layout", "make_swizzled_layout",
     "make_wgmma_swizzled_layout", "make_xor_swizzle_layout", "reduce_fragment", "reduce_threads",
     "sqmma_descriptor_swizzle_code", "sqmma_warp_grid", "swizzle_alignment", "swizzle_bytes",

@@ -204,3 +204,57 @@ def _shape_of(buffer: Any, what: str) -> list[Any]:
     if isinstance(buffer, int):
         return [buffer]
     return buffer_shape_dtype(buffer, what)[0]
+
+
+# ---- upstream's bank swizzles (32-, 64-, 128-byte) ----------------------------------------------------------------
+
+def _bank_swizzled(what: str, bits: int, buffer: Any, cols: Any = None, element_size: Any = None) -> Layout:
+    """The 16-byte chunks of each row, in groups of 2**bits chunks, xor-ed with the row's place in its 8-row period:
+    chunk c of row s goes to chunk c ^ (s >> (3 - bits)) (mod 2**bits). Rows are stored in 8-row periods; a period
+    holds one group of every row, the groups of a row following each other period by period. Upstream's
+    make_{quarter,half,full}_bank_swizzled_layout, taking a buffer or (rows, cols, element_bits). They are tuned
+    for NVIDIA's 32 banks of 4 bytes (MUSA's bank geometry is not documented to this project); any of them is a
+    valid shared-memory layout for T.copy and T.Parallel here, while SQMMA and TME read the layouts of
+    make_sqmma_swizzled_layout."""
+    if cols is not None or element_size is not None:
+        shape, bits_per_elem = [buffer, cols], int(element_size)
+    else:
+        shape, dtype = buffer_shape_dtype(buffer, what)
+        bits_per_elem = dtype_bits(dtype)
+    lead, rows, cols = _matrix_shape(list(shape), what)
+    if len(shape) < 2:
+        raise LayoutError(f"{what}: the buffer must have at least 2 dimensions, got {shape}")
+    if 128 % bits_per_elem:
+        raise LayoutError(f"{what}: {bits_per_elem}-bit elements do not fill 16-byte chunks")
+    vec = 128 // bits_per_elem  # elements of a 16-byte chunk
+    group = 1 << bits  # chunks swizzled together
+    if not (rows == 4 or rows % 8 == 0):
+        raise LayoutError(f"{what}: the rows ({rows}) must be a multiple of 8 (or 4: half a period)")
+    if cols % (vec * group):
+        raise LayoutError(f"{what}: the last dim ({cols}) must be a multiple of {vec * group} ({group} chunks of "
+                          f"16 bytes)")
+    fvars = make_vars(2)
+    i, j = fvars
+    period, s = i // 8, i % 8
+    chunk = j // vec
+    swizzled = (chunk % group) ^ ((s >> (3 - bits)) % group)
+    within = j % vec + (swizzled + s * group) * vec  # inside one 8-row period of one group
+    periods = -(-rows // 8)
+    offset = ((chunk // group) * periods + period) * (8 * group * vec) + within
+    # leading dims (stages) pass through as outputs of their own, as Layout.expand and upstream's expansion give them
+    return Layout.from_exprs([rows, cols], fvars, [offset]).expand(lead)
+
+
+def make_quarter_bank_swizzled_layout(buffer: Any, cols: Any = None, element_size: Any = None) -> Layout:
+    """32-byte swizzle: pairs of 16-byte chunks, swapped in rows 4..7 of every 8 (see _bank_swizzled)."""
+    return _bank_swizzled("make_quarter_bank_swizzled_layout", 1, buffer, cols, element_size)
+
+
+def make_half_bank_swizzled_layout(buffer: Any, cols: Any = None, element_size: Any = None) -> Layout:
+    """64-byte swizzle: groups of 4 chunks, xor-ed with (row % 8) // 2 (see _bank_swizzled)."""
+    return _bank_swizzled("make_half_bank_swizzled_layout", 2, buffer, cols, element_size)
+
+
+def make_full_bank_swizzled_layout(buffer: Any, cols: Any = None, element_size: Any = None) -> Layout:
+    """128-byte swizzle: groups of 8 chunks, xor-ed with row % 8 (see _bank_swizzled)."""
+    return _bank_swizzled("make_full_bank_swizzled_layout", 3, buffer, cols, element_size)
