@@ -43,7 +43,7 @@ RANKS = {
     "_version": 0, "_paths": 0, "_tir_compat": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0, "rocm": 0,
     "_native": 1,
     "target": 2,
-    "backend": 3,
+    "backend": 3, "musa": 3,  # musa: target predicates under Moore Threads' names
     "ir": 4,
     "layout": 5,
     "tileop": 6,
@@ -52,7 +52,7 @@ RANKS = {
     "jit.launcher": 9,
     "profiler": 10,
     "jit": 11,
-    "contrib": 12, "engine": 12, "cache": 12, "carver": 12,
+    "contrib": 12, "engine": 12, "cache": 12, "carver": 12, "tools": 12,
     "utils": 13,
     "testing": 14,
     ROOT: 15,
