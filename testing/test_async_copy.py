@@ -151,7 +151,7 @@ def test_robust_copy_reads_zeros_outside_the_descriptor(arch, force_async):
     source = kernel.get_kernel_source()
     assert "const tl::RobustDesc robust_desc = tl::make_robust_desc((&src[1]), 8" in source or \
         "const tl::RobustDesc robust_desc = tl::make_robust_desc(&src[1], 8" in source
-    template = "tl::cp_async_gs_robust_conditional<4>(" if force_async else "tl::robust_copy<4>("
+    template = "tl::cp_async_gs_robust<4>(" if force_async else "tl::robust_copy<4>("
     assert template in source and ", robust_desc" in source
     src, out = rand((32,), torch.float32, 13), poison((32,), torch.float32)
     kernel(src, out)
@@ -189,13 +189,39 @@ def test_robust_load_into_a_thread_private_buffer_runs_on_every_thread(arch):
 
     kernel = tilelang.compile(robust_to_local, target=f"musa -arch={arch}")
     source = kernel.get_kernel_source()
-    assert "tl::robust_copy<4>(&r[0], &src[(int)threadIdx.x], d, true);" in source, source
+    assert "tl::robust_copy<4>(&r[0], &src[(int)threadIdx.x], d);" in source, source  # tid < 64: in bounds
     assert "threadIdx.x) < 1" not in source
     src, out = rand((64,), torch.float32, 15), poison((64,), torch.float32)
     kernel(src, out)
     expected = torch.zeros(64)
     expected[1:3] = src[1:3] * 2
     torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("threads", [4, 8])
+def test_a_per_thread_copy_the_threads_keep_in_bounds_has_no_predicate(threads):
+    """`T.copy(src[tid], S[tid], ...)` with as many threads as src has elements: tid < 4 holds on every thread, so
+    the copy needs no in-bounds predicate (the `_conditional` form); with 8 threads it keeps one."""
+
+    @T.prim_func
+    def per_thread(src: T.Tensor((4,), "float32"), out: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=threads):
+            tid = T.get_thread_binding()
+            S = T.alloc_shared((threads,), "float32")
+            d = T.make_robust_desc(T.address_of(src[1]), 8)
+            T.copy(src[tid], S[tid], force_async_copy=True, src_robust_desc=d)
+            if tid < 4:
+                out[tid] = S[tid]
+
+    kernel = tilelang.compile(per_thread, target="musa -arch=mp_31")
+    source = kernel.get_kernel_source()
+    if threads == 4:
+        assert "tl::cp_async_gs_robust<4>(&S[(int)threadIdx.x], &src[(int)threadIdx.x], d);" in source, source
+    else:
+        assert "tl::cp_async_gs_robust_conditional<4>(" in source and "((int)threadIdx.x) < 4);" in source, source
+    src, out = rand((4,), torch.float32, 16), poison((4,), torch.float32)
+    kernel(src, out)
+    torch.testing.assert_close(out, torch.tensor([0.0, src[1], src[2], 0.0]))
 
 
 def _check(build):
@@ -326,7 +352,7 @@ def test_the_guides_vectorized_element_copies():
             out[tx] = dst_shared[511 - tx]
 
     source = _lower(guide)
-    assert "tl::cp_async_gs_conditional<16>(&dst_shared[((int)threadIdx.x) * 8], &src_global[((int)threadIdx.x) * 8]" in source
+    assert "tl::cp_async_gs<16>(&dst_shared[((int)threadIdx.x) * 8], &src_global[((int)threadIdx.x) * 8]" in source
     assert source.index("tl::cp_async_wait<0>();") < source.index("__syncthreads();") < source.index("out[")
 
     @T.prim_func

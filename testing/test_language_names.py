@@ -547,6 +547,28 @@ def test_misaligned_tensor_is_rejected_before_a_vector_access():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_a_vector_of_lanes_not_a_power_of_two_needs_its_types_alignment(arch):
+    """`A[T.Ramp(6 * t, 1, 6)]`: 24-byte float32x6 accesses; tl::vec<float, 6> is 8-byte aligned, so the tensor
+    must start on 8 bytes (it was an internal error: a 24-byte alignment)."""
+    M, W = 32, 6
+
+    @T.prim_func
+    def six_lanes(A: T.Tensor((M * W,), "float32"), C: T.Tensor((M * W,), "float32")):
+        with T.Kernel(1, threads=M):
+            t = T.get_thread_binding()
+            lanes = T.Ramp(t * W, 1, W)
+            C[lanes] = A[lanes] * T.Broadcast(T.float32(2), W)
+
+    kernel = compile_for(six_lanes, arch)
+    assert "tl::vec<float, 6>" in kernel.get_kernel_source()
+    a, c = rand((M * W + 2,), torch.float32, 18), poison((M * W,), torch.float32)
+    kernel(a[2:], c)  # 8 bytes in: aligned for 6 lanes
+    torch.testing.assert_close(c, a[2:] * 2)
+    with pytest.raises(ValueError, match=r"A is read or written 8 bytes at a time, but its data starts 4 bytes past"):
+        kernel(a[1:M * W + 1], c)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_none_for_a_tensor_the_kernel_never_touches(arch):
     N = 256
 

@@ -92,8 +92,7 @@ def _dim(extent: Any, param: str = "", what: str = "dim", index: int = 0) -> Any
 def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[str, int]]:
     """Which tensor parameters the kernels read, write or take the address of, and which scalar parameters they
     read (a size variable counts as read where any expression of the kernels, a declared buffer's shape included,
-    names it); for each tensor the widest vector load or store they make to it in bytes (its data pointer must be
-    aligned to that). Parameters are matched by name: lowering may redeclare a parameter's buffer."""
+    names it); for each tensor the alignment in bytes its data pointer needs for the vector loads and stores they make to it. Parameters are matched by name: lowering may redeclare a parameter's buffer."""
     accessed: set[str] = set()
     widest: dict[str, int] = {}
 
@@ -102,7 +101,10 @@ def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[s
             return
         accessed.add(buffer.name)
         if dtype.lanes > 1:
-            widest[buffer.name] = max(widest.get(buffer.name, 1), dtype.lanes * dtype.bits // 8)
+            # the alignment of the access's tl::vec type: its largest power-of-two divisor, at most 16 bytes
+            # (common.h's vec_alignment; a 6-lane float32 access is 24 bytes, aligned to 8)
+            nbytes = dtype.lanes * dtype.bits // 8
+            widest[buffer.name] = max(widest.get(buffer.name, 1), min(nbytes & -nbytes, 16))
 
     def read(names: set[str], var: Any) -> None:
         if isinstance(var.ty, tvm.ir.PrimType) and var.name in names:

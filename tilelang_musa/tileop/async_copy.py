@@ -185,6 +185,8 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         for var, extent in zip(idx, piece_extents):
             if isinstance(var, tvm.ir.expr.Var):
                 ana.bind(var, tvm.ir.Range(0, extent))
+        if isinstance(args.thread_var, tvm.ir.expr.Var) and args.num_threads:  # one thread dim, no guards around:
+            ana.bind(args.thread_var, tvm.ir.Range(0, args.num_threads))  # `src[tid]` may be provably in bounds
         idx = list(idx)
         if idx:
             idx[-1] = idx[-1] * lanes

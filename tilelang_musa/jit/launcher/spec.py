@@ -229,7 +229,7 @@ class ParamSpec:
               tensor's last dim counts fp4 values, twice its bytes
     strides   None: contiguous row-major required; else one int, symbol name or DimExpr per dim (in elements)
     is_output allocated by the launcher (out_idx / T.empty) and returned, not passed by the caller
-    align     bytes the data pointer must be a multiple of: the widest vector access the kernel makes to it
+    align     bytes the data pointer must be a multiple of: what the vector accesses the kernel makes to it need
     unused    the kernel never accesses the tensor: the caller may pass None for it. A scalar: the kernel never
               reads it (a size only tensors left out as None determine is then passed as 0)
     is_workspace  a `T.alloc_global` scratch tensor: allocated by the launcher for each call (filled with 0xFF bytes
