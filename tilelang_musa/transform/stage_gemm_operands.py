@@ -6,7 +6,9 @@
 exactly what a user would write by hand. The gemm registry says which operands a path needs staged
 (tileop/gemm/registry.py: mp_22's MMA and FMA read shared memory only; SQMMA stages one fragment operand).
 Runs before the tile ops are lowered, so the copy is an ordinary T.copy: layout inference places it where
-the fragment lives, and the barrier passes order it before the gemm and after the gemm's previous read.
+the fragment lives, and the barrier passes order it before the gemm and after the gemm's previous read. With
+TL_DISABLE_THREAD_STORAGE_SYNC (the user places barriers) the staging tile, being the compiler's, gets its two
+barriers here: a user cannot know it exists.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import declare_buffers, thread_info
 from ..tileop import is_tile_op, parse_tile_op
 from ..tileop.copy import Copy
@@ -69,7 +72,11 @@ def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         for what in staged:
             args[index[what]] = (new.A if what == "A" else new.B).to_ir()
         gemm = tvm.ir.Call(node.value.op, args, attrs=node.value.attrs, ret_ty="int32")
-        return tirx.SeqStmt([tirx.Evaluate(c) for c in copies] + [tirx.Evaluate(gemm)])
+        stores = [tirx.Evaluate(c) for c in copies]
+        if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):  # earlier reads done; stores landed
+            sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+            stores = [sync, *stores, sync]
+        return tirx.SeqStmt(stores + [tirx.Evaluate(gemm)])
 
     body = map_with_guards(func.body, threads, lambda node, mutator, guards: mutator.default_mutate(node),
                            on_evaluate)
