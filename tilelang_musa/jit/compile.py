@@ -92,7 +92,8 @@ def _dim(extent: Any, param: str = "", what: str = "dim", index: int = 0) -> Any
 def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[str, int]]:
     """Which tensor parameters the kernels read, write or take the address of, and which scalar parameters they
     read (a size variable counts as read where any expression of the kernels, a declared buffer's shape included,
-    names it); for each tensor the alignment in bytes its data pointer needs for the vector loads and stores they make to it. Parameters are matched by name: lowering may redeclare a parameter's buffer."""
+    names it); for each tensor the alignment in bytes its data pointer needs for the vector loads and stores they
+    make to it. Parameters are matched by name: lowering may redeclare a parameter's buffer."""
     accessed: set[str] = set()
     widest: dict[str, int] = {}
 
