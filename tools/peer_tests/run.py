@@ -65,6 +65,7 @@ def pytest_collection_modifyitems(config, items):
 def rewrite(text: str, cuda: bool) -> str:
     devices = "musa|cuda"  # the peer's examples/ still allocate on "cuda"
     text = re.sub(rf"""device\s*=\s*(["'])({devices})(:\d+)?\1""", 'device="cpu"', text)
+    text = re.sub(rf"""\b(DEVICE\s*=\s*)(["'])({devices})(:\d+)?\2""", r'\1"cpu"', text)  # module constants
     text = re.sub(rf"""torch\.device\((["'])({devices})(:\d+)?\1\)""", 'torch.device("cpu")', text)
     text = re.sub(rf"""\.({devices})\(\)""", ".cpu()", text)
     text = re.sub(rf"""\.to\((["'])({devices})\1""", '.to("cpu"', text)
