@@ -228,7 +228,8 @@ def _option_types() -> dict[str, str]:
 def _checked_config(config: dict[str, Any], original: object) -> dict[str, Any]:
     config.setdefault("kind", KIND)
     _require_musa_kind(config["kind"], original)
-    config.setdefault("arch", current_device_arch())
+    if "arch" not in config:  # not setdefault: the device query runs only when no arch is named
+        config["arch"] = current_device_arch()
     return config
 
 

@@ -221,9 +221,9 @@ def _bank_swizzled(what: str, bits: int, buffer: Any, cols: Any = None, element_
     else:
         shape, dtype = buffer_shape_dtype(buffer, what)
         bits_per_elem = dtype_bits(dtype)
-    lead, rows, cols = _matrix_shape(list(shape), what)
     if len(shape) < 2:
         raise LayoutError(f"{what}: the buffer must have at least 2 dimensions, got {shape}")
+    lead, rows, cols = _matrix_shape(list(shape), what)
     if 128 % bits_per_elem:
         raise LayoutError(f"{what}: {bits_per_elem}-bit elements do not fill 16-byte chunks")
     vec = 128 // bits_per_elem  # elements of a 16-byte chunk

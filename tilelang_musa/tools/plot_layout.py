@@ -35,10 +35,8 @@ def plot_layout(layout: Any, save_directory: str = "./tmp", name: str = "layout"
     if not layout.is_static:
         raise ValueError(f"plot_layout: the layout's shapes must be constants to draw it: {layout}")
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only: no display is needed
-        import matplotlib.pyplot as plt
+        # A Figure of its own (not pyplot): nothing to close, and the user's matplotlib backend is left alone.
+        from matplotlib.figure import Figure
     except ImportError as err:
         raise ImportError("plot_layout draws with matplotlib: pip install matplotlib") from err
 
@@ -59,7 +57,8 @@ def plot_layout(layout: Any, save_directory: str = "./tmp", name: str = "layout"
             print(f"({r}, {c}) -> {label}")
 
     rows, cols = labels.shape
-    fig, ax = plt.subplots(figsize=(max(4.0, cols * 0.6), max(3.0, rows * 0.4)))
+    fig = Figure(figsize=(max(4.0, cols * 0.6), max(3.0, rows * 0.4)))
+    ax = fig.subplots()
     ax.imshow(np.ma.masked_invalid(colors.astype(float)), cmap=colormap, aspect="auto")
     font = max(3.0, min(8.0, 60.0 / max(rows, cols) ** 0.5))
     for (r, c), label in np.ndenumerate(labels):
@@ -72,7 +71,6 @@ def plot_layout(layout: Any, save_directory: str = "./tmp", name: str = "layout"
     paths = [os.path.join(save_directory, f"{name}.{fmt}") for fmt in _parse_formats(formats)]
     for path in paths:
         fig.savefig(path, bbox_inches="tight", dpi=200)
-    plt.close(fig)
     return paths
 
 
