@@ -34,8 +34,37 @@ def two_gemms_through_a_shared_relayout(A: T.Tensor((M, K), "float16"), B: T.Ten
         S = T.alloc_shared((M, N), "float32")
         T.copy(acc, S)
         T.copy(S, acc_cast)  # the round trip: stored by acc's threads, loaded by acc_cast's
-        T.gemm(acc_cast, V_s, o)  # mp_22: acc_cast is staged through a shared tile of the compiler's
+        T.gemm(acc_cast, V_s, o)  # mp_22: read from registers, acc_cast laid out as the MMA's operand
         T.copy(o, O)
+
+
+@T.prim_func
+def two_gemms_through_a_cast(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+                             V: T.Tensor((N, N), "float16"), O: T.Tensor((M, N), "float32")):
+    with T.Kernel(1, threads=128):
+        A_s = T.alloc_shared((M, K), "float16")
+        B_s = T.alloc_shared((K, N), "float16")
+        V_s = T.alloc_shared((N, N), "float16")
+        acc = T.alloc_fragment((M, N), "float32")
+        acc_cast = T.alloc_fragment((M, N), "float16")
+        o = T.alloc_fragment((M, N), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.copy(V, V_s)
+        T.sync_threads()
+        T.clear(acc)
+        T.clear(o)
+        T.gemm(A_s, B_s, acc)
+        T.copy(acc, acc_cast)
+        T.gemm(acc_cast, V_s, o)  # mp_22: acc_cast, filled from an accumulator, is staged through a shared tile
+        T.copy(o, O)
+
+
+def _check(kernel, a, b, v):
+    out = poison((M, N), torch.float32)
+    kernel(a, b, v, out)
+    reference = (a.float() @ b.float()).half().float() @ v.float()
+    torch.testing.assert_close(out, reference, rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
@@ -43,13 +72,14 @@ def test_compiler_made_exchanges_keep_their_barriers_without_thread_storage_sync
     kernel = tilelang.compile(two_gemms_through_a_shared_relayout, target=f"musa -arch={arch}",
                               pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
     body = kernel.get_kernel_source().split("= acc[")[1]  # after the stores into S
-    assert body.index("__syncthreads();") < body.index("= tl::vec_cast<half_t>"), body  # before the loads from S
-    if arch == "mp_22":
-        staged = body.split("acc_cast_staged[")[1]
-        assert "__syncthreads();\n  tl::gemm_ss_mp22_mma" in staged, staged
+    assert body.index("__syncthreads();") < body.index("acc_cast["), body  # before the loads from S
+    assert ("tl::gemm_rs_mp22_mma" if arch == "mp_22" else "tl::gemm_ss_mp31_sqmma") in body
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
     a, b, v = (rand((64, 64), torch.float16, seed) for seed in (31, 32, 33))
-    out = poison((M, N), torch.float32)
-    kernel(a, b, v, out)
-    reference = (a.float() @ b.float()).half().float() @ v.float()
-    torch.testing.assert_close(out, reference, rtol=1e-2, atol=1e-2)
+    _check(kernel, a, b, v)
+    if arch == "mp_22":  # the staging tile of an operand filled from an accumulator: a barrier before the gemm
+        kernel = tilelang.compile(two_gemms_through_a_cast, target=f"musa -arch={arch}",
+                                  pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+        staged = kernel.get_kernel_source().split("acc_cast_staged[")[1]
+        assert "__syncthreads();\n  tl::gemm_ss_mp22_mma" in staged, staged
+        _check(kernel, a, b, v)

@@ -1,5 +1,6 @@
 """StageGemmOperands: a fragment operand of a gemm whose instruction reads shared memory is copied into a shared
-tile first (mp_22's MMA, FMA, and SQMMA for one fragment operand); WMMA takes fragments directly."""
+tile first (FMA, and SQMMA for one fragment operand); WMMA and mp_22's MMA take fragments directly, but mp_22's
+MMA stages a fragment filled from another gemm's accumulator."""
 
 import pytest
 import torch
@@ -14,31 +15,39 @@ from tilelang_musa.transform.stage_gemm_operands import stage_gemm_operands
 M, N, K = 64, 64, 32
 
 
-def test_fragment_operand_is_copied_to_a_shared_tile_on_mp22():
+def test_fragment_filled_from_an_accumulator_is_copied_to_a_shared_tile_on_mp22():
+    """P = S cast to half, S a gemm's accumulator: mp_22's MMA could read P from registers, but S's layout is not
+    the operand's, so P is staged (one half-precision store) rather than S exchanged (a float one)."""
     @T.prim_func
     def before(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
         with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
             B_s = T.alloc_shared((K, N), "float16")
-            A_f = T.alloc_fragment((M, K), "float16")
+            S = T.alloc_fragment((M, K), "float32")
+            P = T.alloc_fragment((M, K), "float16")
             acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
             T.copy(B, B_s)
-            T.copy(A, A_f)
-            T.clear(acc)
-            T.gemm(A_f, B_s, acc)
+            T.gemm(A_s, B_s[0:K, 0:K], S, clear_accum=True)
+            T.copy(S, P)
+            T.gemm(P, B_s, acc, clear_accum=True)
             T.copy(acc, C)
 
     @T.prim_func
     def expected(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
         with T.Kernel(1, threads=128):
-            A_f_staged = T.alloc_shared((M, K), "float16")
+            P_staged = T.alloc_shared((M, K), "float16")
+            A_s = T.alloc_shared((M, K), "float16")
             B_s = T.alloc_shared((K, N), "float16")
-            A_f = T.alloc_fragment((M, K), "float16")
+            S = T.alloc_fragment((M, K), "float32")
+            P = T.alloc_fragment((M, K), "float16")
             acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
             T.copy(B, B_s)
-            T.copy(A, A_f)
-            T.clear(acc)
-            T.copy(A_f[0:M, 0:K], A_f_staged[0:M, 0:K])
-            T.gemm(A_f_staged, B_s, acc)
+            T.gemm(A_s, B_s[0:K, 0:K], S, clear_accum=True)
+            T.copy(S, P)
+            T.copy(P[0:M, 0:K], P_staged[0:M, 0:K])
+            T.gemm(P_staged, B_s, acc, clear_accum=True)
             T.copy(acc, C)
 
     func = before.with_attr("target", determine_target("musa -arch=mp_22"))
@@ -46,10 +55,13 @@ def test_fragment_operand_is_copied_to_a_shared_tile_on_mp22():
     tvm.ir.assert_structural_equal(without_locations(staged),
                                    without_locations(expected.with_attr("target", func.attrs["target"])
                                                       .with_attr("global_symbol", "before")))
-    # WMMA (mp_31, SQMMA off) reads the fragment where it is: nothing to stage.
-    wmma = before.with_attr("target", determine_target("musa -arch=mp_31"))
-    configs = {tilelang.PassConfigKey.TL_DISABLE_SQMMA: True}
-    assert stage_gemm_operands(wmma, configs).same_as(wmma)
+
+
+def test_fragment_loaded_from_memory_stays_in_registers_on_mp22():
+    """A fragment filled from global memory takes the MMA's operand layout: nothing to stage (also WMMA)."""
+    for arch, configs in (("mp_22", {}), ("mp_31", {tilelang.PassConfigKey.TL_DISABLE_SQMMA: True})):
+        func = operand_program("fragment", "shared").with_attr("target", determine_target(f"musa -arch={arch}"))
+        assert stage_gemm_operands(func, configs).same_as(func)
 
 
 def operand_program(a_scope, b_scope, dtype="float16", trans_B=False):
@@ -76,8 +88,9 @@ CASES = [
     ("mp_31", "fragment", "shared", "float16", "tl::gemm_ss_mp31_sqmma", ["A_t_staged"]),
     ("mp_31", "shared", "fragment", "bfloat16", "tl::gemm_ss_mp31_sqmma", ["B_t_staged"]),
     ("mp_31", "fragment", "fragment", "float16", "tl::gemm_rr_mp31_wmma", []),  # the guide: rr -> WMMA
-    ("mp_22", "fragment", "shared", "float16", "tl::gemm_ss_mp22_mma", ["A_t_staged"]),
-    ("mp_22", "fragment", "fragment", "bfloat16", "tl::gemm_ss_mp22_mma", ["A_t_staged", "B_t_staged"]),
+    ("mp_22", "fragment", "shared", "float16", "tl::gemm_rs_mp22_mma", []),
+    ("mp_22", "shared", "fragment", "float16", "tl::gemm_sr_mp22_mma", []),
+    ("mp_22", "fragment", "fragment", "bfloat16", "tl::gemm_rr_mp22_mma", []),
     ("mp_22", "fragment", "shared", "float32", None, ["A_t_staged"]),  # FMA: no fp32 MMA
     ("mp_31", "fragment", "fragment", "float32", None, ["A_t_staged", "B_t_staged"]),
 ]
@@ -102,3 +115,25 @@ def test_gemm_with_fragment_operands(arch, a_scope, b_scope, dtype, template, st
     ref = a.float() @ (b.float().T if trans_B else b.float())
     tol = 1e-4 if dtype == "float32" else 1e-2
     torch.testing.assert_close(c, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("arch,template", [("mp_22", "tl::gemm_rs_mp22_mma<64, 64, 32, 2, 1, true,"),
+                                           ("mp_31", "tl::gemm_ss_mp31_sqmma")])
+def test_transposed_fragment_operand(arch, template):
+    """A stored K x M in a fragment (transpose_A): the fragment's slots already hold it K-major."""
+    @T.prim_func
+    def main(A: T.Tensor((K, M), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256):
+            A_f = T.alloc_fragment((K, M), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_f)
+            T.copy(B, B_s)
+            T.gemm(A_f, B_s, acc, transpose_A=True, clear_accum=True)
+            T.copy(acc, C)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert template in kernel.get_kernel_source()
+    a, b, c = rand((K, M), torch.float16, 3), rand((K, N), torch.float16, 4), poison((M, N), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float().T @ b.float(), rtol=1e-2, atol=1e-2)

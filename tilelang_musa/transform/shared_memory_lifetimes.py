@@ -1,8 +1,8 @@
 """When each shared tile is in use, over the statements of the block that allocates the tiles (for
 PlanDynamicSharedMemory, which lets tiles whose uses do not overlap share bytes).
 
-The unit is one statement of that block, the SeqStmt holding the tiles' AllocBuffer statements: a loop, a branch or
-a nest counts as a whole, so a tile used anywhere inside a loop is live for all of it (values carried from one
+The unit is one statement of that block, the innermost SeqStmt holding the tiles' AllocBuffer statements: a loop, a
+branch or a nest counts as a whole, so a tile used anywhere inside a loop is live for all of it (values carried from one
 iteration to the next stay safe). A statement that issues a TME store without waiting for it leaves its tiles
 being read after it ends: they stay in use to the end of the block. Every thread runs these statements, so a block-wide barrier placed between two of
 them orders all accesses before it against all after it.
@@ -53,19 +53,14 @@ def block_barrier() -> tirx.Stmt:
 
 
 def tile_lifetimes(body: tirx.Stmt, allocs: list) -> Lifetimes | None:
-    """The lifetimes of the tiles `allocs` allocates (AllocBuffer nodes), or None when they are not all statements
-    of one SeqStmt (then no tile may share bytes with another). A tile no statement references has span UNUSED."""
-    seqs: list = []
-    tvm_ffi.structural_walk(body, [(tirx.SeqStmt, lambda s: seqs.append(s)
-                                    if any(isinstance(x, tirx.AllocBuffer) and x.same_as(allocs[0]) for x in s.seq)
-                                    else None)])
-    if len(seqs) != 1:
+    """The lifetimes of the tiles `allocs` allocates (AllocBuffer nodes), over the statements of the innermost SeqStmt
+    holding all of them (a tile allocated inside one of its statements, say a reduction's scratch inside a loop, is
+    in use during that statement), or None when no SeqStmt holds them all (then no tile may share bytes with another).
+    A tile no statement references has span UNUSED."""
+    seq = _innermost_seq_holding(body, allocs)
+    if seq is None:
         return None
-    seq = seqs[0]
-    members = {x.buffer for x in seq.seq if isinstance(x, tirx.AllocBuffer)}
     tiles = [a.buffer for a in allocs]
-    if any(t not in members for t in tiles):
-        return None
     spans: dict = {}
     barriers = []
     for index, stmt in enumerate(seq.seq):
@@ -83,3 +78,20 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list) -> Lifetimes | None:
     for tile in tiles:  # referenced by no statement: never accessed, in use nowhere
         spans.setdefault(tile, UNUSED)
     return Lifetimes(seq, spans, tuple(barriers))
+
+
+def _innermost_seq_holding(body: tirx.Stmt, allocs: list) -> tirx.SeqStmt | None:
+    wanted = [a.buffer for a in allocs]
+    best: list = [None]
+
+    def holds_all(seq: tirx.SeqStmt) -> bool:
+        found: set = set()
+        tvm_ffi.structural_walk(seq, [(tirx.AllocBuffer, lambda a: found.add(a.buffer))])
+        return all(any(t.same_as(f) for f in found) for t in wanted)
+
+    def visit(seq):  # the seqs holding them all are nested in one another, and walked outermost first
+        if holds_all(seq):
+            best[0] = seq
+
+    tvm_ffi.structural_walk(body, [(tirx.SeqStmt, visit)], order="pre")
+    return best[0]

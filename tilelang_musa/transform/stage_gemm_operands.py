@@ -27,7 +27,7 @@ from ..tileop.copy import Copy
 from ..tileop.gemm import Gemm
 from ..tileop.gemm.base import STAGING_SCOPE
 from ..tileop.gemm.registry import GemmContext
-from .gemm_groups import accumulator_groups
+from .gemm_groups import accumulator_fed_fragments, accumulator_groups
 from .layout_inference import annotated_buffers, unswizzled_tiles, view_buffers
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
@@ -38,7 +38,7 @@ def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     threads = thread_info(func)
     block_ctx = GemmContext(target, configs, threads.num_threads, annotated_buffers(func), view_buffers(func),
-                            unswizzled_tiles(func), accumulator_groups(func))
+                            unswizzled_tiles(func), accumulator_groups(func), accumulator_fed_fragments(func))
     tiles: list = []
 
     def on_evaluate(node, mutator, guards):

@@ -1,7 +1,7 @@
 /*!
  * \file tl_templates/musa/gemm_mp22_mma.h
  * \brief Block GEMM on mp_22 (MTT S4000) with the 128-lane warp MMA m32n32k16 (`__musa_fmma_m32n32k16_mma`,
- *        `__musa_bfmma_m32n32k16_mma`), both operands in shared memory.
+ *        `__musa_bfmma_m32n32k16_mma`), each operand in shared memory or in registers.
  *
  *   template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum,
  *             class A_t, class B_t, class C_t>
@@ -19,6 +19,16 @@
  * the one whose 32-bit registers are contiguous pairs in the stored tile: A K-major ("Row") unless TransA,
  * B MN-major ("Col") unless TransB, i.e. the instruction's layout code (TransA << 1) | TransB
  * (MUSA_LAYOUTS.md sections 0 and 2).
+ *
+ * Register-operand forms (same template parameters; "_rs": A from registers, "_sr": B, "_rr": both):
+ *   __device__ void tl::gemm_rs_mp22_mma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag);
+ *   __device__ void tl::gemm_sr_mp22_mma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag);
+ *   __device__ void tl::gemm_rr_mp22_mma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag);
+ * A_frag / B_frag are the thread's operand fragments in the K-major ("Row") register layout, in the slot order of
+ * make_gemm_a_fragment("mp_22.mma.m32n32k16", M, K, GM, GN, transposed=TransA) and make_gemm_b_fragment(..., N, K,
+ * GM, GN, transposed=TransB): A slot (ai * atoms_k + ak) * 4 + v ((M/GM/32) * (K/16) * 4 values), B slot
+ * (aj * atoms_k + ak) * 4 + v, 4-byte aligned; the 4 values of an atom are its 2 registers, low half first.
+ * TransA / TransB only describe the logical order of those buffers, which the slots already encode.
  * The caller synchronises: the shared tiles must be complete (e.g. __syncthreads) before the call, and must not
  * be overwritten by other threads until every thread has returned.
  */
@@ -74,33 +84,71 @@ TL_DEVICE void mp22_mma([[maybe_unused]] int32_t* acc, [[maybe_unused]] const in
 #endif
 }
 
-}  // namespace gemm_detail
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
-  static_assert(gemm_detail::check_16bit_operands<A_t, B_t, C_t>(), "");
-  using Tiling = gemm_detail::BlockTiling<M, N, K, GM, GN, 128, 32, 32, 16>;
-  constexpr int kLayout = (TransA ? 2 : 0) | (TransB ? 1 : 0);  // bit 1: A M-major, bit 0: B K-major
-  const gemm_detail::GroupCoord at = gemm_detail::group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
-  if constexpr (ClearAccum) gemm_detail::clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
+// The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
+          class A_t, class B_t, class C_t>
+TL_DEVICE void mp22_mma_block(const A_t* A, const B_t* B, C_t* C_frag, int first) {
+  static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
+  using Tiling = BlockTiling<M, N, K, GM, GN, 128, 32, 32, 16>;
+  // Shared operands use the register layout whose pairs are contiguous in the stored tile; fragment operands are
+  // K-major ("Row"). Bit 1: A M-major, bit 0: B K-major.
+  constexpr int kLayout = (!ARegs && TransA ? 2 : 0) | (BRegs || TransB ? 1 : 0);
+  constexpr int kOperandValues = 32 * 16 / 128;  // 16-bit values of one operand atom per thread (2 registers)
+  const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
+  if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-ins take fp32 accumulators as 32-bit words
 #pragma unroll 1
   for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
     const int k0 = ak * 16;
     int32_t a[Tiling::kAtomsM][2], b[Tiling::kAtomsN][2];
 #pragma unroll
-    for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
-      gemm_detail::mp22_load_operand<TransA, TransA ? M : K>(A_smem, at.lane, at.row0 + 32 * ai, k0, a[ai]);
+    for (int ai = 0; ai < Tiling::kAtomsM; ++ai) {
+      if constexpr (ARegs) {  // slot (ai * atoms_k + ak) * 4 + v
+        __builtin_memcpy(a[ai], A + (ai * Tiling::kAtomsK + ak) * kOperandValues, sizeof(a[ai]));
+      } else {
+        mp22_load_operand<TransA, TransA ? M : K>(A, at.lane, at.row0 + 32 * ai, k0, a[ai]);
+      }
+    }
 #pragma unroll
-    for (int aj = 0; aj < Tiling::kAtomsN; ++aj)
-      gemm_detail::mp22_load_operand<!TransB, TransB ? K : N>(B_smem, at.lane, at.col0 + 32 * aj, k0, b[aj]);
+    for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
+      if constexpr (BRegs) {  // slot (aj * atoms_k + ak) * 4 + v
+        __builtin_memcpy(b[aj], B + (aj * Tiling::kAtomsK + ak) * kOperandValues, sizeof(b[aj]));
+      } else {
+        mp22_load_operand<!TransB, TransB ? K : N>(B, at.lane, at.col0 + 32 * aj, k0, b[aj]);
+      }
+    }
 #pragma unroll
     for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
 #pragma unroll
       for (int aj = 0; aj < Tiling::kAtomsN; ++aj)
-        gemm_detail::mp22_mma<A_t>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, a[ai], b[aj], kLayout);
+        mp22_mma<A_t>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, a[ai], b[aj], kLayout);
   }
+}
+
+}  // namespace gemm_detail
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
+  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, false>(A_smem, B_smem, C_frag, first);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_rs_mp22_mma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag, int first = 0) {
+  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, false>(A_frag, B_smem, C_frag, first);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_sr_mp22_mma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag, int first = 0) {
+  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, true>(A_smem, B_frag, C_frag, first);
+}
+
+template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
+          class C_t>
+TL_DEVICE void gemm_rr_mp22_mma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag, int first = 0) {
+  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, true>(A_frag, B_frag, C_frag, first);
 }
 
 }  // namespace tl

@@ -2,7 +2,7 @@
 
     mp_31 SQMMA  `tl::gemm_ss_mp31_sqmma`  squads of 128 threads; A and B read from shared memory
     mp_31 WMMA   `tl::gemm_{ss,rs,sr,rr}_mp31_wmma`  m16n8k16 on 32-thread warps; operands shared or fragments
-    mp_22 MMA    `tl::gemm_ss_mp22_mma`    m32n32k16 on 128-thread warps
+    mp_22 MMA    `tl::gemm_{ss,rs,sr,rr}_mp22_mma`  m32n32k16 on 128-thread warps; operands shared or fragments
 
 Each takes the block's g_m x g_n instruction groups (from the warp policy) and keeps C in the accumulator
 fragment of layout/mma_layouts.py, the contract the templates follow. A path declines what it cannot do
@@ -215,10 +215,11 @@ def _impl(path: Path) -> GemmImpl:
 
 
 # SQMMA has no register-operand form: one fragment operand is staged (registry.py says why); two follow the
-# user's guide (WMMA first). mp_22's MMA reads shared memory only: it stages what it is given.
+# user's guide (WMMA first). mp_22's MMA takes fragments in its K-major operand layout, and stages those filled from
+# an accumulator (registry._preferred_staging).
 SQMMA = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
                    False, staged_operands=1))
 SQMMA_SWIZZLED = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma_swizzled",
                             PassConfigKey.TL_DISABLE_SQMMA, False, swizzled=True, staged_operands=1))
 WMMA = _impl(Path("WMMA", ("mp_31", "mp_32"), 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
-MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, False, staged_operands=2))
+MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, True, staged_operands=2))

@@ -7,7 +7,9 @@ miscompile.
 
 A path that reads its operands from shared memory may still take a fragment operand *staged*: the
 StageGemmOperands pass copies the fragment into a shared tile first and the path runs on that tile. That
-is how a gemm with a fragment operand runs on mp_22 (no register-operand instruction) and on FMA. With
+is how a gemm with a fragment operand runs on FMA, and on mp_22's MMA when the fragment is filled from
+another gemm's accumulator (_preferred_staging; a fragment filled otherwise takes the operand layout and stays
+in registers). With
 exactly one fragment operand (the guide leaves that case open), staged SQMMA comes before WMMA: MUSA's
 WMMA accumulator layout is not its A-operand layout, so a `P = softmax(S)` fed from one gemm's
 accumulator into the next must move between threads anyway; staging makes that one shared-memory store,
@@ -41,6 +43,8 @@ class GemmContext:
     unswizzled: frozenset = frozenset()  # tiles no gemm may swizzle (layout_inference.unswizzled_tiles)
     # accumulator fragment -> the gemms into it, in program order (transform/gemm_groups.py); they choose together
     accumulators: Any = field(default_factory=dict)
+    # fragments filled from a gemm's accumulator (transform/gemm_groups.py): staged where the path can stage them
+    accumulator_fed: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ def choose_implementation(gemm: Any, ctx: GemmContext) -> tuple[GemmImpl, tuple[
 def _takes(impl: GemmImpl, gemm: Any, ctx: GemmContext) -> tuple[str, ...] | None:
     """The operands `impl` needs staged to lower `gemm` (() for none), or None if it declines."""
     if impl.declines(gemm, ctx) is None:
-        return ()
+        return _preferred_staging(impl, gemm, ctx)
     fragments = _fragment_operands(gemm)
     if fragments and impl.stages(fragments) and impl.declines(gemm.staged(fragments), ctx) is None:
         return fragments
@@ -133,6 +137,18 @@ def _fragment_operands(gemm: Any) -> tuple[str, ...]:
     return tuple(what for what, region in (("A", gemm.A), ("B", gemm.B)) if region.scope == "local.fragment")
 
 
+def _preferred_staging(impl: GemmImpl, gemm: Any, ctx: GemmContext) -> tuple[str, ...]:
+    """The fragment operands to stage although `impl` reads them from registers: those filled from a gemm's
+    accumulator. The accumulator's layout is not the operand's on MUSA (MUSA_LAYOUTS.md), so such an operand moves
+    between threads anyway; staged, that is one store of the operand's dtype into a tile of its own, where an
+    exchange would move the accumulator's (wider) dtype through shared memory."""
+    fed = tuple(what for what in _fragment_operands(gemm)
+                if (gemm.A if what == "A" else gemm.B).buffer in ctx.accumulator_fed)
+    if fed and impl.stages(fed) and impl.declines(gemm.staged(fed), ctx) is None:
+        return fed
+    return ()
+
+
 def _own_choice(gemm: Any, ctx: GemmContext) -> tuple[GemmImpl, tuple[str, ...]]:
     """The first path that takes `gemm` on its own, and which of its fragment operands it needs staged."""
     fragments = _fragment_operands(gemm)
@@ -140,7 +156,7 @@ def _own_choice(gemm: Any, ctx: GemmContext) -> tuple[GemmImpl, tuple[str, ...]]
     for impl in GEMM_IMPLEMENTATIONS:
         reason = impl.declines(gemm, ctx)
         if reason is None:
-            return impl, ()
+            return impl, _preferred_staging(impl, gemm, ctx)
         if fragments and impl.stages(fragments):
             staged_reason = impl.declines(gemm.staged(fragments), ctx)
             if staged_reason is None:
