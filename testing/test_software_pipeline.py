@@ -3,6 +3,7 @@ steady state, epilogue; multi-buffered shared tiles; LDLMS loads in commit group
 
 
 import re
+import warnings
 
 import pytest
 import torch
@@ -328,6 +329,37 @@ def test_shared_memory_too_small_for_num_stages_pipelines_fewer_with_a_warning(f
     with pytest.warns(tilelang.TileLangWarning, match=r"num_stages=3\) would need 196608 bytes .* 73728 per block; "
                                                       r"pipelined with num_stages=1 instead"):
         planned(program, "mp_22")
+
+
+def test_tiles_used_only_after_the_loop_leave_the_loop_its_stages(fresh_warnings):
+    """Three stages of A_s and B_s (48 KB) and the epilogue's C_s (32 KB) together pass mp_22's 72 KB, but C_s is in
+    use only after the loop and shares their bytes: all three stages stay, without a warning."""
+    @T.prim_func
+    def main(A: T.Tensor((256, 128), "float16"), B: T.Tensor((128, 256), "float16"),
+             C: T.Tensor((256, 256), "float16")):
+        with T.Kernel(2, 2, threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 32), "float16")
+            B_s = T.alloc_shared((32, 128), "float16")
+            C_s = T.alloc_shared((128, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=3):
+                T.copy(A[by * 128, k * 32], A_s)
+                T.copy(B[k * 32, bx * 128], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C_s)
+            T.copy(C_s, C[by * 128, bx * 128])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kernel = tilelang.compile(main, target="musa -arch=mp_22")
+    source = kernel.get_kernel_source()
+    assert "tl::cp_async_wait<2>();" in source  # three stages: two loads in flight
+    assert "half_t* C_s = reinterpret_cast<half_t*>(buf_dyn_shmem);" in source
+    a, b = rand((256, 128), torch.float16, 15), rand((128, 256), torch.float16, 16)
+    c = poison((256, 256), torch.float16)
+    kernel(a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
 
 
 def test_a_fragment_written_and_read_in_different_stages_is_an_error_naming_it():

@@ -30,6 +30,7 @@ from ..ir.attrs import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_
 from ..ir.utils import as_int, dtype_bytes, loc_of, scope_of
 from .pass_base import tl_pass
 from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
+from .shared_memory_lifetimes import tile_lifetimes
 
 SCHEDULE_STAGE = "software_pipeline_stage"
 SCHEDULE_ORDER = "software_pipeline_order"
@@ -127,16 +128,20 @@ def _annotated(loop: tirx.For, annotations: dict) -> tirx.For:
 
 @dataclass(frozen=True)
 class SharedBudget:
-    """The kernel's shared tiles (bytes of one copy each) and the target's shared memory per block."""
+    """The kernel's shared tiles (bytes of one copy each), the groups of them in use at the same time, and the
+    target's shared memory per block."""
     tiles: dict
+    live_together: tuple  # tuples of tiles, one per statement of the kernel's block (shared_memory_lifetimes.py)
     limit: int
 
     def needed(self, units: list[Unit], stages: list[int], orders: list[int]) -> int:
-        total = 0
-        for buf, size in self.tiles.items():
+        """The most bytes in use at once, the loop's tiles counted with the copies the schedule gives them: tiles
+        in use at different times share bytes (PlanDynamicSharedMemory places them so)."""
+        def nbytes(buf):
             copies = version_count(buf, units, stages, orders) if any(buf in u.writes for u in units) else 1
-            total += -(-size * copies // _SMEM_ROUNDING) * _SMEM_ROUNDING
-        return total
+            return -(-self.tiles[buf] * copies // _SMEM_ROUNDING) * _SMEM_ROUNDING
+
+        return max((sum(nbytes(buf) for buf in group) for group in self.live_together), default=0)
 
 
 _SMEM_ROUNDING = 1024  # tiles are placed at (at least) this alignment in the dynamic arena
@@ -146,7 +151,7 @@ def shared_budget(func: tirx.PrimFunc) -> SharedBudget | None:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     if target is None or "max_shared_memory_per_block" not in target.attrs:
         return None
-    tiles = {}
+    tiles, allocs = {}, []
 
     def visit(node):
         buf = node.buffer
@@ -155,9 +160,20 @@ def shared_budget(func: tirx.PrimFunc) -> SharedBudget | None:
             for e in buf.ty.shape:
                 count *= as_int(e)
             tiles[buf] = count * dtype_bytes(buf.ty.dtype.dtype)
+            allocs.append(node)
 
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, visit)], order="pre")
-    return SharedBudget(tiles, int(target.attrs["max_shared_memory_per_block"]))
+    lifetimes = tile_lifetimes(func.body, allocs) if allocs else None
+    if lifetimes is None:  # no statement order to go by: every tile in use throughout
+        live_together = (tuple(tiles),)
+    else:
+        live_together = tuple(tuple(buf for buf in tiles if _covers(lifetimes.spans[buf], index))
+                              for index in range(len(lifetimes.seq.seq)))
+    return SharedBudget(tiles, live_together, int(target.attrs["max_shared_memory_per_block"]))
+
+
+def _covers(span: tuple[int, int], index: int) -> bool:
+    return span[0] <= index <= span[1]
 
 
 def _fit_in_shared_memory(units: list[Unit], num_stages: int, schedule: tuple, budget: SharedBudget,
