@@ -4,7 +4,8 @@ MHA and GQA, causal or not, bshd and bhsd, every warp policy; against torch's at
 What each arch must produce: on mp_31 both gemms run on SQMMA, P (a fragment) staged through a shared tile
 (SQMMA reads shared memory only); with SQMMA disabled the second gemm reads P from registers on WMMA,
 whose A layout differs from its accumulator layout, so P is exchanged through shared memory with a warning.
-On mp_22 both gemms run on the warp MMA, P staged through shared memory.
+On mp_22 both gemms run on the warp MMA, P (filled from the first gemm's accumulator) staged through shared memory;
+in Moore Threads' mp_22 form, P loaded into a fragment from a shared tile, the second gemm reads P from registers.
 """
 
 import importlib.util
@@ -96,3 +97,73 @@ def test_flash_attention_on_wmma_exchanges_p_through_shared_memory(policy):
     source = kernel.get_kernel_source()
     assert "tl::gemm_rs_mp31_wmma" in source and "tl::gemm_ss_mp31_wmma" in source and "acc_s_exchange" in source
     run(kernel, 2, 128, 32, True, seed=5)
+
+
+def _attention_through_a_shared_tile(seq_len, dim, block=64):
+    """Moore Threads' mp_22 FlashAttention form: P goes from the first gemm's accumulator through a float shared
+    tile into a half fragment, which the second gemm reads (their examples' `temp_shared`)."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    shape = [1, seq_len, 1, dim]
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"), V: T.Tensor(shape, "float16"),
+             Output: T.Tensor(shape, "float16")):
+        with T.Kernel(seq_len // block, threads=128) as bx:
+            Q_shared = T.alloc_shared([block, dim], "float16")
+            K_shared = T.alloc_shared([block, dim], "float16")
+            V_shared = T.alloc_shared([block, dim], "float16")
+            O_shared = T.alloc_shared([block, dim], "float16")
+            acc_s = T.alloc_fragment([block, block], "float")
+            acc_s_cast = T.alloc_fragment([block, block], "float16")
+            acc_o = T.alloc_fragment([block, dim], "float")
+            scores_max = T.alloc_fragment([block], "float")
+            scores_max_prev = T.alloc_fragment([block], "float")
+            scores_scale = T.alloc_fragment([block], "float")
+            scores_sum = T.alloc_fragment([block], "float")
+            logsum = T.alloc_fragment([block], "float")
+            T.copy(Q[0, bx * block:(bx + 1) * block, 0, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity("float"))
+            for k in T.Pipelined(seq_len // block, num_stages=1):
+                T.copy(K[0, k * block:(k + 1) * block, 0, :], K_shared)
+                T.clear(acc_s)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity("float"))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block, block):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                temp_shared = T.alloc_shared([block, block], "float")
+                T.copy(acc_s, temp_shared)
+                T.copy(temp_shared, acc_s_cast)
+                for i, j in T.Parallel(block, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(V[0, k * block:(k + 1) * block, 0, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O_shared)
+            T.copy(O_shared, Output[0, bx * block:(bx + 1) * block, 0, :])
+
+    return main
+
+
+def test_attention_with_p_through_a_shared_tile_reads_p_from_registers_on_mp22():
+    """P loaded into a fragment from shared memory takes the MMA's operand layout: the second gemm reads it from
+    registers (no staging tile), and the kernel (Q, K, V, O and the float P tile of 16 KiB each) fits mp_22's
+    72 KiB, O sharing its bytes with P's tile."""
+    kernel = tilelang.compile(_attention_through_a_shared_tile(128, 128), target="musa -arch=mp_22")
+    source = kernel.get_kernel_source()
+    assert "tl::gemm_rs_mp22_mma<64, 128, 64," in source and "_staged" not in source
+    assert "tl::gemm_ss_mp22_mma<64, 64, 128," in source
+    q, k, v = (rand((1, 128, 1, 128), torch.float16, seed) for seed in (41, 42, 43))
+    out = poison((1, 128, 1, 128), torch.float16)
+    kernel(q, k, v, out)
+    ref = example.ref_program(q, k, v, False, 1, "bshd")
+    torch.testing.assert_close(out.float(), ref.float(), rtol=1e-2, atol=1e-2)
