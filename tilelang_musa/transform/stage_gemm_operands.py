@@ -4,7 +4,8 @@
                                              T.gemm(P_frag_staged, V_shared, acc)
 
 exactly what a user would write by hand. The gemm registry says which operands a path needs staged
-(tileop/gemm/registry.py: mp_22's MMA and FMA read shared memory only; SQMMA stages one fragment operand).
+(tileop/gemm/registry.py: FMA reads shared memory only; SQMMA stages one fragment operand; mp_22's MMA stages a
+fragment filled from another gemm's accumulator, whose layout is not the operand's).
 Runs before the tile ops are lowered, so the copy is an ordinary T.copy: layout inference places it where
 the fragment lives, and the barrier passes order it before the gemm and after the gemm's previous read. With
 TL_DISABLE_THREAD_STORAGE_SYNC (the user places barriers) the staging tile, being the compiler's, gets its two
