@@ -137,3 +137,23 @@ def test_transposed_fragment_operand(arch, template):
     a, b, c = rand((K, M), torch.float16, 3), rand((K, N), torch.float16, 4), poison((M, N), torch.float32)
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float().T @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_fragment_operand_replicated_over_two_warp_columns_on_mp22():
+    """FullCol: two warps split N and both need all of A: A's fragment holds each element in both warps."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float16"), B: T.Tensor((128, 32), "float16"), C: T.Tensor((64, 128), "float32")):
+        with T.Kernel(1, threads=256):
+            A_f = T.alloc_fragment((64, 32), "float16")
+            B_s = T.alloc_shared((128, 32), "float16")
+            acc = T.alloc_fragment((64, 128), "float32")
+            T.copy(A, A_f)
+            T.copy(B, B_s)
+            T.gemm(A_f, B_s, acc, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
+            T.copy(acc, C)
+
+    kernel = tilelang.compile(main, target="musa -arch=mp_22")
+    assert "tl::gemm_rs_mp22_mma<64, 128, 32, 1, 2, false, true, true>" in kernel.get_kernel_source()
+    a, b, c = rand((64, 32), torch.float16, 5), rand((128, 32), torch.float16, 6), poison((64, 128), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-2, atol=1e-2)
