@@ -130,10 +130,26 @@ def test_an_unpipelined_gemm_loop_has_one_barrier_each_side_of_the_copies(arch, 
 
 
 def test_disabling_thread_storage_sync_leaves_the_gemm_without_barriers():
-    """TL_DISABLE_THREAD_STORAGE_SYNC: the user places the barriers; the gemm adds none of its own any more."""
+    """TL_DISABLE_THREAD_STORAGE_SYNC: the user places the barriers; the gemm adds none of its own any more (two
+    128-lane warps on mp_22)."""
     configs = {tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
-    kernel = tilelang.compile(gemm_program(64, 64, 128, num_stages=0), target="musa -arch=mp_22", pass_configs=configs)
+    kernel = tilelang.compile(gemm_program(64, 64, 128, threads=256, num_stages=0), target="musa -arch=mp_22",
+                              pass_configs=configs)
     assert "__syncthreads" not in kernel.get_kernel_source(), kernel.get_kernel_source()
+
+
+@pytest.mark.parametrize("arch,threads", [("mp_22", 128), ("mp_31", 32)])
+def test_a_one_warp_block_keeps_its_barriers_under_disabled_storage_sync(arch, threads, monkeypatch, checked):
+    """One warp runs in lockstep on the hardware (Moore Threads' one-warp mp_22 kernels write shared tiles and read
+    them in a T.gemm with no barrier); the simulator does not, so the compiler's barriers stay, with a warning."""
+    monkeypatch.setattr(diagnostics, "_WARNED", set())
+    configs = {tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}
+    with pytest.warns(Warning, match=rf"TL_DISABLE_THREAD_STORAGE_SYNC is ignored for a block of {threads} threads, "
+                                     rf"one warp of {arch}"):
+        kernel = tilelang.compile(gemm_program(64, 64, 128, bm=32, bn=32, threads=threads, num_stages=0),
+                                  target=f"musa -arch={arch}", pass_configs=configs)
+    assert "__syncthreads" in kernel.get_kernel_source()
+    check_gemm(kernel, 64, 64, 128, seed=26)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -156,23 +172,23 @@ def test_a_user_barrier_under_a_run_time_condition_stays_a_block_barrier(arch, m
     """T.sync_threads() under `if warp < n` (n read at run time: no thread range known at compile time) is the block
     barrier it is written as, with a warning: right when every thread gets there, a simulator error when not."""
     @T.prim_func
-    def main(M: T.Tensor((1,), "int32"), A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128):
+    def main(M: T.Tensor((1,), "int32"), A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256):  # more than one warp: the barrier passes stay off (one warp keeps them)
             tid = T.get_thread_binding()
-            s = T.alloc_shared((128,), "float32")
+            s = T.alloc_shared((256,), "float32")
             n = M[0]
             if tid // 32 < n:
                 s[tid] = A[tid] * 2.0
                 T.sync_threads()
-                B[tid] = s[127 - tid]
+                B[tid] = s[255 - tid]
 
     monkeypatch.setattr(diagnostics, "_WARNED", set())  # once per process; each arch checks it
     with pytest.warns(Warning, match=r"T.sync_threads\(\) under `if .*`, which is no range .* stays a block barrier"):
         kernel = tilelang.compile(main, target=f"musa -arch={arch}",
                                   pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
     assert re.search(r"\* 2\.000000e\+00f;\n\s+__syncthreads\(\);\n\s+B\[", kernel.get_kernel_source())
-    a, b = rand((128,), torch.float32, 15), poison((128,), torch.float32)
-    kernel(torch.tensor([4], dtype=torch.int32), a, b)
+    a, b = rand((256,), torch.float32, 15), poison((256,), torch.float32)
+    kernel(torch.tensor([8], dtype=torch.int32), a, b)
     torch.testing.assert_close(b, (a * 2.0).flip(0))
     with pytest.raises(Exception, match="divergent __syncthreads"):
         kernel(torch.tensor([2], dtype=torch.int32), a, b)

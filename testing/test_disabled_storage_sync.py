@@ -2,7 +2,9 @@
 know are needed: a fragment re-laid out through a shared tile (`T.copy(acc, S); T.copy(S, acc_cast)`, whose threads
 follow layouts the compiler chooses) and the shared tile a gemm operand in registers is staged through on mp_22.
 Checked mode (the race detector) runs the kernel; it named both races before the fix (Moore Threads' unified
-attention gave NaN)."""
+attention gave NaN). The kernels run on two warps: a block of one warp keeps every barrier (pipeline.py)."""
+
+import re
 
 import pytest
 import torch
@@ -17,7 +19,7 @@ M = N = K = 64
 @T.prim_func
 def two_gemms_through_a_shared_relayout(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
                                         V: T.Tensor((N, N), "float16"), O: T.Tensor((M, N), "float32")):
-    with T.Kernel(1, threads=128):
+    with T.Kernel(1, threads=256):  # two warps on mp_22: one warp keeps the barriers
         A_s = T.alloc_shared((M, K), "float16")
         B_s = T.alloc_shared((K, N), "float16")
         V_s = T.alloc_shared((N, N), "float16")
@@ -41,7 +43,7 @@ def two_gemms_through_a_shared_relayout(A: T.Tensor((M, K), "float16"), B: T.Ten
 @T.prim_func
 def two_gemms_through_a_cast(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
                              V: T.Tensor((N, N), "float16"), O: T.Tensor((M, N), "float32")):
-    with T.Kernel(1, threads=128):
+    with T.Kernel(1, threads=256):  # two warps on mp_22: one warp keeps the barriers
         A_s = T.alloc_shared((M, K), "float16")
         B_s = T.alloc_shared((K, N), "float16")
         V_s = T.alloc_shared((N, N), "float16")
@@ -83,3 +85,48 @@ def test_compiler_made_exchanges_keep_their_barriers_without_thread_storage_sync
         staged = kernel.get_kernel_source().split("acc_cast_staged[")[1]
         assert "__syncthreads();\n  tl::gemm_ss_mp22_mma" in staged, staged
         _check(kernel, a, b, v)
+
+
+@T.prim_func
+def normalize_through_a_shared_tile(A: T.Tensor((M, 32), "float16"), B: T.Tensor((32, N), "float16"),
+                                    L: T.Tensor((M,), "float32"), O: T.Tensor((M, N), "float16")):
+    with T.Kernel(1, threads=256):  # two warps on mp_22: one warp keeps the barriers
+        A_s = T.alloc_shared((M, 32), "float16")
+        B_s = T.alloc_shared((32, N), "float16")
+        o_shared = T.alloc_shared((M, N), "float16")
+        acc_o = T.alloc_fragment((M, N), "float32")
+        logsum = T.alloc_fragment((M,), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.copy(L, logsum)
+        T.sync_threads()
+        T.gemm(A_s, B_s, acc_o, clear_accum=True)
+        for i, d in T.Parallel(M, N):  # runs where acc_o lives
+            o_shared[i, d] = acc_o[i, d] / logsum[i]
+        for i, d in T.Parallel(M, N):  # no fragment: without barriers, it must read what its own threads wrote
+            if i < M - 3:
+                O[i, d] = o_shared[i, d]
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_nest_reading_a_tile_the_previous_nest_wrote_runs_on_the_writers_threads(arch, monkeypatch):
+    """Moore Threads' unified attention (o_shared between two T.Parallel nests, barriers off) gave NaN: the reading
+    nest took a coalesced plan of its own. It now runs where the writing nest ran: each element is read by the
+    thread that stored it, and checked mode finds no race. With the compiler's barriers the plan stays coalesced."""
+    def o_shared_indices(source):
+        return [re.sub(r"it_\d+", "it", m) for m in re.findall(r"o_shared\[(.*?)\](?: =|;)", source)]
+
+    kernel = tilelang.compile(normalize_through_a_shared_tile, target=f"musa -arch={arch}",
+                              pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    store, load = o_shared_indices(kernel.get_kernel_source())
+    assert store == load
+    synced = tilelang.compile(normalize_through_a_shared_tile, target=f"musa -arch={arch}")
+    indices = o_shared_indices(synced.get_kernel_source())
+    assert indices.count(indices[0]) == 1  # the store's threads and elements are not the load's
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    a, b, l = rand((M, 32), torch.float16, 34), rand((32, N), torch.float16, 35), rand((M,), torch.float32, 36).abs() + 1
+    for k in (kernel, synced):
+        out = poison((M, N), torch.float16)
+        k(a, b, l, out)
+        reference = (a.float() @ b.float()) / l[:, None]
+        torch.testing.assert_close(out[:M - 3].float(), reference[:M - 3], rtol=1e-2, atol=1e-2)

@@ -11,6 +11,10 @@ A fragment (`T.alloc_fragment`) is a tile spread over the registers of the block
    its reduction when they are indexed by a subset of the loop variables);
 3. a free choice for what is still open: the coalesced, vectorized partition of the first such nest.
 
+A nest over no fragment is planned later (PartitionParallelLoop), except under TL_DISABLE_THREAD_STORAGE_SYNC when it
+reads a shared tile that an earlier nest wrote element for element: it then runs on that nest's threads
+(follow_writers_without_barriers).
+
 The pass only decides and records. The layouts go to the function attribute `tl.fragment_layouts` (read by
 LowerParallelLoop, LowerFragmentAccess and the late tile ops); each nest over fragments keeps its loops and gets
 the plan it runs by (tileop/loop_plan.py) on its outer loop: `parallel_loop_layout`, the plan's Fragment
@@ -272,6 +276,8 @@ class _Inference:
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
         self.serial: list = []  # fragments accessed element-wise outside T.Parallel nests and tile ops
+        self.plain_nests: list[_Nest] = []  # T.Parallel nests over no fragment (follow_writers_without_barriers)
+        self.walk_order: dict = {}  # nest loop handle -> its place in program order
         self._asked: dict[int, tuple] = {}  # op index -> which of its operands were placed when last asked
 
     # -- collection
@@ -323,6 +329,11 @@ class _Inference:
             if is_parallel(node):
                 nest, body = collect_nest(node)
                 accesses = [(a.buffer, a.indices) for a in collect_accesses(body) if scope_of(a.buffer) == FRAGMENT_SCOPE]
+                self.walk_order[node.__chandle__()] = len(self.walk_order)
+                if not accesses and not _inner_loops(body):
+                    reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
+                    self.plain_nests.append(_Nest(node, [n.loop_var for n in nest], nest_extents(nest, STAGE), body,
+                                                  [], reach))
                 if accesses:
                     reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
                     loop_vars, extents = [n.loop_var for n in nest], nest_extents(nest, STAGE)
@@ -936,6 +947,31 @@ class _Inference:
                 f"{self.origin.get(unchecked[0])}); read it into a variable first (`v = {unchecked[0].name}[...]`)",
                 None, STAGE)
 
+    def follow_writers_without_barriers(self) -> None:
+        """With TL_DISABLE_THREAD_STORAGE_SYNC the user places the barriers, and writes none between two T.Parallel
+        nests that pass a shared tile element for element (`o_shared[i, d] = acc_o[i, d] / l[i]`, then
+        `out[..., d] = o_shared[i, d]`): they expect each element read by the thread that wrote it. A nest over no
+        fragment would otherwise take a plan of its own (coalesced, not the writer's threads), and read elements
+        other threads have not written yet: it runs where the writing nest ran instead. With the compiler's
+        barriers the coalesced plan stays."""
+        if not enabled(self.configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) or not self.plain_nests:
+            return
+        writers: dict = {}  # shared tile -> the planned nest that last wrote it element for element
+        nests = sorted([*self.nests, *self.plain_nests], key=lambda n: self.walk_order[n.loop.__chandle__()])
+        for nest in nests:
+            elementwise = [a for a in collect_accesses(nest.body) if scope_of(a.buffer) in ("shared", "shared.dyn")
+                           and _index_positions(a.indices, nest.loop_vars) == list(range(len(nest.loop_vars)))
+                           and self._same_shape(a.buffer, nest.extents)]
+            if nest.plan is None:
+                writer = next((writers[a.buffer] for a in elementwise if not a.is_store and a.buffer in writers), None)
+                if writer is None or writer.extents != nest.extents or writer.reach != nest.reach:
+                    continue
+                nest.plan, nest.recipe = writer.plan, writer.recipe
+                self.nests.append(nest)
+            for access in elementwise:
+                if access.is_store:
+                    writers[access.buffer] = nest
+
     def fix_from_annotations(self) -> None:
         annotations = self.func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in self.func.attrs else {}
         for buf, layout in annotations.items():
@@ -954,6 +990,7 @@ class _Inference:
                 continue
             if not (self.propagate() or self.choose_free()):
                 break
+        self.follow_writers_without_barriers()
         self.check()
         self.check_owned_accesses()
 

@@ -10,7 +10,10 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
+from ..diagnostics import warn_once
 from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.utils import thread_info
+from ..target import arch_of, warp_size
 from .config_index_bitwidth import ConfigIndexBitwidth
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
@@ -147,6 +150,7 @@ def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConf
           instruments: list[Any] | None = None, dump: Callable[[str, Any], None] | None = None) -> tirx.PrimFunc:
     """Run the pipeline on one kernel; returns the device PrimFunc."""
     func = func.with_attr("target", target)
+    configs = _barriers_for_one_warp_blocks(func, target, configs)
     mod = tvm.IRModule({str(func.attrs["global_symbol"]): func})
     with tvm.transform.PassContext(opt_level=3, instruments=instruments or []):
         with target:
@@ -156,3 +160,23 @@ def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConf
                     dump(f"{index:02d}_{p.info.name}", mod)
     (result,) = mod.functions.values()
     return result
+
+
+def _barriers_for_one_warp_blocks(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict) -> dict:
+    """TL_DISABLE_THREAD_STORAGE_SYNC does not apply to a block of one warp (128 threads on mp_22, 32 on mp_31).
+
+    Its threads run in lockstep on the hardware, so a kernel without barriers is correct there, and Moore Threads'
+    one-warp mp_22 kernels rely on it (T.Parallel stores into a shared tile, then a T.gemm reading it, no barrier).
+    The simulator runs a block's threads one after another between barriers, and the compiler's layouts decide
+    which thread touches which element: the barriers stay in (on one warp they order nothing the hardware does not
+    already order), so the kernel is correct on both."""
+    if not enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
+        return configs
+    threads = thread_info(func).num_threads
+    if threads > warp_size(target):
+        return configs
+    warn_once(f"one-warp storage sync {threads} {warp_size(target)}",
+              f"TL_DISABLE_THREAD_STORAGE_SYNC is ignored for a block of {threads} threads, one warp of "
+              f"{arch_of(target).name}: its threads run in lockstep, which the barriers keep in the simulator")
+    return {**configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: False}
+
