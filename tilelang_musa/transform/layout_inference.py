@@ -276,6 +276,7 @@ class _Inference:
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
         self.serial: list = []  # fragments accessed element-wise outside T.Parallel nests and tile ops
+        self.user_barriers = enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC)
         self.plain_nests: list[_Nest] = []  # T.Parallel nests over no fragment (follow_writers_without_barriers)
         self.walk_order: dict = {}  # nest loop handle -> its place in program order
         self._asked: dict[int, tuple] = {}  # op index -> which of its operands were placed when last asked
@@ -330,7 +331,7 @@ class _Inference:
                 nest, body = collect_nest(node)
                 accesses = [(a.buffer, a.indices) for a in collect_accesses(body) if scope_of(a.buffer) == FRAGMENT_SCOPE]
                 self.walk_order[node.__chandle__()] = len(self.walk_order)
-                if not accesses and not _inner_loops(body):
+                if not accesses and self.user_barriers and _constant_from_zero(nest) and not _inner_loops(body):
                     reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
                     self.plain_nests.append(_Nest(node, [n.loop_var for n in nest], nest_extents(nest, STAGE), body,
                                                   [], reach))
@@ -954,7 +955,7 @@ class _Inference:
         fragment would otherwise take a plan of its own (coalesced, not the writer's threads), and read elements
         other threads have not written yet: it runs where the writing nest ran instead. With the compiler's
         barriers the coalesced plan stays."""
-        if not enabled(self.configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) or not self.plain_nests:
+        if not self.plain_nests:
             return
         writers: dict = {}  # shared tile -> the planned nest that last wrote it element for element
         nests = sorted([*self.nests, *self.plain_nests], key=lambda n: self.walk_order[n.loop.__chandle__()])
@@ -993,6 +994,10 @@ class _Inference:
         self.follow_writers_without_barriers()
         self.check()
         self.check_owned_accesses()
+
+
+def _constant_from_zero(nest: list) -> bool:
+    return all(as_int(level.extent) is not None and as_int(level.min) == 0 for level in nest)
 
 
 def _has_call(expr: Any) -> bool:
