@@ -16,50 +16,38 @@ from conftest import poison, rand
 M = N = K = 64
 
 
-@T.prim_func
-def two_gemms_through_a_shared_relayout(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-                                        V: T.Tensor((N, N), "float16"), O: T.Tensor((M, N), "float32")):
-    with T.Kernel(1, threads=256):  # two warps on mp_22: one warp keeps the barriers
-        A_s = T.alloc_shared((M, K), "float16")
-        B_s = T.alloc_shared((K, N), "float16")
-        V_s = T.alloc_shared((N, N), "float16")
-        acc = T.alloc_fragment((M, N), "float32")
-        acc_cast = T.alloc_fragment((M, N), "float16")
-        o = T.alloc_fragment((M, N), "float32")
-        T.copy(A, A_s)
-        T.copy(B, B_s)
-        T.copy(V, V_s)
-        T.sync_threads()
-        T.clear(acc)
-        T.clear(o)
-        T.gemm(A_s, B_s, acc)
-        S = T.alloc_shared((M, N), "float32")
-        T.copy(acc, S)
-        T.copy(S, acc_cast)  # the round trip: stored by acc's threads, loaded by acc_cast's
-        T.gemm(acc_cast, V_s, o)  # mp_22: read from registers, acc_cast laid out as the MMA's operand
-        T.copy(o, O)
+def two_gemms(through_shared: bool):
+    """acc = A @ B; o = half(acc) @ V, the cast either through a shared tile of the user's (`T.copy(acc, S);
+    T.copy(S, acc_cast)`: stored by acc's threads, loaded by acc_cast's; on mp_22 acc_cast is then laid out as the
+    MMA's operand and read from registers) or directly (`T.copy(acc, acc_cast)`: on mp_22 acc_cast, filled from an
+    accumulator, is staged through a shared tile of the compiler's)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), V: T.Tensor((N, N), "float16"),
+             O: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256):  # two warps on mp_22: one warp keeps the barriers
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            V_s = T.alloc_shared((N, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            acc_cast = T.alloc_fragment((M, N), "float16")
+            o = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(V, V_s)
+            T.sync_threads()
+            T.clear(acc)
+            T.clear(o)
+            T.gemm(A_s, B_s, acc)
+            if through_shared:
+                S = T.alloc_shared((M, N), "float32")
+                T.copy(acc, S)
+                T.copy(S, acc_cast)
+            else:
+                T.copy(acc, acc_cast)
+            T.gemm(acc_cast, V_s, o)
+            T.copy(o, O)
 
-
-@T.prim_func
-def two_gemms_through_a_cast(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-                             V: T.Tensor((N, N), "float16"), O: T.Tensor((M, N), "float32")):
-    with T.Kernel(1, threads=256):  # two warps on mp_22: one warp keeps the barriers
-        A_s = T.alloc_shared((M, K), "float16")
-        B_s = T.alloc_shared((K, N), "float16")
-        V_s = T.alloc_shared((N, N), "float16")
-        acc = T.alloc_fragment((M, N), "float32")
-        acc_cast = T.alloc_fragment((M, N), "float16")
-        o = T.alloc_fragment((M, N), "float32")
-        T.copy(A, A_s)
-        T.copy(B, B_s)
-        T.copy(V, V_s)
-        T.sync_threads()
-        T.clear(acc)
-        T.clear(o)
-        T.gemm(A_s, B_s, acc)
-        T.copy(acc, acc_cast)
-        T.gemm(acc_cast, V_s, o)  # mp_22: acc_cast, filled from an accumulator, is staged through a shared tile
-        T.copy(o, O)
+    return main
 
 
 def _check(kernel, a, b, v):
@@ -71,7 +59,7 @@ def _check(kernel, a, b, v):
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
 def test_compiler_made_exchanges_keep_their_barriers_without_thread_storage_sync(arch, monkeypatch):
-    kernel = tilelang.compile(two_gemms_through_a_shared_relayout, target=f"musa -arch={arch}",
+    kernel = tilelang.compile(two_gemms(through_shared=True), target=f"musa -arch={arch}",
                               pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
     body = kernel.get_kernel_source().split("= acc[")[1]  # after the stores into S
     assert body.index("__syncthreads();") < body.index("acc_cast["), body  # before the loads from S
@@ -80,7 +68,7 @@ def test_compiler_made_exchanges_keep_their_barriers_without_thread_storage_sync
     a, b, v = (rand((64, 64), torch.float16, seed) for seed in (31, 32, 33))
     _check(kernel, a, b, v)
     if arch == "mp_22":  # the staging tile of an operand filled from an accumulator: a barrier before the gemm
-        kernel = tilelang.compile(two_gemms_through_a_cast, target=f"musa -arch={arch}",
+        kernel = tilelang.compile(two_gemms(through_shared=False), target=f"musa -arch={arch}",
                                   pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
         staged = kernel.get_kernel_source().split("acc_cast_staged[")[1]
         assert "__syncthreads();\n  tl::gemm_ss_mp22_mma" in staged, staged

@@ -965,7 +965,7 @@ class _Inference:
                            and self._same_shape(a.buffer, nest.extents)]
             if nest.plan is None:
                 writer = next((writers[a.buffer] for a in elementwise if not a.is_store and a.buffer in writers), None)
-                if writer is None or writer.extents != nest.extents or writer.reach != nest.reach:
+                if writer is None or writer.reach != nest.reach:  # same tile walked whole: same extents
                     continue
                 nest.plan, nest.recipe = writer.plan, writer.recipe
                 self.nests.append(nest)
