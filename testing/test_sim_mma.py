@@ -11,6 +11,7 @@ sum rounded to fp32), so float results must match bit for bit; integers wrap mod
 from __future__ import annotations
 
 import ctypes
+import platform
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -671,3 +672,39 @@ def test_shared_address_of_static_shared_memory_fails(build):
     line = lib.line_of("__cvta_generic_to_shared(scratch)")
     assert f"__cvta_generic_to_shared (mma_sqmma.mu:{line}): 0x" in lib.error()
     assert "is not in the dynamic shared memory buffer buf_dyn_shmem" in lib.error()
+
+
+# ---- the row kernel under the kernel's own compiler flags ------------------------------------------------------------
+
+
+def _has_fma() -> bool:
+    try:
+        return " fma " in f" {Path('/proc/cpuinfo').read_text()} ".replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not _has_fma(), reason="needs an x86 CPU with FMA")
+@pytest.mark.parametrize("count", [40, 37], ids=["two_rows_at_once", "one_row_16_4_1_lanes"])
+def test_row_kernel_keeps_the_documented_rounding_under_fast_math_and_fma(tmp_path, count):
+    """Kernels may be built with fast math and FMA contraction (the user's flags); the vectorized row kernel the
+    matrix models share must still round each product and each sum to fp32, as the scalar reference does. tf32
+    values down to 2^-100 make products that underflow fp32, where a fused multiply-add rounds differently; at -O3
+    with reassociation allowed, a plain scalar loop's sum order changes (the scalar loop this replaced did)."""
+    source, output = KERNELS / "mma_row_kernel.mu", tmp_path / "mma_row_kernel.so"
+    command = compile_command(source, output, 310) + ["-O3", "-ffast-math", "-ffp-contract=fast", "-mfma"]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lib = Kernel(output, source)
+    rng = np.random.default_rng(7)
+    rows, depth = 7, 32  # an odd row count: the last row goes alone
+    def draw(shape):
+        mantissa = rng.uniform(1.0, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+        return (mantissa * 2.0 ** rng.integers(-100, 20, shape)).astype(np.float32).view(np.uint32) & 0xFFFFE000
+    a, b = draw((rows, depth)).view(np.float32), draw((count, depth)).view(np.float32)
+    c = draw((rows, count))
+    got = np.full((rows, count), 0xFFFFFFFF, np.uint32)
+    assert lib.accumulate_rows(ptr(a), ptr(b), ptr(c), rows, depth, count, ptr(got)) == 0
+    expected = mma_reference(c, a, b, is_float=True)
+    np.testing.assert_array_equal(got, expected)
+    assert (expected.view(np.float32) != 0).all()

@@ -134,6 +134,17 @@ inline uint32_t PackedElement(const int32_t* words, uint32_t index, uint32_t bit
   return bits == 32 ? word : (word >> shift) & ((1u << bits) - 1);
 }
 
+/*! \brief Decode one element from its raw bits: a float for floating-point formats (exact), else an int. */
+template <Elem kElem>
+inline float DecodeFloat(uint32_t raw) {
+  if constexpr (kElem == Elem::kF16) return WidenToFloat<5, 10>(static_cast<uint16_t>(raw));
+  if constexpr (kElem == Elem::kBF16) return WidenToFloat<8, 7>(static_cast<uint16_t>(raw));
+  if constexpr (kElem == Elem::kTF32) return DecodeTf32(raw);
+  if constexpr (kElem == Elem::kE4M3) return DecodeFp8(raw, true);
+  if constexpr (kElem == Elem::kE5M2) return DecodeFp8(raw, false);
+  return 0.0f;
+}
+
 /*!
  * \brief An R x K operand (A with R = M, or B with R = N), decoded to values: floats for floating-point formats,
  *        int32 for integers. `negate` applies the SQMMA scale flag (exact for both).
@@ -157,17 +168,58 @@ class DecodedOperand {
     switch (elem_) {
       case Elem::kU8: i_[at] = static_cast<int32_t>(raw & 0xffu); break;
       case Elem::kS8: i_[at] = static_cast<int8_t>(raw & 0xffu); break;
-      case Elem::kF16: f_[at] = WidenToFloat<5, 10>(static_cast<uint16_t>(raw)); break;
-      case Elem::kBF16: f_[at] = WidenToFloat<8, 7>(static_cast<uint16_t>(raw)); break;
-      case Elem::kTF32: f_[at] = DecodeTf32(raw); break;
-      case Elem::kE4M3: f_[at] = DecodeFp8(raw, true); break;
-      case Elem::kE5M2: f_[at] = DecodeFp8(raw, false); break;
+      case Elem::kF16: f_[at] = DecodeFloat<Elem::kF16>(raw); break;
+      case Elem::kBF16: f_[at] = DecodeFloat<Elem::kBF16>(raw); break;
+      case Elem::kTF32: f_[at] = DecodeFloat<Elem::kTF32>(raw); break;
+      case Elem::kE4M3: f_[at] = DecodeFloat<Elem::kE4M3>(raw); break;
+      case Elem::kE5M2: f_[at] = DecodeFloat<Elem::kE5M2>(raw); break;
     }
-    if (negate_) {
-      if (ElemIsFloat(elem_)) {
-        f_[at] = -f_[at];
-      } else {
-        i_[at] = static_cast<int32_t>(0u - static_cast<uint32_t>(i_[at]));
+    if (negate_) Negate(at);
+  }
+  /*! \brief Store every element at once from raw bits in row-major order (`raw[r * cols + k]`). */
+  void SetAll(uint32_t rows, uint32_t cols, Elem elem, bool negate, const uint32_t* raw) {
+    rows_ = rows;
+    cols_ = cols;
+    elem_ = elem;
+    negate_ = negate;
+    const size_t count = static_cast<size_t>(rows) * cols;
+    if (ElemIsFloat(elem)) {
+      f_.resize(count);
+      switch (elem) {
+        case Elem::kF16: DecodeAll<Elem::kF16>(raw, count); break;
+        case Elem::kBF16: DecodeAll<Elem::kBF16>(raw, count); break;
+        case Elem::kTF32: DecodeAll<Elem::kTF32>(raw, count); break;
+        case Elem::kE4M3: DecodeAll<Elem::kE4M3>(raw, count); break;
+        case Elem::kE5M2: DecodeAll<Elem::kE5M2>(raw, count); break;
+        default: break;
+      }
+    } else {
+      i_.resize(count);
+      for (size_t at = 0; at < count; ++at)
+        i_[at] = elem == Elem::kS8 ? static_cast<int8_t>(raw[at] & 0xffu) : static_cast<int32_t>(raw[at] & 0xffu);
+    }
+    if (negate)
+      for (size_t at = 0; at < count; ++at) Negate(at);
+  }
+  /*!
+   * \brief The operand column by column for the row kernels below: `out[k * count + j]` is element
+   *        (order[j], k), so the rows `order` names become contiguous lanes for each k.
+   */
+  void Columns(const uint32_t* order, uint32_t count, std::vector<float>* f, std::vector<int32_t>* i) const {
+    const bool is_float = ElemIsFloat(elem_);
+    if (is_float) {
+      f->resize(static_cast<size_t>(cols_) * count);
+    } else {
+      i->resize(static_cast<size_t>(cols_) * count);
+    }
+    for (uint32_t j = 0; j < count; ++j) {
+      const size_t row = static_cast<size_t>(order[j]) * cols_;
+      for (uint32_t k = 0; k < cols_; ++k) {
+        if (is_float) {
+          (*f)[static_cast<size_t>(k) * count + j] = f_[row + k];
+        } else {
+          (*i)[static_cast<size_t>(k) * count + j] = i_[row + k];
+        }
       }
     }
   }
@@ -176,6 +228,18 @@ class DecodedOperand {
   uint32_t cols() const { return cols_; }
 
  private:
+  template <Elem kElem>
+  void DecodeAll(const uint32_t* raw, size_t count) {
+    for (size_t at = 0; at < count; ++at) f_[at] = DecodeFloat<kElem>(raw[at]);
+  }
+  void Negate(size_t at) {
+    if (ElemIsFloat(elem_)) {
+      f_[at] = -f_[at];
+    } else {
+      i_[at] = static_cast<int32_t>(0u - static_cast<uint32_t>(i_[at]));
+    }
+  }
+
   uint32_t rows_ = 0, cols_ = 0;
   Elem elem_ = Elem::kF16;
   bool negate_ = false;
@@ -183,34 +247,123 @@ class DecodedOperand {
   std::vector<int32_t> i_;
 };
 
+// Keeps a value opaque to the optimizer at this point, at no cost: with it a product and a sum are each rounded to
+// fp32 as written, whatever contraction (fma) or reassociation flags the kernel is built with.
+#if defined(__x86_64__) || defined(__i386__)
+#define TL_SIM_FP_FENCE(v) __asm__("" : "+x"(v))
+#elif defined(__aarch64__) || defined(__arm__)
+#define TL_SIM_FP_FENCE(v) __asm__("" : "+w"(v))
+#else
+#define TL_SIM_FP_FENCE(v) __asm__("" : "+m"(v))
+#endif
+
+using Float4 = float __attribute__((vector_size(16)));
+
+inline Float4 LoadFloat4(const float* p) {
+  Float4 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+/*! \brief acc = fp32(acc + fp32(a * b)) lane by lane (the fences keep each rounding). */
+inline Float4 MultiplyAdd(Float4 acc, Float4 a, Float4 b) {
+  Float4 product = a * b;
+  TL_SIM_FP_FENCE(product);
+  acc = acc + product;
+  TL_SIM_FP_FENCE(acc);
+  return acc;
+}
+
 /*!
- * \brief One accumulator word: start from `c_word` (when `use_c`) or zero, then add A[m][k] * B[n][k] for k
- *        ascending, in fp32 (float formats) or modulo 2^32 (integers). The products and sums are formed in double
- *        and rounded to float: exact for the product, and innocuous double rounding for the sum (53 >= 2 * 24 + 2),
- *        which also keeps a compiler from contracting them into an fma with a different rounding.
+ * \brief Accumulate one row of outputs: for j < count, acc[j] gets a_row[k] * b[k * stride + j] added for
+ *        k = 0 .. depth-1 in order, the product and each sum rounded to fp32 (the order the file comment
+ *        states); the lanes j run side by side, four to a vector.
  */
-inline uint32_t DotWord(const DecodedOperand& a, uint32_t m, const DecodedOperand& b, uint32_t n, uint32_t c_word,
-                        bool use_c, bool is_float) {
-  const uint32_t depth = a.cols();
-  uint32_t out;
-  if (is_float) {
-    const float* x = a.FloatRow(m);
-    const float* y = b.FloatRow(n);
-    float acc = use_c ? FloatFromBits(c_word) : 0.0f;
-    for (uint32_t k = 0; k < depth; ++k) {
-      const float product = static_cast<float>(static_cast<double>(x[k]) * static_cast<double>(y[k]));
-      acc = static_cast<float>(static_cast<double>(acc) + static_cast<double>(product));
+inline void AccumulateRow(float* acc, const float* a_row, const float* b, uint32_t depth, uint32_t stride,
+                          uint32_t count) {
+  uint32_t j = 0;
+  for (; j + 16 <= count; j += 16) {  // four vectors of lanes per pass over k
+    Float4 s0 = LoadFloat4(acc + j), s1 = LoadFloat4(acc + j + 4), s2 = LoadFloat4(acc + j + 8),
+           s3 = LoadFloat4(acc + j + 12);
+    const float* col = b + j;
+    for (uint32_t k = 0; k < depth; ++k, col += stride) {
+      const Float4 x = {a_row[k], a_row[k], a_row[k], a_row[k]};
+      s0 = MultiplyAdd(s0, x, LoadFloat4(col));
+      s1 = MultiplyAdd(s1, x, LoadFloat4(col + 4));
+      s2 = MultiplyAdd(s2, x, LoadFloat4(col + 8));
+      s3 = MultiplyAdd(s3, x, LoadFloat4(col + 12));
     }
-    std::memcpy(&out, &acc, sizeof(out));
-  } else {
-    const int32_t* x = a.IntRow(m);
-    const int32_t* y = b.IntRow(n);
-    uint32_t acc = use_c ? c_word : 0u;
-    for (uint32_t k = 0; k < depth; ++k)
-      acc += static_cast<uint32_t>(x[k]) * static_cast<uint32_t>(y[k]);  // wraps like the s32 accumulator
-    out = acc;
+    std::memcpy(acc + j, &s0, sizeof(s0));
+    std::memcpy(acc + j + 4, &s1, sizeof(s1));
+    std::memcpy(acc + j + 8, &s2, sizeof(s2));
+    std::memcpy(acc + j + 12, &s3, sizeof(s3));
   }
-  return out;
+  for (; j + 4 <= count; j += 4) {
+    Float4 s = LoadFloat4(acc + j);
+    const float* col = b + j;
+    for (uint32_t k = 0; k < depth; ++k, col += stride) {
+      const Float4 x = {a_row[k], a_row[k], a_row[k], a_row[k]};
+      s = MultiplyAdd(s, x, LoadFloat4(col));
+    }
+    std::memcpy(acc + j, &s, sizeof(s));
+  }
+  for (; j < count; ++j) {
+    float s = acc[j];
+    for (uint32_t k = 0; k < depth; ++k) {
+      float product = a_row[k] * b[static_cast<size_t>(k) * stride + j];
+      TL_SIM_FP_FENCE(product);
+      s = s + product;
+      TL_SIM_FP_FENCE(s);
+    }
+    acc[j] = s;
+  }
+}
+
+/*!
+ * \brief AccumulateRow for `rows` rows against the same columns: row i is acc + i * acc_stride and a + i * a_stride.
+ *        Two rows of 8 lanes go through k together, so that four independent sums hide the adder's latency.
+ */
+inline void AccumulateRows(float* acc, uint32_t acc_stride, const float* a, uint32_t a_stride, uint32_t rows,
+                           const float* b, uint32_t depth, uint32_t stride, uint32_t count) {
+  uint32_t i = 0;
+  if (count % 8 == 0) {
+    for (; i + 2 <= rows; i += 2) {
+      float* acc0 = acc + static_cast<size_t>(i) * acc_stride;
+      float* acc1 = acc0 + acc_stride;
+      const float* a0 = a + static_cast<size_t>(i) * a_stride;
+      const float* a1 = a0 + a_stride;
+      for (uint32_t j = 0; j < count; j += 8) {
+        Float4 s0 = LoadFloat4(acc0 + j), s1 = LoadFloat4(acc0 + j + 4);
+        Float4 t0 = LoadFloat4(acc1 + j), t1 = LoadFloat4(acc1 + j + 4);
+        const float* col = b + j;
+        for (uint32_t k = 0; k < depth; ++k, col += stride) {
+          const Float4 b0 = LoadFloat4(col), b1 = LoadFloat4(col + 4);
+          const Float4 x = {a0[k], a0[k], a0[k], a0[k]}, y = {a1[k], a1[k], a1[k], a1[k]};
+          s0 = MultiplyAdd(s0, x, b0);
+          s1 = MultiplyAdd(s1, x, b1);
+          t0 = MultiplyAdd(t0, y, b0);
+          t1 = MultiplyAdd(t1, y, b1);
+        }
+        std::memcpy(acc0 + j, &s0, sizeof(s0));
+        std::memcpy(acc0 + j + 4, &s1, sizeof(s1));
+        std::memcpy(acc1 + j, &t0, sizeof(t0));
+        std::memcpy(acc1 + j + 4, &t1, sizeof(t1));
+      }
+    }
+  }
+  for (; i < rows; ++i)
+    AccumulateRow(acc + static_cast<size_t>(i) * acc_stride, a + static_cast<size_t>(i) * a_stride, b, depth, stride,
+                  count);
+}
+
+/*! \brief AccumulateRow for integer operands: products and sums wrap modulo 2^32 like the s32 accumulator. */
+inline void AccumulateRow(uint32_t* acc, const int32_t* a_row, const int32_t* b, uint32_t depth, uint32_t stride,
+                          uint32_t count) {
+  for (uint32_t k = 0; k < depth; ++k) {
+    const uint32_t x = static_cast<uint32_t>(a_row[k]);
+    const int32_t* col = b + static_cast<size_t>(k) * stride;
+    for (uint32_t j = 0; j < count; ++j) acc[j] += x * static_cast<uint32_t>(col[j]);
+  }
 }
 
 }  // namespace mma

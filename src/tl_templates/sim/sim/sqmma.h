@@ -31,6 +31,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -81,6 +82,9 @@ struct Operation {
   OperandPlan a, b;
   bool read = false;
   DecodedOperand a_values, b_values;
+  // B column by column, lanes ordered so that each thread's outputs of one row are contiguous (ApplyOldest)
+  std::vector<float> b_columns_f;
+  std::vector<int32_t> b_columns_i;
   uint32_t unapplied = 0;  // threads that have not applied it yet
   double done_cycle = 0;   // when the tensor pipe finishes it (the cycle model, profile.h)
 };
@@ -198,6 +202,10 @@ inline OperandPlan PlanOperand(BlockRunner& block, const char* name, const Issue
   plan.negate = call.flags[is_a ? 2 : 3] != 0;
   const size_t arena = SharedArenaBytes();
   for (uint32_t r = 0; r < plan.rows; ++r) {
+    // The swizzle moves bytes only within their 256-byte line: a row whose lines all lie inside needs no more.
+    const uint64_t last = std::max(OperandAddress(plan.desc, plan.k_major, r, 0, plan.elem_bytes),
+                                   OperandAddress(plan.desc, plan.k_major, r, plan.depth - 1, plan.elem_bytes));
+    if ((last | (kSwizzleLineBytes - 1)) < arena) continue;
     for (uint32_t k = 0; k < plan.depth; ++k) {
       const uint32_t phys = plan.Address(r, k);
       if (phys + plan.elem_bytes > arena)
@@ -253,16 +261,50 @@ inline void ExchangeIssue(BlockRunner& block, Rendezvous& rv) {
   state.squads[rv.group_index].push_back(std::move(op));
 }
 
-/*! \brief Read an operand's values from shared memory (little-endian elements at the planned addresses). */
+/*!
+ * \brief Read an operand's values from shared memory (little-endian elements at the planned addresses). Along the
+ *        operand's contiguous dimension (k when K-major, else the rows), bytes move in runs that stay inside one
+ *        swizzle granule, which the swizzle moves as a whole.
+ */
 inline void ReadOperand(const OperandPlan& plan, DecodedOperand* values) {
-  values->Reset(plan.rows, plan.depth, plan.elem, plan.negate);
-  for (uint32_t r = 0; r < plan.rows; ++r) {
-    for (uint32_t k = 0; k < plan.depth; ++k) {
-      uint32_t raw = 0;
-      std::memcpy(&raw, SharedArenaAt(plan.Address(r, k)), plan.elem_bytes);
-      values->Set(r, k, raw);
+  const uint32_t eb = plan.elem_bytes;
+  const uint32_t piece = plan.desc.swizzle != 0 ? plan.desc.swizzle : kSwizzleLineBytes;
+  const uint32_t outer = plan.k_major ? plan.rows : plan.depth, inner = plan.k_major ? plan.depth : plan.rows;
+  std::vector<uint32_t> raw(static_cast<size_t>(plan.rows) * plan.depth);
+  for (uint32_t o = 0; o < outer; ++o) {
+    for (uint32_t i = 0; i < inner;) {
+      const uint32_t r = plan.k_major ? o : i, k = plan.k_major ? i : o;
+      const auto address = static_cast<uint32_t>(OperandAddress(plan.desc, plan.k_major, r, k, eb));
+      const uint32_t run = std::min(inner - i, (piece - address % piece) / eb);
+      const unsigned char* at = SharedArenaAt(SwizzleAddress(address, plan.desc.swizzle));
+      for (uint32_t j = 0; j < run; ++j, at += eb) {
+        const size_t slot = plan.k_major ? static_cast<size_t>(o) * plan.depth + i + j
+                                         : static_cast<size_t>(i + j) * plan.depth + o;
+        switch (eb) {  // little-endian
+          case 1: raw[slot] = at[0]; break;
+          case 2: raw[slot] = at[0] | (uint32_t{at[1]} << 8); break;
+          default: std::memcpy(&raw[slot], at, sizeof(uint32_t)); break;
+        }
+      }
+      i += run;
     }
   }
+  values->SetAll(plan.rows, plan.depth, plan.elem, plan.negate, raw.data());
+}
+
+/*!
+ * \brief Read both operands, once per operation. B's columns are ordered n % 8 first, then n / 8: a thread of lane
+ *        l holds the outputs n = l % 8 + 8 s (s < N / 8) of each of its rows, which become N / 8 adjacent lanes.
+ */
+inline void ReadOperands(Operation& op) {
+  ReadOperand(op.a, &op.a_values);
+  ReadOperand(op.b, &op.b_values);
+  std::vector<uint32_t> order(op.n);
+  const uint32_t per_lane = op.n / 8;
+  for (uint32_t c = 0; c < 8; ++c)
+    for (uint32_t s = 0; s < per_lane; ++s) order[c * per_lane + s] = c + 8 * s;
+  op.b_values.Columns(order.data(), op.n, &op.b_columns_f, &op.b_columns_i);
+  op.read = true;
 }
 
 /*! \brief Apply the oldest operation queued on the calling thread (`lane` = its index in the squad). */
@@ -272,21 +314,27 @@ inline void ApplyOldest(InFlight& state, uint32_t linear, uint32_t lane) {
   queue.pending.pop_front();
   Operation& op = *p.op;
   if (g_thread.profile != nullptr) g_thread.profile->WaitUntil(linear, op.done_cycle, profile::k_mma_wait_stall_cycles);
-  if (!op.read) {
-    ReadOperand(op.a, &op.a_values);
-    ReadOperand(op.b, &op.b_values);
-    op.read = true;
-  }
+  if (!op.read) ReadOperands(op);
+  // Value v of the thread is (m, n) = (l/8 + 4w + 16 g, l%8 + 8 s) with v = g * (N/8) + s (the layout in the
+  // file comment): each row g is N/8 adjacent words, and lane s of B's reordered column block l % 8.
   const uint32_t words = op.m * op.n / kSquadSize;
-  uint32_t c_words[128];  // read all of C before writing D, which may alias it
-  for (uint32_t v = 0; v < words; ++v) c_words[v] = op.overwrite ? 0u : mma::PackedElement(p.c, v, 32);
-  const uint32_t warp = lane / 32, l = lane % 32, n_blocks = op.n / 16;
-  for (uint32_t v = 0; v < words; ++v) {
-    const uint32_t m = l / 8 + 4 * warp + 16 * (v / (2 * n_blocks));
-    const uint32_t n = l % 8 + 8 * (v % 2) + 16 * (v / 2 % n_blocks);
-    const uint32_t word = mma::DotWord(op.a_values, m, op.b_values, n, c_words[v], !op.overwrite, op.is_float);
-    std::memcpy(p.d + v, &word, sizeof(word));
+  const uint32_t warp = lane / 32, l = lane % 32, per_row = op.n / 8, depth = op.a_values.cols();
+  uint32_t acc[128];  // all of C is read before D, which may alias it, is written
+  for (uint32_t v = 0; v < words; ++v) acc[v] = op.overwrite ? 0u : mma::PackedElement(p.c, v, 32);
+  const uint32_t rows = words / per_row, first_m = l / 8 + 4 * warp;  // row g is m = first_m + 16 g
+  const size_t column = static_cast<size_t>(l % 8) * per_row;
+  if (op.is_float) {
+    float values[128];
+    std::memcpy(values, acc, words * sizeof(float));
+    mma::AccumulateRows(values, per_row, op.a_values.FloatRow(first_m), 16 * depth, rows,
+                        op.b_columns_f.data() + column, depth, op.n, per_row);
+    std::memcpy(acc, values, words * sizeof(float));
+  } else {
+    for (uint32_t g = 0; g < rows; ++g)
+      mma::AccumulateRow(acc + g * per_row, op.a_values.IntRow(first_m + 16 * g), op.b_columns_i.data() + column,
+                         depth, op.n, per_row);
   }
+  std::memcpy(p.d, acc, words * sizeof(uint32_t));
   --op.unapplied;
   auto& squad = state.squads[linear / kSquadSize];
   while (!squad.empty() && squad.front()->unapplied == 0) squad.pop_front();

@@ -35,6 +35,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -72,21 +73,39 @@ struct Tile {
   uint64_t bytes = 0;
   std::vector<unsigned char*> chunks;  // shared address of chunk i of the dense box
 
-  /*! \brief Call f(offset in the box, global address or null when out of bounds) for every element. */
+  /*!
+   * \brief Call f(offset in the box, global address or null, count) for runs of `count` elements along the box's
+   *        innermost dimension (contiguous in global memory: strides[0] is the element size) that are all in
+   *        bounds, or all out of bounds (null). Together the runs cover every element of the box once, in order.
+   */
   template <typename F>
-  void ForEachElement(F&& f) const {
-    const uint64_t elems = bytes / desc.elem_bytes;
-    int64_t index[TensorDescriptor::kMaxRank] = {};
-    for (uint64_t e = 0; e < elems; ++e) {
+  void ForEachRun(F&& f) const {
+    const uint32_t elem = desc.elem_bytes;
+    const uint64_t inner = static_cast<uint64_t>(extent[0]);
+    const uint64_t rows = bytes / elem / inner;
+    // the innermost indices inside the tensor: [lo, hi) of the box's row
+    const int64_t lo = std::min<int64_t>(std::max<int64_t>(-coord[0], 0), extent[0]);
+    const int64_t past = static_cast<int64_t>(desc.dims[0]) - coord[0];
+    const int64_t hi = std::max<int64_t>(std::min<int64_t>(past, extent[0]), lo);
+    int64_t index[TensorDescriptor::kMaxRank] = {};  // index[0] stays 0
+    for (uint64_t row = 0; row < rows; ++row) {
       bool inside = true;
       uint64_t address = desc.address;
-      for (uint32_t d = 0; d < rank; ++d) {
+      for (uint32_t d = 1; d < rank; ++d) {
         const int64_t c = coord[d] + index[d];
         if (c < 0 || static_cast<uint64_t>(c) >= desc.dims[d]) inside = false;
         else address += static_cast<uint64_t>(c) * desc.strides[d];
       }
-      f(e * desc.elem_bytes, inside ? reinterpret_cast<unsigned char*>(address) : nullptr);
-      for (uint32_t d = 0; d < rank && ++index[d] == extent[d]; ++d) index[d] = 0;
+      const uint64_t offset = row * inner * elem;
+      if (!inside || lo == hi) {
+        f(offset, nullptr, inner);
+      } else {
+        if (lo > 0) f(offset, nullptr, static_cast<uint64_t>(lo));
+        f(offset + lo * elem, reinterpret_cast<unsigned char*>(address + static_cast<uint64_t>(coord[0] + lo) * elem),
+          static_cast<uint64_t>(hi - lo));
+        if (hi < extent[0]) f(offset + hi * elem, nullptr, static_cast<uint64_t>(extent[0] - hi));
+      }
+      for (uint32_t d = 1; d < rank && ++index[d] == extent[d]; ++d) index[d] = 0;
     }
   }
 };
@@ -197,9 +216,13 @@ inline void Load(uint32_t bar, void* smem, uint64_t desc_addr, const int32_t* bo
   auto image = std::make_shared<std::vector<unsigned char>>(tile->bytes);
   const uint32_t elem = tile->desc.elem_bytes;
   const uint64_t fill = tile->desc.oob_fill;
-  tile->ForEachElement([&](uint64_t offset, const unsigned char* global) {
-    if (global != nullptr) std::memcpy(image->data() + offset, global, elem);
-    else std::memcpy(image->data() + offset, &fill, elem);  // little-endian: the low bytes [I]
+  tile->ForEachRun([&](uint64_t offset, const unsigned char* global, uint64_t count) {
+    if (global != nullptr) {
+      std::memcpy(image->data() + offset, global, count * elem);
+    } else {
+      for (uint64_t i = 0; i < count; ++i)
+        std::memcpy(image->data() + offset + i * elem, &fill, elem);  // little-endian: the low bytes [I]
+    }
   });
   const uint32_t id =
       BeginTransfer(block, *tile, what, false, "missing __musa_async_wait on its barrier?", file, line);
@@ -290,8 +313,8 @@ inline void ReadWait(int line) {
     EndTransfer(block, t, mine.front().transfer, me, false, line);
     std::vector<unsigned char> image(t.bytes);
     for (uint64_t i = 0; i < t.chunks.size(); ++i) std::memcpy(image.data() + i * kChunk, t.chunks[i], kChunk);
-    t.ForEachElement([&](uint64_t offset, unsigned char* global) {
-      if (global != nullptr) std::memcpy(global, image.data() + offset, t.desc.elem_bytes);
+    t.ForEachRun([&](uint64_t offset, unsigned char* global, uint64_t count) {
+      if (global != nullptr) std::memcpy(global, image.data() + offset, count * t.desc.elem_bytes);
     });
     mine.pop_front();
   }

@@ -96,12 +96,20 @@ inline void ExchangeWarpMma(BlockRunner& block, Rendezvous& rv) {
       acc[static_cast<size_t>(row) * f.n + col] = PackedElement(call.c, v, 32);
     }
   }
-  const bool is_float = f.types.is_float();
-  for (uint32_t m = 0; m < f.m; ++m)
-    for (uint32_t n = 0; n < f.n; ++n) {
-      uint32_t& word = acc[static_cast<size_t>(m) * f.n + n];
-      word = DotWord(a, m, b, n, word, true, is_float);
-    }
+  std::vector<uint32_t> order(f.n);
+  for (uint32_t n = 0; n < f.n; ++n) order[n] = n;
+  std::vector<float> b_columns_f;
+  std::vector<int32_t> b_columns_i;
+  b.Columns(order.data(), f.n, &b_columns_f, &b_columns_i);
+  if (f.types.is_float()) {
+    std::vector<float> values(acc.size());
+    std::memcpy(values.data(), acc.data(), acc.size() * sizeof(float));
+    AccumulateRows(values.data(), f.n, a.FloatRow(0), f.k, f.m, b_columns_f.data(), f.k, f.n, f.n);
+    std::memcpy(acc.data(), values.data(), acc.size() * sizeof(float));
+  } else {
+    for (uint32_t m = 0; m < f.m; ++m)
+      AccumulateRow(acc.data() + static_cast<size_t>(m) * f.n, a.IntRow(m), b_columns_i.data(), f.k, f.n, f.n);
+  }
   for (uint32_t lane = 0; lane < lanes; ++lane) {
     const WarpMmaCall& call = CallOf(block, rv, lane);
     for (uint32_t v = 0; v < c_values; ++v) {
