@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <vector>
 
 #include "config.h"
@@ -59,6 +61,61 @@ inline const WarpMmaCall& CallOf(BlockRunner& block, const Rendezvous& rv, uint3
   return *reinterpret_cast<const WarpMmaCall*>(block.fiber(rv.base + lane).slot.in);
 }
 
+/*!
+ * \brief Where each (lane, value) of an instruction form lands, the maps evaluated once: entry lane * values + v
+ *        is the slot of A (m * K + k), of B transposed (k * N + n) and of C (m * N + n).
+ */
+struct WarpMmaTables {
+  std::vector<uint32_t> a, b, c;
+};
+
+inline WarpMmaTables BuildTables(const WarpMmaForm& f, uint32_t lanes) {
+  const uint32_t a_bits = ElemBits(f.types.a), b_bits = ElemBits(f.types.b);
+  const uint32_t a_values = f.m * f.k / lanes, b_values = f.n * f.k / lanes, c_values = f.m * f.n / lanes;
+  WarpMmaTables t;
+  t.a.resize(static_cast<size_t>(lanes) * a_values);
+  t.b.resize(static_cast<size_t>(lanes) * b_values);
+  t.c.resize(static_cast<size_t>(lanes) * c_values);
+  uint32_t row, col;
+  for (uint32_t lane = 0; lane < lanes; ++lane) {
+    for (uint32_t v = 0; v < a_values; ++v) {
+      f.a_map(lane, v, f.m, f.k, a_bits, &row, &col);
+      t.a[lane * a_values + v] = row * f.k + col;
+    }
+    for (uint32_t v = 0; v < b_values; ++v) {
+      f.b_map(lane, v, f.n, f.k, b_bits, &row, &col);
+      t.b[lane * b_values + v] = col * f.n + row;
+    }
+    for (uint32_t v = 0; v < c_values; ++v) {
+      f.c_map(lane, v, f.m, f.n, 32, &row, &col);
+      t.c[lane * c_values + v] = row * f.n + col;
+    }
+  }
+  return t;
+}
+
+/*!
+ * \brief The tables of form `f`, built on first use and kept for the process (shared by the workers: the library's
+ *        thread_local storage is shared memory, poisoned per block, shared_memory.h).
+ */
+inline const WarpMmaTables& TablesFor(const WarpMmaForm& f, uint32_t lanes) {
+  struct Entry {
+    FragmentMap a_map, b_map, c_map;
+    uint32_t m, n, k, lanes;
+    Elem a, b;
+    WarpMmaTables tables;
+  };
+  static std::mutex mutex;
+  static std::deque<Entry> known;  // a kernel uses a handful of forms; a deque keeps references valid
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const Entry& e : known)
+    if (e.a_map == f.a_map && e.b_map == f.b_map && e.c_map == f.c_map && e.m == f.m && e.n == f.n && e.k == f.k &&
+        e.lanes == lanes && e.a == f.types.a && e.b == f.types.b)
+      return e.tables;
+  known.push_back(Entry{f.a_map, f.b_map, f.c_map, f.m, f.n, f.k, lanes, f.types.a, f.types.b, BuildTables(f, lanes)});
+  return known.back().tables;
+}
+
 /*! \brief The rendezvous exchange: check agreement, gather, compute, scatter. */
 inline void ExchangeWarpMma(BlockRunner& block, Rendezvous& rv) {
   const uint32_t lanes = rv.expected;
@@ -74,48 +131,36 @@ inline void ExchangeWarpMma(BlockRunner& block, Rendezvous& rv) {
     }
   }
   const WarpMmaForm& f = first.form;
+  const WarpMmaTables& tables = TablesFor(f, lanes);
   const uint32_t a_bits = ElemBits(f.types.a), b_bits = ElemBits(f.types.b);
   const uint32_t a_values = f.m * f.k / lanes, b_values = f.n * f.k / lanes, c_values = f.m * f.n / lanes;
-  DecodedOperand a, b;
-  a.Reset(f.m, f.k, f.types.a, false);
-  b.Reset(f.n, f.k, f.types.b, false);
+  std::vector<uint32_t> a_raw(static_cast<size_t>(f.m) * f.k), b_raw(static_cast<size_t>(f.k) * f.n);
   std::vector<uint32_t> acc(static_cast<size_t>(f.m) * f.n);
-  uint32_t row, col;
   for (uint32_t lane = 0; lane < lanes; ++lane) {
     const WarpMmaCall& call = CallOf(block, rv, lane);
-    for (uint32_t v = 0; v < a_values; ++v) {
-      f.a_map(lane, v, f.m, f.k, a_bits, &row, &col);
-      a.Set(row, col, PackedElement(call.a, v, a_bits));
-    }
-    for (uint32_t v = 0; v < b_values; ++v) {
-      f.b_map(lane, v, f.n, f.k, b_bits, &row, &col);
-      b.Set(row, col, PackedElement(call.b, v, b_bits));
-    }
-    for (uint32_t v = 0; v < c_values; ++v) {
-      f.c_map(lane, v, f.m, f.n, 32, &row, &col);
-      acc[static_cast<size_t>(row) * f.n + col] = PackedElement(call.c, v, 32);
-    }
+    const uint32_t* a_slot = tables.a.data() + lane * a_values;
+    const uint32_t* b_slot = tables.b.data() + lane * b_values;
+    const uint32_t* c_slot = tables.c.data() + lane * c_values;
+    for (uint32_t v = 0; v < a_values; ++v) a_raw[a_slot[v]] = PackedElement(call.a, v, a_bits);
+    for (uint32_t v = 0; v < b_values; ++v) b_raw[b_slot[v]] = PackedElement(call.b, v, b_bits);
+    for (uint32_t v = 0; v < c_values; ++v) acc[c_slot[v]] = PackedElement(call.c, v, 32);
   }
-  std::vector<uint32_t> order(f.n);
-  for (uint32_t n = 0; n < f.n; ++n) order[n] = n;
-  std::vector<float> b_columns_f;
-  std::vector<int32_t> b_columns_i;
-  b.Columns(order.data(), f.n, &b_columns_f, &b_columns_i);
+  DecodedOperand a, b_columns;  // A as M x K; B transposed, K x N: row k holds B[n][k] for every n
+  a.SetAll(f.m, f.k, f.types.a, false, a_raw.data());
+  b_columns.SetAll(f.k, f.n, f.types.b, false, b_raw.data());
   if (f.types.is_float()) {
     std::vector<float> values(acc.size());
     std::memcpy(values.data(), acc.data(), acc.size() * sizeof(float));
-    AccumulateRows(values.data(), f.n, a.FloatRow(0), f.k, f.m, b_columns_f.data(), f.k, f.n, f.n);
+    AccumulateRows(values.data(), f.n, a.FloatRow(0), f.k, f.m, b_columns.FloatRow(0), f.k, f.n, f.n);
     std::memcpy(acc.data(), values.data(), acc.size() * sizeof(float));
   } else {
     for (uint32_t m = 0; m < f.m; ++m)
-      AccumulateRow(acc.data() + static_cast<size_t>(m) * f.n, a.IntRow(m), b_columns_i.data(), f.k, f.n, f.n);
+      AccumulateRow(acc.data() + static_cast<size_t>(m) * f.n, a.IntRow(m), b_columns.IntRow(0), f.k, f.n, f.n);
   }
   for (uint32_t lane = 0; lane < lanes; ++lane) {
     const WarpMmaCall& call = CallOf(block, rv, lane);
-    for (uint32_t v = 0; v < c_values; ++v) {
-      f.c_map(lane, v, f.m, f.n, 32, &row, &col);
-      std::memcpy(call.d + v, &acc[static_cast<size_t>(row) * f.n + col], sizeof(uint32_t));
-    }
+    const uint32_t* c_slot = tables.c.data() + lane * c_values;
+    for (uint32_t v = 0; v < c_values; ++v) std::memcpy(call.d + v, &acc[c_slot[v]], sizeof(uint32_t));
   }
   if (profile::Recorder* clocks = g_thread.profile) {  // the lanes met at the rendezvous (scheduler.h)
     const double done = clocks->Tensor(clocks->Settle(rv.base), 2ull * f.m * f.n * f.k, 0);
