@@ -505,6 +505,8 @@ class _Inference:
         preferred = [nest for nest in open_nests if not self._touches(nest, waiting)]
         for nest in preferred if preferred or preferred_only else open_nests:
             if nest.plan is None:
+                if self._reaches_part(nest) and self._place_reached_parts(nest):
+                    return True
                 width = vector_width(nest.extents, nest.loop_vars[-1], nest.body, self.analyzer,
                                      self.disable_vectorize, coalesced_width(nest.loop))
                 plan = None
@@ -588,6 +590,9 @@ class _Inference:
             split = _invariant_split(indices, nest.loop_vars)
             if split is not None and [nest.extents[p] for _, p in split[0]] == [shape[d] for d, _ in split[0]]:
                 return self._held_along(buf, split, nest)
+        alike = self._boxed_like_source(buf, indices, nest)
+        if alike is not None:
+            return alike
         if positions is None or [nest.extents[p] for p in positions] != shape:
             raise CompileError(
                 f"cannot infer the layout of fragment `{buf.name}` from its access `{buf.name}[{', '.join(map(str, indices))}]`"
@@ -599,6 +604,37 @@ class _Inference:
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
         return layout
+
+    def _boxed_like_source(self, buf, indices, nest: _Nest) -> Fragment | None:
+        """`l[i]` in a nest over the first rows `i < 4` of `m` and `l`, both of 16 rows, the nest planned through
+        its box of `m`: `l` takes `m`'s layout whole, so that the box it reaches sits where `m`'s does. None
+        unless the nest follows a box of a fragment of `buf`'s shape indexed exactly as `buf` is here."""
+        source = nest.source
+        if nest.recipe is None or nest.recipe.get("kind") != "region" or source is None or \
+                self._shape(source) != self._shape(buf):
+            return None
+        for other, other_indices in nest.accesses:
+            if other.same_as(source) and len(other_indices) == len(indices) and \
+                    all(tvm_ffi.structural_equal(a, b) for a, b in zip(other_indices, indices)):
+                return self.layouts[source]
+        return None
+
+    def _place_reached_parts(self, nest: _Nest) -> bool:
+        """Give each fragment not placed yet that `nest` reaches only in part (a box: `l[i]` for `i < 4` of 16 rows)
+        the layout a nest walking it whole would get, so that `nest` can then follow that box; True if any was
+        placed. Used once every open nest reaches a fragment in part: nothing will walk it whole."""
+        placed = False
+        for buf, indices in nest.accesses:
+            shape = self._shape(buf)
+            if buf in self.layouts or buf not in self.fragments or None in shape or \
+                    _box_access(indices, nest.loop_vars, nest.extents, shape) is None or \
+                    self._same_shape(buf, nest.extents):
+                continue
+            plan = free_plan(shape, nest.reach.count, 1)
+            self.set_layout(buf, plan.fragment, f"the whole-fragment plan of `{buf.name}`, which T.Parallel loops "
+                            f"reach only in part (the first at {nest.loc})", nest.loc)
+            placed = True
+        return placed
 
     def _read_by_several(self, buf, indices, nest: _Nest, shape: list) -> Fragment | None:
         """`buf[i, j // 8]` read in a nest over (i, j): each element is read by several iterations (those differing
