@@ -224,3 +224,30 @@ def test_stages_are_dumped_and_a_replaced_stage_feeds_the_later_ones(built, in_b
     assert again.get_kernel_source() == kernel.get_kernel_source()  # the stages after `lowered` from the file
     a = rand((N,), torch.float32, 4)
     torch.testing.assert_close(again(a), -a)
+
+
+def test_templates_override_builds_against_another_header_tree(tmp_path):
+    """TILELANG_TEMPLATES (development: another revision's headers, benchmark/bench_simulator.py) is the tree kernels
+    are built against, and is part of the cache key: a marker in its simulator header shows in the build."""
+    from tilelang_musa._paths import include_root
+
+    shutil.copytree(include_root() / "tl_templates", tmp_path / "tl_templates")
+    musa_h = tmp_path / "tl_templates" / "sim" / "musa_runtime.h"
+    musa_h.write_text(musa_h.read_text() + '\n#error "built against the TILELANG_TEMPLATES tree"\n')
+    script = textwrap.dedent("""
+        import tilelang, tilelang.language as T
+        @T.prim_func
+        def f(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                for i in T.Parallel(128):
+                    A[i] = A[i] + 1
+        try:
+            tilelang.compile(f, target="musa -arch=mp_31")
+        except Exception as err:
+            print(type(err).__name__, err)
+    """)
+    (tmp_path / "build.py").write_text(script)  # a prim_func needs its source in a file
+    env = dict(os.environ, TILELANG_TEMPLATES=str(tmp_path))
+    proc = subprocess.run([sys.executable, str(tmp_path / "build.py")], env=env, capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert "built against the TILELANG_TEMPLATES tree" in proc.stdout + proc.stderr, proc.stdout + proc.stderr

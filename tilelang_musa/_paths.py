@@ -43,7 +43,13 @@ def native_library() -> Path:
 
 @cache
 def include_root() -> Path:
-    """The directory that holds `tl_templates/` (generated sources `#include "tl_templates/musa/common.h"`)."""
+    """The directory that holds `tl_templates/` (generated sources `#include "tl_templates/musa/common.h"`).
+    `TILELANG_TEMPLATES` overrides it for development (another revision's headers: benchmark/bench_simulator.py)."""
+    override = os.environ.get("TILELANG_TEMPLATES")
+    if override:
+        if not (Path(override) / "tl_templates" / "musa").is_dir():
+            raise ImportError(f"TILELANG_TEMPLATES={override} holds no tl_templates/musa")
+        return Path(override)
     checkout = PACKAGE_DIR.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "tl_templates" / "musa").is_dir():
         return checkout / "src"

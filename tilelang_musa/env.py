@@ -92,6 +92,8 @@ SIM_CXX = _Var("TILELANG_SIM_CXX", "host C++ compiler for the simulator backend"
 SIM_ARCH = _Var("TILELANG_SIM_ARCH",
                  "the arch the simulated MUSA device is (default mp_31): where no MUSA device is present, a target "
                  "that names no arch ('musa', 'auto') compiles for it")
+TEMPLATES = _Var("TILELANG_TEMPLATES", "a directory holding tl_templates/ to build kernels against instead of the "
+                 "package's (development: another revision's headers, as benchmark/bench_simulator.py does)")
 SIM_NO_PRELUDE = _Var("TILELANG_SIM_NO_PRELUDE", "1: parse the templates in each simulator build, no precompiled prelude")
 # Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
