@@ -16,8 +16,8 @@ extern "C" int accumulate_rows(const float* a, const float* b, const uint32_t* c
   std::memcpy(a_raw.data(), a, a_raw.size() * 4);
   std::memcpy(b_raw.data(), b, b_raw.size() * 4);
   tl_sim::mma::DecodedOperand da, db;
-  da.SetAll(rows, depth, tl_sim::mma::Elem::kTF32, false, a_raw.data());  // tf32: every value is kept as given
-  db.SetAll(count, depth, tl_sim::mma::Elem::kTF32, false, b_raw.data());
+  da.Decode(rows, depth, tl_sim::mma::Elem::kTF32, false, a_raw.data());  // tf32: every value is kept as given
+  db.Decode(count, depth, tl_sim::mma::Elem::kTF32, false, b_raw.data());
   std::vector<uint32_t> order(count);
   for (int j = 0; j < count; ++j) order[j] = j;
   std::vector<float> columns;

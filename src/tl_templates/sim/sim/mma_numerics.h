@@ -151,37 +151,10 @@ inline float DecodeFloat(uint32_t raw) {
  */
 class DecodedOperand {
  public:
-  void Reset(uint32_t rows, uint32_t cols, Elem elem, bool negate) {
-    rows_ = rows;
+  /*! \brief Decode every element from its raw bits, given in row-major order (`raw[r * cols + k]`). */
+  void Decode(uint32_t rows, uint32_t cols, Elem elem, bool negate, const uint32_t* raw) {
     cols_ = cols;
     elem_ = elem;
-    negate_ = negate;
-    if (ElemIsFloat(elem)) {
-      f_.assign(static_cast<size_t>(rows) * cols, NAN);
-    } else {
-      i_.assign(static_cast<size_t>(rows) * cols, 0);
-    }
-  }
-  /*! \brief Store element (r, k) from its raw bits in the operand's format. */
-  void Set(uint32_t r, uint32_t k, uint32_t raw) {
-    const size_t at = static_cast<size_t>(r) * cols_ + k;
-    switch (elem_) {
-      case Elem::kU8: i_[at] = static_cast<int32_t>(raw & 0xffu); break;
-      case Elem::kS8: i_[at] = static_cast<int8_t>(raw & 0xffu); break;
-      case Elem::kF16: f_[at] = DecodeFloat<Elem::kF16>(raw); break;
-      case Elem::kBF16: f_[at] = DecodeFloat<Elem::kBF16>(raw); break;
-      case Elem::kTF32: f_[at] = DecodeFloat<Elem::kTF32>(raw); break;
-      case Elem::kE4M3: f_[at] = DecodeFloat<Elem::kE4M3>(raw); break;
-      case Elem::kE5M2: f_[at] = DecodeFloat<Elem::kE5M2>(raw); break;
-    }
-    if (negate_) Negate(at);
-  }
-  /*! \brief Store every element at once from raw bits in row-major order (`raw[r * cols + k]`). */
-  void SetAll(uint32_t rows, uint32_t cols, Elem elem, bool negate, const uint32_t* raw) {
-    rows_ = rows;
-    cols_ = cols;
-    elem_ = elem;
-    negate_ = negate;
     const size_t count = static_cast<size_t>(rows) * cols;
     if (ElemIsFloat(elem)) {
       f_.resize(count);
@@ -240,9 +213,8 @@ class DecodedOperand {
     }
   }
 
-  uint32_t rows_ = 0, cols_ = 0;
+  uint32_t cols_ = 0;
   Elem elem_ = Elem::kF16;
-  bool negate_ = false;
   std::vector<float> f_;
   std::vector<int32_t> i_;
 };

@@ -289,7 +289,7 @@ inline void ReadOperand(const OperandPlan& plan, DecodedOperand* values) {
       i += run;
     }
   }
-  values->SetAll(plan.rows, plan.depth, plan.elem, plan.negate, raw.data());
+  values->Decode(plan.rows, plan.depth, plan.elem, plan.negate, raw.data());
 }
 
 /*!

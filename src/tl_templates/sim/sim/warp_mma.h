@@ -146,8 +146,8 @@ inline void ExchangeWarpMma(BlockRunner& block, Rendezvous& rv) {
     for (uint32_t v = 0; v < c_values; ++v) acc[c_slot[v]] = PackedElement(call.c, v, 32);
   }
   DecodedOperand a, b_columns;  // A as M x K; B transposed, K x N: row k holds B[n][k] for every n
-  a.SetAll(f.m, f.k, f.types.a, false, a_raw.data());
-  b_columns.SetAll(f.k, f.n, f.types.b, false, b_raw.data());
+  a.Decode(f.m, f.k, f.types.a, false, a_raw.data());
+  b_columns.Decode(f.k, f.n, f.types.b, false, b_raw.data());
   if (f.types.is_float()) {
     std::vector<float> values(acc.size());
     std::memcpy(values.data(), acc.data(), acc.size() * sizeof(float));
