@@ -500,15 +500,20 @@ class BlockRunner {
     free_ = rv;
   }
 
+  /*! \brief `ready_head_ + offset` wrapped into the ring (offset < n_): no division on this hot path. */
+  uint32_t RingSlot(uint32_t offset) const {
+    const uint32_t slot = ready_head_ + offset;
+    return slot >= n_ ? slot - n_ : slot;
+  }
   void Push(Fiber& f) {
-    ready_[(ready_head_ + ready_size_) % n_] = f.linear;
+    ready_[RingSlot(ready_size_)] = f.linear;
     ++ready_size_;
   }
   Fiber* Pop() {
     if (ready_size_ == 0) return nullptr;
-    if (checked_) std::swap(ready_[ready_head_], ready_[(ready_head_ + random_.Below(ready_size_)) % n_]);
+    if (checked_) std::swap(ready_[ready_head_], ready_[RingSlot(random_.Below(ready_size_))]);
     Fiber* f = &fibers_[ready_[ready_head_]];
-    ready_head_ = (ready_head_ + 1) % n_;
+    ready_head_ = RingSlot(1);
     --ready_size_;
     return f;
   }
