@@ -28,6 +28,7 @@ LAUNCH_FAILURE = 719
 
 
 from sim_build import SimLibrary as Kernel  # noqa: E402
+from tilelang_musa.jit.toolchains import SIM_FAST_MATH_FLAGS  # noqa: E402
 from sim_build import sim_compile_command as compile_command  # noqa: E402
 
 
@@ -692,7 +693,8 @@ def test_row_kernel_keeps_the_documented_rounding_under_fast_math_and_fma(tmp_pa
     values down to 2^-100 make products that underflow fp32, where a fused multiply-add rounds differently; at -O3
     with reassociation allowed, a plain scalar loop's sum order changes (the scalar loop this replaced did)."""
     source, output = KERNELS / "mma_row_kernel.mu", tmp_path / "mma_row_kernel.so"
-    command = compile_command(source, output, 310) + ["-O3", "-ffast-math", "-ffp-contract=fast", "-mfma"]
+    # fast math spelled out: `-ffast-math` would link crtfastmath, which sets flush-to-zero for the whole test process
+    command = compile_command(source, output, 310) + ["-O3", *SIM_FAST_MATH_FLAGS, "-ffp-contract=fast", "-mfma"]
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     lib = Kernel(output, source)
