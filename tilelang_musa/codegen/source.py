@@ -28,6 +28,8 @@ ASYNC_COPY_MARKERS = ("tl::barrier_", "tl::cp_async_", "tl::robust_copy", "tl::m
 # And the TME templates (with the driver header that declares MUtensorDescriptor), for kernels with TME copies.
 TME_HEADER = '#include "tl_templates/musa/tme.h"\n'
 TME_MARKERS = ("tl::tma_", "MUtensorDescriptor")
+# And the lane exchange of fragment stores (tileop/lane_exchange.py).
+LANE_EXCHANGE_HEADER = '#include "tl_templates/musa/lane_exchange.h"\n'
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class KernelSource:
         header = HEADER + (RANDOM_HEADER if "TL_RNG_STATE(" in self.device else "")
         header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
         header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
+        header += LANE_EXCHANGE_HEADER if "tl::exchange_lane_bits<" in self.device else ""
         return f"{header}{self.imported}\n{device}\n\n{self.host}"
 
 

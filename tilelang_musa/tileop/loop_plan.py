@@ -308,13 +308,13 @@ def _vectorizable(access, inner, width: int, threads_analyzer) -> bool:
     at_zero = substitute(at_lane, {lane: tirx.const(0, "int32")})
     if not ana.can_prove_equal(at_lane - at_zero, lane):
         return False
-    return _aligned(ana.simplify(at_zero), width, ana)
+    return provably_aligned(ana.simplify(at_zero), width, ana)
 
 
-def _aligned(expr: Any, width: int, ana: Any) -> bool:
+def provably_aligned(expr: Any, width: int, ana: Any) -> bool:
     """A provable multiple of `width`; xor of two multiples (of a power of two) is one too."""
     if isinstance(expr, (tirx.BitwiseXor, tirx.Add)):
-        return _aligned(expr.a, width, ana) and _aligned(expr.b, width, ana)
+        return provably_aligned(expr.a, width, ana) and provably_aligned(expr.b, width, ana)
     mod = ana.modular_set(expr)
     return mod.coeff % width == 0 and mod.base % width == 0
 

@@ -35,11 +35,14 @@ from tvm import tirx
 
 from ..ir.attrs import LAYOUT_EXCHANGES, LOOP_PLAN
 from ..ir.utils import thread_info
+from ..target import warp_size
+from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
 from ..tileop.loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, relayout, row_plan,
                                 user_plan)
 from .layout_inference import LAYOUTS_ATTR, STAGE
 from .partition_parallel_loop import collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
+from .uniform_conditions import warp_uniform_statements
 
 
 def plan_of(recipe: Any, extents: list[int]) -> LoopPlan:
@@ -66,17 +69,29 @@ def lower_parallel_loop(func: tirx.PrimFunc) -> tirx.PrimFunc:
     layouts = func.attrs[LAYOUTS_ATTR] if func.attrs is not None and LAYOUTS_ATTR in func.attrs else {}
     threads = thread_info(func)
     analyzer = thread_analyzer(threads)
+    warp = warp_size(func.attrs["target"]) if func.attrs is not None and "target" in func.attrs else None
+    planned = lambda node: isinstance(node, tirx.For) and node.annotations is not None and LOOP_PLAN in node.annotations
+    warp_uniform = warp_uniform_statements(func, threads, planned) if warp is not None else set()
 
     def on_for(node, mutator):
-        if node.annotations is None or LOOP_PLAN not in node.annotations:
+        if not planned(node):
             return mutator.default_mutate(node)
         recipe = node.annotations[LOOP_PLAN]
         first, count = (int(x) for x in recipe["threads"])
         nest, body = collect_nest(node)
-        plan = plan_of(recipe, nest_extents(nest, STAGE))
+        extents = nest_extents(nest, STAGE)
+        plan = plan_of(recipe, extents)
         thread = threads.linear_thread_id() - first if first else threads.linear_thread_id()
-        loop = lower_with_plan([n.loop_var for n in nest], body, plan, thread, count, analyzer())
+        loop_vars = [n.loop_var for n in nest]
         exchanges = node.annotations[LAYOUT_EXCHANGES] if LAYOUT_EXCHANGES in node.annotations else []
+        exchange = None
+        if str(recipe["kind"]) == "fragment" and not exchanges and node.__chandle__() in warp_uniform \
+                and first % warp == 0:
+            exchange = plan_lane_exchange(loop_vars, body, plan, extents, count, warp, analyzer())
+        if exchange is not None:
+            lane = tirx.floormod(threads.linear_thread_id(), warp)
+            return lower_with_lane_exchange(loop_vars, body, plan, exchange, thread, lane, analyzer())
+        loop = lower_with_plan(loop_vars, body, plan, thread, count, analyzer())
         if not exchanges:
             return loop
         before = [relayout(buf, copy, tile, layouts, thread, count, analyzer) for buf, copy, tile, _ in exchanges]

@@ -25,6 +25,7 @@ from tvm import tirx
 
 from ..ir.ops import PURE_READING_EXTERNS
 from ..ir.utils import TensorLoad, scope_of
+from .thread_guard import conjuncts, thread_conditions
 
 THREAD_INVARIANT = "tirx.tvm_thread_invariant"
 _PRIVATE_SCOPES = ("local", "local.var", "local.fragment")
@@ -135,3 +136,39 @@ def unmark_uniform_conditions(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return node
 
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
+
+
+def warp_uniform_statements(func: tirx.PrimFunc, threads: Any, wanted: Any) -> set:
+    """The handles of the statements satisfying `wanted(stmt)` that every lane of a warp reaches alike: no branch
+    or loop bound around them differs between threads, except conditions on the thread index itself (ranges of
+    threads, which the caller checks against warp boundaries). Warp shuffles may go there."""
+    analysis = _Uniformity(func)
+    analysis.analyse()
+    found: set = set()
+
+    def visit(node: Any, divergent: bool) -> None:
+        if isinstance(node, tirx.Stmt) and wanted(node):
+            if not divergent:
+                found.add(node.__chandle__())
+            return
+        if isinstance(node, tirx.SeqStmt):
+            for stmt in node.seq:
+                visit(stmt, divergent)
+        elif isinstance(node, tirx.For):
+            visit(node.body, divergent or analysis.expr_varies(node.min) or analysis.expr_varies(node.extent))
+        elif isinstance(node, tirx.While):
+            visit(node.body, divergent or analysis.expr_varies(node.condition))
+        elif isinstance(node, tirx.IfThenElse):
+            on_threads = thread_conditions(node.condition, threads)
+            others = [c for c in conjuncts(node.condition) if not any(c.same_as(t) for t in on_threads)]
+            then_divergent = divergent or any(analysis.expr_varies(c) for c in others)
+            visit(node.then_case, then_divergent)
+            if node.else_case is not None:  # `not (a and b)` mixes the two kinds
+                visit(node.else_case, then_divergent or bool(on_threads and others))
+        else:
+            body = getattr(node, "body", None)
+            if isinstance(body, tirx.Stmt):
+                visit(body, divergent)
+
+    visit(func.body, False)
+    return found
