@@ -12,6 +12,7 @@ import tilelang
 import tilelang.language as T
 from conftest import poison, rand
 from tilelang_musa.profiler.counters import read_counters
+from tilelang_musa.profiler.trace import chrome_trace
 
 WARP = {"mp_22": 128, "mp_31": 32}
 M, N, K, BLOCK_M, BLOCK_N, BLOCK_K = 256, 256, 128, 128, 128, 64
@@ -53,18 +54,20 @@ def test_the_trace_is_one_track_per_warp_of_the_sampled_blocks(gemm, tmp_path):
     events = trace["traceEvents"]
     assert trace["otherData"]["time_unit"].startswith("cycle") and trace["otherData"]["capped"] is False
     processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-    assert sorted(processes) == [0, BLOCKS // 2]  # two blocks, evenly spaced
-    assert processes[0] == "block 0 (0, 0, 0)"
+    assert sorted(processes) == [1, BLOCKS // 2 + 1]  # two blocks, evenly spaced; pid = block + 1
+    assert processes[1] == "block 0 (0, 0, 0)" and processes[BLOCKS // 2 + 1].startswith(f"block {BLOCKS // 2} (")
     threads = read_counters(kernel.library_path).threads_per_block  # mp_31 adds a producer squad: 384
     assert threads >= THREADS and threads % WARP[arch] == 0
     warps = threads // WARP[arch]
     for pid in processes:
         names = {e["tid"]: e["args"]["name"] for e in events
                  if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == pid}
-        assert names == {**{w: f"warp {w}" for w in range(warps)}, warps: "tensor pipe", warps + 1: "async transfers"}
+        # tid = track + 1: the warps, then the tensor pipe and the transfers
+        assert names == {**{w + 1: f"warp {w}" for w in range(warps)}, warps + 1: "tensor pipe",
+                         warps + 2: "async transfers"}
         slices = [e for e in events if e["ph"] == "X" and e["pid"] == pid]
-        assert {e["tid"] for e in slices if e["name"] in WARP_KINDS} == set(range(warps))  # every warp has a track
-        assert {e["tid"] for e in slices if e["name"] not in WARP_KINDS} <= {warps, warps + 1}
+        assert {e["tid"] for e in slices if e["name"] in WARP_KINDS} == set(range(1, warps + 1))  # every warp's
+        assert {e["tid"] for e in slices if e["name"] not in WARP_KINDS} <= {warps + 1, warps + 2}
 
 
 def test_the_slices_are_the_kernel_s_instructions_waits_and_transfers(gemm, tmp_path):
@@ -129,3 +132,16 @@ def test_the_block_s_critical_path_ends_the_timeline(gemm, tmp_path):
     counted = read_counters(kernel.library_path)
     last = max(e["ts"] + e["dur"] for e in trace["traceEvents"] if e["ph"] == "X")
     assert last == pytest.approx(counted.block_cycles_max, abs=1)
+
+
+def test_a_capped_timeline_says_so_in_the_trace():
+    """timeline.h keeps at most max_slices slices a launch and counts the rest; the trace names the loss."""
+    timeline = {"kernel": "k", "threads_per_block": 64, "warp_size": 32, "max_slices": 1, "dropped_slices": 3,
+                "blocks": [[5, 1, 0, 0]], "slices": [[5, 0, "arithmetic", 0.0, 4.0, 4, 0.0]]}
+    trace = json.loads(json.dumps(chrome_trace(timeline)))
+    assert trace["otherData"]["capped"] is True and trace["otherData"]["dropped_slices"] == 3
+    [note] = [e for e in trace["traceEvents"] if e["ph"] == "i"]
+    assert note["name"] == "trace capped at 1 slices: 3 dropped" and note["pid"] == 6
+    [slice_] = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert (slice_["pid"], slice_["tid"], slice_["ts"], slice_["dur"]) == (6, 1, 0.0, 4.0)
+    assert slice_["args"] == {"instructions": 4}

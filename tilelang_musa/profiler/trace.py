@@ -4,9 +4,10 @@
 TILELANG_SIM_PROFILE=3 (count, and record the timeline: src/tl_templates/sim/sim/timeline.h) and writes what the
 sampled blocks did, in the cycle model's cycles, to `path`. Open it in https://ui.perfetto.dev or chrome://tracing.
 
-One process per block (pid = the block's linear id), one thread per warp (tid = warp; its lane 0's clock, as the
-model counts stalls) and two for the block's shared pipes: the tensor pipe's matrix instructions and the async
-transfers (LDLMS, TME). Slices ("X") are what a warp spent its cycles on: merged stretches of arithmetic and of
+One process per block (pid = the block's linear id + 1), one thread per warp (tid = warp + 1; its lane 0's clock,
+as the model counts stalls) and two for the block's shared pipes: the tensor pipe's matrix instructions and the
+async transfers (LDLMS, TME). The ids start at 1 because Perfetto takes pid 0 for the kernel's idle "swapper"
+process (google/perfetto#394, #560); the names give the block and the warp. Slices ("X") are what a warp spent its cycles on: merged stretches of arithmetic and of
 memory instructions, waits (global loads, block barriers, async barriers, copies, SQMMA groups, warp MMAs,
 warp / squad collectives) and zero-length marks where it issued an SQMMA or MMA. Counters ("C") show the tensor
 pipe busy and the transfers in flight. The time unit is the modelled cycle: 1 microsecond of trace time is one
@@ -50,11 +51,11 @@ def chrome_trace(timeline: dict[str, Any]) -> dict[str, Any]:
     track_names = [f"warp {w}" for w in range(warps)] + ["tensor pipe", "async transfers"]
     events: list[dict[str, Any]] = []
     for block, x, y, z in timeline["blocks"]:
-        events.append(_metadata("process_name", block, 0, name=f"block {block} ({x}, {y}, {z})"))
-        events.append(_metadata("process_sort_index", block, 0, sort_index=block))
+        events.append(_metadata("process_name", block + 1, 1, name=f"block {block} ({x}, {y}, {z})"))
+        events.append(_metadata("process_sort_index", block + 1, 1, sort_index=block))
         for track, name in enumerate(track_names):
-            events.append(_metadata("thread_name", block, track, name=name))
-            events.append(_metadata("thread_sort_index", block, track, sort_index=track))
+            events.append(_metadata("thread_name", block + 1, track + 1, name=name))
+            events.append(_metadata("thread_sort_index", block + 1, track + 1, sort_index=track))
     by_block: dict[int, list[list]] = {}
     for block, track, kind, start, end, amount, until in timeline["slices"]:
         args = {}
@@ -63,14 +64,14 @@ def chrome_trace(timeline: dict[str, Any]) -> dict[str, Any]:
         if kind in UNTIL_NAMES:
             args[UNTIL_NAMES[kind]] = until
         events.append({"name": kind, "cat": CATEGORIES.get(kind, "wait"), "ph": "X", "ts": start,
-                       "dur": end - start, "pid": block, "tid": track, "args": args})
+                       "dur": end - start, "pid": block + 1, "tid": track + 1, "args": args})
         by_block.setdefault(block, []).append([track, kind, start, end, until])
     for block, slices in by_block.items():
         events += _counters(block, slices, tensor_track=warps)
     dropped = timeline["dropped_slices"]
     if dropped:  # say so where the reader looks: on the timeline itself
         events.append({"name": f"trace capped at {timeline['max_slices']} slices: {dropped} dropped", "ph": "i",
-                       "s": "g", "ts": 0, "pid": 0, "tid": 0})
+                       "s": "g", "ts": 0, "pid": timeline["blocks"][0][0] + 1, "tid": 1})
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"kernel": timeline["kernel"], "time_unit": TIME_UNIT,
                           "max_slices": timeline["max_slices"], "dropped_slices": dropped, "capped": dropped > 0}}
@@ -102,5 +103,5 @@ def _counters(block: int, slices: list[list], tensor_track: int) -> list[dict[st
         level = 0
         for ts, delta in sorted(deltas, key=lambda d: (d[0], d[1])):  # at one instant, ends before starts
             level += delta
-            events.append({"name": name, "ph": "C", "ts": ts, "pid": block, "args": {"value": level}})
+            events.append({"name": name, "ph": "C", "ts": ts, "pid": block + 1, "args": {"value": level}})
     return events
