@@ -143,7 +143,7 @@ def test_profile_env_prints_a_table_after_each_launch(monkeypatch, capfd):
 def test_a_bad_profile_value_is_a_launch_error_naming_it(monkeypatch):
     monkeypatch.setenv(PROFILE_ENV, "7")
     kernel = compile_for(gather(1), "mp_31")
-    with pytest.raises(Exception, match="TILELANG_SIM_PROFILE='7' is not 0, 1 or 2"):
+    with pytest.raises(Exception, match="TILELANG_SIM_PROFILE='7' is not 0, 1, 2 or 3"):
         kernel(rand((128,), torch.float32, 7), poison((128,), torch.float32))
 
 

@@ -100,7 +100,8 @@ SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, Ki
 SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")
 SIM_CHECK = _Var("TILELANG_SIM_CHECK", "1: checked mode (race detector, threads in a seeded random order)")
 SIM_PROFILE = _Var("TILELANG_SIM_PROFILE",
-                    "1: count each launch's memory requests and matrix instructions and print them; 2: count only")
+                    "1: count each launch's memory requests and matrix instructions and print them; 2: count only; "
+                    "3: count and record the cycle model's timeline (profiler/trace.py)")
 SIM_PROFILE_BLOCKS = _Var("TILELANG_SIM_PROFILE_BLOCKS",
                            "while counting (TILELANG_SIM_PROFILE), run only this many of a grid's blocks, evenly spaced")
 SIM_SEED = _Var("TILELANG_SIM_SEED", "checked mode's scheduling seed, a whole number (default 1); errors name it")

@@ -122,10 +122,11 @@ def read_counters(library: Path) -> Counters:
 
 
 @contextlib.contextmanager
-def profiling(print_table: bool = False, sample_blocks: int | None = None) -> Iterator[None]:
-    """Launches inside count (and print, `print_table`; run only `sample_blocks` blocks); the simulator reads the
-    variables at each launch."""
-    values = {PROFILE_ENV: "1" if print_table else "2", SAMPLE_ENV: str(sample_blocks) if sample_blocks else None}
+def profiling(print_table: bool = False, sample_blocks: int | None = None, trace: bool = False) -> Iterator[None]:
+    """Launches inside count (and print, `print_table`; or record the timeline too, `trace`: trace.py; run only
+    `sample_blocks` blocks); the simulator reads the variables at each launch."""
+    mode = "3" if trace else "1" if print_table else "2"
+    values = {PROFILE_ENV: mode, SAMPLE_ENV: str(sample_blocks) if sample_blocks else None}
     saved = {name: os.environ.get(name) for name in values}
     try:
         for name, value in values.items():

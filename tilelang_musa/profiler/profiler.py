@@ -3,12 +3,14 @@
 The methods and their arguments are upstream TileLang's: `run_once`, `assert_allclose`, `manual_assert_close`,
 `assert_consistent`, `do_bench` (see bench.py for what warmup/rep mean and how a run is timed). `counters` is ours:
 what one launch would cost the hardware, counted by the simulator (counters.py); `model` is ours too: the
-launch's modelled time on the arch it was compiled for (model.py).
+launch's modelled time on the arch it was compiled for (model.py); `trace` writes the cycle model's timeline of
+sampled blocks as a Chrome / Perfetto trace (trace.py).
 """
 
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
@@ -17,11 +19,14 @@ from .bench import do_bench
 from .arch_figures import figures_for
 from .counters import Counters, profiling, read_counters
 from .model import ModelledTime, model_launch, registers_per_thread
+from .trace import read_timeline, write_trace
 from .tensor_supply import TensorSupplyType, supply_tensor
 
 
 # Blocks model() simulates by default, evenly spaced over the grid: enough for the mean of a regular grid.
 DEFAULT_MODEL_SAMPLE = 16
+# Blocks trace() records by default: a timeline is read block by block, and each adds a dozen tracks.
+DEFAULT_TRACE_SAMPLE = 2
 
 
 class Profiler:
@@ -159,16 +164,26 @@ class Profiler:
         registers = registers_per_thread(self.kernel.get_kernel_source())
         return model_launch(counters, figures, _distinct_bytes(tensors), registers)
 
+    def trace(self, path: str | Path, sample_blocks: int | None = DEFAULT_TRACE_SAMPLE,
+              input_tensors: Sequence[Any] | None = None,
+              dynamic_symbolic_constraints: dict[str, int] | None = None) -> Path:
+        """Run the kernel once in the simulator on `input_tensors` (default: generated ones), `sample_blocks` of
+        its blocks evenly spaced (None: all), and write the cycle model's timeline of those blocks to `path` as a
+        Chrome / Perfetto trace: a track per warp, slices in cycles (trace.py). Returns the path. The launch's
+        counters are those counters() gives for the same blocks. A program of several kernels: the last one's."""
+        self._profiled_run("trace", input_tensors, dynamic_symbolic_constraints, sample_blocks, trace=True)
+        return write_trace(path, read_timeline(self.kernel.library_path))
+
     def _profiled_run(self, what: str, input_tensors: Sequence[Any] | None,
                       dynamic_symbolic_constraints: dict[str, int] | None,
-                      sample_blocks: int | None) -> tuple[Counters, list[Any]]:
+                      sample_blocks: int | None, trace: bool = False) -> tuple[Counters, list[Any]]:
         """One launch in the simulator with the counters on: its counters, and its tensors (inputs, outputs)."""
         if self.kernel.backend.name != "sim":
             raise RuntimeError(f"{what}() needs the simulator (execution_backend='sim'); this kernel runs on "
                                f"{self.kernel.backend.name!r}")
         inputs = list(input_tensors) if input_tensors is not None else \
             self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
-        with profiling(sample_blocks=sample_blocks):
+        with profiling(sample_blocks=sample_blocks, trace=trace):
             outputs = self.kernel(*inputs)
         return read_counters(self.kernel.library_path), inputs + _as_list(outputs, None)
 

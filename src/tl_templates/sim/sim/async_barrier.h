@@ -394,7 +394,7 @@ inline void IssueLoad(uint32_t id, BarrierLoad load) {
   Barriers& all = GetBarriers(block);
   Barrier& b = Use(block, id, load.what, load.file, load.line);
   if (g_thread.profile != nullptr)
-    b.ready_cycle = std::max(b.ready_cycle, g_thread.profile->Transfer(load.thread, load.bytes));
+    b.ready_cycle = std::max(b.ready_cycle, g_thread.profile->Transfer(load.thread, load.bytes, profile::SliceKind::kTmeLoad));
   b.load_bytes += load.bytes;
   b.loads.push_back(std::move(load));
   TryComplete(block, all, id, !b.waiters.empty());

@@ -116,7 +116,8 @@ inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, 
   c.dst = static_cast<unsigned char*>(dst);
   c.bytes = bytes;
   c.group = mine.commits;
-  c.land_cycle = g_thread.profile != nullptr ? g_thread.profile->Transfer(block.current().linear, bytes) : 0;
+  c.land_cycle = g_thread.profile != nullptr ? g_thread.profile->Transfer(block.current().linear, bytes, profile::SliceKind::kLdlms)
+                                             : 0;
   c.what = what;
   c.file = file;
   c.line = line;

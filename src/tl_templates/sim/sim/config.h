@@ -62,7 +62,8 @@ inline constexpr size_t kMaxWorkers = 256;
 // runs differ from the default FIFO order yet replay exactly with the same seed.
 inline constexpr const char* kCheckEnvVar = "TILELANG_SIM_CHECK";
 inline constexpr const char* kSeedEnvVar = "TILELANG_SIM_SEED";
-// 1: count each launch and print the counters to stderr, 2: count silently (profile.h)
+// 1: count each launch and print the counters to stderr, 2: count silently (profile.h), 3: count silently and
+// record the cycle model's timeline (timeline.h)
 inline constexpr const char* kProfileEnvVar = "TILELANG_SIM_PROFILE";
 inline constexpr const char* kProfileBlocksEnvVar = "TILELANG_SIM_PROFILE_BLOCKS";  // counting: run N blocks
 inline constexpr uint64_t kDefaultSeed = 1;
@@ -79,6 +80,7 @@ struct SimOptions {
   bool check = false;  // checked mode: randomised scheduling and the race detector
   bool profile = false;  // TILELANG_SIM_PROFILE=1|2: count the launch's requests and instructions (profile.h)
   bool print_profile = false;  // TILELANG_SIM_PROFILE=1: and print them
+  bool trace = false;  // TILELANG_SIM_PROFILE=3: and record the cycle model's timeline (timeline.h)
   uint64_t profile_blocks = 0;  // TILELANG_SIM_PROFILE_BLOCKS: while counting, run this many blocks (0: all)
   uint64_t seed = kDefaultSeed;  // checked mode's scheduling seed
   double watchdog_seconds = kDefaultWatchdogSeconds;
@@ -114,12 +116,13 @@ struct SimOptions {
     opts.check = IsSet(check_text) && check == 1;
     unsigned long long profile = 0;
     const char* profile_text = std::getenv(kProfileEnvVar);
-    if (!ParseUnsigned(profile_text, 0, 2, &profile)) {
-      std::snprintf(error, error_size, "%s='%s' is not 0, 1 or 2", kProfileEnvVar, profile_text);
+    if (!ParseUnsigned(profile_text, 0, 3, &profile)) {
+      std::snprintf(error, error_size, "%s='%s' is not 0, 1, 2 or 3", kProfileEnvVar, profile_text);
       return false;
     }
     opts.profile = IsSet(profile_text) && profile >= 1;
     opts.print_profile = IsSet(profile_text) && profile == 1;
+    opts.trace = IsSet(profile_text) && profile == 3;
     unsigned long long sample = 0;
     const char* sample_text = std::getenv(kProfileBlocksEnvVar);
     if (!ParseUnsigned(sample_text, 0, UINT64_MAX, &sample)) {

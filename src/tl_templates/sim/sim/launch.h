@@ -94,7 +94,8 @@ struct GridWork {
   uint64_t failed_block = UINT64_MAX;
   musaError_t code = musaSuccess;
   char message[1024] = {};
-  profile::Totals counted;  // TILELANG_SIM_PROFILE=1|2: the workers' counters, summed as each finishes
+  profile::Totals counted;  // TILELANG_SIM_PROFILE=1|2|3: the workers' counters, summed as each finishes
+  profile::LaunchTimeline timeline;  // TILELANG_SIM_PROFILE=3: the workers' slices, gathered as each finishes
 
   void Record(uint64_t block_id, musaError_t error, const char* text) {
     std::lock_guard<std::mutex> lock(mu);
@@ -125,7 +126,9 @@ inline void RunBlocks(GridWork& work) {
     WorkerGuard guard(runner, work.options.watchdog_seconds);
     RaceDetector races;  // checked mode: shadows this OS thread's shared memory (its TLS block, shared_memory.h)
     profile::Recorder counters;
+    profile::Timeline timeline;
     if (work.options.profile) t.profile = &counters;
+    if (work.options.trace) counters.Trace(&timeline);
     if (work.options.check) {
       if (!t.tls_located) LocateTlsBlock(t);
       const bool whole = t.tls_begin != nullptr;
@@ -141,9 +144,9 @@ inline void RunBlocks(GridWork& work) {
                               ? run
                               : static_cast<uint64_t>(static_cast<unsigned __int128>(run) * work.total_blocks / work.runs);
       PoisonSharedMemory(work.dynamic_smem);
-      if (t.profile != nullptr) counters.StartBlock(threads);
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
+      if (t.profile != nullptr) counters.StartBlock(threads, id, idx);
       if (!runner.Run(idx, id)) {
         work.Record(id, runner.error_code(), runner.error_message());
         break;
@@ -155,6 +158,7 @@ inline void RunBlocks(GridWork& work) {
       t.profile = nullptr;
       std::lock_guard<std::mutex> lock(work.mu);
       work.counted.Add(counters.totals());
+      if (work.options.trace) work.timeline.Add(timeline);
     }
   }
   GlobalStackPool().Release(stacks);
@@ -231,7 +235,9 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   if (options.profile) {
     char name_buf[48];
     const profile::Geometry shape{work.total_blocks, static_cast<uint32_t>(threads), dynamic_smem};
-    profile::Publish(KernelName(fn, name_buf, sizeof(name_buf)), shape, work.counted, options.print_profile);
+    const char* name = KernelName(fn, name_buf, sizeof(name_buf));
+    profile::Publish(name, shape, work.counted, options.print_profile);
+    if (options.trace) profile::PublishTimeline(name, shape.threads_per_block, work.timeline);
   }
   return musaSuccess;
 }

@@ -27,7 +27,8 @@
  * memory requests here; the templates' instructions are (SQMMA, MMA, LDLMS, TME).
  *
  * Each OS worker counts its blocks; the launch sums them, prints a table to stderr when profiling, and keeps
- * them for `tl_sim_last_profile()` (the JSON the Python profiler reads).
+ * them for `tl_sim_last_profile()` (the JSON the Python profiler reads). TILELANG_SIM_PROFILE=3 counts as 2 does
+ * and also records the cycle model's timeline (timeline.h); the counts are the same.
  */
 #pragma once
 
@@ -43,6 +44,8 @@
 #include <vector>
 
 #include "config.h"
+#include "timeline.h"
+#include "vector_types.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -196,17 +199,24 @@ struct RequestHash {
  */
 class Recorder {
  public:
-  /*! \brief A block of `threads` threads starts: every clock at 0, the pipes idle. */
-  void StartBlock(uint32_t threads) {
+  /*! \brief Record the timeline of the blocks from now on into `timeline` (TILELANG_SIM_PROFILE=3). */
+  void Trace(Timeline* timeline) { timeline_ = timeline; }
+
+  /*! \brief Block `id` at `index`, of `threads` threads, starts: every clock at 0, the pipes idle. */
+  void StartBlock(uint32_t threads, uint64_t id, uint3 index) {
     clocks_.assign(threads, Clock{});
     tensor_free_ = transfer_free_ = 0;
     for (double& c : cycles_) c = 0;
+    if (timeline_ != nullptr)
+      timeline_->StartBlock(id, index.x, index.y, index.z, (threads + kWarpSize - 1) / kWarpSize);
   }
 
   void Access(uint32_t thread, bool shared, bool store, const void* address, uint32_t bytes, const char* name,
               int line) {
     if (thread < clocks_.size()) {
       Clock& c = clocks_[thread];
+      if (timeline_ != nullptr && thread % kWarpSize == 0)
+        timeline_->Add(thread / kWarpSize, SliceKind::kMemory, c.cycle, c.cycle + 1, 1);
       c.cycle += 1;
       if (!shared && !store) c.loads_ready = std::max(c.loads_ready, c.cycle + kTiming.global_latency);
     }
@@ -224,31 +234,54 @@ class Recorder {
 
   /*! \brief Thread `thread` executes `instructions` arithmetic instructions: one cycle each; counted per warp. */
   void Compute(uint32_t thread, uint32_t instructions) {
-    if (thread < clocks_.size()) clocks_[thread].cycle += instructions;
+    if (thread < clocks_.size()) {
+      double& cycle = clocks_[thread].cycle;
+      if (timeline_ != nullptr && thread % kWarpSize == 0)
+        timeline_->Add(thread / kWarpSize, SliceKind::kArithmetic, cycle, cycle + instructions, instructions);
+      cycle += instructions;
+    }
     if (thread % kWarpSize == 0) totals_.value[k_arithmetic_instructions] += instructions;
   }
 
   /*! \brief Thread `thread`'s clock once its outstanding global loads have arrived. */
   double Settle(uint32_t thread) {
     Clock& c = clocks_[thread];
-    c.cycle = std::max(c.cycle, c.loads_ready);
+    if (c.loads_ready > c.cycle) {
+      if (timeline_ != nullptr && thread % kWarpSize == 0)
+        timeline_->Add(thread / kWarpSize, SliceKind::kGlobalLoadWait, c.cycle, c.loads_ready);
+      c.cycle = c.loads_ready;
+    }
     return c.cycle;
   }
 
   /*! \brief Thread `thread` resumes no earlier than `at`; the wait counts as a stall of kind `stall` (a cycle
-   *         counter, or kNumCounters for none) when the thread is lane 0 of its warp. */
-  void WaitUntil(uint32_t thread, double at, Counter stall) {
+   *         counter, or kNumCounters for none) when the thread is lane 0 of its warp, and is a `slice` of the
+   *         timeline (default: the stall's kind). */
+  void WaitUntil(uint32_t thread, double at, Counter stall, SliceKind slice = SliceKind::kCollectiveWait) {
     const double now = Settle(thread);
     if (at <= now) return;
     if (stall != kNumCounters && thread % kWarpSize == 0) cycles_[stall] += at - now;
+    if (timeline_ != nullptr && thread % kWarpSize == 0)
+      timeline_->Add(thread / kWarpSize, stall == kNumCounters ? slice : SliceOfStall(stall), now, at);
     clocks_[thread].cycle = at;
   }
 
-  /*! \brief An async transfer of `bytes` issued by `thread` now: the cycle its data lands. */
-  double Transfer(uint32_t thread, uint64_t bytes) {
+  /*! \brief A matrix instruction (`kind`: SQMMA or MMA issue) that `thread` issued now, done at `done`: a mark on
+   *         its warp's track. */
+  void MarkIssue(uint32_t thread, SliceKind kind, double done) {
+    if (timeline_ == nullptr || thread % kWarpSize != 0) return;
+    const double now = clocks_[thread].cycle;
+    timeline_->Add(thread / kWarpSize, kind, now, now, 0, done);
+  }
+
+  /*! \brief An async transfer (`kind`: LDLMS, TME load or store) of `bytes` issued by `thread` now: the cycle its
+   *         data lands. */
+  double Transfer(uint32_t thread, uint64_t bytes, SliceKind kind) {
     const double start = std::max(clocks_[thread].cycle, transfer_free_);
     transfer_free_ = start + static_cast<double>(bytes) / kTiming.transfer_bytes_per_cycle;
-    return transfer_free_ + kTiming.async_latency;
+    const double lands = transfer_free_ + kTiming.async_latency;
+    if (timeline_ != nullptr) timeline_->Add(timeline_->transfer_track(), kind, start, transfer_free_, bytes, lands);
+    return lands;
   }
 
   /*! \brief A matrix instruction of `flops` issued at `at` (SQMMA on `bits`-wide operands, or a warp MMA when
@@ -262,6 +295,9 @@ class Recorder {
     const double start = std::max(at, tensor_free_);
     tensor_free_ = start + busy;
     cycles_[k_tensor_cycles] += busy;
+    if (timeline_ != nullptr)
+      timeline_->Add(timeline_->tensor_track(), bits == 0 ? SliceKind::kMma : SliceKind::kSqmma, start, tensor_free_,
+                     flops, tensor_free_);
     return tensor_free_;
   }
 
@@ -297,6 +333,16 @@ class Recorder {
     uint32_t bytes;
   };
 
+  static SliceKind SliceOfStall(Counter stall) {
+    switch (stall) {
+      case k_barrier_stall_cycles: return SliceKind::kBarrierWait;
+      case k_async_barrier_stall_cycles: return SliceKind::kAsyncBarrierWait;
+      case k_copy_wait_stall_cycles: return SliceKind::kCopyWait;
+      case k_mma_wait_stall_cycles: return SliceKind::kSqmmaWait;
+      default: return SliceKind::kCollectiveWait;
+    }
+  }
+
   void Global(bool store, const std::vector<Span>& spans) {
     std::unordered_set<uintptr_t> sectors;
     uint64_t bytes = 0;
@@ -330,6 +376,7 @@ class Recorder {
   Totals totals_;
   std::vector<Clock> clocks_;  // by linear thread id in the block
   double tensor_free_ = 0, transfer_free_ = 0;  // when the block's tensor pipe and transfers are next free
+  Timeline* timeline_ = nullptr;                // TILELANG_SIM_PROFILE=3: the slices of the worker's blocks
   double cycles_[kNumCounters] = {};            // the block's cycle counters, before rounding
   std::unordered_map<std::pair<uint32_t, Site>, uint32_t, ThreadSiteHash, ThreadSiteEq> executions_;
   std::unordered_map<RequestKey, std::vector<Span>, RequestHash> requests_;

@@ -252,6 +252,9 @@ inline void ExchangeIssue(BlockRunner& block, Rendezvous& rv) {
     op->done_cycle = g_thread.profile->Tensor(g_thread.profile->Settle(rv.base),
                                               2ull * op->m * op->n * uint64_t(first.flags[6]),
                                               mma::ElemBits(first.types.a));
+  if (g_thread.profile != nullptr)
+    for (uint32_t t = 0; t < rv.expected; t += kWarpSize)
+      g_thread.profile->MarkIssue(rv.base + t, profile::SliceKind::kSqmmaIssue, op->done_cycle);
   InFlight& state = GetInFlight(block);
   for (uint32_t t = 0; t < rv.expected; ++t) {
     const IssueCall& call = IssueCallOf(block, rv, t);

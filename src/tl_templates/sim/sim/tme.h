@@ -289,7 +289,7 @@ inline void StoreTile(void* smem, uint64_t desc_addr, const int32_t* box, const 
   s.transfer = BeginTransfer(block, *s.tile, what, true, "missing __musa_tme_store_read_wait?", file, line);
   if (g_thread.profile != nullptr) {
     g_thread.profile->Add(profile::k_tme_store_bytes, s.tile->bytes);
-    s.done_cycle = g_thread.profile->Transfer(block.current().linear, s.tile->bytes);
+    s.done_cycle = g_thread.profile->Transfer(block.current().linear, s.tile->bytes, profile::SliceKind::kTmeStore);
   }
   GetStores(block).pending[block.current().linear].push_back(std::move(s));
 }

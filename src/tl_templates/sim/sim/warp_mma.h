@@ -164,7 +164,9 @@ inline void ExchangeWarpMma(BlockRunner& block, Rendezvous& rv) {
   }
   if (profile::Recorder* clocks = g_thread.profile) {  // the lanes met at the rendezvous (scheduler.h)
     const double done = clocks->Tensor(clocks->Settle(rv.base), 2ull * f.m * f.n * f.k, 0);
-    for (uint32_t lane = 0; lane < lanes; ++lane) clocks->WaitUntil(rv.base + lane, done, profile::kNumCounters);
+    clocks->MarkIssue(rv.base, profile::SliceKind::kMmaIssue, done);
+    for (uint32_t lane = 0; lane < lanes; ++lane)
+      clocks->WaitUntil(rv.base + lane, done, profile::kNumCounters, profile::SliceKind::kMmaWait);
   }
 }
 
