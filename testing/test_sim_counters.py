@@ -57,6 +57,29 @@ def test_a_strided_copy_touches_a_sector_per_thread(arch):
     assert counters.global_store_sectors == 16  # the stores stay coalesced
 
 
+def broadcast_read(threads=128):
+    """B[t] = A[t // 8]: eight lanes read each float."""
+    @T.prim_func
+    def main(A: T.Tensor((threads // 8,), "float32"), B: T.Tensor((threads,), "float32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding()
+            B[tx] = A[tx // 8]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_reading_one_address_ask_for_its_bytes_once(arch):
+    """A warp of 32 lanes reads 4 distinct floats (16 bytes, half a sector); one of 128 lanes 16 (64 bytes, two
+    sectors). The efficiency is over the distinct bytes, so it never exceeds 1."""
+    kernel = compile_for(broadcast_read(), arch)
+    a, b = rand((16,), torch.float32, 12), poison((128,), torch.float32)
+    counters = kernel.get_profiler().counters([a, b])
+    torch.testing.assert_close(b, a.repeat_interleave(8))
+    assert counters.global_load_bytes == 64
+    assert counters.global_load_efficiency == (0.5 if WARP[arch] == 32 else 1.0)
+
+
 def transpose(swizzled):
     """32 threads: S[i, tx] = A[i, tx] for each row i, then B[i, tx] = S[tx, i], i.e. a column of S per step.
     Plain, column j of S lives in one bank (32-way conflicts); swizzled, element (r, c) sits at column c ^ r."""

@@ -503,3 +503,39 @@ def test_warpgroup_wait_takes_zero_to_two_pending_groups():
     with pytest.raises(tilelang.CompileError, match=r"T.warpgroup_wait: num_pending must be 0, 1 or 2") as err:
         build()
     assert "T.warpgroup_wait(3)" in str(err.value)
+
+
+def staged_epilogue_gemm(M=512, N=256, K=256, block=256, block_K=64):
+    """The README GEMM's tiles (3 stages of A and B: the whole 192 KiB) with its result staged through a 128 KiB
+    shared tile, which fits only in the bytes of A and B once the loop is done."""
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // block, M // block, threads=512) as (bx, by):
+            A_s = T.alloc_shared((block, block_K), "float16")
+            B_s = T.alloc_shared((block_K, block), "float16")
+            C_s = T.alloc_shared((block, block), "float16")
+            C_l = T.alloc_fragment((block, block), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(K // block_K, num_stages=3):
+                T.copy(A[by * block, k * block_K], A_s)
+                T.copy(B[k * block_K, bx * block], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * block, bx * block])
+
+    return gemm
+
+
+def test_a_pipeline_whose_tiles_fit_only_by_sharing_bytes_stays_in_one_squad():
+    """Pipeline planning sized the 3 stages with the epilogue's tile in the loop's bytes; a producer squad beside
+    the consumers would keep every tile in use at once (320 KiB), so the loop is pipelined in one squad (TME loads
+    on a barrier ring) and C_s takes A's and B's bytes after it."""
+    kernel = compile_for(staged_epilogue_gemm(), "mp_31")
+    source = kernel.get_kernel_source()
+    assert "__launch_bounds__(512" in source and "512 <= ((int)threadIdx.x)" not in source, source
+    assert "tl::tma_load" in source, source
+    a, b = rand((512, 256), torch.float16, 10), rand((256, 256), torch.float16, 11)
+    c = poison((512, 256), torch.float16)
+    kernel(a, b, c)
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()).half().float(), rtol=2e-2, atol=2e-2)

@@ -71,7 +71,8 @@ class Counters:
 
     @property
     def global_load_efficiency(self) -> float:
-        """Bytes asked for over bytes the sectors move (1.0: perfectly coalesced loads)."""
+        """Distinct bytes asked for over bytes the sectors move (1.0: perfectly coalesced loads; lanes reading one
+        address ask for its bytes once)."""
         return self.global_load_bytes / (self.global_load_sectors * SECTOR_BYTES) if self.global_load_sectors else 1.0
 
     @property

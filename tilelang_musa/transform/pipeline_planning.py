@@ -139,12 +139,12 @@ class SharedBudget:
         in use at different times share bytes (PlanDynamicSharedMemory places them so)."""
         def nbytes(buf):
             copies = version_count(buf, units, stages, orders) if any(buf in u.writes for u in units) else 1
-            return -(-self.tiles[buf] * copies // _SMEM_ROUNDING) * _SMEM_ROUNDING
+            return -(-self.tiles[buf] * copies // SMEM_ROUNDING) * SMEM_ROUNDING
 
         return max((sum(nbytes(buf) for buf in group) for group in self.live_together), default=0)
 
 
-_SMEM_ROUNDING = 1024  # tiles are placed at (at least) this alignment in the dynamic arena
+SMEM_ROUNDING = 1024  # tiles are placed at (at least) this alignment in the dynamic arena
 
 
 def shared_budget(func: tirx.PrimFunc) -> SharedBudget | None:

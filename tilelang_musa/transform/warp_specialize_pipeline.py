@@ -38,7 +38,7 @@ from .inject_software_pipeline import (
     TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
 )
 from .pass_base import tl_pass
-from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
+from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE, SMEM_ROUNDING, SharedBudget, shared_budget
 from .pipeline_units import accesses, flatten, pipeline_units, version_count
 
 # Buffers a statement copied into the producer may write (each thread's own) and read (no tile of another squad).
@@ -85,6 +85,11 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     units, loads, ring, versions = plan
     if set(versions) & BufferUses(thread_attr.body).outside(loop):
         return func  # a loaded tile is used outside the loop too: InjectSoftwarePipeline says why that fails
+    budget = shared_budget(func)
+    if budget is not None and _side_by_side_bytes(budget, versions) > budget.limit:
+        # The squads run side by side, so no tile can take another's bytes (PipelinePlanning sized the schedule
+        # with tiles used only after the loop in the loop's bytes): pipelined in one squad, where they can.
+        return func
 
     tid = thread_attr.node.var
     full = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
@@ -162,6 +167,15 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     for outer in reversed(chain[:-1]):
         node = tirx.AttrStmt(outer.node, outer.attr_key, outer.value, node)
     return func.with_body(node)
+
+
+def _side_by_side_bytes(budget: SharedBudget, versions: dict) -> int:
+    """The shared memory of every tile at once, the loaded tiles in all their versions."""
+    total = 0
+    for buf, nbytes in budget.tiles.items():
+        copies = versions[buf][1] if buf in versions else 1
+        total += -(-nbytes * copies // SMEM_ROUNDING) * SMEM_ROUNDING
+    return total
 
 
 def _hoist_declarations(stmts: list) -> tuple[list, list, set]:

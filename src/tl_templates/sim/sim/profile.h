@@ -7,7 +7,8 @@
  * it here with the accessing thread. Accesses that the threads of one warp make at the same place of the kernel
  * (buffer, source line, load or store) for the same time (each thread counts its executions of that place) are one
  * warp-level request, as on hardware where the warp issues the instruction once. At the end of each block:
- *   global: a request touches 32-byte sectors; sectors * 32 against the bytes asked for is the coalescing;
+ *   global: a request touches 32-byte sectors; sectors * 32 against its distinct bytes (an address several lanes
+ *           read counts once) is the coalescing;
  *   shared: a request needs as many wavefronts as the most distinct 4-byte words it touches in one bank, at least
  *           its distinct words / banks ([I] the bank model: kSharedBanks banks of 4 bytes, see PERF_FACTS.md;
  *           a word read by several threads is one access, the broadcast);
@@ -317,7 +318,7 @@ class Recorder {
       if (key.site.shared) {
         Shared(key.site.store, spans);
       } else {
-        Global(key.site.store, spans);
+        Global(key.site.store, std::move(spans));
       }
     }
     requests_.clear();
@@ -343,12 +344,19 @@ class Recorder {
     }
   }
 
-  void Global(bool store, const std::vector<Span>& spans) {
+  /*! \brief A warp's global request: its sectors, and its distinct bytes (lanes reading one address, a broadcast,
+   *         ask for its bytes once, so bytes / (sectors * 32) is at most 1). */
+  void Global(bool store, std::vector<Span> spans) {
     std::unordered_set<uintptr_t> sectors;
-    uint64_t bytes = 0;
-    for (const Span& s : spans) {
-      bytes += s.bytes;
+    for (const Span& s : spans)
       for (uintptr_t a = s.address / kSectorBytes; a <= (s.address + s.bytes - 1) / kSectorBytes; ++a) sectors.insert(a);
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.address < b.address; });
+    uint64_t bytes = 0;
+    uintptr_t covered = 0;  // one past the highest byte counted so far
+    for (const Span& s : spans) {
+      const uintptr_t begin = std::max(s.address, covered), end = s.address + s.bytes;
+      if (end > begin) bytes += end - begin;
+      covered = std::max(covered, end);
     }
     totals_.value[store ? k_global_store_requests : k_global_load_requests] += 1;
     totals_.value[store ? k_global_store_sectors : k_global_load_sectors] += sectors.size();
