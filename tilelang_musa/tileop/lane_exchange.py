@@ -11,8 +11,8 @@ The choice is made on the fragment's layout evaluated at every thread and slot, 
 bit that already walks the next column is taken as it is (a plain vector store, no trade); otherwise the lane bit
 that walks it is traded against the slot bit whose trade gives the best sector efficiency, while the store is below
 100%. The same evaluation proves what the lowering relies on: every vector is consecutive elements of one row, at a
-vector-aligned column. Stores that are already efficient and not vectorizable stay as they are; so do stores under
-control flow that may differ between the lanes of a warp (shuffles need the whole warp).
+vector-aligned column. Stores that need no trade are left to the plain vectorized loop over the slots; stores under
+control flow that may differ between the lanes of a warp stay as they are (shuffles need the whole warp).
 """
 
 from __future__ import annotations
@@ -197,8 +197,8 @@ def plan_lane_exchange(loop_vars: list[Any], body: Any, plan: LoopPlan, extents:
     if not slot_bits:
         return None
     efficiency = elements.sector_efficiency(slot_bits, lane_bits, element_bytes, warp)
-    if any(b >= 0 for b in lane_bits) and efficiency <= before:
-        return None
+    if all(b < 0 for b in lane_bits) or efficiency <= before:
+        return None  # no trade pays: a plain vectorized loop over the slots stores as wide (LowerParallelLoop)
     first = elements.first_element(slot_bits, lane_bits)
     if first is None:
         return None

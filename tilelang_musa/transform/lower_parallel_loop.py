@@ -14,7 +14,11 @@ by (`tileop/loop_plan.py`): `parallel_loop_layout`, the plan's Fragment (iterati
                                                    threads), V-wide pieces
 
 plus `"threads": [first, count]`, the range of threads that run it (a T.ws region). Each thread runs
-`for slot in range(local_size): x = inverse(thread - first, slot); body(x)` (`lower_with_plan`).
+`for slot in range(local_size): x = inverse(thread - first, slot); body(x)` (`lower_with_plan`), V slots at a time
+where a fragment's plan gives a thread V consecutive innermost iterations and the body's global and shared accesses
+are V-wide vectors there (TL_DISABLE_VECTORIZE: one at a time). A store of a fragment's plan to global memory whose
+lanes each hold too few consecutive elements to fill sectors trades elements between lanes first and stores vectors
+(tileop/lane_exchange.py), where every lane of the warp runs it.
 
 A nest that reads a fragment in another layout than the fragment's (`tl.layout_exchanges`: [fragment, copy, tile,
 written]) works on `copy`; the elements pass from the fragment to the copy through the shared `tile` before the
@@ -34,13 +38,14 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import LAYOUT_EXCHANGES, LOOP_PLAN
+from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import warp_size
 from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
-from ..tileop.loop_plan import (LoopPlan, fragment_plan, free_plan, lower_with_plan, region_plan, relayout, row_plan,
-                                user_plan)
+from ..tileop.loop_plan import (LoopPlan, contiguous_width, fragment_plan, free_plan, lower_with_plan, region_plan,
+                                relayout, row_plan, user_plan, vector_width)
 from .layout_inference import LAYOUTS_ATTR, STAGE
-from .partition_parallel_loop import collect_nest, nest_extents, thread_analyzer
+from .partition_parallel_loop import coalesced_width, collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .uniform_conditions import warp_uniform_statements
 
@@ -65,7 +70,16 @@ def plan_of(recipe: Any, extents: list[int]) -> LoopPlan:
     raise ValueError(f"{LOOP_PLAN}: unknown plan kind {kind!r}")
 
 
-def lower_parallel_loop(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def _vectorized(plan: LoopPlan, node: tirx.For, loop_vars: list, body, extents: list[int], analyzer) -> LoopPlan:
+    """A fragment's plan with its slots taken V at a time where a thread holds V consecutive innermost iterations
+    and every global and shared access of the body is a V-wide vector there (a row of W read beside a fragment)."""
+    width = contiguous_width(plan.fragment, extents)
+    if width > 1:
+        width = min(width, vector_width(extents, loop_vars[-1], body, analyzer, False, coalesced_width(node)))
+    return LoopPlan(plan.fragment, plan.local_size, width, plan.inverse) if width > 1 else plan
+
+
+def lower_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) -> tirx.PrimFunc:
     layouts = func.attrs[LAYOUTS_ATTR] if func.attrs is not None and LAYOUTS_ATTR in func.attrs else {}
     threads = thread_info(func)
     analyzer = thread_analyzer(threads)
@@ -85,12 +99,14 @@ def lower_parallel_loop(func: tirx.PrimFunc) -> tirx.PrimFunc:
         loop_vars = [n.loop_var for n in nest]
         exchanges = node.annotations[LAYOUT_EXCHANGES] if LAYOUT_EXCHANGES in node.annotations else []
         exchange = None
-        if str(recipe["kind"]) == "fragment" and not exchanges and node.__chandle__() in warp_uniform \
-                and first % warp == 0:
+        if str(recipe["kind"]) == "fragment" and not exchanges and not disable_vectorize \
+                and node.__chandle__() in warp_uniform and first % warp == 0:
             exchange = plan_lane_exchange(loop_vars, body, plan, extents, count, warp, analyzer())
         if exchange is not None:
             lane = tirx.floormod(threads.linear_thread_id(), warp)
             return lower_with_lane_exchange(loop_vars, body, plan, exchange, thread, lane, analyzer())
+        if str(recipe["kind"]) == "fragment" and not disable_vectorize:
+            plan = _vectorized(plan, node, loop_vars, body, extents, analyzer)
         loop = lower_with_plan(loop_vars, body, plan, thread, count, analyzer())
         if not exchanges:
             return loop
@@ -102,5 +118,6 @@ def lower_parallel_loop(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
 
 
-def LowerParallelLoop():  # noqa: N802
-    return tl_pass("LowerParallelLoop", lower_parallel_loop)
+def LowerParallelLoop(configs):  # noqa: N802
+    disable = enabled(configs, PassConfigKey.TL_DISABLE_VECTORIZE)
+    return tl_pass("LowerParallelLoop", lambda func: lower_parallel_loop(func, disable))

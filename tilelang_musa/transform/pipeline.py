@@ -79,7 +79,7 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
         LayoutInference(configs),
         # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot loops.
-        LowerParallelLoop(),
+        LowerParallelLoop(configs),
         # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
         LowerTmeCopy(configs),
         # Tile ops that need the chosen layouts (reductions, instruction gemms).
