@@ -3,22 +3,27 @@
 A shared buffer with a Layout (from `T.annotate_layout`, or required by an op such as an SQMMA gemm and
 recorded by LayoutInference) is replaced by a buffer shaped like the layout's output, and every access
 `S[x]` becomes `S[layout.map(x)]`. Runs before loop partitioning, so the vectorizer sees the physical
-(swizzled) addresses: a swizzle that keeps 16-byte pieces contiguous keeps the 128-bit accesses. A
+(swizzled) addresses: a swizzle that keeps 16-byte pieces contiguous keeps the 128-bit accesses. In loops already
+vectorized (LowerParallelLoop's, over a fragment's slots) the lane is moved out of the swizzle's xor, so such an
+access stays one vector, not a gather. A
 swizzled tile must start at a multiple of the swizzle's period (the hardware swizzles absolute
 addresses): its allocation asks the shared-memory planner for that alignment.
 """
 
 from __future__ import annotations
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import ANNOTATIONS_ATTR
-from ..ir.utils import TensorLoad, as_int, scope_of
+from ..ir.utils import TensorLoad, as_int, scope_of, thread_info
 from ..layout import Fragment
+from ..tileop.loop_plan import hoist_lane_from_xor
 from .layout_inference import LAYOUTS_ATTR
+from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
 
@@ -55,20 +60,40 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
         annotations[ALIGNMENT_ANNOTATION] = SWIZZLE_ALIGNMENT
         return tirx.AllocBuffer(replacement[node.buffer], annotations)
 
+    analyzer = thread_analyzer(thread_info(func))()
+    lanes: list = []  # the vectorized loops around: (lane, width)
+
+    def physical(buf, indices) -> list:
+        mapped = layouts[buf].map(list(indices), analyzer)
+        for lane, width in lanes:
+            mapped = [hoist_lane_from_xor(i, lane, width, analyzer) for i in mapped]
+        return mapped
+
+    def on_for(node, mutator):
+        width = as_int(node.extent)
+        if node.kind != tirx.ForKind.VECTORIZED or width is None:
+            return mutator.default_mutate(node)
+        analyzer.bind(node.loop_var, tvm.ir.Range(0, width))
+        lanes.append((node.loop_var, width))
+        try:
+            return mutator.default_mutate(node)
+        finally:
+            lanes.pop()
+
     def on_store(node, mutator):
         node = mutator.default_mutate(node)
         if node.buffer in replacement:
-            return tirx.BufferStore(replacement[node.buffer], node.value, layouts[node.buffer].map(list(node.indices)))
+            return tirx.BufferStore(replacement[node.buffer], node.value, physical(node.buffer, node.indices))
         return node
 
     def on_load(node, mutator):
         node = mutator.default_mutate(node)
         if node.source in replacement:
-            return replacement[node.source][tuple(layouts[node.source].map(list(node.indices)))]
+            return replacement[node.source][tuple(physical(node.source, node.indices))]
         return node
 
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.BufferStore, on_store),
-                                                 (TensorLoad, on_load)])
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.For, on_for),
+                                                 (tirx.BufferStore, on_store), (TensorLoad, on_load)])
     return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
 
 

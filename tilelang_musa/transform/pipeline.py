@@ -14,6 +14,7 @@ from ..diagnostics import warn_once
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
+from .choose_shared_swizzle import ChooseSharedSwizzle
 from .config_index_bitwidth import ConfigIndexBitwidth
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
@@ -89,6 +90,9 @@ def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
         LowerBufferViews(ON_CHIP_VIEWS),
         # T.wait_sqmma: the SQMMA completion wait where SQMMA exists, nothing elsewhere.
         LowerWaitSqmma(),
+        # Shared tiles that only element accesses touch: a bank swizzle where it spares the warps' bank conflicts
+        # (every tile op is lowered by now, so every access is in the per-thread code).
+        ChooseSharedSwizzle(),
         # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.
         LowerSharedLayout(),
         # Fragments become per-thread local arrays indexed by slot.
