@@ -110,3 +110,24 @@ def test_the_split_k_epilogue_tile_meets_fewer_bank_conflicts(arch):
     taken, ideal = wavefronts(kernel)
     row_major, _ = wavefronts(splitk_epilogue(arch, row_major=True))
     assert ideal <= taken < row_major, (ideal, taken, row_major)
+
+
+def test_a_plain_transpose_through_shared_memory_is_swizzled():
+    """testing/test_sim_counters.py's transpose without its hand-written xor: a column of S per step, row-major one
+    bank (32 wavefronts a request); the compiler's swizzle spreads each column over 8 banks."""
+    @T.prim_func
+    def main(A: T.Tensor((32, 32), "float32"), B: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((32, 32), "float32")
+            for i in T.serial(32):
+                S[i, tx] = A[i, tx]
+            for i in T.serial(32):
+                B[i, tx] = S[tx, i]
+
+    kernel = tilelang.compile(main, target="musa -arch=mp_31")
+    a, b = rand((32, 32), torch.float32, 5), poison((32, 32), torch.float32)
+    counters = kernel.get_profiler().counters([a, b])
+    torch.testing.assert_close(b, a.T)
+    assert counters.shared_store_wavefronts == 32  # the row stores stay conflict-free
+    assert counters.shared_load_wavefronts < 32 * 32 // 4, counters.shared_load_wavefronts

@@ -88,6 +88,8 @@ def transpose(swizzled):
         with T.Kernel(1, threads=32):
             tx = T.get_thread_binding()
             S = T.alloc_shared((32, 32), "float32")
+            if not swizzled:  # row-major on purpose (ChooseSharedSwizzle would swizzle it): the counters' worst case
+                T.annotate_layout({S: T.Layout((32, 32), lambda i, j: i * 32 + j)})
             for i in T.serial(32):
                 if swizzled:
                     S[i, tx ^ i] = A[i, tx]

@@ -14,10 +14,10 @@ The accesses are read off the code once every tile op is lowered and before Lowe
 each access's index is evaluated at every thread and every value of the loops around it that it reads (a request:
 the lanes of a warp at one value of those loops, a vectorized loop's lanes together); a T.Parallel nest still to be
 partitioned is run as PartitionParallelLoop will run it (the coalesced free plan and its vector width, or the
-nest's loop_layout), its threads counted as the block's. Only tiles whose
-every use is such an element access qualify: tiles a gemm, TME, LDLMS or any call takes by address, and tiles with an
-annotated layout or one an op required, keep theirs. Conditions around an access are not evaluated (the estimate
-counts it as run), and variables bound outside the loops (block indices) count as 0: the choice only weighs costs,
+nest's loop_layout), its threads counted as the block's. Only tiles whose every use is such an element access
+qualify: tiles a gemm, TME, LDLMS or any call takes by address, tiles with an annotated layout or one an op required,
+and tiles indexed through memory or a let-bound variable keep theirs. Conditions around an access are not evaluated
+(the estimate counts it as run) and block indices and scalar parameters count as 0: the choice only weighs costs,
 any layout is correct.
 """
 
@@ -31,7 +31,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import PARALLEL
-from ..ir.utils import TensorLoad, as_int, collect_accesses, dtype_bytes, scope_of, thread_info
+from ..ir.utils import Access, TensorLoad, as_int, collect_accesses, dtype_bytes, scope_of, thread_info
 from ..layout import Layout, LayoutError
 from ..layout._expr import evaluate
 from ..layout.swizzle import (make_full_bank_swizzled_layout, make_half_bank_swizzled_layout,
@@ -78,7 +78,9 @@ class _Collector:
         info = thread_info(func)
         self.analyzer = thread_analyzer(info)
         self.threads = {info.vars[t]: as_int(info.extents[t]) for t in info.vars if t.startswith("threadIdx")}
-        self.thread_id = info.linear_thread_id()
+        # taken as 0: they are the same for all of a block's threads (block indices, scalar parameters)
+        self.uniform = {info.vars[t] for t in info.vars if t.startswith("blockIdx")} | \
+            {p for p in func.params if not isinstance(p.ty, tirx.BufferType)}
         self.num_threads = info.num_threads
         self.tiles, self.warp = tiles, warp
         self.accesses: dict = {t: [] for t in tiles}
@@ -121,7 +123,7 @@ class _Collector:
         thread, slot = thread.reshape(-1), slot.reshape(-1)
         request = np.unique(np.stack([thread // self.warp, slot // plan.vector_width]), axis=1,
                             return_inverse=True)[1].reshape(-1)
-        self.evaluate(mine, env, thread, request, set(env))
+        self.evaluate(mine, env, thread, request)
 
     def _plan(self, loop: tirx.For, nest: list, body: Any, extents: list[int]) -> LoopPlan:
         fragment = user_layout(loop)
@@ -130,11 +132,12 @@ class _Collector:
         width = vector_width(extents, nest[-1].loop_var, body, self.analyzer, False, coalesced_width(loop))
         return free_plan(extents, self.num_threads, width)
 
-    def evaluate(self, accesses: list, env: dict, thread: np.ndarray, request: np.ndarray, bound: set) -> None:
-        """Record `accesses` at the entries of `env` (loop variables, and the threads' indices derived from
-        `thread`); a tile with an index reading memory or a variable bound inside the nest fails."""
-        stride = 1
+    def evaluate(self, accesses: list, env: dict, thread: np.ndarray, request: np.ndarray) -> None:
+        """Record `accesses` at the entries of `env` (loop variables; the threads' indices follow from `thread`).
+        A tile with an index that reads memory or a variable bound elsewhere (a let of the thread index, say) is
+        left alone."""
         env = dict(env)
+        stride = 1
         for var, extent in self.threads.items():
             env[var] = (thread // stride) % extent
             stride *= extent
@@ -145,10 +148,10 @@ class _Collector:
             used = set()
             for index in access.indices:
                 tvm_ffi.structural_walk(index, [(tvm.ir.expr.Var, lambda v: used.add(v))])
-            if _loads(access.indices) or any(v not in env and not self._outside(v, bound) for v in used):
+            if _loads(access.indices) or any(v not in env and v not in self.uniform for v in used):
                 self.failed.add(tile)
                 continue
-            scope = {**{v: np.zeros_like(thread) for v in used}, **{v: x for v, x in env.items() if v in used}}
+            scope = {v: env.get(v, 0) for v in used}
             try:
                 coords = [np.broadcast_to(evaluate(i, scope), thread.shape) for i in access.indices]
             except (KeyError, TypeError):
@@ -156,42 +159,24 @@ class _Collector:
                 continue
             self.accesses[tile].append(_Access(coords, request))
 
-    def _outside(self, var: Any, bound: set) -> bool:
-        """A variable bound before the nest (a block index, an outer loop the nest does not walk): taken as 0."""
-        return var not in bound
-
     def access(self, tile: Any, indices: Any) -> None:
+        """An access in the per-thread code: every thread, at every value of the loops around it that it reads."""
         if tile not in self.tiles or tile in self.failed:
             return
         used = set()
         for index in indices:
             tvm_ffi.structural_walk(index, [(tvm.ir.expr.Var, lambda v: used.add(v))])
         loops = [(v, e, vec) for v, e, vec in self.loops if v in used]
-        if any(e is None for _, e, _ in loops) or any(isinstance(i, TensorLoad) for i in _loads(indices)):
-            self.failed.add(tile)  # a run-time loop bound or an index read from memory
-            return
         extents = [self.num_threads] + [e for _, e, _ in loops]
-        if int(np.prod(extents)) > MAX_ENTRIES:
-            self.failed.add(tile)
+        if any(e is None for e in extents) or int(np.prod(extents)) > MAX_ENTRIES:
+            self.failed.add(tile)  # a run-time loop bound, or too many entries to weigh
             return
-        axes = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in extents], indexing="ij")
-        thread = axes[0].reshape(-1)
-        env = {v: np.zeros_like(thread) for v in used}
-        stride = 1
-        for var, extent in self.threads.items():
-            env[var] = (thread // stride) % extent
-            stride *= extent
-        for (var, _, _), axis in zip(loops, axes[1:]):
-            env[var] = axis.reshape(-1)
-        try:
-            coords = [np.broadcast_to(evaluate(i, env), thread.shape) for i in indices]
-        except (KeyError, TypeError):
-            self.failed.add(tile)
-            return
+        axes = [a.reshape(-1) for a in np.meshgrid(*[np.arange(n, dtype=np.int64) for n in extents], indexing="ij")]
+        env = {var: axis for (var, _, _), axis in zip(loops, axes[1:])}
         # a request: one warp at one value of the non-vectorized loops
-        key = [thread // self.warp] + [env[v] for v, _, vec in loops if not vec]
+        key = [axes[0] // self.warp] + [env[v] for v, _, vec in loops if not vec]
         request = np.unique(np.stack(key), axis=1, return_inverse=True)[1].reshape(-1)
-        self.accesses[tile].append(_Access(coords, request))
+        self.evaluate([Access(tile, tuple(indices), False)], env, axes[0], request)
 
 
 def _children(node: Any) -> list:
