@@ -5,7 +5,6 @@ by address (a gemm operand) keeps its layout."""
 import pytest
 import torch
 import tvm
-from tvm import tirx
 
 import tilelang
 import tilelang.language as T
