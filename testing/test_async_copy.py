@@ -118,6 +118,17 @@ def test_force_async_copy_tiles_with_a_tail(arch):
     torch.testing.assert_close(b, expected)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_tensor_read_by_async_pieces_must_be_aligned_as_they_are(arch):
+    """The launcher knows the 16-byte LDLMS pieces read A by address: a view 2 bytes into a buffer is refused
+    with its reason, not run into the hardware's (or the simulator's) misaligned access."""
+    kernel = compiled("tiles", arch)
+    assert next(p for p in kernel.params if p.name == "A").align == 16
+    shifted = rand((100 * 64 + 1,), torch.float16, 12)[1:].view(100, 64)
+    with pytest.raises(ValueError, match="A is read or written 16 bytes at a time"):
+        kernel(shifted, poison((100, 64), torch.float16))
+
+
 def test_async_copy_ring_waits_for_one_group_at_a_time():
     kernel = compiled("ring", "mp_31")
     source = kernel.get_kernel_source()

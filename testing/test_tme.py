@@ -181,12 +181,23 @@ def test_stores_write_only_the_tensors_elements(explicit):
     torch.testing.assert_close(b, a, rtol=0, atol=0)
 
 
-def test_a_tensor_the_engine_cannot_address_fails_the_launch_naming_it():
-    from tilelang_musa.jit.launcher.spec import KernelLaunchError
+def test_a_tensor_the_engine_cannot_address_is_refused_naming_it():
+    """The launcher knows a TME descriptor's global address must be 16-byte aligned, so it refuses the view; the
+    host wrapper, called without it (as C calls an exported library), fails the launch naming the tensor."""
+    import ctypes
 
+    kernel = store_kernel(False)
+    a = rand((100, 48), torch.float32, 3)
     b = torch.empty(100 * 48 + 1)[1:].view(100, 48)  # 4 bytes past a 16-byte boundary
-    with pytest.raises(KernelLaunchError, match="cannot build the TME descriptor of tensor `B`"):
-        store_kernel(False)(rand((100, 48), torch.float32, 3), b)
+    assert [p.name for p in kernel.params] == ["A", "B"] and kernel.params[1].align == 16
+    with pytest.raises(ValueError, match="B is read or written 16 bytes at a time, but its data starts 4 bytes"):
+        kernel(a, b)
+    library = ctypes.CDLL(str(kernel.library_path))
+    library.get_last_error.restype = ctypes.c_char_p
+    pointers = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr())]
+    argv = (ctypes.c_void_p * 2)(*[ctypes.addressof(p) for p in pointers])
+    assert library.call_packed(argv, 2, None) == -1
+    assert "cannot build the TME descriptor of tensor `B`" in library.get_last_error().decode()
 
 
 def test_copy_store_stays_plain_with_disable_tma_or_the_pass_config():

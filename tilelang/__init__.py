@@ -27,6 +27,15 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         spec.loader_state = module.__spec__  # the import system is about to replace it with this alias spec
         return module
 
+    # `python -m tilelang.X` (runpy) asks the loader for the code and whether it is a package: the real module's.
+    def get_code(self, fullname):
+        real = importlib.util.find_spec("tilelang_musa." + fullname[len(_PREFIX):])
+        return real.loader.get_code(real.name)
+
+    def is_package(self, fullname):
+        real = importlib.util.find_spec("tilelang_musa." + fullname[len(_PREFIX):])
+        return real.submodule_search_locations is not None
+
     def exec_module(self, module):
         # Put the module's own spec back, or its relative imports would see `__package__ != __spec__.parent` (an
         # ImportWarning, an error under `warnings.simplefilter("error")`).
@@ -41,3 +50,11 @@ _SHARED_DUNDERS = ("__version__", "__getattr__")  # __getattr__: the lazily impo
 globals().update({k: v for k, v in vars(_impl).items() if not k.startswith("__") or k in _SHARED_DUNDERS})
 __all__ = list(getattr(_impl, "__all__", []))
 __path__ = []  # a package, so that `import tilelang.language` consults the finder
+
+# Where a name of the package is not its submodule (`tilelang.jit`, the decorator, beside the module `tilelang.jit`),
+# register the submodule's alias now: importing `tilelang.jit` later by name then finds it and leaves the package's
+# attribute alone, as upstream's `from .jit import jit` does.
+for _name, _value in vars(_impl).items():
+    _module = sys.modules.get(f"{_impl.__name__}.{_name}")
+    if _module is not None and _value is not _module:
+        sys.modules.setdefault(_PREFIX + _name, _module)

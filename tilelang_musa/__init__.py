@@ -22,7 +22,8 @@ from .math import cdiv, next_power_of_2  # noqa: E402
 from .profiler import TensorSupplyType  # noqa: E402
 from .diagnostics import TileLangWarning  # noqa: E402
 from .errors import CompileError, TileLangError, UnsupportedError  # noqa: E402
-from .jit import JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit, lower  # noqa: E402
+from .jit import (JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit, load_library,  # noqa: E402
+                  lower)
 from .target import determine_target  # noqa: E402
 from .transform import PassConfigKey  # noqa: E402
 
@@ -43,6 +44,7 @@ def __getattr__(name: str):
 __all__ = [
     "CompileError", "DataType", "JITKernel", "PassConfigKey", "TensorSupplyType", "TileLangError", "TileLangWarning",
     "UnsupportedError", "__version__", "autotune", "autotuner", "backend", "cdiv", "compile", "contrib",
-    "determine_target", "disable_cache", "enable_cache", "env", "is_cache_enabled", "jit", "language", "lower", "math",
+    "determine_target", "disable_cache", "enable_cache", "env", "is_cache_enabled", "jit", "language", "load_library", "lower",
+    "math",
     "next_power_of_2", "profiler", "tvm", "utils",
 ]

@@ -38,6 +38,8 @@ from ..ir.attrs import COMPILE_FLAGS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import ArchInfo, arch_of, determine_target
+from ..tileop.async_copy import global_piece_alignment
+from ..tileop.tme_copy import DESCRIPTORS_ATTR, GLOBAL_ALIGN as TME_GLOBAL_ALIGN
 from ..transform import lower as lower_kernel, normalize_pass_configs
 from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from ..transform.split_kernels import split_kernels
@@ -107,13 +109,25 @@ def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[s
             nbytes = dtype.lanes * dtype.bits // 8
             widest[buffer.name] = max(widest.get(buffer.name, 1), min(nbytes & -nbytes, 16))
 
+    def piece(names: set[str], call: Any) -> None:
+        found = global_piece_alignment(call)  # an async / robust copy piece reads its global source by address
+        if found is not None and found[0].name in names:
+            accessed.add(found[0].name)
+            widest[found[0].name] = max(widest.get(found[0].name, 1), found[1])
+
     def read(names: set[str], var: Any) -> None:
         if isinstance(var.ty, tvm.ir.PrimType) and var.name in names:
             accessed.add(var.name)
 
     for func in funcs:
         names = {p.name for p in func.params}
+        # a tensor TME copies move is read through its descriptor, whose global address must be 16-byte aligned
+        for tensor, *_ in (func.attrs or {}).get(DESCRIPTORS_ATTR, {}).values():
+            if str(tensor) in names:
+                accessed.add(str(tensor))
+                widest[str(tensor)] = max(widest.get(str(tensor), 1), TME_GLOBAL_ALIGN)
         tvm_ffi.structural_walk(func.body, [
+            (tvm.ir.expr.Call, lambda c: piece(names, c)),
             (tvm.ir.expr.TensorLoad, lambda n: note(names, n.source, n.ty.dtype)),
             (tirx.BufferStore, lambda n: note(names, n.buffer, n.value.ty.dtype)),
             (tvm.ir.expr.Var, lambda v: read(names, v))])

@@ -12,7 +12,9 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from ..errors import TileLangError
 from .backend import Backend, backend_named
+from .export import unpack_export, write_export
 from .launcher import Launcher, ParamSpec
 from .stages import KernelMetadata, stage_file
 
@@ -131,6 +133,24 @@ class JITKernel:
         print(self.get_kernel_source(kernel_only=False) if which == "both" else
               self.get_host_source() if which == "host" else self.get_kernel_source())
 
+    def export_library(self, kernel_file: str | Path) -> Path:
+        """Write this kernel to one shared-library file that `load_library(kernel_file)` loads back in any
+        process, without lowering or building (export.py); `python -m tilelang.tools.aot` turns the same kernel
+        into C for programs without Python."""
+        return write_export(self.directory, list(self.metadata.stages.values()), self.library_path.name,
+                            kernel_file)
+
+    @classmethod
+    def from_library(cls, kernel_file: str | Path) -> "JITKernel":
+        """The kernel `export_library` wrote to `kernel_file`: parameters, launches, target and backend come from
+        the file."""
+        directory = unpack_export(kernel_file)
+        try:
+            return cls.from_database(directory)
+        except (KeyError, ValueError) as err:
+            raise TileLangError(f"load_library: {kernel_file} holds kernel metadata this tilelang_musa cannot read: "
+                                f"{err}") from None
+
     @property
     def library_path(self) -> Path:
         return self.stage_path("bin")
@@ -138,3 +158,8 @@ class JITKernel:
     def __repr__(self) -> str:
         arch = self.target.attrs["arch"]
         return f"JITKernel({self.kernel_name}, target=musa/{arch}, backend={self.backend.name})"
+
+
+def load_library(kernel_file: str | Path) -> JITKernel:
+    """`tilelang.load_library`: the kernel `JITKernel.export_library` wrote, in this or any other process."""
+    return JITKernel.from_library(kernel_file)

@@ -19,6 +19,7 @@ group), as T.copy does; `T.async_copy` only commits its group.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tvm
@@ -44,6 +45,22 @@ _SHARED = ("shared", "shared.dyn")
 # sanitizer build leaves it unchecked; src/codegen/call_rules_tirx.cc).
 UNCHECKED_ADDRESS_OF_OP = "tl.unchecked_address_of"
 register_intrinsic(UNCHECKED_ADDRESS_OF_OP, "the address of an element that may lie outside its buffer")
+
+
+_PIECE_CALLS = re.compile(r"tl::(cp_async_gs|cp_async_gs_robust|robust_copy)(_conditional)?<(\d+)>")
+
+
+def global_piece_alignment(call: Any) -> tuple[Any, int] | None:
+    """(the global buffer, the bytes its address must be a multiple of) for a copy piece this module prints (the
+    piece's width: LDLMS and the robust loads move naturally aligned pieces); None for any other call."""
+    if call.op.name != "tirx.call_extern" or len(call.args) < 3 or not isinstance(call.args[0], tvm.ir.StringImm):
+        return None
+    match = _PIECE_CALLS.fullmatch(call.args[0].value)
+    source = call.args[2]
+    if match is None or not isinstance(source, tvm.ir.expr.Call) or not source.args or \
+            not isinstance(source.args[0], tvm.ir.expr.TensorLoad):
+        return None
+    return source.args[0].source, int(match.group(3))
 
 
 def commit_group() -> Any:

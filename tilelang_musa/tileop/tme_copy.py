@@ -48,6 +48,7 @@ PIPELINED_ATTR = "tl.pipelined"  # call attribute of a pipelined load (TmeCopy.p
 
 # Function attribute: descriptor name -> [tensor param name, dtype, dims innermost first, byte strides of dims 1..].
 DESCRIPTORS_ATTR = "tl.tme_descriptors"
+GLOBAL_ALIGN = 16  # bytes: a descriptor's global address, its byte strides and an innermost box are multiples of it
 
 MAX_RANK = 5
 MAX_BOX_EXTENT = 256  # elements per box dimension [I: CUDA's limit; no MUSA document gives one]
