@@ -114,6 +114,20 @@ PASS_DIFF = _Var("TILELANG_PASS_DIFF",
                   "TILELANG_PASS_DIFF_OUTPUT), both; 0/off: none")
 PASS_DIFF_OUTPUT = _Var("TILELANG_PASS_DIFF_OUTPUT", "directory of TILELANG_PASS_DIFF=html reports",
                         "tmp/pass_diff_output")
+PASS_TIMING = _Var("TILELANG_PASS_TIMING",
+                   "1: print to stderr, for every compile, a table of the time each lowering pass (ours and TVM's), "
+                   "the MUSA source printing and the build took (tools/pass_timing.py)")
+PASS_PROFILE = _Var("TILELANG_PASS_PROFILE", "upstream's name of TILELANG_PASS_TIMING")
+PASS_TIMING_THRESHOLD_MS = _Var("TILELANG_PASS_TIMING_THRESHOLD_MS",
+                                "TILELANG_PASS_TIMING's table leaves out passes faster than this many milliseconds",
+                                lambda: PASS_PROFILE_THRESHOLD_MS.raw() or "0")
+PASS_PROFILE_THRESHOLD_MS = _Var("TILELANG_PASS_PROFILE_THRESHOLD_MS",
+                                 "upstream's name of TILELANG_PASS_TIMING_THRESHOLD_MS")
+LOWER_TRACE = _Var("TL_LOWER_TRACE",
+                   "upstream's lower trace: the IR before and after every lowering pass of a compile and the MUSA "
+                   "source last; 1/html (a report in TL_LOWER_TRACE_DIR), terminal, both; 0/off: none")
+LOWER_TRACE_DIR = _Var("TL_LOWER_TRACE_DIR", "directory of TL_LOWER_TRACE's HTML reports",
+                       os.path.join("tmp", "lower_trace_dir"))
 FRONTEND_DEBUG = _Var("TILELANG_FRONTEND_DEBUG", "show full tracebacks for kernel errors")
 AUTO_TUNING_DISABLE_CACHE = _Var("TILELANG_AUTO_TUNING_DISABLE_CACHE",
                                  "neither read nor write persisted tuning results")
@@ -141,6 +155,44 @@ def get_pass_diff_mode() -> str | None:
     if value in _PASS_DIFF_OFF:
         return None
     return value if value in ("html", "both") else "terminal"
+
+
+def is_pass_profile_enabled() -> bool:
+    """TILELANG_PASS_TIMING, or upstream's TILELANG_PASS_PROFILE, is on."""
+    return PASS_TIMING.flag() or PASS_PROFILE.flag()
+
+
+def get_pass_profile_threshold_ms() -> float:
+    """TILELANG_PASS_TIMING_THRESHOLD_MS (else TILELANG_PASS_PROFILE_THRESHOLD_MS) in milliseconds; 0 when unset."""
+    return parse_threshold_ms(PASS_TIMING_THRESHOLD_MS.raw() or "0", PASS_TIMING_THRESHOLD_MS.name)
+
+
+def parse_threshold_ms(value: Any, name: str) -> float:
+    """A pass-timing threshold: a finite number of milliseconds, at least 0; anything else is an error naming it."""
+    try:
+        ms = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number of milliseconds, got {value!r}") from None
+    if not 0 <= ms < float("inf"):
+        raise ValueError(f"{name} must be a finite number of milliseconds, at least 0; got {value!r}")
+    return ms
+
+
+def parse_lower_trace_mode(value: str | None) -> str | None:
+    """A TL_LOWER_TRACE value as a mode, as upstream reads it: None (off: unset, 0, off, false, no), "terminal",
+    "html" or "both"; 1/on/true/yes and any other value mean "html"."""
+    text = (value or "").strip().lower()
+    if text in _PASS_DIFF_OFF:
+        return None
+    return text if text in ("terminal", "both") else "html"
+
+
+def get_lower_trace_mode() -> str | None:
+    return parse_lower_trace_mode(LOWER_TRACE.raw())
+
+
+def get_lower_trace_dir() -> str:
+    return LOWER_TRACE_DIR.raw() or os.path.join("tmp", "lower_trace_dir")
 
 
 def is_print_on_compilation_enabled() -> bool:

@@ -200,8 +200,6 @@ WITHOUT_EFFECT = {
     K.TL_ENABLE_VECTORIZE_PLANNER_VERBOSE: "the vector width is chosen in PartitionParallelLoop, which prints "
                                            "nothing (TL_ENABLE_DUMP_IR shows the result)",
     K.TL_ENABLE_REDUCER_PLAN_VERBOSE: "reducer plans: " + _NO_PASS,
-    K.TL_PASS_PROFILE: "no per-pass profiler here (instruments= takes TVM pass instruments, e.g. timing)",
-    K.TL_PASS_PROFILE_THRESHOLD_MS: "no per-pass profiler here (instruments= takes TVM pass instruments)",
 }
 
 _BY_VALUE = {k.value: k for k in PassConfigKey}

@@ -10,6 +10,7 @@ description, and the build by the backend's toolchain.
 
 TILELANG_DUMP_STAGES=<dir> writes every stage's output there; TILELANG_REPLACE_STAGES=<dir> (and
 TILELANG_REPLACE_MUSAC for `mu`) replaces a stage's output with a file, and the later stages start from it.
+Pass timing and the lower trace watch a compile through observers.py.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from .backend import Backend, resolve_backend
 from .kernel import JITKernel
 from .launcher import DimExpr, ParamSpec
 from .launcher.spec import unsolvable_symbols
+from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file
 from .toolchains import BuildRequest
@@ -267,12 +269,15 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
         program = program.with_attr("global_symbol", name)
     request = _settle(program, out_idx, target, execution_backend, pass_configs, instruments, verbose,
                       compile_flags)
+    observers = CompileObservers(request.name, request.target, request.configs)
     key = None
     if cache.is_cache_enabled():
         key = cache.kernel_key(program, request.name, request.target, request.backend, request.configs,
                                request.flags, out_idx)
-        # Instruments, per-pass IR dumps and pass diffs observe the lowering: they get one, whatever the cache holds.
-        if not request.instruments and not _dumps_ir(request.configs) and env.get_pass_diff_mode() is None:
+        # Instruments, per-pass IR dumps, pass diffs, pass timing and the lower trace observe the lowering: they get
+        # one, whatever the cache holds.
+        if (not request.instruments and not _dumps_ir(request.configs) and env.get_pass_diff_mode() is None
+                and not observers.active):
             kernel = cache.memo_get(key)
             if kernel is None:
                 entry = cache.lookup(key)
@@ -287,7 +292,10 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
                 return kernel
     if env.PRINT_ON_COMPILATION.flag():
         logger.info("TileLang begins to compile kernel `%s` with `out_idx=%s`", request.name, out_idx)
-    directory = cache.store(key, lambda workdir: _run_stages(request, workdir, key))
+    try:
+        directory = cache.store(key, lambda workdir: _run_stages(request, workdir, key, observers))
+    finally:
+        observers.finish()
     kernel = JITKernel(directory, KernelMetadata.read(directory), request.backend, request.target, program,
                        request.configs)
     if key is not None:
@@ -317,7 +325,7 @@ def _dumps_ir(configs: dict) -> bool:
     return enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()
 
 
-def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
+def _run_stages(request: _Request, workdir: Path, key: str | None, observers: CompileObservers) -> None:
     """tir -> lowered -> mu -> host -> bin into `workdir`, each output replaced by its file where one is given;
     metadata.json last."""
     from ..codegen import generate
@@ -331,7 +339,8 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
 
     path("tir").write_text(_script(program))
 
-    device_funcs = _read_lowered(replaced["lowered"], name) if "lowered" in replaced else _lower_kernels(request)
+    device_funcs = (_read_lowered(replaced["lowered"], name) if "lowered" in replaced
+                    else _lower_kernels(request, observers))
     names = kernel_names(name, len(device_funcs))
     lowered = tvm.IRModule(dict(zip(names, device_funcs)))
     lowered_text = _script(lowered)
@@ -340,19 +349,21 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
         print(f"[tilelang] lowered {name}:\n{lowered_text}", file=sys.stderr)
 
     simulated = request.backend.name == "sim"
-    source = generate(device_funcs, request.target, name, sim_checks=simulated)
-    if "mu" in replaced:
-        text, sections = replaced["mu"].read_text(), None
-    else:
-        text = source.text
-        device_at, host_at = text.index(source.device), text.rindex(source.host)
-        text, host_at = postprocess(text, host_at, request.target)
-        if text.find(source.device) != device_at:  # a callback changed the kernels: they are all before the host
-            device_at, device_end = 0, host_at
+    with observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
+        source = generate(device_funcs, request.target, name, sim_checks=simulated)
+        if "mu" in replaced:
+            text, sections = replaced["mu"].read_text(), None
         else:
-            device_end = device_at + len(source.device)
-        sections = {"device": [device_at, device_end], "host": [host_at, len(text)]}
+            text = source.text
+            device_at, host_at = text.index(source.device), text.rindex(source.host)
+            text, host_at = postprocess(text, host_at, request.target)
+            if text.find(source.device) != device_at:  # a callback changed the kernels: all are before the host
+                device_at, device_end = 0, host_at
+            else:
+                device_end = device_at + len(source.device)
+            sections = {"device": [device_at, device_end], "host": [host_at, len(text)]}
     path("mu").write_text(text)
+    observers.codegen(lowered_text, text)
 
     if "host" in replaced:
         host = HostInfo.from_json(json.loads(replaced["host"].read_text()))
@@ -371,8 +382,9 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
             built = workdir / f"{name}.checked.mu"
             built.write_text(source.checked_text)
         prelude = HEADER if text.startswith(HEADER) else ""
-        request.backend.toolchain.build(BuildRequest(built, path("bin"), request.arch, request.fast_math,
-                                                     request.flags, host.local_bytes, prelude))
+        with observers.stage(f"build.{request.backend.toolchain.name}"):
+            request.backend.toolchain.build(BuildRequest(built, path("bin"), request.arch, request.fast_math,
+                                                         request.flags, host.local_bytes, prelude))
         if built != path("mu"):
             built.unlink()
     KernelMetadata(name, json.loads(str(request.target)), request.backend.name, request.backend.toolchain.identity(),
@@ -380,17 +392,23 @@ def _run_stages(request: _Request, workdir: Path, key: str | None) -> None:
                    {stage: stage_file(name, stage) for stage in STAGES}).write(workdir)
 
 
-def _lower_kernels(request: _Request) -> list[tirx.PrimFunc]:
+def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.PrimFunc]:
     """The pass pipeline over each T.Kernel scope of the program, in launch order."""
+    from ..codegen.source import kernel_names
+
     dumper = _ir_dumper(request.configs)
     if env.get_pass_diff_mode() is not None:  # a diff of every pass that follows
         from ..transform.pass_diff_hook import install_pass_diff_hook
 
         install_pass_diff_hook()
     device_funcs = []
-    for index, kernel in enumerate(split_kernels(request.program)):
+    kernels = split_kernels(request.program)
+    labels = kernel_names(request.name, len(kernels)) if len(kernels) > 1 else [""]
+    instruments = [*request.instruments, *observers.instruments()]
+    for index, kernel in enumerate(kernels):
         dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
-        device_funcs.append(lower_kernel(kernel, request.target, request.configs, list(request.instruments), dump))
+        observers.lowering_kernel(labels[index])
+        device_funcs.append(lower_kernel(kernel, request.target, request.configs, instruments, dump))
     return device_funcs
 
 
@@ -428,15 +446,22 @@ def lower(program: tirx.PrimFunc, target: Any = "auto", target_host: Any = None,
     from ..codegen.source import kernel_names
 
     request = _settle(program, None, target, "auto", pass_configs, None, False, None)
-    device_funcs = _lower_kernels(request)
-    source = generate(device_funcs, request.target, request.name)
-    text = source.text
-    text, host_at = postprocess(text, text.rindex(source.host), request.target)
+    observers = CompileObservers(request.name, request.target, request.configs)
+    try:
+        device_funcs = _lower_kernels(request, observers)
+        device_mod = tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)), device_funcs)))
+        with observers.stage("codegen.MUSASource"):
+            source = generate(device_funcs, request.target, request.name)
+            text = source.text
+            text, host_at = postprocess(text, text.rindex(source.host), request.target)
+        if observers.trace is not None:
+            observers.codegen(_script(device_mod), text)
+    finally:
+        observers.finish()
     accessed, widest = parameter_accesses(device_funcs)
     params = None if runtime_only else param_specs(program, _output_indices(program, None), widest, accessed)
-    return CompiledArtifact(None, tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)),
-                                                        device_funcs))),
-                            params, text[:host_at], text[host_at:], None, request.target, target_host)
+    return CompiledArtifact(None, device_mod, params, text[:host_at], text[host_at:], None, request.target,
+                            target_host)
 
 
 def _script(node: Any) -> str:

@@ -6,7 +6,8 @@
 Each pass runs on the module the previous one returned; a step records the TVMScript before and after, the unified
 diff and its line counts. `mode` prints the steps ("terminal"), writes a self-contained HTML report ("html": one
 side-by-side table per hunk, the unchanged lines between hunks folded behind "Show N lines" and a light/dark
-toggle), or both. TILELANG_PASS_DIFF applies the same to every pass a compile runs (pass_diff_hook.py).
+toggle), or both. `DiffReport` does either as the steps come. TILELANG_PASS_DIFF applies the same to every pass a
+script calls (pass_diff_hook.py), TL_LOWER_TRACE to every pass of a compile and its MUSA source (lower_trace.py).
 """
 
 from __future__ import annotations
@@ -217,6 +218,25 @@ def diff_step(name: str, before: str, after: str, context: int = 3) -> dict:
             "insertions": inserted, "deletions": deleted, "changed": bool(diff)}
 
 
+class DiffReport:
+    """Steps as passes produce them: each printed as it comes ("terminal", "both": to `stream`, default stdout) and
+    the HTML report at `html_path` rewritten after each ("html", "both"), so that a compile which fails halfway still
+    leaves the steps before it."""
+
+    def __init__(self, mode: str, html_path: str | None = None, stream: Any = None) -> None:
+        if mode not in ("terminal", "html", "both"):
+            raise ValueError(f"pass diff: mode must be 'terminal', 'html' or 'both'; got {mode!r}")
+        self.mode, self.html_path, self.stream = mode, html_path, stream
+        self.steps: list[dict] = []
+
+    def add(self, step: dict) -> None:
+        self.steps.append(step)
+        if self.mode in ("terminal", "both"):
+            _print_terminal([step], first_number=len(self.steps), stream=self.stream)
+        if self.mode in ("html", "both") and self.html_path is not None:
+            _generate_html(self.steps, self.html_path)
+
+
 def pass_diff(program: Any, passes: Any, mode: str = "terminal", html_path: str | None = None,
               context: int = 3) -> list[dict]:
     """Run `passes` (a Pass, or a list of passes or (name, pass) pairs) in order on `program` (a PrimFunc or an
@@ -225,13 +245,9 @@ def pass_diff(program: Any, passes: Any, mode: str = "terminal", html_path: str 
     (default ./pass_diff.html), "both" does both; `context` is the number of unchanged lines around each change."""
     if mode not in ("terminal", "html", "both"):
         raise ValueError(f"pass_diff: mode must be 'terminal', 'html' or 'both'; got {mode!r}")
-    mod, steps = _as_module(program), []
+    mod, report = _as_module(program), DiffReport(mode, html_path or "pass_diff.html")
     for name, p in _named(passes):
         before = _script(mod)
         mod = p(mod)
-        steps.append(diff_step(name, before, _script(mod), context))
-    if mode in ("terminal", "both"):
-        _print_terminal(steps)
-    if mode in ("html", "both"):
-        _generate_html(steps, html_path or "pass_diff.html")
-    return steps
+        report.add(diff_step(name, before, _script(mod), context))
+    return report.steps

@@ -16,13 +16,11 @@ from typing import Any
 import tvm
 
 from .. import env
-from .pass_diff import _generate_html, _print_terminal, _script, diff_step
+from .pass_diff import DiffReport, _script, diff_step
 
 _original_call: Any = None  # Pass.__call__ as TVM defines it, while the hook is installed
-_html_path: str | None = None
-_steps: list[dict] = []
+_report: DiffReport | None = None
 _depth = 0
-_mode: str | None = None
 
 
 def _diffed_call(self: Any, mod: Any) -> Any:
@@ -36,35 +34,31 @@ def _diffed_call(self: Any, mod: Any) -> Any:
         step = diff_step(self.info.name or type(self).__name__, before, _script(result))
     finally:
         _depth -= 1
-    _steps.append(step)
-    if _mode in ("terminal", "both"):
-        _print_terminal([step], first_number=len(_steps))
-    if _html_path is not None:
-        _generate_html(_steps, _html_path)
+    if _report is not None:
+        _report.add(step)
     return result
 
 
 def install_pass_diff_hook() -> None:
     """Start diffing every pass call, if TILELANG_PASS_DIFF asks for it; a no-op when it does not, or when the
     hook is already installed."""
-    global _original_call, _html_path, _mode
+    global _original_call, _report
     mode = env.get_pass_diff_mode()
     if mode is None or _original_call is not None:
         return
+    html_path = None
     if mode in ("html", "both"):
         directory = os.fspath(env.PASS_DIFF_OUTPUT.path())
         os.makedirs(directory, exist_ok=True)
-        _html_path = os.path.join(directory, f"pass_diff_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}.html")
-    _mode = mode
-    _steps.clear()
+        html_path = os.path.join(directory, f"pass_diff_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}.html")
+    _report = DiffReport(mode, html_path)
     _original_call = tvm.ir.transform.Pass.__call__
     tvm.ir.transform.Pass.__call__ = _diffed_call
 
 
 def uninstall_pass_diff_hook() -> None:
     """Stop diffing: TVM's Pass.__call__ again. Safe to call when nothing is installed."""
-    global _original_call, _html_path, _mode
+    global _original_call, _report
     if _original_call is not None:
         tvm.ir.transform.Pass.__call__ = _original_call
-    _original_call, _html_path, _mode = None, None, None
-    _steps.clear()
+    _original_call, _report = None, None
