@@ -11,7 +11,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
-from tilelang_musa.jit.launcher import KernelLaunchError
+from tilelang_musa.launcher import KernelLaunchError
 
 STAGES, ROW = 2, 32
 NO_SYNC = {tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}  # the barriers alone order the stages

@@ -11,7 +11,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
-from tilelang_musa.jit.launcher import KernelLaunchError
+from tilelang_musa.launcher import KernelLaunchError
 
 ARCHS = ["mp_31", "mp_22"]
 

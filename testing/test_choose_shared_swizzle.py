@@ -9,10 +9,10 @@ import tvm
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
+from tilelang_musa.ir.attrs import LAYOUTS_ATTR
 from tilelang_musa.layout import make_full_bank_swizzled_layout
 from tilelang_musa.target import determine_target
 from tilelang_musa.transform.choose_shared_swizzle import choose_shared_swizzle
-from tilelang_musa.transform.layout_inference import LAYOUTS_ATTR
 
 MP31 = determine_target("musa -arch=mp_31")
 

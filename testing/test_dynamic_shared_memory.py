@@ -11,7 +11,8 @@ from tvm.tirx.script import builder as Tb
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
-from tilelang_musa.transform.plan_dynamic_shared_memory import OFFSET_ANNOTATION, SIZE_ATTR, plan_dynamic_shared_memory
+from tilelang_musa.ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
+from tilelang_musa.transform.plan_dynamic_shared_memory import plan_dynamic_shared_memory
 
 
 def test_run_time_sized_tiles_go_after_the_constant_ones_at_expression_offsets():

@@ -11,7 +11,7 @@ import tilelang
 import tilelang.language as T
 from conftest import poison, rand
 from tilelang_musa.diagnostics import TileLangWarning
-from tilelang_musa.jit.launcher.spec import KernelLaunchError
+from tilelang_musa.launcher.spec import KernelLaunchError
 
 ARCHS = ["mp_31", "mp_22"]
 

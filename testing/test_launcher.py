@@ -17,7 +17,7 @@ import threading
 import pytest
 import torch
 
-from tilelang_musa.jit.launcher import KernelLaunchError, Launcher, ParamSpec
+from tilelang_musa.launcher import KernelLaunchError, Launcher, ParamSpec
 
 CXX = os.environ.get("CXX", "g++")
 

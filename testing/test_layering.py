@@ -18,7 +18,7 @@ of strictly lower rank, never of an equal or higher one:
       6   tileop                   (tile ops: infer_layout and lower)
       7   language, transform, intrinsics  (the frontend, the passes: neither imports the other; swizzle helpers)
       8   codegen
-      9   jit.launcher             (tensor validation and launch; the profiler's tensor specs)
+      9   launcher                 (tensor validation and launch; the profiler's tensor specs)
      10   profiler
      11   jit
      12   contrib, engine, cache   (upstream's names: lowering, postproc callbacks, the kernel cache)
@@ -49,7 +49,7 @@ RANKS = {
     "tileop": 6,
     "language": 7, "transform": 7, "intrinsics": 7,
     "codegen": 8, "quantize": 8, "cuda": 8,  # quantize: expression builders over language/ (dtypes), read by user programs
-    "jit.launcher": 9,
+    "launcher": 9,
     "profiler": 10,
     "jit": 11,
     "contrib": 12, "engine": 12, "cache": 12, "carver": 12, "tools": 12,

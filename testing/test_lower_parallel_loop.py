@@ -9,9 +9,9 @@ from tvm import tirx
 
 import tilelang.language as T
 from conftest import without_locations
-from tilelang_musa.ir.attrs import LOOP_PLAN, PARALLEL, PARALLEL_LOOP_LAYOUT
+from tilelang_musa.ir.attrs import LAYOUTS_ATTR, LOOP_PLAN, PARALLEL, PARALLEL_LOOP_LAYOUT
 from tilelang_musa.layout import Fragment
-from tilelang_musa.transform.layout_inference import LAYOUTS_ATTR, layout_inference
+from tilelang_musa.transform.layout_inference import layout_inference
 from tilelang_musa.transform.lower_parallel_loop import lower_parallel_loop
 
 def _assert_lowers_to(before, expected):

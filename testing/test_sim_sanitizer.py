@@ -13,7 +13,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from conftest import rand
-from tilelang_musa.jit.launcher import KernelLaunchError
+from tilelang_musa.launcher import KernelLaunchError
 
 ARCHS = ["mp_31", "mp_22"]
 UNSAFE = {tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: True,

@@ -15,10 +15,9 @@ import tilelang
 import tilelang.language as T
 from conftest import poison, rand, without_locations
 from tilelang_musa.errors import CompileError
+from tilelang_musa.ir.attrs import ASYNC_ATTR, PIPELINED_ATTR
 from tilelang_musa.target import determine_target
 from tilelang_musa.tileop.async_copy import ASYNC_ISSUE
-from tilelang_musa.tileop.copy import ASYNC_ATTR
-from tilelang_musa.tileop.tme_copy import PIPELINED_ATTR
 from tilelang_musa.transform.inject_software_pipeline import inject_software_pipeline
 from tilelang_musa.transform.pass_base import run_pass
 from tilelang_musa.transform.warp_specialize_pipeline import WarpSpecializePipeline

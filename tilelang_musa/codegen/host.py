@@ -20,6 +20,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from ..ir.attrs import DESCRIPTORS_ATTR
 from .types import c_type
 
 DEFAULT_DYNAMIC_SMEM = 48 * 1024  # above this a kernel must opt in with musaFuncSetAttribute
@@ -112,8 +113,6 @@ class TmeDescriptor:
 
 def tme_descriptors(func: tirx.PrimFunc) -> list[TmeDescriptor]:
     """The TME descriptors a device function takes (recorded by LowerTmeCopy), in parameter order."""
-    from ..tileop.tme_copy import DESCRIPTORS_ATTR
-
     if func.attrs is None or DESCRIPTORS_ATTR not in func.attrs:
         return []
     out = []

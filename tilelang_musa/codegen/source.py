@@ -10,10 +10,9 @@ import tvm_ffi
 from tvm import tirx
 
 from .. import _native
-from ..ir.attrs import IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR
+from ..ir.attrs import IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, SIZE_ATTR
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
-from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host, tme_descriptors
 
 # The device template library; each header includes common.h.

@@ -57,3 +57,21 @@ SAFE_COPY = "tl.safe_copy"
 PARALLEL_LOOP_LAYOUT = "parallel_loop_layout"  # the plan's Fragment: iteration -> (thread, slot) (upstream's key)
 LOOP_PLAN = "tl.loop_plan"  # how to rebuild the plan: kind, its Fragment(s) and sizes, the threads that run it
 LAYOUT_EXCHANGES = "tl.layout_exchanges"  # [fragment, copy, shared tile, written]: relaid out around the nest
+
+# -- set by the passes and tile ops, read by later passes, codegen and the host stage
+SIZE_ATTR = "tl.dynamic_smem_bytes"  # bytes of dynamic shared memory a kernel uses (PlanDynamicSharedMemory)
+# Descriptor name -> [tensor param name, dtype, dims innermost first, byte strides of dims 1..] (LowerTmeCopy).
+DESCRIPTORS_ATTR = "tl.tme_descriptors"
+LAYOUTS_ATTR = "tl.fragment_layouts"  # buffer -> the Layout / Fragment LayoutInference chose
+REDUCERS_ATTR = "tl.reducers"  # reducer buffer -> op (T.alloc_reducer; tileop/finalize_reducer.py)
+
+# -- shared tile annotations (AllocBuffer)
+OFFSET_ANNOTATION = "tl.dyn_smem_offset"  # a shared tile's byte offset in the dynamic arena (PlanDynamicSharedMemory)
+ALIGNMENT_ANNOTATION = "tl.smem_alignment"  # bytes a swizzled tile's offset must be a multiple of (LowerSharedLayout)
+
+# -- call attributes of T.copy and its lowered forms
+PIPELINED_ATTR = "tl.pipelined"  # a pipelined TME load (TmeCopy.pipelined)
+ASYNC_ATTR = "tl.async"  # T.copy's asynchronous mode (tileop/async_copy.py)
+DISABLE_TMA_ATTR = "tl.disable_tma"  # T.copy(..., disable_tma=True): never a TME copy (pipelined loads included)
+PER_THREAD_ATTR = "tl.per_thread"  # a copy each thread runs for its own run of elements
+LOOP_LAYOUT_ATTR = "loop_layout"  # T.copy(..., loop_layout=F): the copy loop's plan (a T.Fragment over its extents)

@@ -1,4 +1,4 @@
-"""JIT: compile(), @jit, JITKernel, the kernel cache, toolchains and the launcher."""
+"""JIT: compile(), @jit, JITKernel, the kernel cache, the toolchains, export and AOT (the launcher is ../launcher)."""
 
 from .cache import disable_cache, enable_cache, is_cache_enabled
 from .compile import CompiledArtifact, compile, lower

@@ -35,20 +35,22 @@ from .. import env
 from .._version import __version__
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..ir.attrs import COMPILE_FLAGS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_PARAMS_ATTR, WORKSPACES_ATTR
+from ..ir.attrs import (
+    COMPILE_FLAGS_ATTR, DESCRIPTORS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_ATTR, SIZE_PARAMS_ATTR,
+    WORKSPACES_ATTR,
+)
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import ArchInfo, arch_of, determine_target
 from ..tileop.async_copy import global_piece_alignment
-from ..tileop.tme_copy import DESCRIPTORS_ATTR, GLOBAL_ALIGN as TME_GLOBAL_ALIGN
+from ..tileop.tme_copy import GLOBAL_ALIGN as TME_GLOBAL_ALIGN
 from ..transform import lower as lower_kernel, normalize_pass_configs
-from ..transform.plan_dynamic_shared_memory import SIZE_ATTR
 from ..transform.split_kernels import split_kernels
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
-from .launcher import DimExpr, ParamSpec
-from .launcher.spec import unsolvable_symbols
+from ..launcher import DimExpr, ParamSpec
+from ..launcher.spec import unsolvable_symbols
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file

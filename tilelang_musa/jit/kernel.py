@@ -15,7 +15,7 @@ from tvm import tirx
 from ..errors import TileLangError
 from .backend import Backend, backend_named
 from .export import unpack_export, write_export
-from .launcher import Launcher, ParamSpec
+from ..launcher import Launcher, ParamSpec
 from .stages import KernelMetadata, stage_file
 
 

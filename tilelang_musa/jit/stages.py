@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .launcher import ParamSpec
+from ..launcher import ParamSpec
 
 STAGES = ("tir", "lowered", "mu", "host", "bin")
 STAGE_SUFFIX = {"tir": "tir.py", "lowered": "lowered.py", "mu": "mu", "host": "host.json", "bin": "so"}

@@ -7,9 +7,10 @@ from typing import Any
 import tvm
 
 from ..diagnostics import warn_once
+from ..ir.attrs import ASYNC_ATTR, DISABLE_TMA_ATTR, LOOP_LAYOUT_ATTR, PER_THREAD_ATTR
 from ..tileop import Copy, emit_tile_op
 from ..tileop.async_copy import ASYNC_WAIT, check_async_operands, check_robust_operands
-from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR, LOOP_LAYOUT_ATTR, PER_THREAD_ATTR, resolve_extents
+from ..tileop.copy import resolve_extents
 from ..tileop.parallel import THREAD_PRIVATE_SCOPES
 from ..tileop.region import to_region
 from .builder import kernel_trace

@@ -16,8 +16,8 @@ from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
-    ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SAFE_VALUES_ATTR,
-    SIZE_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
+    ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR,
+    PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
 )
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
@@ -66,8 +66,6 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
     if trace.pass_configs:
         func = func.with_attr(PASS_CONFIGS_ATTR, dict(trace.pass_configs))
     if trace.reducers:
-        from ..tileop.finalize_reducer import REDUCERS_ATTR
-
         func = func.with_attr(REDUCERS_ATTR, {buf: op for buf, op in trace.reducers.items()})
     if trace.buffer_views:
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))

@@ -13,6 +13,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
+from ..ir.attrs import REDUCERS_ATTR
 from .builder import as_expr, current_trace, kernel_trace
 from .builder import value as var_value  # a T.alloc_var operand reads as its element
 from .dtypes import canonical_dtype
@@ -166,8 +167,6 @@ def func_attr(attrs: dict) -> None:
         ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR,
         SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, VIEWS_ATTR,
     )
-    from ..tileop.finalize_reducer import REDUCERS_ATTR
-
     trace = current_trace("T.func_attr")
     if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
         raise trace.error(f"T.func_attr takes a dict with str keys; got {attrs!r}")

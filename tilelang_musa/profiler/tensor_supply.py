@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import torch
 
-from ..jit.launcher import ParamSpec, torch_dtype
+from ..launcher import ParamSpec, torch_dtype
 
 
 class TensorSupplyType(enum.Enum):

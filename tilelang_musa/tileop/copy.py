@@ -17,18 +17,14 @@ from tvm import tirx
 
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
-from ..ir.attrs import NO_SAFE_ACCESS, SAFE_COPY
+from ..ir.attrs import ASYNC_ATTR, LOOP_LAYOUT_ATTR, NO_SAFE_ACCESS, PER_THREAD_ATTR, SAFE_COPY
 from ..ir.pass_config import PassConfigKey, enabled
 from .async_copy import lower_piecewise_copy
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
 from .region import Region, common_extents, is_unit, pair_dims, paired_indices
 
-# Call attributes of the piecewise copies (async_copy.py); a robust descriptor is the call's third argument.
-ASYNC_ATTR = "tl.async"
-DISABLE_TMA_ATTR = "tl.disable_tma"  # T.copy(..., disable_tma=True): never a TME copy (pipelined loads included)
-PER_THREAD_ATTR = "tl.per_thread"
-LOOP_LAYOUT_ATTR = "loop_layout"  # T.copy(..., loop_layout=F): the copy loop's plan (a T.Fragment over its extents)
+# A robust descriptor is a piecewise copy's third argument (async_copy.py); its call attributes are in ir/attrs.py.
 
 
 def resolve_extents(src: Region, src_origin: bool, dst: Region, dst_origin: bool, error) -> tuple[Region, Region]:

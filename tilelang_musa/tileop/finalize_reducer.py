@@ -21,7 +21,6 @@ from .base import LowerArgs, TileOp, call_attr, call_loc
 from .reduce import KINDS
 from .region import Region
 
-REDUCERS_ATTR = "tl.reducers"  # PrimFunc attribute: reducer buffer -> op
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import tvm
 from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
+from ..ir.attrs import PIPELINED_ATTR
 from ..ir.ops import BARRIER_EXPECT_TX_OP, register_intrinsic
 from ..layout import Layout
 from ..layout.swizzle import SWIZZLE_LINE, swizzle_alignment, swizzle_bytes
@@ -44,10 +45,7 @@ TME_STORE = "tl.tme_store"  # (desc, smem_ptr, sg, ss, sl, inner, outer, blocks,
 TME_STORE_ARRIVE = "tl.tme_store_arrive"  # commit this thread's TME stores
 TME_STORE_WAIT = "tl.tme_store_wait"  # wait until this thread's committed TME stores have read shared memory
 
-PIPELINED_ATTR = "tl.pipelined"  # call attribute of a pipelined load (TmeCopy.pipelined)
 
-# Function attribute: descriptor name -> [tensor param name, dtype, dims innermost first, byte strides of dims 1..].
-DESCRIPTORS_ATTR = "tl.tme_descriptors"
 GLOBAL_ALIGN = 16  # bytes: a descriptor's global address, its byte strides and an innermost box are multiples of it
 
 MAX_RANK = 5

@@ -30,7 +30,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import PARALLEL
+from ..ir.attrs import LAYOUTS_ATTR, PARALLEL
 from ..ir.utils import Access, TensorLoad, as_int, collect_accesses, dtype_bytes, scope_of, thread_info
 from ..layout import Layout, LayoutError
 from ..layout._expr import evaluate

@@ -10,9 +10,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.attrs import PER_THREAD_ATTR
 from ..ir.utils import as_int, substitute
 from ..tileop import Copy
-from ..tileop.copy import PER_THREAD_ATTR
 from ..tileop.region import Region
 from .pass_base import tl_pass
 

@@ -38,15 +38,16 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError, TileLangError
-from ..ir.attrs import ANNOTATIONS_ATTR, ARRIVE_COUNTS, BARRIER_SCOPE, WS_ATTR
+from ..ir.attrs import (
+    ANNOTATIONS_ATTR, ARRIVE_COUNTS, ASYNC_ATTR, BARRIER_SCOPE, DISABLE_TMA_ATTR, PIPELINED_ATTR, WS_ATTR,
+)
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
-from ..tileop.copy import ASYNC_ATTR, DISABLE_TMA_ATTR
 from ..tileop.region import TensorRegion, common_extents
-from ..tileop.tme_copy import PIPELINED_ATTR, NotTme, TmeCopy
+from ..tileop.tme_copy import NotTme, TmeCopy
 from .lower_global_layout import global_layouts
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE

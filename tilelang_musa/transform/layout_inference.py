@@ -58,7 +58,9 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..ir.attrs import ANNOTATIONS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN, PARALLEL_LOOP_LAYOUT, VIEWS_ATTR
+from ..ir.attrs import (
+    ANNOTATIONS_ATTR, LAYOUTS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN, PARALLEL_LOOP_LAYOUT, REDUCERS_ATTR, VIEWS_ATTR,
+)
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import (
     TensorLoad, Var, as_int, collect_accesses, declare_buffers, loc_of, replace_buffer, scope_of, substitute, thread_info,
@@ -81,7 +83,6 @@ from .thread_guard import ThreadRange, map_with_guards, reaching_threads
 
 FRAGMENT_SCOPE = "local.fragment"
 EXCHANGE_SCOPE = "shared.dyn"
-LAYOUTS_ATTR = "tl.fragment_layouts"
 STAGE = "LayoutInference"
 
 
@@ -860,8 +861,6 @@ class _Inference:
 
     def fix_reducers(self) -> None:
         """A reducer (T.alloc_reducer) is held whole by every thread: each adds its own iterations to its copy."""
-        from ..tileop.finalize_reducer import REDUCERS_ATTR
-
         attrs = self.func.attrs
         for buf in (attrs[REDUCERS_ATTR].keys() if attrs is not None and REDUCERS_ATTR in attrs else ()):
             self.reducers.add(buf)

@@ -15,10 +15,10 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError
+from ..ir.attrs import LAYOUTS_ATTR
 from ..ir.ops import FRAGMENT_PTR_OP
 from ..ir.utils import TensorLoad, as_int
 from ..layout import Fragment
-from .layout_inference import LAYOUTS_ATTR
 from .pass_base import tl_pass
 
 

@@ -37,14 +37,14 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import LAYOUT_EXCHANGES, LOOP_PLAN
+from ..ir.attrs import LAYOUTS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import warp_size
 from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
 from ..tileop.loop_plan import (LoopPlan, contiguous_width, fragment_plan, free_plan, lower_with_plan, region_plan,
                                 relayout, row_plan, user_plan, vector_width)
-from .layout_inference import LAYOUTS_ATTR, STAGE
+from .layout_inference import STAGE
 from .partition_parallel_loop import coalesced_width, collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .uniform_conditions import warp_uniform_statements

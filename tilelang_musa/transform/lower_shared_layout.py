@@ -18,17 +18,15 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..ir.attrs import ANNOTATIONS_ATTR
+from ..ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, LAYOUTS_ATTR
 from ..ir.utils import TensorLoad, as_int, scope_of, thread_info
 from ..layout import Fragment
 from ..tileop.loop_plan import hoist_lane_from_xor
-from .layout_inference import LAYOUTS_ATTR
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
 
 SWIZZLE_ALIGNMENT = 4096  # the longest swizzle period (SG16 on 256-byte lines), see layout/swizzle.py
-ALIGNMENT_ANNOTATION = "tl.smem_alignment"
 
 
 def shared_layouts(func: tirx.PrimFunc) -> dict:

@@ -22,15 +22,14 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import CompileError
-from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE
+from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, DESCRIPTORS_ATTR
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import TensorLoad, thread_info
 from ..target import ARCHS
 from ..tileop import parse_tile_op
 from ..tileop.base import LowerArgs, call_loc
 from ..tileop.tme_copy import (
-    DESCRIPTORS_ATTR, TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme,
-    not_tme_error,
+    TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme, not_tme_error,
 )
 from .layout_inference import view_buffers
 from .lower_async_barriers import BARRIER_SYNC_OP

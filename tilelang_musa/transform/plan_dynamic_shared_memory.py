@@ -19,13 +19,12 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
+from ..ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of
 from .pass_base import tl_pass
 from .shared_memory_lifetimes import UNUSED, Lifetimes, block_barrier, tile_lifetimes
 
 ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
-OFFSET_ANNOTATION = "tl.dyn_smem_offset"
-SIZE_ATTR = "tl.dynamic_smem_bytes"
 
 
 def _alignment(node) -> int:

@@ -28,12 +28,12 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, SQUAD_THREADS, WS_ATTR
+from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, PIPELINED_ATTR, SQUAD_THREADS, WS_ATTR
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
 from ..tileop.registry import is_tile_op
-from ..tileop.tme_copy import PIPELINED_ATTR, TmeCopy
+from ..tileop.tme_copy import TmeCopy
 from .inject_software_pipeline import (
     TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
 )

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..jit.launcher.spec import torch_dtype
+from ..launcher.spec import torch_dtype
 from ..profiler import TensorSupplyType
 from ..profiler.tensor_supply import make_tensor
 from .device import get_current_device

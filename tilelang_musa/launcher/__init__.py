@@ -14,7 +14,7 @@ try:
     from ._launcher import Launcher
 except ImportError as _err:  # the extension is built by CMake at install time
     raise ImportError(
-        "tilelang_musa.jit.launcher._launcher (the Cython launcher) is not built; install the package with "
+        "tilelang_musa.launcher._launcher (the Cython launcher) is not built; install the package with "
         "`pip install .` so that CMake compiles it"
     ) from _err
 
