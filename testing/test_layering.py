@@ -10,7 +10,7 @@ of strictly lower rank, never of an equal or higher one:
 
     rank  entries
       0   _version, _paths, env, errors, diagnostics, math, rocm    (leaves)
-      1   _native                  (loads the C++ library)
+      1   _native, executors       (loads the C++ library; runs tasks in forked processes or on Ray)
       2   target                   (arch table, detection)
       3   backend                  (upstream's target helpers)
       4   ir                       (the shared vocabulary: op names, annotation keys, PassConfig keys, IR helpers)
@@ -41,7 +41,7 @@ ROOT = "<root>"
 
 RANKS = {
     "_version": 0, "_paths": 0, "_tir_compat": 0, "env": 0, "errors": 0, "diagnostics": 0, "math": 0, "rocm": 0,
-    "_native": 1,
+    "_native": 1, "executors": 1,
     "target": 2,
     "backend": 3, "musa": 3,  # musa: target predicates under Moore Threads' names
     "ir": 4,

@@ -136,6 +136,9 @@ AUTO_TUNING_CPU_UTILITIES = _Var("TILELANG_AUTO_TUNING_CPU_UTILITIES", "fraction
                                  "0.9")
 AUTO_TUNING_MAX_CPU_COUNT = _Var("TILELANG_AUTO_TUNING_MAX_CPU_COUNT", "cap on autotuner worker processes (-1: none)",
                                  "-1")
+AUTO_TUNING_EXECUTOR = _Var("TILELANG_AUTO_TUNING_EXECUTOR",
+                            "where the autotuner evaluates configs when executor= is not given: local (forked "
+                            "processes, default) or ray (Ray tasks; RAY_ADDRESS picks the cluster)", "local")
 
 
 def musa_home() -> Path | None:
@@ -143,6 +146,15 @@ def musa_home() -> Path | None:
 
 
 ALL = [v for v in list(globals().values()) if isinstance(v, _Var)]
+
+
+def exported() -> dict[str, str]:
+    """The TILELANG_* variables a process started for this one should see (a Ray worker, a child): those of the
+    environment, with the values forced by assignment (`env.TILELANG_CACHE_DIR = ...`) over them."""
+    out = {k: v for k, v in os.environ.items() if k.startswith("TILELANG_")}
+    out.update({v.name: str(v._forced_value) for v in ALL
+                if v._forced_value is not None and v.name.startswith("TILELANG_")})
+    return out
 
 
 _PASS_DIFF_OFF = ("", "0", "false", "no", "off")

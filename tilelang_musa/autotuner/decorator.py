@@ -28,6 +28,7 @@ from ..jit import JITFunction, JITKernel
 from ..profiler import TensorSupplyType
 from .compilers import eager_jit_compiler, lazy_jit_compiler
 from .param import AutotuneResult, config_params
+from . import workers
 from .tuner import AutoTuner, mark_tuned
 
 
@@ -51,7 +52,7 @@ class AutoTuneImpl:
                  max_mismatched_ratio: float = 0.01, skip_check: bool = False,
                  manual_check_prog: Callable | None = None, cache_input_tensors: bool = False,
                  do_not_specialize: list[str] | tuple[str, ...] | None = None, early_stop: bool = False,
-                 early_stop_factor: float = 2.0, cost_model: Callable | None = None):
+                 early_stop_factor: float = 2.0, cost_model: Callable | None = None, executor: Any = None):
         functools.update_wrapper(self, jit_impl)
         self.jit_impl = jit_impl
         self.configs = configs
@@ -62,13 +63,14 @@ class AutoTuneImpl:
                                  manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
                                  cost_model=cost_model)
         self.do_not_specialize = tuple(do_not_specialize or ())
+        self.executor = workers.check_executor(executor)
         self._tuner_cache: dict[Any, AutotuneResult] = {}  # problem -> result, for this process
         self.last_result: AutotuneResult | None = None
 
     def get_tuner(self) -> AutoTuner:
         """An AutoTuner with this decorator's compile and profile arguments (run() with its warmup/rep/timeout)."""
         options = self.jit_impl.options
-        tuner = AutoTuner(self.jit_impl.func, self.configs)
+        tuner = AutoTuner(self.jit_impl.func, self.configs, executor=self.executor)
         tuner.set_compile_args(out_idx=options.get("out_idx"), target=options.get("target"),
                                execution_backend=options.get("execution_backend"),
                                verbose=options.get("verbose"), pass_configs=options.get("pass_configs"))
@@ -168,7 +170,8 @@ def autotune(func: Callable | None = None, *, configs: Any, warmup: int = 25, re
              supply_prog: Callable | None = None, rtol: float = 1e-2, atol: float = 1e-2,
              max_mismatched_ratio: float = 0.01, skip_check: bool = False, manual_check_prog: Callable | None = None,
              cache_input_tensors: bool = False, do_not_specialize: list[str] | tuple[str, ...] | None = None,
-             early_stop: bool = False, early_stop_factor: float = 2.0, cost_model: Callable | None = None):
+             early_stop: bool = False, early_stop_factor: float = 2.0, cost_model: Callable | None = None,
+             executor: Any = None):
     """Decorator: tune a `@tilelang.jit` function over `configs` when it is called (see the module docstring).
 
     configs: a list of dicts of the function's tunable keyword parameters (each may add "pass_configs"), a dict
@@ -176,7 +179,9 @@ def autotune(func: Callable | None = None, *, configs: Any, warmup: int = 25, re
     warmup, rep: warmup and timed runs per config on a MUSA device; timeout: seconds per config.
     ref_prog, supply_type, supply_prog, rtol, atol, max_mismatched_ratio, skip_check, manual_check_prog,
     cache_input_tensors, cost_model: see ProfileArgs. do_not_specialize: parameters whose value does not start a
-    new tuning (the best config found is compiled for the new value)."""
+    new tuning (the best config found is compiled for the new value). executor: where configs are compiled and
+    checked: "local" (forked processes), "ray" (Ray tasks, on a local Ray instance or the cluster at RAY_ADDRESS),
+    or an executor object; None: $TILELANG_AUTO_TUNING_EXECUTOR, else "local"."""
     if callable(func):
         raise ValueError("autotune(f, configs=...) is not supported: write @autotune(configs=...) above "
                          "@tilelang.jit")
@@ -190,7 +195,7 @@ def autotune(func: Callable | None = None, *, configs: Any, warmup: int = 25, re
                             max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                             manual_check_prog=manual_check_prog, cache_input_tensors=cache_input_tensors,
                             do_not_specialize=do_not_specialize, early_stop=early_stop,
-                            early_stop_factor=early_stop_factor, cost_model=cost_model)
+                            early_stop_factor=early_stop_factor, cost_model=cost_model, executor=executor)
 
     return decorate
 

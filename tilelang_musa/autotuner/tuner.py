@@ -13,8 +13,10 @@ A run, in order:
 1. A result for this program, configs, target and package version is returned when there is one: from this
    process's earlier runs, else from the persisted results (store.py), of which only the best config is compiled
    (the kernel cache already holds its library).
-2. Every config is compiled in parallel worker processes (workers.py), each under `timeout` seconds; a config that
-   fails to compile is skipped and its error recorded.
+2. Every config is compiled in parallel by the run's executor (workers.py): forked worker processes ("local", the
+   default) or Ray tasks ("ray": `AutoTuner.from_kernel(..., executor="ray")`, `@autotune(..., executor="ray")` or
+   TILELANG_AUTO_TUNING_EXECUTOR=ray), each under `timeout` seconds, with the same results; a config that fails
+   to compile is skipped and its error recorded.
 3. On a MUSA device, each compiled config is then, in this process and one at a time, checked against `ref_prog`
    and timed with MUSA events (`profiler.do_bench` with `warmup`/`rep` runs); the fastest valid config wins.
    In the CPU simulator wall-clock time means nothing: the workers check each config against `ref_prog` (or just
@@ -23,7 +25,8 @@ A run, in order:
    one is given. A config the model cannot estimate ranks after the estimated ones; ties go to the earlier
    config in the configs list (for a dict of lists, itertools.product's order: the last key varies fastest). The
    tuner says so in one message.
-4. The best config is compiled here (a kernel-cache hit), the result is persisted, and returned.
+4. The best config is compiled here (a kernel-cache hit, unless the workers were other machines), the result is
+   persisted, and returned.
 """
 
 from __future__ import annotations
@@ -46,9 +49,10 @@ from ..profiler.arch_figures import ARCH_FIGURES
 from . import store, workers
 from .capture import get_autotune_inputs
 from .compilers import ConfigCompiler, lazy_jit_compiler, program_compiler
+from .evaluate import ConfigTask, check_kernel, kernel_inputs, source_files_of
+from .evaluate import describe as _describe
 from .param import (
-    COMPILE_ERROR, MISMATCH, OK, RESERVED_CONFIG_KEYS, RUN_ERROR, TIMEOUT, AutotuneResult, CompileArgs, ProfileArgs,
-    Trial, config_params,
+    OK, RESERVED_CONFIG_KEYS, RUN_ERROR, TIMEOUT, AutotuneResult, CompileArgs, ProfileArgs, Trial, config_params,
 )
 
 logger = logging.getLogger(__name__)
@@ -62,9 +66,10 @@ class AutoTuner:
     _memory_cache: dict[str, AutotuneResult] = {}
     _lock = threading.Lock()
 
-    def __init__(self, fn: Callable[..., Any], configs: Any):
+    def __init__(self, fn: Callable[..., Any], configs: Any, executor: Any = None):
         self.fn = fn
         self.configs = configs
+        self.executor = workers.check_executor(executor)  # None: $TILELANG_AUTO_TUNING_EXECUTOR, else "local"
         self.compile_args = CompileArgs()
         self.profile_args = ProfileArgs()
         self.compiler: ConfigCompiler | None = None  # set by @autotune; else derived from fn and compile_args
@@ -73,8 +78,10 @@ class AutoTuner:
         self._captured_inputs = False
 
     @classmethod
-    def from_kernel(cls, kernel: Callable[..., Any], configs: Any) -> "AutoTuner":
-        return cls(kernel, configs)
+    def from_kernel(cls, kernel: Callable[..., Any], configs: Any, executor: Any = None) -> "AutoTuner":
+        """executor: where configs are compiled and checked: "local" (forked processes), "ray" (Ray tasks), or an
+        executor object; None: $TILELANG_AUTO_TUNING_EXECUTOR, else "local" (workers.py)."""
+        return cls(kernel, configs, executor)
 
     def set_compile_args(self, out_idx: list[int] | int | None = None, target: Any = None,
                          execution_backend: str | None = None, target_host: Any = None, verbose: bool | None = None,
@@ -227,52 +234,10 @@ class AutoTuner:
                 "value can be generated; give the inputs with `with set_autotune_inputs(...)` (or supply_prog=)")
 
     def _inputs(self, kernel: JITKernel) -> list[Any]:
-        profiler = kernel.get_profiler(self.profile_args.supply_type)
-        if self.profile_args.supply_prog is not None:
-            return list(self.profile_args.supply_prog(profiler._get_params()))
-        return profiler._get_inputs()
+        return kernel_inputs(kernel, self.profile_args)
 
     def _check(self, kernel: JITKernel, inputs: list[Any]) -> tuple[str, str | None]:
-        """Whether `kernel` is valid on `inputs`: matches ref_prog, or (without one) runs."""
-        p = self.profile_args
-        profiler = kernel.get_profiler(p.supply_type)
-        try:
-            if p.ref_prog is None or p.skip_check:
-                kernel(*inputs)
-            elif p.manual_check_prog is not None:
-                profiler.manual_assert_close(p.ref_prog, inputs, p.manual_check_prog)
-            else:
-                profiler.assert_allclose(p.ref_prog, inputs, atol=p.atol, rtol=p.rtol,
-                                         max_mismatched_ratio=p.max_mismatched_ratio)
-        except AssertionError as err:
-            return MISMATCH, _describe(err)
-        except Exception as err:  # noqa: BLE001 - a config that fails to run is skipped, its error kept
-            return RUN_ERROR, _describe(err)
-        return OK, None
-
-    def _evaluate_in_worker(self, config: dict[str, Any], check: bool) -> tuple[str, str | None, float]:
-        """In a worker process: compile `config`; in the simulator also check it (and ask the cost model)."""
-        try:
-            kernel = self.compile_config(config)
-        except Exception as err:  # noqa: BLE001 - recorded as the config's compile error
-            return COMPILE_ERROR, _describe(err), math.nan
-        if not check:
-            return OK, None, math.nan
-        try:
-            inputs = self._inputs(kernel)
-        except Exception as err:  # noqa: BLE001
-            return RUN_ERROR, _describe(err), math.nan
-        status, error = self._check(kernel, inputs)
-        estimate = math.nan
-        if status == OK and self.profile_args.cost_model is not None:
-            value = self.profile_args.cost_model(kernel, config)
-            estimate = math.nan if value is None else float(value)
-        elif status == OK:
-            try:
-                estimate = kernel.get_profiler(self.profile_args.supply_type).model(inputs).milliseconds
-            except Exception as err:  # noqa: BLE001 - a config the model cannot estimate ranks last
-                logger.info("autotune: config %s has no modelled time: %s", config, _describe(err))
-        return status, error, estimate
+        return check_kernel(kernel, inputs, self.profile_args)
 
     # -- the run
 
@@ -332,8 +297,11 @@ class AutoTuner:
     def _compile_and_check(self, configs: list[dict[str, Any]], name: str, check: bool,
                            timeout: float) -> list[Trial]:
         trials: list[Trial | None] = [None] * len(configs)
-        n_workers = workers.worker_count(len(configs))
-        desc = f"Tuning {name} (compile + check)" if check else f"Compiling {name}"
+        executor = workers.executor_for(self.executor, len(configs))
+        # what a worker needs, whole: a forked one inherits it, a Ray one receives it pickled
+        task = ConfigTask(self._compiler(), configs, self.profile_args, check, source_files_of(self.fn))
+        where = "" if executor.name == "local" else f", on {executor.name}"
+        desc = f"Tuning {name} (compile + check{where})" if check else f"Compiling {name}{where}"
         with tqdm(total=len(configs), desc=desc, unit="config", file=sys.stderr) as bar:
 
             def on_done(i: int, value: Any, failure: tuple[str, str] | None) -> None:
@@ -351,8 +319,7 @@ class AutoTuner:
                 bar.update(1)
                 bar.set_postfix(valid=sum(1 for t in trials if t is not None and t.valid))
 
-            workers.run_tasks(len(configs), lambda i: self._evaluate_in_worker(configs[i], check), n_workers,
-                              timeout if timeout and timeout > 0 else None, on_done)
+            executor.run_tasks(len(configs), task, timeout if timeout and timeout > 0 else None, on_done)
         return list(trials)
 
     def _time_on_device(self, trials: list[Trial], warmup: int, rep: int, timeout: float,
@@ -468,11 +435,6 @@ def _untimed_message(p: ProfileArgs) -> str:
             else "the valid config with the lowest modelled device time (profiler.model()) is taken")
     return (f"[tilelang] autotune: no MUSA device, so no config is timed: each config is compiled and {check} "
             f"in the CPU simulator, and {pick}.")
-
-
-def _describe(err: BaseException) -> str:
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def _first_line(text: str | None) -> str:

@@ -1,11 +1,12 @@
-"""Run one task per config in worker processes, a few at a time, each under a deadline.
+"""Where the autotuner evaluates its configs: an executor (tilelang_musa/executors), and how many at a time.
 
-Each task runs in its own forked process: it inherits the tuner's state (the kernel function, closures, ref_prog,
-captured inputs) without pickling, a task that hangs or crashes (a deadlocked simulated kernel, a segfault) is
-killed or lost alone, and its deadline is enforced by killing it. A task returns a small picklable value. Where
-the platform cannot fork, tasks run one after another in this process, without a deadline.
+executor= of AutoTuner / @autotune, else TILELANG_AUTO_TUNING_EXECUTOR, else "local":
+  "local"   one forked process per config, a few at a time, each under the run's timeout (executors/local.py)
+  "ray"     one Ray task per config, on a local Ray instance or the cluster at RAY_ADDRESS (executors/ray_executor.py;
+            `pip install "tilelang_musa[ray]"`); as many at a time as the cluster has CPUs
+  or an executor object (e.g. RayExecutor(max_in_flight=64)).
 
-How many at a time, with upstream's variables:
+How many local processes at a time, with upstream's variables:
   TILELANG_AUTO_TUNING_CPU_COUNTS      > 0: that many (at most the CPUs available); -1 (default): automatic
   TILELANG_AUTO_TUNING_CPU_UTILITIES   automatic: this fraction of the available CPUs (default 0.9), at least 1
   TILELANG_AUTO_TUNING_MAX_CPU_COUNT   > 0: never more than this
@@ -13,27 +14,14 @@ How many at a time, with upstream's variables:
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import time
-import traceback
-from multiprocessing.connection import wait
-from typing import Any, Callable
+from typing import Any
 
 from .. import env
+from ..executors import EXECUTORS, Executor, LocalExecutor, executor_named
+from ..executors.local import DIED, RAISED, TIMED_OUT, available_cpus, can_fork, run_tasks
 
-
-# What a task that did not return reports, as (kind, text).
-TIMED_OUT = "timeout"
-DIED = "died"
-RAISED = "raised"
-
-
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+__all__ = ["DIED", "RAISED", "TIMED_OUT", "available_cpus", "can_fork", "check_executor", "executor_for",
+           "run_tasks", "worker_count"]
 
 
 def worker_count(n_tasks: int) -> int:
@@ -46,83 +34,23 @@ def worker_count(n_tasks: int) -> int:
     return max(1, min(workers, n_tasks))
 
 
-def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+def check_executor(spec: Any) -> Any:
+    """`spec` (None, a name or an executor) if it names an executor; else a ValueError naming the known ones."""
+    if spec is None or not isinstance(spec, str):
+        return executor_named(spec) if spec is not None else None
+    if spec.strip().lower() not in EXECUTORS:
+        raise ValueError(f"autotune: unknown executor {spec!r}; known: {', '.join(map(repr, EXECUTORS))}")
+    return spec
 
 
-def run_tasks(n_tasks: int, task: Callable[[int], Any], workers: int, timeout: float | None,
-              on_done: Callable[[int, Any, tuple[str, str] | None], None]) -> None:
-    """Run `task(i)` for i in range(n_tasks), `workers` at a time, lowest index first. `on_done(i, value, failure)`
-    is called in this process as each finishes: `failure` is None, or (TIMED_OUT | DIED | RAISED, text)."""
-    if not can_fork():
-        for i in range(n_tasks):
-            try:
-                on_done(i, task(i), None)
-            except Exception:  # noqa: BLE001 - the task's failure is the config's, reported not raised
-                on_done(i, None, (RAISED, traceback.format_exc()))
-        return
-    context = multiprocessing.get_context("fork")
-    queue = list(range(n_tasks))
-    running: dict[int, tuple[Any, Any, float]] = {}  # index -> (process, connection, start time)
-    try:
-        while queue or running:
-            while queue and len(running) < workers:
-                i = queue.pop(0)
-                receiver, sender = context.Pipe(duplex=False)
-                process = context.Process(target=_child, args=(task, i, sender), daemon=True)
-                process.start()
-                sender.close()
-                running[i] = (process, receiver, time.monotonic())
-            deadline = None if not timeout else min(start for _, _, start in running.values()) + timeout
-            ready = wait([conn for _, conn, _ in running.values()],
-                         timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
-            for i, (process, conn, start) in list(running.items()):
-                if conn in ready:
-                    try:
-                        kind, value = conn.recv()
-                    except EOFError:  # the process ended without an answer: killed by a signal, or os._exit
-                        process.join()
-                        kind, value = DIED, f"the worker process exited with code {process.exitcode}"
-                    _finish(running.pop(i), kill=False)
-                    if kind == "ok":
-                        on_done(i, value, None)
-                    else:
-                        on_done(i, None, (kind, value))
-                elif timeout and time.monotonic() - start >= timeout:
-                    _finish(running.pop(i))
-                    on_done(i, None, (TIMED_OUT, f"did not finish within the {timeout:g} s timeout"))
-    finally:
-        for entry in running.values():
-            _finish(entry)
-
-
-def _child(task: Callable[[int], Any], index: int, conn: Any) -> None:
-    _quiet_threads()
-    try:
-        result = ("ok", task(index))
-    except BaseException:  # noqa: BLE001 - reported to the parent, which records it for this config
-        result = (RAISED, traceback.format_exc())
-    conn.send(result)
-    conn.close()
-
-
-def _quiet_threads() -> None:
-    """One intra-op thread in a forked worker: the parent's OpenMP pool does not survive fork, and the workers
-    already share the CPUs."""
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def _finish(entry: tuple[Any, Any, float], kill: bool = True) -> None:
-    """Close the pipe and reap the process: one that answered gets a moment to exit; the rest are killed."""
-    process, conn, _ = entry
-    conn.close()
-    if not kill:
-        process.join(10)
-    if process.is_alive():
-        process.terminate()
-        process.join(2)
-        if process.is_alive():
-            process.kill()
-    process.join()
+def executor_for(spec: Any, n_tasks: int) -> Executor:
+    """The executor of a tuning run of `n_tasks` configs: `spec`, else $TILELANG_AUTO_TUNING_EXECUTOR, else local."""
+    if spec is None:
+        name = (env.AUTO_TUNING_EXECUTOR.raw() or "local").strip().lower()
+        if name not in EXECUTORS:
+            raise ValueError(f"TILELANG_AUTO_TUNING_EXECUTOR={name!r} names no executor; known: "
+                             f"{', '.join(map(repr, EXECUTORS))}")
+        spec = name
+    if isinstance(spec, str) and spec.strip().lower() == "local":
+        return LocalExecutor(worker_count(n_tasks))
+    return executor_named(check_executor(spec))

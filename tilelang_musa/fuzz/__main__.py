@@ -1,9 +1,13 @@
-"""Command line: python -m tilelang_musa.fuzz --n N --seed S [--arch mp_31,mp_22] [--out DIR] [--keep-going]
+"""Command line: python -m tilelang_musa.fuzz --n N --seed S [--arch mp_31,mp_22] [--out DIR] [--keep-going] [--ray]
 
 Generates N programs (program i from random.Random(f"{seed}:{i}"), so any one can be regenerated alone with
 --start i --n 1), runs each on every arch in child processes, prints one line per failure and a summary, and
 writes results.jsonl and summary.txt into --out. Each failing program is shrunk (unless --no-shrink) and written
-as a pytest file into --regressions. Without --keep-going the run stops at the first failure."""
+as a pytest file into --regressions. Without --keep-going the run stops at the first failure.
+
+With --ray the programs run as Ray tasks (tilelang_musa/executors/ray_executor.py), on a local Ray instance or the
+cluster at RAY_ADDRESS, as many at a time as the cluster has CPUs, with the same outcomes and output; shrinking
+then runs here, in a child process, as without it. Ray is an optional extra: pip install "tilelang_musa[ray]"."""
 
 import argparse
 import json
@@ -19,7 +23,7 @@ from pathlib import Path
 from . import families  # noqa: F401 - registers the families
 from .family import FAMILIES, to_plain
 from .regression import write_regression
-from .runner import STATUSES, Job, Session, child_env, failure_signature, run_jobs, same_failure
+from .runner import STATUSES, Job, Session, child_env, failure_signature, run_jobs, run_jobs_on, same_failure
 from .shrink import shrink
 
 
@@ -42,6 +46,9 @@ def parse_args(argv=None):
                    help="directory for results.jsonl (appended to) and summary.txt")
     p.add_argument("--keep-going", action="store_true", help="run all N programs even after a failure")
     p.add_argument("--workers", type=int, default=1, help="child processes running programs in parallel")
+    p.add_argument("--ray", action="store_true",
+                   help="run the programs as Ray tasks, on a local Ray instance or the cluster at RAY_ADDRESS, as "
+                        "many at a time as it has CPUs (--workers is not used)")
     p.add_argument("--timeout", type=float, default=600, help="seconds one program may take on one arch")
     p.add_argument("--no-shrink", action="store_true", help="do not shrink failures or write regression tests")
     p.add_argument("--shrink-attempts", type=int, default=40)
@@ -60,6 +67,13 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n not in FAMILIES]
     if unknown:
         sys.exit(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
+    if args.ray:
+        from ..executors.ray_executor import import_ray
+
+        try:
+            import_ray()
+        except ImportError as err:
+            sys.exit(f"--ray: {err}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = "python -m tilelang_musa.fuzz " + shlex.join(sys.argv[1:] if argv is None else argv)
@@ -85,8 +99,14 @@ def main(argv=None) -> int:
             elif done[0] % 50 == 0:
                 print(f"[{done[0]}/{len(jobs)}] {time.time() - start:.0f} s", flush=True)
 
-        run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result,
-                 sim_check=not args.no_sim_check)
+        if args.ray:
+            from ..executors import RayExecutor
+
+            run_jobs_on(RayExecutor(), jobs, timeout=args.timeout, stop=stop, on_result=on_result,
+                        sim_check=not args.no_sim_check)
+        else:
+            run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result,
+                     sim_check=not args.no_sim_check)
     ran = [j for j in jobs if j.result is not None]
     run_seconds = time.time() - start
 

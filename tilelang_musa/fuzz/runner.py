@@ -10,7 +10,8 @@
 
 `run_jobs` feeds jobs to `python -m tilelang_musa.fuzz.runner` child processes over stdin (one JSON line per
 job) and reads one result line per job; a child that dies or hangs is replaced, and the job it was running is a
-crash."""
+crash. `run_jobs_on(executor, ...)` runs each job as a task of an executor (tilelang_musa/executors: Ray tasks for
+`--ray`), with the same outcomes: a task that times out or whose worker dies is a crash."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ import warnings
 from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
+
+from ..executors import DIED, TIMED_OUT
 
 # removed from messages (no machine paths): the checkout holding tilelang_musa, and the one holding this package
 _PREFIXES = tuple({str(Path(p).resolve().parents[1]) + os.sep
@@ -294,6 +297,44 @@ def run_jobs(jobs: list[Job], *, workers: int = 1, timeout: float = 600, env: di
         t.start()
     for t in threads:
         t.join()
+    return jobs
+
+
+@dataclass(frozen=True)
+class CheckTask:
+    """`task(i)`: check() of the i-th (description, arch), as an executor task (shipped whole to a Ray worker)."""
+
+    jobs: tuple[tuple[Any, str], ...]
+    sim_check: bool = True
+
+    def __call__(self, index: int) -> Outcome:
+        desc, arch = self.jobs[index]
+        return check(desc, arch, self.sim_check)
+
+
+def run_jobs_on(executor: Any, jobs: list[Job], *, timeout: float = 600,
+                on_result: Callable[[Job], None] = lambda job: None, stop: threading.Event | None = None,
+                sim_check: bool = True) -> list[Job]:
+    """Run every job as a task of `executor` (executors/__init__.py); outcomes as run_jobs gives them (jobs left
+    when `stop` is set keep None)."""
+
+    def on_done(i: int, outcome: Outcome | None, failure: tuple[str, str] | None) -> None:
+        job = jobs[i]
+        if failure is not None:
+            kind, text = failure
+            if kind == TIMED_OUT:
+                detail = f"no result within {timeout:.0f} s (killed)"
+            elif kind == DIED:
+                detail = f"worker died: {text}"
+            else:  # check() raised: a fault of the fuzzer itself, as in a child process
+                last = text.strip().splitlines()[-1] if text.strip() else "no traceback"
+                detail = f"fuzzer fault: {' '.join(last.split())}"
+            outcome = Outcome("crash", job.arch, detail)
+        job.result = outcome
+        on_result(job)
+
+    task = CheckTask(tuple((job.desc, job.arch) for job in jobs), sim_check)
+    executor.run_tasks(len(jobs), task, timeout, on_done, stop)
     return jobs
 
 

@@ -44,6 +44,13 @@ class JITFunction:
         self._eager: bool | None = None
         self._signature: tuple | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (for a Ray worker) as its function and options: its compiled kernels stay in this process."""
+        return {"func": self.func, "options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["func"], state["options"])
+
     @property
     def is_eager(self) -> bool:
         if self._eager is None:
