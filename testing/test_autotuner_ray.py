@@ -158,10 +158,12 @@ def test_a_config_that_raises_hangs_or_kills_its_worker_is_reported_and_the_run_
     configs = [TILE, {**TILE, "fault": "raise"}, {**TILE, "fault": "hang"}, {**TILE, "fault": "die"}]
     start = time.perf_counter()
     result = (AutoTuner.from_kernel(readme_gemm, configs, executor="ray")
-              .set_profile_args(ref_prog=readme.ref_program).run(timeout=15))
-    assert time.perf_counter() - start < 60
+              .set_profile_args(ref_prog=readme.ref_program).run(timeout=40))
+    # the timeout counts from the hand-over to Ray (a fresh worker's start-up and a loaded CI machine included):
+    # generous for the good config, and still what ends the hanging one
+    assert time.perf_counter() - start < 120
     assert [t.status for t in result.trials] == ["ok", "compile_error", "timeout", "run_error"]
     assert result.trials[1].error == "ValueError: no kernel for this config"
-    assert result.trials[2].error == "did not finish within the 15 s timeout"
+    assert result.trials[2].error == "did not finish within the 40 s timeout"
     assert result.trials[3].error.startswith("the Ray worker died (WorkerCrashedError")
     assert result.config == TILE and result.latency > 0
