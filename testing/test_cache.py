@@ -66,7 +66,7 @@ def no_stage_runs(monkeypatch):
         raise AssertionError("a cache hit ran a compile stage")
 
     def arm():
-        for name in ("split_kernels", "lower"):
+        for name in ("lower_program", "lower"):
             monkeypatch.setattr(COMPILE, name, refuse)
         monkeypatch.setattr(importlib.import_module("tilelang_musa.codegen"), "generate", refuse)
         monkeypatch.setattr(SimToolchain, "build", refuse)

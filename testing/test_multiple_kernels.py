@@ -53,3 +53,21 @@ def test_statements_between_kernel_scopes_are_an_error():
 
     with pytest.raises(tilelang.CompileError, match="2 T.Kernel scopes with statements between or after them"):
         tilelang.compile(mixed)
+
+
+def test_the_pipeline_splits_the_program_first_then_runs_its_phases_on_each_kernel():
+    from tilelang_musa.ir.pass_config import PassConfigKey
+    from tilelang_musa.target import determine_target
+    from tilelang_musa.transform.pipeline import lower_program, lowering_passes, lowering_phases
+
+    phases = lowering_phases({})
+    assert [p.name for p in phases] == ["Legalize", "Pipeline", "LowerTileOps", "LowerMemory", "Flatten",
+                                        "Synchronize", "Finalize"]
+    assert [p.info.name for p in lowering_passes({})] == [p.info.name for ph in phases for p in ph.passes]
+    without_sync = lowering_phases({PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    assert "tl.ThreadSync.shared" not in [p.info.name for p in without_sync[5].passes]
+    seen = []
+    funcs = lower_program(add_then_reverse(), determine_target("musa -arch=mp_31"), {},
+                          on_kernel=lambda index, count: seen.append((index, count)))
+    assert seen == [(0, 2), (1, 2)] and len(funcs) == 2
+    assert all("tl.dynamic_smem_bytes" in f.attrs for f in funcs)  # each went through Finalize

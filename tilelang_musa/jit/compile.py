@@ -44,8 +44,7 @@ from ..ir.utils import thread_info
 from ..target import ArchInfo, arch_of, determine_target
 from ..tileop.async_copy import global_piece_alignment
 from ..tileop.tme_copy import GLOBAL_ALIGN as TME_GLOBAL_ALIGN
-from ..transform import lower as lower_kernel, normalize_pass_configs
-from ..transform.split_kernels import split_kernels
+from ..transform import lower_program, normalize_pass_configs
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
@@ -395,23 +394,19 @@ def _run_stages(request: _Request, workdir: Path, key: str | None, observers: Co
 
 
 def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.PrimFunc]:
-    """The pass pipeline over each T.Kernel scope of the program, in launch order."""
+    """The pass pipeline over the program (transform/pipeline.py: its kernels, in launch order)."""
     from ..codegen.source import kernel_names
 
-    dumper = _ir_dumper(request.configs)
     if env.get_pass_diff_mode() is not None:  # a diff of every pass that follows
         from ..transform.pass_diff_hook import install_pass_diff_hook
 
         install_pass_diff_hook()
-    device_funcs = []
-    kernels = split_kernels(request.program)
-    labels = kernel_names(request.name, len(kernels)) if len(kernels) > 1 else [""]
-    instruments = [*request.instruments, *observers.instruments()]
-    for index, kernel in enumerate(kernels):
-        dump = dumper if dumper is None or index == 0 else (lambda n, m, i=index: dumper(f"kernel{i}_{n}", m))
-        observers.lowering_kernel(labels[index])
-        device_funcs.append(lower_kernel(kernel, request.target, request.configs, instruments, dump))
-    return device_funcs
+
+    def announce(index: int, count: int) -> None:
+        observers.lowering_kernel(kernel_names(request.name, count)[index] if count > 1 else "")
+
+    return lower_program(request.program, request.target, request.configs,
+                         [*request.instruments, *observers.instruments()], _ir_dumper(request.configs), announce)
 
 
 @dataclass(frozen=True)

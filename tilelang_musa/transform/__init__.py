@@ -14,6 +14,13 @@ def lower(*args, **kwargs):
     return _lower(*args, **kwargs)
 
 
+def lower_program(*args, **kwargs):
+    """See `pipeline.lower_program`."""
+    from .pipeline import lower_program as _lower_program
+
+    return _lower_program(*args, **kwargs)
+
+
 def LegalizeNegativeIndex():  # noqa: N802 - upstream's pass name
     """See `legalize_negative_index.py`."""
     from .legalize_negative_index import LegalizeNegativeIndex as _pass
@@ -28,5 +35,5 @@ def ThreadSync(scope: str):  # noqa: N802 - upstream's pass name
     return _pass(scope)
 
 
-__all__ = ["LegalizeNegativeIndex", "ThreadSync", "PassConfigKey", "apply_simplify", "lower", "normalize_pass_configs",
-           "simplify_prim_func"]
+__all__ = ["LegalizeNegativeIndex", "ThreadSync", "PassConfigKey", "apply_simplify", "lower", "lower_program",
+           "normalize_pass_configs", "simplify_prim_func"]

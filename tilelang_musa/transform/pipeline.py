@@ -1,10 +1,13 @@
-"""The ordered lowering pipeline: TileLang PrimFunc -> device PrimFunc ready for the MUSA printer.
+"""The ordered lowering pipeline: TileLang program -> device PrimFuncs ready for the MUSA printer.
 
-Only this file knows the order. Each entry says why it sits where it does.
+Only this file knows the order: SplitKernels first (one program, one kernel per T.Kernel scope), then each kernel
+through the phases Legalize, Pipeline, LowerTileOps, LowerMemory, Flatten, Synchronize and Finalize (each says
+what the IR is like when it ends). Each pass says why it sits where it does.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import tvm
@@ -43,6 +46,7 @@ from .range_barriers import RangeBarriers
 from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
 from .safe_memory_access import SafeMemoryAccess
+from .split_kernels import split_kernels
 from .stage_gemm_operands import StageGemmOperands
 from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
@@ -51,103 +55,152 @@ from .warp_specialize_pipeline import WarpSpecializePipeline
 from .widen_walked_fragments import WidenWalkedFragments
 
 
-def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
+@dataclass(frozen=True)
+class Phase:
+    """A named run of passes, and what the IR is like when it ends."""
+
+    name: str
+    produces: str
+    passes: tuple
+
+
+def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
+    """The pipeline, phase by phase (upstream's LowerAndLegalize / OptimizeForTarget, in finer steps)."""
     return [
-        # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
-        LegalizeNegativeIndex(),
-        # T.use_swizzle: every later pass sees the remapped block indices.
-        RasterizeBlocks(),
-        # Raw-TIR T.tvm_thread_allreduce reductions become the reduction template.
-        LowerThreadAllreduce(),
-        # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
-        StageGemmOperands(configs),
-        # T.Pipelined: a stage and an order for each statement of the loop body (upstream's rules, or stage=/order=).
-        PipelinePlanning(),
-        # mp_31: a loop whose loads are all TME copies gets a producer squad and full/empty barrier rings.
-        WarpSpecializePipeline(configs),
-        # The others: prologue / steady state / epilogue, shared tiles multi-buffered, loads asynchronous (TME on a
-        # barrier ring where it qualifies on mp_31, else LDLMS in commit groups).
-        InjectSoftwarePipeline(configs),
-        # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider pieces).
-        FuseAsyncCopyLanes(),
-        # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
-        LowerTileOp(configs),
-        # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
-        LowerBufferViews(FRAGMENT_VIEWS),
-        # A fragment its T.Parallel loops index past its declared shape gets the extents they walk (as upstream),
-        # now that every copy into a fragment is such a loop.
-        WidenWalkedFragments(),
-        # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
-        LayoutInference(configs),
-        # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot loops.
-        LowerParallelLoop(configs),
-        # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
-        LowerTmeCopy(configs),
-        # Tile ops that need the chosen layouts (reductions, instruction gemms).
-        LowerTileOp(configs, late=True),
-        # Accesses through T.view / T.reshape views of on-chip buffers go to the viewed buffers (every op is lowered
-        # by now), so barriers and shared-memory planning see one buffer.
-        LowerBufferViews(ON_CHIP_VIEWS),
-        # T.wait_sqmma: the SQMMA completion wait where SQMMA exists, nothing elsewhere.
-        LowerWaitSqmma(),
-        # Shared tiles that only element accesses touch: a bank swizzle where it spares the warps' bank conflicts
-        # (every tile op is lowered by now, so every access is in the per-thread code).
-        ChooseSharedSwizzle(),
-        # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.
-        LowerSharedLayout(),
-        # Fragments become per-thread local arrays indexed by slot.
-        LowerFragmentAccess(),
-        # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
-        PartitionParallelLoop(configs),
-        # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
-        SafeMemoryAccess(configs),
-        # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout applies.
-        LowerBufferViews(),
-        # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
-        LowerGlobalLayout(),
-        # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
-        # tl.config_index_bitwidth=64: every loop and index in int64, before FlattenBuffer forms (and folds) the flat
-        # offsets, which then are int64 too. Without it a kernel with a tensor past 2^31 elements is promoted the same
-        # way (unless TL_DISABLE_INDEX_TYPE_PROMOTION).
-        ConfigIndexBitwidth(configs),
-        # Strided tensor parameters to 1-D over the offsets they reach (FlattenBuffer's extent assumes the first dim
-        # has the largest stride).
-        FlattenStridedParams(),
-        tirx.transform.FlattenBuffer(),
-        # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before VectorizeLoop
-        # (the helpers are scalar calls: loops over fp4 elements run lane by lane).
-        LowerFP4Storage(),
-        tirx.transform.VectorizeLoop(True),
-        # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
-        FuseAcceleratedOps(),
-        tirx.transform.UnrollLoop(),
-        # Loops that run once are their body (StmtSimplify cannot simplify one whose start is not a constant).
-        InlineUnitLoops(),
-        tirx.transform.StmtSimplify(),
-        # T.assume has served the simplifier; it prints as nothing.
-        tirx.transform.RemoveAssume(),
-        # StmtSimplify substitutes integer bindings into their uses and leaves the bindings unread.
-        RemoveUnusedBinds(),
-        # Barriers between shared-memory accesses by different threads (final accesses only, templates' included
-        # through their marked pointers): first the write-after-write hazards TVM's ThreadSync does not see, then
-        # its read/write ones. Users who place T.sync_threads() themselves switch them off.
-        *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
-            SyncWriteAfterWrite(),
-            # Global tensors too, between statements whose threads reach them through different elements.
-            SyncGlobalAccesses(),
-            ThreadSync("shared"),
-            ThreadSync("shared.dyn"),
-        ]),
-        # Barriers inside T.ws regions and thread guards cover the threads of the region only.
-        RangeBarriers(),
-        # Barrier buffers and named barriers to MUSA's async-barrier ids, once every barrier is placed (ThreadSync,
-        # RangeBarriers), with their initialisation at the kernel's start.
-        LowerAsyncBarriers(),
-        # Math intrinsics (T.exp ...) to the MUSA math library names.
-        tirx.transform.LowerIntrin(),
-        # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.
-        PlanDynamicSharedMemory(),
+        Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
+            # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
+            LegalizeNegativeIndex(),
+            # T.use_swizzle: every later pass sees the remapped block indices.
+            RasterizeBlocks(),
+            # Raw-TIR T.tvm_thread_allreduce reductions become the reduction template.
+            LowerThreadAllreduce(),
+            # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
+            StageGemmOperands(configs),
+        )),
+        Phase("Pipeline", "T.Pipelined loops unrolled into prologue, steady state and epilogue, loads asynchronous", (
+            # T.Pipelined: a stage and an order for each statement of the loop body (upstream's rules, or
+            # stage=/order=).
+            PipelinePlanning(),
+            # A loop whose loads are all TME copies gets a producer squad and full/empty barrier rings.
+            WarpSpecializePipeline(configs),
+            # The others: prologue / steady state / epilogue, shared tiles multi-buffered, loads asynchronous (TME
+            # on a barrier ring where it qualifies, else LDLMS in commit groups).
+            InjectSoftwarePipeline(configs),
+            # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider
+            # pieces).
+            FuseAsyncCopyLanes(),
+        )),
+        Phase("LowerTileOps", "no tile op left: fragments laid out, every loop over them planned per thread", (
+            # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
+            LowerTileOp(configs),
+            # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
+            LowerBufferViews(FRAGMENT_VIEWS),
+            # A fragment its T.Parallel loops index past its declared shape gets the extents they walk (as
+            # upstream), now that every copy into a fragment is such a loop.
+            WidenWalkedFragments(),
+            # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
+            LayoutInference(configs),
+            # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot
+            # loops.
+            LowerParallelLoop(configs),
+            # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
+            LowerTmeCopy(configs),
+            # Tile ops that need the chosen layouts (reductions, instruction gemms).
+            LowerTileOp(configs, late=True),
+            # Accesses through T.view / T.reshape views of on-chip buffers go to the viewed buffers (every op is
+            # lowered by now), so barriers and shared-memory planning see one buffer.
+            LowerBufferViews(ON_CHIP_VIEWS),
+            # T.wait_sqmma: the SQMMA completion wait where SQMMA exists, nothing elsewhere.
+            LowerWaitSqmma(),
+        )),
+        Phase("LowerMemory", "per-thread code on physical shared, local and global addresses, guarded", (
+            # Shared tiles that only element accesses touch: a bank swizzle where it spares the warps' bank
+            # conflicts (every tile op is lowered by now, so every access is in the per-thread code).
+            ChooseSharedSwizzle(),
+            # Shared tiles are stored in their layouts (swizzles), before vector widths are chosen.
+            LowerSharedLayout(),
+            # Fragments become per-thread local arrays indexed by slot.
+            LowerFragmentAccess(),
+            # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
+            PartitionParallelLoop(configs),
+            # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
+            SafeMemoryAccess(configs),
+            # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout
+            # applies.
+            LowerBufferViews(),
+            # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
+            LowerGlobalLayout(),
+        )),
+        Phase("Flatten", "1-D buffers, vector loads and stores, simplified scalar TIR", (
+            # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.
+            # tl.config_index_bitwidth=64: every loop and index in int64, before FlattenBuffer forms (and folds) the
+            # flat offsets, which then are int64 too. Without it a kernel with a tensor past 2^31 elements is
+            # promoted the same way (unless TL_DISABLE_INDEX_TYPE_PROMOTION).
+            ConfigIndexBitwidth(configs),
+            # Strided tensor parameters to 1-D over the offsets they reach (FlattenBuffer's extent assumes the first
+            # dim has the largest stride).
+            FlattenStridedParams(),
+            tirx.transform.FlattenBuffer(),
+            # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before
+            # VectorizeLoop (the helpers are scalar calls: loops over fp4 elements run lane by lane).
+            LowerFP4Storage(),
+            tirx.transform.VectorizeLoop(True),
+            # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
+            FuseAcceleratedOps(),
+            tirx.transform.UnrollLoop(),
+            # Loops that run once are their body (StmtSimplify cannot simplify one whose start is not a constant).
+            InlineUnitLoops(),
+            tirx.transform.StmtSimplify(),
+            # T.assume has served the simplifier; it prints as nothing.
+            tirx.transform.RemoveAssume(),
+            # StmtSimplify substitutes integer bindings into their uses and leaves the bindings unread.
+            RemoveUnusedBinds(),
+        )),
+        Phase("Synchronize", "every barrier placed and given its hardware id", (
+            # Barriers between shared-memory accesses by different threads (final accesses only, templates'
+            # included through their marked pointers): first the write-after-write hazards TVM's ThreadSync does
+            # not see, then its read/write ones. Users who place T.sync_threads() themselves switch them off.
+            *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
+                SyncWriteAfterWrite(),
+                # Global tensors too, between statements whose threads reach them through different elements.
+                SyncGlobalAccesses(),
+                ThreadSync("shared"),
+                ThreadSync("shared.dyn"),
+            ]),
+            # Barriers inside T.ws regions and thread guards cover the threads of the region only.
+            RangeBarriers(),
+            # Barrier buffers and named barriers to MUSA's async-barrier ids, once every barrier is placed
+            # (ThreadSync, RangeBarriers), with their initialisation at the kernel's start.
+            LowerAsyncBarriers(),
+        )),
+        Phase("Finalize", "the device function the MUSA printer takes", (
+            # Math intrinsics (T.exp ...) to the MUSA math library names.
+            tirx.transform.LowerIntrin(),
+            # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.
+            PlanDynamicSharedMemory(),
+        )),
     ]
+
+
+def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
+    """Every pass of the pipeline, in order."""
+    return [p for phase in lowering_phases(configs) for p in phase.passes]
+
+
+def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConfigKey, Any],
+                  instruments: list[Any] | None = None, dump: Callable[[str, Any], None] | None = None,
+                  on_kernel: Callable[[int, int], None] | None = None) -> list[tirx.PrimFunc]:
+    """The whole pipeline on a program: its T.Kernel scopes split into kernels (SplitKernels), each lowered by
+    `lower`, in launch order. `on_kernel(index, count)` is called before each kernel's passes run; the dumps of
+    the kernels after the first are named `kernel<i>_<pass>`."""
+    kernels = split_kernels(program)
+    lowered = []
+    for index, kernel in enumerate(kernels):
+        if on_kernel is not None:
+            on_kernel(index, len(kernels))
+        kernel_dump = dump if dump is None or index == 0 else (lambda n, m, i=index: dump(f"kernel{i}_{n}", m))
+        lowered.append(lower(kernel, target, configs, instruments, kernel_dump))
+    return lowered
 
 
 def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConfigKey, Any],
