@@ -20,6 +20,7 @@ from conftest import rand
 from tilelang_musa.jit import cache
 from tilelang_musa.jit.backend import backend_named
 from tilelang_musa.jit.precompiled_prelude import PRELUDE_DIR
+from tilelang_musa.jit.stages import REPLACEABLE, STAGES
 from tilelang_musa.jit.toolchains import SimToolchain
 from tilelang_musa.target import determine_target
 from tilelang_musa.transform import normalize_pass_configs
@@ -251,3 +252,11 @@ def test_templates_override_builds_against_another_header_tree(tmp_path):
     proc = subprocess.run([sys.executable, str(tmp_path / "build.py")], env=env, capture_output=True, text=True,
                           cwd=tmp_path)
     assert "built against the TILELANG_TEMPLATES tree" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_the_stage_table_runs_the_stages_in_order_each_after_what_it_reads():
+    table = COMPILE._STAGE_TABLE
+    assert tuple(stage.name for stage in table) == STAGES
+    for index, stage in enumerate(table):
+        assert set(stage.reads) <= set(STAGES[:index]), stage.name
+        assert (stage.load is None) == (stage.name not in REPLACEABLE), stage.name

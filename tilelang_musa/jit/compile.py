@@ -23,9 +23,9 @@ import shlex
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import tvm
 import tvm_ffi
@@ -326,34 +326,60 @@ def _dumps_ir(configs: dict) -> bool:
     return enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()
 
 
-def _run_stages(request: _Request, workdir: Path, key: str | None, observers: CompileObservers) -> None:
-    """tir -> lowered -> mu -> host -> bin into `workdir`, each output replaced by its file where one is given;
-    metadata.json last."""
+@dataclass
+class _Work:
+    """One compile's stages as they run: the request, where they write, and what the stages so far produced."""
+
+    request: _Request
+    workdir: Path
+    observers: CompileObservers
+    replaced: dict[str, Path]  # stage -> the file that replaces its output (TILELANG_REPLACE_*)
+    device_funcs: list = field(default_factory=list)  # lowered
+    names: list[str] = field(default_factory=list)  # lowered: the kernels' names, in launch order
+    lowered_text: str = ""  # lowered, as TVMScript
+    source: Any = None  # mu: the printer's MusaSource of the device functions (local bytes, the checked print)
+    text: str = ""  # mu: the translation unit
+    sections: dict[str, list[int]] | None = None  # mu: where the kernels and the host wrapper sit (None: replaced)
+    host: HostInfo | None = None  # host
+
+    def path(self, stage: str) -> Path:
+        return self.workdir / stage_file(self.request.name, stage)
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """A stage of the table: what it reads and produces; `make` runs it, `load` takes a replacement file instead.
+    Each returns the text of the stage's file, or None when it wrote the file itself."""
+
+    name: str
+    reads: tuple[str, ...]
+    produces: str
+    make: Callable[[_Work], str | None]
+    load: Callable[[_Work, Path], str | None] | None
+
+
+def _set_lowered(work: _Work, device_funcs: list[tirx.PrimFunc]) -> str:
+    from ..codegen.source import kernel_names
+
+    work.device_funcs = device_funcs
+    work.names = kernel_names(work.request.name, len(device_funcs))
+    work.lowered_text = _script(tvm.IRModule(dict(zip(work.names, device_funcs))))
+    if work.request.verbose:
+        print(f"[tilelang] lowered {work.request.name}:\n{work.lowered_text}", file=sys.stderr)
+    return work.lowered_text
+
+
+def _print_source(work: _Work, replacement: Path | None) -> str:
+    """The device printer's source of the lowered kernels (postprocessed), or the replacement's text; the
+    printer runs either way: the host stage and the simulator's build read its figures."""
     from ..codegen import generate
-    from ..codegen.source import HEADER, kernel_names
 
-    name, program = request.name, request.program
-    replaced = cache.replacement_files(name)
-
-    def path(stage: str) -> Path:
-        return workdir / stage_file(name, stage)
-
-    path("tir").write_text(_script(program))
-
-    device_funcs = (_read_lowered(replaced["lowered"], name) if "lowered" in replaced
-                    else _lower_kernels(request, observers))
-    names = kernel_names(name, len(device_funcs))
-    lowered = tvm.IRModule(dict(zip(names, device_funcs)))
-    lowered_text = _script(lowered)
-    path("lowered").write_text(lowered_text)
-    if request.verbose:
-        print(f"[tilelang] lowered {name}:\n{lowered_text}", file=sys.stderr)
-
-    simulated = request.backend.name == "sim"
-    with observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
-        source = generate(device_funcs, request.target, name, sim_checks=simulated)
-        if "mu" in replaced:
-            text, sections = replaced["mu"].read_text(), None
+    request = work.request
+    with work.observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
+        work.source = source = generate(work.device_funcs, request.target, request.name,
+                                        sim_checks=request.backend.name == "sim")
+        if replacement is not None:
+            work.text, work.sections = replacement.read_text(), None
         else:
             text = source.text
             device_at, host_at = text.index(source.device), text.rindex(source.host)
@@ -362,35 +388,69 @@ def _run_stages(request: _Request, workdir: Path, key: str | None, observers: Co
                 device_at, device_end = 0, host_at
             else:
                 device_end = device_at + len(source.device)
-            sections = {"device": [device_at, device_end], "host": [host_at, len(text)]}
-    path("mu").write_text(text)
-    observers.codegen(lowered_text, text)
+            work.text, work.sections = text, {"device": [device_at, device_end], "host": [host_at, len(text)]}
+    work.observers.codegen(work.lowered_text, work.text)
+    return work.text
 
-    if "host" in replaced:
-        host = HostInfo.from_json(json.loads(replaced["host"].read_text()))
-    else:
-        host = _host_info(program, request.out_idx, device_funcs, names, source.local_bytes)
-    path("host").write_text(json.dumps(host.to_json(), indent=1))
 
-    if "bin" in replaced:
-        shutil.copyfile(replaced["bin"], path("bin"))
-    else:
-        # The simulator builds the sanitizer print of the kernels (same lines, checked accesses) unless the user
-        # replaced the source or a postproc callback may have rewritten it (then that is what must run); it is kept
-        # only while building.
-        built = path("mu")
-        if simulated and "mu" not in replaced and not has_postproc():
-            built = workdir / f"{name}.checked.mu"
-            built.write_text(source.checked_text)
-        prelude = HEADER if text.startswith(HEADER) else ""
-        with observers.stage(f"build.{request.backend.toolchain.name}"):
-            request.backend.toolchain.build(BuildRequest(built, path("bin"), request.arch, request.fast_math,
-                                                         request.flags, host.local_bytes, prelude))
-        if built != path("mu"):
-            built.unlink()
-    KernelMetadata(name, json.loads(str(request.target)), request.backend.name, request.backend.toolchain.identity(),
-                   request.options(), host, sections, tuple(s for s in STAGES if s in replaced), key, __version__,
-                   {stage: stage_file(name, stage) for stage in STAGES}).write(workdir)
+def _set_host(work: _Work, host: HostInfo) -> str:
+    work.host = host
+    return json.dumps(host.to_json(), indent=1)
+
+
+def _build(work: _Work) -> None:
+    """The backend's toolchain builds `mu` into `bin`. The simulator builds the sanitizer print of the kernels
+    (same lines, checked accesses) unless the user replaced the source or a postproc callback may have rewritten it
+    (then that is what must run); it is kept only while building."""
+    from ..codegen.source import HEADER
+
+    request = work.request
+    built = work.path("mu")
+    if request.backend.name == "sim" and "mu" not in work.replaced and not has_postproc():
+        built = work.workdir / f"{request.name}.checked.mu"
+        built.write_text(work.source.checked_text)
+    prelude = HEADER if work.text.startswith(HEADER) else ""
+    with work.observers.stage(f"build.{request.backend.toolchain.name}"):
+        request.backend.toolchain.build(BuildRequest(built, work.path("bin"), request.arch, request.fast_math,
+                                                     request.flags, work.host.local_bytes, prelude))
+    if built != work.path("mu"):
+        built.unlink()
+
+
+def _copy_library(replacement: Path, library: Path) -> None:
+    shutil.copyfile(replacement, library)
+
+
+# The stages in order (stages.py names their files; testing/test_cache.py checks the two agree). A replaced stage's output is its file; the later ones start
+# from it.
+_STAGE_TABLE = (
+    _Stage("tir", (), "the program as TVMScript", lambda w: _script(w.request.program), None),
+    _Stage("lowered", ("tir",), "the device functions after the pass pipeline",
+           lambda w: _set_lowered(w, _lower_kernels(w.request, w.observers)),
+           lambda w, path: _set_lowered(w, _read_lowered(path, w.request.name))),
+    _Stage("mu", ("lowered",), "the MUSA translation unit: templates, kernels, host wrapper",
+           lambda w: _print_source(w, None), _print_source),
+    _Stage("host", ("tir", "lowered", "mu"), "parameters, size bindings, launches (HostInfo)",
+           lambda w: _set_host(w, _host_info(w.request.program, w.request.out_idx, w.device_funcs, w.names,
+                                             w.source.local_bytes)),
+           lambda w, path: _set_host(w, HostInfo.from_json(json.loads(path.read_text())))),
+    _Stage("bin", ("mu", "host"), "the library the backend's toolchain built", _build,
+           lambda w, path: _copy_library(path, w.path("bin"))),
+)
+
+
+def _run_stages(request: _Request, workdir: Path, key: str | None, observers: CompileObservers) -> None:
+    """The stage table into `workdir`, each output replaced by its file where one is given; metadata.json last."""
+    work = _Work(request, workdir, observers, cache.replacement_files(request.name))
+    for stage in _STAGE_TABLE:
+        replacement = work.replaced.get(stage.name)
+        text = stage.make(work) if replacement is None else stage.load(work, replacement)
+        if text is not None:
+            work.path(stage.name).write_text(text)
+    KernelMetadata(request.name, json.loads(str(request.target)), request.backend.name,
+                   request.backend.toolchain.identity(), request.options(), work.host, work.sections,
+                   tuple(s for s in STAGES if s in work.replaced), key, __version__,
+                   {stage: stage_file(request.name, stage) for stage in STAGES}).write(workdir)
 
 
 def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.PrimFunc]:
