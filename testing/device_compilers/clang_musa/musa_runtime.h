@@ -2,36 +2,18 @@
  * \file testing/device_compilers/clang_musa/musa_runtime.h
  * \brief musa_runtime.h for clang's syntax check: the MUSA runtime API (the CUDA runtime API renamed, per
  *        shared/docs/MUSA_FACTS.md) that host wrappers call, declarations only, with the C++ template overloads
- *        that take a kernel itself rather than a `const void*`.
+ *        that take a kernel itself rather than a `const void*`. The types are the simulator's
+ *        (src/tl_templates/sim/sim/runtime_types.h); the functions are declared as the SDK declares them
+ *        (extern "C"), where the simulator defines its own inline.
  */
 #pragma once
 
 #include <stddef.h>
 
-enum musaError_t {
-  musaSuccess = 0,
-  musaErrorInvalidValue = 1,
-  musaErrorMemoryAllocation = 2,
-  musaErrorInitializationError = 3,
-  musaErrorInvalidConfiguration = 9,
-  musaErrorInvalidDeviceFunction = 98,
-  musaErrorNoDevice = 100,
-  musaErrorInvalidDevice = 101,
-  musaErrorLaunchFailure = 719,
-  musaErrorUnknown = 999,
-};
-typedef struct MUstream_st* musaStream_t;
-enum musaFuncAttribute {
-  musaFuncAttributeMaxDynamicSharedMemorySize = 8,
-  musaFuncAttributePreferredSharedMemoryCarveout = 9,
-};
-enum musaMemcpyKind {
-  musaMemcpyHostToHost = 0,
-  musaMemcpyHostToDevice = 1,
-  musaMemcpyDeviceToHost = 2,
-  musaMemcpyDeviceToDevice = 3,
-  musaMemcpyDefault = 4,
-};
+// The runtime's types (error codes, the stream handle, the attribute and copy-kind enums): the simulator's
+// declarations are the one source of them, so the wrappers the syntax check accepts are the ones the simulator
+// runs.
+#include "tl_templates/sim/sim/runtime_types.h"
 
 extern "C" {
 musaError_t musaGetLastError(void);
