@@ -1,0 +1,84 @@
+"""LowerFP4Storage: float4_e2m1fn tensors and shared tiles become byte buffers holding two codes a byte (the even
+element in the low nibble); after FlattenBuffer, a cast of element i decodes `x[i >> 1]`'s nibble `i & 1`
+(`tl::fp4_e2m1_to_float`), a store of a cast value encodes it and writes the nibble (`tl::fp4_e2m1_store`), an fp4 to
+fp4 store moves the code (`tl::fp4_e2m1_bits`). Registers hold one code a byte, stored plainly. Any other use of an fp4
+value is arithmetic MUSA does not have: an error."""
+
+import pytest
+import tvm
+
+import tilelang.language as T
+from tilelang_musa.errors import CompileError
+from tilelang_musa.transform.lower_fp4_storage import LowerFP4Storage, lower_fp4_storage
+from tilelang_musa.transform.pass_base import run_pass
+
+
+def _assert_lowers_to(before, expected):
+    tvm.ir.assert_structural_equal(lower_fp4_storage(before),
+                                   expected.with_attr("global_symbol", before.attrs["global_symbol"]))
+
+
+@T.prim_func
+def tensors_before(A: T.Buffer((64,), "float4_e2m1fn"), B: T.Buffer((64,), "float16"),
+                   C: T.Buffer((64,), "float4_e2m1fn")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = T.Cast("float16", A[tx])
+        C[tx] = T.Cast("float4_e2m1fn", B[tx])
+        C[63 - tx] = A[tx]
+
+
+@T.prim_func
+def tensors_expected(A: T.Buffer((32,), "uint8"), B: T.Buffer((64,), "float16"), C: T.Buffer((32,), "uint8")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = T.Cast("float16", T.call_extern("float32", "tl::fp4_e2m1_to_float", A[tx >> 1], tx & 1))
+        T.call_extern("int32", "tl::fp4_e2m1_store", T.address_of(C[tx >> 1]), tx & 1,
+                      T.call_extern("uint8", "tl::float_to_fp4_e2m1", T.Cast("float32", B[tx])))
+        T.call_extern("int32", "tl::fp4_e2m1_store", T.address_of(C[(63 - tx) >> 1]), (63 - tx) & 1,
+                      T.call_extern("uint8", "tl::fp4_e2m1_bits", A[tx >> 1], tx & 1))
+
+
+def test_fp4_tensors_hold_two_codes_a_byte_and_their_elements_go_through_the_nibble_helpers():
+    _assert_lowers_to(tensors_before, tensors_expected)
+
+
+@T.prim_func
+def register_before(A: T.Buffer((64,), "float4_e2m1fn"), C: T.Buffer((64,), "float4_e2m1fn")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        L = T.alloc_buffer((2,), "float4_e2m1fn", scope="local")
+        L[1] = A[tx]
+        C[tx] = L[1]
+
+
+@T.prim_func
+def register_expected(A: T.Buffer((32,), "uint8"), C: T.Buffer((32,), "uint8")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        L = T.alloc_buffer((2,), "uint8", scope="local")
+        L[1] = T.call_extern("uint8", "tl::fp4_e2m1_bits", A[tx >> 1], tx & 1)
+        T.call_extern("int32", "tl::fp4_e2m1_store", T.address_of(C[tx >> 1]), tx & 1,
+                      T.call_extern("uint8", "tl::fp4_e2m1_bits", L[1], 0))
+
+
+def test_a_register_array_holds_one_code_a_byte_stored_plainly():
+    """A nibble store's atomics need memory; a thread's own registers take the code in a byte of their own."""
+    _assert_lowers_to(register_before, register_expected)
+
+
+def test_a_kernel_without_fp4_is_unchanged():
+    @T.prim_func
+    def halves(B: T.Buffer((64,), "float16")):
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            B[tx] = B[tx] * T.float16(2)
+
+    assert lower_fp4_storage(halves).same_as(halves)
+
+
+def test_an_fp4_value_used_other_than_cast_or_stored_is_an_error_naming_it():
+    """(The frontend already rejects fp4 arithmetic in a store; an fp4 value handed to a call reaches the pass.)"""
+    @T.prim_func
+    def handed_over(A: T.Buffer((64,), "float4_e2m1fn")):
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            T.evaluate(T.call_extern("int32", "consume", A[tx]))
+
+    with pytest.raises(CompileError, match=r"kernel `handed_over`: the fp4 element `A\[tx\]`: float4_e2m1fn is a "
+                                           "storage type"):
+        run_pass(LowerFP4Storage(), tvm.IRModule({"main": handed_over}))
