@@ -117,7 +117,7 @@ def with_layouts(func, layouts):
 ROWS = Fragment([8, 8], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: i)
 
 
-def test_a_layout_layout_inference_recorded_applies_to_the_tile_and_not_to_the_fragment():
+def test_a_layout_recorded_by_layout_inference_applies_to_the_tile_not_to_the_fragment():
     before = with_layouts(inferred_before, {"S": XOR_CHUNKS, "F": ROWS})
     _assert_lowers_to(before, aligned(inferred_expected, "S"), LAYOUTS_ATTR)
 

@@ -26,8 +26,9 @@ def waits(target):
     return main
 
 
-def _lowered(func):
-    return without_locations(lower_wait_sqmma(func))
+def _assert_lowers_to(before, expected):
+    tvm.ir.assert_structural_equal(without_locations(lower_wait_sqmma(before)),
+                                   without_locations(expected).with_attr("global_symbol", "main"))
 
 
 def test_waits_become_the_sqmma_built_ins_on_mp31():
@@ -40,7 +41,7 @@ def test_waits_become_the_sqmma_built_ins_on_mp31():
             T.call_extern("int32", "__musa_tce_wait_group", 1)
             T.call_extern("int32", "tl::sqmma_wait<2>")
 
-    tvm.ir.assert_structural_equal(_lowered(waits(MP31)), without_locations(expected).with_attr("global_symbol", "main"))
+    _assert_lowers_to(waits(MP31), expected)
 
 
 def test_waits_are_dropped_on_mp22_where_gemms_are_synchronous():
@@ -53,7 +54,7 @@ def test_waits_are_dropped_on_mp22_where_gemms_are_synchronous():
             T.evaluate(0)
             T.evaluate(0)
 
-    tvm.ir.assert_structural_equal(_lowered(waits(MP22)), without_locations(expected).with_attr("global_symbol", "main"))
+    _assert_lowers_to(waits(MP22), expected)
 
 
 def test_a_kernel_without_waits_is_left_unchanged():
