@@ -12,10 +12,10 @@ from tvm import tirx
 import tilelang.language as T
 from conftest import without_locations
 from tilelang_musa.errors import CompileError
-from tilelang_musa.ir.attrs import ANNOTATIONS_ATTR, LOOP_PLAN, PARALLEL, PARALLEL_LOOP_LAYOUT
+from tilelang_musa.ir.attrs import ANNOTATIONS_ATTR, LAYOUTS_ATTR, LOOP_PLAN, PARALLEL, PARALLEL_LOOP_LAYOUT
 from tilelang_musa.layout import Fragment
 from tilelang_musa.target import determine_target
-from tilelang_musa.transform.layout_inference import LAYOUTS_ATTR, LayoutInference, layout_inference
+from tilelang_musa.transform.layout_inference import LayoutInference, layout_inference
 from tilelang_musa.transform.pass_base import run_pass
 
 MP31 = determine_target("musa -arch=mp_31")

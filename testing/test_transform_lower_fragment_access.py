@@ -9,10 +9,10 @@ from tvm import tirx
 
 import tilelang.language as T
 from conftest import without_locations
+from tilelang_musa.ir.attrs import LAYOUTS_ATTR
 from tilelang_musa.ir.ops import fragment_ptr
 from tilelang_musa.layout import Fragment
 from tilelang_musa.target import determine_target
-from tilelang_musa.transform.layout_inference import LAYOUTS_ATTR
 from tilelang_musa.transform.lower_fragment_access import lower_fragment_access
 
 MP31 = determine_target("musa -arch=mp_31")

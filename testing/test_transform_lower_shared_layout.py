@@ -10,11 +10,10 @@ from tvm import tirx
 
 import tilelang.language as T
 from conftest import without_locations
-from tilelang_musa.ir.attrs import ANNOTATIONS_ATTR
+from tilelang_musa.ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, LAYOUTS_ATTR
 from tilelang_musa.layout import Fragment
 from tilelang_musa.target import determine_target
-from tilelang_musa.transform.layout_inference import LAYOUTS_ATTR
-from tilelang_musa.transform.lower_shared_layout import ALIGNMENT_ANNOTATION, SWIZZLE_ALIGNMENT, lower_shared_layout
+from tilelang_musa.transform.lower_shared_layout import SWIZZLE_ALIGNMENT, lower_shared_layout
 
 MP31 = determine_target("musa -arch=mp_31")
 # 4-element chunks of row i xor-ed with i (a 16-byte swizzle of float32 rows), and a column-major flattening.

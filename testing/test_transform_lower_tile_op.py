@@ -11,9 +11,9 @@ from tvm.tirx.script import builder as Tb  # loops of kind kUnrolled (T.unroll i
 import tilelang
 import tilelang.language as T
 from conftest import without_locations
+from tilelang_musa.ir.attrs import LAYOUTS_ATTR
 from tilelang_musa.layout import Fragment
 from tilelang_musa.target import determine_target
-from tilelang_musa.transform.layout_inference import LAYOUTS_ATTR
 from tilelang_musa.transform.lower_tile_op import lower_tile_op
 
 MP31 = determine_target("musa -arch=mp_31")

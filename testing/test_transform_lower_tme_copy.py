@@ -10,8 +10,8 @@ import tvm
 import tilelang.language as T
 from conftest import without_locations
 from tilelang_musa.errors import CompileError
+from tilelang_musa.ir.attrs import DESCRIPTORS_ATTR
 from tilelang_musa.target import determine_target
-from tilelang_musa.tileop.tme_copy import DESCRIPTORS_ATTR
 from tilelang_musa.transform.lower_tme_copy import LowerTmeCopy, lower_tme_copy
 from tilelang_musa.transform.pass_base import run_pass
 

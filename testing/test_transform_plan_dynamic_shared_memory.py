@@ -11,9 +11,8 @@ from tvm import tirx
 
 import tilelang.language as T
 from tilelang_musa.errors import CompileError
-from tilelang_musa.transform.plan_dynamic_shared_memory import (
-    OFFSET_ANNOTATION, SIZE_ATTR, plan_dynamic_shared_memory,
-)
+from tilelang_musa.ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
+from tilelang_musa.transform.plan_dynamic_shared_memory import plan_dynamic_shared_memory
 
 
 def placed(func, offsets: dict, size: int):
