@@ -10,18 +10,18 @@ access going to version `iteration % V`; V = the largest stage distance + 1, or 
 reader at that distance comes before the writer in the order (it reads the old contents before they are replaced).
 Only shared and per-thread local buffers can be versioned (a fragment's layout has no room for versions).
 
-Loads (a global-to-shared `T.copy` in a stage before the last one) are asynchronous. On mp_31, where the copy meets
-the TME rules (tileop/tme_copy.py; not with TL_DISABLE_TMA_LOWER), it is a TME load onto a ring of async barriers,
-one ring per run of consecutive loads: a block barrier, the loads, every thread arrives on `full[i % R]`; readers
-wait on it with parity `i / R & 1` (docs/ASYNC_MODEL.md section 5). Otherwise an LDLMS copy (mp_22 and later;
-TL_ENABLE_ASYNC_COPY=False keeps it synchronous) issued without waiting (tileop/async_copy.py, mode "issue"). Each run of
-consecutive async copies in the order is one commit group, committed every pipeline iteration (also where its
-copies are guarded off, so that group counts are the same in every iteration); a unit reading what an async copy
-wrote is preceded by `wait_group(N)`, N the number of groups committed after the one it needs, and a block barrier
-(pieces land for the thread that issued them). A block barrier also precedes each run of TME loads: the versions
-it overwrites were read by other threads. (An LDLMS copy's destination is marked as written, tileop/access_ptr.py:
-ThreadSync places that barrier where an earlier read needs it, none in the prologue.) The epilogue ends with
-wait_group(0).
+Loads (a global-to-shared `T.copy` in a stage before the last one) are asynchronous. With a TME (ArchInfo.has_tme:
+mp_31), where the copy meets the TME rules (tileop/tme_copy.py; not with TL_DISABLE_TMA_LOWER), it is a TME load
+onto a ring of async barriers, one ring per run of consecutive loads: a block barrier, the loads, every thread
+arrives on `full[i % R]`; readers wait on it with parity `i / R & 1` (docs/ASYNC_MODEL.md section 5). Otherwise an
+LDLMS copy (ArchInfo.has_async_copy: mp_22 and later; TL_ENABLE_ASYNC_COPY=False keeps it synchronous) issued
+without waiting (tileop/async_copy.py, mode "issue"). Each run of consecutive async copies in the order is one
+commit group, committed every pipeline iteration (also where its copies are guarded off, so that group counts are
+the same in every iteration); a unit reading what an async copy wrote is preceded by `wait_group(N)`, N the number
+of groups committed after the one it needs, and a block barrier (pieces land for the thread that issued them). A
+block barrier also precedes each run of TME loads: the versions it overwrites were read by other threads. (An LDLMS
+copy's destination is marked as written, tileop/access_ptr.py: ThreadSync places that barrier where an earlier read
+needs it, none in the prologue.) The epilogue ends with wait_group(0).
 """
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ def load_modes(func: tirx.PrimFunc, configs: dict) -> LoadModes:
     renumbered = frozenset(global_layouts(func))
     return LoadModes(
         tme=arch is not None and arch.has_tme and not enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER),
-        ldlms=arch is not None and arch.musa_arch >= 220
+        ldlms=arch is not None and arch.has_async_copy
         and enabled(configs, PassConfigKey.TL_ENABLE_ASYNC_COPY, default=True),
         params=tuple(func.params), renumbered=renumbered, threads=thread_info(func).num_threads)
 

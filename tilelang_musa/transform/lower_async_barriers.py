@@ -11,7 +11,8 @@ ids (0..15, marked by the frontend) and compiler ids get distinct async ids.
 The kernel then starts with `tl.async_bar_record(N)` (the N ids used), one thread's
 `tl.async_bar_init(id, warps)` per barrier (counts are in warps: (threads + warp - 1) // warp), and a block
 barrier. Runs after ThreadSync and RangeBarriers (which place the named barriers), before LowerIntrin.
-mp_21/mp_22 have no async barriers: any barrier construct there is an error at its line.
+On an arch without async barriers (ArchInfo.has_async_barriers: mp_21, mp_22) any barrier construct is an error at
+its line.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..errors import CompileError, SourceLoc
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, USER_NAMED_BARRIER
 from ..ir.ops import BARRIER_OPS, register_intrinsic as _register
 from ..ir.utils import TensorLoad, loc_of, scope_of, seq, thread_info
-from ..target import arch_of
+from ..target import arch_of, archs_with
 from .pass_base import tl_pass
 
 STAGE = "LowerAsyncBarriers"
@@ -39,7 +40,6 @@ BARRIER_SYNC_OP = "tl.async_barrier_sync"  # (id): arrive, then wait for the pha
 _register(BAR_RECORD_OP, "the number of async barriers the kernel uses (first statement)")
 _register(BAR_INIT_OP, "initialise an async barrier for a number of warps (one thread)")
 _register(BARRIER_SYNC_OP, "a barrier over part of the block: arrive on an async barrier, wait for its phase")
-_ASYNC_ARCHS = ("mp_31", "mp_32")
 
 
 @dataclass
@@ -121,19 +121,21 @@ def lower_async_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not allocations and not named and not uses:
         return func
 
-    if arch is not None and arch.name not in _ASYNC_ARCHS:
+    if arch is not None and not arch.has_async_barriers:
+        since = archs_with("has_async_barriers")[0]
         if allocations:
             first = allocations[0]
-            raise CompileError(f"T.alloc_barrier: {arch.name} has no asynchronous barriers (they need mp_31 or newer)",
-                               first.loc, STAGE)
+            raise CompileError(f"T.alloc_barrier: {arch.name} has no asynchronous barriers (they need {since} or "
+                               "newer)", first.loc, STAGE)
         if named:
             (user, barrier_id), (count, loc, _) = next(iter(named.items()))
             raise CompileError(f"T.sync_threads({barrier_id}, {count}): a barrier over {count} of the block's "
                                f"{thread_info(func).num_threads} threads needs an asynchronous barrier, which "
-                               f"{arch.name} does not have (mp_31 or newer); synchronize the whole block",
+                               f"{arch.name} does not have ({since} or newer); synchronize the whole block",
                                loc, STAGE)
         name, loc = uses[0]
-        raise CompileError(f"{name}: {arch.name} has no asynchronous barriers (they need mp_31 or newer)", loc, STAGE)
+        raise CompileError(f"{name}: {arch.name} has no asynchronous barriers (they need {since} or newer)", loc,
+                           STAGE)
     if uses and not allocations:
         raise CompileError(f"{uses[0][0]}: its barrier is not a T.alloc_barrier buffer of this kernel", uses[0][1],
                            STAGE)

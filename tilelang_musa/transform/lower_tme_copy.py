@@ -25,7 +25,7 @@ from ..errors import CompileError
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import TensorLoad, thread_info
-from ..target import ARCHS
+from ..target import arch_of, archs_with
 from ..tileop import parse_tile_op
 from ..tileop.base import LowerArgs, call_loc
 from ..tileop.tme_copy import (
@@ -46,7 +46,7 @@ STAGE = "LowerTmeCopy"
 def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
     threads = thread_info(func)
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    arch = ARCHS[str(target.attrs["arch"])] if target is not None else None
+    arch = arch_of(target) if target is not None else None
     layouts = shared_layouts(func)
     renumbered = global_layouts(func)  # tensors annotated with a layout: a descriptor cannot renumber them
     params = list(func.params)
@@ -77,8 +77,8 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
         if arch is not None and not arch.has_tme:
             if not op.explicit:
                 return fallback()
-            raise CompileError(f"T.tma_copy: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
-                               "later); use T.copy", op.loc, STAGE)
+            raise CompileError(f"T.tma_copy: {arch.name} has no TME (the tensor memory engine exists on "
+                               f"{archs_with('has_tme')[0]} and later); use T.copy", op.loc, STAGE)
         if op.is_load and op.barrier is None and op.explicit:
             raise CompileError("T.tma_copy: a load (global -> shared) needs barrier=...: the copy arrives on it, and "
                                "the threads wait on it before reading the tile", op.loc, STAGE)
@@ -135,8 +135,8 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
             isinstance(node.value.op, tvm.ir.Op) else None
         if name in (TME_STORE_ARRIVE, TME_STORE_WAIT) and arch is not None and not arch.has_tme:
             construct = "T.tma_store_wait" if name == TME_STORE_WAIT else "T.tma_store_arrive"
-            raise CompileError(f"{construct}: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
-                               "later)", call_loc(node.value), STAGE)
+            raise CompileError(f"{construct}: {arch.name} has no TME (the tensor memory engine exists on "
+                               f"{archs_with('has_tme')[0]} and later)", call_loc(node.value), STAGE)
         if name != TmeCopy.op_name:
             return node
         op = parse_tile_op(node.value)
