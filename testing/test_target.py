@@ -1,13 +1,16 @@
 """The `musa` TargetKind (src/target/musa_target.cc) and tilelang_musa/target.py."""
 
+import ast
 import dataclasses
 import importlib
 import importlib.machinery
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 import tvm
@@ -15,7 +18,9 @@ from tvm.target import Target
 
 from tilelang_musa import _native, _paths
 from tilelang_musa import target as musa_target
-from tilelang_musa.target import ARCHS, ArchInfo, arch_of, determine_target, warp_size
+from tilelang_musa.target import (
+    ARCHS, CAPABILITIES, ArchInfo, arch_of, archs_with, determine_target, warp_size,
+)
 
 KDL_EXT_DEV = 12
 _real_detect_device_arch = musa_target._detect_device_arch  # the fixture below stubs it out
@@ -338,6 +343,47 @@ def test_arch_table_flags_follow_the_documented_features():
     mp_22 = ARCHS["mp_22"]
     assert mp_22.has_warp_mma and not mp_22.has_wmma and not mp_22.has_tme
     assert [ARCHS[a].musa_arch for a in ARCHS] == [210, 220, 310, 320]
+
+
+def test_arch_table_capabilities_follow_the_documented_features():
+    assert archs_with("has_async_barriers") == ("mp_31", "mp_32")
+    assert archs_with("has_async_copy") == ("mp_22", "mp_31", "mp_32")
+    assert archs_with("has_robust_access") == ("mp_22", "mp_31", "mp_32")
+    assert archs_with("has_fp8_mma") == ("mp_31", "mp_32")
+    assert archs_with("has_tme") == ("mp_31", "mp_32")
+    assert archs_with("has_warp_mma") == ("mp_22",)
+    assert set(CAPABILITIES) >= {"has_sqmma", "has_wmma", "has_warp_mma", "has_tme", "has_async_barriers"}
+    with pytest.raises(ValueError, match="unknown arch capability 'has_tma'"):
+        archs_with("has_tma")
+
+
+def test_the_cpp_arch_table_agrees_with_the_python_one():
+    """src/target/musa_archs.h mirrors part of ArchInfo: the target's derived options, and what the printer asks."""
+    rows = _native.get_global_func("tilelang_musa.target.list_archs")()
+    cpp = {str(row["name"]): {str(k): row[k] for k in row if str(k) != "name"} for row in rows}
+    assert list(cpp) == list(ARCHS)
+    for name, row in cpp.items():
+        assert row == {key: getattr(ARCHS[name], key) for key in row}, name
+    assert set(next(iter(cpp.values()))) == {"warp_size", "max_shared_memory_per_block", "has_async_barriers"}
+
+
+# Passes and tile ops ask ArchInfo for a capability; arch names and numbers stay in the table (and in messages).
+_CAPABILITY_ASKERS = ("transform", "tileop", "codegen", "jit")
+
+
+def test_passes_and_tile_ops_ask_capabilities_not_arch_names():
+    root = Path(musa_target.__file__).parent
+    found = []
+    for folder in _CAPABILITY_ASKERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                        re.fullmatch(r"mp_\d\d", node.value):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+                if isinstance(node, ast.Compare) and any(isinstance(n, ast.Attribute) and n.attr == "musa_arch"
+                                                         for n in [node.left, *node.comparators]):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: a comparison of musa_arch")
+    assert found == []
 
 
 def test_arch_info_is_frozen():

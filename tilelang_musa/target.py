@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from types import MappingProxyType
 from typing import Any, Union
@@ -41,7 +41,8 @@ TargetLike = Union[None, str, Mapping[str, Any], Target]
 
 @dataclass(frozen=True)
 class ArchInfo:
-    """One MUSA GPU architecture (docs/MUSA_FACTS.md, "Architectures")."""
+    """One MUSA GPU architecture (docs/MUSA_FACTS.md, "Architectures"): the one table of what each arch has.
+    Passes and tile ops ask it a capability (`arch_of(target).has_tme`), never compare arch names or numbers."""
 
     name: str  # the `arch` target attribute and mcc's --offload-arch, e.g. "mp_31"
     musa_arch: int  # __MUSA_ARCH__ in device code, e.g. 310
@@ -52,6 +53,10 @@ class ArchInfo:
     has_wmma: bool  # 32-thread warp WMMA (__musa_wmma_*)
     has_warp_mma: bool  # 128-thread warp MMA, 32x32 atoms (__musa_fmma_m32n32k16_mma family)
     has_tme: bool  # tensor memory engine, the TMA analogue (__musa_tme_*)
+    has_async_barriers: bool  # asynchronous barriers, integer ids 1..63 (__musa_async_*; docs/ASYNC_MODEL.md)
+    has_async_copy: bool  # LDLMS: global -> shared copies that land asynchronously (__musa_memcpy_g2s)
+    has_robust_access: bool  # loads through a robust descriptor, 0 out of range (__musa_ld_v4_robust_*)
+    has_fp8_mma: bool  # float8 (E4M3/E5M2) MMA operands (SQMMA fp8)
 
     @property
     def capability(self) -> tuple[int, int]:
@@ -59,7 +64,7 @@ class ArchInfo:
         return divmod(self.musa_arch // 10, 10)
 
 
-# The warp sizes and shared-memory limits must agree with kArchs in src/target/musa_target.cc
+# The warp sizes, shared-memory limits and async-barrier flags must agree with kArchs in src/target/musa_archs.h
 # (testing/test_target.py checks this).
 ARCHS: Mapping[str, ArchInfo] = MappingProxyType(
     {
@@ -67,14 +72,31 @@ ARCHS: Mapping[str, ArchInfo] = MappingProxyType(
         for arch in (
             # Inferred: __MUSA_ARCH__ 210 by pattern, and the shared-memory limit from one MTT S70
             # report. No MMA builtins are documented for QY1.
-            ArchInfo("mp_21", 210, 128, 28672, None, False, False, False, False),
-            ArchInfo("mp_22", 220, 128, 73728, None, False, False, True, False),
-            ArchInfo("mp_31", 310, 32, 196608, 128, True, True, False, True),
+            ArchInfo("mp_21", 210, 128, 28672, None,
+                     has_sqmma=False, has_wmma=False, has_warp_mma=False, has_tme=False,
+                     has_async_barriers=False, has_async_copy=False, has_robust_access=False, has_fp8_mma=False),
+            ArchInfo("mp_22", 220, 128, 73728, None,
+                     has_sqmma=False, has_wmma=False, has_warp_mma=True, has_tme=False,
+                     has_async_barriers=False, has_async_copy=True, has_robust_access=True, has_fp8_mma=False),
+            ArchInfo("mp_31", 310, 32, 196608, 128,
+                     has_sqmma=True, has_wmma=True, has_warp_mma=False, has_tme=True,
+                     has_async_barriers=True, has_async_copy=True, has_robust_access=True, has_fp8_mma=True),
             # Inferred: mp_32 (PH1S) is documented only as "like mp_31".
-            ArchInfo("mp_32", 320, 32, 196608, 128, True, True, False, True),
+            ArchInfo("mp_32", 320, 32, 196608, 128,
+                     has_sqmma=True, has_wmma=True, has_warp_mma=False, has_tme=True,
+                     has_async_barriers=True, has_async_copy=True, has_robust_access=True, has_fp8_mma=True),
         )
     }
 )
+CAPABILITIES = tuple(f.name for f in fields(ArchInfo) if f.name.startswith("has_"))
+
+
+def archs_with(capability: str) -> tuple[str, ...]:
+    """The names of the archs that have `capability` (an ArchInfo flag, e.g. "has_tme"), oldest first: for
+    messages such as "needs mp_31 or newer"."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"unknown arch capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+    return tuple(name for name, arch in ARCHS.items() if getattr(arch, capability))
 
 
 def determine_target(target: TargetLike = None) -> Target:

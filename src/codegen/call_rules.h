@@ -26,8 +26,9 @@ namespace codegen {
 
 /*! \brief Codegen options from the `options` map (unknown keys are ignored). */
 struct CodegenOptions {
-  std::string arch = "mp_31";  //!< "mp_21" | "mp_22" | "mp_31" | "mp_32"
-  int warp_size = 32;          //!< 128 on mp_21/mp_22, 32 on mp_31/mp_32
+  std::string arch = "mp_31";     //!< a name of target/musa_archs.h's table
+  int warp_size = 32;             //!< the `warp_size` option, else the arch's
+  bool has_async_barriers = true;  //!< the arch's, from the table
   int min_blocks_per_sm = 1;   //!< the second argument of __launch_bounds__ (T.annotate_min_blocks_per_sm)
   /*! \brief Print the simulator's sanitizer build: global and shared accesses checked against their buffer's
    *         extent (and recorded for the race detector), local arrays poisoned. Never changes the line count. */

@@ -6,7 +6,8 @@
  *        host pass, which parses kernel bodies without them).
  *
  * LowerAsyncBarriers has replaced every barrier by its integer id (1..63) by the time these print. Async barriers
- * exist from mp_31 on; that pass already rejects them elsewhere at the user's line, and the rules refuse them too.
+ * exist where the arch table says so (target/musa_archs.h: mp_31 on); that pass already rejects them elsewhere at
+ * the user's line, and the rules refuse them too.
  * The asynchronous copies themselves are `tl::` templates (async_copy.h) called through call_extern.
  */
 #include <tvm/ffi/base_detail.h>
@@ -14,15 +15,16 @@
 #include <string>
 
 #include "codegen/call_rules.h"
+#include "target/musa_archs.h"
 
 namespace tilelang_musa {
 namespace codegen {
 namespace {
 
 void RequireAsyncBarriers(CallContext& ctx, const CallView& call) {
-  const std::string& arch = ctx.options().arch;
-  if (arch == "mp_21" || arch == "mp_22") {
-    ctx.Fail(call, arch + " has no asynchronous barriers (they need mp_31 or newer)");
+  if (!ctx.options().has_async_barriers) {
+    ctx.Fail(call, ctx.options().arch + " has no asynchronous barriers (they need " +
+                       OldestArchWith(&MusaArch::has_async_barriers) + " or newer)");
   }
 }
 

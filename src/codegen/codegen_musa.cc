@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "codegen/musa_types.h"
+#include "target/musa_archs.h"
 
 namespace tilelang_musa {
 namespace codegen {
@@ -37,8 +38,12 @@ CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
     TVM_FFI_THROW(ValueError) << "MUSA codegen: option `arch` must look like \"mp_22\" or \"mp_31\", got \"" << a
                               << "\"";
   }
-  // Warps are 128 threads wide before the PH1 generation (mp_2x) and 32 from mp_3x on.
-  out.warp_size = a[3] < '3' ? 128 : 32;
+  const MusaArch* known = FindArch(a);
+  if (known == nullptr) {
+    TVM_FFI_THROW(ValueError) << "MUSA codegen: unknown arch \"" << a << "\"; accepted: " << AcceptedArchList();
+  }
+  out.warp_size = static_cast<int>(known->thread_warp_size);
+  out.has_async_barriers = known->has_async_barriers;
   if (auto warp = options.Get("warp_size")) {
     auto value = warp->try_cast<int64_t>();
     if (!value || *value <= 0) {

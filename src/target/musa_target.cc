@@ -14,6 +14,8 @@
  */
 #include "target/target_kind_mirror.h"
 
+#include "target/musa_archs.h"
+
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/error.h>
@@ -40,42 +42,7 @@ constexpr const char* kTargetTypeKey = "target.Target";
 // A kind libtvm_compiler registers itself: the guard reads it through the mirror.
 constexpr const char* kReferenceKind = "cuda";
 
-// ---------------------------------------------------------------------------------------------
-// Architectures. The full table (flags, __MUSA_ARCH__) lives in tilelang_musa/target.py; the
-// canonicalizer only needs what it derives. Source: docs/MUSA_FACTS.md, "Architectures".
-// ---------------------------------------------------------------------------------------------
-struct ArchDefaults {
-  const char* name;
-  int64_t thread_warp_size;
-  int64_t max_shared_memory_per_block;
-};
-
-constexpr ArchDefaults kArchs[] = {
-    // Inferred: no source states mp_21's limit; 28 KiB is what deviceProperties reports on an
-    // MTT S70 (github.com/quadpixels/musa_practice), a QY1 part like the S80.
-    {"mp_21", 128, 28672},
-    {"mp_22", 128, 73728},
-    {"mp_31", 32, 196608},
-    // Inferred: mp_32 (PH1S) is documented only as "like mp_31".
-    {"mp_32", 32, 196608},
-};
-constexpr const char* kDefaultArch = "mp_31";
 constexpr int64_t kDefaultMaxNumThreads = 1024;
-
-const ArchDefaults* FindArch(const std::string& name) {
-  for (const ArchDefaults& arch : kArchs) {
-    if (name == arch.name) return &arch;
-  }
-  return nullptr;
-}
-
-std::string AcceptedArchList() {
-  std::ostringstream os;
-  for (size_t i = 0; i < std::size(kArchs); ++i) {
-    os << (i ? ", " : "") << '"' << kArchs[i].name << '"';
-  }
-  return os.str();
-}
 
 int64_t RequirePositive(const ConfigMap& config, const char* key) {
   int64_t value = config.at(key).cast<int64_t>();
@@ -91,7 +58,7 @@ int64_t RequirePositive(const ConfigMap& config, const char* key) {
 ConfigMap CanonicalizeMusaConfig(ConfigMap config) {
   std::string arch = config.count("arch") ? std::string(config.at("arch").cast<ffi::String>())
                                           : std::string(kDefaultArch);
-  const ArchDefaults* defaults = FindArch(arch);
+  const MusaArch* defaults = FindArch(arch);
   if (defaults == nullptr) {
     TVM_FFI_THROW(ValueError) << "musa target: unknown arch \"" << arch
                               << "\"; accepted: " << AcceptedArchList();
@@ -409,6 +376,19 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       ffi::Array<ffi::String> problems;
       for (const std::string& p : CheckKindLayout(kind)) problems.push_back(p);
       return problems;
+    });
+    // The arch table (musa_archs.h), for testing/test_target.py to compare with tilelang_musa/target.py.
+    define_once("tilelang_musa.target.list_archs", []() {
+      ffi::Array<ConfigMap> archs;
+      for (const MusaArch& arch : kArchs) {
+        ConfigMap row;
+        row.Set("name", ffi::String(arch.name));
+        row.Set("warp_size", arch.thread_warp_size);
+        row.Set("max_shared_memory_per_block", arch.max_shared_memory_per_block);
+        row.Set("has_async_barriers", arch.has_async_barriers);
+        archs.push_back(row);
+      }
+      return archs;
     });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tilelang_musa: %s\n", e.what());

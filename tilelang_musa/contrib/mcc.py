@@ -116,8 +116,9 @@ def have_int8(compute_version: str) -> bool:
 
 
 def have_fp8(compute_version: str) -> bool:
-    """float8 (E4M3/E5M2) MMA: the PH1 generation, mp_31 on (SQMMA fp8)."""
-    return _major(compute_version) >= 3
+    """float8 (E4M3/E5M2) MMA: from the first generation with an arch that has it (PH1: mp_31, SQMMA fp8) on."""
+    major = _major(compute_version)
+    return any(arch.has_fp8_mma and arch.capability[0] <= major for arch in _musa.ARCHS.values())
 
 
 def have_tma(target: Any = None) -> bool:

@@ -29,7 +29,7 @@ from ..ir.attrs import NO_SAFE_ACCESS
 from ..ir.ops import register_intrinsic
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import dtype_bytes, flat_index
-from ..target import arch_of
+from ..target import arch_of, archs_with
 from .access_ptr import WRITE, access_ptr
 from .base import LowerArgs
 from .parallel import parallel_nest, thread_local_nest
@@ -175,9 +175,10 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     construct = "T.async_copy" if copy.async_mode == ASYNC_COMMIT else "T.copy"
     robust = copy.robust_desc is not None
     arch = arch_of(args.target) if args.target is not None else None
-    if arch is not None and arch.musa_arch < 220:
-        what = "asynchronous (LDLMS) copies" if copy.async_mode is not None else "robust loads"
-        raise copy.error(f"{construct}: {arch.name} has no {what} (mp_22 and later)")
+    what, capability = ("asynchronous (LDLMS) copies", "has_async_copy") if copy.async_mode is not None else \
+        ("robust loads", "has_robust_access")
+    if arch is not None and not getattr(arch, capability):
+        raise copy.error(f"{construct}: {arch.name} has no {what} ({archs_with(capability)[0]} and later)")
     if copy.async_mode is not None:
         check_async_operands(construct, copy.src, copy.dst, copy.error)
     if robust:

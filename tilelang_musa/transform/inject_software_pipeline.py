@@ -10,18 +10,18 @@ access going to version `iteration % V`; V = the largest stage distance + 1, or 
 reader at that distance comes before the writer in the order (it reads the old contents before they are replaced).
 Only shared and per-thread local buffers can be versioned (a fragment's layout has no room for versions).
 
-Loads (a global-to-shared `T.copy` in a stage before the last one) are asynchronous. On mp_31, where the copy meets
-the TME rules (tileop/tme_copy.py; not with TL_DISABLE_TMA_LOWER), it is a TME load onto a ring of async barriers,
-one ring per run of consecutive loads: a block barrier, the loads, every thread arrives on `full[i % R]`; readers
-wait on it with parity `i / R & 1` (docs/ASYNC_MODEL.md section 5). Otherwise an LDLMS copy (mp_22 and later;
-TL_ENABLE_ASYNC_COPY=False keeps it synchronous) issued without waiting (tileop/async_copy.py, mode "issue"). Each run of
-consecutive async copies in the order is one commit group, committed every pipeline iteration (also where its
-copies are guarded off, so that group counts are the same in every iteration); a unit reading what an async copy
-wrote is preceded by `wait_group(N)`, N the number of groups committed after the one it needs, and a block barrier
-(pieces land for the thread that issued them). A block barrier also precedes each run of TME loads: the versions
-it overwrites were read by other threads. (An LDLMS copy's destination is marked as written, tileop/access_ptr.py:
-ThreadSync places that barrier where an earlier read needs it, none in the prologue.) The epilogue ends with
-wait_group(0).
+Loads (a global-to-shared `T.copy` in a stage before the last one) are asynchronous. With a TME (ArchInfo.has_tme:
+mp_31), where the copy meets the TME rules (tileop/tme_copy.py; not with TL_DISABLE_TMA_LOWER), it is a TME load
+onto a ring of async barriers, one ring per run of consecutive loads: a block barrier, the loads, every thread
+arrives on `full[i % R]`; readers wait on it with parity `i / R & 1` (docs/ASYNC_MODEL.md section 5). Otherwise an
+LDLMS copy (ArchInfo.has_async_copy: mp_22 and later; TL_ENABLE_ASYNC_COPY=False keeps it synchronous) issued
+without waiting (tileop/async_copy.py, mode "issue"). Each run of consecutive async copies in the order is one
+commit group, committed every pipeline iteration (also where its copies are guarded off, so that group counts are
+the same in every iteration); a unit reading what an async copy wrote is preceded by `wait_group(N)`, N the number
+of groups committed after the one it needs, and a block barrier (pieces land for the thread that issued them). A
+block barrier also precedes each run of TME loads: the versions it overwrites were read by other threads. (An LDLMS
+copy's destination is marked as written, tileop/access_ptr.py: ThreadSync places that barrier where an earlier read
+needs it, none in the prologue.) The epilogue ends with wait_group(0).
 """
 
 from __future__ import annotations
@@ -229,10 +229,15 @@ class _Schedule:
         return out
 
 
+def unscheduled_annotations(loop: tirx.For) -> dict:
+    """The loop's annotations without PipelinePlanning's schedule."""
+    return {str(k): v for k, v in loop.annotations.items() if str(k) not in _PIPELINE_KEYS}
+
+
 def in_order(loop: tirx.For) -> tirx.For:
     """The loop without its pipeline schedule: it runs in order."""
-    kept = {str(k): v for k, v in loop.annotations.items() if str(k) not in _PIPELINE_KEYS}
-    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, kept, loop.step)
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding,
+                    unscheduled_annotations(loop), loop.step)
 
 
 def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: list, used_outside: set,
@@ -249,13 +254,30 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
     max_stage = max(stages)
 
     needs = {b: version_count(b, units, stages, orders) for b in {b for u in units for b in u.writes}}
+    if _must_run_in_order(loop, needs, used_outside):
+        return in_order(loop)
+    _add_versions(loop, needs, versions)
+    kinds = {u.index: kind for u in units if (kind := load_kind(u, stages[u.index], max_stage, modes))}
+    schedule = _Schedule(units, stages, orders, kinds)
+    _allocate_rings(schedule, units, versions, modes.threads, barriers)
+    done = _iterations_done_counter(loop, schedule, counters, barriers)
+    return _PipelineEmitter(loop, schedule, versions, done).emit(list(body.hoisted), max_stage)
+
+
+def _must_run_in_order(loop: tirx.For, needs: dict, used_outside: set) -> bool:
+    """Whether a buffer that needs versions is also used outside the loop (then the loop runs in order, with a
+    warning): no version would be the current one there."""
     outside = sorted((b.name for b, count in needs.items() if count > 1 and b in used_outside))
     if outside:
         warn_once(f"T.Pipelined in order {loc_of(loop)}",
                   f"{loc_of(loop)}: T.Pipelined runs in order: `{outside[0]}` would need one copy per stage, but is "
                   "also used outside the loop, where no copy is the current one (copy it to another buffer inside "
                   "the loop to pipeline it)")
-        return in_order(loop)
+    return bool(outside)
+
+
+def _add_versions(loop: tirx.For, needs: dict, versions: dict) -> None:
+    """Adds to `versions` (buffer -> (versioned buffer, count)) each buffer that needs more than one version."""
     for buffer in sorted(needs, key=lambda b: b.name):
         count = needs[buffer]
         if count == 1:
@@ -270,8 +292,9 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
                                f"different depths ({versions[buffer][1]} and {count})", loc_of(loop))
         versions.setdefault(buffer, (versioned_buffer(buffer, count), count))
 
-    kinds = {u.index: kind for u in units if (kind := load_kind(u, stages[u.index], max_stage, modes))}
-    schedule = _Schedule(units, stages, orders, kinds)
+
+def _allocate_rings(schedule: _Schedule, units: list[Unit], versions: dict, threads: int, barriers: list) -> None:
+    """Gives each TME group its ring of barriers (one per version of what it loads), allocated in `barriers`."""
     for group in schedule.groups:
         if group.kind != TME:
             continue
@@ -280,99 +303,161 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
         group.barrier = Tb.buffer([group.ring], "uint64", scope=BARRIER_SCOPE)
         IRBuilder.name(f"{sorted(b.name for b in written)[0]}_full", group.barrier)
         # Every thread arrives after the group's loads (the leader's expect-tx comes first in its program order).
-        barriers.append(tirx.AllocBuffer(group.barrier, {ARRIVE_COUNTS: [tirx.const(modes.threads, "int32")]
+        barriers.append(tirx.AllocBuffer(group.barrier, {ARRIVE_COUNTS: [tirx.const(threads, "int32")]
                                                          * group.ring}))
-    n, lo = loop.extent, loop.min
-    ana = tvm.sym.Analyzer()
-    ran = None  # the iterations earlier runs of the loop took: the rings' phases went on with them
-    if counters is not None and any(g.kind == TME for g in schedule.groups):
-        ran = Tb.buffer([1], n.ty.dtype, scope="local")
-        IRBuilder.name("pipeline_iterations_done", ran)
-        counters.append(ran)
-        barriers.append(tirx.AllocBuffer(ran))
 
-    def ring_index(iteration: Any) -> Any:
-        return iteration if ran is None else ran[0] + iteration
 
-    def slot(group: _Group, iteration: Any) -> Any:
-        return group.barrier[tirx.floormod(ring_index(iteration), group.ring) if group.ring > 1 else 0]
+def _iterations_done_counter(loop: tirx.For, schedule: _Schedule, counters: list | None, barriers: list) -> Any:
+    """For a loop that runs again and again and loads through TME rings: the per-thread count of the iterations
+    its earlier runs took (the rings' phases went on with them), added to `counters` and allocated in `barriers`.
+    Else None."""
+    if counters is None or not any(g.kind == TME for g in schedule.groups):
+        return None
+    done = Tb.buffer([1], loop.extent.ty.dtype, scope="local")
+    IRBuilder.name("pipeline_iterations_done", done)
+    counters.append(done)
+    barriers.append(tirx.AllocBuffer(done))
+    return done
 
-    def at_iteration(unit: Unit, iteration: Any) -> Any:
-        kind = kinds.get(unit.index)
+
+@dataclass
+class _Placed:
+    """A unit as one pipeline iteration runs it."""
+    unit: Unit
+    iteration: Any  # the loop iteration it runs for
+    cond: Any  # the guard on that iteration's range, or None
+    runs: bool  # False: the iteration is out of range at compile time
+
+
+@dataclass
+class _Waits:
+    """What one pipeline iteration has waited for so far."""
+    last: tuple[int, int] | None = None  # (wait_group count, LDLMS groups committed since)
+    rings: set = dataclasses.field(default_factory=set)  # (id of a TME group, stage) waited for
+
+
+def _guarded(cond: Any, stmt: Any) -> Any:
+    return stmt if cond is None else tirx.IfThenElse(cond, stmt, None)
+
+
+class _PipelineEmitter:
+    """The statements of one pipelined loop: prologue, steady-state loop and epilogue, each pipeline iteration
+    the schedule's units with their waits, barriers, commits and arrivals."""
+
+    def __init__(self, loop: tirx.For, schedule: _Schedule, versions: dict, done: Any):
+        self.loop = loop
+        self.schedule = schedule
+        self.versions = versions
+        self.done = done  # the iterations earlier runs took (None: the loop runs once)
+        self.ana = tvm.sym.Analyzer()
+
+    def emit(self, hoisted: list, max_stage: int) -> Any:
+        loop, ana = self.loop, self.ana
+        n = loop.extent
+        stmts: list[Any] = hoisted
+        for p in range(max_stage):
+            stmts += self._iteration(tirx.const(p, n.ty.dtype), guarded=True)
+        steady_var = tirx.Var(loop.loop_var.name, loop.loop_var.ty.dtype)
+        steady = self._iteration(steady_var + max_stage, guarded=False)
+        extent = ana.simplify(tirx.Max(n - max_stage, tirx.const(0, n.ty.dtype)))
+        stmts.append(tirx.For(steady_var, tirx.const(0, n.ty.dtype), extent, loop.kind, tirx.SeqStmt(steady)
+                              if len(steady) > 1 else steady[0], loop.thread_binding, unscheduled_annotations(loop)))
+        start = ana.simplify(tirx.Max(n, tirx.const(max_stage, n.ty.dtype)))
+        for e in range(max_stage):
+            stmts += self._iteration(start + e, guarded=True)
+        if self.schedule.ldlms:
+            stmts.append(wait_group(0))
+        if self.done is not None:
+            stmts.append(tirx.BufferStore(self.done, self.done[0] + n, [0]))
+        return tirx.SeqStmt(stmts)
+
+    def _ring_index(self, iteration: Any) -> Any:
+        return iteration if self.done is None else self.done[0] + iteration
+
+    def _slot(self, group: _Group, iteration: Any) -> Any:
+        return group.barrier[tirx.floormod(self._ring_index(iteration), group.ring) if group.ring > 1 else 0]
+
+    def _place(self, p: Any, guarded: bool) -> list[_Placed]:
+        """The units of pipeline iteration `p`, in order, each with its loop iteration and guard."""
+        placed = []
+        for unit in self.schedule.emitted:
+            iteration = self.ana.simplify(p - self.schedule.stages[unit.index])
+            cond = self.ana.simplify(tirx.And(iteration >= 0, iteration < self.loop.extent)) if guarded else None
+            if isinstance(cond, tirx.IntImm):
+                placed.append(_Placed(unit, iteration, None, bool(cond.value)))
+            else:
+                placed.append(_Placed(unit, iteration, cond, True))
+        return placed
+
+    def _iteration(self, p: Any, guarded: bool) -> list[Any]:
+        """Pipeline iteration `p`; `guarded`: each unit runs only where its loop iteration is in [0, n)."""
+        placed = self._place(p, guarded)
+        waits = _Waits()
+        out: list[Any] = []
+        for pos, item in enumerate(placed):
+            group = self.schedule.group_of.get(item.unit.index)
+            out += self._ldlms_wait(item, waits)
+            out += self._ring_waits(item, waits)
+            if group is not None and group.kind == TME and group.units[0] == item.unit.index:
+                # The versions it overwrites were read by other threads. (An LDLMS copy's destination is marked
+                # as written: ThreadSync puts this barrier where a read came before.)
+                if any(placed[q].runs for q in range(pos, group.end + 1)):
+                    out.append(block_barrier())
+            if item.runs:
+                out.append(_guarded(item.cond, self._at_iteration(item.unit, item.iteration)))
+            if group is not None and pos == group.end:
+                out += self._end_group(group, item, waits)
+        return out
+
+    def _ldlms_wait(self, item: _Placed, waits: _Waits) -> list[Any]:
+        """wait_group(N) and a block barrier before a unit reading LDLMS copies, unless an earlier wait covers it."""
+        count = self.schedule.wait_count(item.unit) if item.runs else None
+        last = waits.last
+        if count is None or (last and last[0] + last[1] <= count):
+            return []
+        waits.last = (count, 0)
+        return [wait_group(count), block_barrier()]
+
+    def _ring_waits(self, item: _Placed, waits: _Waits) -> list[Any]:
+        """A wait on the slot of each TME ring the unit reads, once per ring and stage in the iteration."""
+        out = []
+        stage = self.schedule.stages[item.unit.index]
+        for group in self.schedule.barriers(item.unit) if item.runs else []:
+            if (id(group), stage) in waits.rings:
+                continue
+            waits.rings.add((id(group), stage))
+            index = self._ring_index(item.iteration)
+            parity = tirx.floormod(tirx.floordiv(index, group.ring), 2) if group.ring > 1 else \
+                tirx.floormod(index, 2)
+            out.append(_guarded(item.cond, barrier_call(BARRIER_WAIT_OP, self._slot(group, item.iteration), parity)))
+        return out
+
+    def _end_group(self, group: _Group, item: _Placed, waits: _Waits) -> list[Any]:
+        """After a group's last unit: an LDLMS group's commit, a TME group's arrival on its slot."""
+        if group.kind == LDLMS:
+            if waits.last:
+                waits.last = (waits.last[0], waits.last[1] + 1)
+            return [commit_group()]  # also when its copies are guarded off: group counts stay uniform
+        if group.kind == TME and item.runs:
+            return [_guarded(item.cond, barrier_call(BARRIER_ARRIVE_OP, self._slot(group, item.iteration)))]
+        return []
+
+    def _at_iteration(self, unit: Unit, iteration: Any) -> Any:
+        """The unit's statements for loop iteration `iteration`: loads in their asynchronous form, the loop
+        variable replaced, versioned buffers at the iteration's version."""
+        kind = self.schedule.kinds.get(unit.index)
         stmts = list(unit.stmts)
         if kind == LDLMS:
             stmts = [_with_attrs(s, s.value.op, [], {ASYNC_ATTR: ASYNC_ISSUE}) for s in stmts]
         elif kind == TME:
-            bar = slot(schedule.group_of[unit.index], iteration)
+            bar = self._slot(self.schedule.group_of[unit.index], iteration)
             stmts = [_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [bar], {"explicit": False, PIPELINED_ATTR: True})
                      for s in stmts]
         stmt = stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
-        value = ana.simplify(lo + iteration)
+        value = self.ana.simplify(self.loop.min + iteration)
         stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
-                                                 if v.same_as(loop.loop_var) else v)])
-        return to_versions(stmt, versions, iteration)
-
-    def pipeline_iteration(p: Any, guarded: bool) -> list[Any]:
-        placed = []  # (unit, its loop iteration, guard or None, whether it can run)
-        for unit in schedule.emitted:
-            iteration = ana.simplify(p - stages[unit.index])
-            cond = ana.simplify(tirx.And(iteration >= 0, iteration < n)) if guarded else None
-            if isinstance(cond, tirx.IntImm):
-                placed.append((unit, iteration, None, bool(cond.value)))
-            else:
-                placed.append((unit, iteration, cond, True))
-        out: list[Any] = []
-        last_wait = None  # (count, LDLMS groups committed since)
-        waited: set = set()  # (TME ring, stage) already waited for in this iteration
-        for pos, (unit, iteration, cond, runs) in enumerate(placed):
-            count = schedule.wait_count(unit) if runs else None
-            if count is not None and not (last_wait and last_wait[0] + last_wait[1] <= count):
-                out += [wait_group(count), block_barrier()]
-                last_wait = (count, 0)
-            for group in schedule.barriers(unit) if runs else []:
-                if (id(group), stages[unit.index]) in waited:
-                    continue
-                waited.add((id(group), stages[unit.index]))
-                index = ring_index(iteration)
-                parity = tirx.floormod(tirx.floordiv(index, group.ring), 2) if group.ring > 1 else \
-                    tirx.floormod(index, 2)
-                wait = barrier_call(BARRIER_WAIT_OP, slot(group, iteration), parity)
-                out.append(wait if cond is None else tirx.IfThenElse(cond, wait, None))
-            group = schedule.group_of.get(unit.index)
-            if group is not None and group.kind == TME and group.units[0] == unit.index:
-                # The versions it overwrites were read by other threads. (An LDLMS copy's destination is marked
-                # as written: ThreadSync puts this barrier where a read came before.)
-                if any(placed[q][3] for q in range(pos, group.end + 1)):
-                    out.append(block_barrier())
-            if runs:
-                stmt = at_iteration(unit, iteration)
-                out.append(stmt if cond is None else tirx.IfThenElse(cond, stmt, None))
-            if group is not None and group.kind == LDLMS and pos == group.end:
-                out.append(commit_group())  # also when its copies are guarded off: group counts stay uniform
-                if last_wait:
-                    last_wait = (last_wait[0], last_wait[1] + 1)
-            if group is not None and group.kind == TME and pos == group.end and runs:
-                arrive = barrier_call(BARRIER_ARRIVE_OP, slot(group, iteration))
-                out.append(arrive if cond is None else tirx.IfThenElse(cond, arrive, None))
-        return out
-
-    stmts: list[Any] = list(body.hoisted)
-    for p in range(max_stage):
-        stmts += pipeline_iteration(tirx.const(p, n.ty.dtype), guarded=True)
-    steady_var = tirx.Var(loop.loop_var.name, loop.loop_var.ty.dtype)
-    steady = pipeline_iteration(steady_var + max_stage, guarded=False)
-    kept = {str(k): v for k, v in loop.annotations.items() if str(k) not in _PIPELINE_KEYS}
-    extent = ana.simplify(tirx.Max(n - max_stage, tirx.const(0, n.ty.dtype)))
-    stmts.append(tirx.For(steady_var, tirx.const(0, n.ty.dtype), extent, loop.kind, tirx.SeqStmt(steady)
-                          if len(steady) > 1 else steady[0], loop.thread_binding, kept))
-    start = ana.simplify(tirx.Max(n, tirx.const(max_stage, n.ty.dtype)))
-    for e in range(max_stage):
-        stmts += pipeline_iteration(start + e, guarded=True)
-    if schedule.ldlms:
-        stmts.append(wait_group(0))
-    if ran is not None:
-        stmts.append(tirx.BufferStore(ran, ran[0] + n, [0]))
-    return tirx.SeqStmt(stmts)
+                                                 if v.same_as(self.loop.loop_var) else v)])
+        return to_versions(stmt, self.versions, iteration)
 
 
 def load_modes(func: tirx.PrimFunc, configs: dict) -> LoadModes:
@@ -381,7 +466,7 @@ def load_modes(func: tirx.PrimFunc, configs: dict) -> LoadModes:
     renumbered = frozenset(global_layouts(func))
     return LoadModes(
         tme=arch is not None and arch.has_tme and not enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER),
-        ldlms=arch is not None and arch.musa_arch >= 220
+        ldlms=arch is not None and arch.has_async_copy
         and enabled(configs, PassConfigKey.TL_ENABLE_ASYNC_COPY, default=True),
         params=tuple(func.params), renumbered=renumbered, threads=thread_info(func).num_threads)
 

@@ -78,6 +78,22 @@ def _code_buffer(buffer: Var) -> Var:
 
 
 def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    stored, allocs = _fp4_buffers(func)
+    if not stored and not allocs:
+        return func
+    # Registers (fragments, local arrays) hold one code a byte: a nibble store's atomics need memory.
+    unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
+    remap: dict[Any, Var] = {b: _code_buffer(b) if b in unpacked else _byte_buffer(b) for b in stored + allocs}
+    name = str(func.attrs["global_symbol"]) if func.attrs is not None and "global_symbol" in func.attrs else "kernel"
+    rewriter = _Fp4Rewriter(remap, {remap[b] for b in unpacked}, name)
+    body = rewriter.rewrite(func.body)
+    rewriter.check_no_fp4_left(body)
+    new_params = [remap.get(p, p) for p in func.params]
+    return tirx.PrimFunc(new_params, body, func.ret_type, func.attrs)
+
+
+def _fp4_buffers(func: tirx.PrimFunc) -> tuple[list[Var], list[Var]]:
+    """The kernel's fp4 tensors: (its parameters then its DeclBuffers, its allocations), each in walk order."""
     params = [p for p in func.params if is_buffer(p) and _is_fp4(p.ty.dtype.dtype)]
     decls: list[Any] = []
     tvm_ffi.structural_walk(func.body, [(tirx.DeclBuffer, lambda d: decls.append(d.buffer)
@@ -85,124 +101,130 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     allocs: list[Any] = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer)
                                          if _is_fp4(a.buffer.ty.dtype.dtype) else None)])
-    # Registers (fragments, local arrays) hold one code a byte: a nibble store's atomics need memory.
-    unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
-    if not params and not decls and not allocs:
-        return func
-    remap: dict[Any, Var] = {b: _code_buffer(b) if b in unpacked else _byte_buffer(b)
-                             for b in params + decls + allocs}
-    unpacked = {remap[b] for b in unpacked}
-    name = str(func.attrs["global_symbol"]) if func.attrs is not None and "global_symbol" in func.attrs else "kernel"
+    return params + decls, allocs
 
-    def fail(node: Any, what: str) -> CompileError:
-        return CompileError(f"kernel `{name}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic on "
-                            f"MUSA); cast loaded elements first (T.cast(x[i], \"float16\")) and store with "
+
+class _Fp4Rewriter:
+    """Rewrites a kernel body over the byte buffers in `remap` (fp4 buffer -> its uint8 buffer): element loads
+    decoded, stores encoded (module docstring). `unpacked`: the byte buffers of one code a byte (registers)."""
+
+    def __init__(self, remap: dict, unpacked: set, kernel: str):
+        self.remap = remap
+        self.unpacked = unpacked
+        self.kernel = kernel
+        self.handlers = [(tirx.Cast, self.on_cast), (tirx.BufferStore, self.on_store), (tirx.DeclBuffer, self.on_decl),
+                         (tirx.AllocBuffer, self.on_alloc), (TensorLoad, self.on_load), (Var, self.on_var)]
+
+    def fail(self, node: Any, what: str) -> CompileError:
+        return CompileError(f"kernel `{self.kernel}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic "
+                            f"on MUSA); cast loaded elements first (T.cast(x[i], \"float16\")) and store with "
                             f"T.cast(value, \"{FP4}\")", stage="LowerFP4Storage")
 
-    def rewrite(node: Any) -> Any:
-        return tvm_ffi.structural_mutate(node, handlers)
+    def rewrite(self, node: Any) -> Any:
+        return tvm_ffi.structural_mutate(node, self.handlers)
 
-    def nibble(load: Any) -> tuple[Any, Any]:
+    def check_no_fp4_left(self, body: Any) -> None:
+        """Whatever fp4-typed value is left is used in arithmetic (or compared, or passed to a call): an error."""
+        left: list[Any] = []
+
+        def note(n: Any) -> None:
+            if not left and _is_fp4(_dtype(n)):
+                left.append(n)
+
+        tvm_ffi.structural_walk(body, [(tvm.ir.Expr, note)])
+        if left:
+            raise self.fail(left[0], "the fp4 value")
+
+    def nibble(self, load: Any) -> tuple[Any, Any]:
         """The byte holding fp4 element load.indices[0] of a (flat) fp4 buffer, and which nibble (0 low, 1 high)."""
         if len(load.indices) != 1:
-            raise fail(load, f"an access to the {len(load.indices)}-d {FP4} buffer")
-        index = rewrite(load.indices[0])
+            raise self.fail(load, f"an access to the {len(load.indices)}-d {FP4} buffer")
+        index = self.rewrite(load.indices[0])
         if index.ty.dtype.lanes != 1:
-            raise fail(load, "a vector access to")
+            raise self.fail(load, "a vector access to")
         one = tirx.const(1, str(index.ty.dtype))
-        if remap[load.source] in unpacked:  # a code a byte: the low nibble of byte i
-            return tirx.BufferLoad(remap[load.source], [index]), tirx.const(0, str(index.ty.dtype))
-        return tirx.BufferLoad(remap[load.source], [tirx.shift_right(index, one)]), tirx.bitwise_and(index, one)
+        byte_buffer = self.remap[load.source]
+        if byte_buffer in self.unpacked:  # a code a byte: the low nibble of byte i
+            return tirx.BufferLoad(byte_buffer, [index]), tirx.const(0, str(index.ty.dtype))
+        return tirx.BufferLoad(byte_buffer, [tirx.shift_right(index, one)]), tirx.bitwise_and(index, one)
 
-    def decode(expr: Any) -> Any:
+    def decode(self, expr: Any) -> Any:
         """The float32 value of an fp4 expression."""
-        if isinstance(expr, TensorLoad) and expr.source in remap:
-            byte, odd = nibble(expr)
+        if isinstance(expr, TensorLoad) and expr.source in self.remap:
+            byte, odd = self.nibble(expr)
             return tirx.call_extern("float32", "tl::fp4_e2m1_to_float", byte, odd)
         if isinstance(expr, tirx.FloatImm):
             return tirx.const(FP4_VALUES[fp4_bits(float(expr.value))], "float32")
         if isinstance(expr, tirx.Cast):  # a value rounded to fp4 and read back
             return tirx.call_extern("float32", "tl::fp4_e2m1_to_float",
-                                    tirx.call_extern("uint8", "tl::float_to_fp4_e2m1", _to_float(expr.value)))
+                                    tirx.call_extern("uint8", "tl::float_to_fp4_e2m1", self.to_float(expr.value)))
         if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
-            return tirx.if_then_else(rewrite(expr.args[0]), decode(expr.args[1]), decode(expr.args[2]))
+            return tirx.if_then_else(self.rewrite(expr.args[0]), self.decode(expr.args[1]), self.decode(expr.args[2]))
         if isinstance(expr, tirx.Select):
-            return tirx.Select(rewrite(expr.condition), decode(expr.true_value), decode(expr.false_value))
-        raise fail(expr, "the fp4 value")
+            return tirx.Select(self.rewrite(expr.condition), self.decode(expr.true_value),
+                               self.decode(expr.false_value))
+        raise self.fail(expr, "the fp4 value")
 
-    def encode(expr: Any) -> Any:
+    def encode(self, expr: Any) -> Any:
         """The 4-bit code (uint8) of an fp4 expression."""
-        if isinstance(expr, TensorLoad) and expr.source in remap:
-            byte, odd = nibble(expr)
+        if isinstance(expr, TensorLoad) and expr.source in self.remap:
+            byte, odd = self.nibble(expr)
             return tirx.call_extern("uint8", "tl::fp4_e2m1_bits", byte, odd)
         if isinstance(expr, tirx.FloatImm):
             return tirx.const(fp4_bits(float(expr.value)), "uint8")
         if isinstance(expr, tirx.Cast):
-            return tirx.call_extern("uint8", "tl::float_to_fp4_e2m1", _to_float(expr.value))
+            return tirx.call_extern("uint8", "tl::float_to_fp4_e2m1", self.to_float(expr.value))
         if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
-            return tirx.if_then_else(rewrite(expr.args[0]), encode(expr.args[1]), encode(expr.args[2]))
+            return tirx.if_then_else(self.rewrite(expr.args[0]), self.encode(expr.args[1]), self.encode(expr.args[2]))
         if isinstance(expr, tirx.Select):
-            return tirx.Select(rewrite(expr.condition), encode(expr.true_value), encode(expr.false_value))
-        raise fail(expr, "the value stored,")
+            return tirx.Select(self.rewrite(expr.condition), self.encode(expr.true_value),
+                               self.encode(expr.false_value))
+        raise self.fail(expr, "the value stored,")
 
-    def _to_float(value: Any) -> Any:
-        value = rewrite(value)
+    def to_float(self, value: Any) -> Any:
+        """A non-fp4 value, rewritten, as float32 (what tl::float_to_fp4_e2m1 rounds)."""
+        value = self.rewrite(value)
         if _is_fp4(_dtype(value)):
-            raise fail(value, "a cast between fp4 values")
+            raise self.fail(value, "a cast between fp4 values")
         return value if _dtype(value) == "float32" else tirx.Cast("float32", value)
 
-    def on_cast(node: Any, mutator: Any) -> Any:
+    # The handlers of the walk.
+
+    def on_cast(self, node: Any, mutator: Any) -> Any:
         if not _is_fp4(_dtype(node.value)):
             return mutator.default_mutate(node)
         if _is_fp4(_dtype(node)):
-            raise fail(node, "a cast from fp4 to fp4")
-        value = decode(node.value)
+            raise self.fail(node, "a cast from fp4 to fp4")
+        value = self.decode(node.value)
         return value if _dtype(node) == "float32" else tirx.Cast(_dtype(node), value)
 
-    def on_store(node: Any, mutator: Any) -> Any:
-        if node.buffer not in remap:
+    def on_store(self, node: Any, mutator: Any) -> Any:
+        if node.buffer not in self.remap:
             return mutator.default_mutate(node)
         target = tirx.BufferLoad(node.buffer, list(node.indices))  # for nibble(): the element stored to
-        byte, odd = nibble(target)
-        code = encode(node.value)
-        if byte.source in unpacked:  # this thread's own register: a plain store of the code
+        byte, odd = self.nibble(target)
+        code = self.encode(node.value)
+        if byte.source in self.unpacked:  # this thread's own register: a plain store of the code
             return tirx.BufferStore(byte.source, code, list(byte.indices))
         return tirx.Evaluate(tirx.call_extern("int32", "tl::fp4_e2m1_store", tirx.address_of(byte), odd, code))
 
-    def on_decl(node: Any, mutator: Any) -> Any:
-        if node.buffer not in remap:
+    def on_decl(self, node: Any, mutator: Any) -> Any:
+        if node.buffer not in self.remap:
             return mutator.default_mutate(node)
-        return tirx.DeclBuffer(remap[node.buffer], data=rewrite(node.data))
+        return tirx.DeclBuffer(self.remap[node.buffer], data=self.rewrite(node.data))
 
-    def on_alloc(node: Any, mutator: Any) -> Any:
-        if node.buffer not in remap:
+    def on_alloc(self, node: Any, mutator: Any) -> Any:
+        if node.buffer not in self.remap:
             return mutator.default_mutate(node)
-        return tirx.AllocBuffer(remap[node.buffer], node.annotations)
+        return tirx.AllocBuffer(self.remap[node.buffer], node.annotations)
 
-    def on_var(node: Any, mutator: Any) -> Any:
-        return remap.get(node, node)
+    def on_var(self, node: Any, mutator: Any) -> Any:
+        return self.remap.get(node, node)
 
-    def on_load(node: Any, mutator: Any) -> Any:
-        if node.source in remap:  # casts and stores take theirs before the walk gets here
-            raise fail(node, "the fp4 element")
+    def on_load(self, node: Any, mutator: Any) -> Any:
+        if node.source in self.remap:  # casts and stores take theirs before the walk gets here
+            raise self.fail(node, "the fp4 element")
         return mutator.default_mutate(node)
-
-    handlers = [(tirx.Cast, on_cast), (tirx.BufferStore, on_store), (tirx.DeclBuffer, on_decl),
-                (tirx.AllocBuffer, on_alloc), (TensorLoad, on_load), (Var, on_var)]
-    body = rewrite(func.body)
-
-    # Whatever fp4-typed value is left is used in arithmetic (or compared, or passed to a call).
-    left: list[Any] = []
-
-    def note(n: Any) -> None:
-        if not left and _is_fp4(_dtype(n)):
-            left.append(n)
-
-    tvm_ffi.structural_walk(body, [(tvm.ir.Expr, note)])
-    if left:
-        raise fail(left[0], "the fp4 value")
-    new_params = [remap.get(p, p) for p in func.params]
-    return tirx.PrimFunc(new_params, body, func.ret_type, func.attrs)
 
 
 def LowerFP4Storage():  # noqa: N802

@@ -25,7 +25,7 @@ from ..errors import CompileError
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, DESCRIPTORS_ATTR
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import TensorLoad, thread_info
-from ..target import ARCHS
+from ..target import arch_of, archs_with
 from ..tileop import parse_tile_op
 from ..tileop.base import LowerArgs, call_loc
 from ..tileop.tme_copy import (
@@ -43,24 +43,124 @@ STAGE = "LowerTmeCopy"
 
 
 def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
-    threads = thread_info(func)
-    target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    arch = ARCHS[str(target.attrs["arch"])] if target is not None else None
-    layouts = shared_layouts(func)
-    renumbered = global_layouts(func)  # tensors annotated with a layout: a descriptor cannot renumber them
-    params = list(func.params)
-    descriptors: dict[str, list] = {}
-    sync_barriers: dict[int, Any] = {}  # threads reaching a T.copy TME load -> the barrier it waits on
-    guards: list[Any] = []
-    # Enclosing `if`s whose conditions are not thread-id ranges (data, block indices): which threads take the branch
-    # is not known here, so the elected leader may not be among them; a T.copy there stays a plain copy.
-    data_conditions = [0]
-    analyzer = thread_analyzer(threads)
-    per_thread = _per_thread_vars(func, threads)
+    lowering = _TmeCopyLowering(func, configs)
+    body = lowering.rewrite(func.body)
+    if body.same_as(func.body):
+        return func
+    if lowering.sync_barriers:
+        body = _allocate_at_top(body, [tirx.AllocBuffer(buf, {ARRIVE_COUNTS: [tirx.const(count, "int32")]})
+                                       for count, buf in lowering.sync_barriers.items()])
+    func = tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
+    if lowering.descriptors:
+        func = func.with_attr(DESCRIPTORS_ATTR, lowering.descriptors)
+    return func
 
-    def leader_condition(op: TmeCopy) -> Any:
-        reach: ThreadRange = _reaching(guards, threads, analyzer(), op)
-        tid = threads.linear_thread_id()
+
+class _TmeCopyLowering:
+    """One walk over a kernel body: tracks the thread guards around each statement, lowers each TME copy (or
+    falls back to a plain copy), and collects the descriptors and the compiler's barriers the copies need."""
+
+    def __init__(self, func: tirx.PrimFunc, configs: dict):
+        self.func = func
+        self.configs = configs
+        self.threads = thread_info(func)
+        self.target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
+        self.arch = arch_of(self.target) if self.target is not None else None
+        self.layouts = shared_layouts(func)
+        self.renumbered = global_layouts(func)  # tensors annotated with a layout: a descriptor cannot renumber them
+        self.params = list(func.params)
+        self.analyzer = thread_analyzer(self.threads)
+        self.per_thread = _per_thread_vars(func, self.threads)
+        # Outputs: the global tensors' descriptors, and threads reaching a T.copy TME load -> the barrier it waits on.
+        self.descriptors: dict[str, list] = {}
+        self.sync_barriers: dict[int, Any] = {}
+        # Where the walk is: the thread-range conditions of the enclosing `if`s, and how many enclosing `if`s have
+        # conditions that are not thread-id ranges (data, block indices): which threads take such a branch is not
+        # known here, so the elected leader may not be among them; a T.copy there stays a plain copy.
+        self.guards: list[Any] = []
+        self.data_conditions = 0
+
+    def rewrite(self, body: Any) -> Any:
+        return tvm_ffi.structural_mutate(body, [(tirx.IfThenElse, self._on_if), (tirx.Evaluate, self._on_evaluate)])
+
+    def _on_if(self, node, mutator):
+        conds = thread_conditions(node.condition, self.threads)
+        other = len(conds) < len(conjuncts(node.condition)) and not _block_uniform(node.condition, self.threads,
+                                                                                    self.per_thread)
+        self.data_conditions += other
+        self.guards.extend(conds)
+        then_case = mutator.mutate(node.then_case)
+        del self.guards[len(self.guards) - len(conds):]
+        else_case = node.else_case
+        if else_case is not None:
+            negated = [tirx.Not(node.condition)] if conds else []
+            self.guards.extend(negated)
+            else_case = mutator.mutate(else_case)
+            del self.guards[len(self.guards) - len(negated):]
+        self.data_conditions -= other
+        if then_case.same_as(node.then_case) and (else_case is None or else_case.same_as(node.else_case)):
+            return node
+        return tirx.IfThenElse(node.condition, then_case, else_case)
+
+    def _on_evaluate(self, node, mutator):
+        name = str(node.value.op.name) if isinstance(node.value, tvm.ir.Call) and \
+            isinstance(node.value.op, tvm.ir.Op) else None
+        if name in (TME_STORE_ARRIVE, TME_STORE_WAIT) and self.arch is not None and not self.arch.has_tme:
+            construct = "T.tma_store_wait" if name == TME_STORE_WAIT else "T.tma_store_arrive"
+            raise CompileError(f"{construct}: {self.arch.name} has no TME (the tensor memory engine exists on "
+                               f"{archs_with('has_tme')[0]} and later)", call_loc(node.value), STAGE)
+        if name != TmeCopy.op_name:
+            return node
+        return self._lower(parse_tile_op(node.value))
+
+    def _lower(self, op: TmeCopy) -> Any:
+        """The copy as TME instructions; a T.copy the TME cannot do is a plain copy, a T.tma_copy an error."""
+        if not op.explicit and (enabled(self.configs, PassConfigKey.TL_DISABLE_TMA_LOWER) or self.data_conditions):
+            return self._plain_copy(op)
+        if self.arch is not None and not self.arch.has_tme:
+            if not op.explicit:
+                return self._plain_copy(op)
+            raise CompileError(f"T.tma_copy: {self.arch.name} has no TME (the tensor memory engine exists on "
+                               f"{archs_with('has_tme')[0]} and later); use T.copy", op.loc, STAGE)
+        if op.is_load and op.barrier is None and op.explicit:
+            raise CompileError("T.tma_copy: a load (global -> shared) needs barrier=...: the copy arrives on it, and "
+                               "the threads wait on it before reading the tile", op.loc, STAGE)
+        if op.global_region.buffer in self.renumbered:
+            if not op.explicit:
+                return self._plain_copy(op)
+            raise not_tme_error(op, f"{op.global_region.name} is accessed through its T.annotate_layout layout, which a "
+                                "TME descriptor (dims and strides) cannot express")
+        shared = op.shared_region.buffer
+        if shared in view_buffers(self.func):
+            if not op.explicit:
+                return self._plain_copy(op)
+            raise not_tme_error(op, f"{shared.name} is a T.view / T.reshape view; copy into the viewed buffer")
+        try:
+            plan = op.plan(self.params, self.layouts.get(shared))
+        except NotTme as why:
+            if not op.explicit:
+                return self._plain_copy(op)
+            raise not_tme_error(op, str(why)) from None
+        g = op.global_region.buffer
+        self.descriptors[descriptor_name(g)] = descriptor_spec(g)
+        if op.is_load and op.barrier is None:  # a T.copy load: on a barrier of the compiler's, waited for here
+            barrier = self._sync_barrier(_reaching(self.guards, self.threads, self.analyzer(), op).count)
+            issue = lower_tme(dataclasses.replace(op, barrier=barrier), plan, self._leader_condition(op))
+            return tirx.SeqStmt([issue, tirx.Evaluate(tirx.call_intrin("int32", BARRIER_SYNC_OP, barrier))])
+        return lower_tme(op, plan, self._leader_condition(op))
+
+    def _sync_barrier(self, count: int) -> Any:
+        """The compiler's barrier that `count` threads reaching a T.copy TME load arrive on (one per count)."""
+        if count not in self.sync_barriers:
+            buf = Tb.buffer([1], "uint64", scope=BARRIER_SCOPE)
+            IRBuilder.name(f"tme_barrier_{count}" if self.sync_barriers else "tme_barrier", buf)
+            self.sync_barriers[count] = buf
+        return self.sync_barriers[count][0]
+
+    def _leader_condition(self, op: TmeCopy) -> Any:
+        """Which thread issues the copy: the first that reaches it, or the first of every leader_scope_threads."""
+        reach: ThreadRange = _reaching(self.guards, self.threads, self.analyzer(), op)
+        tid = self.threads.linear_thread_id()
         scope = op.leader_scope_threads
         if scope is not None and scope < reach.count:
             if reach.count % scope:
@@ -70,102 +170,20 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
             return tirx.EQ(tirx.FloorMod(offset, scope), 0)
         return tirx.EQ(tid, reach.first)
 
-    def lower_one(op: TmeCopy, fallback) -> Any:
-        if not op.explicit and (enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER) or data_conditions[0]):
-            return fallback()
-        if arch is not None and not arch.has_tme:
-            if not op.explicit:
-                return fallback()
-            raise CompileError(f"T.tma_copy: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
-                               "later); use T.copy", op.loc, STAGE)
-        if op.is_load and op.barrier is None and op.explicit:
-            raise CompileError("T.tma_copy: a load (global -> shared) needs barrier=...: the copy arrives on it, and "
-                               "the threads wait on it before reading the tile", op.loc, STAGE)
-        if op.global_region.buffer in renumbered:
-            if not op.explicit:
-                return fallback()
-            raise not_tme_error(op, f"{op.global_region.name} is accessed through its T.annotate_layout layout, which a "
-                                "TME descriptor (dims and strides) cannot express")
-        shared = op.shared_region.buffer
-        if shared in view_buffers(func):
-            if not op.explicit:
-                return fallback()
-            raise not_tme_error(op, f"{shared.name} is a T.view / T.reshape view; copy into the viewed buffer")
-        try:
-            plan = op.plan(params, layouts.get(shared))
-        except NotTme as why:
-            if not op.explicit:
-                return fallback()
-            raise not_tme_error(op, str(why)) from None
-        g = op.global_region.buffer
-        descriptors[descriptor_name(g)] = descriptor_spec(g)
-        if op.is_load and op.barrier is None:  # a T.copy load: on a barrier of the compiler's, waited for here
-            count = _reaching(guards, threads, analyzer(), op).count
-            if count not in sync_barriers:
-                buf = Tb.buffer([1], "uint64", scope=BARRIER_SCOPE)
-                IRBuilder.name(f"tme_barrier_{count}" if sync_barriers else "tme_barrier", buf)
-                sync_barriers[count] = buf
-            barrier = sync_barriers[count][0]
-            issue = lower_tme(dataclasses.replace(op, barrier=barrier), plan, leader_condition(op))
-            return tirx.SeqStmt([issue, tirx.Evaluate(tirx.call_intrin("int32", BARRIER_SYNC_OP, barrier))])
-        return lower_tme(op, plan, leader_condition(op))
+    def _plain_copy(self, op: TmeCopy) -> Any:
+        """A T.copy that is not a TME copy, lowered as Copy does (its cache hints dropped, with a warning)."""
+        if op.hinted:
+            warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy "
+                      "are cache hints of TME copies; this copy is not a TME copy (see T.tma_copy's rules) and "
+                      "runs without them")
+        from ..tileop.copy import Copy
 
-    def on_if(node, mutator):
-        conds = thread_conditions(node.condition, threads)
-        other = len(conds) < len(conjuncts(node.condition)) and not _block_uniform(node.condition, threads,
-                                                                                    per_thread)
-        data_conditions[0] += other
-        guards.extend(conds)
-        then_case = mutator.mutate(node.then_case)
-        del guards[len(guards) - len(conds):]
-        else_case = node.else_case
-        if else_case is not None:
-            negated = [tirx.Not(node.condition)] if conds else []
-            guards.extend(negated)
-            else_case = mutator.mutate(else_case)
-            del guards[len(guards) - len(negated):]
-        data_conditions[0] -= other
-        if then_case.same_as(node.then_case) and (else_case is None or else_case.same_as(node.else_case)):
-            return node
-        return tirx.IfThenElse(node.condition, then_case, else_case)
-
-    def on_evaluate(node, mutator):
-        name = str(node.value.op.name) if isinstance(node.value, tvm.ir.Call) and \
-            isinstance(node.value.op, tvm.ir.Op) else None
-        if name in (TME_STORE_ARRIVE, TME_STORE_WAIT) and arch is not None and not arch.has_tme:
-            construct = "T.tma_store_wait" if name == TME_STORE_WAIT else "T.tma_store_arrive"
-            raise CompileError(f"{construct}: {arch.name} has no TME (the tensor memory engine exists on mp_31 and "
-                               "later)", call_loc(node.value), STAGE)
-        if name != TmeCopy.op_name:
-            return node
-        op = parse_tile_op(node.value)
-
-        def fallback():
-            if op.hinted:
-                warn_once("T.copy cache policy", "T.copy: eviction_policy / inner_cache_policy / outer_cache_policy "
-                          "are cache hints of TME copies; this copy is not a TME copy (see T.tma_copy's rules) and "
-                          "runs without them")
-            from ..tileop.copy import Copy
-
-            args = LowerArgs(target, threads.linear_thread_id(), threads.num_threads, {}, configs)
-            plain = Copy(op.src, op.dst, op.loc, op.coalesced_width).lower(args)
-            if not op.pipelined:
-                return plain
-            # Every thread's part is stored before the threads arrive on the pipeline's barrier.
-            return tirx.SeqStmt([plain, tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))])
-
-        return lower_one(op, fallback)
-
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if), (tirx.Evaluate, on_evaluate)])
-    if body.same_as(func.body):
-        return func
-    if sync_barriers:
-        body = _allocate_at_top(body, [tirx.AllocBuffer(buf, {ARRIVE_COUNTS: [tirx.const(count, "int32")]})
-                                       for count, buf in sync_barriers.items()])
-    func = tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
-    if descriptors:
-        func = func.with_attr(DESCRIPTORS_ATTR, descriptors)
-    return func
+        args = LowerArgs(self.target, self.threads.linear_thread_id(), self.threads.num_threads, {}, self.configs)
+        plain = Copy(op.src, op.dst, op.loc, op.coalesced_width).lower(args)
+        if not op.pipelined:
+            return plain
+        # Every thread's part is stored before the threads arrive on the pipeline's barrier.
+        return tirx.SeqStmt([plain, tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))])
 
 
 def _block_uniform(cond: Any, threads, per_thread: set) -> bool:

@@ -34,14 +34,13 @@ from ..diagnostics import warn_once
 from ..ir.attrs import USER_BLOCK_BARRIER, WS_ATTR
 from ..ir.ops import BARRIER_WAIT_OP
 from ..ir.utils import seq, thread_info
-from ..target import arch_of
+from ..target import arch_of, archs_with
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .thread_guard import ThreadRange, conjuncts, map_with_guards, reaching_threads, thread_conditions
 
 STAGE = "RangeBarriers"
 STORAGE_SYNC = "tirx.tvm_storage_sync"
-_ASYNC_BARRIER_ARCHS = ("mp_31", "mp_32")  # ASYNC_MODEL.md section 1: async barriers from mp_31 on
 
 
 def block_barrier_scope(stmt: Any) -> str | None:
@@ -164,7 +163,9 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     func = drop_barriers_between_regions(func)
     threads = thread_info(func)
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
-    arch = arch_of(target).name if target is not None else None
+    arch = arch_of(target) if target is not None else None
+    arch_name = arch.name if arch is not None else None
+    partial_barriers = arch is not None and arch.has_async_barriers  # ASYNC_MODEL.md section 1
     analyzer = thread_analyzer(threads)
     ids: dict[tuple[int, int], int] = {}
 
@@ -190,12 +191,13 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if reach.first == 0 and reach.count == threads.num_threads:
             return node
         where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"
-        if arch not in _ASYNC_BARRIER_ARCHS:
+        if not partial_barriers:
             raise CompileError(
                 f"{where} needs a barrier among its {reach} (the shared memory its threads write and read, or a "
-                f"tile op's own barrier), but {arch} has no barrier over part of a block (asynchronous barriers "
-                "need mp_31 or newer), and a block barrier there would wait for threads that never arrive. Move the "
-                "shared-memory work out of the region, or run it on all the block's threads", stage=STAGE)
+                f"tile op's own barrier), but {arch_name} has no barrier over part of a block (asynchronous barriers "
+                f"need {archs_with('has_async_barriers')[0]} or newer), and a block barrier there would wait for "
+                "threads that never arrive. Move the shared-memory work out of the region, or run it on all the "
+                "block's threads", stage=STAGE)
         barrier_id = ids.setdefault((reach.first, reach.count), len(ids) + 1)
         return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, scope, barrier_id, reach.count))
 

@@ -1,5 +1,5 @@
-"""WarpSpecializePipeline: on mp_31, a planned `T.Pipelined` loop whose early stages are all TME loads becomes a
-producer squad and the consumer squads (upstream TileLang's warp specialization; off with
+"""WarpSpecializePipeline: with a TME (ArchInfo.has_tme: mp_31), a planned `T.Pipelined` loop whose early stages are
+all TME loads becomes a producer squad and the consumer squads (upstream TileLang's warp specialization; off with
 TL_DISABLE_WARP_SPECIALIZED, or TL_DISABLE_TMA_LOWER since the producer's loads are TME copies).
 
 The block grows by one squad (128 threads, `producer_threads` as upstream): threads [T, T + 128) run the producer,
@@ -20,7 +20,8 @@ pipelined in one squad by InjectSoftwarePipeline.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import tvm
 import tvm_ffi
@@ -35,7 +36,8 @@ from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
 from ..tileop.registry import is_tile_op
 from ..tileop.tme_copy import TmeCopy
 from .inject_software_pipeline import (
-    TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, versioned_buffer,
+    TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, unscheduled_annotations,
+    versioned_buffer,
 )
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE, SMEM_ROUNDING, SharedBudget, shared_budget
@@ -62,14 +64,85 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     modes = load_modes(func, configs)
     if not modes.tme or enabled(configs, PassConfigKey.TL_DISABLE_WARP_SPECIALIZED):
         return func
+    site = _find_site(func)
+    if site is None:
+        return func
+    plan = _plan(site.loop, modes)
+    if plan is None or not _fits(func, site, plan):
+        return func
+    rings = _Rings(plan.ring)
+    top, rest, late = _hoist_declarations(site.stmts)
+    prologue = rest[:[i for i, s in enumerate(rest) if s.same_as(site.loop)][0]]
+    setup = _producer_setup(prologue, [s for i in plan.loads for s in plan.units[i].stmts], late)
+    if setup is None:
+        return func  # the loads' addresses come from statements only the consumers can run: one squad
+    body = _squad_regions(site, plan, rings, top, rest, setup)
+    return func.with_body(_grown_block(site, body))
+
+
+@dataclass(frozen=True)
+class _Site:
+    """Where the loop is: the kernel's launch attributes down to the threadIdx.x extent, that attribute's
+    statements (flattened), the one pipelined loop among them, and the block's threads."""
+    chain: list
+    thread_attr: tirx.AttrStmt
+    stmts: list
+    loop: tirx.For
+    block: int
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A qualifying loop's units, the load units among them, its ring slots and its versioned tiles."""
+    units: list
+    loads: set
+    ring: int
+    versions: dict  # loaded tile -> (versioned buffer, ring); empty for one slot
+
+    @property
+    def readers(self) -> list[int]:
+        """The units other than the loads that read a loaded tile, in order."""
+        loaded = {b for i in self.loads for b in self.units[i].writes}
+        return [u.index for u in self.units if u.index not in self.loads and u.reads & loaded]
+
+
+class _Rings:
+    """The two barrier rings: `full` (the producer's loads landed), `empty` (the consumers are done with a slot)."""
+
+    def __init__(self, ring: int):
+        self.full = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
+        self.empty = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
+        IRBuilder.name("pipeline_full", self.full)
+        IRBuilder.name("pipeline_empty", self.empty)
+
+
+@dataclass(frozen=True)
+class _Iteration:
+    """Iteration k of the loop as both squads run it."""
+    slot: Any  # k % R: the ring slot, and the version of the loaded tiles
+    phase: Any  # (k // R) & 1
+    k: Any  # the new loop variable, from 0
+    value: Any  # the original loop variable's value at k
+    loop_var: Any
+    versions: dict
+
+    def here(self, stmt: Any) -> Any:
+        """A statement of the loop body at iteration k: the loop variable replaced, loaded tiles versioned."""
+        stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: self.value
+                                                 if v.same_as(self.loop_var) else v)])
+        return to_versions(stmt, self.versions, self.k)
+
+
+def _find_site(func: tirx.PrimFunc) -> _Site | None:
+    """The kernel's one pipelined loop, a statement of its top-level sequence, in a 1-D block of whole squads."""
     threads = thread_info(func)
     block = as_int(threads.extents.get("threadIdx.x"))
     if set(threads.extents) - {"threadIdx.x", "blockIdx.x", "blockIdx.y", "blockIdx.z"} or block is None \
             or block % SQUAD_THREADS:
-        return func
+        return None
     found = _thread_attr(func.body)
     if found is None:
-        return func
+        return None
     chain, thread_attr = found
     stmts = flatten(thread_attr.body)
     loops = [s for s in stmts if isinstance(s, tirx.For) and SCHEDULE_STAGE in s.annotations]
@@ -77,96 +150,97 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFun
     tvm_ffi.structural_walk(thread_attr.body, [(tirx.For, lambda f: nested.append(f)
                                                  if SCHEDULE_STAGE in f.annotations else None)], order="pre")
     if len(loops) != 1 or len(nested) != 1:
-        return func
-    (loop,) = loops
-    plan = _plan(loop, modes)
-    if plan is None:
-        return func
-    units, loads, ring, versions = plan
-    if set(versions) & BufferUses(thread_attr.body).outside(loop):
-        return func  # a loaded tile is used outside the loop too: InjectSoftwarePipeline says why that fails
+        return None
+    return _Site(chain, thread_attr, stmts, loops[0], block)
+
+
+def _fits(func: tirx.PrimFunc, site: _Site, plan: _Plan) -> bool:
+    """Whether the loaded tiles are used in the loop only, and every tile fits in shared memory side by side."""
+    if set(plan.versions) & BufferUses(site.thread_attr.body).outside(site.loop):
+        return False  # a loaded tile is used outside the loop too: InjectSoftwarePipeline says why that fails
     budget = shared_budget(func)
-    if budget is not None and _side_by_side_bytes(budget, versions) > budget.limit:
+    if budget is not None and _side_by_side_bytes(budget, plan.versions) > budget.limit:
         # The squads run side by side, so no tile can take another's bytes (PipelinePlanning sized the schedule
         # with tiles used only after the loop in the loop's bytes): pipelined in one squad, where they can.
-        return func
+        return False
+    return True
 
-    tid = thread_attr.node.var
-    full = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
-    empty = Tb.buffer([ring], "uint64", scope=BARRIER_SCOPE)
-    IRBuilder.name("pipeline_full", full)
-    IRBuilder.name("pipeline_empty", empty)
-    loaded = {b for i in loads for b in units[i].writes}
-    readers = [u.index for u in units if u.index not in loads and u.reads & loaded]
-    kept = {str(key): v for key, v in loop.annotations.items()
-            if str(key) not in (SCHEDULE_STAGE, SCHEDULE_ORDER, "tl.pipeline.group")}
 
-    def serial(make_body) -> tirx.For:
-        """The loop over the iterations, its body made by `make_body(slot, phase, here)`."""
-        k = tirx.Var(loop.loop_var.name, loop.loop_var.ty.dtype)
-        value = tvm.sym.Analyzer().simplify(loop.min + k)
-        slot = tirx.floormod(k, ring) if ring > 1 else tirx.const(0, k.ty.dtype)
-        phase = tirx.floormod(tirx.floordiv(k, ring), 2)
+def _serial(loop: tirx.For, plan: _Plan, make_body: Callable[[_Iteration], list]) -> tirx.For:
+    """The loop over the iterations, its body made by `make_body(iteration)`."""
+    k = tirx.Var(loop.loop_var.name, loop.loop_var.ty.dtype)
+    value = tvm.sym.Analyzer().simplify(loop.min + k)
+    slot = tirx.floormod(k, plan.ring) if plan.ring > 1 else tirx.const(0, k.ty.dtype)
+    phase = tirx.floormod(tirx.floordiv(k, plan.ring), 2)
+    body = make_body(_Iteration(slot, phase, k, value, loop.loop_var, plan.versions))
+    return tirx.For(k, tirx.const(0, loop.extent.ty.dtype), loop.extent, loop.kind,
+                    tirx.SeqStmt(body) if len(body) > 1 else body[0], loop.thread_binding,
+                    unscheduled_annotations(loop))
 
-        def here(stmt: Any) -> Any:
-            stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
-                                                     if v.same_as(loop.loop_var) else v)])
-            return to_versions(stmt, versions, k)
 
-        body = make_body(slot, phase, here)
-        return tirx.For(k, tirx.const(0, loop.extent.ty.dtype), loop.extent, loop.kind,
-                        tirx.SeqStmt(body) if len(body) > 1 else body[0], loop.thread_binding, kept)
+def _producer_body(plan: _Plan, rings: _Rings, it: _Iteration) -> list:
+    """Wait for the slot to be empty, load into it (TME, on full[slot]), arrive on full[slot]."""
+    body = [barrier_call(BARRIER_WAIT_OP, rings.empty[it.slot], tirx.bitwise_xor(it.phase, 1))]
+    for u in plan.units:
+        if u.index in plan.loads:
+            body += [it.here(_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [rings.full[it.slot]],
+                                         {"explicit": False, PIPELINED_ATTR: True})) for s in u.stmts]
+    return body + [barrier_call(BARRIER_ARRIVE_OP, rings.full[it.slot])]
 
-    def producer_body(slot, phase, here):
-        body = [barrier_call(BARRIER_WAIT_OP, empty[slot], tirx.bitwise_xor(phase, 1))]
-        for u in units:
-            if u.index in loads:
-                body += [here(_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [full[slot]],
-                                          {"explicit": False, PIPELINED_ATTR: True})) for s in u.stmts]
-        return body + [barrier_call(BARRIER_ARRIVE_OP, full[slot])]
 
-    def consumer_body(slot, phase, here):
-        body = []
-        for u in units:
-            if u.index in loads:
-                continue
-            if readers and u.index == readers[0]:
-                body.append(barrier_call(BARRIER_WAIT_OP, full[slot], phase))
-            body.append(here(u.stmt))
-            if readers and u.index == readers[-1]:
-                body.append(barrier_call(BARRIER_ARRIVE_OP, empty[slot]))
-        return body
+def _consumer_body(plan: _Plan, rings: _Rings, it: _Iteration) -> list:
+    """The loop body without its loads: wait on full[slot] before the first reader, arrive on empty[slot] after
+    the last."""
+    readers = plan.readers
+    body = []
+    for u in plan.units:
+        if u.index in plan.loads:
+            continue
+        if readers and u.index == readers[0]:
+            body.append(barrier_call(BARRIER_WAIT_OP, rings.full[it.slot], it.phase))
+        body.append(it.here(u.stmt))
+        if readers and u.index == readers[-1]:
+            body.append(barrier_call(BARRIER_ARRIVE_OP, rings.empty[it.slot]))
+    return body
 
-    top, rest, late = _hoist_declarations(stmts)
-    prologue = rest[:[i for i, s in enumerate(rest) if s.same_as(loop)][0]]
-    setup = _producer_setup(prologue, [s for i in loads for s in units[i].stmts], late)
-    if setup is None:
-        return func  # the loads' addresses come from statements only the consumers can run: one squad
-    consumer = [serial(consumer_body) if s.same_as(loop) else s for s in rest]
+
+def _squad_regions(site: _Site, plan: _Plan, rings: _Rings, top: list, rest: list, setup: list) -> Any:
+    """The block's new body: the hoisted declarations, the producer squad's region and the consumers', the rings
+    declared, the loaded tiles allocated with their versions."""
+    loop, block = site.loop, site.block
+    tid = site.thread_attr.node.var
+    consumer = [_serial(loop, plan, lambda it: _consumer_body(plan, rings, it)) if s.same_as(loop) else s
+                for s in rest]
     producer_squad = block // SQUAD_THREADS
     regions = [
         _region(f"producer squad T.ws({producer_squad}) of T.Pipelined",
                 tirx.LE(tirx.const(block, tid.ty.dtype), tid),
-                _renamed_bindings(setup + [serial(producer_body)])),
+                _renamed_bindings(setup + [_serial(loop, plan, lambda it: _producer_body(plan, rings, it))])),
         _region(f"consumer squads T.ws(0..{producer_squad - 1}) of T.Pipelined", tirx.LT(tid, block), consumer),
     ]
     body = tirx.SeqStmt(top + regions)
-    body = declare_buffers(body, [full, empty], [{ARRIVE_COUNTS: [tirx.const(SQUAD_THREADS, "int32")] * ring},
-                                                 {ARRIVE_COUNTS: [tirx.const(block, "int32")] * ring}])
+    body = declare_buffers(body, [rings.full, rings.empty],
+                           [{ARRIVE_COUNTS: [tirx.const(SQUAD_THREADS, "int32")] * plan.ring},
+                            {ARRIVE_COUNTS: [tirx.const(block, "int32")] * plan.ring}])
 
     def on_alloc(node, mutator):
-        if node.buffer in versions:
-            return tirx.AllocBuffer(versions[node.buffer][0], node.annotations)
+        if node.buffer in plan.versions:
+            return tirx.AllocBuffer(plan.versions[node.buffer][0], node.annotations)
         return node
 
-    body = tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc)])
-    grown = block + SQUAD_THREADS
+    return tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc)])
+
+
+def _grown_block(site: _Site, body: Any) -> Any:
+    """The kernel's launch attributes around `body`, the block grown by the producer squad."""
+    grown = site.block + SQUAD_THREADS
+    thread_attr = site.thread_attr
     iv = thread_attr.node
     new_iv = tirx.IterVar(tvm.ir.Range(0, grown), iv.var, iv.iter_type, str(iv.thread_tag))
     node = tirx.AttrStmt(new_iv, thread_attr.attr_key, tirx.const(grown, str(thread_attr.value.ty.dtype)), body)
-    for outer in reversed(chain[:-1]):
+    for outer in reversed(site.chain[:-1]):
         node = tirx.AttrStmt(outer.node, outer.attr_key, outer.value, node)
-    return func.with_body(node)
+    return node
 
 
 def _side_by_side_bytes(budget: SharedBudget, versions: dict) -> int:
@@ -257,9 +331,8 @@ def _region(label: str, cond: Any, body: list) -> Any:
     return tirx.AttrStmt(tirx.const(0, "int32"), WS_ATTR, tvm.ir.expr.StringImm(label), inner)
 
 
-def _plan(loop: tirx.For, modes) -> tuple[list, set, int, dict] | None:
-    """(the loop's units, the load units among them, slots, versioned buffers) when the loop qualifies (module
-    docstring), else None."""
+def _plan(loop: tirx.For, modes) -> _Plan | None:
+    """The loop's plan when it qualifies (module docstring), else None."""
     if loop.step is not None and as_int(loop.step) != 1:
         return None
     body = pipeline_units(loop)
@@ -280,7 +353,7 @@ def _plan(loop: tirx.For, modes) -> tuple[list, set, int, dict] | None:
         return None
     ring = max(version_count(b, units, stages, orders) for b in loaded)
     versions = {b: (versioned_buffer(b, ring), ring) for b in loaded} if ring > 1 else {}
-    return units, loads, ring, versions
+    return _Plan(units, loads, ring, versions)
 
 
 def WarpSpecializePipeline(configs: dict):  # noqa: N802 - a pass, named as TVM names passes

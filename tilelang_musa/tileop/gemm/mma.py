@@ -23,7 +23,7 @@ from ...layout import (
     SWIZZLE_LINE, Fragment, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity, make_gemm_a_fragment,
     make_gemm_accumulator_fragment, make_gemm_b_fragment, make_linear_layout, make_sqmma_swizzled_layout,
 )
-from ...target import arch_of
+from ...target import CAPABILITIES, arch_of, archs_with
 from ..access_ptr import READ, access_ptr
 from .registry import GemmContext, GemmImpl, partition_policy
 
@@ -37,7 +37,7 @@ SQMMA_ORDER = ((128, 128), (128, 64), (64, 128), (128, 32), (64, 64), (32, 128),
 @dataclass(frozen=True)
 class Path:
     name: str
-    archs: tuple[str, ...]
+    capability: str  # the ArchInfo flag of the archs that have the instruction, e.g. "has_sqmma"
     group: int  # threads per instruction group
     atom: tuple[int, int, int]  # (m, n, k) used to partition; SQMMA picks its shape per squad tile
     template: str  # template name without the operand-scope prefix
@@ -45,6 +45,10 @@ class Path:
     register_operands: bool  # may A / B be fragments
     swizzled: bool = False  # the operands are stored in the SQMMA swizzled layout (which this path requires)
     staged_operands: int = 0  # how many fragment operands may be staged through shared memory (registry.py)
+
+    def __post_init__(self):
+        if self.capability not in CAPABILITIES:
+            raise ValueError(f"gemm path {self.name}: unknown arch capability {self.capability!r}")
 
 
 def k_major(operand: str, gemm) -> bool:
@@ -89,8 +93,8 @@ def _instruction(path: Path, gemm, g_m: int, g_n: int) -> str:
 
 def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
     def declines(gemm, ctx: GemmContext) -> str | None:
-        if ctx.target is None or arch_of(ctx.target).name not in path.archs:
-            return f"needs {' or '.join(path.archs)}"
+        if ctx.target is None or not getattr(arch_of(ctx.target), path.capability):
+            return f"needs {' or '.join(archs_with(path.capability))}"
         if path.disabled_by is not None and enabled(ctx.configs, path.disabled_by):
             return f"disabled by {path.disabled_by.name}"
         if gemm.A.dtype != gemm.B.dtype or gemm.A.dtype not in ("float16", "bfloat16") or gemm.C.dtype != "float32":
@@ -217,9 +221,9 @@ def _impl(path: Path) -> GemmImpl:
 # SQMMA has no register-operand form: one fragment operand is staged (registry.py says why); two follow the
 # user's guide (WMMA first). mp_22's MMA takes fragments in its K-major operand layout, and stages those filled from
 # an accumulator (registry._preferred_staging).
-SQMMA = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
+SQMMA = _impl(Path("SQMMA", "has_sqmma", 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
                    False, staged_operands=1))
-SQMMA_SWIZZLED = _impl(Path("SQMMA", ("mp_31", "mp_32"), 128, (16, 16, 16), "mp31_sqmma_swizzled",
+SQMMA_SWIZZLED = _impl(Path("SQMMA", "has_sqmma", 128, (16, 16, 16), "mp31_sqmma_swizzled",
                             PassConfigKey.TL_DISABLE_SQMMA, False, swizzled=True, staged_operands=1))
-WMMA = _impl(Path("WMMA", ("mp_31", "mp_32"), 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
-MMA = _impl(Path("MMA", ("mp_22",), 128, (32, 32, 16), "mp22_mma", None, True, staged_operands=2))
+WMMA = _impl(Path("WMMA", "has_wmma", 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
+MMA = _impl(Path("MMA", "has_warp_mma", 128, (32, 32, 16), "mp22_mma", None, True, staged_operands=2))
