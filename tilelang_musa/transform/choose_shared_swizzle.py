@@ -238,8 +238,6 @@ def choose_shared_swizzle(func: tirx.PrimFunc) -> tirx.PrimFunc:
             chosen[tile] = layout
     if not chosen:
         return func
-    from .layout_inference import LAYOUTS_ATTR  # the attribute LowerSharedLayout reads with the others
-
     layouts = dict(func.attrs[LAYOUTS_ATTR]) if LAYOUTS_ATTR in func.attrs else {}
     layouts.update(chosen)
     return func.with_attr(LAYOUTS_ATTR, layouts)
