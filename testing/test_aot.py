@@ -18,6 +18,7 @@ from tilelang.jit.aot import write_aot
 from tilelang.tools.aot import build_kernel, find_function
 
 ARCHES = ["mp_22", "mp_31"]
+_NEUTRAL_DIR = os.path.dirname(os.path.abspath(__file__))  # testing/: holds no `tilelang` package
 
 # The scripts the CLI compiles: files, as a user's would be.
 GEMM_SCRIPT = '''
@@ -114,6 +115,9 @@ int main(int argc, char** argv) {
 
 
 def _run(cmd, **kwargs):
+    # never from the repository root: `python -c` / `-m` would import its source tree (no built launcher there)
+    # instead of the installed package
+    kwargs.setdefault("cwd", _NEUTRAL_DIR)
     proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
     assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -240,7 +244,7 @@ def test_aot_refuses_what_c_cannot_name(tmp_path):
     with pytest.raises(TileLangError, match="C identifier other than main"):
         write_aot(kernel, tmp_path, "main")
     proc = subprocess.run([sys.executable, "-m", "tilelang.tools.aot", "no_such_script.py:f", "-o", str(tmp_path)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, cwd=_NEUTRAL_DIR)
     assert proc.returncode == 2 and "no such script: no_such_script.py" in proc.stderr
 
 
