@@ -108,6 +108,23 @@ def pytest_sessionfinish(session):
         _announce_done(session.config._tmp_path_factory.getbasetemp().parent)
 
 
+def start_local_ray(scratch: Path):
+    """Start a local Ray instance of two CPUs unless one runs; returns whether this call started it. Ray puts the
+    driver's working directory first on its workers' sys.path: started from the repository root, they would import
+    its source tree (no built launcher) instead of the installed package, so the driver starts it from `scratch`."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    here = os.getcwd()
+    os.chdir(scratch)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False)
+    finally:
+        os.chdir(here)
+    return True
+
+
 @pytest.fixture
 def device() -> str:
     return "cpu"

@@ -20,6 +20,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from conftest import start_local_ray  # noqa: E402
 from tilelang.autotuner import AutoTuner, autotune  # noqa: E402
 from tilelang_musa import env as tl_env  # noqa: E402
 from tilelang_musa.autotuner import workers  # noqa: E402
@@ -40,9 +41,7 @@ def local_ray(tmp_path_factory):
     os.environ["TILELANG_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray_autotune_cache"))
     os.environ["TILELANG_AUTO_TUNING_CPU_COUNTS"] = "2"
     os.environ["TILELANG_AUTO_TUNING_DISABLE_CACHE"] = "1"
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False)
+    started = start_local_ray(tmp_path_factory.mktemp("ray_driver"))
     yield
     if started:
         ray.shutdown()

@@ -7,14 +7,13 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from conftest import start_local_ray  # noqa: E402
 from tilelang_musa.fuzz.__main__ import main  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False)
+def local_ray(tmp_path_factory):
+    started = start_local_ray(tmp_path_factory.mktemp("ray_driver"))
     yield
     if started:
         ray.shutdown()
