@@ -154,6 +154,9 @@ class Job:
     sim_check: bool = True
 
 
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def child_env(extra: dict | None = None) -> dict:
     env = dict(os.environ)
     env["TILELANG_EXECUTION_BACKEND"] = "sim"
@@ -167,10 +170,12 @@ class _Child:
     def __init__(self, env: dict):
         self.stderr = tempfile.TemporaryFile(mode="w+")
         # this package by its own name: a copy of it imported under another name (a frozen snapshot for a long
-        # run, while its files are edited: T.macro bodies are re-read from disk) runs its own worker
+        # run, while its files are edited: T.macro bodies are re-read from disk) runs its own worker. From the
+        # folder this package lies in, which `-m` puts first on the child's path: the child imports this very
+        # package, not a source tree the working directory happens to hold (a checkout beside an installed copy)
         self.proc = subprocess.Popen([sys.executable, "-m", f"{__package__}.runner"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env,
-                                     start_new_session=True)
+                                     start_new_session=True, cwd=_PACKAGE_PARENT)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
