@@ -22,8 +22,8 @@ from pathlib import Path
 
 from .._version import __version__
 from ..errors import TileLangError
-from .kernel import JITKernel
 from ..launcher import ParamSpec
+from .kernel import JITKernel
 
 # C types of tensor elements a C program spells natively; the others (16- and 8-bit floats) are `void*`.
 _C_ELEMENT = {

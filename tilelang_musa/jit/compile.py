@@ -41,6 +41,8 @@ from ..ir.attrs import (
 )
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
+from ..launcher import DimExpr, ParamSpec
+from ..launcher.spec import unsolvable_symbols
 from ..target import ArchInfo, arch_of, determine_target
 from ..tileop.async_copy import global_piece_alignment
 from ..tileop.tme_copy import GLOBAL_ALIGN as TME_GLOBAL_ALIGN
@@ -48,8 +50,6 @@ from ..transform import lower_program, normalize_pass_configs
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
-from ..launcher import DimExpr, ParamSpec
-from ..launcher.spec import unsolvable_symbols
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file

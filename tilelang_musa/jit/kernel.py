@@ -13,9 +13,9 @@ import tvm
 from tvm import tirx
 
 from ..errors import TileLangError
+from ..launcher import Launcher, ParamSpec
 from .backend import Backend, backend_named
 from .export import unpack_export, write_export
-from ..launcher import Launcher, ParamSpec
 from .stages import KernelMetadata, stage_file
 
 
