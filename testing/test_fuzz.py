@@ -109,3 +109,14 @@ def test_failure_signature_ignores_locations_and_shapes():
     assert failure_signature(Outcome("launch_error", "mp_31", race.format(5, 0, "global `O`"))) == \
         failure_signature(Outcome("launch_error", "mp_31", race.format(50, 32, "global `O`"))) != \
         failure_signature(Outcome("launch_error", "mp_31", race.format(5, 0, "shared `R`")))
+
+
+def test_a_child_sees_the_variables_forced_by_assignment(monkeypatch):
+    """The local fuzz children get what a Ray task gets: the environment with the forced TILELANG_* values over it."""
+    from tilelang_musa import env
+    from tilelang_musa.fuzz.runner import child_env
+
+    monkeypatch.setenv("TILELANG_SIM_SEED", "3")
+    monkeypatch.setattr(env.SIM_SEED, "_forced_value", 11)
+    got = child_env({"EXTRA": "1"})
+    assert got["TILELANG_SIM_SEED"] == "11" and got["EXTRA"] == "1" and got["TILELANG_EXECUTION_BACKEND"] == "sim"

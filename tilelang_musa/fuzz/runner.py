@@ -32,6 +32,7 @@ from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from .. import env as tl_env
 from ..executors import DIED, TIMED_OUT
 
 # removed from messages (no machine paths): the checkout holding tilelang_musa, and the one holding this package
@@ -158,7 +159,9 @@ _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 
 
 def child_env(extra: dict | None = None) -> dict:
-    env = dict(os.environ)
+    """A child's environment: this process's, with the TILELANG_* values forced by assignment (as a Ray task gets
+    them), on the simulator."""
+    env = {**os.environ, **tl_env.exported()}
     env["TILELANG_EXECUTION_BACKEND"] = "sim"
     env.update(extra or {})
     return env
