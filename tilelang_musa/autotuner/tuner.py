@@ -233,12 +233,6 @@ class AutoTuner:
                 f"autotune: `{getattr(self.fn, '__name__', 'kernel')}` takes scalar input(s) {scalars}, for which no "
                 "value can be generated; give the inputs with `with set_autotune_inputs(...)` (or supply_prog=)")
 
-    def _inputs(self, kernel: JITKernel) -> list[Any]:
-        return kernel_inputs(kernel, self.profile_args)
-
-    def _check(self, kernel: JITKernel, inputs: list[Any]) -> tuple[str, str | None]:
-        return check_kernel(kernel, inputs, self.profile_args)
-
     # -- the run
 
     def run(self, warmup: int = 25, rep: int = 100, timeout: float = 180, use_pipeline: bool = False,
@@ -340,8 +334,8 @@ class AutoTuner:
                     with _deadline(timeout):
                         kernel = self.compile_config(trial.config)  # the workers built it: a kernel-cache hit
                         if inputs is None or not p.cache_input_tensors:
-                            inputs = self._inputs(kernel)
-                        status, error = self._check(kernel, inputs)
+                            inputs = kernel_inputs(kernel, p)
+                        status, error = check_kernel(kernel, inputs, p)
                         latency = math.nan
                         if status == OK:
                             profiler = kernel.get_profiler(p.supply_type)

@@ -24,6 +24,7 @@ from .stages import METADATA
 MAGIC = b"TILELANG-MUSA-KERNEL-1\0\0"  # 24 bytes: the last ones of an exported file
 _LENGTH = struct.Struct("<Q")  # the payload's length, just before the magic
 _TRAILER = _LENGTH.size + len(MAGIC)
+FORMAT = 1  # of the payload
 
 
 def write_export(directory: Path, stage_files: list[str], library: str, path: str | os.PathLike) -> Path:
@@ -33,7 +34,7 @@ def write_export(directory: Path, stage_files: list[str], library: str, path: st
     for name in stage_files:
         if name != library and (directory / name).is_file():
             files[name] = (directory / name).read_text()
-    payload = json.dumps({"format": 1, "library": library, "files": files}).encode()
+    payload = json.dumps({"format": FORMAT, "library": library, "files": files}).encode()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -57,9 +58,9 @@ def read_export(path: str | os.PathLike) -> tuple[bytes, dict]:
     if start < 0:
         raise TileLangError(f"load_library: {path} is truncated (its payload claims {length} bytes)")
     payload = json.loads(data[start:len(data) - _TRAILER])
-    if payload.get("format") != 1:
+    if payload.get("format") != FORMAT:
         raise TileLangError(f"load_library: {path} has export format {payload.get('format')!r}; this tilelang_musa "
-                            "reads 1")
+                            f"reads {FORMAT}")
     return data[:start], payload
 
 
