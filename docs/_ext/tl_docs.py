@@ -42,17 +42,20 @@ class RunPython(SphinxDirective):
         images: list[Path] = []
 
         def docs_image(name: str) -> str:
-            path = out_dir / f"{stem}_{name}"
+            path = out_dir / stem / name
+            path.parent.mkdir(exist_ok=True)
             images.append(path)
             return str(path)
 
-        namespace = env.temp_data.setdefault("tl_run_namespace", {"__name__": "__docs__"})
+        # REPO_ROOT: the checkout the docs are built from (a tutorial may use its benchmark/ or examples/ scripts).
+        namespace = env.temp_data.setdefault("tl_run_namespace",
+                                             {"__name__": "__docs__", "REPO_ROOT": Path(env.srcdir).parent})
         namespace["docs_image"] = docs_image
         printed = io.StringIO()
         start = time.perf_counter()
         try:
             with contextlib.redirect_stdout(printed):
-                exec(compile(code, str(source), "exec"), namespace)
+                exec(compile(code, str(source), "exec", dont_inherit=True), namespace)  # not this file's __future__ flags
         except BaseException as err:  # a failing tutorial fails the build
             raise ExtensionError(f"{env.docname}: tl-run block {index} (line {self.lineno}) raised:\n"
                                  f"{traceback.format_exc()}") from err
