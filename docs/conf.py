@@ -34,9 +34,10 @@ exclude_patterns = ["_build", "_generated/*.py", "Thumbs.db", ".DS_Store"]
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-# Pages written for reading in the repository (docs/*.md, also those other branches add) link to source files and
-# may skip heading levels; neither is an error of the site.
-suppress_warnings = ["myst.header", "myst.xref_missing"]
+# Pages written for reading in the repository (docs/*.md, also those other branches add) link to source files, may
+# skip heading levels and may name a code block's language in a way Pygments does not know; none of that is an error
+# of the site (the block is shown unhighlighted).
+suppress_warnings = ["myst.header", "myst.xref_missing", "misc.highlighting_failure"]
 
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 autodoc_typehints = "description"
