@@ -55,3 +55,14 @@ def test_fragment_checks_match_their_definitions(make, injective, bijective):
     keys = (expected_thread * int(fragment.local_size) + expected_slot).reshape(-1)
     assert fragment.is_injective() == injective == (np.unique(keys).size == keys.size)
     assert fragment.is_bijective() == bijective
+
+
+def test_the_evaluations_kept_are_bounded():
+    from tilelang_musa.layout import fragment as module
+
+    count = module._EVALUATED_KEEP + 3
+    fragments = [T.Fragment([4, 4 * (n + 1)], forward_thread_fn=lambda i, j: i) for n in range(count)]
+    for f in fragments:
+        f.evaluate_all()
+    assert len(module._EVALUATED) == module._EVALUATED_KEEP
+    assert fragments[-1].__chandle__() in module._EVALUATED and fragments[0].__chandle__() not in module._EVALUATED

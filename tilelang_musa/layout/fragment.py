@@ -133,8 +133,11 @@ class Fragment(Layout):
         result = tuple(np.ascontiguousarray(a) for a in self.evaluate(*coords[:-1], rep=coords[-1]))
         for a in result:
             a.flags.writeable = False  # shared by every caller through _EVALUATED
-        if len(_EVALUATED) >= _EVALUATED_KEEP:
-            del _EVALUATED[next(iter(_EVALUATED))]
+        while len(_EVALUATED) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
+            try:
+                _EVALUATED.pop(next(iter(_EVALUATED)), None)
+            except (StopIteration, RuntimeError):
+                break
         _EVALUATED[self.__chandle__()] = (self, result)
         return result
 
