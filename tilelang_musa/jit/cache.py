@@ -4,9 +4,10 @@ The key is computed without lowering anything: the program's structural hash (at
 names, the target, the backend and its toolchain's identity (compiler binary path, size, mtime: no process is
 run), the options (pass configs, compile flags, out_idx), the settings that change the build
 (TILELANG_MCC_EXTRA_ARGS, the content of TILELANG_REPLACE_MUSAC and of the TILELANG_REPLACE_STAGES files), the
-package version and a digest of the package's own sources (Python, templates, native library; read once per
-process). A hit reloads the entry's `metadata.json` and library (`JITKernel.from_database`); a repeated compile in
-the same process returns the same JITKernel from memory.
+package version and the identity of the package's own code (build_identity.py: an installed wheel's RECORD, or a
+checkout's sources hashed by content, memoized by their stat; once per process). A hit reloads the entry's
+`metadata.json` and library (`JITKernel.from_database`); a repeated compile in the same process returns the same
+JITKernel from memory.
 
 An entry is a directory `<cache>/<key>/` with the stage files (stages.py). It is built in a temporary directory
 `<cache>/.<key>.<random>/` and moved into place with `os.replace`: a process that loses the race to another
@@ -27,9 +28,9 @@ from typing import Any, Callable
 import tvm_ffi
 
 from .. import env
-from .._paths import PACKAGE_DIR, include_root, native_library
 from .._version import __version__
 from ..errors import BuildError
+from .build_identity import package_identity
 from .stages import FORMAT, METADATA, REPLACEABLE, stage_file
 
 _disabled_by_api = False
@@ -64,33 +65,10 @@ def cache_dir() -> Path:
 
 @cache
 def package_digest() -> str:
-    """sha256 of the package's own sources: the Python modules, the template and simulator headers, the native
-    library (target kind and device printer). Any change to them may change what a compile produces."""
-    h = hashlib.sha256()
-    files = (_files(str(PACKAGE_DIR), (".py", ".pyx"), "tilelang_musa")
-             + _files(str(include_root() / "tl_templates"), ("",), "tl_templates"))
-    for path, name in sorted(files, key=lambda item: item[1]):
-        with open(path, "rb") as f:
-            h.update(name.encode() + b"\0" + f.read())
-    h.update(native_library().read_bytes())
-    return h.hexdigest()
-
-
-# Folders of the package that no compile reads: editing the fuzzer must not turn every cached kernel into a miss.
-_NOT_COMPILER = ("__pycache__", "fuzz")
-
-
-def _files(root: str, suffixes: tuple[str, ...], label: str) -> list[tuple[str, str]]:
-    """(path, label/relative path) of the files under `root` ending in one of `suffixes`. Plain strings and
-    os.walk: this runs in the first compile of every process, and pathlib would triple its cost."""
-    found = []
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = [d for d in subdirs if d not in _NOT_COMPILER]
-        relative = os.path.relpath(directory, root)
-        for name in names:
-            if name.endswith(suffixes):
-                found.append((os.path.join(directory, name), f"{label}/{relative}/{name}"))
-    return found
+    """The identity of the package's own code (Python modules, templates, native library): any change to them may
+    change what a compile produces. Installed: its wheel's RECORD; a checkout: its sources' content, memoized in the
+    cache directory by their stat (build_identity.py)."""
+    return package_identity(cache_dir())
 
 
 def _file_digest(path: Path, what: str) -> str:

@@ -251,5 +251,27 @@ def grid(shape: Sequence[int]) -> list[np.ndarray]:
     return [m.reshape(-1) for m in mesh]
 
 
+def open_grid(shape: Sequence[int]) -> list[np.ndarray]:
+    """Every coordinate of `shape` as one int64 array per dimension that varies along its own axis only (shape
+    [1, .., n_d, .., 1]): `evaluate` broadcasts them, so a subexpression of one coordinate costs n_d operations,
+    not the whole grid's."""
+    ndim = len(shape)
+    return [np.arange(int(n), dtype=np.int64).reshape([int(n) if d == k else 1 for k in range(ndim)])
+            for d, n in enumerate(shape)]
+
+
+def all_distinct(keys: np.ndarray) -> bool:
+    """No value of the integer array `keys` occurs twice. A table of seen values when they are small and
+    non-negative (linear time; numpy's hashing `unique` costs ~0.2 us an element), else a sort."""
+    keys = keys.reshape(-1)
+    if keys.size < 2:
+        return True
+    low, high = int(keys.min()), int(keys.max())
+    if low >= 0 and high < 4 * keys.size + 1024:
+        return int(np.bincount(keys).max()) <= 1
+    ordered = np.sort(keys)
+    return not bool(np.any(ordered[1:] == ordered[:-1]))
+
+
 def all_const(values: Iterable[Any]) -> bool:
     return all(const_int(v) is not None for v in values)

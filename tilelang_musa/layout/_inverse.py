@@ -14,7 +14,7 @@ import numpy as np
 import tvm
 
 from . import _bitlinear
-from ._expr import Expr, Range, Var, as_expr, const_int, evaluate, grid, make_vars, simplify
+from ._expr import Expr, Range, Var, all_distinct, as_expr, const_int, evaluate, make_vars, open_grid, simplify
 
 _CHECK_LIMIT = 1 << 22  # points an exhaustive check may evaluate
 
@@ -72,22 +72,22 @@ def _check_bijective(outputs, inputs, in_ext, out_ext) -> None:
     n_in, n_out = int(np.prod(in_ext, dtype=np.int64)), int(np.prod(out_ext, dtype=np.int64))
     if n_in > _CHECK_LIMIT:
         return
-    coords = grid(in_ext)
-    env = dict(zip(inputs, coords))
+    shape = tuple(int(e) for e in in_ext)
+    point = lambda k: tuple(int(c) for c in np.unravel_index(k, shape))  # the input at flat position k
+    env = dict(zip(inputs, open_grid(shape)))
     flat = np.zeros(n_in, dtype=np.int64)
     for expr, extent in zip(outputs, out_ext):
-        value = np.broadcast_to(evaluate(expr, env), (n_in,))
+        value = np.broadcast_to(evaluate(expr, env), shape).reshape(-1)
         bad = np.nonzero((value < 0) | (value >= extent))[0]
         if bad.size:
-            point = tuple(int(c[bad[0]]) for c in coords)
-            raise NotInvertible(f"input {point} maps to {int(value[bad[0]])}, outside [0, {extent}) of `{expr}`")
+            raise NotInvertible(f"input {point(bad[0])} maps to {int(value[bad[0]])}, outside [0, {extent}) of "
+                                f"`{expr}`")
         flat = flat * extent + value
-    order = np.argsort(flat, kind="stable")
-    same = np.nonzero(flat[order][1:] == flat[order][:-1])[0]
-    if same.size:
-        a, b = order[same[0]], order[same[0] + 1]
-        pa, pb = (tuple(int(c[x]) for c in coords) for x in (a, b))
-        raise NotInvertible(f"inputs {pa} and {pb} map to the same output: the map is not injective")
+    if not all_distinct(flat):
+        order = np.argsort(flat, kind="stable")
+        same = np.nonzero(flat[order][1:] == flat[order][:-1])[0]
+        raise NotInvertible(f"inputs {point(order[same[0]])} and {point(order[same[0] + 1])} map to the same output: "
+                            "the map is not injective")
     if n_in != n_out:
         raise NotInvertible(f"{n_in} inputs cannot cover the {n_out} points of the output box {list(out_ext)}")
 
@@ -96,12 +96,12 @@ def _round_trip_error(outputs, inputs, in_ext, out_vars, exprs) -> str | None:
     """Why the computed inverse is wrong (an input it does not give back), or None."""
     if int(np.prod(in_ext, dtype=np.int64)) > _CHECK_LIMIT:
         return None
-    coords = grid(in_ext)
+    shape = tuple(int(e) for e in in_ext)
+    coords = open_grid(shape)
     env = dict(zip(inputs, coords))
-    images = {o: np.broadcast_to(evaluate(e, env), coords[0].shape if coords else ())
-              for o, e in zip(out_vars, outputs)}
+    images = {o: np.broadcast_to(evaluate(e, env), shape) for o, e in zip(out_vars, outputs)}
     for var, coord, expr in zip(inputs, coords, exprs):
-        back = np.broadcast_to(evaluate(expr, images), coord.shape)
-        if not np.array_equal(back, coord):
+        back = np.broadcast_to(evaluate(expr, images), shape)
+        if not np.array_equal(back, np.broadcast_to(coord, shape)):
             return f"the computed inverse `{expr}` of `{var.name}` does not round-trip"
     return None

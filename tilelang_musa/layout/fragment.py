@@ -28,9 +28,16 @@ from tvm_ffi.dataclasses import field, py_class
 from . import _inverse
 from ._buffer import buffer_shape_dtype
 from ._digits import DigitError, complement, used_digits
-from ._expr import (Expr, Var, all_const, as_expr, bounds, const_int, evaluate, grid, make_vars, simplify,
-                    substitute)
+from ._expr import (Expr, Var, all_const, all_distinct, as_expr, bounds, const_int, evaluate, make_vars, open_grid,
+                    simplify, substitute)
 from .layout import Layout, LayoutError, as_index_list, normalize_shape, output_extent
+
+
+# The (thread, slot) arrays of the last few fragments evaluated, by object: one lowering asks them of the same
+# accumulator fragment in several places (its loop plan, bijectivity, vector width, lane exchange), and a 256x256
+# fragment takes milliseconds to evaluate. Holding the fragment keeps its handle from being reused.
+_EVALUATED: dict[int, tuple["Fragment", tuple[np.ndarray, np.ndarray]]] = {}
+_EVALUATED_KEEP = 8
 
 
 def new_replicate_var() -> Var:
@@ -116,12 +123,23 @@ class Fragment(Layout):
                 np.broadcast_to(evaluate(self.forward_index[0], env), shape))
 
     def evaluate_all(self) -> tuple[np.ndarray, np.ndarray]:
-        """(thread, slot) of every element and replica, as arrays of shape `input_shape + [replicate_size]`."""
+        """(thread, slot) of every element and replica, as read-only arrays of shape `input_shape +
+        [replicate_size]`."""
+        known = _EVALUATED.get(self.__chandle__())
+        if known is not None and known[0].same_as(self):
+            return known[1]
         self._require_static("evaluate_all")
-        shape = self.input_shape + [self.replicate_size]
-        coords = grid(shape)
-        thread, slot = self.evaluate(*coords[:-1], rep=coords[-1])
-        return thread.reshape(shape), slot.reshape(shape)
+        coords = open_grid(self.input_shape + [self.replicate_size])
+        result = tuple(np.ascontiguousarray(a) for a in self.evaluate(*coords[:-1], rep=coords[-1]))
+        for a in result:
+            a.flags.writeable = False  # shared by every caller through _EVALUATED
+        while len(_EVALUATED) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
+            try:
+                _EVALUATED.pop(next(iter(_EVALUATED)), None)
+            except (StopIteration, RuntimeError):
+                break
+        _EVALUATED[self.__chandle__()] = (self, result)
+        return result
 
     # ---- inverse -----------------------------------------------------------------------------------------------------
     def inverse(self, thread: Any = None, local: Any = None, *, return_rep: bool = False) -> Any:
@@ -150,8 +168,8 @@ class Fragment(Layout):
 
     def is_injective(self) -> bool:
         """No two (element, replica) pairs share a (thread, slot): checked on every pair."""
-        thread, slot = (a.reshape(-1) for a in self.evaluate_all())
-        return np.unique(thread * int(self.local_size) + slot).size == thread.size
+        thread, slot = self.evaluate_all()
+        return all_distinct(thread * int(self.local_size) + slot)
 
     def is_bijective(self) -> bool:
         """Injective, and every slot of every thread in [first thread, num_threads) is used."""

@@ -29,8 +29,8 @@ from tvm_ffi.dataclasses import field, py_class
 
 from ..errors import TileLangError
 from . import _inverse
-from ._expr import (Expr, IntImm, Var, all_const, analyzer_for, as_expr, bounds, const_int, evaluate, fold_bitwise,
-                    grid, make_vars, simplify, substitute)
+from ._expr import (Expr, IntImm, Var, all_const, all_distinct, analyzer_for, as_expr, bounds, const_int, evaluate,
+                    fold_bitwise, make_vars, open_grid, simplify, substitute)
 
 
 class LayoutError(TileLangError, ValueError):
@@ -179,11 +179,11 @@ class Layout(Object):
     def is_bijective(self) -> bool:
         """True if the layout is a bijection onto its output box (checked on every element)."""
         self._require_static("is_bijective")
-        outs = self.evaluate(*grid(self.input_shape))
+        outs = self.evaluate(*open_grid(self.input_shape))
         flat = np.zeros(self.size(), dtype=np.int64)
         for value, extent in zip(outs, self.output_shape):
-            flat = flat * extent + value
-        return np.unique(flat).size == flat.size == int(np.prod(self.output_shape, dtype=np.int64))
+            flat = flat * extent + value.reshape(-1)
+        return flat.size == int(np.prod(self.output_shape, dtype=np.int64)) and all_distinct(flat)
 
     def is_equal(self, other: "Layout") -> bool:
         """Same input shape and the same physical coordinates for every logical element."""
@@ -192,7 +192,7 @@ class Layout(Object):
         if self.output_dim != other.output_dim:
             return False
         if self.is_static:
-            coords = grid(self.input_shape)
+            coords = open_grid(self.input_shape)
             return all(np.array_equal(a, b) for a, b in zip(self.evaluate(*coords), other.evaluate(*coords)))
         ana = analyzer_for(dict(zip(self.forward_vars, self.input_size)))
         theirs = other.map(list(self.forward_vars), ana)

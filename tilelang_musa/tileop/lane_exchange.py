@@ -68,6 +68,8 @@ class _Elements:
         self.col = np.full((count, plan.local_size), -1, dtype=np.int64)
         self.row[thread, slot] = flat // extents[-1]
         self.col[thread, slot] = flat % extents[-1]
+        self.element = np.full(count * plan.local_size, -1, dtype=np.int64)  # row * columns + column, by thread/slot
+        self.element[thread * plan.local_size + slot] = flat
         self.count, self.slots, self.extents = count, plan.local_size, extents
 
     def column_weight(self, axis: str, bit: int) -> int | None:
@@ -82,8 +84,8 @@ class _Elements:
         take = (lambda a, i: a[i, :]) if axis == "thread" else (lambda a, i: a[:, i])
         if not np.array_equal(take(self.row, low), take(self.row, high)):
             return None
-        steps = np.unique(take(self.col, high) - take(self.col, low))
-        return int(steps[0]) if steps.size == 1 else None
+        steps = take(self.col, high) - take(self.col, low)
+        return int(steps.flat[0]) if steps.size and steps.min() == steps.max() else None
 
     def sources(self, slot_bits: list[int], lane_bits: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The plan's (thread, slot) whose element lands in [thread, group, vector lane] after the trades (the
@@ -130,18 +132,25 @@ class _Elements:
         """Bytes stored over bytes of the 32-byte sectors touched, per warp instruction (a vector store of every
         lane); None if some vector is not consecutive columns of one row starting at a multiple of its width."""
         threads, slots = self.sources(slot_bits, lane_bits)
-        rows, cols = self.row[threads, slots], self.col[threads, slots]
-        width = rows.shape[-1]
-        if not (np.all(rows == rows[..., :1]) and np.all(cols == cols[..., :1] + np.arange(width))
-                and np.all(cols[..., 0] % width == 0)):
+        element = self.element.take(threads * self.slots + slots)
+        width, columns = element.shape[-1], self.extents[-1]
+        first = element[..., :1]
+        # Consecutive columns of one row from a multiple of the width (a width that does not divide the row leaves
+        # the vectors of the row's last columns short: the plan holds every element, plan_lane_exchange checked).
+        if columns % width or first.min() < 0 or not np.array_equal(element, first + np.arange(width)) \
+                or np.any(first % width):
             return None
-        sector = (cols * element_bytes) // SECTOR_BYTES
-        keys = rows * (int(cols.max()) * element_bytes // SECTOR_BYTES + 1) + sector
-        groups = keys.shape[1]
-        keys = keys.reshape(self.count // warp, warp, groups, width).transpose(0, 2, 1, 3).reshape(-1, warp * width)
+        stored = element.size * element_bytes
+        if SECTOR_BYTES % (width * element_bytes) == 0:
+            element = first  # an aligned vector lies in one sector: its first element's
+        rows, cols = np.divmod(element, columns)
+        keys = rows * ((columns * element_bytes - 1) // SECTOR_BYTES + 1) + (cols * element_bytes) // SECTOR_BYTES
+        groups, per_lane = keys.shape[1], keys.shape[2]
+        keys = keys.reshape(self.count // warp, warp, groups, per_lane).transpose(0, 2, 1, 3) \
+            .reshape(-1, warp * per_lane)
         keys = np.sort(keys, axis=1)
-        sectors = int(np.sum(1 + np.count_nonzero(np.diff(keys, axis=1), axis=1)))
-        return keys.size * element_bytes / (sectors * SECTOR_BYTES)
+        sectors = keys.shape[0] + int(np.count_nonzero(keys[:, 1:] != keys[:, :-1]))
+        return stored / (sectors * SECTOR_BYTES)
 
 
 def plan_lane_exchange(loop_vars: list[Any], body: Any, plan: LoopPlan, extents: list[int], count: int, warp: int,

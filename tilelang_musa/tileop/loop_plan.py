@@ -185,17 +185,18 @@ def contiguous_width(fragment: Fragment, extents: list[int]) -> int:
     then one vector of the innermost dimension."""
     thread, slot = fragment.evaluate_all()  # extents + [replicas]
     local = as_int(fragment.local_size)
-    width = extents[-1] & -extents[-1]
-    while width > 1:
-        if local % width == 0:
-            shape = list(thread.shape[:-2]) + [extents[-1] // width, width, thread.shape[-1]]
-            t, s = thread.reshape(shape), slot.reshape(shape)
-            lanes = np.arange(width).reshape([1] * (len(shape) - 2) + [width, 1])
-            first = s[..., :1, :]
-            if (t == t[..., :1, :]).all() and (s == first + lanes).all() and (first % width == 0).all():
-                return width
-        width //= 2
-    return 1
+    # A width that qualifies makes every smaller power of two qualify: try them upwards, stop at the first failure.
+    width, widest = 1, extents[-1] & -extents[-1]
+    while width < widest and local % (width * 2) == 0:
+        wider = width * 2
+        shape = list(thread.shape[:-2]) + [extents[-1] // wider, wider, thread.shape[-1]]
+        t, s = thread.reshape(shape), slot.reshape(shape)
+        lanes = np.arange(wider).reshape([1] * (len(shape) - 2) + [wider, 1])
+        first = s[..., :1, :]
+        if not ((t == t[..., :1, :]).all() and (s == first + lanes).all() and (first % wider == 0).all()):
+            break
+        width = wider
+    return width
 
 
 def user_plan(fragment: Fragment, extents: list[int], width: int, loc: Any = None, stage: str | None = None) -> LoopPlan:

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import tvm
 
+from ..layout._expr import grid
 from ..layout.fragment import Fragment
-from ..layout.layout import Layout, grid
+from ..layout.layout import Layout
 from ..transform.choose_shared_swizzle import BANK_BYTES, BANKS
 
 _FORMATS = ("pdf", "png", "svg")
