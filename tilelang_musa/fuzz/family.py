@@ -39,6 +39,11 @@ class Family:
     def tolerance(self, desc: Any, index: int) -> tuple[float, float]:
         raise NotImplementedError
 
+    def rejected_on(self, desc: Any, arch: str) -> str | None:
+        """A regular expression the compile error of `desc` on `arch` must match when the program is one the
+        compiler must refuse there (a construct the arch lacks); None when it must compile and match torch."""
+        return None
+
     def shrink(self, desc: Any) -> Iterator[Any]:
         """Simpler descriptions to try, most promising first (the shrinker keeps the first that still fails)."""
         return iter(())

@@ -1,7 +1,8 @@
 """Compile, run and compare one (description, arch); run many in child processes.
 
 `check(desc, arch)` classifies one program on one arch:
-- pass: every output matches the torch reference within the family's tolerance;
+- pass: every output matches the torch reference within the family's tolerance (or, for a program the family
+  says the arch must refuse, the compile error names what it must);
 - mismatch: the kernel ran and an output differs (or still holds the NaN / sentinel poison);
 - compile_error: building the program or compiling it raised (the detail names the exception type);
 - launch_error: the compiled kernel raised when called (the simulator's checked mode reports out-of-bounds
@@ -79,10 +80,12 @@ def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
 
     import tilelang
 
+    from ..errors import CompileError
     from .family import family_of
     from .tensors import compare
 
     fam = family_of(desc)
+    refusal = fam.rejected_on(desc, arch)
     start = time.time()
     saved = {k: os.environ.get(k) for k in ("TILELANG_SIM_CHECK", "TILELANG_EXECUTION_BACKEND")}
     if sim_check:
@@ -97,8 +100,14 @@ def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
                 program = fam.build(desc)
                 kernel = tilelang.compile(program, target=f"musa -arch={arch}", pass_configs=fam.pass_configs(desc))
         except Exception as exc:  # noqa: BLE001 - every failure is an outcome
-            return Outcome("compile_error", arch, _one_line(exc), time.time() - start)
-        path = _gemm_path(kernel.get_device_source()) or ("fma" if desc.family == "gemm" else "")
+            detail = _one_line(exc)
+            if refusal and isinstance(exc, CompileError) and re.search(refusal, detail):
+                return Outcome("pass", arch, f"refused as expected: {detail}", time.time() - start)
+            return Outcome("compile_error", arch, detail, time.time() - start)
+        if refusal:
+            return Outcome("mismatch", arch, f"compiled, where a CompileError matching {refusal!r} was expected",
+                           time.time() - start)
+        path = _gemm_path(kernel.get_device_source()) or ("fma" if desc.family.startswith("gemm") else "")
         gen = torch.Generator().manual_seed(desc.data_seed)
         args = fam.arguments(desc, gen)
         expected = fam.reference(desc, [a.clone() for a in args])
