@@ -50,6 +50,12 @@ class PipelineDesc:
     def out_shape(self):
         return (self.M, self.bk) if self.out == "tile" else (self.M,)
 
+    @property
+    def shared_bytes(self):
+        """The shared tiles of an explicit schedule: a copy of each input tile per stage."""
+        elem = 4 if self.dtype == "float32" else 2
+        return self.num_stages * (2 if self.two_inputs else 1) * self.bm * self.bk * elem
+
 
 @register
 class Pipeline(Family):
@@ -64,11 +70,17 @@ class Pipeline(Family):
         if rng.random() < 0.3:
             K = rng.randint(1, 6 * bk)  # any tail (rows not 16-byte multiples: plain copies instead of TME)
         M = bm * rng.randint(1, 3) if rng.random() < 0.5 else rng.randint(1, 3 * bm)
-        return PipelineDesc(M=M, K=K, bm=bm, bk=bk, threads=rng.choice((64, 128, 128, 256)),
+        desc = PipelineDesc(M=M, K=K, bm=bm, bk=bk, threads=rng.choice((64, 128, 128, 256)),
                             num_stages=rng.choice((1, 2, 2, 3, 4)), dtype=dtype, op=rng.choice(OPS),
                             via_fragment=rng.random() < 0.3, out=rng.choice(("tile", "row")),
                             config=rng.choice(tuple(CONFIGS)), explicit_order=rng.random() < 0.3,
                             dynamic=rng.random() < 0.3, data_seed=data_seed)
+        # An explicit schedule is taken as written: its copies of the tiles must fit mp_22's 72 KiB (num_stages
+        # alone is lowered to fewer stages, with a warning, where they do not). No further draw: the batch's
+        # later programs stay the same.
+        if desc.explicit_order and desc.shared_bytes > 72 * 1024:
+            desc = self.replace(desc, explicit_order=False)
+        return desc
 
     def pass_configs(self, desc):
         return dict(CONFIGS[desc.config])
