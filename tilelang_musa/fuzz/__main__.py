@@ -166,6 +166,11 @@ def summarize(args, archs, programs, ran, failures, written, run_seconds, total_
         total.update(by_family[fam])
         lines.append(f"{fam:<12}" + "".join(f"{by_family[fam][s]:>14}" for s in STATUSES))
     lines.append(f"{'all':<12}" + "".join(f"{total[s]:>14}" for s in STATUSES))
+    refused = Counter(f"{job.arch}:{job.desc.family}" for job in ran
+                      if job.result.status == "pass" and job.result.detail.startswith("refused as expected"))
+    if refused:
+        lines.append("refused as expected (counted as pass): "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
     if paths:
         lines.append("gemm paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
     for i, job in failures:

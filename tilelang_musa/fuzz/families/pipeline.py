@@ -14,7 +14,7 @@ import torch
 import tilelang.language as T
 
 from ..family import Family, register, smaller
-from ..tensors import TORCH_DTYPES, poisoned, random_tensor
+from ..tensors import poisoned, random_tensor
 
 CONFIGS = {
     "default": {},

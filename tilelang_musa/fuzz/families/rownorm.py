@@ -9,8 +9,6 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-import torch
-
 import tilelang.language as T
 
 from ..family import Family, register, smaller
