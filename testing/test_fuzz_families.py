@@ -40,15 +40,16 @@ PIPE = PipelineDesc(M=40, K=200, bm=16, bk=32, threads=128, num_stages=3, dtype=
                     data_seed=7)
 
 
-@pytest.mark.parametrize("arch,marks", [
-    ("mp_31", ("tl::tma_load", "tl::barrier_wait", "__launch_bounds__(256")),  # a producer squad of 128 more
-    ("mp_22", ("tl::cp_async_gs_conditional", "tl::cp_async_wait")),  # LDLMS pieces, the K tail predicated
+@pytest.mark.parametrize("arch,marks,path", [
+    ("mp_31", ("tl::tma_load", "tl::barrier_wait", "__launch_bounds__(256"), "tme+producer"),  # 128 more threads
+    ("mp_22", ("tl::cp_async_gs_conditional", "tl::cp_async_wait"), "ldlms"),  # LDLMS pieces, the K tail predicated
 ])
-def test_a_pipeline_program_is_pipelined_with_the_arch_s_loads(arch, marks):
+def test_a_pipeline_program_is_pipelined_with_the_arch_s_loads(arch, marks, path):
     source = _source(PIPE, arch)
     for mark in marks:
         assert mark in source, mark
-    assert check(PIPE, arch).status == "pass"
+    outcome = check(PIPE, arch)
+    assert (outcome.status, outcome.path) == ("pass", path), outcome
 
 
 def test_a_ring_of_async_barriers_is_refused_by_name_on_mp_22_and_runs_on_mp_31():

@@ -172,7 +172,7 @@ def summarize(args, archs, programs, ran, failures, written, run_seconds, total_
         lines.append("refused as expected (counted as pass): "
                      + ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
     if paths:
-        lines.append("gemm paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
+        lines.append("paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
     for i, job in failures:
         lines.append(f"FAIL program {i} ({job.desc.family}) on {job.arch}: {job.result.status}: "
                      f"{job.result.detail[:240]}")

@@ -49,7 +49,7 @@ class Outcome:
     arch: str
     detail: str = ""
     seconds: float = 0.0
-    path: str = ""  # the GEMM template family used, when there is one
+    path: str = ""  # the code path taken (Family.path): the GEMM template family, a pipeline's loads, ...
 
     @property
     def failed(self) -> bool:
@@ -66,11 +66,6 @@ def _one_line(exc: BaseException, limit: int = 400) -> str:
     for prefix in _PREFIXES:
         text = text.replace(prefix, "")
     return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def _gemm_path(source: str) -> str:
-    m = re.search(r"tl::gemm_(\w+?)(?:_nowait)?<", source)
-    return m.group(1) if m else ""
 
 
 def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
@@ -107,7 +102,7 @@ def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
         if refusal:
             return Outcome("mismatch", arch, f"compiled, where a CompileError matching {refusal!r} was expected",
                            time.time() - start)
-        path = _gemm_path(kernel.get_device_source()) or ("fma" if desc.family.startswith("gemm") else "")
+        path = fam.path(desc, kernel.get_device_source())
         gen = torch.Generator().manual_seed(desc.data_seed)
         args = fam.arguments(desc, gen)
         expected = fam.reference(desc, [a.clone() for a in args])

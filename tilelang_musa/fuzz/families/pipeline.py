@@ -13,7 +13,7 @@ import torch
 
 import tilelang.language as T
 
-from ..family import Family, register, smaller
+from ..family import Family, load_path, register, smaller
 from ..tensors import poisoned, random_tensor
 
 CONFIGS = {
@@ -84,6 +84,9 @@ class Pipeline(Family):
 
     def pass_configs(self, desc):
         return dict(CONFIGS[desc.config])
+
+    def path(self, desc, source):
+        return load_path(source, desc.threads)
 
     def build(self, desc):
         shape = (T.dynamic("M"), T.dynamic("K")) if desc.dynamic else (desc.M, desc.K)

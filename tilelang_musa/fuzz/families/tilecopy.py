@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import tilelang.language as T
 
-from ..family import Family, register, smaller
+from ..family import Family, load_path, register, smaller
 from ..tensors import poisoned, random_tensor
 
 
@@ -47,6 +47,9 @@ class TileCopy(Family):
                             loop=rng.choice(("serial", "pipelined")), num_stages=rng.choice((1, 2, 3)),
                             via_fragment=rng.random() < 0.4, slice_form=rng.random() < 0.4,
                             scale=rng.choice((1, 1, 2, 3)), data_seed=data_seed)
+
+    def path(self, desc, source):
+        return load_path(source, desc.threads)
 
     def build(self, desc):
         names = ("Bt", "M", "N")[-len(desc.shape):]

@@ -13,7 +13,7 @@ import torch
 
 import tilelang.language as T
 
-from ..family import Family, register, smaller
+from ..family import Family, load_path, register, smaller
 from ..tensors import poisoned, random_tensor
 
 SQUAD = 128
@@ -54,6 +54,9 @@ class WarpSpec(Family):
         if desc.mode != "sync" and arch in ("mp_21", "mp_22"):
             return r"mp_22"
         return None
+
+    def path(self, desc, source):
+        return load_path(source, 2 * SQUAD)
 
     def build(self, desc):
         dt, out = desc.dtype, (desc.M, desc.bk)
