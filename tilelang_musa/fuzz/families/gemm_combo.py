@@ -41,6 +41,11 @@ class GemmCombo(Gemm):
         M, N = (rng.choice((b, 2 * b, rng.randint(1, 2 * b))) for b in (bm, bn))
         K = rng.choice((bk, 2 * bk, rng.randint(1, k_max)))
         K = min(K, k_max)
+        if accum == "float32" and dtype in ("float16", "bfloat16"):
+            # the pairs the matrix paths take (SQMMA, WMMA, mp_22 MMA): tiles of at least 32 x 32, so that the
+            # path the PassConfig names is the one taken (16-wide tiles fall back to FMA); after the draws, so the
+            # batch's other programs stay the same
+            bm, bn = max(bm, 32), max(bn, 32)
         return GemmComboDesc(M=M, N=N, K=K, bm=bm, bn=bn, bk=bk, threads=rng.choice((128, 256)), dtype=dtype,
                              accum=accum, trans_A=rng.random() < 0.5, trans_B=rng.random() < 0.5,
                              policy=rng.choice(POLICIES), path=rng.choice(tuple(PATHS)),
