@@ -17,9 +17,14 @@ from tilelang_musa.fuzz.shrink import shrink
 SEED = 2026
 
 
+# the first seven families; test_fuzz_families.py runs seeds of the others
+FIRST_SEVEN = ("elementwise", "copy", "reduce", "cumsum", "gemm", "softmax", "atomic")
+
+
 def _first_of_each_family(seed, extra=("gemm",)):
-    """Program indices of the batch `seed`: the first of each family, plus one more of each family in `extra`."""
-    wanted = list(FAMILIES) + list(extra)
+    """Program indices of the batch `seed`: the first of each of the first seven families, plus one more of each
+    family in `extra`."""
+    wanted = list(FIRST_SEVEN) + list(extra)
     picked, i = [], 0
     while wanted:
         desc = generate(seed, i, list(FAMILIES))

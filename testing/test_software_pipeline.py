@@ -174,6 +174,31 @@ def _flat(func):
     return without_locations(func.with_attr("global_symbol", "main"))
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_schedule_of_stage_zero_only_is_the_loop_in_order(arch):
+    """stage=[0, 0, 0]: no prologue or epilogue, nothing hoisted: the pass returns the steady loop itself (it built
+    a sequence of that one statement, which TVM refuses: found by the fuzzer's pipeline family); the copies stay
+    synchronous (no later stage reads them)."""
+    before = gemm_program(64, 64, 128, num_stages=1, stage=[0, 0, 0], order=[0, 1, 2])
+
+    @T.prim_func
+    def expected(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"),
+                 C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_l)
+            for k in T.serial(4):
+                T.copy(A[by * 64, k * 32], A_s)
+                T.copy(B[k * 32, bx * 64], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 64, bx * 64])
+
+    got = inject_software_pipeline(pipeline_planning(with_target(before, arch)), {})
+    tvm.ir.assert_structural_equal(_flat(got), _flat(with_target(expected, arch)))
+
+
 def test_three_stage_gemm_becomes_prologue_ring_and_epilogue():
     """K = 128, bk = 32: four iterations. The loads of iteration k + 2 are issued (into version (k + 2) % 3) before
     the gemm of iteration k, which waits until at most 2 groups are in flight; the epilogue commits empty groups so

@@ -1,4 +1,5 @@
 """Command line: python -m tilelang_musa.fuzz --n N --seed S [--arch mp_31,mp_22] [--out DIR] [--keep-going] [--ray]
+(`--list-families` prints the families, one per line).
 
 Generates N programs (program i from random.Random(f"{seed}:{i}"), so any one can be regenerated alone with
 --start i --n 1), runs each on every arch in child processes, prints one line per failure and a summary, and
@@ -37,6 +38,7 @@ def generate(seed: int, index: int, names: list[str]):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m tilelang_musa.fuzz", description=__doc__.split("\n\n")[0])
+    p.add_argument("--list-families", action="store_true", help="print the program families, one per line, and exit")
     p.add_argument("--n", type=int, default=20, help="programs to generate")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="index of the first program")
@@ -62,6 +64,9 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.list_families:
+        print("\n".join(FAMILIES))
+        return 0
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     names = [n.strip() for n in args.families.split(",") if n.strip()]
     unknown = [n for n in names if n not in FAMILIES]
@@ -161,8 +166,13 @@ def summarize(args, archs, programs, ran, failures, written, run_seconds, total_
         total.update(by_family[fam])
         lines.append(f"{fam:<12}" + "".join(f"{by_family[fam][s]:>14}" for s in STATUSES))
     lines.append(f"{'all':<12}" + "".join(f"{total[s]:>14}" for s in STATUSES))
+    refused = Counter(f"{job.arch}:{job.desc.family}" for job in ran
+                      if job.result.status == "pass" and job.result.detail.startswith("refused as expected"))
+    if refused:
+        lines.append("refused as expected (counted as pass): "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
     if paths:
-        lines.append("gemm paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
+        lines.append("paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
     for i, job in failures:
         lines.append(f"FAIL program {i} ({job.desc.family}) on {job.arch}: {job.result.status}: "
                      f"{job.result.detail[:240]}")

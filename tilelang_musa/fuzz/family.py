@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from typing import Any, ClassVar, Iterator
 
 import torch
@@ -39,6 +40,16 @@ class Family:
     def tolerance(self, desc: Any, index: int) -> tuple[float, float]:
         raise NotImplementedError
 
+    def path(self, desc: Any, source: str) -> str:
+        """The code path the compiled program took, from its device source (summarized per arch after a batch):
+        the GEMM template family, the load kind of a pipeline, ...; "" where the family has none."""
+        return ""
+
+    def rejected_on(self, desc: Any, arch: str) -> str | None:
+        """A regular expression the compile error of `desc` on `arch` must match when the program is one the
+        compiler must refuse there (a construct the arch lacks); None when it must compile and match torch."""
+        return None
+
     def shrink(self, desc: Any) -> Iterator[Any]:
         """Simpler descriptions to try, most promising first (the shrinker keeps the first that still fails)."""
         return iter(())
@@ -55,6 +66,15 @@ FAMILIES: dict[str, Family] = {}
 def register(cls: type[Family]) -> type[Family]:
     FAMILIES[cls.name] = cls()
     return cls
+
+
+def load_path(source: str, threads: int) -> str:
+    """How a program's global -> shared copies were issued: "tme" (copy-engine loads), "ldlms" (asynchronous
+    pieces) or "sync" (element copies); "+producer" where the compiler added a producer squad to the `threads` the
+    program launched (automatic warp specialization)."""
+    kind = "tme" if "tl::tma_load" in source else "ldlms" if "tl::cp_async" in source else "sync"
+    bounds = re.search(r"__launch_bounds__\((\d+)", source)
+    return kind + ("+producer" if bounds and int(bounds.group(1)) > threads else "")
 
 
 def family_of(desc: Any) -> Family:

@@ -1,7 +1,8 @@
 """Compile, run and compare one (description, arch); run many in child processes.
 
 `check(desc, arch)` classifies one program on one arch:
-- pass: every output matches the torch reference within the family's tolerance;
+- pass: every output matches the torch reference within the family's tolerance (or, for a program the family
+  says the arch must refuse, the compile error names what it must);
 - mismatch: the kernel ran and an output differs (or still holds the NaN / sentinel poison);
 - compile_error: building the program or compiling it raised (the detail names the exception type);
 - launch_error: the compiled kernel raised when called (the simulator's checked mode reports out-of-bounds
@@ -48,7 +49,7 @@ class Outcome:
     arch: str
     detail: str = ""
     seconds: float = 0.0
-    path: str = ""  # the GEMM template family used, when there is one
+    path: str = ""  # the code path taken (Family.path): the GEMM template family, a pipeline's loads, ...
 
     @property
     def failed(self) -> bool:
@@ -67,11 +68,6 @@ def _one_line(exc: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def _gemm_path(source: str) -> str:
-    m = re.search(r"tl::gemm_(\w+?)(?:_nowait)?<", source)
-    return m.group(1) if m else ""
-
-
 def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
     """Compile `desc`'s program for `arch`, run it in the simulator in checked mode (TILELANG_SIM_CHECK=1, unless
     `sim_check` is False) on fresh random inputs and compare its outputs with the torch reference."""
@@ -79,10 +75,12 @@ def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
 
     import tilelang
 
+    from ..errors import CompileError
     from .family import family_of
     from .tensors import compare
 
     fam = family_of(desc)
+    refusal = fam.rejected_on(desc, arch)
     start = time.time()
     saved = {k: os.environ.get(k) for k in ("TILELANG_SIM_CHECK", "TILELANG_EXECUTION_BACKEND")}
     if sim_check:
@@ -97,8 +95,14 @@ def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
                 program = fam.build(desc)
                 kernel = tilelang.compile(program, target=f"musa -arch={arch}", pass_configs=fam.pass_configs(desc))
         except Exception as exc:  # noqa: BLE001 - every failure is an outcome
-            return Outcome("compile_error", arch, _one_line(exc), time.time() - start)
-        path = _gemm_path(kernel.get_device_source()) or ("fma" if desc.family == "gemm" else "")
+            detail = _one_line(exc)
+            if refusal and isinstance(exc, CompileError) and re.search(refusal, detail):
+                return Outcome("pass", arch, f"refused as expected: {detail}", time.time() - start)
+            return Outcome("compile_error", arch, detail, time.time() - start)
+        if refusal:
+            return Outcome("mismatch", arch, f"compiled, where a CompileError matching {refusal!r} was expected",
+                           time.time() - start)
+        path = fam.path(desc, kernel.get_device_source())
         gen = torch.Generator().manual_seed(desc.data_seed)
         args = fam.arguments(desc, gen)
         expected = fam.reference(desc, [a.clone() for a in args])

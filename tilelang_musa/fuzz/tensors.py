@@ -7,8 +7,9 @@ import torch
 TORCH_DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
     "int32": torch.int32, "int8": torch.int8,
+    "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
 }
-FLOATS = ("float32", "float16", "bfloat16")
+FLOATS = ("float32", "float16", "bfloat16")  # the float dtypes the elementwise families compute in
 INTS = ("int32", "int8")
 INT_POISON = {"int32": -123456789, "int8": -128}
 

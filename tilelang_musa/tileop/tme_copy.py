@@ -160,6 +160,13 @@ class TmeCopy(TileOp):
             if isinstance(stride, tirx.IntImm) and (int(stride.value) * elem) % 16:
                 raise NotTme(f"dimension {d} of {g.name} has a stride of {int(stride.value) * elem} bytes; TME "
                              "descriptors need strides that are multiples of 16 bytes")
+            # A stride known only at launch (a T.dynamic shape): the descriptor would fail at launch for sizes
+            # whose rows are not whole 16-byte units, so a copy the compiler chose to move by TME stays an
+            # element copy unless the stride provably is a multiple; T.tma_copy keeps the user's choice.
+            if not isinstance(stride, tirx.IntImm) and not self.explicit and \
+                    not tvm.sym.Analyzer().can_prove(tirx.floormod(stride * elem, 16) == 0):
+                raise NotTme(f"dimension {d} of {g.name} has a stride of {stride} elements, known only at launch; "
+                             "TME descriptors need strides that are multiples of 16 bytes")
         box_dims = []
         for d, extent in enumerate(g.extents):
             if not isinstance(extent, tirx.IntImm):

@@ -369,7 +369,8 @@ class _PipelineEmitter:
             stmts.append(wait_group(0))
         if self.done is not None:
             stmts.append(tirx.BufferStore(self.done, self.done[0] + n, [0]))
-        return tirx.SeqStmt(stmts)
+        # every unit in stage 0 (stage=[0, ...]) and nothing hoisted: the steady loop alone, not a SeqStmt of one
+        return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
     def _ring_index(self, iteration: Any) -> Any:
         return iteration if self.done is None else self.done[0] + iteration

@@ -4,6 +4,7 @@ float32 accumulator, float16 with a float16 one, int8 with int32), transposes, w
 stages, T.use_swizzle, an elementwise epilogue on the accumulator and a cast on the store."""
 
 import random
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -84,6 +85,11 @@ class Gemm(Family):
 
     def pass_configs(self, desc):
         return dict(PATHS[desc.path])
+
+    def path(self, desc, source):
+        """The GEMM template family (`tl::gemm_<family>[_nowait]<...>`), or "fma" (a loop of scalar FMAs)."""
+        m = re.search(r"tl::gemm_(\w+?)(?:_nowait)?<", source)
+        return m.group(1) if m else "fma"
 
     def build(self, desc):
         a_shape = (desc.K, desc.M) if desc.trans_A else (desc.M, desc.K)
