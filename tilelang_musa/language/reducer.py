@@ -7,7 +7,9 @@
     T.finalize_reducer(r)                         # now every thread's r holds the sums over i
 
 Every thread holds the whole reducer and adds its own iterations' contributions (no atomics, no barriers), and
-`T.finalize_reducer` combines the partials across the block (tileop/finalize_reducer.py). `replication` is
+`T.finalize_reducer` combines the partials across the block (tileop/finalize_reducer.py), then the epoch's
+seed (`T.reducer_init(r, seed)`) once. Filling a sum or bitxor reducer with anything but 0 is rejected: every
+thread's partial would carry the value, so the total would count it once per thread. `replication` is
 accepted for upstream's scripts: both of its strategies give the same values here, where the partials are
 always replicated.
 """
@@ -15,6 +17,8 @@ always replicated.
 from __future__ import annotations
 
 from typing import Any
+
+from tvm import tirx
 
 from ..tileop import emit_tile_op
 from ..tileop.finalize_reducer import FinalizeReducer
@@ -56,7 +60,9 @@ def finalize_reducer(reducer: Any, dst: Any = None) -> None:
     from ..tileop.region import to_region
 
     region, _ = to_region(buf, "T.finalize_reducer", "reducer")
-    emit_tile_op(FinalizeReducer.op_name, [region.to_ir()], {"kind": trace.reducers[buf]})
+    seed = trace.reducer_seeds.pop(buf, None)  # combined once, after the partials are
+    emit_tile_op(FinalizeReducer.op_name, [region.to_ir()] + ([seed] if seed is not None else []),
+                 {"kind": trace.reducers[buf]})
     if dst is not None:
         from .copy import copy
 
@@ -64,13 +70,19 @@ def finalize_reducer(reducer: Any, dst: Any = None) -> None:
 
 
 def reducer_init(reducer: Any, value: Any = None) -> None:
-    """Every element of the reducer to `value` (default: the identity of its op)."""
+    """Start an epoch of the reducer. With a seed `value`, each output of the next `T.finalize_reducer` is
+    op(seed, contributions): the seed is combined once per output, not once per thread holding a partial."""
     trace = current_trace("T.reducer_init")
     buf = _reducer(trace, "T.reducer_init", reducer)
     from .fill import fill
 
     dtype = str(buf.ty.dtype.dtype)
-    fill(buf, _identity(trace.reducers[buf], dtype) if value is None else value)
+    fill(buf, _identity(trace.reducers[buf], dtype))  # every thread's partial starts empty
+    if value is None:
+        trace.reducer_seeds.pop(buf, None)
+    else:
+        trace.reducer_seeds[buf] = tirx.Cast(dtype, as_expr(value)) if not isinstance(value, (int, float)) \
+            else tirx.const(value, dtype)
 
 
 def reducer_update(element: Any, contribution: Any) -> None:

@@ -2,7 +2,8 @@
 
 A reducer is a fragment every thread holds whole (LayoutInference fixes that layout): the loops that update it
 each add their own iterations' contributions to their thread's copy. Here every element is combined over all
-the block's threads with the reducer's op (`tl::AllReduce`, reduce.h), so that each copy holds the total.
+the block's threads with the reducer's op (`tl::AllReduce`, reduce.h), so that each copy holds the total; the
+epoch's seed, if any, is combined with each total once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tvm.tirx.script import builder as Tb
 from ..errors import SourceLoc
 from ..ir.utils import unflatten
 from .base import LowerArgs, TileOp, call_attr, call_loc
-from .reduce import KINDS
+from .reduce import KINDS, _combine
 from .region import Region
 
 
@@ -29,11 +30,13 @@ class FinalizeReducer(TileOp):
     needs_layout = True
     reducer: Region
     kind: str
+    seed: Any = None  # T.reducer_init's seed: combined once with each total
     loc: SourceLoc | None = None
 
     @classmethod
     def from_call(cls, call: tvm.ir.Call) -> "FinalizeReducer":
-        return cls(Region.from_ir(call.args[0]), str(call_attr(call, "kind")), call_loc(call))
+        seed = call.args[1] if len(call.args) > 1 else None
+        return cls(Region.from_ir(call.args[0]), str(call_attr(call, "kind")), seed, call_loc(call))
 
     def lower(self, args: LowerArgs) -> Any:
         if not args.whole_block:  # the combine template spans and synchronizes the whole block
@@ -58,6 +61,8 @@ class FinalizeReducer(TileOp):
         scratch = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(buf[tuple(xs)])
         combined = tirx.call_extern(dtype, f"tl::AllReduce<{KINDS[self.kind][0]}, {threads}, 1, {warp}>",
                                     buf[tuple(xs)], scratch)
+        if self.seed is not None:
+            combined = _combine(self.kind, combined, self.seed)
         size = 1
         for e in shape:
             size *= e
