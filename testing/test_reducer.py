@@ -78,3 +78,78 @@ def test_nonzero_fill_of_a_sum_reducer_is_rejected_with_its_line():
                 T.fill(acc, 5)
                 T.finalize_reducer(acc)
                 T.copy(acc, B)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_seed_read_from_memory_is_taken_at_reducer_init(arch):
+    """`T.reducer_init(acc, init=S[0])`: the start value is S[0] as it is at the init, although S[0] is
+    overwritten before T.finalize_reducer (upstream: later writes cannot change the epoch's starting value)."""
+    M, N = 16, 8
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), S: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128):
+            start = T.alloc_shared((N,), "float32")
+            T.copy(S, start)
+            acc = T.alloc_reducer((N,), "float32", op="sum")
+            for j in T.serial(N):  # one epoch per column, each with its own start value
+                T.reducer_init(acc, init=start[j])
+                for i, k in T.Parallel(M, N):
+                    T.reducer_update(acc[k], T.if_then_else(k == j, X[i, k], 0.0))
+                T.fill(start, -1000.0)  # must not reach the epoch's start
+                T.finalize_reducer(acc)
+                Out[j] = acc[j]
+                T.copy(S, start)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    x, s, out = rand((M, N), torch.float32, 7), rand((N,), torch.float32, 8), poison((N,), torch.float32)
+    kernel(x, s, out)
+    torch.testing.assert_close(out, x.sum(0) + s, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("spelling", ["keyword", "annotations"])
+def test_finalize_batch_shares_one_exchange_per_batch(arch, spelling):
+    """T.finalize_reducer(acc, batch=4) (or annotations={"batch": 4}): 8 elements in two tl::BatchAllReduce calls."""
+    M, N = 32, 8
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Out: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128):
+            acc = T.alloc_reducer((N,), "float32", op="max")
+            T.reducer_init(acc, 0.5)
+            for i, j in T.Parallel(M, N):
+                T.reducer_update(acc[j], X[i, j])
+            if spelling == "keyword":
+                T.finalize_reducer(acc, batch=4)
+            else:
+                T.finalize_reducer(acc, annotations={"batch": 4})
+            T.copy(acc, Out)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    warp = 128 if arch == "mp_22" else 32
+    assert f"tl::BatchAllReduce<tl::MaxOp, 128, 1, 4, {warp}>::run_batch" in kernel.get_kernel_source()
+    x, out = rand((M, N), torch.float32, 9), poison((N,), torch.float32)
+    kernel(x, out)
+    torch.testing.assert_close(out, torch.clamp(x.amax(0), min=0.5))
+
+
+def test_reducer_keywords_without_an_effect_are_rejected():
+    with pytest.raises(tilelang.CompileError, match=r"T.finalize_reducer: annotation 'coalesce' has no effect"):
+        @T.prim_func
+        def main(Out: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((4,), "float32", op="sum")
+                T.reducer_init(acc)
+                T.finalize_reducer(acc, annotations={"coalesce": 1})
+                T.copy(acc, Out)
+    with pytest.raises(tilelang.CompileError, match=r"T.finalize_reducer: batch=3 must divide the 4 elements"):
+        @T.prim_func
+        def odd(Out: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((4,), "float32", op="sum")
+                T.reducer_init(acc)
+                T.finalize_reducer(acc, batch=3)
+                T.copy(acc, Out)
+
+        tilelang.compile(odd, target="musa -arch=mp_31")
