@@ -145,6 +145,13 @@ class Layout(Object):
     def get_forward_index(self) -> list[Expr]:
         return list(self.forward_index)
 
+    def get_linearized_forward_index(self) -> Expr:
+        """The output index as one row-major offset into the output shape (a 1-d layout's index as it is)."""
+        offset: Any = 0
+        for index, extent in zip(self.forward_index, self.output_shape):
+            offset = offset * extent + index
+        return simplify(offset, dict(zip(self.forward_vars, self.input_size)))
+
     # ---- applying ------------------------------------------------------------------------------------------------
     def map(self, indices: Sequence[Any], analyzer: tvm.sym.Analyzer | None = None) -> list[Expr]:
         """The physical coordinates of logical `indices` (ints or expressions), simplified."""
