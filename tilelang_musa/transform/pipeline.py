@@ -17,6 +17,7 @@ from ..diagnostics import warn_once
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
+from .check_nested_loops import CheckNestedLoops
 from .choose_shared_swizzle import ChooseSharedSwizzle
 from .config_index_bitwidth import ConfigIndexBitwidth
 from .fuse_accelerated_ops import FuseAcceleratedOps
@@ -68,6 +69,8 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
     """The pipeline, phase by phase (upstream's LowerAndLegalize / OptimizeForTarget, in finer steps)."""
     return [
         Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
+            # Upstream's semantic checks of T.Parallel bodies, on the loops as the user wrote them.
+            CheckNestedLoops(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
             LegalizeNegativeIndex(),
             # T.use_swizzle: every later pass sees the remapped block indices.
