@@ -192,6 +192,22 @@ class Layout(Object):
             flat = flat * extent + value
         return np.unique(flat).size == flat.size == int(np.prod(self.output_shape, dtype=np.int64))
 
+    def first_collision(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """Two input coordinates the layout sends to the same output (the first in row-major order), or None if it
+        is injective."""
+        self._require_static("first_collision")
+        coords = grid(self.input_shape)
+        flat = np.zeros(self.size(), dtype=np.int64)
+        for value, extent in zip(self.evaluate(*coords), self.output_shape):
+            flat = flat * int(extent) + np.asarray(value, dtype=np.int64).reshape(-1)
+        _, first, counts = np.unique(flat, return_index=True, return_counts=True)
+        if counts.max(initial=1) <= 1:
+            return None
+        target = flat[first[np.argmax(counts > 1)]]
+        a, b = np.flatnonzero(flat == target)[:2]
+        shape = [int(e) for e in self.input_shape]
+        return tuple(int(x) for x in np.unravel_index(a, shape)), tuple(int(x) for x in np.unravel_index(b, shape))
+
     def is_equal(self, other: "Layout") -> bool:
         """Same input shape and the same physical coordinates for every logical element."""
         if type(other) is not type(self) or not self._same_shape(other):
