@@ -11,7 +11,7 @@ from tilelang.layout import Layout
 from conftest import poison, rand
 
 
-def transpose_through(layout_fn, out_shape_note=""):
+def transpose_through(layout_fn):
     @T.prim_func
     def main(A: T.Tensor((16, 16), "float32"), B: T.Tensor((16, 16), "float32")):
         with T.Kernel(1, threads=64):

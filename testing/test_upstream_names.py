@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-import tvm
 
 import tilelang
 import tilelang.language as T
