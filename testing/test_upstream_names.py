@@ -110,3 +110,23 @@ def test_jit_diagnostics_log_each_compile_stage(caplog, monkeypatch):
     messages = [r.getMessage() for r in caplog.records]
     for stage in ("tir", "lowered", "mu", "host", "bin"):
         assert any(f"TileLang JIT phase done: compile.{stage}" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("arch", ["mp_22", "mp_31"])
+def test_assume_before_the_kernel_states_a_fact_about_the_parameters(arch):
+    """Upstream issue 2883's program: `T.assume(stride % 2 == 0)` in the prim_func body, before `with T.Kernel`."""
+    stride = T.dynamic("stride")
+
+    @T.prim_func
+    def main(dst: T.StridedTensor((1, 512), (stride, 1), "uint8"), src: T.StridedTensor((1, 512), (stride, 1), "uint8")):
+        T.assume(stride % 2 == 0)
+        with T.Kernel(1, threads=128):
+            for token, feature in T.Parallel(4, 512):
+                if token < 1:
+                    dst[token, feature] = src[token, feature]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = torch.randint(0, 255, (1, 512), generator=torch.Generator().manual_seed(5), dtype=torch.uint8)
+    dst = torch.zeros((1, 512), dtype=torch.uint8)
+    kernel(dst, src)
+    assert torch.equal(dst, src)
