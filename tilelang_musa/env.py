@@ -118,6 +118,9 @@ PASS_TIMING = _Var("TILELANG_PASS_TIMING",
                    "1: print to stderr, for every compile, a table of the time each lowering pass (ours and TVM's), "
                    "the MUSA source printing and the build took (tools/pass_timing.py)")
 PASS_PROFILE = _Var("TILELANG_PASS_PROFILE", "upstream's name of TILELANG_PASS_TIMING")
+JIT_DIAGNOSTICS = _Var("TILELANG_JIT_DIAGNOSTICS",
+                       "1: log (logger tilelang.jit.diagnostics, level INFO) the start, end and time of every compile "
+                       "stage (jit/diagnostics.py)")
 PASS_TIMING_THRESHOLD_MS = _Var("TILELANG_PASS_TIMING_THRESHOLD_MS",
                                 "TILELANG_PASS_TIMING's table leaves out passes faster than this many milliseconds",
                                 lambda: PASS_PROFILE_THRESHOLD_MS.raw() or "0")

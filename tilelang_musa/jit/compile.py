@@ -52,6 +52,7 @@ from .backend import Backend, resolve_backend
 from .kernel import JITKernel
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
+from .diagnostics import jit_phase
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file
 from .toolchains import BuildRequest
 
@@ -444,7 +445,8 @@ def _run_stages(request: _Request, workdir: Path, key: str | None, observers: Co
     work = _Work(request, workdir, observers, cache.replacement_files(request.name))
     for stage in _STAGE_TABLE:
         replacement = work.replaced.get(stage.name)
-        text = stage.make(work) if replacement is None else stage.load(work, replacement)
+        with jit_phase(f"compile.{stage.name}", kernel=request.name, target=str(request.target.attrs["arch"])):
+            text = stage.make(work) if replacement is None else stage.load(work, replacement)
         if text is not None:
             work.path(stage.name).write_text(text)
     KernelMetadata(request.name, json.loads(str(request.target)), request.backend.name,

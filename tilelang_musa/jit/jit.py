@@ -37,6 +37,7 @@ def _key(value: Any) -> Any:
 class JITFunction:
     def __init__(self, func: Callable, options: dict[str, Any]):
         functools.update_wrapper(self, func)
+        self.__test__ = False  # a factory named test_*: not a test to pytest (which follows __wrapped__)
         self.func = func
         self.options = options
         self._kernels: dict[Any, JITKernel] = {}

@@ -5,6 +5,8 @@ from .annotate import (
     annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs, annotate_restrict_buffers,
     annotate_safe_value,
 )
+from .annotate import annotate_l2_hit_ratio
+from .math import align_up
 from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var, const, dynamic, empty, symbolic
 from .dp4a import dp4a
 from .atomic import (
@@ -92,6 +94,7 @@ from .unsupported import UNSUPPORTED  # noqa: E402
 globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
 
 __all__ = [
+    "align_up", "annotate_l2_hit_ratio",
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",

@@ -1,7 +1,8 @@
 """`T.annotate_layout({buffer: layout})`: fix a buffer's layout before inference; `T.annotate_pass_configs` and
 `T.annotate_compile_flags`: settings the kernel carries to `tilelang.compile`; `T.annotate_min_blocks_per_sm`:
 the kernel's `__launch_bounds__(threads, n)`; `T.annotate_safe_value({A: v})`: what out-of-bounds reads of a
-global tensor return; `T.annotate_restrict_buffers(x, y)`: tensors that may alias (no `__restrict__`).
+global tensor return; `T.annotate_restrict_buffers(x, y)`: tensors that may alias (no `__restrict__`);
+`T.annotate_l2_hit_ratio({A: r})`: checked, then without effect on MUSA (see there).
 
 A Fragment fixes where a fragment's elements live (thread and slot); a Layout fixes how a shared tile is
 stored (e.g. `tilelang.layout.make_sqmma_swizzled_layout(buf)`), or renumbers the elements of a global tensor
@@ -17,6 +18,7 @@ from tvm import tirx
 from ..ir.pass_config import normalize_pass_configs
 from ..layout import Fragment, Layout
 from ..tileop.region import TensorRegion, is_buffer
+from ..diagnostics import warn_once
 from .builder import current_trace, kernel_trace
 
 
@@ -83,6 +85,14 @@ def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_r
         if scope == "global" and not layout.is_bijective():
             raise trace.error(f"T.annotate_layout: the layout of global tensor `{key.name}` must be a bijection onto "
                               f"its {layout.size()} elements (it renumbers them); got {layout!r}")
+        if scope in ("shared", "shared.dyn"):
+            collision = layout.first_collision()
+            if collision is not None:  # two elements would share one address
+                a, b = collision
+                raise trace.error(f"T.annotate_layout: the layout of shared buffer `{key.name}` is not injective: "
+                                  f"{key.name}{list(a)} and {key.name}{list(b)} map to the same location "
+                                  f"{[int(v) for v in layout.evaluate(*a)]}; a shared layout must give each element "
+                                  "its own place")
         if key in trace.layout_annotations and not allow_reannotation:
             raise trace.error(f"T.annotate_layout: `{key.name}` is already annotated; pass allow_reannotation=True "
                               "to replace its layout")
@@ -121,3 +131,22 @@ def annotate_safe_value(values: dict) -> None:
         elif str(value.ty.dtype) != dtype:
             value = tirx.Cast(dtype, value)
         trace.safe_values[buffer.name] = value
+
+
+def annotate_l2_hit_ratio(ratios: dict) -> None:
+    """`T.annotate_l2_hit_ratio({A: 0.8})`: upstream sets a CUDA access-policy window so that this share of the
+    global tensor A's accesses persist in L2. MUSA's runtime exposes no such window to a kernel launch (its only
+    cache hints are per TME copy: `T.copy(..., eviction_policy=...)`), so the annotation is checked (global tensors,
+    ratios in [0, 1]) and then has no effect; a warning says so once."""
+    trace = current_trace("T.annotate_l2_hit_ratio")
+    if not isinstance(ratios, dict):
+        raise trace.error(f"T.annotate_l2_hit_ratio takes a dict {{tensor: ratio}}; got {ratios!r}")
+    for buffer, ratio in ratios.items():
+        if not is_buffer(buffer) or str(buffer.ty.storage_scope) != "global":
+            raise trace.error(f"T.annotate_l2_hit_ratio: {buffer!r} must be a global tensor (a kernel parameter); "
+                              "persistent L2 applies to global memory only")
+        if not isinstance(ratio, int | float) or not 0 <= ratio <= 1:
+            raise trace.error(f"T.annotate_l2_hit_ratio: the ratio for `{buffer.name}` must be a number in [0, 1]; "
+                              f"got {ratio!r}")
+    warn_once("annotate_l2_hit_ratio", "T.annotate_l2_hit_ratio has no effect on MUSA: its runtime has no L2 "
+              "access-policy window for a launch (per-copy cache hints are T.copy(..., eviction_policy=...))")

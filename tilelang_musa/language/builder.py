@@ -48,6 +48,7 @@ class KernelTrace:
     layout_annotations: dict = field(default_factory=dict)  # buffer -> Layout/Fragment (T.annotate_layout)
     pass_configs: dict = field(default_factory=dict)  # T.annotate_pass_configs
     reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
+    reducer_seeds: dict = field(default_factory=dict)  # reducer -> the T.reducer_init seed its finalize combines
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
     safe_values: dict = field(default_factory=dict)  # tensor name -> value of its out-of-bounds reads

@@ -35,6 +35,11 @@ def ceildiv(a: Any, b: Any) -> Any:
     return tirx.floordiv(a + b - 1, b)
 
 
+def align_up(x: Any, y: Any) -> Any:
+    """x rounded up to a multiple of y (`T.ceildiv(x, y) * y`). Example: T.align_up(n, 16)"""
+    return ceildiv(x, y) * y
+
+
 def floordiv(a: Any, b: Any) -> Any:
     ints = _static_int(a, b)
     return ints[0] // ints[1] if ints is not None else tirx.floordiv(a, b)

@@ -40,10 +40,21 @@ def _fragment_of(trace, construct: str, what: str, region: Region) -> Region:
     return staged
 
 
+ANNOTATION_KEYS = ("batch", "nan_propagate")  # upstream's keys for a reduction, the same as its keywords
+
+
 def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1,
-            nan_propagate: bool = False) -> None:
+            nan_propagate: bool = False, annotations: dict | None = None) -> None:
     construct = f"T.reduce_{kind}"
     trace = kernel_trace(construct)
+    for key, val in (annotations or {}).items():  # upstream spells batch= and nan_propagate= this way too
+        if key not in ANNOTATION_KEYS:
+            raise trace.error(f"{construct}: annotation {key!r} has no effect here; the ones a reduction takes are "
+                              f"{', '.join(ANNOTATION_KEYS)}")
+        if key == "batch":
+            batch = int(val)
+        else:
+            nan_propagate = bool(val)
     if not isinstance(batch, int) or batch < 1:
         raise trace.error(f"{construct}: batch must be >= 1, got {batch!r}")
     if nan_propagate and kind not in NAN_FUNCTORS:
@@ -84,54 +95,59 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1
             sync_threads()  # the write-back is complete before dst is read again
 
 
-def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               annotations: dict | None = None) -> None:
     """dst = sum of src along `dim` (clear=False: dst += that sum). src and dst are fragments, shared memory or
     local buffers. `batch` results share each cross-thread exchange (it must divide the number of results)."""
-    _reduce("sum", src, dst, dim, clear, batch)
+    _reduce("sum", src, dst, dim, clear, batch, False, annotations)
 
 
 def reduce_max(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
-               nan_propagate: bool = False) -> None:
+               nan_propagate: bool = False, annotations: dict | None = None) -> None:
     """dst = max of src along `dim` (clear=False: dst = max(dst, that max)). A NaN is skipped, or with
     `nan_propagate=True` is the result of its row."""
-    _reduce("max", src, dst, dim, clear, batch, nan_propagate)
+    _reduce("max", src, dst, dim, clear, batch, nan_propagate, annotations)
 
 
 def reduce_min(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
-               nan_propagate: bool = False) -> None:
+               nan_propagate: bool = False, annotations: dict | None = None) -> None:
     """dst = min of src along `dim` (clear=False: dst = min(dst, that min))."""
-    _reduce("min", src, dst, dim, clear, batch, nan_propagate)
+    _reduce("min", src, dst, dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_abssum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+def reduce_abssum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               annotations: dict | None = None) -> None:
     """dst = sum of |src| along `dim`."""
-    _reduce("abssum", src, dst, dim, clear, batch)
+    _reduce("abssum", src, dst, dim, clear, batch, False, annotations)
 
 
 def reduce_absmax(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
-                  nan_propagate: bool = False) -> None:
+                  nan_propagate: bool = False, annotations: dict | None = None) -> None:
     """dst = max of |src| along `dim`."""
-    _reduce("absmax", src, dst, dim, clear, batch, nan_propagate)
+    _reduce("absmax", src, dst, dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_bitand(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+def reduce_bitand(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               annotations: dict | None = None) -> None:
     """dst = bitwise and of the integers of src along `dim` (clear=False: dst &= that)."""
-    _reduce("bitand", src, dst, dim, clear, batch)
+    _reduce("bitand", src, dst, dim, clear, batch, False, annotations)
 
 
-def reduce_bitor(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+def reduce_bitor(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               annotations: dict | None = None) -> None:
     """dst = bitwise or of the integers of src along `dim` (clear=False: dst |= that)."""
-    _reduce("bitor", src, dst, dim, clear, batch)
+    _reduce("bitor", src, dst, dim, clear, batch, False, annotations)
 
 
-def reduce_bitxor(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+def reduce_bitxor(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               annotations: dict | None = None) -> None:
     """dst = bitwise xor of the integers of src along `dim` (clear=False: dst ^= that)."""
-    _reduce("bitxor", src, dst, dim, clear, batch)
+    _reduce("bitxor", src, dst, dim, clear, batch, False, annotations)
 
 
 def reduce(src: Any, dst: Any, reduce_type: str, dim: int = -1, clear: bool = True, batch: int = 1,
-           nan_propagate: bool = False) -> None:
+           nan_propagate: bool = False, annotations: dict | None = None) -> None:
     """`T.reduce(src, dst, "sum" | "max" | "min" | "abssum" | "absmax", dim, clear)`."""
     if reduce_type not in KINDS:
         raise current_trace("T.reduce").error(f"T.reduce: unknown reduce_type {reduce_type!r}; one of {sorted(KINDS)}")
-    _reduce(reduce_type, src, dst, dim, clear, batch, nan_propagate)
+    _reduce(reduce_type, src, dst, dim, clear, batch, nan_propagate, annotations)

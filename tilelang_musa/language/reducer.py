@@ -7,7 +7,9 @@
     T.finalize_reducer(r)                         # now every thread's r holds the sums over i
 
 Every thread holds the whole reducer and adds its own iterations' contributions (no atomics, no barriers), and
-`T.finalize_reducer` combines the partials across the block (tileop/finalize_reducer.py). `replication` is
+`T.finalize_reducer` combines the partials across the block (tileop/finalize_reducer.py), then the epoch's
+seed (`T.reducer_init(r, seed)`) once. Filling a sum or bitxor reducer with anything but 0 is rejected: every
+thread's partial would carry the value, so the total would count it once per thread. `replication` is
 accepted for upstream's scripts: both of its strategies give the same values here, where the partials are
 always replicated.
 """
@@ -15,6 +17,8 @@ always replicated.
 from __future__ import annotations
 
 from typing import Any
+
+from tvm import tirx
 
 from ..tileop import emit_tile_op
 from ..tileop.finalize_reducer import FinalizeReducer
@@ -48,29 +52,48 @@ def _reducer(trace, construct: str, value: Any) -> Any:
     return buf
 
 
-def finalize_reducer(reducer: Any, dst: Any = None) -> None:
+def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: dict | None = None) -> None:
     """Combine the reducer's per-thread partials: afterwards every thread's copy holds the totals (copied into
-    `dst` as well, if given)."""
+    `dst` as well, if given). `batch` elements share each cross-thread exchange (it must divide the reducer's
+    size); upstream's `annotations={"batch": B}` spells the same."""
     trace = current_trace("T.finalize_reducer")
     buf = _reducer(trace, "T.finalize_reducer", reducer)
     from ..tileop.region import to_region
 
+    for key, val in (annotations or {}).items():
+        if key != "batch":
+            raise trace.error(f"T.finalize_reducer: annotation {key!r} has no effect here; the one it takes is "
+                              "'batch'")
+        batch = val
+    if not isinstance(batch, int) or batch < 1:
+        raise trace.error(f"T.finalize_reducer: batch must be an integer >= 1, got {batch!r}")
     region, _ = to_region(buf, "T.finalize_reducer", "reducer")
-    emit_tile_op(FinalizeReducer.op_name, [region.to_ir()], {"kind": trace.reducers[buf]})
+    seed = trace.reducer_seeds.pop(buf, None)  # combined once, after the partials are
+    emit_tile_op(FinalizeReducer.op_name, [region.to_ir()] + ([seed] if seed is not None else []),
+                 {"kind": trace.reducers[buf], "batch": batch})
     if dst is not None:
         from .copy import copy
 
         copy(buf, dst)
 
 
-def reducer_init(reducer: Any, value: Any = None) -> None:
-    """Every element of the reducer to `value` (default: the identity of its op)."""
+def reducer_init(reducer: Any, init: Any = None) -> None:
+    """Start an epoch of the reducer. With a starting value `init`, each output of the next `T.finalize_reducer`
+    is op(init, contributions): combined once per output, not once per thread holding a partial, and taken as it
+    is here (later writes to what it reads do not change it)."""
     trace = current_trace("T.reducer_init")
     buf = _reducer(trace, "T.reducer_init", reducer)
+    from .allocate import alloc_var
     from .fill import fill
 
     dtype = str(buf.ty.dtype.dtype)
-    fill(buf, _identity(trace.reducers[buf], dtype) if value is None else value)
+    fill(buf, _identity(trace.reducers[buf], dtype))  # every thread's partial starts empty
+    if init is None:
+        trace.reducer_seeds.pop(buf, None)
+    elif isinstance(init, int | float):
+        trace.reducer_seeds[buf] = tirx.const(init, dtype)
+    else:  # captured now, in a variable of each thread
+        trace.reducer_seeds[buf] = alloc_var(dtype, init)[0]
 
 
 def reducer_update(element: Any, contribution: Any) -> None:

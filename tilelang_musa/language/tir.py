@@ -185,8 +185,9 @@ def attr(node: Any, attr_key: str, value: Any):
 
 
 def assume(condition: Any) -> None:
-    """`T.assume(cond)`: the compiler may assume `cond` holds here (it simplifies with it; nothing is checked)."""
-    kernel_trace("T.assume")
+    """`T.assume(cond)`: the compiler may assume `cond` holds here (it simplifies with it; nothing is checked).
+    Before `with T.Kernel(...)` too, as upstream allows (a fact about the parameters, e.g. `stride % 2 == 0`)."""
+    current_trace("T.assume")
     Tb.evaluate(tirx.assume(as_expr(condition)))
 
 

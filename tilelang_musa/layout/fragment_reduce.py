@@ -139,3 +139,37 @@ def _is_butterfly(splits: list[ThreadSplit], groups: list[tuple[int, ...]]) -> b
     offsets = [s.scale << b for s in splits for b in range(s.count.bit_length() - 1)]
     return all({t ^ off for t in g} == set(g) for g in groups for off in offsets)
 
+
+
+def widen_to_aligned_spans(threads: ReduceThreads, block_threads: int) -> ThreadSplit | None:
+    """A single split whose groups sit off the aligned spans the combine template works on (threads [32, 96) of
+    128 for 64 threads, one apart): the smallest wider power-of-two group, `scale` apart, whose aligned spans each
+    hold at most one of the groups. Its extra members must contribute the identity. None when no such widening
+    exists (several splits, a non-power-of-two count or scale, or two groups sharing every span up to the
+    block's)."""
+    if threads.butterfly or len(threads.splits) != 1:
+        return None
+    split = threads.splits[0]
+    if split.scale & (split.scale - 1) or split.count & (split.count - 1):
+        return None
+    count = split.count * 2
+    while count * split.scale <= block_threads:
+        span = count * split.scale
+        spans = [{t // span for t in g} for g in threads.groups]
+        if all(len(s) == 1 for s in spans) and len({next(iter(s)) for s in spans}) == len(spans):
+            return ThreadSplit(count, split.scale)
+        count *= 2
+    return None
+
+
+def holder_ranges(src: Fragment) -> list[tuple[int, int]]:
+    """The threads holding some element of `src`, as sorted half-open ranges [lo, hi)."""
+    src._require_static("holder_ranges")
+    thread, _ = src.evaluate_all()
+    ranges: list[tuple[int, int]] = []
+    for t in sorted(set(np.asarray(thread).ravel().tolist())):
+        if ranges and ranges[-1][1] == t:
+            ranges[-1] = (ranges[-1][0], t + 1)
+        else:
+            ranges.append((t, t + 1))
+    return ranges

@@ -145,6 +145,13 @@ class Layout(Object):
     def get_forward_index(self) -> list[Expr]:
         return list(self.forward_index)
 
+    def get_linearized_forward_index(self) -> Expr:
+        """The output index as one row-major offset into the output shape (a 1-d layout's index as it is)."""
+        offset: Any = 0
+        for index, extent in zip(self.forward_index, self.output_shape):
+            offset = offset * extent + index
+        return simplify(offset, dict(zip(self.forward_vars, self.input_size)))
+
     # ---- applying ------------------------------------------------------------------------------------------------
     def map(self, indices: Sequence[Any], analyzer: tvm.sym.Analyzer | None = None) -> list[Expr]:
         """The physical coordinates of logical `indices` (ints or expressions), simplified."""
@@ -184,6 +191,22 @@ class Layout(Object):
         for value, extent in zip(outs, self.output_shape):
             flat = flat * extent + value.reshape(-1)
         return flat.size == int(np.prod(self.output_shape, dtype=np.int64)) and all_distinct(flat)
+
+    def first_collision(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """Two input coordinates the layout sends to the same output (the first in row-major order), or None if it
+        is injective."""
+        self._require_static("first_collision")
+        coords = grid(self.input_shape)
+        flat = np.zeros(self.size(), dtype=np.int64)
+        for value, extent in zip(self.evaluate(*coords), self.output_shape):
+            flat = flat * int(extent) + np.asarray(value, dtype=np.int64).reshape(-1)
+        _, first, counts = np.unique(flat, return_index=True, return_counts=True)
+        if counts.max(initial=1) <= 1:
+            return None
+        target = flat[first[np.argmax(counts > 1)]]
+        a, b = np.flatnonzero(flat == target)[:2]
+        shape = [int(e) for e in self.input_shape]
+        return tuple(int(x) for x in np.unravel_index(a, shape)), tuple(int(x) for x in np.unravel_index(b, shape))
 
     def is_equal(self, other: "Layout") -> bool:
         """Same input shape and the same physical coordinates for every logical element."""

@@ -13,6 +13,7 @@ memory beyond), one call per thread split of the row. With `batch=B`, B results 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from tvm.tirx.script import builder as Tb
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
 from ..layout import LayoutError, reduce_fragment, reduce_threads
+from ..layout.fragment_reduce import holder_ranges, widen_to_aligned_spans
 from .base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
 from .region import Region
 
@@ -106,21 +108,39 @@ class Reduce(TileOp):
             return {}
         return {self.dst.buffer: reduced}
 
-    def _check_partial(self, args: LowerArgs, groups, warp: int) -> None:
+    def _check_partial(self, args: LowerArgs, splits, warp: int) -> None:
         """A reduction run by part of the block (a T.ws region): its shuffles need whole warps, and its groups of
         threads must line up with the template's (aligned spans of the block's thread ids)."""
         first, count = args.first_thread, args.num_threads
         where = f"T.reduce_{self.kind} on threads {first}..{first + count - 1}"
-        if groups.splits and (first % warp or count % warp):
+        if splits and (first % warp or count % warp):
             raise self.error(f"{where}: combining across threads uses whole {warp}-lane warps; run it on a range of "
                              f"whole warps (a T.ws region, or a guard such as `tx < {warp * max(1, count // warp)}`)")
-        for split in groups.splits:
+        for split in splits:
             span = split.count * split.scale
             if first % span:
                 raise self.error(f"{where}: the threads sharing a row ({span}) must start at a multiple of {span}")
 
+    def _template_splits(self, args: LowerArgs, groups, src_layout) -> tuple:
+        """The thread splits the combine template runs, and (when they differ from the row's) the ranges of threads
+        that hold `src`. The template combines aligned spans of the block's threads; a row held off them (threads
+        [32, 96) of 128) is combined over the wider aligned group around it, whose other threads add the identity."""
+        pow2 = all(not (s.count & (s.count - 1) or s.scale & (s.scale - 1)) for s in groups.splits)
+        if groups.butterfly or not pow2:  # aligned already; a non-power-of-two split is reported below
+            return groups.splits, None
+        widened = widen_to_aligned_spans(groups, args.num_threads) if args.whole_block else None
+        if widened is None:
+            shown = ", ".join(f"[{g[0]}, {g[-1] + 1})" if len(g) == g[-1] - g[0] + 1 else str(list(g))
+                              for g in groups.groups[:3])
+            raise self.error(f"T.reduce_{self.kind}: the rows of `{self.src.name}` are held by thread groups "
+                             f"{shown}{', ...' if len(groups.groups) > 3 else ''} that do not each fill an aligned "
+                             "span of the block's threads (nor fit one alone when widened), which the cross-thread "
+                             f"combine needs; lay `{self.src.name}` out on thread ranges starting at a multiple "
+                             "of their size")
+        return (widened,), holder_ranges(src_layout)
+
     @staticmethod
-    def _exchange_in_range(args: LowerArgs, groups, functor: str, batch: int, local_size: int, partial, red_buf,
+    def _exchange_in_range(args: LowerArgs, splits, functor: str, batch: int, local_size: int, partial, red_buf,
                            warp: int) -> Any:
         """The cross-thread combine of a reduction run by part of the block, in place on `partial`: a split within
         32 threads is the template's shuffles; a wider one passes through `red_buf` between barriers placed here
@@ -129,7 +149,7 @@ class Reduce(TileOp):
         first = tirx.Var("batch_start", "int32")
         values = tirx.address_of(partial[first * batch if runs > 1 else 0])
         steps = []
-        for split in groups.splits:
+        for split in splits:
             cls = f"tl::BatchAllReduce<{functor}, {split.count}, {split.scale}, {batch}, {warp}>"
             if split.count * split.scale <= 32:
                 steps.append(tirx.Evaluate(tirx.call_extern("void", f"{cls}::run_batch", values,
@@ -156,6 +176,7 @@ class Reduce(TileOp):
             groups = reduce_threads(src_layout, self.dim)
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: {err}") from None
+        splits, holders = self._template_splits(args, groups, src_layout)
         if not dst_layout.is_equal(reduce_fragment(src_layout, self.dim)):  # LayoutInference relays it otherwise
             raise self.error(f"T.reduce_{self.kind}: `{self.dst.name}` is laid out as {dst_layout!r}, not as the "
                              f"reduction of `{self.src.name}` along dim {self.dim} leaves its results")
@@ -180,7 +201,10 @@ class Reduce(TileOp):
         target = dst_layout.index(ys)
         fold = tirx.BufferStore(partial, self.combine(partial[target], value), [target])
         fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
-        if int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
+        if holders is not None:  # widened groups: their extra members must hold the identity
+            held = [tirx.And(lo <= thread, thread < hi) if lo else thread < hi for lo, hi in holders]
+            fold_loop = tirx.IfThenElse(functools.reduce(tirx.Or, held), fold_loop, None)
+        elif int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
             fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
         stmts.append(fold_loop)
         # 2. combine across the threads that share a row, then write dst (every replica holds the result)
@@ -192,13 +216,13 @@ class Reduce(TileOp):
                       f"T.reduce_{self.kind}: batch={self.batch} does not divide the {local_size} results each thread "
                       f"holds of `{self.dst.name}` under its inferred layout; batching {batch} at a time instead")
         if not args.whole_block:
-            self._check_partial(args, groups, warp)
+            self._check_partial(args, splits, warp)
         red_buf = None
-        if any(split.count * split.scale > 32 for split in groups.splits):
+        if any(split.count * split.scale > 32 for split in splits):
             red_buf = Tb.buffer((args.num_threads * batch,), acc_t, scope="shared.dyn")
             IRBuilder.name(f"{self.dst.name}_red_buf", red_buf)
             stmts.insert(0, tirx.AllocBuffer(red_buf))
-        for split in groups.splits:
+        for split in splits:
             for what, n in (("threads", split.count), ("thread stride", split.scale)):
                 if n & (n - 1):
                     raise self.error(
@@ -207,18 +231,18 @@ class Reduce(TileOp):
                         "a row length that splits evenly over a power of two of threads")
         d = tirx.Var("dst_slot", "int32")
         if red_buf is not None and not args.whole_block:
-            stmts.append(self._exchange_in_range(args, groups, functor, batch, local_size, partial, red_buf, warp))
+            stmts.append(self._exchange_in_range(args, splits, functor, batch, local_size, partial, red_buf, warp))
             combined = partial[d]
         elif batch == 1:
             combined = partial[d]
-            for split in groups.splits:
+            for split in splits:
                 buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
                 combined = tirx.call_extern(acc_t, f"tl::AllReduce<{functor}, {split.count}, {split.scale}, {warp}>",
                                             combined, buf_arg)
         else:  # each run of `batch` partials combines in place in one call per split
             first = tirx.Var("batch_start", "int32")
             calls = []
-            for split in groups.splits:
+            for split in splits:
                 buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
                 name = f"tl::BatchAllReduce<{functor}, {split.count}, {split.scale}, {batch}, {warp}>::run_batch"
                 calls.append(tirx.Evaluate(tirx.call_extern("void", name,

@@ -17,6 +17,7 @@ from ..diagnostics import warn_once
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
+from .check_nested_loops import CheckNestedLoops
 from .choose_shared_swizzle import ChooseSharedSwizzle
 from .config_index_bitwidth import ConfigIndexBitwidth
 from .fuse_accelerated_ops import FuseAcceleratedOps
@@ -46,6 +47,7 @@ from .range_barriers import RangeBarriers
 from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
 from .safe_memory_access import SafeMemoryAccess
+from .serialize_dynamic_parallel_levels import SerializeDynamicParallelLevels
 from .split_kernels import split_kernels
 from .stage_gemm_operands import StageGemmOperands
 from .sync_global_accesses import SyncGlobalAccesses
@@ -68,6 +70,10 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
     """The pipeline, phase by phase (upstream's LowerAndLegalize / OptimizeForTarget, in finer steps)."""
     return [
         Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
+            # Upstream's semantic checks of T.Parallel bodies, on the loops as the user wrote them.
+            CheckNestedLoops(),
+            # Run-time-extent T.Parallel levels that place no fragment element: serial, before layouts are planned.
+            SerializeDynamicParallelLevels(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
             LegalizeNegativeIndex(),
             # T.use_swizzle: every later pass sees the remapped block indices.

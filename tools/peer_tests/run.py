@@ -2,7 +2,8 @@
 
     python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S]
 
-PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda).
+PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda), or a
+bare git directory of one (a mirror): its HEAD's testing/ and examples/ are then extracted under --out first.
 Each test file's folder is staged under --out with the device strings rewritten (tensors on "musa" or "cuda" go
 to "cpu"; with --cuda, target "cuda" becomes "musa"), next to a conftest.py that stands in
 for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
@@ -126,6 +127,16 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0) -> tuple
     return status, counts, first_error
 
 
+def extract(git_dir: Path, dest: Path) -> Path:
+    """HEAD's testing/ and examples/ of a bare repository, written under `dest` (replacing an older extraction)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "HEAD", "testing", "examples"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("peer", type=Path)
@@ -139,6 +150,8 @@ def main() -> int:
     args = parser.parse_args()
 
     peer = args.peer.resolve()
+    if (peer / "HEAD").is_file() and not (peer / "testing").exists():  # a bare repository: extract its tests
+        peer = extract(peer, args.out / "src")
     tests = sorted({p for pattern in args.patterns for p in peer.glob(pattern)})
     root = args.out / "tree"
     root.mkdir(parents=True, exist_ok=True)
