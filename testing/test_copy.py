@@ -1,7 +1,7 @@
 """T.copy / T.fill / T.clear between global and shared memory (with tails), and T.use_swizzle, in the
 simulator against torch."""
 
-import warnings
+import inspect
 
 import pytest
 import torch
@@ -364,25 +364,39 @@ def mismatched_copy_program(M, N, src_cols, dst_cols, dtype="float16"):
     @T.prim_func
     def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
         with T.Kernel(1, threads=128):
-            T.copy(A[:, :src_cols], B[:, :dst_cols])
+            T.copy(A[:, :src_cols], B[:, :dst_cols])  # the mismatched copy
 
     return main
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
 @pytest.mark.parametrize("src_cols, dst_cols", [(2, 3), (5, 3)])
-def test_copy_of_differing_extents_covers_the_smaller(arch, src_cols, dst_cols):
-    """Constant extents that differ: the copy covers the smaller in each dimension (a one-time warning says so);
-    neither side is accessed outside its region."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        kernel = tilelang.compile(mismatched_copy_program(64, 8, src_cols, dst_cols), target=f"musa -arch={arch}")
-    # Once per process and copy: the first compile of this one warns.
-    assert arch != "mp_31" or src_cols != 2 or any("differ" in str(w.message) for w in caught)
-    a = rand((64, 8), torch.float16)
-    b = torch.full((64, 8), -7.0, dtype=torch.float16)
+def test_copy_of_differing_extents_is_an_error_at_its_line(arch, src_cols, dst_cols):
+    """Constant extents that differ: copying either one would read or write outside a region or leave part of dst
+    unwritten (before, a warning and a partial copy), so the copy is rejected at the user's line, naming both."""
+    with pytest.raises(tilelang.CompileError, match=rf"T.copy: A \(64, {src_cols}\) and B \(64, {dst_cols}\) differ "
+                       rf"in extent \({src_cols} vs {dst_cols}, src dim 1, dst dim 1\)") as info:
+        tilelang.compile(mismatched_copy_program(64, 8, src_cols, dst_cols), target=f"musa -arch={arch}")
+    lines, first = inspect.getsourcelines(mismatched_copy_program)
+    assert info.value.loc.lineno == first + next(k for k, line in enumerate(lines) if "# the mismatched copy" in line)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copy_pairs_non_unit_dimensions_across_unit_ones(arch):
+    """What upstream accepts beside equal shapes: unit dimensions pair with nothing (a (1, 16, 32) slice of a 3-D
+    tensor into a (16, 32) tile, that into a (1, 16, 32) fragment, and back into a (16, 1, 32) slice)."""
+    Bt, M, N = 3, 32, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((Bt, M, N), "float32"), B: T.Tensor((M, Bt, N), "float32")):
+        with T.Kernel(Bt, M // 16, threads=128) as (b, by):
+            tile = T.alloc_shared((16, N), "float32")
+            frag = T.alloc_fragment((1, 16, N), "float32")
+            T.copy(A[b, by * 16:(by + 1) * 16, :], tile)
+            T.copy(tile, frag)
+            T.copy(frag, B[by * 16:(by + 1) * 16, b, :])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, b = rand((Bt, M, N), torch.float32, 41), poison((M, Bt, N), torch.float32)
     kernel(a, b)
-    cols = min(src_cols, dst_cols)
-    expected = torch.full((64, 8), -7.0, dtype=torch.float16)
-    expected[:, :cols] = a[:, :cols]
-    torch.testing.assert_close(b, expected)
+    torch.testing.assert_close(b, a.permute(1, 0, 2))

@@ -15,7 +15,6 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from ..diagnostics import warn_once
 from ..errors import SourceLoc
 from ..ir.attrs import ASYNC_ATTR, LOOP_LAYOUT_ATTR, NO_SAFE_ACCESS, PER_THREAD_ATTR, SAFE_COPY
 from ..ir.pass_config import PassConfigKey, enabled
@@ -70,23 +69,26 @@ class Copy(TileOp):
                    call_attr(call, LOOP_LAYOUT_ATTR))
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
-        """The non-unit dimensions of src and dst, paired in order (their extents are equal, or one is known only
-        at run time: then the copy covers the smaller, e.g. `T.copy(x[0:n], tile)` copies n elements)."""
+        """The non-unit dimensions of src and dst, paired in order. Their extents must be equal, or one known only
+        at run time: then the copy covers the smaller, e.g. `T.copy(x[0:n], tile)` copies n elements. Unit
+        dimensions pair with nothing (`T.copy(A[b, 0:64, 0:32], tile)` into a (64, 32) tile)."""
         dims = pair_dims(self.src, self.dst, run_time_extents=True)
         if dims is not None:
             return dims
-        # Constant extents that differ (`T.copy(A[:, :2], B[:, :3])`): the copy covers the smaller in each
-        # dimension, so that neither side is accessed outside its region.
-        dims = pair_dims(self.src, self.dst, any_extents=True)
-        if dims is None:
+        paired = pair_dims(self.src, self.dst, any_extents=True)
+        if paired is None:
             raise self.error(
                 f"T.copy: {self.src.describe()} and {self.dst.describe()} have different numbers of non-unit "
                 "dimensions")
-        where = f"at {self.loc}: " if self.loc is not None else ""
-        warn_once(f"copy-extents-{self.loc}-{self.src.describe()}-{self.dst.describe()}",
-                  f"{where}T.copy: the extents of {self.src.describe()} and {self.dst.describe()} differ; it copies "
-                  "the smaller extent in each dimension")
-        return dims
+        # Constant extents that differ (`T.copy(A[:, :2], B[:, :3])`): copying either extent would read or write
+        # outside one of the regions, or leave part of dst unwritten; the user must say which.
+        x, y = next((x, y) for x, y in zip(*paired)
+                    if isinstance(self.src.extents[x], tirx.IntImm) and isinstance(self.dst.extents[y], tirx.IntImm)
+                    and self.src.extents[x].value != self.dst.extents[y].value)
+        raise self.error(
+            f"T.copy: {self.src.describe()} and {self.dst.describe()} differ in extent ({self.src.extents[x]} vs "
+            f"{self.dst.extents[y]}, src dim {x}, dst dim {y}): the copy would read or write outside one of the "
+            "regions; slice both to the same shape")
 
     @property
     def thread_private(self) -> bool:
