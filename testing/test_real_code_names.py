@@ -1,0 +1,86 @@
+"""Names real TileLang scripts use at their top: `tilelang.set_log_level` (upstream's logger), `tilelang.par_compile`
+at module level, and `T.Select` with Python bools (`T.Select(True, False, True)` in upstream's tests)."""
+
+import logging
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+
+ARCHS = ["mp_31", "mp_22"]
+
+
+@pytest.fixture
+def tilelang_logger():
+    logger = logging.getLogger("tilelang")
+    level = logger.level
+    yield logger
+    logger.setLevel(level)
+
+
+def test_set_log_level_takes_names_and_numbers_as_upstream(tilelang_logger):
+    tilelang.set_log_level("warning")
+    assert tilelang_logger.level == logging.WARNING
+    tilelang.set_log_level(logging.DEBUG)
+    assert tilelang_logger.level == logging.DEBUG
+    tilelang.set_log_level("not-a-level")  # upstream falls back to INFO
+    assert tilelang_logger.level == logging.INFO
+
+
+def test_the_logger_has_one_upstream_style_handler_and_does_not_propagate(tilelang_logger, capsys):
+    import importlib
+
+    from tilelang_musa import log
+
+    log.install_handler()  # a second install (a re-import) adds nothing
+    assert len(tilelang_logger.handlers) == 1 and not tilelang_logger.propagate
+    tilelang.set_log_level("INFO")
+    tilelang_logger.info("hello from a kernel file")
+    tilelang_logger.debug("not shown at INFO")
+    err = capsys.readouterr().err
+    assert "[TileLang:tilelang:INFO]" in err and "hello from a kernel file" in err and "not shown" not in err
+    assert importlib.import_module("tilelang").set_log_level is log.set_log_level
+
+
+def _scale(N, factor):
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            B[tx] = A[tx] * factor
+
+    return main
+
+
+def test_par_compile_at_module_level_returns_kernels_in_order():
+    kernels = tilelang.par_compile([_scale(64, 2.0), _scale(64, 3.0)], num_workers=1,
+                                   target="musa -arch=mp_31")
+    a = rand((64,), torch.float32, seed=5)
+    for kernel, factor in zip(kernels, (2.0, 3.0)):
+        b = poison((64,), torch.float32)
+        kernel(a, b)
+        torch.testing.assert_close(b, a * factor)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_select_takes_python_bools(arch):
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N, 4), T.float32), B: T.Tensor((N, 4), T.float32)):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            B[tx, 0] = T.Select(True, A[tx, 0], 0.0)
+            B[tx, 1] = T.Select(False, 1.0, A[tx, 1])
+            B[tx, 2] = T.Select(T.Select(True, False, True), 1.0, A[tx, 2])
+            B[tx, 3] = T.if_then_else(T.Select(A[tx, 3] > 0, True, False), A[tx, 3], -A[tx, 3])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, b = rand((N, 4), torch.float32, seed=6), poison((N, 4), torch.float32)
+    kernel(a, b)
+    expected = a.clone()
+    expected[:, 3] = a[:, 3].abs()
+    torch.testing.assert_close(b, expected)
