@@ -17,7 +17,8 @@ from .barrier import (
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
 )
 from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
-from .register_alloc import disable_warp_group_reg_alloc, no_set_max_nreg
+from .register_alloc import (annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg,
+                             disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg)
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp_specialize import ws
@@ -89,7 +90,7 @@ _install_buffer_map()  # `func.buffer_map[func.params[0]]`, as upstream scripts 
 
 from .unsupported import UNSUPPORTED  # noqa: E402
 
-globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
+globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear errors naming the construct
 
 __all__ = [
     "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
@@ -113,7 +114,8 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "no_set_max_nreg", "Parallel", "parallel", "Persistent", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "ninf", "no_set_max_nreg", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
+    "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
