@@ -172,6 +172,32 @@ def test_use_swizzle_is_a_bijection_over_the_grid(order):
     assert o.flatten().tolist() == list(range(50))  # every block ran exactly one tile
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_use_swizzle_on_a_grid_of_run_time_size(arch):
+    """A symbolic M: the panels are cut from the run-time grid height; every block still runs one tile."""
+    M, N, BM, BN = T.dynamic("M"), 96, 32, 32
+
+    @T.prim_func
+    def k(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"), O: T.Tensor((T.ceildiv(M, BM), 3), "int32")):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
+            T.use_swizzle(panel_size=4)
+            S = T.alloc_shared((BM, BN), "float32")
+            T.copy(A[by * BM, bx * BN], S)
+            T.copy(S, B[by * BM, bx * BN])
+            if T.get_thread_binding() == 0:
+                O[by, bx] = by * 3 + bx
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    assert "tl::min(4, " in kernel.get_kernel_source()  # the last panel's length, from the run-time grid
+    for rows in (200, 96):
+        a, b = rand((rows, N), torch.float32, rows), poison((rows, N), torch.float32)
+        blocks = (rows + BM - 1) // BM
+        o = torch.full((blocks, 3), -1, dtype=torch.int32)
+        kernel(a, b, o)
+        torch.testing.assert_close(b, a)
+        assert o.flatten().tolist() == list(range(blocks * 3))
+
+
 @pytest.mark.parametrize("k_major", [True, False])
 def test_sqmma_swizzled_shared_tile_roundtrip(k_major):
     """A shared tile stored with the SQMMA swizzle: copies in and out are still exact, the stores are swizzled,
