@@ -84,3 +84,13 @@ def test_select_takes_python_bools(arch):
     expected = a.clone()
     expected[:, 3] = a[:, 3].abs()
     torch.testing.assert_close(b, expected)
+
+
+def test_nvidia_instruction_emitters_import_and_name_what_to_write_instead():
+    from tilelang.cuda.intrinsics.macro.mma_macro_generator import (TensorCoreIntrinEmitter,
+                                                                    TensorCoreIntrinEmitterWithLadderTransform)
+
+    for emitter in (TensorCoreIntrinEmitter, TensorCoreIntrinEmitterWithLadderTransform):
+        with pytest.raises(tilelang.UnsupportedError, match=rf"macro.{emitter.__name__} emits .* write the tile "
+                           r"product as T.gemm"):
+            emitter(a_dtype="float16", b_dtype="float16", accum_dtype="float32")
