@@ -1,7 +1,7 @@
 """T.copy / T.fill / T.clear between global and shared memory (with tails), and T.use_swizzle, in the
 simulator against torch."""
 
-import inspect
+import warnings
 
 import pytest
 import torch
@@ -396,15 +396,47 @@ def mismatched_copy_program(M, N, src_cols, dst_cols, dtype="float16"):
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
-@pytest.mark.parametrize("src_cols, dst_cols", [(2, 3), (5, 3)])
-def test_copy_of_differing_extents_is_an_error_at_its_line(arch, src_cols, dst_cols):
-    """Constant extents that differ: copying either one would read or write outside a region or leave part of dst
-    unwritten (before, a warning and a partial copy), so the copy is rejected at the user's line, naming both."""
-    with pytest.raises(tilelang.CompileError, match=rf"T.copy: A \(64, {src_cols}\) and B \(64, {dst_cols}\) differ "
-                       rf"in extent \({src_cols} vs {dst_cols}, src dim 1, dst dim 1\)") as info:
-        tilelang.compile(mismatched_copy_program(64, 8, src_cols, dst_cols), target=f"musa -arch={arch}")
-    lines, first = inspect.getsourcelines(mismatched_copy_program)
-    assert info.value.loc.lineno == first + next(k for k, line in enumerate(lines) if "# the mismatched copy" in line)
+def test_copy_of_a_smaller_src_region_writes_only_that_region(arch):
+    """Upstream's rule: a copy walks src's region when src is at least as on-chip as dst; a src that fits inside
+    dst (an explicitly smaller region) copies whole and leaves the rest of dst as it was (a one-time warning)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel = tilelang.compile(mismatched_copy_program(64, 8, 2, 3), target=f"musa -arch={arch}")
+    assert arch != "mp_31" or any("leaves the rest of the dst region" in str(w.message) for w in caught)
+    a = rand((64, 8), torch.float16)
+    b = torch.full((64, 8), -7.0, dtype=torch.float16)
+    kernel(a, b)
+    expected = torch.full((64, 8), -7.0, dtype=torch.float16)
+    expected[:, :2] = a[:, :2]
+    torch.testing.assert_close(b, expected)
+
+
+def _global_to_shared_mismatch(rows):
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float32"), B: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((32, 32), "float32")
+            T.copy(A[0:rows, :], S)  # the mismatched copy
+            T.copy(S, B)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("build, message", [
+    (lambda: mismatched_copy_program(64, 8, 5, 3), r"A \(64, 5\) and B \(64, 3\) differ in extent \(5 vs 3, src dim 1, "
+     r"dst dim 1\): the copy walks the src region, so it would write outside the dst region"),
+    (lambda: _global_to_shared_mismatch(16), r"A \(16, 32\) and S \(32, 32\) differ in extent \(16 vs 32, src dim 0, "
+     r"dst dim 0\): the copy walks the shared.dyn dst region, so it would read outside the src region"),
+    (lambda: _global_to_shared_mismatch(64), r"A \(64, 32\) and S \(32, 32\) differ .*: the copy walks the shared.dyn "
+     r"dst region, so part of the src region would not be copied"),
+], ids=["write_past_dst", "read_past_src", "src_left_out"])
+def test_copy_of_differing_extents_is_an_error_at_its_line(arch, build, message):
+    """Every other mismatch of constant extents would read or write outside a region, or leave part of src out
+    (before: a warning and a copy of the smaller extent); it is rejected at the user's line, naming both regions."""
+    with pytest.raises(tilelang.CompileError, match=message) as info:
+        tilelang.compile(build(), target=f"musa -arch={arch}")
+    assert "# the mismatched copy" in str(info.value)
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
