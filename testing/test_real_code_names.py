@@ -1,5 +1,7 @@
-"""Names real TileLang scripts use at their top: `tilelang.set_log_level` (upstream's logger), `tilelang.par_compile`
-at module level, and `T.Select` with Python bools (`T.Select(True, False, True)` in upstream's tests)."""
+"""Names real TileLang scripts use: `tilelang.set_log_level` (upstream's logger), `tilelang.par_compile` at module
+level, `T.Select` with Python bools (`T.Select(True, False, True)` in upstream's tests), the NVIDIA instruction
+emitters of `tilelang.cuda.intrinsics.macro` (a named error), and what hand warp-specialized kernels call besides
+register hints: `T.wgmma_gemm` (an asynchronous T.gemm) and `T.ptx_cp_async` (a named error)."""
 
 import logging
 
@@ -94,3 +96,43 @@ def test_nvidia_instruction_emitters_import_and_name_what_to_write_instead():
         with pytest.raises(tilelang.UnsupportedError, match=rf"macro.{emitter.__name__} emits .* write the tile "
                            r"product as T.gemm"):
             emitter(a_dtype="float16", b_dtype="float16", accum_dtype="float32")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_wgmma_gemm_issues_without_waiting_then_wait_wgmma_completes_it(arch):
+    """Upstream's explicit asynchronous GEMM of hand warp-specialized kernels: T.gemm(..., wg_wait=-1). On mp_31 the
+    SQMMA is issued without a wait and T.wait_wgmma completes it; on mp_22 the gemm is synchronous."""
+    M, N, K = 128, 128, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((N, K), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.wgmma_gemm(A_s, B_s, C_f, transpose_B=True)
+            T.wait_wgmma(0)
+            T.copy(C_f, C)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    if arch == "mp_31":
+        assert "_sqmma_swizzled_nowait<" in src and "tl::sqmma_wait<0>()" in src
+    else:
+        assert "sqmma_wait" not in src and "_nowait<" not in src
+    a, b = rand((M, K), torch.float16, 23), rand((N, K), torch.float16, 24)
+    c = poison((M, N), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-2, atol=1e-2)
+
+
+def test_raw_ptx_cp_async_names_the_musa_form():
+    with pytest.raises(tilelang.UnsupportedError, match=r"T.ptx_cp_async \(raw PTX cp.async .* T.async_copy"):
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float16")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((64,), "float16")
+                T.ptx_cp_async(T.access_ptr(S[0], "w", 8), T.access_ptr(A[0], "r", 8), 8)

@@ -22,8 +22,9 @@ def _ignored_request(construct: str, reg_count: Any) -> None:
     if not isinstance(reg_count, int) or isinstance(reg_count, bool) or reg_count <= 0:
         raise trace.error(f"{construct}: reg_count must be a positive Python int (registers per thread); "
                           f"got {reg_count!r}")
+    where = f"at {trace.loc}: " if trace.loc is not None else ""
     warn_once(f"register-reallocation-{construct}",
-              f"{construct}: MUSA has no register reallocation between warp groups (the compiler assigns one "
+              f"{where}{construct}: MUSA has no register reallocation between warp groups (the compiler assigns one "
               "register budget per kernel); the hint is ignored and results are unchanged")
 
 

@@ -14,6 +14,8 @@ _NVIDIA_ONLY = {
     "alloc_wgmma_desc": "Hopper WGMMA descriptors",
     "alloc_tcgen05_smem_desc": "Blackwell tcgen05 descriptors",
     "alloc_tcgen05_instr_desc": "Blackwell tcgen05 descriptors",
+    "ptx_cp_async": ("raw PTX cp.async between access pointers; copy the regions with T.async_copy (MUSA's LDLMS) "
+                     "and wait with T.ptx_wait_group"),
 }
 
 
