@@ -437,7 +437,7 @@ def test_merged_dynamic_shared_memory_declares_typed_views(arch, standin_dir):
 
 def test_local_arrays_loops_bind_if_else_and_while(arch, standin_dir):
     src = print_kernel(k_local_and_control(), arch)
-    assert "  float buf;\n" in src  # local.var: one element, printed as a C scalar
+    assert "  float buf = 0.000000e+00f;\n" in src  # local.var: one element, a C scalar starting at zero
     assert "  __align__(16) float buf_1[8];\n" in src  # local.fragment
     assert "#pragma unroll\n  for (int v = 0; v < 8; ++v) {" in src
     assert "for (int v_1 = 0; v_1 < 8; ++v_1) {" in src

@@ -172,6 +172,32 @@ def test_use_swizzle_is_a_bijection_over_the_grid(order):
     assert o.flatten().tolist() == list(range(50))  # every block ran exactly one tile
 
 
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_use_swizzle_on_a_grid_of_run_time_size(arch):
+    """A symbolic M: the panels are cut from the run-time grid height; every block still runs one tile."""
+    M, N, BM, BN = T.dynamic("M"), 96, 32, 32
+
+    @T.prim_func
+    def k(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"), O: T.Tensor((T.ceildiv(M, BM), 3), "int32")):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
+            T.use_swizzle(panel_size=4)
+            S = T.alloc_shared((BM, BN), "float32")
+            T.copy(A[by * BM, bx * BN], S)
+            T.copy(S, B[by * BM, bx * BN])
+            if T.get_thread_binding() == 0:
+                O[by, bx] = by * 3 + bx
+
+    kernel = tilelang.compile(k, target=f"musa -arch={arch}")
+    assert "tl::min(4, " in kernel.get_kernel_source()  # the last panel's length, from the run-time grid
+    for rows in (200, 96):
+        a, b = rand((rows, N), torch.float32, rows), poison((rows, N), torch.float32)
+        blocks = (rows + BM - 1) // BM
+        o = torch.full((blocks, 3), -1, dtype=torch.int32)
+        kernel(a, b, o)
+        torch.testing.assert_close(b, a)
+        assert o.flatten().tolist() == list(range(blocks * 3))
+
+
 @pytest.mark.parametrize("k_major", [True, False])
 def test_sqmma_swizzled_shared_tile_roundtrip(k_major):
     """A shared tile stored with the SQMMA swizzle: copies in and out are still exact, the stores are swizzled,
@@ -364,25 +390,71 @@ def mismatched_copy_program(M, N, src_cols, dst_cols, dtype="float16"):
     @T.prim_func
     def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
         with T.Kernel(1, threads=128):
-            T.copy(A[:, :src_cols], B[:, :dst_cols])
+            T.copy(A[:, :src_cols], B[:, :dst_cols])  # the mismatched copy
 
     return main
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
-@pytest.mark.parametrize("src_cols, dst_cols", [(2, 3), (5, 3)])
-def test_copy_of_differing_extents_covers_the_smaller(arch, src_cols, dst_cols):
-    """Constant extents that differ: the copy covers the smaller in each dimension (a one-time warning says so);
-    neither side is accessed outside its region."""
+def test_copy_of_a_smaller_src_region_writes_only_that_region(arch):
+    """Upstream's rule: a copy walks src's region when src is at least as on-chip as dst; a src that fits inside
+    dst (an explicitly smaller region) copies whole and leaves the rest of dst as it was (a one-time warning)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        kernel = tilelang.compile(mismatched_copy_program(64, 8, src_cols, dst_cols), target=f"musa -arch={arch}")
-    # Once per process and copy: the first compile of this one warns.
-    assert arch != "mp_31" or src_cols != 2 or any("differ" in str(w.message) for w in caught)
+        kernel = tilelang.compile(mismatched_copy_program(64, 8, 2, 3), target=f"musa -arch={arch}")
+    assert arch != "mp_31" or any("leaves the rest of the dst region" in str(w.message) for w in caught)
     a = rand((64, 8), torch.float16)
     b = torch.full((64, 8), -7.0, dtype=torch.float16)
     kernel(a, b)
-    cols = min(src_cols, dst_cols)
     expected = torch.full((64, 8), -7.0, dtype=torch.float16)
-    expected[:, :cols] = a[:, :cols]
+    expected[:, :2] = a[:, :2]
     torch.testing.assert_close(b, expected)
+
+
+def _global_to_shared_mismatch(rows):
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float32"), B: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((32, 32), "float32")
+            T.copy(A[0:rows, :], S)  # the mismatched copy
+            T.copy(S, B)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("build, message", [
+    (lambda: mismatched_copy_program(64, 8, 5, 3), r"A \(64, 5\) and B \(64, 3\) differ in extent \(5 vs 3, src dim 1, "
+     r"dst dim 1\): the copy walks the src region, so it would write outside the dst region"),
+    (lambda: _global_to_shared_mismatch(16), r"A \(16, 32\) and S \(32, 32\) differ in extent \(16 vs 32, src dim 0, "
+     r"dst dim 0\): the copy walks the shared.dyn dst region, so it would read outside the src region"),
+    (lambda: _global_to_shared_mismatch(64), r"A \(64, 32\) and S \(32, 32\) differ .*: the copy walks the shared.dyn "
+     r"dst region, so part of the src region would not be copied"),
+], ids=["write_past_dst", "read_past_src", "src_left_out"])
+def test_copy_of_differing_extents_is_an_error_at_its_line(arch, build, message):
+    """Every other mismatch of constant extents would read or write outside a region, or leave part of src out
+    (before: a warning and a copy of the smaller extent); it is rejected at the user's line, naming both regions."""
+    with pytest.raises(tilelang.CompileError, match=message) as info:
+        tilelang.compile(build(), target=f"musa -arch={arch}")
+    assert "# the mismatched copy" in str(info.value)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copy_pairs_non_unit_dimensions_across_unit_ones(arch):
+    """What upstream accepts beside equal shapes: unit dimensions pair with nothing (a (1, 16, 32) slice of a 3-D
+    tensor into a (16, 32) tile, that into a (1, 16, 32) fragment, and back into a (16, 1, 32) slice)."""
+    Bt, M, N = 3, 32, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((Bt, M, N), "float32"), B: T.Tensor((M, Bt, N), "float32")):
+        with T.Kernel(Bt, M // 16, threads=128) as (b, by):
+            tile = T.alloc_shared((16, N), "float32")
+            frag = T.alloc_fragment((1, 16, N), "float32")
+            T.copy(A[b, by * 16:(by + 1) * 16, :], tile)
+            T.copy(tile, frag)
+            T.copy(frag, B[by * 16:(by + 1) * 16, b, :])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, b = rand((Bt, M, N), torch.float32, 41), poison((M, Bt, N), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.permute(1, 0, 2))

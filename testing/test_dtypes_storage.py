@@ -410,14 +410,46 @@ def test_tfloat32_is_float32_storage():
     torch.testing.assert_close(tilelang.compile(scale, out_idx=[1])(x), x * 2)
 
 
-def test_fnuz_float8_names_exist_but_a_tensor_of_one_is_rejected_by_name():
-    """Upstream scripts list AMD's fnuz float8 formats (for ROCm): the names import; MUSA has no such type."""
-    from tilelang_musa.errors import UnsupportedError
+FNUZ = [("float8_e4m3fnuz", torch.float8_e4m3fnuz, "fp8_e4fnuz_t"),
+        ("float8_e5m2fnuz", torch.float8_e5m2fnuz, "fp8_e5fnuz_t")]
 
-    assert str(T.float8_e4m3fnuz) == "float8_e4m3fnuz" and str(T.float8_e5m2fnuz) == "float8_e5m2fnuz"
-    with pytest.raises(UnsupportedError, match="dtype `float8_e5m2fnuz` is not supported.*float8_e5m2"):
-        @T.prim_func
-        def main(A: T.Tensor((128,), T.float8_e5m2fnuz)):
-            with T.Kernel(1, threads=128):
-                for i in T.Parallel(128):
-                    A[i] = A[i]
+
+def _fnuz_roundtrip(dtype, n):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Q: T.Tensor((n,), dtype), Codes: T.Tensor((256,), dtype),
+             Decoded: T.Tensor((256,), "float32")):
+        with T.Kernel(n // 256, threads=256) as bx:
+            tx = T.get_thread_binding()
+            Q[bx * 256 + tx] = T.cast(X[bx * 256 + tx], dtype)
+            if bx == 0:
+                Decoded[tx] = T.cast(Codes[tx], "float32")
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("dtype, torch_dtype, c_name", FNUZ)
+def test_fnuz_float8_conversions_are_bit_exact_with_torch(arch, dtype, torch_dtype, c_name):
+    """AMD's fnuz float8 formats (no negative zero; 0x80 is the only NaN; overflow, infinity and NaN become NaN): no
+    MUSA instruction reads them, so they are storage types converted in software. Every code decodes as torch
+    decodes it, and float -> fnuz rounds as torch does on random values, ties, subnormals and the specials."""
+    n = 4096
+    kernel = tilelang.compile(_fnuz_roundtrip(dtype, n), target=f"musa -arch={arch}")
+    assert f"{c_name}* __restrict__ Q" in kernel.get_kernel_source()
+    g = torch.Generator().manual_seed(17)
+    top = torch.tensor(57344.0 if "e5m2" in dtype else 240.0)
+    x = torch.cat([
+        torch.randn(n // 2, generator=g) * torch.logspace(-12, 6, n // 2, base=2.0),  # every binade, both signs
+        torch.arange(256, dtype=torch.uint8).view(torch_dtype).float().nan_to_num(0.0) * 1.0625,  # near the codes
+        torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-30, -1e-30, 65504.0, -1e9]),
+        top * torch.tensor([1.0, -1.0, 1.03, 1.0625, -1.07, 1.2]),  # the largest value, rounding past it
+    ])
+    x = torch.cat([x, torch.randn(n - x.numel(), generator=g)])
+    codes = torch.arange(256, dtype=torch.uint8).view(torch_dtype)
+    q = torch.zeros(n, dtype=torch.uint8).view(torch_dtype)
+    decoded = poison((256,), torch.float32)
+    kernel(x, q, codes, decoded)
+    assert torch.equal(q.view(torch.uint8), x.to(torch_dtype).view(torch.uint8))
+    expected = codes.float()
+    assert torch.equal(decoded.isnan(), expected.isnan()) and decoded.isnan().sum() == 1
+    assert torch.equal(decoded.nan_to_num(0.0), expected.nan_to_num(0.0))

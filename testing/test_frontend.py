@@ -210,7 +210,7 @@ def test_dtypes_are_strings_and_constructors():
         T.Tensor((4,), "float6_e2m3fn")
 
 
-@pytest.mark.parametrize("name", ["alloc_tmem", "alloc_wgmma_desc", "set_max_nreg", "dec_max_nreg"])
+@pytest.mark.parametrize("name", ["alloc_tmem", "alloc_wgmma_desc", "alloc_tcgen05_smem_desc"])
 def test_nvidia_only_constructs_are_rejected_by_name(name):
     def build():
         @T.prim_func

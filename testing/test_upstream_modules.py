@@ -66,6 +66,7 @@ def test_forced_cache_dir_moves_the_kernel_cache_and_the_tmp_dir(tmp_path, monke
 
 def test_uncached_kernels_build_in_the_tmp_dir_and_compiles_are_logged(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("TILELANG_TMP_DIR", str(tmp_path / "t"))
+    monkeypatch.setattr(logging.getLogger("tilelang"), "propagate", True)  # to caplog's root handler
     tilelang.disable_cache()
     try:
         with caplog.at_level(logging.INFO, logger="tilelang"):

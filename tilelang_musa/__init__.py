@@ -23,9 +23,12 @@ from .profiler import TensorSupplyType  # noqa: E402
 from .diagnostics import TileLangWarning  # noqa: E402
 from .errors import CompileError, TileLangError, UnsupportedError  # noqa: E402
 from .jit import (JITKernel, compile, disable_cache, enable_cache, is_cache_enabled, jit, load_library,  # noqa: E402
-                  lower)
+                  lower, par_compile)
+from .log import install_handler as _install_log_handler, set_log_level  # noqa: E402
 from .target import determine_target  # noqa: E402
 from .transform import PassConfigKey  # noqa: E402
+
+_install_log_handler()
 
 _LAZY = {"autotune": ("autotuner", "autotune"), "autotuner": ("autotuner", None)}  # tqdm etc. only when tuning
 
@@ -46,5 +49,5 @@ __all__ = [
     "UnsupportedError", "__version__", "autotune", "autotuner", "backend", "cdiv", "compile", "contrib",
     "determine_target", "disable_cache", "enable_cache", "env", "is_cache_enabled", "jit", "language", "load_library", "lower",
     "math",
-    "next_power_of_2", "profiler", "tvm", "utils",
+    "next_power_of_2", "par_compile", "profiler", "set_log_level", "tvm", "utils",
 ]

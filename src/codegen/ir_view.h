@@ -74,7 +74,9 @@ Any GetField(const ObjectRef& node, const char* name);
 class DataType {
  public:
   static constexpr int kFloat8E4M3FN = 10;  // DLPack's kDLFloat8_e4m3fn
+  static constexpr int kFloat8E4M3FNUZ = 11;  // DLPack's kDLFloat8_e4m3fnuz
   static constexpr int kFloat8E5M2 = 12;    // DLPack's kDLFloat8_e5m2
+  static constexpr int kFloat8E5M2FNUZ = 13;  // DLPack's kDLFloat8_e5m2fnuz
   static constexpr int kFloat8E8M0FNU = 14;  // DLPack's kDLFloat8_e8m0fnu
   DataType() : dt_{kDLOpaqueHandle, 0, 0} {}
   explicit DataType(DLDataType dt) : dt_(dt) {}
@@ -100,7 +102,8 @@ class DataType {
   bool is_float16() const { return is_float() && dt_.bits == 16; }
   /*! \brief The 8-bit floats with a MUSA C type: OCP E4M3 (finite, "fn"), E5M2 and the E8M0 scale format. */
   bool is_float8() const {
-    return (dt_.code == kFloat8E4M3FN || dt_.code == kFloat8E5M2 || dt_.code == kFloat8E8M0FNU) && dt_.bits == 8;
+    return (dt_.code == kFloat8E4M3FN || dt_.code == kFloat8E4M3FNUZ || dt_.code == kFloat8E5M2 ||
+            dt_.code == kFloat8E5M2FNUZ || dt_.code == kFloat8E8M0FNU) && dt_.bits == 8;
   }
   /*! \brief A float type narrower than float that the device stores as a class and converts through float. */
   bool is_half_like() const { return is_float16() || is_bfloat16() || is_float8(); }

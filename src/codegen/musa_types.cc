@@ -18,7 +18,7 @@ namespace {
 
 [[noreturn]] void Unsupported(DataType dtype, const char* what) {
   TVM_FFI_THROW(ValueError) << "MUSA codegen: dtype `" << dtype.str() << "` has no MUSA C " << what
-                            << " (supported: float16/32/64, bfloat16, float8_e4m3fn/e5m2/e8m0fnu, int8..64, "
+                            << " (supported: float16/32/64, bfloat16, float8_e4m3fn/e4m3fnuz/e5m2/e5m2fnuz/e8m0fnu, int8..64, "
                                "uint8..64, bool, handle, and vectors of those)";
   TVM_FFI_UNREACHABLE();
 }
@@ -28,8 +28,13 @@ std::string ScalarTypeName(DataType t) {
   if (t.is_handle()) return "void*";
   if (t.is_bfloat16()) return "bfloat16_t";
   if (t.is_float8()) {
-    return t.code() == DataType::kFloat8E4M3FN ? "fp8_e4_t" : t.code() == DataType::kFloat8E5M2 ? "fp8_e5_t"
-                                                                                                  : "fp8_e8_t";
+    switch (t.code()) {
+      case DataType::kFloat8E4M3FN: return "fp8_e4_t";
+      case DataType::kFloat8E4M3FNUZ: return "fp8_e4fnuz_t";
+      case DataType::kFloat8E5M2: return "fp8_e5_t";
+      case DataType::kFloat8E5M2FNUZ: return "fp8_e5fnuz_t";
+      default: return "fp8_e8_t";
+    }
   }
   if (t.is_float()) {
     switch (t.bits()) {

@@ -265,7 +265,10 @@ void MusaPrinter::VisitAllocBuffer(const ObjectRef& op) {
   // The sanitizer build poisons local storage, on the declaration's line: a read before any write shows as NaN.
   const std::string poison = options_.sim_checks && !is_shared ? " tl_sim::Poison(" + name + ");" : "";
   if (scope == "local.var" && count == 1 && !is_volatile) {  // T.alloc_var: a C scalar, as upstream prints it
-    Line(elem + " " + name + ";" + poison);
+    // Upstream's T.alloc_var without an initializer starts at zero (every upstream printer declares it `= 0`);
+    // an explicit initializer is a store after the declaration.
+    DataType dtype = type.dtype();
+    Line(elem + " " + name + " = " + (dtype.is_scalar() ? IntLiteral(dtype, 0) : elem + "{}") + ";");
     DefineBuffer(buffer, "(&" + name + ")", false);
     buffers_[buffer.get()].scalar = name;
     return;

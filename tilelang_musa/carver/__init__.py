@@ -1,8 +1,9 @@
 """`tilelang.carver`: what upstream scripts query about the device they tune for.
 
-Only the device queries (`tilelang.carver.arch.driver`) are here: persistent kernels size their grid by
-`driver.get_num_sms()`. Upstream's roller (the MatmulTemplate / recommend_hints config search) is not provided:
-MUSA tuning goes through `tilelang.autotune`, which ranks configs by the simulator's performance model.
+`tilelang.carver.arch.driver` answers device queries (persistent kernels size their grid by
+`driver.get_num_sms()`); `tilelang.carver.template.MatmulTemplate` recommends GEMM tile configurations for the
+MUSA arch in use (`arch.CUDA` / `arch.MUSA`), ranked by a simple occupancy rule, not by upstream's roller: for a
+ranking by modelled time, hand them to `tilelang.autotune` (the simulator's performance model).
 """
 
-from . import arch  # noqa: F401
+from . import arch, roller, template  # noqa: F401

@@ -10,6 +10,7 @@ _SCALAR = {
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "uint64_t",
     "bool": "bool",
     "float8_e4m3fn": "fp8_e4_t", "float8_e5m2": "fp8_e5_t", "float8_e8m0fnu": "fp8_e8_t",
+    "float8_e4m3fnuz": "fp8_e4fnuz_t", "float8_e5m2fnuz": "fp8_e5fnuz_t",
 }
 
 

@@ -19,7 +19,8 @@ from .barrier import (
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
 )
 from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
-from .register_alloc import disable_warp_group_reg_alloc, no_set_max_nreg
+from .register_alloc import (annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg,
+                             disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg)
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp_specialize import ws
@@ -52,7 +53,7 @@ from .fastmath import (
     ieee_fsqrt, ieee_mul, ieee_sub,
 )
 from .fill import clear, fill
-from .gemm import gemm
+from .gemm import gemm, wgmma_gemm, wgmma_mma
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
     float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int, int2, int4,
@@ -91,7 +92,7 @@ _install_buffer_map()  # `func.buffer_map[func.params[0]]`, as upstream scripts 
 
 from .unsupported import UNSUPPORTED  # noqa: E402
 
-globals().update(UNSUPPORTED)  # T.alloc_tmem, T.set_max_nreg, ...: clear errors naming the construct
+globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear errors naming the construct
 
 __all__ = [
     "align_up", "annotate_l2_hit_ratio",
@@ -108,7 +109,7 @@ __all__ = [
     "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
     "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fmod", "func_attr",
-    "Fragment", "FragmentBuffer", "gemm", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
+    "Fragment", "FragmentBuffer", "gemm", "wgmma_gemm", "wgmma_mma", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
     "get_thread_binding", "get_thread_bindings", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int2", "int32", "int4", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
@@ -116,7 +117,8 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "no_set_max_nreg", "Parallel", "parallel", "Persistent", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "ninf", "no_set_max_nreg", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
+    "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",

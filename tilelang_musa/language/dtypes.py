@@ -14,10 +14,11 @@ from tvm import tirx
 
 from .builder import take_name
 
-# float6 types are not supported on MUSA (the user's guide), nor AMD's fnuz float8 formats: they are rejected by name. float4_e2m1fn is a
+# float6 types are not supported on MUSA (the user's guide): they are rejected by name. float4_e2m1fn is a
 # storage type only: kernel tensor parameters of it are accepted (transform/lower_fp4_storage.py), allocations
-# and arithmetic on it are rejected where they are written.
-UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn", "float8_e4m3fnuz", "float8_e5m2fnuz")
+# and arithmetic on it are rejected where they are written. The fnuz float8 formats (AMD's) have no MUSA
+# instruction but are full types, converted in software bit-exact with torch (tl::fp8_fnuz_t in common.h).
+UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn")
 FP4_DTYPE = "float4_e2m1fn"
 # Sub-byte integers name the packed fields of quantized weights (`out_dtype == T.int4`, `T.int4.bits`); a kernel
 # cannot hold them: MUSA C has no 4- or 2-bit integer type, and element i of a packed tensor is not element i of its
@@ -68,9 +69,8 @@ def canonical_dtype(dtype: Any) -> str:
     if text.split("x")[0] in UNSUPPORTED_DTYPES:
         from ..errors import UnsupportedError
 
-        raise UnsupportedError(f"dtype `{text}` is not supported by TileLang-MUSA (no float6 types, no fnuz float8 "
-                               "formats: use float8_e4m3fn / float8_e5m2; float4_e2m1fn is a storage type for tensor "
-                               "parameters)")
+        raise UnsupportedError(f"dtype `{text}` is not supported by TileLang-MUSA (no float6 types: use "
+                               "float8_e4m3fn / float8_e5m2; float4_e2m1fn is a storage type for tensor parameters)")
     if isinstance(dtype, DType):
         return text
     try:
@@ -213,10 +213,9 @@ float8_e4m3 = DType("float8_e4m3fn")
 float8_e4m3fn = DType("float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2")
 float8_e8m0fnu = DType("float8_e8m0fnu")
-# AMD's fnuz float8 formats: names only, so scripts that list them (for ROCm) import; using one is an error
-# (UNSUPPORTED_DTYPES).
-float8_e4m3fnuz = tvm.DataType.__new__(DType, "float8_e4m3fnuz")
-float8_e5m2fnuz = tvm.DataType.__new__(DType, "float8_e5m2fnuz")
+# AMD's fnuz float8 formats (no negative zero, 0x80 is NaN): storage types converted through float.
+float8_e4m3fnuz = DType("float8_e4m3fnuz")
+float8_e5m2fnuz = DType("float8_e5m2fnuz")
 float4_e2m1fn = DType(FP4_DTYPE)  # storage only: tensors of it are torch.uint8, two values a byte
 tfloat32 = DType("tfloat32")  # stored as float32 (T.tfloat32 == "float32")
 float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.double aliases
@@ -236,11 +235,12 @@ VECTOR_DTYPES = {
 }
 globals().update(VECTOR_DTYPES)
 
-# Every dtype name `T` has (upstream's `_all_dtypes`, less what MUSA lacks: float6, the fnuz float8 formats).
+# Every dtype name `T` has (upstream's `_all_dtypes`, less what MUSA lacks: float6).
 _all_dtypes = [
     "bool", "short", "int", "uint", "long", "half", "float", "double", "float16", "bfloat16", "float32", "float64",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", *SUB_BYTE_INT_DTYPES, "float8_e4m3",
-    "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn", "tfloat32", *VECTOR_DTYPES,
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "tfloat32",
+    *VECTOR_DTYPES,
 ]
 
 __all__ = [

@@ -25,3 +25,16 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
               int(wg_wait), trace.loc)
     op.validate()  # shapes and scopes are checked at the user's line
     emit_tile_op(Gemm.op_name, [r.to_ir() for r in regions], attrs)
+
+
+def wgmma_gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,  # noqa: N803
+               policy: GemmWarpPolicy = GemmWarpPolicy.Square, clear_accum: bool = False) -> None:
+    """Upstream's explicit asynchronous GEMM (Hopper WGMMA, never followed by an implicit wait): here
+    `T.gemm(..., wg_wait=-1)`. On mp_31 it issues SQMMA without waiting; call `T.wait_wgmma(n)` (or
+    `T.warpgroup_wait(n)`) before reading C or overwriting A / B. Paths that are synchronous anyway (WMMA, mp_22's
+    warp MMA, FMA) have nothing to wait for.
+    Example: T.wgmma_gemm(Q_s, K_s, S_f, transpose_B=True); T.wait_wgmma(0)"""
+    gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, wg_wait=-1)
+
+
+wgmma_mma = wgmma_gemm  # upstream's other spelling (tilelang.cuda.language)

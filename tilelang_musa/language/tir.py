@@ -38,6 +38,9 @@ def Select(cond: Any, true_value: Any, false_value: Any) -> Any:  # noqa: N802 -
     one side takes the other side's dtype (`T.Select(c, x, 2)` with x float32 selects 2.0f); two numbers are
     float32 if either is a float."""
     cond, true_value, false_value = (var_value(x) for x in (cond, true_value, false_value))  # T.alloc_var reads
+    # Python bools are bool constants (`T.Select(True, False, True)`, as upstream's tests write).
+    cond, true_value, false_value = (tirx.const(x, "bool") if isinstance(x, bool) else x
+                                     for x in (cond, true_value, false_value))
     values = [true_value, false_value]
     numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in values]
     if numbers[0] != numbers[1]:

@@ -14,11 +14,8 @@ _NVIDIA_ONLY = {
     "alloc_wgmma_desc": "Hopper WGMMA descriptors",
     "alloc_tcgen05_smem_desc": "Blackwell tcgen05 descriptors",
     "alloc_tcgen05_instr_desc": "Blackwell tcgen05 descriptors",
-    "set_max_nreg": "register reallocation between warp groups",
-    "inc_max_nreg": "register reallocation between warp groups",
-    "dec_max_nreg": "register reallocation between warp groups",
-    "annotate_producer_reg_dealloc": "register reallocation between warp groups",
-    "annotate_consumer_reg_alloc": "register reallocation between warp groups",
+    "ptx_cp_async": ("raw PTX cp.async between access pointers; copy the regions with T.async_copy (MUSA's LDLMS) "
+                     "and wait with T.ptx_wait_group"),
 }
 
 

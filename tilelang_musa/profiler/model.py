@@ -39,7 +39,7 @@ RESOURCES = ("critical_path", "issue", "tensor", "shared", "l2", "dram")
 _LOCAL_ARRAY = re.compile(r"^\s*(?:__align__\(\d+\)\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\[(\d+)\];", re.M)
 _ELEMENT_BYTES = {"double": 8, "int64_t": 8, "uint64_t": 8, "half_t": 2, "half": 2, "bfloat16_t": 2,
                   "__half": 2, "int16_t": 2, "uint16_t": 2, "int8_t": 1, "uint8_t": 1, "char": 1,
-                  "fp8_e4_t": 1, "fp8_e5_t": 1, "bool": 1}
+                  "fp8_e4_t": 1, "fp8_e5_t": 1, "fp8_e8_t": 1, "fp8_e4fnuz_t": 1, "fp8_e5fnuz_t": 1, "bool": 1}
 # [A] registers a thread needs besides its arrays: indices, addresses, loop counters.
 BASE_REGISTERS = 32
 

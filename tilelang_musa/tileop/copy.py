@@ -48,6 +48,12 @@ def _fit(extents: tuple, ndim: int, origin: Region, other: Region, error) -> tup
     return extents[len(extents) - ndim:]
 
 
+def _scope_level(scope: str) -> int:
+    """How on-chip a scope is (upstream's rule for which side of a copy its loop walks): registers 2, shared 1,
+    global 0."""
+    return 2 if scope.startswith("local") else 1 if scope.startswith("shared") else 0
+
+
 @dataclass(frozen=True)
 class Copy(TileOp):
     op_name = "tl.tileop.copy"
@@ -70,22 +76,43 @@ class Copy(TileOp):
                    call_attr(call, LOOP_LAYOUT_ATTR))
 
     def copy_dims(self) -> tuple[list[int], list[int]]:
-        """The non-unit dimensions of src and dst, paired in order (their extents are equal, or one is known only
-        at run time: then the copy covers the smaller, e.g. `T.copy(x[0:n], tile)` copies n elements)."""
+        """The non-unit dimensions of src and dst, paired in order (unit dimensions pair with nothing:
+        `T.copy(A[b, 0:64, 0:32], tile)` into a (64, 32) tile). Equal extents, or one known only at run time (the
+        copy covers the smaller: `T.copy(x[0:n], tile)` copies n elements), copy as they are. Constant extents that
+        differ follow upstream's rule (below): a src region that fits inside dst copies whole
+        (`T.copy(A[:, :2], B[:, :3])` writes two columns, with a one-time warning); anything else is an error."""
         dims = pair_dims(self.src, self.dst, run_time_extents=True)
         if dims is not None:
             return dims
-        # Constant extents that differ (`T.copy(A[:, :2], B[:, :3])`): the copy covers the smaller in each
-        # dimension, so that neither side is accessed outside its region.
         dims = pair_dims(self.src, self.dst, any_extents=True)
         if dims is None:
             raise self.error(
                 f"T.copy: {self.src.describe()} and {self.dst.describe()} have different numbers of non-unit "
                 "dimensions")
+        # Upstream's rule: the copy walks the region in the more on-chip scope (src on a tie) and rejects walking a
+        # dst smaller than src (part of src left out); walking past the other region would read or write outside it.
+        # So a mismatch copies only when the walk is src's and src fits inside dst (an explicitly smaller source).
+        loop_is_src = _scope_level(self.src.scope) >= _scope_level(self.dst.scope)
+        for x, y in zip(*dims):
+            ex, ey = self.src.extents[x], self.dst.extents[y]
+            if not (isinstance(ex, tirx.IntImm) and isinstance(ey, tirx.IntImm)) or ex.value == ey.value:
+                continue
+            if not loop_is_src:
+                why = (f"the copy walks the {self.dst.scope} dst region, so it would read outside the src region"
+                       if ey.value > ex.value else
+                       f"the copy walks the {self.dst.scope} dst region, so part of the src region would not be "
+                       "copied")
+            elif ex.value > ey.value:
+                why = "the copy walks the src region, so it would write outside the dst region"
+            else:
+                continue
+            raise self.error(
+                f"T.copy: {self.src.describe()} and {self.dst.describe()} differ in extent ({ex} vs {ey}, src dim "
+                f"{x}, dst dim {y}): {why}; slice both to the same shape")
         where = f"at {self.loc}: " if self.loc is not None else ""
         warn_once(f"copy-extents-{self.loc}-{self.src.describe()}-{self.dst.describe()}",
                   f"{where}T.copy: the extents of {self.src.describe()} and {self.dst.describe()} differ; it copies "
-                  "the smaller extent in each dimension")
+                  f"the src region and leaves the rest of the dst region as it was")
         return dims
 
     @property

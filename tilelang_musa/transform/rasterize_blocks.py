@@ -3,7 +3,9 @@
 With a grid of gx x gy blocks, launch order (linear id b = by * gx + bx) is remapped so that, for
 order="row", consecutive ids walk down the `panel_size` rows of a panel before moving to the next column
 (the last panel may be shorter); order="col" is the transpose. The map is a bijection on the grid. The
-kernel's uses of blockIdx.x / blockIdx.y are replaced by the remapped indices, bound once at the start.
+kernel's uses of blockIdx.x / blockIdx.y are replaced by the remapped indices, bound once at the start. A grid
+size known only at run time (`T.ceildiv(M, 128)` with a symbolic M) enters the map as that expression, as
+upstream's rasterization reads gridDim at run time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..ir.ops import USE_SWIZZLE_OP
-from ..ir.utils import as_int, seq, substitute, thread_info
+from ..ir.utils import seq, substitute, thread_info
 from .pass_base import tl_pass
 
 
@@ -46,9 +48,7 @@ def rasterize_blocks(func: tirx.PrimFunc) -> tirx.PrimFunc:
     bx, by = info.vars.get("blockIdx.x"), info.vars.get("blockIdx.y")
     if bx is None or by is None:  # a 1-D grid: nothing to rasterize
         return tvm_ffi.structural_mutate(func, [(tirx.Evaluate, lambda s, m: tirx.Evaluate(tirx.const(0, "int32")) if _is_marker(s) else s)])
-    gx, gy = as_int(info.extents["blockIdx.x"]), as_int(info.extents["blockIdx.y"])
-    if gx is None or gy is None:
-        raise CompileError("T.use_swizzle needs a grid of constant size", stage="RasterizeBlocks")
+    gx, gy = info.extents["blockIdx.x"], info.extents["blockIdx.y"]
     if order == "row":
         new_by, new_bx = _remap(by, bx, gy, gx, panel)
     else:

@@ -38,7 +38,8 @@ using bfloat16_t = __mt_bfloat16;
 // ---- 8-bit floats --------------------------------------------------------------------------------
 // OCP FP8 E4M3 ("fn": finite, 0x7F/0xFF are NaN, max 448) and E5M2 (IEEE-like: infinities, max 57344), stored as
 // their bits and converted in software, bit-exact with torch's conversions: round to nearest even; a value too large
-// for E4M3 saturates to +-448, for E5M2 it becomes infinity (as torch does). Arithmetic goes through float.
+// for E4M3 saturates to +-448, for E5M2 it becomes infinity (as torch does). Arithmetic goes through float. The
+// "fnuz" variants (torch's float8_e4m3fnuz / float8_e5m2fnuz) are storage formats converted the same way.
 
 namespace detail {
 
@@ -115,6 +116,50 @@ using fp8_e4_t = fp8_t<3, 7, 0x7Eu, 0x7Eu, true>;
 using fp8_e5_t = fp8_t<2, 15, 0x7Bu, 0x7Cu, false>;
 
 /*!
+ * \brief An 8-bit float of the "fnuz" kind (finite, no negative zero: the code 0x80 is the only NaN, as torch's
+ *        float8_e4m3fnuz / float8_e5m2fnuz) with ManBits mantissa bits and exponent bias Bias. From float, as torch
+ *        converts: round to nearest even; NaN, infinity and any magnitude that rounds beyond 0x7F become NaN; a
+ *        result of zero is +0. No MUSA instruction reads these formats: kernels keep them as storage and compute
+ *        through float.
+ */
+template <int ManBits, int Bias>
+struct fp8_fnuz_t {
+  uint8_t bits;
+  fp8_fnuz_t() = default;
+  TL_HOST_DEVICE fp8_fnuz_t(float x) {  // NOLINT: converts implicitly, as half_t does
+    uint32_t f;
+    __builtin_memcpy(&f, &x, 4);
+    const uint32_t abs_bits = f & 0x7FFFFFFFu;
+    if (abs_bits >= 0x7F800000u) {
+      bits = 0x80u;
+      return;
+    }
+    const uint32_t magnitude = detail::round_to_minifloat<ManBits, Bias>(abs_bits);
+    bits = magnitude > 0x7Fu ? 0x80u : magnitude == 0 ? 0u : static_cast<uint8_t>(((f >> 24) & 0x80u) | magnitude);
+  }
+  TL_HOST_DEVICE operator float() const {
+    if (bits == 0x80u) return __builtin_nanf("");
+    const uint32_t magnitude = bits & 0x7Fu, exp = magnitude >> ManBits, man = magnitude & ((1u << ManBits) - 1u);
+    float value;
+    if (exp == 0) {
+      constexpr uint32_t kStepBits = static_cast<uint32_t>(127 + 1 - Bias - ManBits) << 23;  // the subnormal step
+      float step;
+      __builtin_memcpy(&step, &kStepBits, 4);
+      value = static_cast<float>(man) * step;
+    } else {
+      const uint32_t f = ((exp + 127 - Bias) << 23) | (man << (23 - ManBits));
+      __builtin_memcpy(&value, &f, 4);
+    }
+    return (bits & 0x80u) ? -value : value;
+  }
+};
+
+/*! \brief FP8 E4M3 fnuz (bias 8, max 240; beyond it, NaN). */
+using fp8_e4fnuz_t = fp8_fnuz_t<3, 8>;
+/*! \brief FP8 E5M2 fnuz (bias 16, max 57344; beyond it, NaN). */
+using fp8_e5fnuz_t = fp8_fnuz_t<2, 16>;
+
+/*!
  * \brief FP8 E8M0 (OCP MX scale: an unsigned power of two 2^(bits - 127); 0xFF is NaN). From float as torch: the
  *        float's exponent, plus one when the mantissa is at least half (more than half for subnormal floats);
  *        the sign is dropped; infinity and NaN become NaN.
@@ -185,7 +230,9 @@ struct is_half_like : std::integral_constant<bool, std::is_same<T, half_t>::valu
                                                        std::is_same<T, bfloat16_t>::value ||
                                                        std::is_same<T, fp8_e4_t>::value ||
                                                        std::is_same<T, fp8_e5_t>::value ||
-                                                       std::is_same<T, fp8_e8_t>::value> {};
+                                                       std::is_same<T, fp8_e8_t>::value ||
+                                                       std::is_same<T, fp8_e4fnuz_t>::value ||
+                                                       std::is_same<T, fp8_e5fnuz_t>::value> {};
 
 // Alignment of an N-lane vector: its size when that is a power of two, capped at 16 bytes (the widest single
 // access), so that a 16-byte-aligned array can be viewed as any vector of its elements.
@@ -635,4 +682,6 @@ using tl::bfloat16_t;
 using tl::fp8_e4_t;
 using tl::fp8_e5_t;
 using tl::fp8_e8_t;
+using tl::fp8_e4fnuz_t;
+using tl::fp8_e5fnuz_t;
 using tl::half_t;

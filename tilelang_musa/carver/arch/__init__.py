@@ -1,3 +1,5 @@
-"""The device an upstream-style script tunes for: `driver` answers the MUSA runtime's queries."""
+"""The device an upstream-style script tunes for: `driver` answers the MUSA runtime's queries; `CUDA` / `MUSA`
+describe the arch a config helper (tilelang.carver.template) sizes tiles for."""
 
 from . import driver  # noqa: F401
+from .device import CDNA, CUDA, MUSA  # noqa: F401

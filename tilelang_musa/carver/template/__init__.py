@@ -1,0 +1,3 @@
+"""`tilelang.carver.template`: config helpers upstream's GEMM examples import (`MatmulTemplate`)."""
+
+from .matmul import Hint, MatmulTemplate  # noqa: F401
