@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import pickle
 import statistics
@@ -90,16 +91,18 @@ def compose(launches: list[Launch], figures_by_arch=None) -> float:
 def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path) -> dict[str, list[Launch]]:
     """Each row's launches, from the cache or by running its case; rows whose case is not found are left out."""
     cache.mkdir(parents=True, exist_ok=True)
+    stored = {}
+    for path in cache.glob(f"*_{sample_blocks}.pkl"):
+        key, launches = pickle.loads(path.read_bytes())
+        stored[key] = launches
     found: dict[str, list[Launch]] = {}
     wanted = {}
     for row in rows:
-        path = cache / f"{abs(hash(row_key(row))) % 10**12:012d}_{sample_blocks}.pkl"
-        if path.exists():
-            stored_key, launches = pickle.loads(path.read_bytes())
-            if stored_key == row_key(row):
-                found[row_key(row)] = launches
-                continue
-        wanted[row_key(row)] = path
+        if row_key(row) in stored:
+            found[row_key(row)] = stored[row_key(row)]
+        else:
+            digest = hashlib.sha1(row_key(row).encode()).hexdigest()[:16]
+            wanted[row_key(row)] = cache / f"{digest}_{sample_blocks}.pkl"
     if not wanted:
         return found
 
