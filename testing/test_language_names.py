@@ -288,7 +288,7 @@ def test_bitwise_reductions(arch, dtype):
             T.copy(r_xor, R[2, :])
 
     kernel = compile_for(main, arch)
-    assert "tl::AllReduce<tl::BitXorOp" in kernel.get_kernel_source()
+    assert "AllReduce<tl::BitXorOp" in kernel.get_kernel_source()
     g = torch.Generator().manual_seed(9)
     bits = torch.randint(0, 1 << 16, (M, N), generator=g) | (torch.randint(0, 2, (M, N), generator=g) << 30)
     a = (bits | 0x10001).to(torch.int32)  # bit 0 and 16 set everywhere: the and is not zero
@@ -832,7 +832,7 @@ def test_reducers(arch, threads):
             T.copy(count, C)
 
     kernel = compile_for(main, arch)
-    assert f"tl::AllReduce<tl::SumOp, {threads}, 1," in kernel.get_kernel_source()
+    assert f"AllReduce<tl::SumOp, {threads}, 1," in kernel.get_kernel_source()
     x = rand((M, N), torch.float32, 26)
     s, mx, c = poison((N,), torch.float32), poison((N,), torch.float32), torch.full((M,), -1, dtype=torch.int32)
     kernel(x, s, mx, c)

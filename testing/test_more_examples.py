@@ -64,7 +64,7 @@ def test_gemv_tile_reduce_sum(arch):
     """Element-wise partial products in a fragment, then one T.reduce_sum along the row: a block all-reduce."""
     N, K = 80, 320
     kernel = compile_for(arch, gemv.gemv_tile.func(N, K, block_N=16, block_K=64))
-    assert "tl::AllReduce<tl::SumOp" in kernel.get_kernel_source()
+    assert "AllReduce<tl::SumOp" in kernel.get_kernel_source()
     A, x, y = rand((N, K), torch.float16, 3), rand((K,), torch.float16, 4), poison((N,), torch.float16)
     kernel(A, x, y)
     torch.testing.assert_close(y.float(), gemv.ref_program(A, x), rtol=1e-2, atol=1e-2)
@@ -95,7 +95,7 @@ def test_rms_norm(arch, dtype, form):
     M, N = 24, 384 if form == "rms_norm_splitk" else 512
     kernel = compile_for(arch, getattr(rms_norm, form).func(M, N, dtype=dtype))
     source = kernel.get_kernel_source()
-    assert "tl::AllReduce<tl::SumOp" in source and "sqrtf(" in source
+    assert "AllReduce<tl::SumOp" in source and "sqrtf(" in source
     torch_dtype = getattr(torch, dtype)
     X, W, Y = rand((M, N), torch_dtype, 7), rand((N,), torch_dtype, 8), poison((M, N), torch_dtype)
     kernel(X, W, Y)
@@ -120,7 +120,7 @@ def test_topk(arch):
     M, N, k = 40, 64, 5
     kernel = compile_for(arch, topk.topk.func(M, N, k, block_M=16))
     source = kernel.get_kernel_source()
-    assert "tl::AllReduce<tl::MaxOp" in source and re.search(r"row_frag\[\w+\] == max_val\[", source)
+    assert "AllReduce<tl::MaxOp" in source and re.search(r"row_frag\[\w+\] == max_val\[", source)
     g = torch.Generator().manual_seed(9)
     logits = torch.stack([torch.randperm(N, generator=g) for _ in range(M)]).float() / N - 0.5  # distinct
     values, indices = poison((M, k), torch.float32), torch.full((M, k), -7, dtype=torch.int32)
@@ -163,7 +163,7 @@ def test_fp8_per_token_quant(arch):
     M, N = 12, 256
     kernel = compile_for(arch, fp8_quant.per_token_quant_fp8.func(M, N))
     source = kernel.get_kernel_source()
-    assert "tl::AllReduce<tl::MaxOp" in source and "fp8_e4_t* __restrict__ Y" in source
+    assert "AllReduce<tl::MaxOp" in source and "fp8_e4_t* __restrict__ Y" in source
     X = rand((M, N), torch.float32, 13) * 3
     Y = torch.full((M, N), float("nan"), dtype=torch.float32).to(torch.float8_e4m3fn)
     scales = poison((M,), torch.float32)
@@ -181,7 +181,7 @@ def test_moe_group_limited_routing(arch):
     tokens, experts, groups, topk_group, topk = 40, 64, 8, 3, 6
     kernel = compile_for(arch, moe_routing.moe_routing.func(tokens, experts, groups, topk_group, topk))
     source = kernel.get_kernel_source()
-    assert "tl::AllReduce<tl::MaxOp" in source and "tl::AllReduce<tl::SumOp" in source
+    assert "AllReduce<tl::MaxOp" in source and "AllReduce<tl::SumOp" in source
     logits, bias = rand((tokens, experts), torch.float32, 11), rand((experts,), torch.float32, 12) * 0.1
     idx, weight = torch.full((tokens, topk), -7, dtype=torch.int32), poison((tokens, topk), torch.float32)
     kernel(logits, bias, idx, weight)
@@ -196,7 +196,7 @@ def test_gdn_decode_updates_the_state_in_place(arch):
     out by two T.reduce_sum down K; the new state goes back to the same tensor, value heads sharing key heads."""
     batch, k_heads, v_heads, dim = 2, 2, 4, 64
     kernel = compile_for(arch, gdn_decode.gdn_decode.func(batch, k_heads, v_heads, dim, dim))
-    assert kernel.get_kernel_source().count("tl::AllReduce<tl::SumOp") >= 2
+    assert kernel.get_kernel_source().count("AllReduce<tl::SumOp") >= 2
     torch.manual_seed(13)
     q, k, v, g, beta, state = gdn_decode.make_inputs(batch, k_heads, v_heads, dim, dim)
     ref_o, ref_state = gdn_decode.ref_program(q, k, v, g, beta, state)

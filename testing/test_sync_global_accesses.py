@@ -109,3 +109,18 @@ def test_an_accumulation_into_the_elements_each_thread_wrote_has_no_barrier(arch
     a, b = rand((256,), torch.float32), poison((256,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a + 1.0)
+
+
+def test_stores_to_rows_of_other_constants_need_no_barrier():
+    # each thread writes its own column of a row per shuffle result: rows 0 and 1 never share an element
+    Out, tx = Tb.buffer([2, 256], "float32"), Var("tx", "int32")
+    before = tirx.SeqStmt([tirx.BufferStore(Out, tirx.const(0.0, "float32"), [tirx.const(0, "int32"), tx]),
+                           tirx.BufferStore(Out, tirx.const(1.0, "float32"), [tirx.const(1, "int32"), tx])])
+    tvm.ir.assert_structural_equal(run(before), before)
+
+
+def test_a_row_picked_at_run_time_after_a_constant_row_still_gets_a_barrier():
+    Out, tx, r = Tb.buffer([2, 256], "float32"), Var("tx", "int32"), Var("r", "int32")
+    first = tirx.BufferStore(Out, tirx.const(0.0, "float32"), [tirx.const(0, "int32"), tx])
+    second = tirx.BufferStore(Out, tirx.const(1.0, "float32"), [r, tx])
+    tvm.ir.assert_structural_equal(run(tirx.SeqStmt([first, second])), tirx.SeqStmt([first, sync(), second]))

@@ -46,6 +46,13 @@ def test_cdiv_of_a_size_variable_is_an_expression_that_evaluates_to_the_ceiling(
     assert int(analyzer.simplify(tilelang.cdiv(n, 128))) == 8
 
 
+def test_cdiv_of_a_tensor_is_a_tensor_even_of_one_element():
+    # GDN's chunk indexing calls tilelang.cdiv(lengths, 64).tolist() with one sequence's length as well
+    import torch
+    assert tilelang.cdiv(torch.tensor([8192]), 64).tolist() == [128]
+    assert tilelang.cdiv(torch.tensor([100, 64, 1]), 64).tolist() == [2, 1, 1]
+
+
 def test_cdiv_by_zero_raises():
     with pytest.raises(ZeroDivisionError):
         tilelang.cdiv(3, 0)

@@ -26,6 +26,8 @@ def cdiv(a: Any, b: Any) -> Any:
     """ceil(a / b). Exact for Python integers of any sign (ZeroDivisionError for b == 0); for TIR expressions
     (e.g. a T.dynamic size) the expression `(a + b - 1) // b`, valid for a >= 0 and b > 0 as in upstream.
     Example: tilelang.cdiv(1000, 128) == 8"""
+    if getattr(a, "ndim", None) is not None or getattr(b, "ndim", None) is not None:
+        return (a + b - 1) // b  # a tensor (of one element too, which operator.index would turn into an int)
     try:
         ia, ib = operator.index(a), operator.index(b)
     except TypeError:

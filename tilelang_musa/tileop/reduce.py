@@ -7,7 +7,9 @@ fragment in the reduced layout and relays it to dst (and, with clear=False, dst'
 Lowering: each thread folds the row elements it holds (its own slots) into per-result partials, then the
 threads sharing a row combine them with `tl::AllReduce` (reduce.h: xor butterflies within 32 lanes, shared
 memory beyond), one call per thread split of the row. With `batch=B`, B results share one call
-(`tl::BatchAllReduce<...>::run_batch`: interleaved shuffles and one pair of barriers for all B); with
+(`tl::BatchAllReduce<...>::run_batch`: interleaved shuffles and one pair of barriers for all B). Without
+`batch=`, a reduction whose rows pass through shared memory (a row spread over more than 32 threads, as every
+FlashAttention row on mp_22) is batched by the lowering itself (`exchange_batch`), with the same results. With
 `nan_propagate=True`, max/min/absmax return NaN for a row holding one (`tl::MaxOpNan` / `tl::MinOpNan`).
 """
 
@@ -55,6 +57,19 @@ def _identity(kind: str, dtype: str) -> Any:
     if value == float("inf"):
         return tirx.max_value(dtype)
     return tirx.const(value, dtype)
+
+
+# The shared memory a reduction's exchange may take when the lowering batches its results on its own: the rows of
+# one T.reduce_* then share one pair of barriers instead of a pair each (each value's combine is unchanged, so
+# the results are bit-identical to one exchange per row).
+AUTO_BATCH_SHARED_BYTES = 8192
+
+
+def exchange_batch(local_size: int, num_threads: int, element_bytes: int) -> int:
+    """How many of a thread's `local_size` results one shared-memory exchange carries when the user asked for no
+    batching: the most that divide `local_size` and fit AUTO_BATCH_SHARED_BYTES of exchange buffer (at least 1)."""
+    fits = max(1, AUTO_BATCH_SHARED_BYTES // (num_threads * element_bytes))
+    return max(d for d in range(1, local_size + 1) if local_size % d == 0 and d <= fits)
 
 
 def _combine(kind: str, a: Any, b: Any) -> Any:
@@ -219,6 +234,8 @@ class Reduce(TileOp):
             self._check_partial(args, splits, warp)
         red_buf = None
         if any(split.count * split.scale > 32 for split in splits):
+            if self.batch == 1:
+                batch = exchange_batch(local_size, args.num_threads, tvm.DataType(acc_t).bits // 8)
             red_buf = Tb.buffer((args.num_threads * batch,), acc_t, scope="shared.dyn")
             IRBuilder.name(f"{self.dst.name}_red_buf", red_buf)
             stmts.insert(0, tirx.AllocBuffer(red_buf))
@@ -243,7 +260,10 @@ class Reduce(TileOp):
             first = tirx.Var("batch_start", "int32")
             calls = []
             for split in splits:
-                buf_arg = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(partial[0])
+                # a split within 32 threads only shuffles: handing it the exchange buffer would make the barrier
+                # placement guard an access that never happens
+                shared = red_buf is not None and split.count * split.scale > 32
+                buf_arg = tirx.address_of(red_buf[0]) if shared else tirx.address_of(partial[0])
                 name = f"tl::BatchAllReduce<{functor}, {split.count}, {split.scale}, {batch}, {warp}>::run_batch"
                 calls.append(tirx.Evaluate(tirx.call_extern("void", name,
                                                             tirx.address_of(partial[first * batch]), buf_arg)))

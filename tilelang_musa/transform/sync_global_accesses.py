@@ -11,14 +11,17 @@ between the block's threads too).
 In a statement sequence that every thread of the block runs (not under a condition on the thread index), a
 statement that reads or writes a global tensor which an earlier statement wrote since the last barrier gets a
 barrier before it, unless both reach the tensor through the same elements per thread: the same index expressions
-once each statement's loop variables are renamed by position (`C[tx] = 0` then `C[tx] += x`). Atomics are not
-plain accesses and order themselves.
+once each statement's loop variables are renamed by position (`C[tx] = 0` then `C[tx] += x`), or through elements
+that can never meet: in some dimension the index values of the two, over all threads and iterations, lie in ranges
+that do not overlap (`Out[tx] = a` then `Out[tx + 256] = b` with 256 threads: the rows of warp-shuffle results,
+which needed no barrier). Atomics are not plain accesses and order themselves.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -41,13 +44,30 @@ def _canonical_loops(stmt: Any) -> Any:
     return substitute(stmt, renamed)
 
 
-def _global_accesses(stmt: Any) -> tuple[dict, dict]:
+class _Indices(tuple):
+    """An access's index tuple, with the range of values each index takes over the block's threads and the
+    statement's iterations (`bounds`: (lowest, highest) per dimension)."""
+    bounds: tuple = ()
+
+
+def _global_accesses(stmt: Any, thread_ranges: dict) -> tuple[dict, dict]:
     """Per global tensor, the index tuples `stmt` reads and writes (loop variables renamed by position)."""
+    canonical = _canonical_loops(stmt)
+    loop_ranges: dict = {}
+    tvm_ffi.structural_walk(canonical, [(tirx.For, lambda n: loop_ranges.setdefault(n.loop_var, []).append(n))])
+    analyzer = tvm.sym.Analyzer()
+    for var, extent in thread_ranges.items():
+        analyzer.bind(var, tvm.ir.Range(0, extent))
+    for var, loops in loop_ranges.items():
+        if len(loops) == 1:  # one loop at this position: its range; several: left unbounded
+            analyzer.bind(var, tvm.ir.Range.from_min_extent(loops[0].min, loops[0].extent))
     reads: dict = {}
     writes: dict = {}
-    for access in collect_accesses(_canonical_loops(stmt)):
+    for access in collect_accesses(canonical):
         if scope_of(access.buffer) == "global":
-            (writes if access.is_store else reads).setdefault(access.buffer, []).append(tuple(access.indices))
+            indices = _Indices(access.indices)
+            indices.bounds = tuple((b.min_value, b.max_value) for b in map(analyzer.const_int_bound, access.indices))
+            (writes if access.is_store else reads).setdefault(access.buffer, []).append(indices)
     return reads, writes
 
 
@@ -58,12 +78,31 @@ def _same_elements(first: list, second: list) -> bool:
                for a in second)
 
 
+def _apart(a: _Indices, b: _Indices) -> bool:
+    """Whether index tuples `a` and `b` can never name one element, whichever threads and iterations: in some
+    dimension the values each takes lie in ranges that do not meet (`Out[tx]` and `Out[tx + 256]` with 256
+    threads, the rows of warp-shuffle results)."""
+    return len(a) == len(b) and any(x_hi < y_lo or y_hi < x_lo for (x_lo, x_hi), (y_lo, y_hi) in zip(a.bounds, b.bounds))
+
+
+def _depends(buffer: Any, earlier: list, later: list) -> bool:
+    """Whether `later` may reach an element of `buffer` that another thread reached through `earlier`. A tensor
+    with explicit strides may alias its own elements, so its accesses are apart only when they are the same."""
+    if _same_elements(earlier, later):
+        return False
+    if buffer.ty.strides and len(buffer.ty.shape) > 1:
+        return True
+    return not all(_apart(a, b) for a in earlier for b in later)
+
+
 def sync_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
     thread_vars: set = set()
+    thread_ranges: dict = {}  # threadIdx variable -> its extent
 
     def on_attr(node, mutator):
         if node.attr_key == "thread_extent" and str(node.node.thread_tag).startswith("threadIdx"):
             thread_vars.add(node.node.var)
+            thread_ranges[node.node.var] = node.value
         return mutator.default_mutate(node)
 
     def depends_on_thread(expr) -> bool:
@@ -96,10 +135,10 @@ def sync_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 written.clear(), read.clear()
                 out.append(stmt)
                 continue
-            reads, writes = _global_accesses(stmt)
+            reads, writes = _global_accesses(stmt, thread_ranges)
             after_write = [b for b, indices in {**reads, **writes}.items()
-                           if b in written and not _same_elements(written[b], indices)]
-            after_read = [b for b, indices in writes.items() if b in read and not _same_elements(read[b], indices)]
+                           if b in written and _depends(b, written[b], indices)]
+            after_read = [b for b, indices in writes.items() if b in read and _depends(b, read[b], indices)]
             if after_write or after_read:
                 out.append(_sync("shared"))
                 written.clear(), read.clear()
