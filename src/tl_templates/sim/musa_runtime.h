@@ -58,7 +58,8 @@ inline musaError_t musaPeekAtLastError() { return tl_sim::g_thread.last_error; }
  *         block, thread and what went wrong), else the code's generic description. */
 inline const char* musaGetErrorString(musaError_t error) {
   const tl_sim::OsThreadState& t = tl_sim::g_thread;
-  if (error != musaSuccess && error == t.detail_code && t.detail[0] != '\0') return t.detail;
+  const char* detail = tl_sim::ErrorDetailText(t);
+  if (error != musaSuccess && error == t.detail_code && detail[0] != '\0') return detail;
   return tl_sim::ErrorDescription(error);
 }
 inline const char* musaGetErrorName(musaError_t error) { return tl_sim::ErrorName(error); }
