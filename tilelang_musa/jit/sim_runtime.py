@@ -7,10 +7,10 @@ copy, and shares its thread state (an initial-exec thread_local: threadIdx is on
 
 Kernel code and the runtime share objects, so they must see the same headers with the same flags: the runtime is
 built from the headers the kernels include (`_paths.simulator_headers()`), with the kernels' flags less the
-per-kernel ones, and keyed by the compiler, those flags and the headers' bytes. The package installs prebuilt
-runtimes (CMakeLists.txt) with their key beside them (`<lib>.key`); where none matches (a development checkout
-with edited headers, another compiler, TILELANG_TEMPLATES) the runtime is built into the kernel cache directory
-under `sim_runtime/<key>/`, once, written to a temporary name and renamed so concurrent builds race harmlessly.
+per-kernel ones, and keyed by the compiler, those flags and the headers' bytes: built into the kernel cache
+directory under `sim_runtime/<key>/` by the first kernel build that needs it (a few seconds, once), written to a
+temporary name and renamed so concurrent builds race harmlessly. Kernel libraries find it again through their
+RUNPATH, so an exported kernel (jit/aot.py) loads where that cache directory is.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from .._paths import PACKAGE_DIR, simulator_headers
+from .._paths import simulator_headers
 from ..errors import BuildError
 
 RUNTIME_DIR = "sim_runtime"  # in the kernel cache directory, beside the kernels' entries
@@ -61,18 +61,6 @@ def build_command(compiler: list[str], flags: list[str], headers: Path, arch: st
                                str(headers / RUNTIME_SOURCE), "-o", str(output)]
 
 
-def _installed(arch: str, key: str) -> Path | None:
-    """The prebuilt runtime the package installed for `arch`, if it was built for `key`."""
-    library = PACKAGE_DIR / "lib" / library_name(arch)
-    key_file = library.with_name(library.name + ".key")
-    try:
-        if library.is_file() and key_file.read_text().strip() == key:
-            return library
-    except OSError:
-        pass
-    return None
-
-
 _built: dict[str, Path] = {}
 
 
@@ -80,9 +68,8 @@ def runtime_library(compiler: list[str], compiler_identity: str, flags: list[str
     """The runtime for kernels of `arch` compiled with `compiler + flags` (BuildError if it cannot be built)."""
     headers = simulator_headers()
     key = runtime_key(compiler_identity, flags, headers)
-    found = _built.get(key) or _installed(arch, key)
-    if found is not None:
-        return found
+    if key in _built:
+        return _built[key]
     from .cache import cache_dir
 
     directory = cache_dir() / RUNTIME_DIR / key
