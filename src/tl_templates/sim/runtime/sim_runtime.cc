@@ -24,6 +24,7 @@ std::atomic<int> g_profiled_launches{0};
 }  // namespace profile
 
 void* RuntimeKernelAttributes() { return &GlobalKernelAttributes(); }
+void* RuntimeStackPool() { return &GlobalStackPool(); }
 
 musaError_t RuntimeLaunch(uint64_t abi, const void* fn, const void* call, dim3 grid, dim3 block,
                           size_t dynamic_smem) {
