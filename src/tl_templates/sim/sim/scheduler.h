@@ -522,6 +522,7 @@ class BlockRunner {
     --live_;
     for (auto& extension : extensions_)
       if (extension != nullptr) extension->OnThreadExit(*this, self);
+    if (mode_ == ExecMode::kLoop) return;  // no rendezvous ever opens in a loop (Arrive refuses it)
     for (int g = 0; g < kNumGroupKinds; ++g) {
       const uint32_t index = GroupIndex(static_cast<Group>(g), self.linear);
       for (Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
