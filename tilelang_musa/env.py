@@ -95,9 +95,15 @@ SIM_ARCH = _Var("TILELANG_SIM_ARCH",
 TEMPLATES = _Var("TILELANG_TEMPLATES", "a directory holding tl_templates/ to build kernels against instead of the "
                  "package's (development: another revision's headers, as benchmark/bench_simulator.py does)")
 SIM_NO_PRELUDE = _Var("TILELANG_SIM_NO_PRELUDE", "1: parse the templates in each simulator build, no precompiled prelude")
+SIM_NO_RUNTIME = _Var("TILELANG_SIM_NO_RUNTIME",
+                      "1: build each simulator kernel library with its own copy of the simulator instead of linking "
+                      "the prebuilt runtime (jit/sim_runtime.py)")
 # Read by the simulator itself at every launch (src/tl_templates/sim/sim/config.h); declared here for the record.
 SIM_STACK_KB = _Var("TILELANG_SIM_STACK_KB", "stack of each simulated thread, KiB (at least what the kernel needs)")
 SIM_WORKERS = _Var("TILELANG_SIM_WORKERS", "OS threads running a launch's blocks in the simulator (default: cores)")
+SIM_EXEC = _Var("TILELANG_SIM_EXEC",
+                "how the simulator runs a block's threads: auto (default; a loop where no thread can wait, else "
+                "fibers), fibers, or loop (refused for a kernel that can wait)")
 SIM_CHECK = _Var("TILELANG_SIM_CHECK", "1: checked mode (race detector, threads in a seeded random order)")
 SIM_PROFILE = _Var("TILELANG_SIM_PROFILE",
                     "1: count each launch's memory requests and matrix instructions and print them; 2: count only; "

@@ -30,6 +30,7 @@ from .._paths import include_root, simulator_headers
 from ..errors import BuildError
 from ..profiler.arch_figures import sim_timing_flags
 from ..target import ArchInfo
+from . import sim_runtime
 from .precompiled_prelude import prelude_header
 
 
@@ -224,16 +225,31 @@ class SimToolchain(Toolchain):
         proc = subprocess.run([self._cxx(), "--version"], capture_output=True, text=True)
         return proc.stdout.splitlines()[0] if proc.stdout else "unknown"
 
-    def flags(self, req: BuildRequest) -> list[str]:
-        """The compile flags (no source, output or link flags): a precompiled prelude is valid for these only."""
+    def base_flags(self, req: BuildRequest) -> list[str]:
+        """The flags of every build for the arch, kernel or runtime (sim_runtime.py): none of the kernel's own."""
         # -O1: most of a build is parsing the headers; -O2 took 20% longer to build for little faster running.
-        flags = [
+        return [
             "-std=c++17", "-O1", "-fPIC", "-pthread", f"-I{include_root()}", f"-I{simulator_headers()}",
             "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={req.arch.musa_arch}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
             # a kernel taking a 64-byte-aligned MUtensorDescriptor by value draws gcc's note on an old ABI change,
             # which concerns calls across compiler versions: not ours (one compiler builds the whole library)
             "-Wno-psabi",
         ] + sim_timing_flags(req.arch.name)  # the cycle model's figures (profile.h); used only when profiling
+
+    def links_runtime(self, req: BuildRequest) -> bool:
+        """Whether the kernel library links the prebuilt simulator runtime rather than carrying its own copy: not
+        when asked (TILELANG_SIM_NO_RUNTIME=1), when the headers in use have none, or when the user's flags could
+        change what the shared headers declare (macros, forced includes), which kernel and runtime must agree on."""
+        if env.SIM_NO_RUNTIME.flag() or not sim_runtime.supported():
+            return False
+        extra, _ = host_compiler_flags(req.extra_flags)
+        return not any(f.startswith(("-D", "-U", "-include", "-isystem", "-std=")) for f in extra)
+
+    def flags(self, req: BuildRequest) -> list[str]:
+        """The compile flags (no source, output or link flags): a precompiled prelude is valid for these only."""
+        flags = self.base_flags(req)
+        if self.links_runtime(req):
+            flags.append(sim_runtime.LINK_FLAG)
         # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime;
         # only passed when above the default stack, so most kernels share one precompiled prelude
         stack_kib = -(-(2 * req.local_bytes + 32 * 1024) // 1024) if req.local_bytes else 0
@@ -244,10 +260,15 @@ class SimToolchain(Toolchain):
             flags += SIM_FAST_MATH_FLAGS
         return flags + extra
 
+    def runtime(self, req: BuildRequest) -> Path:
+        """The simulator runtime a kernel library built for `req` links (built first if need be)."""
+        return sim_runtime.runtime_library([self._cxx()], self.identity(), self.base_flags(req), req.arch.name)
+
     def command(self, req: BuildRequest, prelude_header: Path | None = None) -> list[str]:
         forced = ["-include", str(prelude_header)] if prelude_header is not None else []
-        return [self._cxx()] + self.flags(req) + ["-shared"] + forced + ["-x", "c++", str(req.source), "-o",
-                                                                         str(req.output)]
+        link = sim_runtime.link_flags(self.runtime(req)) if self.links_runtime(req) else []
+        return [self._cxx()] + self.flags(req) + ["-shared"] + forced + ["-x", "c++", str(req.source)] + link + [
+            "-o", str(req.output)]
 
     def build(self, req: BuildRequest) -> Path:
         header = None

@@ -8,8 +8,10 @@
  * Compile a generated `.mu` as one shared library with
  *   g++ -std=c++17 -O2 -fPIC -shared -x c++ -pthread -I<repo>/src -I<repo>/src/tl_templates/sim \
  *       -DTL_SIMULATOR=1 -D__MUSA_ARCH__=310 -D__MUSA_ARCH_LIST__=310 kernel.mu -o kernel.so
- * Every function and variable here is hidden (sim/visibility.h): each kernel library carries a private copy of
- * the simulator, so libraries built for different archs coexist in one process. "Device" memory is host memory; every launch runs
+ * The toolchain adds -DTL_SIM_LINK_RUNTIME=1 and links the prebuilt runtime of the arch (jit/sim_runtime.py,
+ * docs/SIMULATOR.md), which runs the launches; without it the library carries a private copy of the whole
+ * simulator. Either way every function and variable here is hidden (sim/visibility.h) but for the runtime's
+ * arch-qualified ABI, so libraries built for different archs coexist in one process. "Device" memory is host memory; every launch runs
  * to completion before musaLaunchKernel returns, so streams and synchronisation are trivially satisfied.
  */
 #pragma once
@@ -58,7 +60,8 @@ inline musaError_t musaPeekAtLastError() { return tl_sim::g_thread.last_error; }
  *         block, thread and what went wrong), else the code's generic description. */
 inline const char* musaGetErrorString(musaError_t error) {
   const tl_sim::OsThreadState& t = tl_sim::g_thread;
-  if (error != musaSuccess && error == t.detail_code && t.detail[0] != '\0') return t.detail;
+  const char* detail = tl_sim::ErrorDetailText(t);
+  if (error != musaSuccess && error == t.detail_code && detail[0] != '\0') return detail;
   return tl_sim::ErrorDescription(error);
 }
 inline const char* musaGetErrorName(musaError_t error) { return tl_sim::ErrorName(error); }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #ifndef __MUSA_ARCH__
@@ -69,6 +70,12 @@ inline constexpr const char* kProfileBlocksEnvVar = "TILELANG_SIM_PROFILE_BLOCKS
 inline constexpr uint64_t kDefaultSeed = 1;
 
 // A launch whose workers make no progress (no thread switch, rendezvous or block boundary) for this long fails.
+inline constexpr const char* kExecEnvVar = "TILELANG_SIM_EXEC";
+/*! \brief TILELANG_SIM_EXEC: how blocks run (scheduler.h's ExecMode). auto: as a loop over the threads when the
+ *         kernel's library holds no code that can make a thread wait, else on fibers; fibers / loop: forced (loop
+ *         is refused for a library that can wait). */
+enum class ExecChoice : uint8_t { kAuto, kFibers, kLoop };
+
 inline constexpr const char* kWatchdogEnvVar = "TILELANG_SIM_WATCHDOG_S";
 inline constexpr double kDefaultWatchdogSeconds = 60;
 inline constexpr double kMaxWatchdogSeconds = 1e6;
@@ -84,6 +91,8 @@ struct SimOptions {
   uint64_t profile_blocks = 0;  // TILELANG_SIM_PROFILE_BLOCKS: while counting, run this many blocks (0: all)
   uint64_t seed = kDefaultSeed;  // checked mode's scheduling seed
   double watchdog_seconds = kDefaultWatchdogSeconds;
+  ExecChoice exec = ExecChoice::kAuto;
+
 
   /*! \brief Parse the environment; on a bad value return false and describe it in `error`. */
   static bool FromEnv(SimOptions* out, char* error, size_t error_size) {
@@ -137,6 +146,19 @@ struct SimOptions {
       return false;
     }
     if (IsSet(seed_text)) opts.seed = seed;
+    const char* exec = std::getenv(kExecEnvVar);
+    if (IsSet(exec)) {
+      if (std::strcmp(exec, "auto") == 0) {
+        opts.exec = ExecChoice::kAuto;
+      } else if (std::strcmp(exec, "fibers") == 0) {
+        opts.exec = ExecChoice::kFibers;
+      } else if (std::strcmp(exec, "loop") == 0) {
+        opts.exec = ExecChoice::kLoop;
+      } else {
+        std::snprintf(error, error_size, "%s='%s' is not auto, fibers or loop", kExecEnvVar, exec);
+        return false;
+      }
+    }
     const char* watchdog = std::getenv(kWatchdogEnvVar);
     if (IsSet(watchdog)) {
       char* end = nullptr;

@@ -10,11 +10,13 @@
  * ucontext (correct, slower).
  *
  * Stacks are mmap'd with a PROT_NONE guard page below each one (an overflow faults instead of corrupting the
- * neighbour; signal_guard.h turns the fault into a launch error), sized by TILELANG_SIM_STACK_KB, and unmapped when
- * the launch ends. They are not kept for the next launch: every kernel library carries its own copy of the
- * simulator, so a cache would live once per loaded library, and each idle set of N guarded stacks holds 2N memory
- * mappings: a process with a few dozen kernels of 1024 threads loaded would exhaust the kernel's mapping limit
- * (vm.max_map_count), as a long test run did. The worker's alternate signal stack shares the mapping.
+ * neighbour; signal_guard.h turns the fault into a launch error) and sized by TILELANG_SIM_STACK_KB. A kernel
+ * library that carries its own copy of the simulator unmaps them when the launch ends: a cache would live once per
+ * loaded library, and each idle set of N guarded stacks holds 2N memory mappings, so a process with a few dozen
+ * kernels of 1024 threads loaded would exhaust the kernel's mapping limit (vm.max_map_count), as a long test run
+ * did. The runtime shared by the kernel libraries of an arch (docs/SIMULATOR.md) keeps released sets for
+ * the next launches instead, within a bound for the whole process. The worker's alternate signal stack shares the
+ * mapping.
  */
 #pragma once
 
@@ -24,6 +26,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
+#include <vector>
+
 
 #include "config.h"
 
@@ -186,6 +191,68 @@ struct StackSet {
   }
 };
 
+#if defined(TL_SIM_SHARED_RUNTIME)
+/*! \brief Maps the stack sets of launches (one per OS thread of a launch) and keeps released ones for the next
+ *         launches: the process has one pool per arch (the runtime's), so idle stacks are bounded by
+ *         kMaxIdleStacks in all, whatever the number of kernel libraries (see the file comment). Thread-safe. */
+class StackPool {
+ public:
+  static constexpr uint64_t kMaxIdleStacks = 4096;           // about 8192 mappings at most
+  static constexpr uint64_t kMaxIdleBytes = uint64_t{128} << 20;  // of stack, touched pages staying resident
+
+
+  /*! \brief A set of `count` stacks of `stack_bytes`; null (and `error` filled) on failure. */
+  StackSet* Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < idle_.size(); ++i) {
+        StackSet* s = idle_[i];
+        if (s->count == count && s->stack_bytes == stack_bytes) {
+          idle_[i] = idle_.back();
+          idle_.pop_back();
+          idle_stacks_ -= count;
+          idle_bytes_ -= Bytes(*s);
+          return s;
+        }
+      }
+    }
+    return Map(count, stack_bytes, error, error_size);
+  }
+
+  void Release(StackSet* s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s->count > kMaxIdleStacks || Bytes(*s) > kMaxIdleBytes) {
+      Unmap(s);
+      return;
+    }
+    while (idle_stacks_ + s->count > kMaxIdleStacks || idle_bytes_ + Bytes(*s) > kMaxIdleBytes) {
+      StackSet* oldest = idle_.front();  // the oldest make room
+      idle_stacks_ -= oldest->count;
+      idle_bytes_ -= Bytes(*oldest);
+      Unmap(oldest);
+      idle_.erase(idle_.begin());
+    }
+    idle_.push_back(s);
+    idle_stacks_ += s->count;
+    idle_bytes_ += Bytes(*s);
+  }
+
+  /*! \brief Unmap every idle set (musaDeviceReset). */
+  void Trim() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (StackSet* s : idle_) Unmap(s);
+    idle_.clear();
+    idle_stacks_ = idle_bytes_ = 0;
+  }
+
+ private:
+  static uint64_t Bytes(const StackSet& s) { return uint64_t{s.count} * s.stride; }
+
+  std::mutex mu_;
+  std::vector<StackSet*> idle_;  // oldest first
+  uint64_t idle_stacks_ = 0;
+  uint64_t idle_bytes_ = 0;
+#else
 /*! \brief Maps and unmaps the stack sets of launches: one per OS thread of a launch, for the launch (see the file
  *         comment for why nothing is kept). Thread-safe: it holds no state. */
 class StackPool {
@@ -199,6 +266,8 @@ class StackPool {
 
   /*! \brief Nothing is idle to unmap (musaDeviceReset). */
   void Trim() {}
+#endif
+
 
  private:
   static StackSet* Map(uint32_t count, size_t stack_bytes, char* error, size_t error_size) {
@@ -237,10 +306,18 @@ class StackPool {
 
 };
 
+#if defined(TL_SIM_SHARED_RUNTIME)
+/*! \brief The runtime's pool (void*: a signature naming a hidden type would hide the symbol). */
+extern "C" TL_SIM_RT_EXPORT void* RuntimeStackPool() __asm__(TL_SIM_RT_SYMBOL("stack_pool"));
+#endif
+#if defined(TL_SIM_LINK_RUNTIME)
+inline StackPool& GlobalStackPool() { return *static_cast<StackPool*>(RuntimeStackPool()); }
+#else
 inline StackPool& GlobalStackPool() {
   static StackPool pool;
   return pool;
 }
+#endif
 
 }  // namespace tl_sim
 #pragma GCC visibility pop

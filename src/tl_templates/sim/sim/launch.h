@@ -66,10 +66,19 @@ class KernelAttributes {
   std::vector<std::pair<const void*, size_t>> limits_;
 };
 
+#if defined(TL_SIM_SHARED_RUNTIME)
+/*! \brief The runtime's KernelAttributes (void*: a signature naming a hidden type would hide the symbol). */
+extern "C" TL_SIM_RT_EXPORT void* RuntimeKernelAttributes() __asm__(TL_SIM_RT_SYMBOL("kernel_attributes"));
+#endif
+#if defined(TL_SIM_LINK_RUNTIME)
+/*! \brief The runtime's: musaFuncSetAttribute here sets what the runtime's launch reads. */
+inline KernelAttributes& GlobalKernelAttributes() { return *static_cast<KernelAttributes*>(RuntimeKernelAttributes()); }
+#else
 inline KernelAttributes& GlobalKernelAttributes() {
   static KernelAttributes attributes;
   return attributes;
 }
+#endif
 
 /*! \brief The kernel's symbol name (kernels are exported extern "C" functions), or its address. */
 inline const char* KernelName(const void* fn, char* buf, size_t size) {
@@ -82,6 +91,7 @@ inline const char* KernelName(const void* fn, char* buf, size_t size) {
 /*! \brief The blocks of one launch, claimed by index by any number of workers; the lowest failing block wins. */
 struct GridWork {
   KernelCall kernel;
+  ExecMode mode;
   dim3 grid;
   dim3 block;
   size_t dynamic_smem;
@@ -112,7 +122,8 @@ struct GridWork {
 inline void RunBlocks(GridWork& work) {
   const uint32_t threads = work.block.x * work.block.y * work.block.z;
   char error[256];
-  StackSet* stacks = GlobalStackPool().Acquire(threads, work.options.stack_bytes, error, sizeof(error));
+  const uint32_t stack_count = work.mode == ExecMode::kLoop ? 1 : threads;
+  StackSet* stacks = GlobalStackPool().Acquire(stack_count, work.options.stack_bytes, error, sizeof(error));
   if (stacks == nullptr) {
     work.Record(0, musaErrorMemoryAllocation, error);
     return;
@@ -122,7 +133,8 @@ inline void RunBlocks(GridWork& work) {
   t.grid_dim = work.grid;
   t.dynamic_smem = work.dynamic_smem;
   {
-    BlockRunner runner(work.kernel, work.block, stacks, work.options);
+    BlockRunner runner(work.kernel, work.block, stacks, work.options, work.mode);
+    unsigned char* dyn = work.kernel.shared_memory();
     WorkerGuard guard(runner, work.options.watchdog_seconds);
     RaceDetector races;  // checked mode: shadows this OS thread's shared memory (its TLS block, shared_memory.h)
     profile::Recorder counters;
@@ -130,9 +142,9 @@ inline void RunBlocks(GridWork& work) {
     if (work.options.profile) t.profile = &counters;
     if (work.options.trace) counters.Trace(&timeline);
     if (work.options.check) {
-      if (!t.tls_located) LocateTlsBlock(t);
+      LocateTlsBlock(t, dyn);
       const bool whole = t.tls_begin != nullptr;
-      if (races.Cover(whole ? t.tls_begin : buf_dyn_shmem, whole ? t.tls_size : kDynamicSmemCapacity)) {
+      if (races.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity)) {
         t.race_detector = &races;
       }
     }
@@ -143,7 +155,7 @@ inline void RunBlocks(GridWork& work) {
       const uint64_t id = work.runs == work.total_blocks
                               ? run
                               : static_cast<uint64_t>(static_cast<unsigned __int128>(run) * work.total_blocks / work.runs);
-      PoisonSharedMemory(work.dynamic_smem);
+      PoisonSharedMemory(dyn, work.dynamic_smem);
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
       if (t.profile != nullptr) counters.StartBlock(threads, id, idx);
@@ -175,7 +187,7 @@ __attribute__((format(printf, 4, 5))) inline musaError_t LaunchError(const void*
   va_end(ap);
   char name_buf[48];
   const char* name = KernelName(fn, name_buf, sizeof(name_buf));
-  const int room = static_cast<int>(sizeof(OsThreadState::detail)) - 1 -
+  const int room = static_cast<int>(kErrorDetailBytes) - 1 -
                    static_cast<int>(std::strlen("kernel : ") + std::strlen(name) + std::strlen(suffix));
   return SetError(code, "kernel %s: %.*s%s", name, room > 0 ? room : 0, message, suffix);
 }
@@ -188,6 +200,13 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   char error[256];
   if (!SimOptions::FromEnv(&options, error, sizeof(error)))
     return LaunchError(fn, "", musaErrorInvalidValue, "%s", error);
+  if (options.stack_bytes < call.min_stack_bytes) options.stack_bytes = call.min_stack_bytes;
+  if (options.exec == ExecChoice::kLoop && call.may_block)
+    return LaunchError(fn, "", musaErrorInvalidValue,
+                       "%s=loop: the kernel's library holds code that can make a thread wait (a barrier, warp "
+                       "collective or asynchronous wait), which only runs on fibers",
+                       kExecEnvVar);
+  const bool fibers = options.exec == ExecChoice::kFibers || (options.exec == ExecChoice::kAuto && call.may_block);
   char seed[48] = "";
   if (options.check)
     std::snprintf(seed, sizeof(seed), " (%s=%llu)", kSeedEnvVar, static_cast<unsigned long long>(options.seed));
@@ -216,6 +235,7 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
                        dynamic_smem, limit, dynamic_smem);
   GridWork work;
   work.kernel = call;
+  work.mode = fibers ? ExecMode::kFibers : ExecMode::kLoop;
   work.grid = grid;
   work.block = block;
   work.dynamic_smem = dynamic_smem;
@@ -241,6 +261,19 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   }
   return musaSuccess;
 }
+
+#if defined(TL_SIM_SHARED_RUNTIME)
+/*! \brief The runtime's ABI, as the kernel library and the runtime see it: both sides must agree on the layout of
+ *         every object they share (the runtime is built from the same headers with the same flags: jit/
+ *         sim_runtime.py); a launch from a library that disagrees fails with a message instead of running. */
+inline constexpr uint64_t kRuntimeAbi = (uint64_t{1} << 56) ^ (uint64_t{sizeof(OsThreadState)} << 40) ^
+                                        (uint64_t{sizeof(BlockRunner)} << 20) ^ (sizeof(KernelCall) << 10) ^
+                                        sizeof(SimOptions) ^ (sizeof(Fiber) << 30);
+/*! \brief Launch `*call` (the kernel at `fn`) over `grid` x `block` in the runtime. */
+extern "C" TL_SIM_RT_EXPORT musaError_t RuntimeLaunch(uint64_t abi, const void* fn, const void* call, dim3 grid,
+                                                      dim3 block, size_t dynamic_smem)
+    __asm__(TL_SIM_RT_SYMBOL("launch"));
+#endif
 
 /*! \brief A kernel with a copy of its arguments; every simulated thread calls it with those values. */
 template <class... Params>
@@ -272,7 +305,13 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
       if (args[i] == nullptr) return LaunchError(fn, "", musaErrorInvalidValue, "args[%zu] is null", i);
   }
   BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
-  return Launch(fn, KernelCall{&BoundKernel<Params...>::Invoke, &bound}, grid, block, dynamic_smem);
+  const KernelCall call{&BoundKernel<Params...>::Invoke, &bound, &LibrarySharedMemory, LibraryMayBlock(),
+                        kKernelMinStackKiB * 1024};
+#if defined(TL_SIM_LINK_RUNTIME)
+  return RuntimeLaunch(kRuntimeAbi, fn, &call, grid, block, dynamic_smem);
+#else
+  return Launch(fn, call, grid, block, dynamic_smem);
+#endif
 }
 
 }  // namespace tl_sim

@@ -127,7 +127,11 @@ inline constexpr Timing kTiming{{1, 1, 1}, 1, 0, 0, 1, 0};
 /*! \brief How many launches of this library are being profiled now. Hooks on paths every simulation takes (a
  *         statement's arithmetic charge, access_checks.h) read this plain global first, so that launches without
  *         profiling pay one load there, not a thread-local lookup. */
+#if defined(TL_SIM_SHARED_RUNTIME)
+extern std::atomic<int> g_profiled_launches __asm__(TL_SIM_RT_SYMBOL("profiled_launches")) TL_SIM_RT_EXPORT;
+#else
 inline std::atomic<int> g_profiled_launches{0};
+#endif
 
 /*! \brief Counts a profiled launch in g_profiled_launches for its duration. */
 class ProfiledLaunch {
@@ -449,6 +453,8 @@ inline void Publish(const char* kernel, const Geometry& shape, const Totals& tot
 #pragma GCC visibility pop
 
 /*! \brief The JSON counters of the last launch profiled in this process (TILELANG_SIM_PROFILE=1), "{}" if none. */
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's
 extern "C" __attribute__((visibility("default"), used)) inline const char* tl_sim_last_profile() {
   return tl_sim::profile::GlobalLastLaunch().json;
 }
+#endif

@@ -162,11 +162,33 @@ struct Fiber {
   uint32_t activemask_calls = 0;  // see __activemask (warp.h)
 };
 
-/*! \brief The kernel with its bound arguments, type-erased. */
+/*! \brief The kernel with its bound arguments, type-erased, and what the launch needs to know of the kernel's
+ *         library (which may be another library than the one running the launch: sim/runtime_abi.h). */
 struct KernelCall {
   void (*invoke)(const void* bound);
   const void* bound;
+  unsigned char* (*shared_memory)();  // the calling OS thread's instance of the library's dynamic shared memory
+  bool may_block;                     // whether the library holds code that can suspend a thread (LibraryMayBlock)
+  size_t min_stack_bytes;             // the stack the kernel's local arrays need (TL_SIM_MIN_STACK_KB)
 };
+
+/*! \brief How a block's threads run. kLoop: one after another to completion on one fiber (no thread can wait, so
+ *         no switch is ever needed); kFibers: each thread on its own fiber. Both run the threads in the same order
+ *         (the ready queue's, random in checked mode) and check the same things (docs/SIMULATOR.md). */
+enum class ExecMode : uint8_t { kLoop, kFibers };
+
+// Code that can suspend a thread (Arrive, WaitForWake) marks its library with a byte in section tl_sim_blocking:
+// the byte is emitted only where such code is, so a library without one runs its blocks as loops. The asm keeps
+// the byte referenced from the code that uses it, however the compiler inlines it.
+#define TL_SIM_MAY_BLOCK()                                                                          \
+  do {                                                                                              \
+    static const char tl_sim_blocking_mark __attribute__((used, section("tl_sim_blocking"))) = 1; \
+    asm volatile("" : : "r"(&tl_sim_blocking_mark));                                                \
+  } while (0)
+extern "C" const char __start_tl_sim_blocking[] __attribute__((weak, visibility("hidden")));
+extern "C" const char __stop_tl_sim_blocking[] __attribute__((weak, visibility("hidden")));
+/*! \brief Whether this library (the one this code is compiled into) holds code that can suspend a thread. */
+inline bool LibraryMayBlock() { return __start_tl_sim_blocking != __stop_tl_sim_blocking; }
 
 /*! \brief Why a signal handler abandoned the running block (signal_guard.h). */
 enum class Interruption : uint8_t { kNone, kStackOverflow, kInvalidAccess, kStalled };
@@ -179,8 +201,10 @@ inline const char* SourceName(const char* file) {
 /*! \brief Runs the blocks of one launch on the calling OS thread, one after another, reusing its fibers. */
 class BlockRunner {
  public:
-  BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options)
+  /*! \brief `stacks` holds one stack per thread for kFibers, one for kLoop. */
+  BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options, ExecMode mode)
       : kernel_(kernel),
+        mode_(mode),
         stacks_(stacks),
         checked_(options.check),
         seed_(options.seed),
@@ -236,13 +260,18 @@ class BlockRunner {
       f.waiting_on = nullptr;
       f.wait_what = nullptr;
       f.activemask_calls = 0;
-      PrepareContext(&f.ctx, stacks_->StackLow(i), usable, &FiberMain, &f);
+      if (mode_ == ExecMode::kFibers) PrepareContext(&f.ctx, stacks_->StackLow(i), usable, &FiberMain, &f);
       Push(f);
     }
     t.block = this;
-    Fiber* first = Pop();
-    Activate(*first);
-    SwitchContext(&scheduler_, &first->ctx);
+    if (mode_ == ExecMode::kLoop) {
+      PrepareContext(&loop_, stacks_->StackLow(0), usable, &LoopMain, this);
+      SwitchContext(&scheduler_, &loop_);
+    } else {
+      Fiber* first = Pop();
+      Activate(*first);
+      SwitchContext(&scheduler_, &first->ctx);
+    }
     // Back on the OS thread's own stack: every thread exited, or none can proceed, or one failed or was interrupted.
     t.block = nullptr;
     t.fiber = nullptr;
@@ -273,6 +302,9 @@ class BlockRunner {
   uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
   void NoteProgress() { progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   const StackSet& stacks() const { return *stacks_; }
+  ExecMode mode() const { return mode_; }
+  /*! \brief The index in stacks() of the stack `thread` runs on. */
+  uint32_t StackOf(const Fiber& thread) const { return mode_ == ExecMode::kLoop ? 0 : thread.linear; }
 
   uint32_t thread_count() const { return n_; }
   /*! \brief The running block's state of `kind`: null until a model installs it. */
@@ -296,6 +328,8 @@ class BlockRunner {
    */
   uint64_t Arrive(const Collective& op, Group g, const ThreadSet& members, CollectiveSlot in, const char* file,
                   int line) {
+    TL_SIM_MAY_BLOCK();
+    if (mode_ == ExecMode::kLoop) CannotWaitInLoop(op.name, file, line);
     Fiber& self = current();
     const uint32_t index = GroupIndex(g, self.linear);
     const uint32_t base = GroupBase(g, index);
@@ -370,6 +404,8 @@ class BlockRunner {
    *        deadlock.
    */
   void WaitForWake(const char* what, const char* file, int line) {
+    TL_SIM_MAY_BLOCK();
+    if (mode_ == ExecMode::kLoop) CannotWaitInLoop(what, file, line);
     Fiber& self = current();
     self.state = FiberState::kWaiting;
     self.waiting_on = nullptr;
@@ -432,25 +468,61 @@ class BlockRunner {
   static void FiberMain(void* arg) {
     Fiber& f = *static_cast<Fiber*>(arg);
     BlockRunner& b = *f.block;
-#if defined(__cpp_exceptions)
-    bool threw = false;
-    try {
-      b.kernel_.invoke(b.kernel_.bound);
-    } catch (...) {
-      threw = true;  // fail outside the handler: switching stacks inside one would corrupt the EH state
-    }
-    if (threw) b.Fail(musaErrorLaunchFailure, "the kernel threw a C++ exception");
-#else
-    b.kernel_.invoke(b.kernel_.bound);
-#endif
+    b.RunThread();
     b.OnExit(f);
   }
 
+  /*! \brief kLoop: run the threads one after another, in the order a fiber schedule would, on this one fiber. */
+  static void LoopMain(void* arg) {
+    BlockRunner& b = *static_cast<BlockRunner*>(arg);
+    for (Fiber* f = b.Pop(); f != nullptr; f = b.Pop()) {
+      b.Activate(*f);
+      b.RunThread();
+      b.FinishThread(*f);
+    }
+    // What the last thread's exit does in kFibers: no thread waits here, so no model can wake one.
+    if (b.Quiesce()) b.Fail(musaErrorLaunchFailure, "internal simulator error: a thread woke in loop execution");
+    SwitchContext(&b.loop_, &b.scheduler_);
+    __builtin_unreachable();  // a finished block's loop is never resumed
+  }
+
+  /*! \brief The running thread's whole kernel. */
+  void RunThread() {
+#if defined(__cpp_exceptions)
+    bool threw = false;
+    try {
+      kernel_.invoke(kernel_.bound);
+    } catch (...) {
+      threw = true;  // fail outside the handler: switching stacks inside one would corrupt the EH state
+    }
+    if (threw) Fail(musaErrorLaunchFailure, "the kernel threw a C++ exception");
+#else
+    kernel_.invoke(kernel_.bound);
+#endif
+  }
+
+  /*! \brief A loop-executed kernel reached code that waits: its library was judged unable to wait
+   *         (LibraryMayBlock), so this is the simulator's bug; fail loudly rather than run on without waiting. */
+  [[noreturn]] void CannotWaitInLoop(const char* what, const char* file, int line) {
+    Fail(musaErrorLaunchFailure,
+         "internal simulator error: %s (%s:%d) can wait, but the block runs as a loop over its threads, where no "
+         "thread may wait; set TILELANG_SIM_EXEC=fibers to work around it",
+         what, SourceName(file), line);
+  }
+
   [[noreturn]] void OnExit(Fiber& self) {
+    FinishThread(self);
+    Suspend(self);
+    __builtin_unreachable();  // an exited fiber is never resumed
+  }
+
+  /*! \brief `self` finished the kernel: count it out and check that no collective still waits for it. */
+  void FinishThread(Fiber& self) {
     self.state = FiberState::kExited;
     --live_;
     for (auto& extension : extensions_)
       if (extension != nullptr) extension->OnThreadExit(*this, self);
+    if (mode_ == ExecMode::kLoop) return;  // no rendezvous ever opens in a loop (Arrive refuses it)
     for (int g = 0; g < kNumGroupKinds; ++g) {
       const uint32_t index = GroupIndex(static_cast<Group>(g), self.linear);
       for (Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
@@ -460,8 +532,6 @@ class BlockRunner {
                r->count, r->expected, GroupName(r->group, r->group_index), r->op->name, SourceName(r->file), r->line);
       }
     }
-    Suspend(self);
-    __builtin_unreachable();  // an exited fiber is never resumed
   }
 
   Rendezvous* Open(const Collective& op, Group g, uint32_t index, uint32_t base, const ThreadSet& members,
@@ -529,6 +599,7 @@ class BlockRunner {
   /*! \brief Hand the OS thread to the next ready fiber (possibly `self`, if it is ready), or back to the scheduler
    *         if none is ready. */
   void Suspend(Fiber& self) {
+    if (mode_ == ExecMode::kLoop) CannotWaitInLoop("a thread switch", __FILE__, __LINE__);
     Fiber* next = Pop();
     if (next == nullptr && Quiesce()) next = Pop();
     if (next == &self) {
@@ -641,6 +712,7 @@ class BlockRunner {
   }
 
   KernelCall kernel_;
+  ExecMode mode_;
   const StackSet* stacks_;
   bool checked_;
   uint64_t seed_;
@@ -658,6 +730,7 @@ class BlockRunner {
   std::unique_ptr<BlockExtension> extensions_[kNumExtensionKinds];
   ThreadSet all_;
   FiberContext scheduler_;  // the OS thread's own stack while fibers run
+  FiberContext loop_;       // kLoop: the one fiber that runs every thread
   uint3 block_idx_{0, 0, 0};
   uint32_t live_ = 0;
   bool aborted_ = false;

@@ -52,13 +52,19 @@ inline int FindTlsBlock(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-inline void LocateTlsBlock(OsThreadState& t) {
-  TlsSearch search{&t, nullptr, 0};
+/*! \brief Find (once per OS thread and kernel library) the TLS block that holds `dyn`, the library's dynamic
+ *         shared memory, i.e. all of the library's shared memory. */
+inline void LocateTlsBlock(OsThreadState& t, unsigned char* dyn) {
+  if (t.tls_key == dyn) return;
+  TlsSearch search{dyn, nullptr, 0};
   dl_iterate_phdr(&FindTlsBlock, &search);
   t.tls_begin = search.begin;
   t.tls_size = search.size;
-  t.tls_located = true;
+  t.tls_key = dyn;
 }
+
+/*! \brief This OS thread's instance of this library's dynamic shared memory (KernelCall::shared_memory). */
+inline unsigned char* LibrarySharedMemory() { return buf_dyn_shmem; }
 
 /*! \brief Fill [begin, end) with poison, skipping the sorted, disjoint `holes`. */
 inline void PoisonExcept(unsigned char* begin, unsigned char* end, const unsigned char* const (*holes)[2], int n) {
@@ -72,11 +78,11 @@ inline void PoisonExcept(unsigned char* begin, unsigned char* end, const unsigne
   if (p < end) std::memset(p, kPoisonByte, static_cast<size_t>(end - p));
 }
 
-/*! \brief Poison this OS thread's shared memory before a block runs, dynamic part up to `dynamic_bytes`. */
-inline void PoisonSharedMemory(size_t dynamic_bytes) {
+/*! \brief Poison this OS thread's shared memory of the kernel library whose dynamic shared memory is `dyn` before a
+ *         block runs, dynamic part up to `dynamic_bytes`. */
+inline void PoisonSharedMemory(unsigned char* dyn, size_t dynamic_bytes) {
   OsThreadState& t = g_thread;
-  if (!t.tls_located) LocateTlsBlock(t);
-  unsigned char* dyn = buf_dyn_shmem;
+  LocateTlsBlock(t, dyn);
   if (t.tls_begin == nullptr) {
     std::memset(dyn, kPoisonByte, dynamic_bytes);
     return;

@@ -267,7 +267,7 @@ inline void OnSignal(int signo, siginfo_t* info, void* context) {
   } else if ((signo == SIGSEGV || signo == SIGBUS) && running != nullptr) {
     const StackSet& stacks = worker->runner().stacks();
     const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
-    const uintptr_t stack_low = reinterpret_cast<uintptr_t>(stacks.StackLow(running->linear));
+    const uintptr_t stack_low = reinterpret_cast<uintptr_t>(stacks.StackLow(worker->runner().StackOf(*running)));
     const bool overflow = stacks.InGuardPage(address) || InterruptedStackPointer(context) < stack_low;
     AbandonBlock(*worker, overflow ? Interruption::kStackOverflow : Interruption::kInvalidAccess, *running, address);
   } else {

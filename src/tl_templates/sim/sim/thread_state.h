@@ -8,12 +8,16 @@
  */
 #pragma once
 
+#include <pthread.h>
+
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 
 #include "runtime_types.h"
 #include "vector_types.h"
+#include "visibility.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -24,6 +28,8 @@ struct Fiber;
 namespace profile {
 class Recorder;
 }
+
+inline constexpr size_t kErrorDetailBytes = 1024;
 
 struct OsThreadState {
   // What kernel code reads as threadIdx / blockIdx / blockDim / gridDim. thread_idx is rewritten at every fiber
@@ -53,22 +59,54 @@ struct OsThreadState {
   // Host-side error state of the runtime API (per host thread, as in MUSA).
   musaError_t last_error = musaSuccess;
   musaError_t detail_code = musaSuccess;  // the code `detail` explains
-  char detail[1024] = {};
+#if defined(TL_SIM_SHARED_RUNTIME)
+  // On the heap (ErrorDetail): this struct is initial-exec TLS, and the static TLS room for it is small.
+  char* detail = nullptr;
+#else
+  char detail[kErrorDetailBytes] = {};
+#endif
 
-  // This thread's instance of the library's TLS block (located once, see shared_memory.h).
+  // The TLS block of the kernel library whose dynamic shared memory is at tls_key (shared_memory.h).
+  const unsigned char* tls_key = nullptr;
   unsigned char* tls_begin = nullptr;
   size_t tls_size = 0;
-  bool tls_located = false;
 };
 
+#if defined(TL_SIM_SHARED_RUNTIME)
+// Owned by the runtime, initial-exec: reading threadIdx is one load from the thread pointer, with no
+// __tls_get_addr call (the runtime's TLS is static; this struct is its only thread_local).
+extern __constinit thread_local OsThreadState g_thread __asm__(TL_SIM_RT_SYMBOL("thread")) TL_SIM_RT_EXPORT
+    __attribute__((tls_model("initial-exec")));
+#else
 inline thread_local OsThreadState g_thread;
+#endif
+
+#if defined(TL_SIM_SHARED_RUNTIME)
+/*! \brief The calling thread's error text buffer (kErrorDetailBytes), allocated at its first error and freed when
+ *         the thread exits. */
+inline char* ErrorDetail(OsThreadState& t) {
+  if (t.detail == nullptr) {
+    static pthread_key_t key;
+    static const bool created = pthread_key_create(&key, &std::free) == 0;
+    t.detail = static_cast<char*>(std::calloc(1, kErrorDetailBytes));
+    if (t.detail == nullptr) std::abort();
+    if (created) pthread_setspecific(key, t.detail);
+  }
+  return t.detail;
+}
+/*! \brief The calling thread's last error text ("" before any). */
+inline const char* ErrorDetailText(const OsThreadState& t) { return t.detail != nullptr ? t.detail : ""; }
+#else
+inline char* ErrorDetail(OsThreadState& t) { return t.detail; }
+inline const char* ErrorDetailText(const OsThreadState& t) { return t.detail; }
+#endif
 
 /*! \brief Record `code` with a detailed message as this host thread's last error and return the code. */
 __attribute__((format(printf, 2, 3))) inline musaError_t SetError(musaError_t code, const char* fmt, ...) {
   OsThreadState& t = g_thread;
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(t.detail, sizeof(t.detail), fmt, ap);
+  std::vsnprintf(ErrorDetail(t), kErrorDetailBytes, fmt, ap);
   va_end(ap);
   t.detail_code = code;
   t.last_error = code;

@@ -181,6 +181,8 @@ inline void PublishTimeline(const char* kernel, uint32_t threads_per_block, Laun
 #pragma GCC visibility pop
 
 /*! \brief The JSON slices of the last launch traced in this process (TILELANG_SIM_PROFILE=3), "{}" if none. */
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's
 extern "C" __attribute__((visibility("default"), used)) inline const char* tl_sim_last_trace() {
   return tl_sim::profile::GlobalLastTrace().json.c_str();
 }
+#endif

@@ -13,3 +13,17 @@
 #pragma once
 
 #define TL_SIM_HIDDEN __attribute__((visibility("hidden")))
+
+// The simulator runtime (sim/runtime_abi.h). A kernel library is built either on its own, carrying the whole
+// simulator (neither macro), or linked to the prebuilt runtime of its arch (TL_SIM_LINK_RUNTIME); the runtime
+// itself is built with TL_SIM_BUILD_RUNTIME. In both linked forms the state that kernel code and the runtime both
+// touch is one object, defined by the runtime under an arch-qualified symbol name, so runtimes of several archs
+// coexist in one process.
+#if defined(TL_SIM_LINK_RUNTIME) || defined(TL_SIM_BUILD_RUNTIME)
+#define TL_SIM_SHARED_RUNTIME 1
+#define TL_SIM_RT_STR2(x) #x
+#define TL_SIM_RT_STR(x) TL_SIM_RT_STR2(x)
+/*! \brief The runtime's symbol for `name` on this arch: tl_sim_rt310_launch and so on. */
+#define TL_SIM_RT_SYMBOL(name) "tl_sim_rt" TL_SIM_RT_STR(__MUSA_ARCH__) "_" name
+#define TL_SIM_RT_EXPORT __attribute__((visibility("default")))
+#endif
