@@ -30,7 +30,7 @@ from tvm_ffi.dataclasses import field, py_class
 from ..errors import TileLangError
 from . import _inverse
 from ._expr import (Expr, IntImm, Var, all_const, all_distinct, analyzer_for, as_expr, bounds, const_int, evaluate,
-                    fold_bitwise, make_vars, open_grid, simplify, substitute)
+                    fold_bitwise, grid, make_vars, open_grid, simplify, substitute)
 
 
 class LayoutError(TileLangError, ValueError):
