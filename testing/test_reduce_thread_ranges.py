@@ -1,6 +1,7 @@
 """T.reduce_* over fragments laid on part of the block: a thread range at an offset, several groups, groups that
 together fill the block. Each output combines exactly the threads its layout places the row on."""
 
+import re
 import pytest
 import torch
 
@@ -62,10 +63,12 @@ def test_reduce_over_a_thread_range_matches_torch(arch, rows, offset):
     source = kernel.get_kernel_source()
     warp = 128 if arch == "mp_22" else 32
     if offset:  # off the aligned 64-thread spans: combined over the whole block, the others adding nothing
-        assert f"tl::AllReduce<tl::SumOp, 128, 1, {warp}>" in source
+        re_ok = re.search(rf"tl::(AllReduce<tl::SumOp, 128, 1, {warp}>|BatchAllReduce<tl::SumOp, 128, 1, \d+, {warp}>)", source)
+        assert re_ok, "the 128-thread combine"
         assert "if ((32 <= ((int)threadIdx.x)) && (((int)threadIdx.x) < 96))" in source
     else:
-        assert f"tl::AllReduce<tl::SumOp, 64, 1, {warp}>" in source
+        re_ok = re.search(rf"tl::(AllReduce<tl::SumOp, 64, 1, {warp}>|BatchAllReduce<tl::SumOp, 64, 1, \d+, {warp}>)", source)
+        assert re_ok, "the 64-thread combine"
     x = rand((rows, 512), torch.float32, 3 + offset).abs() + 0.1
     out = poison((rows, 512), torch.float32)
     kernel(x, out)
