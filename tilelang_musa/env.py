@@ -114,6 +114,8 @@ SIM_SEED = _Var("TILELANG_SIM_SEED", "checked mode's scheduling seed, a whole nu
 SIM_WATCHDOG_S = _Var("TILELANG_SIM_WATCHDOG_S",
                       "seconds a simulated launch may go without progress (a thread switch, a barrier); default 60")
 DUMP_IR = _Var("TILELANG_DUMP_IR", "write the IR after every pass into TILELANG_DUMP_IR_PATH (or ./tilelang_ir)")
+DUMP_LAYOUTS = _Var("TILELANG_DUMP_LAYOUTS", "1: print LayoutInference's decisions to stderr (each fragment's "
+                    "layout, each T.Parallel loop's plan, the exchanges), each with the reason it was chosen")
 DUMP_IR_PATH = _Var("TILELANG_DUMP_IR_PATH", "directory of TILELANG_DUMP_IR's files (default ./tilelang_ir)")
 PASS_DIFF = _Var("TILELANG_PASS_DIFF",
                   "print the IR diff of every lowering pass that changed it: 1/terminal, html (a report in "

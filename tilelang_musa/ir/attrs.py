@@ -57,6 +57,9 @@ SAFE_COPY = "tl.safe_copy"
 PARALLEL_LOOP_LAYOUT = "parallel_loop_layout"  # the plan's Fragment: iteration -> (thread, slot) (upstream's key)
 LOOP_PLAN = "tl.loop_plan"  # how to rebuild the plan: kind, its Fragment(s) and sizes, the threads that run it
 LAYOUT_EXCHANGES = "tl.layout_exchanges"  # [fragment, copy, shared tile, written]: relaid out around the nest
+# AttrStmt key around a T.reduce_* whose result LayoutInference relays to its destination: [scratch, shared tile,
+# first thread, thread count] (ApplyLayoutExchanges writes the relay and removes the AttrStmt).
+REDUCE_EXCHANGE = "tl.reduce_exchange"
 
 # -- set by the passes and tile ops, read by later passes, codegen and the host stage
 SIZE_ATTR = "tl.dynamic_smem_bytes"  # bytes of dynamic shared memory a kernel uses (PlanDynamicSharedMemory)

@@ -324,7 +324,8 @@ def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend
 
 
 def _dumps_ir(configs: dict) -> bool:
-    return enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()
+    """Per-pass IR dumps, or LayoutInference's decisions (TILELANG_DUMP_LAYOUTS): both print from the lowering."""
+    return enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag() or env.DUMP_LAYOUTS.flag()
 
 
 @dataclass

@@ -44,7 +44,7 @@ from ..target import warp_size
 from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
 from ..tileop.loop_plan import (LoopPlan, contiguous_width, fragment_plan, free_plan, lower_with_plan, region_plan,
                                 relayout, row_plan, user_plan, vector_width)
-from .layout_inference import STAGE
+from .layout_decisions import STAGE
 from .partition_parallel_loop import coalesced_width, collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
 from .uniform_conditions import warp_uniform_statements

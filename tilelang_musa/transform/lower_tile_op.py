@@ -19,7 +19,7 @@ from ..ir.utils import thread_info
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
 from ..tileop.copy import Copy
 from .gemm_groups import accumulator_groups
-from .layout_inference import annotated_buffers, unswizzled_tiles, view_buffers
+from .buffer_roles import annotated_buffers, unswizzled_tiles, view_buffers
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .thread_guard import map_with_guards, reaching_threads

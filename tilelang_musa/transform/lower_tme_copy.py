@@ -31,7 +31,7 @@ from ..tileop.base import LowerArgs, call_loc
 from ..tileop.tme_copy import (
     TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme, not_tme_error,
 )
-from .layout_inference import view_buffers
+from .buffer_roles import view_buffers
 from .lower_async_barriers import BARRIER_SYNC_OP
 from .lower_global_layout import global_layouts
 from .lower_shared_layout import shared_layouts

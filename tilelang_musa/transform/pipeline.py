@@ -17,6 +17,7 @@ from ..diagnostics import warn_once
 from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
+from .apply_layout_exchanges import ApplyLayoutExchanges
 from .check_nested_loops import CheckNestedLoops
 from .choose_shared_swizzle import ChooseSharedSwizzle
 from .config_index_bitwidth import ConfigIndexBitwidth
@@ -106,6 +107,8 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
             WidenWalkedFragments(),
             # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
             LayoutInference(configs),
+            # The shared-memory exchanges it decided: nests onto the relaid copies, reductions into scratches.
+            ApplyLayoutExchanges(),
             # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot
             # loops.
             LowerParallelLoop(configs),

@@ -29,7 +29,7 @@ from ..tileop.gemm import Gemm
 from ..tileop.gemm.base import STAGING_SCOPE
 from ..tileop.gemm.registry import GemmContext
 from .gemm_groups import accumulator_fed_fragments, accumulator_groups
-from .layout_inference import annotated_buffers, unswizzled_tiles, view_buffers
+from .buffer_roles import annotated_buffers, unswizzled_tiles, view_buffers
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 from .thread_guard import map_with_guards, reaching_threads

@@ -1,0 +1,117 @@
+"""How a T.Parallel nest indexes a fragment, as layout inference reads it: as a map from the nest's iterations to
+the fragment's elements (bijective, a box, one loop variable per dimension, or partly loop-invariant), and the
+helpers those readings share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..ir.utils import TensorLoad, as_int, substitute
+from ..layout import Fragment, Layout, LayoutError
+
+
+def access_map(indices: tuple, loop_vars: list[Any], extents: list[int], shape: list[int]) -> Layout | None:
+    """The access as a Layout from the loop's iteration space to the fragment's elements, if it visits each element
+    exactly once (`frag[i * 8 + j]` in `T.Parallel(8, 8)` over a 64-element fragment); else None."""
+    fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(loop_vars))]
+    exprs = [substitute(e, dict(zip(loop_vars, fvars))) for e in indices]
+    try:
+        index_map = Layout.from_exprs(extents, fvars, exprs)
+        if [as_int(e) for e in index_map.output_shape] != shape or not index_map.is_bijective():
+            return None
+    except (LayoutError, KeyError, TypeError):  # not an integer map of the loop variables alone
+        return None
+    return index_map
+
+
+def box_access(indices: tuple, loop_vars: list[Any], extents: list[int], shape: list[int]):
+    """If the access is a box of the fragment (each index a constant, or one loop variable plus a constant, each
+    loop variable used once, the box inside the fragment): (origin, positions) as region_plan takes them."""
+    analyzer = tvm.sym.Analyzer()
+    origin, positions = [], []
+    for index in indices:
+        used = [k for k, v in enumerate(loop_vars) if uses_var(index, v)]
+        offset = as_int(analyzer.simplify(index - loop_vars[used[0]] if len(used) == 1 else index))
+        if len(used) > 1 or offset is None:
+            return None
+        origin.append(offset)
+        positions.append(used[0] if used else None)
+    taken = [k for k in positions if k is not None]
+    if sorted(taken) != list(range(len(loop_vars))):
+        return None
+    for o, k, n in zip(origin, positions, shape):
+        if o < 0 or o + (1 if k is None else extents[k]) > n:
+            return None
+    return origin, positions
+
+
+def inner_loops(body: Any) -> dict:
+    """The loops inside a T.Parallel nest's body with constant bounds (`for l in T.vectorized(8)`): each runs whole
+    within one iteration of the nest, on the iteration's thread. Their variable -> (min, extent)."""
+    found = {}
+
+    def on_for(node):
+        lo, extent = as_int(node.min), as_int(node.extent)
+        if lo is not None and extent is not None and extent > 0:
+            found[node.loop_var] = (lo, extent)
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
+    return found
+
+
+def uses_var(expr: Any, var: Any) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tirx.Var, lambda n: found.append(n) if n.same_as(var) else None)])
+    return bool(found)
+
+
+def compose(fragment: Fragment, outer: Layout) -> Fragment:
+    """`fragment` read through `outer`: point x of outer's input lives where `fragment` puts outer(x)."""
+    xs = list(outer.forward_index)
+    return Fragment.from_exprs(outer.input_shape, list(outer.forward_vars),
+                               fragment.thread(xs, rep=fragment.replicate_var), fragment.index(xs),
+                               replicate=fragment.replicate_size, replicate_var=fragment.replicate_var)
+
+
+def index_positions(indices: tuple, loop_vars: list[Any]) -> list[int] | None:
+    """If every index is one of the loop variables (each at most once, in loop order), their positions."""
+    positions = []
+    for index in indices:
+        hits = [k for k, v in enumerate(loop_vars) if isinstance(index, tirx.Var) and index.same_as(v)]
+        if len(hits) != 1:
+            return None
+        positions.append(hits[0])
+    return positions if positions == sorted(set(positions)) else None
+
+
+def invariant_split(indices: tuple, loop_vars: list[Any]):
+    """If every index is either a loop variable (each once, in loop order) or uses none of them, with at least one
+    of each: ([(dim, loop position)], [dims indexed by a loop-invariant expression]); else None."""
+    walked, fixed = [], []
+    for d, index in enumerate(indices):
+        hits = [k for k, v in enumerate(loop_vars) if uses_var(index, v)]
+        if not hits:
+            fixed.append(d)
+        elif len(hits) == 1 and isinstance(index, tirx.Var):
+            walked.append((d, hits[0]))
+        else:
+            return None
+    order = [p for _, p in walked]
+    if not walked or not fixed or order != sorted(set(order)):
+        return None
+    return walked, fixed
+
+
+def constant_from_zero(nest: list) -> bool:
+    return all(as_int(level.extent) is not None and as_int(level.min) == 0 for level in nest)
+
+
+def has_call(expr: Any) -> bool:
+    found: list = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Call, found.append), (TensorLoad, found.append)])
+    return bool(found)
+
