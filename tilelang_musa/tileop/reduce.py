@@ -183,9 +183,8 @@ class Reduce(TileOp):
         if src_layout is None or dst_layout is None:
             raise self.error(f"T.reduce_{self.kind}: the layouts of `{self.src.name}` and `{self.dst.name}` are "
                              "unknown (both must be fragments)")
-        _, _, absolute = KINDS[self.kind]
         functor = self.functor
-        src_t, acc_t = self.src.dtype, self.dst.dtype
+        acc_t = self.dst.dtype
         thread = args.thread_var
         try:
             groups = reduce_threads(src_layout, self.dim)
@@ -202,6 +201,25 @@ class Reduce(TileOp):
         stmts.append(tirx.For(slot, 0, int(dst_layout.local_size), tirx.ForKind.UNROLLED,
                               tirx.BufferStore(partial, _identity(self.kind, acc_t), [slot])))
         # 1. fold the row elements this thread holds
+        stmts.append(self._fold(args, src_layout, dst_layout, holders, partial))
+        # 2. combine across the threads that share a row, then write dst (every replica holds the result)
+        warp = int(args.target.attrs["thread_warp_size"])
+        local_size = int(dst_layout.local_size)
+        batch, red_buf = self._plan_combine(args, splits, local_size, warp, stmts)
+        d = tirx.Var("dst_slot", "int32")
+        combined = self._combine(args, splits, functor, batch, local_size, partial, red_buf, warp, d, stmts)
+        ys_d = dst_layout.inverse(thread, d)
+        if not self.clear:
+            combined = self.combine(self.dst.buffer[tuple(ys_d)], combined)
+        stmts.append(tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED,
+                              tirx.BufferStore(self.dst.buffer, combined, list(ys_d))))
+        return tirx.SeqStmt(stmts)
+
+    def _fold(self, args: LowerArgs, src_layout, dst_layout, holders, partial) -> Any:
+        """Each thread folds the row elements it holds of `src` into its partial results."""
+        src_t, acc_t = self.src.dtype, self.dst.dtype
+        _, _, absolute = KINDS[self.kind]
+        thread = args.thread_var
         s = tirx.Var("src_slot", "int32")
         try:
             xs = src_layout.inverse(thread, s)
@@ -221,10 +239,12 @@ class Reduce(TileOp):
             fold_loop = tirx.IfThenElse(functools.reduce(tirx.Or, held), fold_loop, None)
         elif int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
             fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
-        stmts.append(fold_loop)
-        # 2. combine across the threads that share a row, then write dst (every replica holds the result)
-        warp = int(args.target.attrs["thread_warp_size"])
-        local_size = int(dst_layout.local_size)
+        return fold_loop
+
+    def _plan_combine(self, args: LowerArgs, splits, local_size: int, warp: int, stmts: list) -> tuple:
+        """How many results combine at once (`batch`) and the shared buffer of the exchange across warps (or None),
+        its allocation put first in `stmts`; the checks of the split."""
+        acc_t = self.dst.dtype
         batch = math.gcd(self.batch, local_size)
         if batch != self.batch:  # upstream sizes `batch` for its own layouts; ours may hold fewer results
             warn_once(f"reduce-batch-{self.batch}-{local_size}",
@@ -246,7 +266,11 @@ class Reduce(TileOp):
                         f"T.reduce_{self.kind}: a row of `{self.src.name}` spans {split.count} threads {split.scale} "
                         f"apart; the cross-thread combine needs a power of two {what}, got {n}. Give `{self.src.name}` "
                         "a row length that splits evenly over a power of two of threads")
-        d = tirx.Var("dst_slot", "int32")
+        return batch, red_buf
+
+    def _combine(self, args: LowerArgs, splits, functor, batch, local_size, partial, red_buf, warp, d, stmts) -> Any:
+        """The cross-thread combine of the partial results (appended to `stmts`); the combined value of slot `d`."""
+        acc_t = self.dst.dtype
         if red_buf is not None and not args.whole_block:
             stmts.append(self._exchange_in_range(args, splits, functor, batch, local_size, partial, red_buf, warp))
             combined = partial[d]
@@ -271,9 +295,4 @@ class Reduce(TileOp):
                 stmts.append(tirx.For(first, 0, local_size // batch, tirx.ForKind.SERIAL,
                                       tirx.SeqStmt(calls) if len(calls) > 1 else calls[0]))
             combined = partial[d]
-        ys_d = dst_layout.inverse(thread, d)
-        if not self.clear:
-            combined = self.combine(self.dst.buffer[tuple(ys_d)], combined)
-        stmts.append(tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED,
-                              tirx.BufferStore(self.dst.buffer, combined, list(ys_d))))
-        return tirx.SeqStmt(stmts)
+        return combined
