@@ -40,7 +40,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 ROOT = "<root>"
 
 RANKS = {
-    "_version": 0, "_paths": 0, "_tir_compat": 0, "env": 0, "errors": 0, "diagnostics": 0, "log": 0, "math": 0, "rocm": 0,
+    "_version": 0, "_paths": 0, "_wheel_patches": 0, "env": 0, "errors": 0, "diagnostics": 0, "log": 0, "math": 0, "rocm": 0,
     "_native": 1, "executors": 1,
     "target": 2,
     "backend": 3, "musa": 3,  # musa: target predicates under Moore Threads' names

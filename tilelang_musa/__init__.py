@@ -15,7 +15,7 @@ _native.load()  # registers the `musa` target kind and the device printer
 import tvm  # noqa: E402  (`from tilelang import tvm`, as upstream scripts do)
 from tvm import DataType  # noqa: E402  (`from tilelang import DataType`, as upstream scripts do)
 
-from . import _tir_compat  # noqa: E402,F401  (the older TIR names upstream scripts use: tirx.PrimExpr, expr.dtype)
+from . import _wheel_patches  # noqa: E402,F401  (every change to the wheel; at import: tirx.PrimExpr, expr.dtype)
 
 from . import backend, contrib, env, language, math, profiler, utils  # noqa: E402
 from .math import cdiv, next_power_of_2  # noqa: E402

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import tvm
 from tvm import tirx
 
+from .. import _wheel_patches
 from .dtypes import DType
 
 
@@ -47,9 +47,8 @@ def buffer_map(func: tirx.PrimFunc) -> dict:
 
 
 def install() -> None:
-    """Adds `PrimFunc.buffer_map`, once per process, if the wheel has none."""
-    if not hasattr(tirx.PrimFunc, "buffer_map"):
-        tirx.PrimFunc.buffer_map = property(buffer_map, doc=__doc__)
+    """Adds `PrimFunc.buffer_map`, once per process, if the wheel has none (_wheel_patches.py makes the change)."""
+    _wheel_patches.add_buffer_map(buffer_map, __doc__)
 
 
 __all__ = ["ParamBuffer", "buffer_map", "install"]

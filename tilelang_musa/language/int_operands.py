@@ -14,8 +14,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-_OPERATORS = ("__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__")
-_INSTALLED = "_tilelang_typed_int_operands"
+from .. import _wheel_patches
 
 
 def _fits(value: int, dtype: tvm.DataType) -> bool:
@@ -45,18 +44,5 @@ def typed_operand(other: Any, expr: Any) -> Any:
 
 
 def install() -> None:
-    """Wrap the stock bitwise-operator overloads once per process."""
-    from tvm.ir import _overload_prim_expr as overloads
-
-    if getattr(overloads, _INSTALLED, False):
-        return
-    for name in _OPERATORS:
-        original = getattr(overloads, name)
-
-        def wrapped(self, other, _original=original):
-            return _original(self, typed_operand(other, self))
-
-        wrapped.__name__ = name
-        wrapped.__doc__ = original.__doc__
-        setattr(overloads, name, wrapped)
-    setattr(overloads, _INSTALLED, True)
+    """Wrap the stock bitwise-operator overloads once per process (_wheel_patches.py makes the change)."""
+    _wheel_patches.wrap_int_operators(typed_operand)

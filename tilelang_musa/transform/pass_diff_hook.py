@@ -2,7 +2,7 @@
 
 `install_pass_diff_hook()` (called by tilelang.compile while the variable is set, or by hand) wraps
 `tvm.ir.transform.Pass.__call__`, so every pass that is called — each of the lowering pipeline's passes, or
-one a script runs itself — records its step (pass_diff.py). Only the outermost call is diffed: a pass that runs
+one a script runs itself — records its step (pass_diff.py); the replacement itself is made by _wheel_patches.py. Only the outermost call is diffed: a pass that runs
 other passes inside it is one step. Terminal mode prints each step as it happens; html mode rewrites one report,
 TILELANG_PASS_DIFF_OUTPUT/pass_diff_<time>_<pid>.html, after each step. `uninstall_pass_diff_hook()` restores TVM.
 """
@@ -13,24 +13,21 @@ import os
 import time
 from typing import Any
 
-import tvm
-
-from .. import env
+from .. import _wheel_patches, env
 from .pass_diff import DiffReport, _script, diff_step
 
-_original_call: Any = None  # Pass.__call__ as TVM defines it, while the hook is installed
 _report: DiffReport | None = None
 _depth = 0
 
 
-def _diffed_call(self: Any, mod: Any) -> Any:
+def _diffed_call(original: Any, self: Any, mod: Any) -> Any:
     global _depth
     if _depth:
-        return _original_call(self, mod)
+        return original(self, mod)
     _depth += 1
     try:
         before = _script(mod)
-        result = _original_call(self, mod)
+        result = original(self, mod)
         step = diff_step(self.info.name or type(self).__name__, before, _script(result))
     finally:
         _depth -= 1
@@ -42,9 +39,9 @@ def _diffed_call(self: Any, mod: Any) -> Any:
 def install_pass_diff_hook() -> None:
     """Start diffing every pass call, if TILELANG_PASS_DIFF asks for it; a no-op when it does not, or when the
     hook is already installed."""
-    global _original_call, _report
+    global _report
     mode = env.get_pass_diff_mode()
-    if mode is None or _original_call is not None:
+    if mode is None or "tvm.ir.transform.Pass.__call__" in _wheel_patches.applied():
         return
     html_path = None
     if mode in ("html", "both"):
@@ -52,13 +49,11 @@ def install_pass_diff_hook() -> None:
         os.makedirs(directory, exist_ok=True)
         html_path = os.path.join(directory, f"pass_diff_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}.html")
     _report = DiffReport(mode, html_path)
-    _original_call = tvm.ir.transform.Pass.__call__
-    tvm.ir.transform.Pass.__call__ = _diffed_call
+    _wheel_patches.replace_pass_call(_diffed_call)
 
 
 def uninstall_pass_diff_hook() -> None:
     """Stop diffing: TVM's Pass.__call__ again. Safe to call when nothing is installed."""
-    global _original_call, _report
-    if _original_call is not None:
-        tvm.ir.transform.Pass.__call__ = _original_call
-    _original_call, _report = None, None
+    global _report
+    _wheel_patches.restore_pass_call()
+    _report = None

@@ -1,0 +1,100 @@
+"""Every change the package makes to the stock TVM wheel is listed in tilelang_musa/_wheel_patches.py (what, why, what
+upstream wheel change would remove it) and made there: the list and what is applied agree, and no other module
+assigns to the wheel's modules or classes."""
+
+import ast
+from pathlib import Path
+
+import tvm
+from tvm import tirx
+
+import tilelang  # noqa: F401  (applies the import-time patches)
+import tilelang.language as T
+from tilelang_musa import _wheel_patches
+from tilelang_musa.transform import pass_diff_hook
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "tilelang_musa"
+PATCH_MODULE = "_wheel_patches.py"
+ON_DEMAND = {"tvm.ir.transform.Pass.__call__"}  # while TILELANG_PASS_DIFF records passes
+
+# The list, spelled out here too: adding or removing a patch means updating this test, knowingly.
+EXPECTED = {
+    "tvm.tirx.PrimExpr", "tvm.ir.Expr.dtype", "tvm.ir.Var.dtype", "tvm.tirx.PrimFunc.buffer_map",
+    *(f"tvm.ir._overload_prim_expr.{op}" for op in ("__and__", "__rand__", "__or__", "__ror__", "__xor__",
+                                                    "__rxor__")),
+    "tvm.ir.transform.Pass.__call__",
+}
+
+
+def test_the_list_is_the_expected_one_and_says_why_for_each():
+    targets = [patch.target for patch in _wheel_patches.PATCHES]
+    assert len(targets) == len(set(targets)) and set(targets) == EXPECTED
+    for patch in _wheel_patches.PATCHES:
+        assert patch.kind in ("adds", "replaces") and patch.why and patch.removed_by, patch
+
+
+def test_importing_tilelang_applies_every_import_time_patch_and_nothing_else():
+    assert set(_wheel_patches.applied()) == EXPECTED - ON_DEMAND
+    assert tirx.PrimExpr is tirx.Expr
+    x = tirx.Var("x", "uint32")
+    assert str(x.dtype) == "uint32" and str((x + 1).dtype) == "uint32"
+    assert str((x & 0xFFFFFFFF).b.ty.dtype) == "uint32"  # the int took the expression's type
+
+    @T.prim_func
+    def f(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = 1.0
+
+    assert list(f.buffer_map.values())[0].shape == (4,)
+
+
+def test_pass_diff_replaces_pass_call_only_while_installed(monkeypatch):
+    wheel_call = tvm.ir.transform.Pass.__call__
+    monkeypatch.setenv("TILELANG_PASS_DIFF", "terminal")
+    pass_diff_hook.install_pass_diff_hook()
+    try:
+        assert set(_wheel_patches.applied()) == EXPECTED
+        assert tvm.ir.transform.Pass.__call__ is not wheel_call
+        assert _wheel_patches.applied()["tvm.ir.transform.Pass.__call__"] is wheel_call
+    finally:
+        pass_diff_hook.uninstall_pass_diff_hook()
+    assert tvm.ir.transform.Pass.__call__ is wheel_call
+    assert set(_wheel_patches.applied()) == EXPECTED - ON_DEMAND
+
+
+def _wheel_names(tree: ast.AST) -> set:
+    """The names a module binds to the wheel's modules and classes (`import tvm`, `from tvm import tirx`, ...)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in (
+                "tvm", "tvm_ffi"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("tvm", "tvm_ffi"):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def test_no_other_module_changes_the_wheel():
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        if path.name == PATCH_MODULE and path.parent == PACKAGE_DIR:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        wheel = _wheel_names(tree)
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and _root(target) in wheel:
+                    found.append(f"{path.relative_to(PACKAGE_DIR)}:{node.lineno}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr",
+                                                                                                    "delattr"):
+                if node.args and _root(node.args[0]) in wheel:
+                    found.append(f"{path.relative_to(PACKAGE_DIR)}:{node.lineno}")
+    assert not found, f"changes to the wheel outside {PATCH_MODULE} (move them there and list them): {found}"

@@ -1,0 +1,152 @@
+"""Every change this package makes to the stock `apache-tvm` wheel, in one place.
+
+The package is a plugin on the unmodified 0.27 wheel; where upstream TileLang changes its TVM fork, and the scripts
+written against it need that change, the change is made here at run time, and nowhere else. `PATCHES` lists each:
+what it patches, why, and which change of the wheel would remove it. Every patch goes through `_set`, which records
+it in `applied()`; testing/test_wheel_patches.py checks that the list and what is applied agree, and that no other
+module of the package assigns to the wheel's modules or classes.
+
+Applied when `tilelang` is imported: the older TIR names (`add_tir_names`, here at import), and from
+tilelang.language the typed integer operands (`wrap_int_operators`) and `PrimFunc.buffer_map` (`add_buffer_map`).
+Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (`replace_pass_call`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import tvm
+from tvm import ir, tirx
+
+
+@dataclass(frozen=True)
+class WheelPatch:
+    target: str  # the attribute of the wheel, dotted
+    kind: str  # "adds" (the wheel has no such attribute) or "replaces" (the wheel's stays reachable, wrapped)
+    why: str
+    removed_by: str  # the upstream wheel change that would make the patch unnecessary
+
+
+_INT_OPERATORS = ("__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__")
+
+PATCHES: tuple[WheelPatch, ...] = (
+    WheelPatch("tvm.tirx.PrimExpr", "adds",
+               "upstream scripts name the expression class tirx.PrimExpr; the wheel calls it tvm.ir.Expr (tirx.Expr)",
+               "a `PrimExpr` alias in tvm.tirx"),
+    WheelPatch("tvm.ir.Expr.dtype", "adds",
+               "scripts' helpers read `expr.dtype` (`assert val.dtype == T.uint8`); the wheel keeps it in `expr.ty`",
+               "a `dtype` property on PrimType-typed expressions"),
+    WheelPatch("tvm.ir.Var.dtype", "replaces",
+               "the wheel's Var.dtype answers for buffer variables and raises for scalar ones; scalars answer their "
+               "type too (buffer variables as before)",
+               "Var.dtype answering a scalar variable's PrimType"),
+    *(WheelPatch(f"tvm.ir._overload_prim_expr.{name}", "replaces",
+                 "a Python int beside an integer expression in &, |, ^ takes the expression's type (the wheel makes "
+                 "it int32 first: `x & 0xFFFFFFFF` fails on uint32, `x & 2**32` becomes `x & 0` on int64)",
+                 "the operator overloads converting Python ints to the other operand's integer type "
+                 "(as upstream's TVM fork does)") for name in _INT_OPERATORS),
+    WheelPatch("tvm.tirx.PrimFunc.buffer_map", "adds",
+               "upstream scripts read `func.buffer_map[func.params[i]]`; the wheel's tensor parameters carry their "
+               "buffer as their type and PrimFunc has no buffer_map (read-only: nothing is changed on a function)",
+               "a read-only buffer_map view on PrimFunc"),
+    WheelPatch("tvm.ir.transform.Pass.__call__", "replaces",
+               "TILELANG_PASS_DIFF diffs every pass a program goes through, the pipeline's and those a script calls "
+               "itself; only while it is set (restored by restore_pass_call)",
+               "a pass instrument that also sees passes called outside a PassContext's pipeline"),
+)
+
+_applied: dict[str, Any] = {}  # target -> the wheel's own value (None where the wheel had none)
+_MISSING = object()
+
+
+def _set(owner: Any, name: str, value: Any, target: str) -> None:
+    """The one place the package changes the wheel: `owner.name = value`, recorded under `target`."""
+    assert target in {p.target for p in PATCHES}, f"{target}: add it to PATCHES, saying why"
+    if target not in _applied:
+        original = getattr(owner, name, _MISSING)
+        _applied[target] = None if original is _MISSING else original
+    setattr(owner, name, value)
+
+
+def applied() -> dict[str, Any]:
+    """The patches in force: target -> the wheel's value it replaced (None for an added name)."""
+    return dict(_applied)
+
+
+# -- the older TIR names upstream scripts use
+
+def _prim_dtype(expr: Any) -> Any:
+    ty = getattr(expr, "ty", None)
+    if not isinstance(ty, ir.PrimType):
+        raise AttributeError(f"{type(expr).__name__} has no dtype: its type is {ty}")
+    return tvm.DataType(str(ty.dtype))
+
+
+def add_tir_names() -> None:
+    """`tirx.PrimExpr`, `expr.dtype` on every expression, `var.dtype` on scalar variables; only where missing."""
+    if not hasattr(tirx, "PrimExpr"):
+        _set(tirx, "PrimExpr", tirx.Expr, "tvm.tirx.PrimExpr")
+    if "dtype" not in vars(ir.Expr):
+        _set(ir.Expr, "dtype", property(_prim_dtype), "tvm.ir.Expr.dtype")
+    var_dtype = vars(ir.Var).get("dtype")
+    if isinstance(var_dtype, property) and not getattr(var_dtype.fget, "_tilelang_scalar", False):
+        def var_or_buffer_dtype(var, _buffer_dtype=var_dtype.fget):
+            return _prim_dtype(var) if isinstance(getattr(var, "ty", None), ir.PrimType) else _buffer_dtype(var)
+
+        var_or_buffer_dtype._tilelang_scalar = True
+        _set(ir.Var, "dtype", property(var_or_buffer_dtype), "tvm.ir.Var.dtype")
+
+
+# -- tilelang.language's
+
+def wrap_int_operators(typed_operand: Callable[[Any, Any], Any]) -> None:
+    """Each stock bitwise overload first passes its other operand through `typed_operand(other, self)`; once per
+    process."""
+    from tvm.ir import _overload_prim_expr as overloads
+
+    if f"tvm.ir._overload_prim_expr.{_INT_OPERATORS[0]}" in _applied:
+        return
+    for name in _INT_OPERATORS:
+        original = getattr(overloads, name)
+
+        def wrapped(self, other, _original=original):
+            return _original(self, typed_operand(other, self))
+
+        wrapped.__name__ = name
+        wrapped.__doc__ = original.__doc__
+        _set(overloads, name, wrapped, f"tvm.ir._overload_prim_expr.{name}")
+
+
+def add_buffer_map(buffer_map: Callable[[Any], dict], doc: str) -> None:
+    """`PrimFunc.buffer_map` as a read-only property computed by `buffer_map(func)`, if the wheel has none."""
+    if not hasattr(tirx.PrimFunc, "buffer_map"):
+        _set(tirx.PrimFunc, "buffer_map", property(buffer_map, doc=doc), "tvm.tirx.PrimFunc.buffer_map")
+
+
+# -- the pass-diff tooling's
+
+def replace_pass_call(call: Callable[[Callable, Any, Any], Any]) -> bool:
+    """Every `Pass.__call__(self, mod)` becomes `call(original, self, mod)`; False (nothing done) if already
+    replaced."""
+    target = "tvm.ir.transform.Pass.__call__"
+    if _applied.get(target) is not None:
+        return False
+    original = tvm.ir.transform.Pass.__call__
+
+    def diffed(self, mod):
+        return call(original, self, mod)
+
+    _set(tvm.ir.transform.Pass, "__call__", diffed, target)
+    return True
+
+
+def restore_pass_call() -> None:
+    """The wheel's own Pass.__call__ again; safe to call when it was not replaced."""
+    target = "tvm.ir.transform.Pass.__call__"
+    original = _applied.pop(target, None)
+    if original is not None:
+        setattr(tvm.ir.transform.Pass, "__call__", original)
+
+
+add_tir_names()
