@@ -17,7 +17,7 @@ of strictly lower rank, never of an equal or higher one:
       5   layout                   (Layout / Fragment algebra)
       6   tileop                   (tile ops: infer_layout and lower)
       7   language, transform, intrinsics  (the frontend, the passes: neither imports the other; swizzle helpers)
-      8   codegen
+      8   codegen, tools.trace     (the MUSA printer; IR diffs, lower trace and pass timing, which jit drives)
       9   launcher                 (tensor validation and launch; the profiler's tensor specs)
      10   profiler
      11   jit
@@ -49,6 +49,7 @@ RANKS = {
     "tileop": 6,
     "language": 7, "transform": 7, "intrinsics": 7,
     "codegen": 8, "quantize": 8, "cuda": 8,  # quantize: expression builders over language/ (dtypes), read by user programs
+    "tools.trace": 8,  # IR diffs, lower trace, pass timing: jit's compile drives them (tools: upstream's names)
     "launcher": 9,
     "profiler": 10,
     "jit": 11,

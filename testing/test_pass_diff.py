@@ -12,7 +12,7 @@ import tilelang
 import tilelang.language as T
 from conftest import poison, rand
 from tilelang.env import env
-from tilelang_musa.transform import pass_diff_hook
+from tilelang_musa.tools.trace import pass_diff_hook
 from tilelang.utils.pass_diff import pass_diff
 
 

@@ -11,7 +11,7 @@ from tvm import tirx
 import tilelang  # noqa: F401  (applies the import-time patches)
 import tilelang.language as T
 from tilelang_musa import _wheel_patches
-from tilelang_musa.transform import pass_diff_hook
+from tilelang_musa.tools.trace import pass_diff_hook
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "tilelang_musa"
 PATCH_MODULE = "_wheel_patches.py"

@@ -461,7 +461,7 @@ def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.
     from ..codegen.source import kernel_names
 
     if env.get_pass_diff_mode() is not None:  # a diff of every pass that follows
-        from ..transform.pass_diff_hook import install_pass_diff_hook
+        from ..tools.trace.pass_diff_hook import install_pass_diff_hook
 
         install_pass_diff_hook()
 

@@ -8,8 +8,8 @@ import contextlib
 import sys
 from typing import Any, Iterator
 
-from ..transform.lower_trace import LowerTraceSession, session_for_compile
-from ..transform.pass_timing import TileLangPassTimingInstrument, timing_for_compile
+from ..tools.trace.lower_trace import LowerTraceSession, session_for_compile
+from ..tools.trace.pass_timing import TileLangPassTimingInstrument, timing_for_compile
 
 
 class CompileObservers:

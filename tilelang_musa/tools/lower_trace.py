@@ -13,7 +13,7 @@ A traced compile (tilelang.compile, tilelang.lower) records each pass of the low
 the TVMScript before and after it, the unified diff and its line counts, and as its last step `codegen`: the lowered
 device functions before, the generated MUSA source (device kernels and host wrapper, as built) after. It lowers
 again whatever the kernel cache holds. `get_last_session().steps` are the last traced compile's steps. The terminal
-output and the report are TILELANG_PASS_DIFF's (transform/pass_diff.py), which this builds on.
+output and the report are TILELANG_PASS_DIFF's (tools/trace/pass_diff.py), which this builds on.
 
 Not supported here, unlike upstream: the edit-and-recompile workflow (edit `codegen.cpp` and rerun; use
 TILELANG_REPLACE_MUSAC or TILELANG_REPLACE_STAGES instead), the raw per-pass `.tir` files and `report.html` link in a
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..transform.lower_trace import (
+from .trace.lower_trace import (
     CODEGEN_STEP, LowerTraceSession, create_pass_instrument, current_mode, disable, enable, get_last_session, reset,
 )
-from ..transform.pass_diff import pass_diff
+from .trace.pass_diff import pass_diff
 
 
 def lower_trace(func_or_mod: Any, passes: Any, *, mode: str = "terminal", context: int = 3,

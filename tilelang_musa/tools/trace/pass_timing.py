@@ -23,8 +23,8 @@ from typing import Any, Iterator, Mapping
 
 import tvm
 
-from .. import env
-from ..ir.pass_config import PassConfigKey, enabled
+from ... import env
+from ...ir.pass_config import PassConfigKey, enabled
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 import tvm
 
-from .. import env
+from ... import env
 from .pass_diff import DiffReport, _script, diff_step
 
 CODEGEN_STEP = "codegen"  # the name of the last step: lowered TIR -> MUSA source
