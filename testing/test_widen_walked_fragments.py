@@ -5,13 +5,15 @@ import re
 
 import pytest
 import torch
+import tvm
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand
+from conftest import poison, rand, without_locations
 from tilelang_musa import diagnostics
 from tilelang_musa.diagnostics import TileLangWarning
 from tilelang_musa.errors import CompileError
+from tilelang_musa.transform.widen_walked_fragments import widen_walked_fragments
 
 M, N = 64, 32
 
@@ -61,3 +63,46 @@ def test_fragment_a_tile_op_covers_is_not_widened():
         tilelang.compile(f, target="musa -arch=mp_31")
     loop_line = next(n for n, text in enumerate(open(__file__), 1) if "Y[i] = row_max[i]" in text) - 1
     assert f"test_widen_walked_fragments.py:{loop_line}:" in str(err.value)
+
+
+def test_widening_before_and_after(monkeypatch):
+    """The pass alone: the fragment is redeclared with the extents its T.Parallel loops reach and every access goes to
+    the new buffer; a dimension indexed by a variable of no T.Parallel loop (`k`, serial) keeps its extent."""
+    @T.prim_func
+    def before(X: T.Tensor((16, 8), "float32"), Y: T.Tensor((16, 8), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((4, 8), "float32")
+            for k in T.serial(8):
+                for i in T.Parallel(16):
+                    f[i, k] = X[i, k] * 2.0
+            for i, j in T.Parallel(16, 8):
+                Y[i, j] = f[i, j]
+
+    @T.prim_func
+    def expected(X: T.Tensor((16, 8), "float32"), Y: T.Tensor((16, 8), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((16, 8), "float32")
+            for k in T.serial(8):
+                for i in T.Parallel(16):
+                    f[i, k] = X[i, k] * 2.0
+            for i, j in T.Parallel(16, 8):
+                Y[i, j] = f[i, j]
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())
+    with pytest.warns(TileLangWarning, match=r"fragment `f` is declared \(4, 8\).*laid out as \(16, 8\)"):
+        after = widen_walked_fragments(before)
+    tvm.ir.assert_structural_equal(without_locations(after),
+                                   without_locations(expected).with_attr("global_symbol", "before"))
+
+
+def test_a_fragment_within_its_shape_is_unchanged():
+    @T.prim_func
+    def fits(X: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((16,), "float32")
+            for i in T.Parallel(16):
+                f[i] = X[i]
+            for i in T.Parallel(8):
+                X[i] = f[i + 8]
+
+    assert widen_walked_fragments(fits).same_as(fits)
