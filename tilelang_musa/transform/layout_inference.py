@@ -15,13 +15,13 @@ A nest over no fragment is planned later (PartitionParallelLoop), except under T
 reads a shared tile that an earlier nest wrote element for element: it then runs on that nest's threads
 (follow_writers_without_barriers).
 
-The pass only decides and records (it adds annotations, no statement). The layouts go to the function attribute `tl.fragment_layouts` (read by
-LowerParallelLoop, LowerFragmentAccess and the late tile ops); each nest over fragments keeps its loops and gets
-the plan it runs by (tileop/loop_plan.py) on its outer loop: `parallel_loop_layout`, the plan's Fragment
-(iteration -> (thread, slot)), and `tl.loop_plan`, how to rebuild the plan from it and the threads that run it.
-LowerParallelLoop lowers each annotated nest to a per-thread loop over slots. Two ops
-that require different layouts of one fragment are an error naming the buffer, the two layouts and the
-source line. A free choice keeps the rows of a fragment that is reduced along them on their own threads.
+The pass only decides and records: it adds annotations, no statement. The layouts go to the function attribute
+`tl.fragment_layouts` (read by LowerParallelLoop, LowerFragmentAccess and the late tile ops); each nest over
+fragments keeps its loops and gets the plan it runs by (tileop/loop_plan.py) on its outer loop:
+`parallel_loop_layout`, the plan's Fragment (iteration -> (thread, slot)), and `tl.loop_plan`, how to rebuild the
+plan from it and the threads that run it. LowerParallelLoop lowers each annotated nest to a per-thread loop over
+slots. Two ops that require different layouts of one fragment are an error naming the buffer, the two layouts and
+the source line. A free choice keeps the rows of a fragment that is reduced along them on their own threads.
 
 Two layouts that cannot agree (a loop runs where `acc_s_cast` lives and reads `acc_s`, which a gemm placed
 elsewhere) are reconciled through shared memory rather than rejected: the loop works on a copy of the

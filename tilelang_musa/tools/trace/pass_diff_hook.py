@@ -3,8 +3,8 @@
 `install_pass_diff_hook()` (called by tilelang.compile while the variable is set, or by hand) wraps
 `tvm.ir.transform.Pass.__call__`, so every pass that is called — each of the lowering pipeline's passes, or
 one a script runs itself — records its step (pass_diff.py); _wheel_patches.py makes the replacement. Only the
-outermost call is diffed: a pass that runs other passes inside it is one step. Terminal mode prints each step as it happens; html mode rewrites one report,
-TILELANG_PASS_DIFF_OUTPUT/pass_diff_<time>_<pid>.html, after each step. `uninstall_pass_diff_hook()` restores TVM.
+outermost call is diffed: a pass that runs other passes inside it is one step. Terminal mode prints each step as
+it happens; html mode rewrites one report, TILELANG_PASS_DIFF_OUTPUT/pass_diff_<time>_<pid>.html, after each step. `uninstall_pass_diff_hook()` restores TVM.
 """
 
 from __future__ import annotations
