@@ -2,7 +2,8 @@
 dimension, as in Python (`A[-1]` is `A[n - 1]`, `A[-i - 1]` over i < 4 is `A[n - 1 - i]`).
 
 Without this, a negative index would be out of bounds: its load would be guarded to zero and its store
-skipped by SafeMemoryAccess, silently. An index whose sign is not known (`A[shift + i]`) is left as it is.
+skipped by SafeMemoryAccess, silently. A scalar index whose sign is not known (`A[shift + i]`) is left as it is; a vector index
+(`A[T.Ramp(t - 2, 1, 4)]`) is wrapped lane by lane, as upstream does.
 Runs on the kernel as written, before tile ops are lowered (their regions are not element indices).
 """
 
@@ -36,8 +37,32 @@ class _Legalizer:
         for index, extent in zip(indices, buffer.ty.shape):
             if isinstance(index, tvm.ir.Expr) and index.ty.dtype.lanes == 1 and self.ana.can_prove(index < 0):
                 index, changed = self.ana.simplify(index + extent), True
+            elif isinstance(index, tirx.Ramp):
+                legal = self.ramp(index, extent)
+                if legal is not None:
+                    index, changed = legal, True
             out.append(index)
         return out if changed else None
+
+    def ramp(self, ramp, extent) -> Any | None:
+        """A vector index `base + stride * lane`: lanes that are negative count from the end, each on its own
+        (as upstream: a lane whose sign is known only at run time picks `lane + extent` when it is negative), so a
+        ramp that straddles zero becomes a gather of the wrapped lanes."""
+        lanes = int(ramp.lanes)
+        each = [self.ana.simplify(ramp.base + ramp.stride * tirx.const(k, ramp.stride.ty.dtype))
+                for k in range(lanes)]
+        if all(self.ana.can_prove(lane >= 0) for lane in each):
+            return None
+        if all(self.ana.can_prove(lane < 0) for lane in each):
+            return tirx.Ramp(self.ana.simplify(ramp.base + extent), ramp.stride, ramp.lanes)
+        wrapped = []
+        for lane in each:
+            if self.ana.can_prove(lane < 0):
+                lane = self.ana.simplify(lane + extent)
+            elif not self.ana.can_prove(lane >= 0):
+                lane = tirx.Select(lane < 0, self.ana.simplify(lane + extent), lane)
+            wrapped.append(lane)
+        return tirx.Shuffle(wrapped, [tirx.const(k, "int32") for k in range(lanes)])
 
     def on_load(self, node, mutator):
         node = mutator.default_mutate(node)
