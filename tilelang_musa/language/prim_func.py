@@ -17,7 +17,8 @@ from tvm.tirx.script import builder as Tb
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
     ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR,
-    PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
+    PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, USER_BARRIER_ID, USER_NAMED_BARRIER,
+    VIEWS_ATTR, WORKSPACES_ATTR,
 )
 from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
@@ -94,6 +95,7 @@ def _distinct_size_names(func: tirx.PrimFunc, free: list[Any]) -> tirx.PrimFunc:
 
 def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[str] | None = None) -> tirx.PrimFunc:
     func = _with_workspaces(func, trace)
+    func = _arrived_barriers_named(func, trace.named_arrive_ids)
     user_params = [p.name for p in func.params if not _is_workspace(func, p)]
     func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
@@ -118,6 +120,26 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):
         func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
     return func
+
+
+def _arrived_barriers_named(func: tirx.PrimFunc, ids: set) -> tirx.PrimFunc:
+    """`T.sync_threads(id, all threads)` on an id some `T.named_barrier_arrive` also uses is that named barrier
+    (arrivals of both count toward it), not a block barrier: only then can a one-sided arrive complete it."""
+    if not ids:
+        return func
+
+    def on_evaluate(node: Any, mutator: Any) -> Any:
+        call = node.value
+        if not (isinstance(call, tvm.ir.Call) and call.attrs is not None and USER_BARRIER_ID in call.attrs):
+            return node
+        barrier_id, threads = (int(v) for v in call.attrs[USER_BARRIER_ID])
+        if barrier_id not in ids:
+            return node
+        attrs = {USER_NAMED_BARRIER: 1, **({"tl.loc": call.attrs["tl.loc"]} if "tl.loc" in call.attrs else {})}
+        return tirx.Evaluate(tvm.ir.Call(call.op, [call.args[0], tirx.const(barrier_id, "int32"),
+                                                   tirx.const(threads, "int32")], attrs=attrs, ret_ty="int32"))
+
+    return tvm_ffi.structural_mutate(func, [(tirx.Evaluate, on_evaluate)])
 
 
 def _with_workspaces(func: tirx.PrimFunc, trace: KernelTrace) -> tirx.PrimFunc:
