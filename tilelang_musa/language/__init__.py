@@ -55,7 +55,7 @@ from .fastmath import (
 from .fill import clear, fill
 from .gemm import gemm, wgmma_gemm, wgmma_mma
 from .dtypes import (
-    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
+    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float4_e2m1fnx2, float8_e4m3, float8_e4m3fn,
     float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int, int2, int4,
     int8, int16, int32, int64, long, ptr, short,
     tfloat32, uint, uint2, uint4, uint8, uint16, uint32, uint64,
@@ -107,7 +107,7 @@ __all__ = [
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
     "env_thread",
     "erf", "evaluate", "exp", "exp10", "exp2", "fill", "finalize_reducer", "float", "float16", "float32",
-    "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+    "float4_e2m1fn", "float4_e2m1fnx2", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
     "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fmod", "func_attr",
     "Fragment", "FragmentBuffer", "gemm", "wgmma_gemm", "wgmma_mma", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
