@@ -19,6 +19,16 @@ def test_dtype_properties_match_upstream():
     assert (pair.bits, pair.lanes) == (4, 2) and str(pair) == "float4_e2m1fnx2"
     assert pair.is_float4() and T.float4_e2m1fn.is_float4() and not T.float16.is_float4()
     assert pair.as_torch() is getattr(torch, "float4_e2m1fn_x2", torch.uint8)
+    assert T.float4_e2m1fn.as_torch() is pair.as_torch()  # upstream's: the packed pair holds fp4 storage
+
+
+def test_resolve_torch_storage_dtype_as_upstream():
+    from tilelang.language.dtypes import resolve_torch_storage_dtype
+
+    assert resolve_torch_storage_dtype(T.float16) == T.float16
+    assert resolve_torch_storage_dtype(T.int4) == T.int8
+    expected = T.float4_e2m1fnx2 if hasattr(torch, "float4_e2m1fn_x2") else T.int8
+    assert resolve_torch_storage_dtype(T.float4_e2m1fn) == expected
 
 
 @pytest.mark.parametrize("where", ["param", "shared", "empty"])

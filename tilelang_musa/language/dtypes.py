@@ -90,6 +90,19 @@ def is_sub_byte_int(dtype: Any) -> bool:
     return str(dtype).split("x")[0] in SUB_BYTE_INT_DTYPES
 
 
+def resolve_torch_storage_dtype(dtype: Any) -> "DType":
+    """The dtype whose torch dtype holds `dtype`'s storage (upstream's helper): itself for whole-byte types, int8
+    for the sub-byte integers, float4_e2m1fnx2 for fp4 where torch has float4_e2m1fn_x2 (else int8)."""
+    import torch
+
+    name = canonical_dtype(dtype)
+    if name in SUB_BYTE_INT_DTYPES:
+        return DType("int8")
+    if name in (FP4_DTYPE, FP4X2_DTYPE):
+        return DType(FP4X2_DTYPE) if hasattr(torch, "float4_e2m1fn_x2") else DType("int8")
+    return DType(name)
+
+
 def reject_sub_byte_int(construct: str, dtype: Any, loc: Any) -> None:
     """Raise UnsupportedError naming `construct` if `dtype` is a sub-byte integer (see SUB_BYTE_INT_DTYPES), or
     the packed fp4 pair float4_e2m1fnx2 as an element type."""
@@ -180,10 +193,8 @@ class DType(tvm.DataType):
         import torch
 
         name = str.__str__(self)
-        if name == FP4_DTYPE:
-            return torch.uint8  # two fp4 values a byte (low nibble first), as the launcher takes them
-        if name == FP4X2_DTYPE:  # upstream's: torch's packed pair where torch has it, else its bytes
-            return getattr(torch, "float4_e2m1fn_x2", torch.uint8)
+        if name in (FP4_DTYPE, FP4X2_DTYPE):  # two fp4 values a byte (low nibble first): torch's packed pair
+            return getattr(torch, "float4_e2m1fn_x2", torch.uint8)  # where torch has it (as upstream), else bytes
         if name in SUB_BYTE_INT_DTYPES:  # torch has no sub-byte integers: their packed storage, as upstream's int4
             return torch.int8 if name.startswith("int") else torch.uint8
         found = getattr(torch, name, None)
@@ -265,7 +276,7 @@ _all_dtypes = [
 ]
 
 __all__ = [
-    "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "DType", "canonical_dtype", "resolve_torch_storage_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
     "int4", "uint4", "int2", "uint2", "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
     "float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "float4_e2m1fn", "float4_e2m1fnx2", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
     *VECTOR_DTYPES,
