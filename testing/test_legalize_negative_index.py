@@ -132,3 +132,16 @@ def test_vector_load_and_store_across_zero(arch):
         expected[(torch.arange(4) + t - 2) % 1024] = b[t]
     kernel(b, a)
     torch.testing.assert_close(a, expected)
+
+
+@T.prim_func
+def ramp_data_dependent(idx: T.Buffer((4,), "int32"), A: T.Buffer((64,), "float32"), B: T.Buffer((16,), "float32")):
+    for t in T.serial(4):
+        B[T.Ramp(t * 4, 1, 4)] = A[T.Ramp(idx[t] * 4, 1, 4)]
+
+
+def test_data_dependent_ramp_stays_a_vector_access():
+    """A vector index whose sign only the data decides stays as written (a contiguous vector load), unlike
+    upstream, which wraps every lane at run time."""
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_data_dependent}))["main"]
+    tvm.ir.assert_structural_equal(after.body, ramp_data_dependent.body, map_free_vars=True)

@@ -2,8 +2,10 @@
 dimension, as in Python (`A[-1]` is `A[n - 1]`, `A[-i - 1]` over i < 4 is `A[n - 1 - i]`).
 
 Without this, a negative index would be out of bounds: its load would be guarded to zero and its store
-skipped by SafeMemoryAccess, silently. A scalar index whose sign is not known (`A[shift + i]`) is left as it is; a vector index
-(`A[T.Ramp(t - 2, 1, 4)]`) is wrapped lane by lane, as upstream does.
+skipped by SafeMemoryAccess, silently. A scalar index whose sign is not known (`A[shift + i]`) is left as it is; a vector index over loop and
+thread indices that may cross zero (`A[T.Ramp(t - 2, 1, 4)]`) is wrapped lane by lane, as upstream does. (Upstream
+wraps any vector index of unknown sign; one that reads a parameter or a loaded value stays a vector access here,
+and a negative lane is an out-of-bounds access the simulator reports.)
 Runs on the kernel as written, before tile ops are lowered (their regions are not element indices).
 """
 
@@ -22,15 +24,24 @@ from .pass_base import tl_pass
 class _Legalizer:
     def __init__(self):
         self.ana = tvm.sym.Analyzer()
+        self.ranged: set = set()  # loop and thread indices: their ranges are known
 
     def on_for(self, node, mutator):
         self.ana.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
+        self.ranged.add(node.loop_var)
         return mutator.default_mutate(node)
 
     def on_attr(self, node, mutator):
         if node.attr_key == "thread_extent":
             self.ana.bind(node.node.var, tvm.ir.Range(0, node.value))
+            self.ranged.add(node.node.var)
         return mutator.default_mutate(node)
+
+    def only_ranged(self, expr) -> bool:
+        """Whether `expr` reads nothing but loop and thread indices (no parameter, no loaded value)."""
+        free = []
+        tvm_ffi.structural_walk(expr, [(tvm.ir.expr.Var, lambda v: None if v in self.ranged else free.append(v))])
+        return not free
 
     def indices(self, buffer, indices) -> list[Any] | None:
         out, changed = [], False
@@ -55,6 +66,8 @@ class _Legalizer:
             return None
         if all(self.ana.can_prove(lane < 0) for lane in each):
             return tirx.Ramp(self.ana.simplify(ramp.base + extent), ramp.stride, ramp.lanes)
+        if not self.only_ranged(ramp):  # a sign only the data decides (`A[idx * 8:idx * 8 + 8]`): left as written
+            return None
         wrapped = []
         for lane in each:
             if self.ana.can_prove(lane < 0):
