@@ -145,3 +145,15 @@ def test_data_dependent_ramp_stays_a_vector_access():
     upstream, which wraps every lane at run time."""
     after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_data_dependent}))["main"]
     tvm.ir.assert_structural_equal(after.body, ramp_data_dependent.body, map_free_vars=True)
+
+
+@T.prim_func
+def ramp_guarded(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in T.serial(16):
+        if i >= 1:
+            B[T.Ramp(i * 4, 1, 4)] = A[T.Ramp(i * 4 - 4, 1, 4)]
+
+
+def test_ramp_non_negative_under_its_condition_is_unchanged():
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_guarded}))["main"]
+    tvm.ir.assert_structural_equal(after.body, ramp_guarded.body, map_free_vars=True)

@@ -11,6 +11,7 @@ Runs on the kernel as written, before tile ops are lowered (their regions are no
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import tvm
@@ -25,6 +26,7 @@ class _Legalizer:
     def __init__(self):
         self.ana = tvm.sym.Analyzer()
         self.ranged: set = set()  # loop and thread indices: their ranges are known
+        self.conditions: list = []  # the `if` conditions around the node (vector indices only consult them)
 
     def on_for(self, node, mutator):
         self.ana.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
@@ -36,6 +38,22 @@ class _Legalizer:
             self.ana.bind(node.node.var, tvm.ir.Range(0, node.value))
             self.ranged.add(node.node.var)
         return mutator.default_mutate(node)
+
+    def on_if(self, node, mutator):
+        cond = mutator.mutate(node.condition)
+        self.conditions.append(cond)
+        try:
+            then_case = mutator.mutate(node.then_case)
+        finally:
+            self.conditions.pop()
+        else_case = None
+        if node.else_case is not None:
+            self.conditions.append(tirx.Not(cond))
+            try:
+                else_case = mutator.mutate(node.else_case)
+            finally:
+                self.conditions.pop()
+        return tirx.IfThenElse(cond, then_case, else_case)
 
     def only_ranged(self, expr) -> bool:
         """Whether `expr` reads nothing but loop and thread indices (no parameter, no loaded value)."""
@@ -59,6 +77,12 @@ class _Legalizer:
         """A vector index `base + stride * lane`: lanes that are negative count from the end, each on its own
         (as upstream: a lane whose sign is known only at run time picks `lane + extent` when it is negative), so a
         ramp that straddles zero becomes a gather of the wrapped lanes."""
+        with contextlib.ExitStack() as scopes:  # `if i >= 1: A[i - 1:i + 3]` is known non-negative there
+            for cond in self.conditions:
+                scopes.enter_context(self.ana.constraint_scope(cond))
+            return self._ramp(ramp, extent)
+
+    def _ramp(self, ramp, extent) -> Any | None:
         lanes = int(ramp.lanes)
         each = [self.ana.simplify(ramp.base + ramp.stride * tirx.const(k, ramp.stride.ty.dtype))
                 for k in range(lanes)]
@@ -91,6 +115,7 @@ class _Legalizer:
 def legalize_negative_index(func: tirx.PrimFunc) -> tirx.PrimFunc:
     legalizer = _Legalizer()
     return tvm_ffi.structural_mutate(func, [(tirx.For, legalizer.on_for), (tirx.AttrStmt, legalizer.on_attr),
+                                            (tirx.IfThenElse, legalizer.on_if),
                                             (TensorLoad, legalizer.on_load), (tirx.BufferStore, legalizer.on_store)])
 
 
