@@ -68,3 +68,23 @@ def test_stateless_scheduler_has_only_coord():
             with T.Kernel(2, threads=32) as bid:
                 sched = T.PersistentTileScheduler(2, 2, num_workers=2, stateful=False)
                 A[bid] = sched.m_idx
+
+
+@pytest.mark.parametrize("arch", ["mp_31"])
+def test_default_workers_are_the_blocks_launched(arch):
+    m_tiles, n_tiles, workers = 3, 5, 4
+
+    @T.prim_func
+    def main(Order: T.Tensor((m_tiles, n_tiles), T.int32)):
+        with T.Kernel(workers, threads=32) as block_id:
+            sched = T.PersistentTileScheduler(m_tiles, n_tiles)
+            sched.init(block_id)
+            while sched.valid():
+                if T.get_thread_binding() == 0:
+                    Order[sched.m_idx, sched.n_idx] = sched.linear_idx
+                sched.next_tile()
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    order = torch.full((m_tiles, n_tiles), -1, dtype=torch.int32)
+    kernel(order)
+    assert sorted(order.flatten().tolist()) == list(range(m_tiles * n_tiles))

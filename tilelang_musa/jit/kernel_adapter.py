@@ -5,10 +5,7 @@ view over the kernel: the same launcher, parameters and source."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .kernel import JITKernel
+from typing import Any
 
 
 class KernelAdapter:
@@ -21,7 +18,7 @@ class KernelAdapter:
     libpath     the shared library the kernel runs from
     func        the callable that runs the kernel (the adapter itself is callable too)"""
 
-    def __init__(self, kernel: "JITKernel"):
+    def __init__(self, kernel: Any):  # a JITKernel (kernel.py, which imports this module)
         self._kernel = kernel
 
     @property

@@ -29,7 +29,8 @@ class PersistentTileScheduler:
             ...                                  # the tile (bx, by)
             sched.next_tile()
 
-    `num_workers` defaults to the device's multiprocessor count // cluster_size (launch that many blocks);
+    `num_workers` defaults to the number of blocks the kernel launches // cluster_size (upstream's default, the
+    multiprocessor count, is what its persistent kernels launch);
     `stateful=False` allocates no state and offers only `coord(tile_id)`."""
 
     def __init__(self, num_m_tiles: Any, num_n_tiles: Any, num_workers: Any = None, swizzle_size: int = 1,
@@ -38,10 +39,11 @@ class PersistentTileScheduler:
         for what, v in (("swizzle_size", swizzle_size), ("cluster_size", cluster_size)):
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise trace.error(f"T.PersistentTileScheduler: {what} must be a positive int; got {v!r}")
-        if num_workers is None:
-            from ..carver.arch.driver import get_num_sms
-
-            num_workers = get_num_sms() // cluster_size
+        if num_workers is None:  # one worker per block launched (upstream: the SM count, which its persistent
+            num_workers = 1      # kernels launch: `T.Kernel(driver.get_num_sms())`), per cluster of them
+            for extent in trace.kernel.grid:
+                num_workers = num_workers * extent
+            num_workers = num_workers // cluster_size
         self.num_workers = num_workers
         self.swizzle_size = swizzle_size
         self.cluster_size = cluster_size
