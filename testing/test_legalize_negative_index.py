@@ -63,3 +63,97 @@ def test_a_kernel_reading_from_the_end(arch):
     kernel(a, b)
     torch.testing.assert_close(b[:64], a.flip(0))
     torch.testing.assert_close(b[64], a[63] * 2.0)
+
+
+# Vector indices (upstream issue 2554): each lane of a ramp that may be negative counts from the end on its own.
+@T.prim_func
+def ramp_negative_before(A: T.Buffer((16,), "float32"), B: T.Buffer((4,), "float32")):
+    B[T.Ramp(0, 1, 4)] = A[T.Ramp(-4, 1, 4)]
+
+
+@T.prim_func
+def ramp_negative_expected(A: T.Buffer((16,), "float32"), B: T.Buffer((4,), "float32")):
+    B[T.Ramp(0, 1, 4)] = A[T.Ramp(12, 1, 4)]
+
+
+@T.prim_func
+def ramp_straddling(A: T.Buffer((16,), "float32"), B: T.Buffer((4, 4), "float32")):
+    for t in T.serial(4):
+        B[t, T.Ramp(0, 1, 4)] = A[T.Ramp(t - 2, 1, 4)]
+
+
+def test_negative_ramp_shifts_whole():
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_negative_before}))["main"]
+    tvm.ir.assert_structural_equal(after.body, ramp_negative_expected.body, map_free_vars=True)
+
+
+def test_straddling_ramp_wraps_lane_by_lane():
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_straddling}))["main"]
+    loop = after.body
+    t = loop.loop_var
+    index = loop.body.value.indices[0]
+    i32 = lambda k: tvm.tirx.const(k, "int32")  # noqa: E731
+    # lanes t-2 and t-1 may be negative (t < 4): picked at run time; lanes t and t+1 are never negative
+    expected = tvm.tirx.Shuffle(
+        [tvm.tirx.Select(t - 2 < 0, t + 14, t - 2), tvm.tirx.Select(t - 1 < 0, t + 15, t - 1), t, t + 1],
+        [i32(k) for k in range(4)])
+    analyzer = tvm.sym.Analyzer()
+    assert isinstance(index, tvm.tirx.Shuffle) and len(index.vectors) == 4
+    for got, want in zip(index.vectors, expected.vectors):
+        assert analyzer.can_prove_equal(got, want) or tvm.ir.structural_equal(got, want), (got, want)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_vector_load_and_store_across_zero(arch):
+    @T.prim_func
+    def load(A: T.Tensor((1024,), T.float32), B: T.Tensor((4, 4), T.float32)):
+        with T.Kernel(1, threads=1):
+            for t in T.serial(4):
+                B[t, T.Ramp(0, 1, 4)] = A[T.Ramp(t - 2, 1, 4)]
+
+    kernel = tilelang.compile(load, target=f"musa -arch={arch}")
+    assert "tl::gather(A" in kernel.get_kernel_source()
+    a, b = rand((1024,), torch.float32, 5), poison((4, 4), torch.float32)
+    kernel(a, b)
+    rows = torch.arange(4).unsqueeze(1) + torch.arange(4) - 2
+    torch.testing.assert_close(b, a[rows % 1024])
+
+    @T.prim_func
+    def store(B: T.Tensor((4, 4), T.float32), A: T.Tensor((1024,), T.float32)):
+        with T.Kernel(1, threads=1):
+            for t in T.serial(4):
+                A[T.Ramp(t - 2, 1, 4)] = B[t, T.Ramp(0, 1, 4)]
+
+    kernel = tilelang.compile(store, target=f"musa -arch={arch}")
+    assert "tl::scatter(A" in kernel.get_kernel_source()
+    b, a = rand((4, 4), torch.float32, 6), rand((1024,), torch.float32, 7)
+    expected = a.clone()
+    for t in range(4):
+        expected[(torch.arange(4) + t - 2) % 1024] = b[t]
+    kernel(b, a)
+    torch.testing.assert_close(a, expected)
+
+
+@T.prim_func
+def ramp_data_dependent(idx: T.Buffer((4,), "int32"), A: T.Buffer((64,), "float32"), B: T.Buffer((16,), "float32")):
+    for t in T.serial(4):
+        B[T.Ramp(t * 4, 1, 4)] = A[T.Ramp(idx[t] * 4, 1, 4)]
+
+
+def test_data_dependent_ramp_stays_a_vector_access():
+    """A vector index whose sign only the data decides stays as written (a contiguous vector load), unlike
+    upstream, which wraps every lane at run time."""
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_data_dependent}))["main"]
+    tvm.ir.assert_structural_equal(after.body, ramp_data_dependent.body, map_free_vars=True)
+
+
+@T.prim_func
+def ramp_guarded(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in T.serial(16):
+        if i >= 1:
+            B[T.Ramp(i * 4, 1, 4)] = A[T.Ramp(i * 4 - 4, 1, 4)]
+
+
+def test_ramp_non_negative_under_its_condition_is_unchanged():
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": ramp_guarded}))["main"]
+    tvm.ir.assert_structural_equal(after.body, ramp_guarded.body, map_free_vars=True)

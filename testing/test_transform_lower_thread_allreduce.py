@@ -102,7 +102,7 @@ def test_a_group_of_three_threads_meets_in_shared_memory_in_a_fixed_order():
     _assert_lowers_to(row_sum(target, 4, 3, axis="y"), expected)
 
 
-def test_a_kernel_without_reductions_is_unchanged_and_a_product_is_an_error():
+def test_a_kernel_without_reductions_is_unchanged_and_a_difference_is_an_error():
     @T.prim_func
     def plain(A: T.Tensor((32,), "float32")):
         T.func_attr({"target": TARGETS["mp_31"]})
@@ -110,6 +110,7 @@ def test_a_kernel_without_reductions_is_unchanged_and_a_product_is_an_error():
             A[T.get_thread_binding()] = 0.0
 
     assert lower_thread_allreduce(plain).same_as(plain)
-    product = row_sum(TARGETS["mp_31"], 32, combiner=lambda x, y: x * y)
-    with pytest.raises(CompileError, match=r"T.comm_reducer: the combiner `x \* y` is not a sum, max, min or bitwise"):
-        run_pass(LowerThreadAllreduce(), tvm.IRModule({"main": product}))
+    difference = row_sum(TARGETS["mp_31"], 32, combiner=lambda x, y: x - y)
+    with pytest.raises(CompileError, match=r"T.comm_reducer: the combiner `x - y` is not a sum, product, max, min or "
+                                           r"bitwise"):
+        run_pass(LowerThreadAllreduce(), tvm.IRModule({"main": difference}))

@@ -44,6 +44,7 @@ BARRIER_SCOPE = "shared.barrier"
 ARRIVE_COUNTS = "tl.barrier_arrive_counts"  # AllocBuffer annotation: the arrive count (threads) of each barrier
 USER_NAMED_BARRIER = "tl.user_named_barrier"  # call attr of T.sync_threads(id, count): the id is the user's
 USER_BLOCK_BARRIER = "tl.user_block_barrier"  # call attr of T.sync_threads(): a block barrier the user placed
+USER_BARRIER_ID = "tl.user_barrier_id"  # call attr of T.sync_threads(id, all threads): the id the user named
 
 # -- copies
 # AttrStmt key wrapping a lowered copy whose accesses must not be guarded (TL_DISABLE_SAFE_COPY_PREDICATION).

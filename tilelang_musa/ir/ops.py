@@ -51,6 +51,8 @@ BARRIER_ARRIVE_OP = "tl.barrier_arrive"  # (barrier)
 BARRIER_WAIT_OP = "tl.barrier_wait"  # (barrier, parity)
 BARRIER_EXPECT_TX_OP = "tl.barrier_expect_tx"  # (barrier, bytes)
 BARRIER_ARRIVE_EXPECT_TX_OP = "tl.barrier_arrive_expect_tx"  # (barrier, bytes)
+NAMED_BARRIER_ARRIVE_OP = "tl.named_barrier_arrive"  # (user id, thread count): T.named_barrier_arrive
+register_intrinsic(NAMED_BARRIER_ARRIVE_OP, "arrive on the user's named barrier without waiting (bar.arrive)")
 BARRIER_OPS = (BARRIER_ARRIVE_OP, BARRIER_WAIT_OP, BARRIER_EXPECT_TX_OP, BARRIER_ARRIVE_EXPECT_TX_OP)
 
 for _name, _doc in ((BARRIER_ARRIVE_OP, "one arrival of the calling warp on an async barrier"),

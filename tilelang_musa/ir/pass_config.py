@@ -179,7 +179,9 @@ WITHOUT_EFFECT = {
     K.TL_DISABLE_LOOP_UNSWITCHING: "no loop is unswitched: " + _NO_PASS,
     K.TL_LOOP_UNSWITCHING_ALLOW_NON_TRIVIAL_ELSE: "no loop is unswitched: " + _NO_PASS,
     K.TL_IF_STMT_BINDING_INLINE_REPLAYABLE_BINDS: "IfStmtBinding: " + _NO_PASS,
-    K.TL_STORAGE_REWRITE_DETECT_INPLACE: "StorageRewrite: " + _NO_PASS,
+    K.TL_STORAGE_REWRITE_DETECT_INPLACE: "StorageRewrite: " + _NO_PASS + " (its in-place reuse of a local "
+                                         "variable, `read = read * 2` for `write = read * 2`, only saves a "
+                                         "register, which mcc's register allocation does; results are the same)",
     K.TL_LAYOUT_COST_MODEL: "layout inference here picks fragment layouts by rule (the ops that need them, else "
                             "a coalesced choice), not by a cost model",
     K.TL_REDUCER_FORCE_BASELINE: "reducer plans: " + _NO_PASS,

@@ -16,6 +16,7 @@ from ..errors import TileLangError
 from ..launcher import Launcher, ParamSpec
 from .backend import Backend, backend_named
 from .export import unpack_export, write_export
+from .kernel_adapter import KernelAdapter
 from .stages import KernelMetadata, stage_file
 
 
@@ -73,6 +74,11 @@ class JITKernel:
 
     def __call__(self, *args: Any) -> Any:
         return self.launcher(*args)
+
+    @property
+    def adapter(self) -> "KernelAdapter":
+        """Upstream's `kernel.adapter`: parameters, outputs, program, library and source (kernel_adapter.py)."""
+        return KernelAdapter(self)
 
     @property
     def name(self) -> str:

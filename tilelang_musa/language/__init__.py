@@ -13,7 +13,7 @@ from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_store,
 )
 from .extern import access_ptr, import_source
-from .builtin import sync_threads, thread_return, tvm_storage_sync, use_swizzle, wait_sqmma, wait_wgmma
+from .builtin import named_barrier_arrive, sync_threads, thread_return, tvm_storage_sync, use_swizzle, wait_sqmma, wait_wgmma
 from .barrier import (
     alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
@@ -55,7 +55,7 @@ from .fastmath import (
 from .fill import clear, fill
 from .gemm import gemm, wgmma_gemm, wgmma_mma
 from .dtypes import (
-    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float8_e4m3, float8_e4m3fn,
+    VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float4_e2m1fnx2, float8_e4m3, float8_e4m3fn,
     float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int, int2, int4,
     int8, int16, int32, int64, long, ptr, short,
     tfloat32, uint, uint2, uint4, uint8, uint16, uint32, uint64,
@@ -66,6 +66,7 @@ from .kernel import (
 )
 from .loop import Parallel, Pipelined, parallel, serial, unroll, vectorized
 from .persistent import Persistent
+from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
 from .math import (
     Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
@@ -106,7 +107,7 @@ __all__ = [
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
     "env_thread",
     "erf", "evaluate", "exp", "exp10", "exp2", "fill", "finalize_reducer", "float", "float16", "float32",
-    "float4_e2m1fn", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+    "float4_e2m1fn", "float4_e2m1fnx2", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
     "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fmod", "func_attr",
     "Fragment", "FragmentBuffer", "gemm", "wgmma_gemm", "wgmma_mma", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
@@ -118,13 +119,13 @@ __all__ = [
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
     "ninf", "no_set_max_nreg", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
-    "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
+    "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "PersistentTileScheduler", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
-    "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "sync_warp",
+    "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "named_barrier_arrive", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",

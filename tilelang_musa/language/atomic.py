@@ -12,6 +12,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
+from ..diagnostics import warn_once
 from ..tileop import emit_tile_op
 from ..tileop.atomic import MEMORY_ORDERS, Atomic, element_atomic, ordered
 from ..tileop.copy import resolve_extents
@@ -63,9 +64,30 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: An
     return None
 
 
-def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> Any:
-    """dst += value atomically (an element, or a region with a same-shaped region or a scalar value)."""
+def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False,
+               use_tma: bool = False) -> Any:
+    """dst += value atomically (an element, or a region with a same-shaped region or a scalar value).
+    `use_tma=True` (upstream: a TMA reduce-add of a shared tile into global memory) takes the same operands as
+    upstream (dst in global memory, value a shared tile); MUSA's TME has no reduce-add store, so the tile is added
+    by element atomics, with a one-time warning."""
+    if use_tma:
+        _check_tma_operands(dst, value, return_prev)
     return _atomic("add", dst, value, return_prev, memory_order)
+
+
+def _check_tma_operands(dst: Any, value: Any, return_prev: bool) -> None:
+    construct = "T.atomic_add(use_tma=True)"
+    trace = kernel_trace(construct)
+    if return_prev or not (is_buffer(value) or isinstance(value, TensorRegion)):
+        raise trace.error(f"{construct} adds a shared tile into global memory: value must be a shared buffer or "
+                          "region (and return_prev is not available)")
+    src, _ = to_region(value, construct, "value")
+    dst_region, _ = to_region(dst, construct, "dst")
+    if src.scope not in ("shared", "shared.dyn") or dst_region.scope != "global":
+        raise trace.error(f"{construct} adds a shared tile into global memory; got value `{src.name}` in "
+                          f"{src.scope} and dst `{dst_region.name}` in {dst_region.scope}")
+    warn_once("atomic_add.use_tma", f"{construct} at {trace.loc}: MUSA's TME has no reduce-add store; the tile is "
+              "added into global memory by element atomics (the same result)")
 
 
 def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> Any:

@@ -55,6 +55,7 @@ class KernelTrace:
     non_restrict: list = field(default_factory=list)  # T.annotate_restrict_buffers: tensor names that may alias
     kernels: list = field(default_factory=list)  # every kernel opened, in launch order (per-kernel annotations)
     imported_sources: list = field(default_factory=list)  # T.import_source: C source texts, in first-use order
+    named_arrive_ids: set = field(default_factory=set)  # barrier ids of T.named_barrier_arrive calls
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)

@@ -6,8 +6,8 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from ..ir.attrs import USER_BLOCK_BARRIER, USER_NAMED_BARRIER
-from ..ir.ops import USE_SWIZZLE_OP, WAIT_SQMMA_OP
+from ..ir.attrs import USER_BARRIER_ID, USER_BLOCK_BARRIER, USER_NAMED_BARRIER
+from ..ir.ops import NAMED_BARRIER_ARRIVE_OP, USE_SWIZZLE_OP, WAIT_SQMMA_OP
 from .builder import kernel_trace, static_value
 
 _SYNC_SCOPES = {"shared": "__syncthreads()", "shared.dyn": "__syncthreads()", "warp": "__syncwarp()"}
@@ -45,6 +45,8 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
     if arrive_count is None or arrive_count == threads:
         # marked as the user's: under a condition that is no thread range (RangeBarriers) it stays a block barrier
         attrs = {USER_BLOCK_BARRIER: 1, **({"tl.loc": str(trace.loc)} if trace.loc is not None else {})}
+        if static_id is not None:  # a T.named_barrier_arrive on this id makes it that named barrier (_finish)
+            attrs[USER_BARRIER_ID] = [static_id, threads]
         Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get("tirx.tvm_storage_sync"), [tvm.ir.expr.StringImm("shared")],
                                 attrs=attrs, ret_ty="int32"))
         return
@@ -59,6 +61,30 @@ def sync_threads(barrier_id: int | None = None, arrive_count: int | None = None)
     Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get("tirx.tvm_storage_sync"),
                             [tvm.ir.expr.StringImm("shared"), tirx.const(static_id, "int32"),
                              tirx.const(arrive_count, "int32")], attrs=attrs, ret_ty="int32"))
+
+
+def named_barrier_arrive(barrier_id: int, thread_count: int) -> None:
+    """Arrive at named barrier `barrier_id` (0..15) without waiting (upstream's `bar.arrive`): the other side
+    waits with `T.sync_threads(barrier_id, thread_count)`, which completes once `thread_count` threads (whole
+    warps; the arrivals of both sides together) have arrived. For producer/consumer hand-offs between warp groups.
+    On mp_31 it is an arrival on the asynchronous barrier that named barrier becomes; mp_21/mp_22 have none (a
+    compile error). Example: T.named_barrier_arrive(10, 256) in the producer, T.sync_threads(10, 256) in the
+    consumer."""
+    trace = kernel_trace("T.named_barrier_arrive")
+    static_id = static_value(barrier_id) if isinstance(barrier_id, tvm.ir.Expr) else barrier_id
+    static_count = static_value(thread_count) if isinstance(thread_count, tvm.ir.Expr) else thread_count
+    if not isinstance(static_id, int) or isinstance(static_id, bool) or not 0 <= static_id < 16:
+        raise trace.error(f"T.named_barrier_arrive: barrier_id={barrier_id!r} must be a compile-time integer from "
+                          "0 to 15")
+    threads = trace.kernel.num_threads
+    if not isinstance(static_count, int) or isinstance(static_count, bool) or not 0 < static_count <= threads:
+        raise trace.error(f"T.named_barrier_arrive: thread_count={thread_count!r} must be a compile-time int from 1 "
+                          f"to the block's {threads} threads")
+    trace.named_arrive_ids.add(static_id)
+    attrs = {USER_NAMED_BARRIER: 1, **({"tl.loc": str(trace.loc)} if trace.loc is not None else {})}
+    Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get(NAMED_BARRIER_ARRIVE_OP),
+                            [tirx.const(static_id, "int32"), tirx.const(static_count, "int32")],
+                            attrs=attrs, ret_ty="int32"))
 
 
 def thread_return() -> None:

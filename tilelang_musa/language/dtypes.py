@@ -20,6 +20,9 @@ from .builder import take_name
 # instruction but are full types, converted in software bit-exact with torch (tl::fp8_fnuz_t in common.h).
 UNSUPPORTED_DTYPES = ("float6_e2m3fn", "float6_e3m2fn")
 FP4_DTYPE = "float4_e2m1fn"
+# Upstream's T.float4_e2m1fnx2: two fp4 values as one (vector) element. A name and a dtype here (bits, lanes,
+# torch's float4_e2m1fn_x2); tensors and buffers are declared in fp4 elements instead (same bytes).
+FP4X2_DTYPE = "float4_e2m1fnx2"
 # Sub-byte integers name the packed fields of quantized weights (`out_dtype == T.int4`, `T.int4.bits`); a kernel
 # cannot hold them: MUSA C has no 4- or 2-bit integer type, and element i of a packed tensor is not element i of its
 # bytes. Buffers, tensors and values of them are rejected where written (SUB_BYTE_INT_HINT says what to do instead).
@@ -87,8 +90,29 @@ def is_sub_byte_int(dtype: Any) -> bool:
     return str(dtype).split("x")[0] in SUB_BYTE_INT_DTYPES
 
 
+def resolve_torch_storage_dtype(dtype: Any) -> "DType":
+    """The dtype whose torch dtype holds `dtype`'s storage (upstream's helper): itself for whole-byte types, int8
+    for the sub-byte integers, float4_e2m1fnx2 for fp4 where torch has float4_e2m1fn_x2 (else int8)."""
+    import torch
+
+    name = canonical_dtype(dtype)
+    if name in SUB_BYTE_INT_DTYPES:
+        return DType("int8")
+    if name in (FP4_DTYPE, FP4X2_DTYPE):
+        return DType(FP4X2_DTYPE) if hasattr(torch, "float4_e2m1fn_x2") else DType("int8")
+    return DType(name)
+
+
 def reject_sub_byte_int(construct: str, dtype: Any, loc: Any) -> None:
-    """Raise UnsupportedError naming `construct` if `dtype` is a sub-byte integer (see SUB_BYTE_INT_DTYPES)."""
+    """Raise UnsupportedError naming `construct` if `dtype` is a sub-byte integer (see SUB_BYTE_INT_DTYPES), or
+    the packed fp4 pair float4_e2m1fnx2 as an element type."""
+    if str(dtype) == FP4X2_DTYPE:
+        from ..errors import UnsupportedError
+
+        raise UnsupportedError(f"{construct}: dtype `{FP4X2_DTYPE}` (two fp4 values as one element) is not an element "
+                               f"type here; declare `{FP4_DTYPE}` with the last dimension doubled (the same bytes, "
+                               "one fp4 value per element; torch.float4_e2m1fn_x2 or uint8 tensors are passed as they "
+                               "are)", loc)
     if is_sub_byte_int(dtype):
         from ..errors import UnsupportedError
 
@@ -169,8 +193,8 @@ class DType(tvm.DataType):
         import torch
 
         name = str.__str__(self)
-        if name == FP4_DTYPE:
-            return torch.uint8  # two fp4 values a byte (low nibble first), as the launcher takes them
+        if name in (FP4_DTYPE, FP4X2_DTYPE):  # two fp4 values a byte (low nibble first): torch's packed pair
+            return getattr(torch, "float4_e2m1fn_x2", torch.uint8)  # where torch has it (as upstream), else bytes
         if name in SUB_BYTE_INT_DTYPES:  # torch has no sub-byte integers: their packed storage, as upstream's int4
             return torch.int8 if name.startswith("int") else torch.uint8
         found = getattr(torch, name, None)
@@ -178,8 +202,14 @@ class DType(tvm.DataType):
             raise TypeError(f"T.{name} has no torch dtype")
         return found
 
+    def is_float4(self) -> bool:
+        """An fp4 type: float4_e2m1fn, or upstream's packed pair float4_e2m1fnx2."""
+        return str.__str__(self) in (FP4_DTYPE, FP4X2_DTYPE)
+
     def __call__(self, value: Any = None) -> Any:
         dtype = str.__str__(self)
+        if dtype == FP4X2_DTYPE:
+            raise TypeError(f"T.{FP4X2_DTYPE} is a dtype name here: no constants or casts of packed fp4 pairs")
         if value is None:  # `v = T.int32()`: a fresh variable, bound later (T.let) or used as a size
             return tirx.Var(take_name("v"), dtype)
         if isinstance(value, tvm.ir.Expr):
@@ -217,6 +247,7 @@ float8_e8m0fnu = DType("float8_e8m0fnu")
 float8_e4m3fnuz = DType("float8_e4m3fnuz")
 float8_e5m2fnuz = DType("float8_e5m2fnuz")
 float4_e2m1fn = DType(FP4_DTYPE)  # storage only: tensors of it are torch.uint8, two values a byte
+float4_e2m1fnx2 = DType(FP4X2_DTYPE)  # upstream's packed pair: a dtype name (FP4X2_DTYPE)
 tfloat32 = DType("tfloat32")  # stored as float32 (T.tfloat32 == "float32")
 float = DType("float32")  # noqa: A001 - upstream's T.float, T.half, T.int, T.double aliases
 half = DType("float16")
@@ -239,13 +270,14 @@ globals().update(VECTOR_DTYPES)
 _all_dtypes = [
     "bool", "short", "int", "uint", "long", "half", "float", "double", "float16", "bfloat16", "float32", "float64",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", *SUB_BYTE_INT_DTYPES, "float8_e4m3",
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "tfloat32",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "float4_e2m1fnx2",
+    "tfloat32",
     *VECTOR_DTYPES,
 ]
 
 __all__ = [
-    "DType", "canonical_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "DType", "canonical_dtype", "resolve_torch_storage_dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
     "int4", "uint4", "int2", "uint2", "uint8", "uint16", "uint32", "uint64", "boolean", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-    "float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "float4_e2m1fn", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
+    "float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "float4_e2m1fn", "float4_e2m1fnx2", "tfloat32", "dtype", "float", "half", "int", "double", "short", "long", "uint",
     *VECTOR_DTYPES,
 ]

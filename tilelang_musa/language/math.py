@@ -13,6 +13,7 @@ from typing import Any, Callable
 import tvm
 from tvm import tirx
 
+from ..ir.trace import OPEN_TRACES
 from .builder import as_expr, static_value
 from .dtypes import canonical_dtype
 from .int_operands import typed_operand
@@ -107,10 +108,19 @@ def min_value(dtype: Any) -> Any:
     return tirx.min_value(canonical_dtype(dtype))
 
 
+def _argument_error(message: str) -> Exception:
+    """At the user's line inside a kernel; a plain ValueError for an expression built outside one."""
+    return OPEN_TRACES[-1].error(message) if OPEN_TRACES else ValueError(message)
+
+
 def _unary(name: str):
     op = getattr(tirx, name)
 
-    def fn(x: Any) -> Any:
+    def fn(x: Any, span: Any = None) -> Any:
+        # the second parameter is TVM's (and so upstream's) `span`, a source location: taken, not used
+        if span is not None and not isinstance(span, tvm.ir.Span):
+            raise _argument_error(f"T.{name} takes one operand (and an optional source span), got a second "
+                                  f"argument {span!r}")
         x = as_expr(x)
         if isinstance(x.ty, tvm.ir.PrimType) and str(x.ty.dtype).startswith(("int", "uint")):
             x = tirx.Cast("float32", x)  # `T.sin(bx)`: an integer argument is taken as float32 (as C promotes it)
@@ -119,6 +129,33 @@ def _unary(name: str):
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name}(x) (a MUSA math built-in after lowering)."
     return fn
+
+
+_round_ties_to_even = _unary("round")
+ROUNDING_MODES = ("ties-to-even", "ties-away-from-zero")
+
+
+def round(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) -> Any:  # noqa: A001
+    """x rounded to the nearest integer (value of x's type). Halfway cases go to the even neighbour by default
+    (`nearbyint`, as upstream and TVM); `rounding_mode="ties-away-from-zero"` rounds them away from zero (C's
+    `round`, upstream's `tl::RoundTiesAwayFromZero`). An integer x is returned as it is in that mode.
+    Example: T.round(x, "ties-away-from-zero")"""
+    if rounding_mode is not None and not isinstance(rounding_mode, str):  # upstream's older T.round(x, span)
+        rounding_mode, span = "ties-to-even", rounding_mode
+    rounding_mode = rounding_mode or "ties-to-even"
+    if rounding_mode not in ROUNDING_MODES:
+        raise _argument_error(f"T.round: unsupported rounding_mode {rounding_mode!r}; expected one of "
+                              f"{', '.join(map(repr, ROUNDING_MODES))}")
+    if rounding_mode == "ties-to-even":
+        return _round_ties_to_even(x, span)
+    x = as_expr(x)
+    dtype = tvm.DataType(str(x.ty.dtype))
+    if dtype.type_code in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT) or dtype.bits == 1:
+        return x
+    if dtype.bits == 64:
+        return tirx.call_pure_extern(str(x.ty.dtype), "round", x)
+    rounded = tirx.call_pure_extern("float32", "roundf", x if dtype.bits == 32 else tirx.Cast("float32", x))
+    return rounded if dtype.bits == 32 else tirx.Cast(str(x.ty.dtype), rounded)  # exact: an integer fits x's type
 
 
 exp = _unary("exp")
@@ -142,7 +179,6 @@ log1p = _unary("log1p")
 nearbyint = _unary("nearbyint")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001
 trunc = _unary("trunc")
 
 

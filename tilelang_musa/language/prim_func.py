@@ -17,8 +17,10 @@ from tvm.tirx.script import builder as Tb
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
     ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR,
-    PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
+    PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, USER_BARRIER_ID, USER_NAMED_BARRIER,
+    VIEWS_ATTR, WORKSPACES_ATTR,
 )
+from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
@@ -51,11 +53,49 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not free:
         return func
     func = tirx.PrimFunc(list(func.params) + free, func.body, func.ret_type, func.attrs)
-    return func.with_attr(SIZE_PARAMS_ATTR, [v.name for v in free])
+    func = _distinct_size_names(func, free)
+    return func.with_attr(SIZE_PARAMS_ATTR, [v.name for v in func.params[len(func.params) - len(free):]])
+
+
+def _distinct_size_names(func: tirx.PrimFunc, free: list[Any]) -> tirx.PrimFunc:
+    """Two `T.dynamic("n")` calls make two distinct sizes, as in upstream (each call is a new variable); the later
+    ones are renamed `n_1`, `n_2`, ... so that the kernel's parameters, the host wrapper and the launcher, which
+    name sizes by their names, keep them apart."""
+    taken = {p.name for p in func.params if not any(p.same_as(v) for v in free)}
+    rename = {}
+    for size in free:
+        name, k = size.name, 0
+        while name in taken:
+            k += 1
+            name = f"{size.name}_{k}"
+        taken.add(name)
+        if name != size.name:
+            rename[size] = tirx.Var(name, size.ty)
+    if not rename:
+        return func
+    renamed_buffers: dict[Any, Any] = {}
+
+    def on_var(var: Any, mutator: Any) -> Any:
+        if var in rename:
+            return rename[var]
+        if not is_buffer(var):
+            return var
+        if var not in renamed_buffers:  # a buffer whose shape, strides, offset or layout names a renamed size
+            ty = var.ty
+            old = [ty.shape, ty.strides, ty.elem_offset, ty.layout]
+            new = [None if part is None else substitute(part, rename) for part in old]
+            same = all(a is None and b is None or a is not None and a.same_as(b) for a, b in zip(old, new))
+            renamed_buffers[var] = var if same else tvm.ir.expr.Var(var.name, tirx.BufferType(
+                ty.dtype, ty.storage_scope, new[0], new[1], new[2], ty.data_alignment, ty.offset_factor, new[3],
+                ty.allocated_addr))
+        return renamed_buffers[var]
+
+    return tvm_ffi.structural_mutate(func, [(tvm.ir.expr.Var, on_var)])
 
 
 def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[str] | None = None) -> tirx.PrimFunc:
     func = _with_workspaces(func, trace)
+    func = _arrived_barriers_named(func, trace.named_arrive_ids)
     user_params = [p.name for p in func.params if not _is_workspace(func, p)]
     func = _with_size_params(func)
     func = func.with_attr("global_symbol", name)
@@ -80,6 +120,26 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):
         func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
     return func
+
+
+def _arrived_barriers_named(func: tirx.PrimFunc, ids: set) -> tirx.PrimFunc:
+    """`T.sync_threads(id, all threads)` on an id some `T.named_barrier_arrive` also uses is that named barrier
+    (arrivals of both count toward it), not a block barrier: only then can a one-sided arrive complete it."""
+    if not ids:
+        return func
+
+    def on_evaluate(node: Any, mutator: Any) -> Any:
+        call = node.value
+        if not (isinstance(call, tvm.ir.Call) and call.attrs is not None and USER_BARRIER_ID in call.attrs):
+            return node
+        barrier_id, threads = (int(v) for v in call.attrs[USER_BARRIER_ID])
+        if barrier_id not in ids:
+            return node
+        attrs = {USER_NAMED_BARRIER: 1, **({"tl.loc": call.attrs["tl.loc"]} if "tl.loc" in call.attrs else {})}
+        return tirx.Evaluate(tvm.ir.Call(call.op, [call.args[0], tirx.const(barrier_id, "int32"),
+                                                   tirx.const(threads, "int32")], attrs=attrs, ret_ty="int32"))
+
+    return tvm_ffi.structural_mutate(func, [(tirx.Evaluate, on_evaluate)])
 
 
 def _with_workspaces(func: tirx.PrimFunc, trace: KernelTrace) -> tirx.PrimFunc:

@@ -15,20 +15,28 @@ from .allocate import SHARED_SCOPE, FRAGMENT_SCOPE
 from .builder import kernel_trace
 
 
-def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
+def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: dict | None = None) -> None:
     """dst = inclusive prefix sums of src along `dim` (in place when dst is None); `reverse` sums from the end.
-    src and dst are whole 1-D or 2-D shared tiles or fragments of the same shape."""
-    _scan(CumSum, "T.cumsum", src, dst, dim, reverse)
+    src and dst are whole 1-D or 2-D shared tiles or fragments of the same shape. `annotations` ({str: value}) are
+    carried on the scan's IR call for the user's own passes and tools, as upstream does; the scan ignores them."""
+    _scan(CumSum, "T.cumsum", src, dst, dim, reverse, annotations)
 
 
-def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
+def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: dict | None = None) -> None:
     """dst = running maxima of src along `dim` (in place when dst is None); `reverse` runs from the end. A NaN
     loses to any number (as in T.reduce_max). src and dst are whole 1-D or 2-D shared tiles or fragments."""
-    _scan(CumMax, "T.cummax", src, dst, dim, reverse)
+    _scan(CumMax, "T.cummax", src, dst, dim, reverse, annotations)
 
 
-def _scan(op: type[Scan], name: str, src: Any, dst: Any, dim: int, reverse: bool) -> None:
+def _scan(op: type[Scan], name: str, src: Any, dst: Any, dim: int, reverse: bool,
+          annotations: dict | None = None) -> None:
     trace = kernel_trace(name)
+    annotations = dict(annotations or {})
+    for key, value in annotations.items():
+        if not isinstance(key, str) or key in ("dim", "reverse") or key.startswith("tl."):
+            raise trace.error(f"{name}: annotation key {key!r} must be a string other than dim, reverse and tl.*")
+        if not isinstance(value, (str, int, float, bool)):
+            raise trace.error(f"{name}: annotation {key!r} must be a string, number or bool; got {value!r}")
     dst = dst if dst is not None else src
     src_r, _ = to_region(src, name, "src")
     dst_r, _ = to_region(dst, name, "dst")
@@ -47,10 +55,11 @@ def _scan(op: type[Scan], name: str, src: Any, dst: Any, dim: int, reverse: bool
 
         scratch = alloc_shared(list(src_r.buffer.ty.shape), src_r.dtype, SHARED_SCOPE)
         copy(src, scratch)
-        _scan(op, name, scratch, None, dim, reverse)
+        _scan(op, name, scratch, None, dim, reverse, annotations)
         copy(scratch, dst)
         return
     for what, r in (("src", src_r), ("dst", dst_r)):
         if r.buffer in trace.layout_annotations:
             raise trace.error(f"{name}: {what} `{r.name}` has an annotated layout; the scan needs a row-major tile")
-    emit_tile_op(op.op_name, [src_r.to_ir(), dst_r.to_ir()], {"dim": dim % src_r.ndim, "reverse": bool(reverse)})
+    emit_tile_op(op.op_name, [src_r.to_ir(), dst_r.to_ir()],
+                 {**annotations, "dim": dim % src_r.ndim, "reverse": bool(reverse)})

@@ -5,7 +5,8 @@ allocation gets consecutive ids (in allocation order, from 1); every load `b[i]`
 barrier ops, a TME load's barrier argument), becomes the integer `base + i`, and the allocation goes. A named
 barrier `tvm_storage_sync(scope, id, count)` (the user's T.sync_threads(id, count) over part of the block, or a
 barrier the compiler placed in a region only some threads reach) gets one id per distinct barrier, initialised
-for `count` threads, and becomes `tl.async_barrier_sync(id)`: arrive, then wait for the phase arrived in. User
+for `count` threads, and becomes `tl.async_barrier_sync(id)`: arrive, then wait for the phase arrived in; a
+`T.named_barrier_arrive(id, count)` on it becomes `tl.barrier_arrive(id)`, the arrival alone. User
 ids (0..15, marked by the frontend) and compiler ids get distinct async ids.
 
 The kernel then starts with `tl.async_bar_record(N)` (the N ids used), one thread's
@@ -26,7 +27,7 @@ from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, USER_NAMED_BARRIER
-from ..ir.ops import BARRIER_OPS, register_intrinsic as _register
+from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_OPS, NAMED_BARRIER_ARRIVE_OP, register_intrinsic as _register
 from ..ir.utils import TensorLoad, loc_of, scope_of, seq, thread_info
 from ..target import ArchInfo, arch_of, archs_with
 from .pass_base import tl_pass
@@ -88,7 +89,8 @@ def _named_barrier(call: Any) -> bool:
 
 def _named_key(call: Any) -> tuple[bool, int | None]:
     """(whether the user wrote it, its id) of a named barrier call."""
-    return call.attrs is not None and USER_NAMED_BARRIER in call.attrs, _const(call.args[1])
+    barrier_id = call.args[0] if _op_name(call) == NAMED_BARRIER_ARRIVE_OP else call.args[1]  # (id, count) there
+    return call.attrs is not None and USER_NAMED_BARRIER in call.attrs, _const(barrier_id)
 
 
 def _const(expr: Any) -> int | None:
@@ -150,9 +152,9 @@ def _collect_barriers(func: tirx.PrimFunc, allocations: list[_Barriers]) -> _Ker
         name = _op_name(call)
         if name in BARRIER_OPS:
             barriers.ops.append((name, _call_loc(call)))
-        elif _named_barrier(call):
+        elif _named_barrier(call) or name == NAMED_BARRIER_ARRIVE_OP:
             loc = _call_loc(call)
-            (user, barrier_id), count = _named_key(call), _const(call.args[2])
+            (user, barrier_id), count = _named_key(call), _const(call.args[-1])
             if barrier_id is None or count is None:
                 raise CompileError(f"a named barrier (T.sync_threads) needs a constant id and thread count; got "
                                    f"id {call.args[1]}, count {call.args[2]}", loc, STAGE)
@@ -229,6 +231,9 @@ def _replace_barriers(func: tirx.PrimFunc, barriers: _KernelBarriers) -> tirx.Pr
         if _named_barrier(node.value):
             async_id = barriers.named[_named_key(node.value)].async_id
             return tirx.Evaluate(tirx.call_intrin("int32", BARRIER_SYNC_OP, async_id))
+        if _op_name(node.value) == NAMED_BARRIER_ARRIVE_OP:  # T.named_barrier_arrive: the arrival, no wait
+            async_id = barriers.named[_named_key(node.value)].async_id
+            return tirx.Evaluate(tirx.call_intrin("int32", BARRIER_ARRIVE_OP, async_id))
         return mutator.default_mutate(node)
 
     return tvm_ffi.structural_mutate(func, [(TensorLoad, on_load), (tirx.Evaluate, on_evaluate)])

@@ -32,7 +32,7 @@ from ..errors import CompileError
 from ..ir.utils import as_int, declare_buffers, thread_info
 from .pass_base import tl_pass
 
-_COMBINERS = {tirx.Add: "tl::SumOp", tirx.Max: "tl::MaxOp", tirx.Min: "tl::MinOp", tirx.BitwiseAnd: "tl::BitAndOp",
+_COMBINERS = {tirx.Add: "tl::SumOp", tirx.Mul: "tl::ProdOp", tirx.Max: "tl::MaxOp", tirx.Min: "tl::MinOp", tirx.BitwiseAnd: "tl::BitAndOp",
               tirx.BitwiseOr: "tl::BitOrOp", tirx.BitwiseXor: "tl::BitXorOp"}
 _AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _MAX_SHUFFLE_SPAN = 32  # reduce.h: offsets from 32 on go through shared memory, indexed by threadIdx.x
@@ -46,7 +46,7 @@ def _functor(reducer) -> str:
     functor = _COMBINERS.get(type(result))
     operands = {result.a.__chandle__(), result.b.__chandle__()} if functor else set()
     if functor is None or operands != {lhs.__chandle__(), rhs.__chandle__()}:
-        raise CompileError(f"T.comm_reducer: the combiner `{result}` is not a sum, max, min or bitwise and/or/xor of "
+        raise CompileError(f"T.comm_reducer: the combiner `{result}` is not a sum, product, max, min or bitwise and/or/xor of "
                            "its two arguments", stage=STAGE)
     return functor
 

@@ -209,7 +209,9 @@ def _as_dynamic_barriers(body: Any) -> Any:
         node = mutator.default_mutate(node)
         if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_storage_sync" and \
                 isinstance(node.args[0], tvm.ir.StringImm) and node.args[0].value == "shared":
-            return tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared.dyn", *node.args[1:])
+            # (the attributes stay: a user's named barrier keeps its mark, so its id stays the user's)
+            return tvm.ir.Call(node.op, [tvm.ir.expr.StringImm("shared.dyn"), *node.args[1:]], attrs=node.attrs,
+                               ret_ty="int32")
         return node
 
     return tvm_ffi.structural_mutate(body, [(tvm.ir.Call, on_call)])

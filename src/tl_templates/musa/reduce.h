@@ -149,6 +149,18 @@ struct SumOp {
   }
 };
 
+/*! \brief a * b, rounded to T (16-bit floats multiply in float and round once, as their own * does). */
+struct ProdOp {
+  template <typename T>
+  TL_DEVICE T operator()(T a, T b) const {
+    if constexpr (detail::is_half_like<T>::value) {
+      return cast<T>(cast<float>(a) * cast<float>(b));
+    } else {
+      return static_cast<T>(a * b);
+    }
+  }
+};
+
 /*!
  * \brief The larger (kMax) or smaller operand; -0 is below +0. A NaN operand loses to a number (fmax / fmin), or
  *        with kNan wins (T.reduce_max(..., nan_propagate=True)).

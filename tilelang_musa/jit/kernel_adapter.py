@@ -1,0 +1,52 @@
+"""`JITKernel.adapter`: the view of a compiled kernel that upstream's adapter objects give (`kernel.adapter.params`,
+`.result_idx`, `.prim_func`, `.libpath`, `.get_kernel_source()`, calling it). Upstream's adapters are per-backend
+classes (tvm_ffi, cython, nvrtc, cutedsl) whose internals scripts should not need; this one is a thin, read-only
+view over the kernel: the same launcher, parameters and source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KernelAdapter:
+    """What `kernel.adapter` offers, read from `kernel`.
+
+    params      one ParamSpec per parameter of the user's program, in call order (name, dtype, shape: ints and size
+                names); as upstream, T.dynamic sizes are not among them (the launcher reads them from the shapes)
+    result_idx  the indices of the outputs the kernel allocates and returns (upstream's name for out_idx)
+    prim_func   the TIR program compiled (None for a kernel reloaded from the cache by directory)
+    libpath     the shared library the kernel runs from
+    func        the callable that runs the kernel (the adapter itself is callable too)"""
+
+    def __init__(self, kernel: Any):  # a JITKernel (kernel.py, which imports this module)
+        self._kernel = kernel
+
+    @property
+    def params(self) -> list:
+        sizes = set(self._kernel.metadata.host.size_params)
+        return [p for p in self._kernel.params if p.name not in sizes]
+
+    @property
+    def result_idx(self) -> list[int]:
+        return self._kernel.out_idx
+
+    @property
+    def prim_func(self) -> Any:
+        return self._kernel.program
+
+    @property
+    def libpath(self) -> str:
+        return str(self._kernel.library_path)
+
+    @property
+    def func(self) -> Any:
+        return self._kernel.launcher
+
+    def __call__(self, *args: Any) -> Any:
+        return self._kernel.launcher(*args)
+
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
+        return self._kernel.get_kernel_source(kernel_only)
+
+    def get_host_source(self) -> str:
+        return self._kernel.get_host_source()
