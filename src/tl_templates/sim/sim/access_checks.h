@@ -25,6 +25,7 @@
 #include "race_detector.h"
 #include "scheduler.h"
 #include "thread_state.h"
+#include "uninit_reads.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -82,6 +83,13 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
   ForEachOffset(index, [&](int64_t offset) {
     if (offset < lo || offset + lanes > hi) {
       OutOfBounds(shared ? "shared" : "global", kind, name, offset, lanes, lo, hi, line);
+    }
+    if constexpr (shared) {
+      if (t.uninit_shadow != nullptr) {
+        if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
+        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
+        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name);
+      }
     }
     if constexpr (kind != kAddress) {
       if (t.profile != nullptr) {
