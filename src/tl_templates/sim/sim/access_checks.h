@@ -84,13 +84,6 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
     if (offset < lo || offset + lanes > hi) {
       OutOfBounds(shared ? "shared" : "global", kind, name, offset, lanes, lo, hi, line);
     }
-    if constexpr (shared) {
-      if (t.uninit_shadow != nullptr) {
-        if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
-        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
-        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name);
-      }
-    }
     if constexpr (kind != kAddress) {
       if (t.profile != nullptr) {
         t.profile->Access(t.block->current().linear, shared, kind == kStore, data + offset,
@@ -104,6 +97,14 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
         } else {
           t.race_detector->AccessGlobal(address, kind == kStore, name, data, line);
         }
+      }
+    }
+    // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
+    if constexpr (shared) {
+      if (t.uninit_shadow != nullptr) {
+        if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
+        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
+        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name);
       }
     }
   });

@@ -168,6 +168,10 @@ inline void RunBlocks(GridWork& work) {
         work.Record(id, runner.error_code(), runner.error_message());
         break;
       }
+      if (written.Deferred()[0] != '\0') {  // checked mode: an unwritten shared read, reported once the block ended
+        work.Record(id, musaErrorLaunchFailure, written.Deferred());
+        break;
+      }
       if (t.profile != nullptr) counters.FlushBlock();
     }
     t.race_detector = nullptr;

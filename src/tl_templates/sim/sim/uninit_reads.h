@@ -25,6 +25,10 @@
  *   produces that NaN from a value, it only carries the poison one along, so such a load reads an element never
  *   written by this thread, or written with a value computed from one.
  *
+ * A shared read is reported when the block ends, not at once: the first one is kept (Deferred) and the block runs
+ * on, so that when another thread stores the element later with no barrier in between, the race detector's report
+ * (which names both threads and the missing barrier) wins. Any other error of the block wins too.
+ *
  * Checked mode only (TILELANG_SIM_CHECK=1): default mode pays one thread-local load per checked local load.
  */
 #pragma once
@@ -60,6 +64,17 @@ inline bool IsPoison(const void* p, size_t bytes) {
              static_cast<long long>(element), why, line);
 }
 
+/*! \brief Format the report of UninitialisedRead, prefixed with the running block and thread, into `out`. */
+inline void FormatUninitialisedRead(char* out, size_t size, const char* space, const char* why, const char* name,
+                                    int64_t element, int line) {
+  BlockRunner& block = CurrentBlock("an uninitialised-read check");
+  const uint3 b = g_thread.block_idx, t = block.current().idx;
+  std::snprintf(out, size,
+                "block (%u,%u,%u), thread (%u,%u,%u): uninitialised read: %s load of `%s` at element %lld, %s (line "
+                "%d of the kernel source)",
+                b.x, b.y, b.z, t.x, t.y, t.z, space, name, static_cast<long long>(element), why, line);
+}
+
 /*! \brief Per byte of the worker's shared memory, the serial of the block that last wrote it (0: none). */
 class WrittenShadow {
  public:
@@ -83,7 +98,13 @@ class WrittenShadow {
   }
 
   /*! \brief A block starts on this worker: nothing of its shared memory is written yet (poisoned afresh). */
-  void StartBlock() { ++serial_; }
+  void StartBlock() {
+    ++serial_;
+    deferred_[0] = '\0';
+  }
+
+  /*! \brief The block's first unwritten shared read, to report when it ends without another error ("" if none). */
+  const char* Deferred() const { return deferred_; }
 
   /*! \brief The running block wrote (or may write) [address, address + bytes). */
   void MarkWritten(const volatile void* address, size_t bytes) {
@@ -107,30 +128,32 @@ class WrittenShadow {
    * \brief A template or device model (`reader`, e.g. "a GEMM operand fetch") reads `bytes` bytes of shared memory
    *        at `address`, an element of that many bytes: the error when it holds poison and nothing wrote it.
    */
-  void CheckModelRead(const void* address, size_t bytes, const char* reader) const {
+  void CheckModelRead(const void* address, size_t bytes, const char* reader) {
     const auto* a = static_cast<const unsigned char*>(address);
     if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
-    if (!IsPoison(a, bytes) || Written(a, bytes)) return;
+    if (!IsPoison(a, bytes) || Written(a, bytes) || deferred_[0] != '\0') return;
     const Buffer* buffer = nullptr;
     for (const Buffer& b : buffers_)  // the innermost (latest registered) buffer that holds the element
       if (a >= b.begin && a + bytes <= b.end) buffer = &b;
     char why[160];
     std::snprintf(why, sizeof(why), "read by %s, which no thread of this block has written", reader);
     const int line = g_thread.last_access_line;
-    if (buffer != nullptr)
-      UninitialisedRead("shared", why, buffer->name, (a - buffer->base) / static_cast<int64_t>(buffer->elem), line);
-    UninitialisedRead("shared", why, "shared memory (byte offset in its arena)", a - base_, line);
+    if (buffer != nullptr) {
+      Defer(why, buffer->name, (a - buffer->base) / static_cast<int64_t>(buffer->elem), line);
+    } else {
+      Defer(why, "shared memory (byte offset in its arena)", a - base_, line);
+    }
   }
 
   /*! \brief A load of `lanes` elements of shared buffer `name` at element `offset` (its address `address`). */
   template <typename T>
-  void CheckLoad(const volatile T* address, int lanes, const char* name, int64_t offset, int line) const {
+  void CheckLoad(const volatile T* address, int lanes, const char* name, int64_t offset, int line) {
     const auto* a = reinterpret_cast<const unsigned char*>(const_cast<const T*>(address));
     if (serials_ == nullptr || a < base_ || a + sizeof(T) * lanes > base_ + bytes_) return;
     for (int lane = 0; lane < lanes; ++lane) {
       const unsigned char* element = a + sizeof(T) * lane;
-      if (!IsPoison(element, sizeof(T)) || Written(element, sizeof(T))) continue;
-      UninitialisedRead("shared", "which no thread of this block has written", name, offset + lane, line);
+      if (!IsPoison(element, sizeof(T)) || Written(element, sizeof(T)) || deferred_[0] != '\0') continue;
+      Defer("which no thread of this block has written", name, offset + lane, line);
     }
   }
 
@@ -141,6 +164,10 @@ class WrittenShadow {
   }
 
  private:
+  void Defer(const char* why, const char* name, int64_t element, int line) {
+    FormatUninitialisedRead(deferred_, sizeof(deferred_), "shared", why, name, element, line);
+  }
+
   bool Written(const unsigned char* a, size_t bytes) const {
     const uint32_t* s = serials_ + (a - base_);
     for (size_t i = 0; i < bytes; ++i)
@@ -160,6 +187,7 @@ class WrittenShadow {
   const unsigned char* base_ = nullptr;
   size_t bytes_ = 0;
   uint32_t serial_ = 0;  // the running block's; grows with every block the worker runs
+  char deferred_[512] = {};
 };
 
 /*!
