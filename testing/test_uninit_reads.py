@@ -218,3 +218,38 @@ def test_the_chunk_state_kernel_without_initial_state_names_the_unwritten_state_
                      r"thread of this block has written \(line \d+ of the kernel source\)", message), message
     line = int(re.search(r"line (\d+) of the kernel source", message).group(1))
     assert "h_s" in bad.get_kernel_source().splitlines()[line - 1]
+
+
+def test_an_output_left_entirely_poison_gets_a_hint_pointing_to_checked_mode(monkeypatch):
+    """Default mode: an output the launcher allocated (and poisoned) that comes back all NaN gets a one-time hint."""
+    import warnings
+
+    monkeypatch.delenv("TILELANG_SIM_CHECK", raising=False)
+
+    @T.prim_func
+    def scaled(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            L = T.alloc_local((2,), "float32")
+            tx = T.get_thread_binding()
+            B[tx] = A[tx] * L[1]  # L[1] is never written
+
+    bad = tilelang.compile(scaled, out_idx=[1], target="musa -arch=mp_31")
+    with pytest.warns(UserWarning, match=r"kernel 'scaled_kernel': output `B` is entirely NaN / 0xFF bytes after the "
+                                         r"launch.*TILELANG_SIM_CHECK=1 names the first read of memory nothing "
+                                         r"wrote"):
+        assert torch.isnan(bad(rand((128,), torch.float32))).all()
+    with warnings.catch_warnings():  # once per kernel and output
+        warnings.simplefilter("error")
+        bad(rand((128,), torch.float32))
+
+    @T.prim_func
+    def doubled(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            B[tx] = A[tx] * 2.0
+
+    good = tilelang.compile(doubled, out_idx=[1], target="musa -arch=mp_31")
+    a = rand((128,), torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.testing.assert_close(good(a), a * 2)
