@@ -140,6 +140,9 @@ inline void CheckedStore(T* data, I index, const V& value, int lanes, int64_t lo
     }
   }
   CheckAccess<kStore, shared>(data, index, lanes, lo, hi, name, line, unchanged);
+  if (WrittenShadow* shadow = g_thread.uninit_shadow)  // checked mode: a NaN from an unwritten fragment/local
+    shadow->CheckStoredValue(g_thread.block->current().linear, reinterpret_cast<const T*>(&converted), lanes, name,
+                             static_cast<int64_t>(index), line);
   *reinterpret_cast<Target*>(data + index) = converted;
   if (!unchanged && g_thread.block != nullptr) g_thread.block->NoteProgress();  // for the watchdog
 }

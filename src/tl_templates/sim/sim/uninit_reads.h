@@ -23,7 +23,10 @@
  *   accumulators, reductions) that no shadow could follow. The code generator checks their loads only for element
  *   types whose all-ones bytes are a NaN (float16/32/64, bfloat16, float8 e4m3fn/e5m2/e8m0): arithmetic never
  *   produces that NaN from a value, it only carries the poison one along, so such a load reads an element never
- *   written by this thread, or written with a value computed from one.
+ *   written by this thread, or written with a value computed from one. Generated code legitimately makes such
+ *   loads whose value dies (threads outside a fragment's layout combining their unwritten slot with an all-reduce
+ *   result they never store), so the load is only recorded (the thread's first); the error is the thread's next
+ *   checked store to shared or global memory of a NaN, which names both the load and the store.
  *
  * A shared read is reported when the block ends, not at once: the first one is kept (Deferred) and the block runs
  * on, so that when another thread stores the element later with no barrier in between, the race detector's report
@@ -35,9 +38,11 @@
 
 #include <sys/mman.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "config.h"
@@ -75,6 +80,19 @@ inline void FormatUninitialisedRead(char* out, size_t size, const char* space, c
                 b.x, b.y, b.z, t.x, t.y, t.z, space, name, static_cast<long long>(element), why, line);
 }
 
+/*! \brief True when `v`, an element of a floating type (float, double, half_t, bfloat16_t, ...), is a NaN. */
+template <typename E>
+inline bool IsNaNElement(const E& v) {
+  using T = typename std::remove_cv<E>::type;
+  if constexpr (std::is_floating_point<T>::value) {
+    return std::isnan(v);
+  } else if constexpr (!std::is_integral<T>::value && std::is_convertible<T, float>::value) {
+    return std::isnan(static_cast<float>(const_cast<const T&>(v)));
+  } else {
+    return false;
+  }
+}
+
 /*! \brief Per byte of the worker's shared memory, the serial of the block that last wrote it (0: none). */
 class WrittenShadow {
  public:
@@ -105,6 +123,35 @@ class WrittenShadow {
 
   /*! \brief The block's first unwritten shared read, to report when it ends without another error ("" if none). */
   const char* Deferred() const { return deferred_; }
+
+  /*! \brief Thread `thread` loaded an unwritten element `element` of fragment/local `name` (`space`) at `line`:
+   *         kept (its first) until the thread stores a NaN to memory (CheckStoredValue). */
+  void NoteLocalRead(uint32_t thread, const char* space, const char* name, int64_t element, int line) {
+    if (thread >= local_reads_.size()) local_reads_.resize(thread + 1);
+    LocalRead& r = local_reads_[thread];
+    if (r.serial == serial_) return;
+    r = LocalRead{serial_, space, name, element, line};
+  }
+
+  /*!
+   * \brief Thread `thread` stores `lanes` elements (`values`) to `target` at element `offset`, line `line`: the
+   *        error when one is a NaN and the thread loaded an unwritten fragment/local element before.
+   */
+  template <typename E>
+  void CheckStoredValue(uint32_t thread, const E* values, int lanes, const char* target, int64_t offset, int line) {
+    if (thread >= local_reads_.size() || local_reads_[thread].serial != serial_) return;
+    for (int lane = 0; lane < lanes; ++lane) {
+      if (!IsNaNElement(values[lane])) continue;
+      const LocalRead& r = local_reads_[thread];
+      char why[256];
+      std::snprintf(why, sizeof(why),
+                    "which this thread has not written (it holds the poison: never stored, or stored from a value "
+                    "computed from unwritten memory); a NaN computed from it reaches the store of `%s` at element "
+                    "%lld at line %d",
+                    target, static_cast<long long>(offset + lane), line);
+      UninitialisedRead(r.space, why, r.name, r.element, r.line);
+    }
+  }
 
   /*! \brief The running block wrote (or may write) [address, address + bytes). */
   void MarkWritten(const volatile void* address, size_t bytes) {
@@ -183,6 +230,14 @@ class WrittenShadow {
     const char* name;
   };
   std::vector<Buffer> buffers_;  // shared buffers whose addresses the kernel handed out (NoteBuffer)
+  struct LocalRead {
+    uint32_t serial = 0;  // the block that made it; other serials are stale
+    const char* space = "";
+    const char* name = "";
+    int64_t element = 0;
+    int line = 0;
+  };
+  std::vector<LocalRead> local_reads_;  // per thread of the running block, its first unwritten fragment/local load
   uint32_t* serials_ = nullptr;
   const unsigned char* base_ = nullptr;
   size_t bytes_ = 0;
@@ -196,12 +251,14 @@ class WrittenShadow {
  */
 template <typename T, typename I>
 inline I CheckLocalRead(const T* data, I index, int lanes, const char* space, const char* name, int line) {
-  if (__builtin_expect(g_thread.uninit_shadow == nullptr, 1)) return index;  // default mode
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return index;  // default mode
   const int64_t offset = static_cast<int64_t>(index);
   for (int lane = 0; lane < lanes; ++lane) {
-    if (IsPoison(data + offset + lane, sizeof(T)))
-      UninitialisedRead(space, "which this thread has not written (it holds the poison: never stored, or stored from a "
-                        "value computed from unwritten memory)", name, offset + lane, line);
+    if (IsPoison(data + offset + lane, sizeof(T))) {
+      shadow->NoteLocalRead(CurrentBlock("a fragment/local load").current().linear, space, name, offset + lane, line);
+      break;
+    }
   }
   return index;
 }
