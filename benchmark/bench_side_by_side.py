@@ -134,13 +134,14 @@ def _launcher_pyx(root: Path) -> Path:
     return pyx
 
 
-def prepare_revision(rev: str, into: Path) -> Path:
-    """`rev`'s tree under `into`, with this checkout's native library and a launcher for its own .pyx."""
+def prepare_revision(rev: str, into: Path, native: Path | None = None) -> Path:
+    """`rev`'s tree under `into`, with this checkout's native library (or `native`, one built from `rev`'s C++, when
+    the code generator changed in between) and a launcher for its own .pyx."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     (into / "tilelang_musa" / "lib").mkdir(exist_ok=True)
-    shutil.copy2(ROOT / "tilelang_musa" / "lib" / "libtilelang_musa.so", into / "tilelang_musa" / "lib")
+    shutil.copy2(native or ROOT / "tilelang_musa" / "lib" / "libtilelang_musa.so", into / "tilelang_musa" / "lib")
     ours, theirs = _launcher_pyx(ROOT), _launcher_pyx(into)
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     built = next(ours.parent.glob("_launcher*.so"))
@@ -175,6 +176,8 @@ def _show(seconds: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", required=False, help="the earlier git revision")
+    parser.add_argument("--native", type=Path, help="the revision's libtilelang_musa.so (default: this checkout's; "
+                        "needed when src/codegen changed since the revision)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (each side measured once per round)")
     parser.add_argument("--case", action="append", choices=CASES, help="only these cases (default: all)")
     parser.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
@@ -186,7 +189,7 @@ def main() -> None:
         parser.error("--against REV is required")
     with tempfile.TemporaryDirectory(prefix="tilelang_side_by_side_") as tmp:
         tmp = Path(tmp)
-        sides = {"HEAD": ROOT, args.against: prepare_revision(args.against, tmp / "revision")}
+        sides = {"HEAD": ROOT, args.against: prepare_revision(args.against, tmp / "revision", args.native)}
         print(f"| case | this checkout | at {args.against} | {args.against} / this |\n|---|---|---|---|", flush=True)
         for case in args.case or CASES:
             times: dict[str, list[float]] = {name: [] for name in sides}

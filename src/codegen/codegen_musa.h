@@ -142,6 +142,9 @@ class MusaPrinter : public CallContext {
   /*! \brief sim_checks: `index` (element offset from the buffer's data, `lanes` elements) wrapped in the simulator's
    *         bounds check of a global or shared buffer; `index` unchanged for other scopes or without sim_checks. */
   std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what);
+  /*! \brief sim_checks: loads of this fragment or local array are checked for poison (CheckedIndex wraps them in
+   *         tl_sim::CheckLocalRead, uninit_reads.h): a float type whose poison is a NaN. */
+  bool ChecksLocalReads(const BufferInfo& info) const;
   /*! \brief sim_checks: `tl_sim::Compute(n); ` charging a statement's `instructions` arithmetic instructions to the
    *         simulator's cycle model (arithmetic_count.h); empty without sim_checks or for none. */
   std::string ComputeCharge(int64_t instructions) const;

@@ -168,6 +168,16 @@ bool IsCheckedScope(const std::string& scope) {
   return scope.empty() || scope == "global" || scope == "shared" || scope == "shared.dyn";
 }
 
+// Element types whose all-ones bytes (the simulator's poison) are a NaN, which arithmetic never makes from a value:
+// a fragment or local load of one is checked for poison in checked mode (uninit_reads.h). Not the FNUZ float8s
+// (0xFF is a finite value there), nor integers (-1).
+bool PoisonIsNaN(const DataType& t) {
+  if (t.is_bfloat16()) return true;
+  if (t.is_float()) return t.bits() >= 16;
+  return t.code() == DataType::kFloat8E4M3FN || t.code() == DataType::kFloat8E5M2 ||
+         t.code() == DataType::kFloat8E8M0FNU;
+}
+
 }  // namespace
 
 // Valid offsets: [elem_offset, elem_offset + span), span = prod(shape) when compact, else 1 + sum((n_k - 1) * s_k).
@@ -209,12 +219,22 @@ void MusaPrinter::SetCheckBounds(BufferInfo* info) {
 
 std::string MusaPrinter::CheckedIndex(const BufferInfo& info, const std::string& index, int lanes,
                                       const std::string& what) {
+  if (options_.sim_checks && !unchecked_ && what == "load" && ChecksLocalReads(info)) {
+    return "tl_sim::CheckLocalRead(" + info.data + ", " + StripParentheses(index) + ", " + std::to_string(lanes) +
+           ", " + StringLiteral(info.scope == "local.fragment" ? "fragment" : "fragment/local") + ", " +
+           StringLiteral(info.name) + ", __LINE__)";
+  }
   if (!options_.sim_checks || unchecked_ || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
   const char* space = info.scope.rfind("shared", 0) == 0 ? "Shared" : "Global";
   const char* kind = what == "load" ? "kLoad" : what == "store" ? "kStore" : "kAddress";
   return std::string("tl_sim::Check") + space + "<tl_sim::" + kind + ">(" + info.data + ", " + StripParentheses(index) +
          ", " + std::to_string(lanes) + ", " + info.check_lo + ", " + info.check_hi + ", " +
          StringLiteral(info.name) + ", __LINE__)";
+}
+
+bool MusaPrinter::ChecksLocalReads(const BufferInfo& info) const {
+  return options_.sim_checks && (info.scope == "local" || info.scope == "local.fragment") && info.scalar.empty() &&
+         !info.is_volatile && PoisonIsNaN(info.elem);
 }
 
 std::string MusaPrinter::PrintBufferPointer(const ObjectRef& buffer) { return LookupBuffer(buffer).data; }
@@ -310,7 +330,7 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     if (AsConstInt(base).value_or(-1) != 0) terms.push_back(PrintExpr(base));
     std::string ptr = info.data;
     const std::string offset = terms.empty() ? "0" : joined();
-    if (checked) {
+    if (checked || (what == "load" && ChecksLocalReads(info))) {
       ptr += " + " + CheckedIndex(info, offset, index_lanes, what);
     } else if (terms.size() == 1) {
       ptr += " + " + terms[0];

@@ -81,6 +81,9 @@ template <typename T>
 TL_DEVICE int32_t load_pair(const T* p) {
   static_assert(sizeof(T) == 2, "load_pair packs two 16-bit elements");
   int32_t word;
+#if defined(TL_SIMULATOR)
+  tl_sim::CheckOperandRead(p, sizeof(T), 2);  // checked mode: an operand element nothing wrote (uninit_reads.h)
+#endif
   __builtin_memcpy(&word, p, sizeof(word));
   return word;
 }

@@ -25,6 +25,7 @@
 #include "race_detector.h"
 #include "scheduler.h"
 #include "thread_state.h"
+#include "uninit_reads.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -98,6 +99,14 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
         }
       }
     }
+    // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
+    if constexpr (shared) {
+      if (t.uninit_shadow != nullptr) {
+        if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
+        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
+        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name);
+      }
+    }
   });
   return index;
 }
@@ -131,6 +140,9 @@ inline void CheckedStore(T* data, I index, const V& value, int lanes, int64_t lo
     }
   }
   CheckAccess<kStore, shared>(data, index, lanes, lo, hi, name, line, unchanged);
+  if (WrittenShadow* shadow = g_thread.uninit_shadow)  // checked mode: a NaN from an unwritten fragment/local
+    shadow->CheckStoredValue(g_thread.block->current().linear, reinterpret_cast<const T*>(&converted), lanes, name,
+                             static_cast<int64_t>(index), line);
   *reinterpret_cast<Target*>(data + index) = converted;
   if (!unchanged && g_thread.block != nullptr) g_thread.block->NoteProgress();  // for the watchdog
 }

@@ -39,6 +39,7 @@
 #include "config.h"
 #include "profile.h"
 #include "race_detector.h"
+#include "uninit_reads.h"
 #include "scheduler.h"
 #include "thread_state.h"
 #include "unavailable_builtin.h"
@@ -151,6 +152,7 @@ inline void Land(const char* what, uint32_t keep, bool committed_only, const cha
     const Copy& c = mine.pending.front();
     if (committed_only && c.group + keep >= mine.commits) break;
     landed = std::max(landed, c.land_cycle);
+    if (g_thread.uninit_shadow != nullptr) g_thread.uninit_shadow->MarkWritten(c.dst, c.bytes);
     if (detector != nullptr) {
       detector->EndTransfer(block, c.transfer, c.dst, c.bytes);
       detector->AccessShared(c.dst, c.bytes, true, "the destination of an asynchronous copy", c.dst, line);

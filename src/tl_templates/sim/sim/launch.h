@@ -37,6 +37,7 @@
 #include "shared_memory.h"
 #include "signal_guard.h"
 #include "thread_state.h"
+#include "uninit_reads.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -137,6 +138,7 @@ inline void RunBlocks(GridWork& work) {
     unsigned char* dyn = work.kernel.shared_memory();
     WorkerGuard guard(runner, work.options.watchdog_seconds);
     RaceDetector races;  // checked mode: shadows this OS thread's shared memory (its TLS block, shared_memory.h)
+    WrittenShadow written;  // checked mode: which bytes of that shared memory the running block wrote
     profile::Recorder counters;
     profile::Timeline timeline;
     if (work.options.profile) t.profile = &counters;
@@ -147,6 +149,8 @@ inline void RunBlocks(GridWork& work) {
       if (races.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity)) {
         t.race_detector = &races;
       }
+      written.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity);
+      t.uninit_shadow = &written;
     }
     const uint64_t gx = work.grid.x, gy = work.grid.y;
     while (!work.failed.load(std::memory_order_relaxed)) {
@@ -156,6 +160,7 @@ inline void RunBlocks(GridWork& work) {
                               ? run
                               : static_cast<uint64_t>(static_cast<unsigned __int128>(run) * work.total_blocks / work.runs);
       PoisonSharedMemory(dyn, work.dynamic_smem);
+      written.StartBlock();
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
       if (t.profile != nullptr) counters.StartBlock(threads, id, idx);
@@ -163,9 +168,14 @@ inline void RunBlocks(GridWork& work) {
         work.Record(id, runner.error_code(), runner.error_message());
         break;
       }
+      if (written.Deferred()[0] != '\0') {  // checked mode: an unwritten shared read, reported once the block ended
+        work.Record(id, musaErrorLaunchFailure, written.Deferred());
+        break;
+      }
       if (t.profile != nullptr) counters.FlushBlock();
     }
     t.race_detector = nullptr;
+    t.uninit_shadow = nullptr;
     if (t.profile != nullptr) {
       t.profile = nullptr;
       std::lock_guard<std::mutex> lock(work.mu);

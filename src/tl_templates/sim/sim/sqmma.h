@@ -281,6 +281,7 @@ inline void ReadOperand(const OperandPlan& plan, DecodedOperand* values) {
       const uint32_t run = std::min(inner - i, (piece - address % piece) / eb);
       const unsigned char* at = SharedArenaAt(SwizzleAddress(address, plan.desc.swizzle));
       for (uint32_t j = 0; j < run; ++j, at += eb) {
+        if (g_thread.uninit_shadow != nullptr) g_thread.uninit_shadow->CheckModelRead(at, eb, "an SQMMA operand fetch");
         const size_t slot = plan.k_major ? static_cast<size_t>(o) * plan.depth + i + j
                                          : static_cast<size_t>(i + j) * plan.depth + o;
         switch (eb) {  // little-endian

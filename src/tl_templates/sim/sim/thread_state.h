@@ -24,6 +24,7 @@ namespace tl_sim {
 
 class BlockRunner;
 class RaceDetector;
+class WrittenShadow;
 struct Fiber;
 namespace profile {
 class Recorder;
@@ -53,6 +54,9 @@ struct OsThreadState {
   uint64_t next_sync_epoch = 1;
   // Checked mode: the worker's race detector, which the sanitizer's hooks report accesses to (race_detector.h).
   RaceDetector* race_detector = nullptr;
+  // Checked mode: the worker's shadow of written shared memory, and the switch of every uninitialised-read check
+  // (uninit_reads.h).
+  WrittenShadow* uninit_shadow = nullptr;
   // TILELANG_SIM_PROFILE=1: the worker's counters, which the hooks and the device models report to (profile.h).
   profile::Recorder* profile = nullptr;
 

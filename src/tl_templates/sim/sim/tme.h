@@ -51,6 +51,7 @@
 #include "scheduler.h"
 #include "shared_address.h"
 #include "swizzle.h"
+#include "uninit_reads.h"
 #include "unavailable_builtin.h"
 #include "vector_i32.h"
 
@@ -194,6 +195,8 @@ inline uint32_t BeginTransfer(BlockRunner& block, const Tile& t, const char* wha
 
 /*! \brief Checked mode: the transfer ended; its shared bytes were accessed by thread `thread` (race detector). */
 inline void EndTransfer(BlockRunner& block, const Tile& t, uint32_t id, uint32_t thread, bool store, int line) {
+  if (store && g_thread.uninit_shadow != nullptr)
+    for (unsigned char* chunk : t.chunks) g_thread.uninit_shadow->MarkWritten(chunk, kChunk);
   RaceDetector* detector = g_thread.race_detector;
   if (detector == nullptr) return;
   for (unsigned char* chunk : t.chunks) {
@@ -311,6 +314,13 @@ inline void ReadWait(int line) {
       g_thread.profile->WaitUntil(me, mine.front().done_cycle, profile::k_copy_wait_stall_cycles);
     const Tile& t = *mine.front().tile;
     EndTransfer(block, t, mine.front().transfer, me, false, line);
+    if (WrittenShadow* shadow = g_thread.uninit_shadow) {  // the elements that land in the tensor
+      const uint32_t elem = t.desc.elem_bytes;
+      t.ForEachRun([&](uint64_t offset, unsigned char* global, uint64_t count) {
+        for (uint64_t b = offset; global != nullptr && b < offset + count * elem; b += elem)
+          shadow->CheckModelRead(t.chunks[b / kChunk] + b % kChunk, elem, "a TME store");
+      });
+    }
     std::vector<unsigned char> image(t.bytes);
     for (uint64_t i = 0; i < t.chunks.size(); ++i) std::memcpy(image.data() + i * kChunk, t.chunks[i], kChunk);
     t.ForEachRun([&](uint64_t offset, unsigned char* global, uint64_t count) {

@@ -1,0 +1,286 @@
+/*!
+ * \file tl_templates/sim/sim/uninit_reads.h
+ * \brief Checked mode's detector of uninitialised reads: a load of a shared, fragment or local element that
+ *        nothing wrote in this block (shared) or this thread (fragment, local) ends the launch naming the buffer,
+ *        the element, the line of the generated source and the thread.
+ *
+ * The simulator already fills shared memory with poison (kPoisonByte) at the start of every block and every local
+ * array at its declaration, so an unwritten element holds the poison pattern. The pattern alone is not proof:
+ * an int32 -1 or an int8 -1 is the same bytes. So:
+ *
+ * - shared memory has a shadow: per byte, the serial of the block that last wrote it (WrittenShadow). Every store
+ *   path of checked mode marks it: the generated code's stores and address-taking accesses (access_checks.h: an
+ *   address handed to a template, e.g. an atomic, may be written through), asynchronous copies and TME loads as
+ *   they land (async_copy.h, tme.h). A load of an element that holds the poison pattern and none of whose bytes
+ *   this block wrote is the error. A store by a template through a pointer it derived itself is not seen; it can
+ *   only hide an error or, when it writes all-ones bytes exactly, report one (the pattern check keeps the first
+ *   case from becoming a false report for any other value).
+ * - the device models and templates that read shared memory themselves (a GEMM's operands: load_pair of the
+ *   MMA/WMMA templates, SQMMA's operand fetch; a TME store's tile) check each element they read the same way,
+ *   naming the buffer whose address the kernel handed to them (its address-taking access registers it here) and
+ *   the line of the generated source that last made a checked access (the call's).
+ * - fragments and locals live in the simulated thread's C arrays, written through references by templates (GEMM
+ *   accumulators, reductions) that no shadow could follow. The code generator checks their loads only for element
+ *   types whose all-ones bytes are a NaN (float16/32/64, bfloat16, float8 e4m3fn/e5m2/e8m0): arithmetic never
+ *   produces that NaN from a value, it only carries the poison one along, so such a load reads an element never
+ *   written by this thread, or written with a value computed from one. Generated code legitimately makes such
+ *   loads whose value dies (threads outside a fragment's layout combining their unwritten slot with an all-reduce
+ *   result they never store), so the load is only recorded (the thread's first); the error is the thread's next
+ *   checked store to shared or global memory of a NaN, which names both the load and the store.
+ *
+ * A shared read is reported when the block ends, not at once: the first one is kept (Deferred) and the block runs
+ * on, so that when another thread stores the element later with no barrier in between, the race detector's report
+ * (which names both threads and the missing barrier) wins. Any other error of the block wins too.
+ *
+ * Checked mode only (TILELANG_SIM_CHECK=1): default mode pays one thread-local load per checked local load.
+ */
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "config.h"
+#include "scheduler.h"
+#include "thread_state.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+/*! \brief True when the `bytes` bytes at `p` are all the poison byte. */
+inline bool IsPoison(const void* p, size_t bytes) {
+  const auto* b = static_cast<const unsigned char*>(const_cast<const void*>(p));
+  for (size_t i = 0; i < bytes; ++i)
+    if (b[i] != kPoisonByte) return false;
+  return true;
+}
+
+/*! \brief Report a load of an element that holds poison and was never written. */
+[[noreturn]] inline void UninitialisedRead(const char* space, const char* why, const char* name, int64_t element,
+                                           int line) {
+  BlockRunner& block = CurrentBlock("an uninitialised-read check");
+  block.Fail(musaErrorLaunchFailure,
+             "uninitialised read: %s load of `%s` at element %lld, %s (line %d of the kernel source)", space, name,
+             static_cast<long long>(element), why, line);
+}
+
+/*! \brief Format the report of UninitialisedRead, prefixed with the running block and thread, into `out`. */
+inline void FormatUninitialisedRead(char* out, size_t size, const char* space, const char* why, const char* name,
+                                    int64_t element, int line) {
+  BlockRunner& block = CurrentBlock("an uninitialised-read check");
+  const uint3 b = g_thread.block_idx, t = block.current().idx;
+  std::snprintf(out, size,
+                "block (%u,%u,%u), thread (%u,%u,%u): uninitialised read: %s load of `%s` at element %lld, %s (line "
+                "%d of the kernel source)",
+                b.x, b.y, b.z, t.x, t.y, t.z, space, name, static_cast<long long>(element), why, line);
+}
+
+/*! \brief True when `v`, an element of a floating type (float, double, half_t, bfloat16_t, ...), is a NaN. */
+template <typename E>
+inline bool IsNaNElement(const E& v) {
+  using T = typename std::remove_cv<E>::type;
+  if constexpr (std::is_floating_point<T>::value) {
+    return std::isnan(v);
+  } else if constexpr (!std::is_integral<T>::value && std::is_convertible<T, float>::value) {
+    return std::isnan(static_cast<float>(const_cast<const T&>(v)));
+  } else {
+    return false;
+  }
+}
+
+/*! \brief Per byte of the worker's shared memory, the serial of the block that last wrote it (0: none). */
+class WrittenShadow {
+ public:
+  WrittenShadow() = default;
+  WrittenShadow(const WrittenShadow&) = delete;
+  WrittenShadow& operator=(const WrittenShadow&) = delete;
+  ~WrittenShadow() {
+    if (serials_ != nullptr) munmap(serials_, bytes_ * sizeof(uint32_t));
+  }
+
+  /*! \brief Shadow [base, base + bytes), the OS thread's shared memory; false when the shadow cannot be mapped
+   *         (then shared loads go unchecked, and fragments and locals are still checked). */
+  bool Cover(const unsigned char* base, size_t bytes) {
+    void* p = mmap(nullptr, bytes * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    serials_ = static_cast<uint32_t*>(p);
+    base_ = base;
+    bytes_ = bytes;
+    return true;
+  }
+
+  /*! \brief A block starts on this worker: nothing of its shared memory is written yet (poisoned afresh). */
+  void StartBlock() {
+    ++serial_;
+    deferred_[0] = '\0';
+  }
+
+  /*! \brief The block's first unwritten shared read, to report when it ends without another error ("" if none). */
+  const char* Deferred() const { return deferred_; }
+
+  /*! \brief Thread `thread` loaded an unwritten element `element` of fragment/local `name` (`space`) at `line`:
+   *         kept (its first) until the thread stores a NaN to memory (CheckStoredValue). */
+  void NoteLocalRead(uint32_t thread, const char* space, const char* name, int64_t element, int line) {
+    if (thread >= local_reads_.size()) local_reads_.resize(thread + 1);
+    LocalRead& r = local_reads_[thread];
+    if (r.serial == serial_) return;
+    r = LocalRead{serial_, space, name, element, line};
+  }
+
+  /*!
+   * \brief Thread `thread` stores `lanes` elements (`values`) to `target` at element `offset`, line `line`: the
+   *        error when one is a NaN and the thread loaded an unwritten fragment/local element before.
+   */
+  template <typename E>
+  void CheckStoredValue(uint32_t thread, const E* values, int lanes, const char* target, int64_t offset, int line) {
+    if (thread >= local_reads_.size() || local_reads_[thread].serial != serial_) return;
+    for (int lane = 0; lane < lanes; ++lane) {
+      if (!IsNaNElement(values[lane])) continue;
+      const LocalRead& r = local_reads_[thread];
+      char why[256];
+      std::snprintf(why, sizeof(why),
+                    "which this thread has not written (it holds the poison: never stored, or stored from a value "
+                    "computed from unwritten memory); a NaN computed from it reaches the store of `%s` at element "
+                    "%lld at line %d",
+                    target, static_cast<long long>(offset + lane), line);
+      UninitialisedRead(r.space, why, r.name, r.element, r.line);
+    }
+  }
+
+  /*! \brief The running block wrote (or may write) [address, address + bytes). */
+  void MarkWritten(const volatile void* address, size_t bytes) {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
+    uint32_t* s = serials_ + (a - base_);
+    for (size_t i = 0; i < bytes; ++i) s[i] = serial_;
+  }
+
+  /*! \brief The kernel handed an address of shared buffer `name` (elements of `elem_bytes` at `data`, [lo, hi)) to
+   *         a template or device model: remember it, to name the buffer when that code reads an unwritten element. */
+  void NoteBuffer(const volatile void* data, size_t elem_bytes, int64_t lo, int64_t hi, const char* name) {
+    const auto* base = static_cast<const unsigned char*>(const_cast<const void*>(data));
+    for (const Buffer& b : buffers_)
+      if (b.base == base && b.name == name) return;
+    buffers_.push_back(Buffer{base, base + lo * static_cast<int64_t>(elem_bytes),
+                              base + hi * static_cast<int64_t>(elem_bytes), elem_bytes, name});
+  }
+
+  /*!
+   * \brief A template or device model (`reader`, e.g. "a GEMM operand fetch") reads `bytes` bytes of shared memory
+   *        at `address`, an element of that many bytes: the error when it holds poison and nothing wrote it.
+   */
+  void CheckModelRead(const void* address, size_t bytes, const char* reader) {
+    const auto* a = static_cast<const unsigned char*>(address);
+    if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
+    if (!IsPoison(a, bytes) || Written(a, bytes) || deferred_[0] != '\0') return;
+    const Buffer* buffer = nullptr;
+    for (const Buffer& b : buffers_)  // the innermost (latest registered) buffer that holds the element
+      if (a >= b.begin && a + bytes <= b.end) buffer = &b;
+    char why[160];
+    std::snprintf(why, sizeof(why), "read by %s, which no thread of this block has written", reader);
+    const int line = g_thread.last_access_line;
+    if (buffer != nullptr) {
+      Defer(why, buffer->name, (a - buffer->base) / static_cast<int64_t>(buffer->elem), line);
+    } else {
+      Defer(why, "shared memory (byte offset in its arena)", a - base_, line);
+    }
+  }
+
+  /*! \brief A load of `lanes` elements of shared buffer `name` at element `offset` (its address `address`). */
+  template <typename T>
+  void CheckLoad(const volatile T* address, int lanes, const char* name, int64_t offset, int line) {
+    const auto* a = reinterpret_cast<const unsigned char*>(const_cast<const T*>(address));
+    if (serials_ == nullptr || a < base_ || a + sizeof(T) * lanes > base_ + bytes_) return;
+    for (int lane = 0; lane < lanes; ++lane) {
+      const unsigned char* element = a + sizeof(T) * lane;
+      if (!IsPoison(element, sizeof(T)) || Written(element, sizeof(T)) || deferred_[0] != '\0') continue;
+      Defer("which no thread of this block has written", name, offset + lane, line);
+    }
+  }
+
+  /*! \brief Whether [address, address + bytes) lies in the shadowed shared memory. */
+  bool Covers(const void* address, size_t bytes) const {
+    const auto* a = static_cast<const unsigned char*>(address);
+    return serials_ != nullptr && a >= base_ && a + bytes <= base_ + bytes_;
+  }
+
+ private:
+  void Defer(const char* why, const char* name, int64_t element, int line) {
+    FormatUninitialisedRead(deferred_, sizeof(deferred_), "shared", why, name, element, line);
+  }
+
+  bool Written(const unsigned char* a, size_t bytes) const {
+    const uint32_t* s = serials_ + (a - base_);
+    for (size_t i = 0; i < bytes; ++i)
+      if (s[i] == serial_) return true;
+    return false;
+  }
+
+  struct Buffer {
+    const unsigned char* base;  // element 0
+    const unsigned char* begin;
+    const unsigned char* end;
+    size_t elem;
+    const char* name;
+  };
+  std::vector<Buffer> buffers_;  // shared buffers whose addresses the kernel handed out (NoteBuffer)
+  struct LocalRead {
+    uint32_t serial = 0;  // the block that made it; other serials are stale
+    const char* space = "";
+    const char* name = "";
+    int64_t element = 0;
+    int line = 0;
+  };
+  std::vector<LocalRead> local_reads_;  // per thread of the running block, its first unwritten fragment/local load
+  uint32_t* serials_ = nullptr;
+  const unsigned char* base_ = nullptr;
+  size_t bytes_ = 0;
+  uint32_t serial_ = 0;  // the running block's; grows with every block the worker runs
+  char deferred_[512] = {};
+};
+
+/*!
+ * \brief The code generator's check of a fragment or local load (checked build, float element types only):
+ *        `data[index]` .. `data[index + lanes)`; returns `index`. `space` is "fragment" or "local".
+ */
+template <typename T, typename I>
+inline I CheckLocalRead(const T* data, I index, int lanes, const char* space, const char* name, int line) {
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return index;  // default mode
+  const int64_t offset = static_cast<int64_t>(index);
+  for (int lane = 0; lane < lanes; ++lane) {
+    if (IsPoison(data + offset + lane, sizeof(T))) {
+      shadow->NoteLocalRead(CurrentBlock("a fragment/local load").current().linear, space, name, offset + lane, line);
+      break;
+    }
+  }
+  return index;
+}
+
+/*!
+ * \brief A GEMM template reads `count` float16/bfloat16 operand elements of `bytes` bytes at `p`, in shared memory
+ *        or in the thread's fragment (where, as for CheckLocalRead, the poison NaN is the sign).
+ */
+inline void CheckOperandRead(const void* p, size_t bytes, int count) {
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return;  // default mode
+  for (int i = 0; i < count; ++i) {
+    const void* element = static_cast<const unsigned char*>(p) + bytes * i;
+    if (shadow->Covers(element, bytes)) {
+      shadow->CheckModelRead(element, bytes, "a GEMM operand fetch");
+    } else if (IsPoison(element, bytes)) {
+      UninitialisedRead("fragment", "read by a GEMM operand fetch, which this thread has not written (it holds the "
+                        "poison: never stored, or stored from a value computed from unwritten memory)",
+                        "(a register operand of the GEMM)", 0, g_thread.last_access_line);
+    }
+  }
+}
+
+}  // namespace tl_sim
+#pragma GCC visibility pop
