@@ -26,4 +26,11 @@
 /*! \brief The runtime's symbol for `name` on this arch: tl_sim_rt310_launch and so on. */
 #define TL_SIM_RT_SYMBOL(name) "tl_sim_rt" TL_SIM_RT_STR(__MUSA_ARCH__) "_" name
 #define TL_SIM_RT_EXPORT __attribute__((visibility("default")))
+// The shared thread state is constant-initialized: declared so, a read of it needs no TLS wrapper call. gcc spells
+// that __constinit in C++17; clang (whose C++17 has no __constinit) the attribute constinit is made of.
+#if defined(__clang__)
+#define TL_SIM_CONSTINIT [[clang::require_constant_initialization]]
+#else
+#define TL_SIM_CONSTINIT __constinit
+#endif
 #endif
