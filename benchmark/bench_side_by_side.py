@@ -1,6 +1,6 @@
 """The compile path and the simulator at this checkout and at an earlier revision, side by side in one run.
 
-    python benchmark/bench_side_by_side.py --against 005dd0f [--repeat 3] [--case lower_gemm ...]
+    python benchmark/bench_side_by_side.py --against 005dd0f [--repeat 3] [--case lower_gemm ...] [--cpu-time]
 
 The revision is extracted with `git archive` into a temporary directory and given this checkout's built native
 pieces (tilelang_musa/lib/libtilelang_musa.so; the Cython launcher, rebuilt from the revision's own .pyx with cython
@@ -19,7 +19,9 @@ alternate within each round, so the machine's load falls on both alike. Per case
   sim_gemm              one simulated call of the README GEMM, 1024^3 fp16 (median of 3 calls)
   sim_flash_attention   one simulated call of examples/flash_attention at its defaults (1x4x256x64; median of 3)
 
-Each kernel's output is checked against torch once per side. Results go to benchmark/RESULTS.md with the command.
+With --cpu-time, each measurement is the CPU time of the child process and of the processes it waited for (the
+host compiler) instead of wall time: on a shared, loaded machine it varies far less. Each kernel's output is checked
+against torch once per side. Results go to benchmark/RESULTS.md with the command.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -72,10 +75,19 @@ def _gemm_program():
     return matmul.compile(M=1024, N=1024, K=1024, block_M=256, block_N=256, block_K=64).program
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children (the host compiler)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_clock = time.perf_counter  # _cpu_seconds with --cpu-time
+
+
 def _timed(fn) -> float:
-    start = time.perf_counter()
+    start = _clock()
     fn()
-    return time.perf_counter() - start
+    return _clock() - start
 
 
 def _median_call(kernel, args, repeat: int) -> float:
@@ -159,11 +171,11 @@ def prepare_revision(rev: str, into: Path, native: Path | None = None) -> Path:
     return into
 
 
-def measure(side: Path, case: str, cache: Path) -> float:
+def measure(side: Path, case: str, cache: Path, cpu_time: bool = False) -> float:
     env = dict(os.environ, PYTHONPATH=str(side), TILELANG_CACHE_DIR=str(cache))
     env.pop("TILELANG_TEMPLATES", None)
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", case], cwd=side, env=env,
-                          capture_output=True, text=True, check=False)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", case] + (["--cpu-time"] if cpu_time else [])
+    proc = subprocess.run(cmd, cwd=side, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{case} failed at {side}:\n{proc.stderr[-3000:]}")
     return float(proc.stdout.strip().splitlines()[-1])
@@ -180,9 +192,12 @@ def main() -> None:
                         "needed when src/codegen changed since the revision)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (each side measured once per round)")
     parser.add_argument("--case", action="append", choices=CASES, help="only these cases (default: all)")
+    parser.add_argument("--cpu-time", action="store_true", help="CPU time of the process and its compiler, not wall")
     parser.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        global _clock
+        _clock = _cpu_seconds if args.cpu_time else time.perf_counter
         print(run_case(args.child))
         return
     if not args.against:
@@ -198,7 +213,7 @@ def main() -> None:
                     cache = tmp / f"cache-{'head' if side is ROOT else 'rev'}"
                     if case.startswith("compile_") and round_ == 0:
                         measure(side, case, cache)  # builds the prelude (and the entry a hit reads); not counted
-                    times[name].append(measure(side, case, cache))
+                    times[name].append(measure(side, case, cache, args.cpu_time))
             new, old = (statistics.median(times[name]) for name in sides)
             print(f"| {case} | {_show(new)} | {_show(old)} | {old / new:.2f}x |", flush=True)
 

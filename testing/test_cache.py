@@ -19,6 +19,7 @@ import tilelang.language as T
 from conftest import rand
 from tilelang_musa.jit import cache
 from tilelang_musa.jit.backend import backend_named
+from tilelang_musa.jit.build_identity import MEMO_DIR
 from tilelang_musa.jit.precompiled_prelude import PRELUDE_DIR
 from tilelang_musa.jit.sim_runtime import RUNTIME_DIR
 from tilelang_musa.jit.stages import REPLACEABLE, STAGES
@@ -88,7 +89,7 @@ def test_a_hit_runs_no_stage_and_reloads_from_metadata(built, in_built_cache, no
     assert "int call_packed(" in again.get_host_source() and "__global__" not in again.get_host_source()
     a = rand((N,), torch.float32, 1)
     torch.testing.assert_close(again(a), -a)
-    assert sorted(set(os.listdir(in_built_cache)) - {PRELUDE_DIR, RUNTIME_DIR}) == [kernel.directory.name]
+    assert sorted(set(os.listdir(in_built_cache)) - {PRELUDE_DIR, RUNTIME_DIR, MEMO_DIR}) == [kernel.directory.name]
 
     meta = json.loads((kernel.directory / "metadata.json").read_text())
     assert meta["name"] == "negate" and meta["key"] == kernel.directory.name and meta["format"] == 1

@@ -16,7 +16,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 NATIVE_LIB_NAME = "libtilelang_musa.so"
 
 
-def _package_dirs() -> list[Path]:
+def package_dirs() -> list[Path]:
     dirs = [PACKAGE_DIR]
     for key in ("platlib", "purelib"):
         candidate = Path(sysconfig.get_paths()[key]) / "tilelang_musa"
@@ -31,12 +31,12 @@ def native_library() -> Path:
     override = os.environ.get("TILELANG_MUSA_NATIVE_LIB")
     if override:
         return Path(override)
-    for d in _package_dirs():
+    for d in package_dirs():
         candidate = d / "lib" / NATIVE_LIB_NAME
         if candidate.is_file():
             return candidate
     raise ImportError(
-        f"tilelang_musa: {NATIVE_LIB_NAME} was not found in {[str(d / 'lib') for d in _package_dirs()]}; "
+        f"tilelang_musa: {NATIVE_LIB_NAME} was not found in {[str(d / 'lib') for d in package_dirs()]}; "
         "install the package with `pip install .` so that its C++ library is built"
     )
 
@@ -53,7 +53,7 @@ def include_root() -> Path:
     checkout = PACKAGE_DIR.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "tl_templates" / "musa").is_dir():
         return checkout / "src"
-    for d in _package_dirs():
+    for d in package_dirs():
         if (d / "tl_templates" / "musa").is_dir():
             return d
     raise ImportError("tilelang_musa: the tl_templates headers are missing from the installation")

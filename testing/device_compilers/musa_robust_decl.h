@@ -1,35 +1,15 @@
 /*!
  * \file testing/device_compilers/musa_robust_decl.h
- * \brief musa_robust.h for the device-compiler check: robust descriptors (`__musa::robust_ptr` and the descriptor
- *        types it hands out) and the robust built-ins that take them, declared as MUSA_FACTS.md and the simulator
- *        (src/tl_templates/sim/musa_robust.h, sim/async_copy.h) give them. mcc's descriptor types are opaque
- *        register tuples; here they are structs of the same role. The built-ins exist in the device pass only.
+ * \brief musa_robust.h for the device-compiler check: the robust descriptors (`__musa::robust_ptr` and the
+ *        descriptor types it hands out, the simulator's own declarations) and the robust built-ins that take them,
+ *        declared as MUSA_FACTS.md and the simulator (src/tl_templates/sim/async_copy.h) give them. The built-ins
+ *        exist in the device pass only.
  */
 #pragma once
 
 #include <stdint.h>
 
-namespace __musa {
-struct robust_v4_addr_t {
-  const void* base;
-  uint64_t size;
-};
-struct robust_addr_t {
-  const void* base;
-  uint64_t size;
-};
-template <typename T>
-class robust_ptr {
- public:
-  __host__ __device__ robust_ptr(T* base, uint64_t size_bytes) : base_(base), size_(size_bytes) {}
-  __host__ __device__ robust_v4_addr_t get_v4_robust_addr() const { return robust_v4_addr_t{base_, size_}; }
-  __host__ __device__ robust_addr_t get_robust_addr() const { return robust_addr_t{base_, size_}; }
-
- private:
-  const void* base_;
-  uint64_t size_;
-};
-}  // namespace __musa
+#include "tl_templates/sim/decl/musa_robust_decl.h"  // the descriptor types, one source with the simulator
 
 #if defined(__CUDA_ARCH__)
 TL_SHIM_BUILTIN void __musa_memcpy_g2s_robust_v4(void __attribute__((address_space(3)))* dst,

@@ -43,7 +43,9 @@ def prelude_header(compiler: list[str], flags: list[str], prelude: str, identity
         _write_atomically(header, prelude.encode())
         fd, temporary = tempfile.mkstemp(prefix=".", suffix=compiled.suffix, dir=directory)
         os.close(fd)
-        cmd = compiler + flags + ["-x", "c++-header", str(header), "-o", temporary]
+        # clang can also instantiate the templates the headers use once, here, instead of in every build
+        instantiate = ["-fpch-instantiate-templates"] if _is_clang(compiler) else []
+        cmd = compiler + flags + instantiate + ["-x", "c++-header", str(header), "-o", temporary]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             os.unlink(temporary)

@@ -5,35 +5,30 @@ watchdog, signal guard, race-detector set-up and profiler into `libtilelang_musa
 built with `-DTL_SIM_LINK_RUNTIME=1` calls into it (sim/launch.h's RuntimeLaunch) instead of carrying its own
 copy, and shares its thread state (an initial-exec thread_local: threadIdx is one load). docs/SIMULATOR.md.
 
-Kernel code and the runtime share objects, so they must see the same headers with the same flags: the runtime is
-built from the headers the kernels include (`_paths.simulator_headers()`), with the kernels' flags less the
-per-kernel ones, and keyed by the compiler, those flags and the headers' bytes: built into the kernel cache
-directory under `sim_runtime/<key>/` by the first kernel build that needs it (a few seconds, once), written to a
-temporary name and renamed so concurrent builds race harmlessly. Kernel libraries find it again through their
-RUNPATH, so an exported kernel (jit/aot.py) loads where that cache directory is.
+Kernel code and the runtime share objects, so they must see the same headers with the same flags: a runtime is
+built from the simulator headers with the kernels' flags less the per-kernel ones, and keyed by the compiler, those
+flags and the headers' bytes (sim_runtime_recipe.py). An installed package carries the runtimes its CMake build made
+(`lib/sim_runtime/<key>/`, tools/build_sim_runtime.py); where none matches the key (a development checkout, edited
+headers, another compiler), the first kernel build that needs one builds it into the kernel cache directory under
+`sim_runtime/<key>/` (a few seconds, once), written to a temporary name and renamed so concurrent builds race
+harmlessly. Kernel libraries find their runtime again through their RUNPATH, so an exported kernel (jit/aot.py)
+loads where that directory is.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import subprocess
 import tempfile
-from functools import cache
 from pathlib import Path
 
-from .._paths import simulator_headers
+from .._paths import include_root, package_dirs, simulator_headers
 from ..errors import BuildError
+from .sim_runtime_recipe import RUNTIME_SOURCE, build_command, library_name, runtime_key
 
 RUNTIME_DIR = "sim_runtime"  # in the kernel cache directory, beside the kernels' entries
-RUNTIME_SOURCE = Path("runtime") / "sim_runtime.cc"  # under simulator_headers()
-BUILD_FLAG = "-DTL_SIM_BUILD_RUNTIME=1"
-LINK_FLAG = "-DTL_SIM_LINK_RUNTIME=1"
-
-
-def library_name(arch: str) -> str:
-    return f"libtilelang_musa_sim_{arch}.so"
+PREBUILT_DIR = Path("lib") / "sim_runtime"  # in the installed package: the runtimes CMake built at install time
 
 
 def supported(headers: Path | None = None) -> bool:
@@ -41,35 +36,33 @@ def supported(headers: Path | None = None) -> bool:
     return ((headers or simulator_headers()) / RUNTIME_SOURCE).is_file()
 
 
-@cache
-def headers_digest(headers: Path) -> str:
-    """sha256 of every file under the simulator headers (the runtime's sources)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in headers.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        h.update(str(path.relative_to(headers)).encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
-
-
-def runtime_key(compiler_identity: str, flags: list[str], headers: Path) -> str:
-    """What a runtime is valid for: the compiler, the compile flags and the headers' bytes."""
-    text = repr((compiler_identity, list(flags), headers_digest(headers)))
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-
-def build_command(compiler: list[str], flags: list[str], headers: Path, arch: str, output: Path) -> list[str]:
-    return compiler + flags + [BUILD_FLAG, "-shared", f"-Wl,-soname,{library_name(arch)}", "-x", "c++",
-                               str(headers / RUNTIME_SOURCE), "-o", str(output)]
+def prebuilt_library(key: str, arch: str) -> Path | None:
+    """The runtime the package's install built for `key` (tools/build_sim_runtime.py), if there is one."""
+    for directory in package_dirs():
+        candidate = directory / PREBUILT_DIR / key / library_name(arch)
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 _built: dict[str, Path] = {}
 
 
 def runtime_library(compiler: list[str], compiler_identity: str, flags: list[str], arch: str) -> Path:
-    """The runtime for kernels of `arch` compiled with `compiler + flags` (BuildError if it cannot be built)."""
+    """The runtime for kernels of `arch` compiled with `compiler + flags`: the installed one when it was built for
+    them, else one built into the kernel cache (BuildError if it cannot be built)."""
     headers = simulator_headers()
-    key = runtime_key(compiler_identity, flags, headers)
+    key = runtime_key(compiler_identity, flags, include_root(), headers)
     if key in _built:
         return _built[key]
+    library = prebuilt_library(key, arch)
+    if library is None:
+        library = _cached_library(compiler, flags, headers, arch, key)
+    _built[key] = library
+    return library
+
+
+def _cached_library(compiler: list[str], flags: list[str], headers: Path, arch: str, key: str) -> Path:
     from .cache import cache_dir
 
     directory = cache_dir() / RUNTIME_DIR / key
@@ -85,7 +78,6 @@ def runtime_library(compiler: list[str], compiler_identity: str, flags: list[str
             raise BuildError(f"sim: building the simulator runtime failed (exit {proc.returncode})\n"
                              f"command: {shlex.join(cmd)}\n{proc.stderr.strip() or proc.stdout.strip()}")
         os.replace(temporary, library)
-    _built[key] = library
     return library
 
 

@@ -30,7 +30,7 @@ from .._paths import include_root, simulator_headers
 from ..errors import BuildError
 from ..profiler.arch_figures import sim_timing_flags
 from ..target import ArchInfo
-from . import sim_runtime
+from . import sim_runtime, sim_runtime_recipe
 from .precompiled_prelude import prelude_header
 
 
@@ -227,14 +227,8 @@ class SimToolchain(Toolchain):
 
     def base_flags(self, req: BuildRequest) -> list[str]:
         """The flags of every build for the arch, kernel or runtime (sim_runtime.py): none of the kernel's own."""
-        # -O1: most of a build is parsing the headers; -O2 took 20% longer to build for little faster running.
-        return [
-            "-std=c++17", "-O1", "-fPIC", "-pthread", f"-I{include_root()}", f"-I{simulator_headers()}",
-            "-DTL_SIMULATOR=1", f"-D__MUSA_ARCH__={req.arch.musa_arch}", f"-D__MUSA_ARCH_LIST__={req.arch.musa_arch}",
-            # a kernel taking a 64-byte-aligned MUtensorDescriptor by value draws gcc's note on an old ABI change,
-            # which concerns calls across compiler versions: not ours (one compiler builds the whole library)
-            "-Wno-psabi",
-        ] + sim_timing_flags(req.arch.name)  # the cycle model's figures (profile.h); used only when profiling
+        return sim_runtime_recipe.base_flags(req.arch.musa_arch, include_root(), simulator_headers(),
+                                             sim_timing_flags(req.arch.name))
 
     def links_runtime(self, req: BuildRequest) -> bool:
         """Whether the kernel library links the prebuilt simulator runtime rather than carrying its own copy: not
@@ -249,7 +243,7 @@ class SimToolchain(Toolchain):
         """The compile flags (no source, output or link flags): a precompiled prelude is valid for these only."""
         flags = self.base_flags(req)
         if self.links_runtime(req):
-            flags.append(sim_runtime.LINK_FLAG)
+            flags.append(sim_runtime_recipe.LINK_FLAG)
         # twice the arrays (the compiler may copy them) plus room for the frames of the kernel and the runtime;
         # only passed when above the default stack, so most kernels share one precompiled prelude
         stack_kib = -(-(2 * req.local_bytes + 32 * 1024) // 1024) if req.local_bytes else 0

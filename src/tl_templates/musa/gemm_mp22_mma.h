@@ -36,6 +36,7 @@
 
 #include "common.h"
 #include "gemm_common.h"
+#include "gemm_register_mma.h"
 
 namespace tl {
 namespace gemm_detail {
@@ -84,71 +85,23 @@ TL_DEVICE void mp22_mma([[maybe_unused]] int32_t* acc, [[maybe_unused]] const in
 #endif
 }
 
-// The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
-          class A_t, class B_t, class C_t>
-TL_DEVICE void mp22_mma_block(const A_t* A, const B_t* B, C_t* C_frag, int first) {
-  static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
-  using Tiling = BlockTiling<M, N, K, GM, GN, 128, 32, 32, 16>;
-  // Shared operands use the register layout whose pairs are contiguous in the stored tile; fragment operands are
-  // K-major ("Row"). Bit 1: A M-major, bit 0: B K-major.
-  constexpr int kLayout = (!ARegs && TransA ? 2 : 0) | (BRegs || TransB ? 1 : 0);
-  constexpr int kOperandValues = 32 * 16 / 128;  // 16-bit values of one operand atom per thread (2 registers)
-  const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
-  if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
-  int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-ins take fp32 accumulators as 32-bit words
-#pragma unroll 1
-  for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
-    const int k0 = ak * 16;
-    int32_t a[Tiling::kAtomsM][2], b[Tiling::kAtomsN][2];
-#pragma unroll
-    for (int ai = 0; ai < Tiling::kAtomsM; ++ai) {
-      if constexpr (ARegs) {  // slot (ai * atoms_k + ak) * 4 + v
-        __builtin_memcpy(a[ai], A + (ai * Tiling::kAtomsK + ak) * kOperandValues, sizeof(a[ai]));
-      } else {
-        mp22_load_operand<TransA, TransA ? M : K>(A, at.lane, at.row0 + 32 * ai, k0, a[ai]);
-      }
-    }
-#pragma unroll
-    for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
-      if constexpr (BRegs) {  // slot (aj * atoms_k + ak) * 4 + v
-        __builtin_memcpy(b[aj], B + (aj * Tiling::kAtomsK + ak) * kOperandValues, sizeof(b[aj]));
-      } else {
-        mp22_load_operand<!TransB, TransB ? K : N>(B, at.lane, at.col0 + 32 * aj, k0, b[aj]);
-      }
-    }
-#pragma unroll
-    for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
-#pragma unroll
-      for (int aj = 0; aj < Tiling::kAtomsN; ++aj)
-        mp22_mma<A_t>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, a[ai], b[aj], kLayout);
+// The instruction, for the block GEMM of gemm_register_mma.h.
+struct Mp22MmaAtom {
+  static constexpr int kM = 32, kN = 32, kK = 16, kGroup = 128;
+  static constexpr int kRegsA = 2, kRegsB = 2;  // 32 x 16 16-bit values over 128 lanes
+  template <int Rows, bool RowsContiguous, int ld, typename T>
+  TL_DEVICE static void load(const T* smem, int t, int row0, int k0, int32_t* regs) {
+    static_assert(Rows == 32, "both m32n32k16 operands have 32 rows");
+    mp22_load_operand<RowsContiguous, ld>(smem, t, row0, k0, regs);
   }
-}
+  // The instruction's layout code: bit 1 A M-major, bit 0 B K-major.
+  template <typename T, bool AMMajor, bool BKMajor>
+  TL_DEVICE static void mma(int32_t* acc, const int32_t* a, const int32_t* b) {
+    mp22_mma<T>(acc, a, b, (AMMajor ? 2 : 0) | (BKMajor ? 1 : 0));
+  }
+};
 
 }  // namespace gemm_detail
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_ss_mp22_mma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
-  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, false>(A_smem, B_smem, C_frag, first);
-}
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_rs_mp22_mma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag, int first = 0) {
-  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, false>(A_frag, B_smem, C_frag, first);
-}
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_sr_mp22_mma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag, int first = 0) {
-  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, true>(A_smem, B_frag, C_frag, first);
-}
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_rr_mp22_mma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag, int first = 0) {
-  gemm_detail::mp22_mma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, true>(A_frag, B_frag, C_frag, first);
-}
-
 }  // namespace tl
+
+TL_GEMM_REGISTER_MMA_FORMS(mp22_mma, gemm_detail::Mp22MmaAtom)

@@ -35,6 +35,7 @@
 
 #include "common.h"
 #include "gemm_common.h"
+#include "gemm_register_mma.h"
 
 namespace tl {
 namespace gemm_detail {
@@ -80,74 +81,23 @@ TL_DEVICE void wmma_m16n8k16([[maybe_unused]] int32_t* c, [[maybe_unused]] const
 #endif
 }
 
-// The block GEMM with each operand read from shared memory or (ARegs / BRegs) from the thread's fragment.
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, bool ARegs, bool BRegs,
-          class A_t, class B_t, class C_t>
-TL_DEVICE void wmma_block(const A_t* A, const B_t* B, C_t* C_frag, int first = 0) {
-  static_assert(check_16bit_operands<A_t, B_t, C_t>(), "");
-  using Tiling = BlockTiling<M, N, K, GM, GN, 32, 16, 8, 16>;
-  // Shared operands use the register layout whose pairs are contiguous in the stored tile; fragment operands are
-  // K-major. tnspA = 1: A is M-major; tnspB = 1: B is N-major.
-  constexpr int kTnspA = !ARegs && TransA ? 1 : 0;
-  constexpr int kTnspB = !BRegs && !TransB ? 1 : 0;
-  constexpr int kLayoutNum = ((kTnspA << 1) | kTnspB) ^ 1;
-  constexpr int kMmaType = Mma16Bit<A_t>::kMmaType;
-  const GroupCoord at = group_coord<GM, 32, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
-  if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
-  int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
-#pragma unroll 1
-  for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
-    const int k0 = ak * 16;
-    int32_t a[Tiling::kAtomsM][4], b[Tiling::kAtomsN][2];
-#pragma unroll
-    for (int ai = 0; ai < Tiling::kAtomsM; ++ai) {
-      if constexpr (ARegs) {  // slot (ai * atoms_k + ak) * 8 + v
-        __builtin_memcpy(a[ai], A + (ai * Tiling::kAtomsK + ak) * 8, sizeof(a[ai]));
-      } else {
-        wmma_load_operand<16, TransA, TransA ? M : K>(A, at.lane, at.row0 + 16 * ai, k0, a[ai]);
-      }
-    }
-#pragma unroll
-    for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
-      if constexpr (BRegs) {  // slot (aj * atoms_k + ak) * 4 + v
-        __builtin_memcpy(b[aj], B + (aj * Tiling::kAtomsK + ak) * 4, sizeof(b[aj]));
-      } else {
-        wmma_load_operand<8, !TransB, TransB ? K : N>(B, at.lane, at.col0 + 8 * aj, k0, b[aj]);
-      }
-    }
-#pragma unroll
-    for (int ai = 0; ai < Tiling::kAtomsM; ++ai)
-#pragma unroll
-      for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
-        wmma_m16n8k16<kLayoutNum, kMmaType>(acc + (ai * Tiling::kAtomsN + aj) * Tiling::kRegsPerAtom, a[ai], b[aj]);
-      }
+// The instruction, for the block GEMM of gemm_register_mma.h.
+struct WmmaM16n8k16Atom {
+  static constexpr int kM = 16, kN = 8, kK = 16, kGroup = 32;
+  static constexpr int kRegsA = 4, kRegsB = 2;  // 16 x 16 and 8 x 16 16-bit values over 32 lanes
+  template <int Rows, bool RowsContiguous, int ld, typename T>
+  TL_DEVICE static void load(const T* smem, int t, int row0, int k0, int32_t* regs) {
+    wmma_load_operand<Rows, RowsContiguous, ld>(smem, t, row0, k0, regs);
   }
-}
+  // tnspA = 1: A is M-major; tnspB = 1: B is N-major; the built-in's layout number is ((tnspA << 1) | tnspB) ^ 1.
+  template <typename T, bool AMMajor, bool BKMajor>
+  TL_DEVICE static void mma(int32_t* acc, const int32_t* a, const int32_t* b) {
+    constexpr int kLayoutNum = (((AMMajor ? 1 : 0) << 1) | (BKMajor ? 0 : 1)) ^ 1;
+    wmma_m16n8k16<kLayoutNum, Mma16Bit<T>::kMmaType>(acc, a, b);
+  }
+};
 
 }  // namespace gemm_detail
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_ss_mp31_wmma(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, int first = 0) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, false>(A_smem, B_smem, C_frag, first);
-}
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_rs_mp31_wmma(const A_t* A_frag, const B_t* B_smem, C_t* C_frag, int first = 0) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, false>(A_frag, B_smem, C_frag, first);
-}
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_sr_mp31_wmma(const A_t* A_smem, const B_t* B_frag, C_t* C_frag, int first = 0) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, false, true>(A_smem, B_frag, C_frag, first);
-}
-
-template <int M, int N, int K, int GM, int GN, bool TransA, bool TransB, bool ClearAccum, class A_t, class B_t,
-          class C_t>
-TL_DEVICE void gemm_rr_mp31_wmma(const A_t* A_frag, const B_t* B_frag, C_t* C_frag, int first = 0) {
-  gemm_detail::wmma_block<M, N, K, GM, GN, TransA, TransB, ClearAccum, true, true>(A_frag, B_frag, C_frag, first);
-}
-
 }  // namespace tl
+
+TL_GEMM_REGISTER_MMA_FORMS(mp31_wmma, gemm_detail::WmmaM16n8k16Atom)

@@ -1,7 +1,7 @@
 /*!
  * \file tl_templates/sim/musa.h
  * \brief The simulator's musa.h: the part of the MUSA driver API that generated code uses, the TME tensor
- *        descriptor and its encoder.
+ *        descriptor (declared in decl/musa_driver_decl.h, shared with the device-compiler check) and its encoder.
  *
  * As on the device, a `MUtensorDescriptor` is an opaque 64-byte-aligned object that the host fills with
  * muTensorDescriptorEncode and passes to the kernel by value (`__grid_constant__ const MUtensorDescriptor`); device
@@ -17,50 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
-// Types keep default visibility: a kernel taking a MUtensorDescriptor must stay an exported symbol.
-typedef uint32_t muuint32_t;
-typedef uint64_t muuint64_t;
-
-typedef enum MUresult_enum {
-  MUSA_SUCCESS = 0,
-  MUSA_ERROR_INVALID_VALUE = 1,
-  MUSA_ERROR_NOT_SUPPORTED = 801,
-} MUresult;
-
-typedef enum MUtensorDescriptorDataType_enum {
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_INT8 = 0,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_UINT8,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_INT16,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_UINT16,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT16,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_BFLOAT16,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_INT32,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_UINT32,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT32,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_TFLOAT32,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_INT64,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_UINT64,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT64,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT32_FTZ,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_TFLOAT32_FTZ,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT32_TFLOAT32_RNE,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_FLOAT32_FTZ_TFLOAT32_RNE,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_16b4,
-  MU_TENSOR_DESCRIPTOR_DATA_TYPE_16b4_b8
-} MUtensorDescriptorDataType;
-
-typedef enum MUtensorDescriptorInterleave_enum {
-  MU_TENSOR_DESCRIPTOR_INTERLEAVE_NONE = 0,
-  MU_TENSOR_DESCRIPTOR_INTERLEAVE_16B,
-  MU_TENSOR_DESCRIPTOR_INTERLEAVE_32B,
-  MU_TENSOR_DESCRIPTOR_INTERLEAVE_64B,
-  MU_TENSOR_DESCRIPTOR_INTERLEAVE_128B,
-  MU_TENSOR_DESCRIPTOR_INTERLEAVE_256B
-} MUtensorDescriptorInterleave;
-
-typedef struct alignas(64) MUtensorDescriptor_st {
-  muuint64_t opaque[16];
-} MUtensorDescriptor;
+#include "decl/musa_driver_decl.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -111,11 +68,7 @@ inline uint32_t TensorElementBytes(uint32_t type) {
 
 }  // namespace tl_sim
 
-/*!
- * \brief Fill `tensorDesc` for a `tensorRank`-dimensional tensor at `globalAddress` with extents `globalDim`
- *        (innermost first) and byte strides `globalStrides` of dims 1..rank-1 (dim 0 is contiguous). Out-of-bounds
- *        elements of a load read as the low bytes of `oobConstantFill` [I]. MUSA_SUCCESS, or an error code.
- */
+// muTensorDescriptorEncode: declared and described in decl/musa_driver_decl.h.
 inline MUresult muTensorDescriptorEncode(MUtensorDescriptor* tensorDesc, MUtensorDescriptorDataType tensorDataType,
                                          muuint32_t tensorRank, void* globalAddress, const muuint64_t* globalDim,
                                          const muuint64_t* globalStrides, MUtensorDescriptorInterleave interleave,

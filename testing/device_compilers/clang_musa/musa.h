@@ -1,3 +1,3 @@
-/*! \file testing/device_compilers/clang_musa/musa.h \brief The driver API shim (../musa_driver.h). */
+/*! \file testing/device_compilers/clang_musa/musa.h \brief The driver API, as the simulator declares it. */
 #pragma once
-#include "../musa_driver.h"
+#include "tl_templates/sim/decl/musa_driver_decl.h"

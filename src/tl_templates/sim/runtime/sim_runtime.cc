@@ -18,7 +18,7 @@
 
 namespace tl_sim {
 
-__constinit thread_local OsThreadState g_thread;
+TL_SIM_CONSTINIT thread_local OsThreadState g_thread;
 namespace profile {
 std::atomic<int> g_profiled_launches{0};
 }  // namespace profile

@@ -98,9 +98,11 @@ struct Barriers final : BlockExtension {
   Barrier barriers[kMaxBarriers + 1];  // by id; 0 unused
   std::vector<uint32_t> wait_parity;   // per thread blocked in wait: the parity it waits for
 
-  bool OnQuiescent(BlockRunner& block) override;
-  void OnThreadExit(BlockRunner& block, Fiber& thread) override;
-  void DescribeWaits(BlockRunner& block) override;
+  // Declared inline (defined below): a virtual function declared non-inline in the class would be its key
+  // function, which makes every translation unit that includes this header emit the vtable and all it reaches.
+  inline bool OnQuiescent(BlockRunner& block) override;
+  inline void OnThreadExit(BlockRunner& block, Fiber& thread) override;
+  inline void DescribeWaits(BlockRunner& block) override;
 };
 
 inline Barriers& GetBarriers(BlockRunner& block) {

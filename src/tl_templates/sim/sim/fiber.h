@@ -31,6 +31,7 @@
 
 
 #include "config.h"
+#include "visibility.h"
 
 #if !defined(__x86_64__) || defined(TL_SIM_FIBER_UCONTEXT)
 #include <ucontext.h>
@@ -194,7 +195,8 @@ struct StackSet {
 #if defined(TL_SIM_SHARED_RUNTIME)
 /*! \brief Maps the stack sets of launches (one per OS thread of a launch) and keeps released ones for the next
  *         launches: the process has one pool per arch (the runtime's), so idle stacks are bounded by
- *         kMaxIdleStacks in all, whatever the number of kernel libraries (see the file comment). Thread-safe. */
+ *         kMaxIdleStacks in all, whatever the number of kernel libraries (see the file comment). Thread-safe. Its
+ *         bodies are the runtime's (fiber_outlined.h). */
 class StackPool {
  public:
   static constexpr uint64_t kMaxIdleStacks = 4096;           // about 8192 mappings at most
@@ -202,48 +204,13 @@ class StackPool {
 
 
   /*! \brief A set of `count` stacks of `stack_bytes`; null (and `error` filled) on failure. */
-  StackSet* Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < idle_.size(); ++i) {
-        StackSet* s = idle_[i];
-        if (s->count == count && s->stack_bytes == stack_bytes) {
-          idle_[i] = idle_.back();
-          idle_.pop_back();
-          idle_stacks_ -= count;
-          idle_bytes_ -= Bytes(*s);
-          return s;
-        }
-      }
-    }
-    return Map(count, stack_bytes, error, error_size);
-  }
+  TL_SIM_OUTLINED StackSet* Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size)
+      TL_SIM_OUTLINED_AS("stack_pool_acquire");
 
-  void Release(StackSet* s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (s->count > kMaxIdleStacks || Bytes(*s) > kMaxIdleBytes) {
-      Unmap(s);
-      return;
-    }
-    while (idle_stacks_ + s->count > kMaxIdleStacks || idle_bytes_ + Bytes(*s) > kMaxIdleBytes) {
-      StackSet* oldest = idle_.front();  // the oldest make room
-      idle_stacks_ -= oldest->count;
-      idle_bytes_ -= Bytes(*oldest);
-      Unmap(oldest);
-      idle_.erase(idle_.begin());
-    }
-    idle_.push_back(s);
-    idle_stacks_ += s->count;
-    idle_bytes_ += Bytes(*s);
-  }
+  TL_SIM_OUTLINED void Release(StackSet* s) TL_SIM_OUTLINED_AS("stack_pool_release");
 
   /*! \brief Unmap every idle set (musaDeviceReset). */
-  void Trim() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (StackSet* s : idle_) Unmap(s);
-    idle_.clear();
-    idle_stacks_ = idle_bytes_ = 0;
-  }
+  TL_SIM_OUTLINED void Trim() TL_SIM_OUTLINED_AS("stack_pool_trim");
 
  private:
   static uint64_t Bytes(const StackSet& s) { return uint64_t{s.count} * s.stride; }
@@ -321,3 +288,7 @@ inline StackPool& GlobalStackPool() {
 
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if defined(TL_SIM_BUILD_RUNTIME)  // the shared pool's bodies; a linked kernel library calls the runtime's
+#include "fiber_outlined.h"
+#endif

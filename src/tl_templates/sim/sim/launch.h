@@ -89,6 +89,25 @@ inline const char* KernelName(const void* fn, char* buf, size_t size) {
   return buf;
 }
 
+/*! \brief Record a launch error as "kernel <name>: <message><suffix>" (the name is looked up only on failure);
+ *         the message is cut short if need be, never the suffix. */
+__attribute__((format(printf, 4, 5))) inline musaError_t LaunchError(const void* fn, const char* suffix,
+                                                                      musaError_t code, const char* fmt, ...) {
+  char message[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(message, sizeof(message), fmt, ap);
+  va_end(ap);
+  char name_buf[48];
+  const char* name = KernelName(fn, name_buf, sizeof(name_buf));
+  const int room = static_cast<int>(kErrorDetailBytes) - 1 -
+                   static_cast<int>(std::strlen("kernel : ") + std::strlen(name) + std::strlen(suffix));
+  return SetError(code, "kernel %s: %.*s%s", name, room > 0 ? room : 0, message, suffix);
+}
+
+// The launch itself (the workers, the grid's blocks, the profile's totals) is the runtime's in a linked kernel
+// library: left out of its view, its build does not instantiate the containers and threads it uses.
+#if !defined(TL_SIM_LINK_RUNTIME)
 /*! \brief The blocks of one launch, claimed by index by any number of workers; the lowest failing block wins. */
 struct GridWork {
   KernelCall kernel;
@@ -186,22 +205,6 @@ inline void RunBlocks(GridWork& work) {
   GlobalStackPool().Release(stacks);
 }
 
-/*! \brief Record a launch error as "kernel <name>: <message><suffix>" (the name is looked up only on failure);
- *         the message is cut short if need be, never the suffix. */
-__attribute__((format(printf, 4, 5))) inline musaError_t LaunchError(const void* fn, const char* suffix,
-                                                                      musaError_t code, const char* fmt, ...) {
-  char message[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(message, sizeof(message), fmt, ap);
-  va_end(ap);
-  char name_buf[48];
-  const char* name = KernelName(fn, name_buf, sizeof(name_buf));
-  const int room = static_cast<int>(kErrorDetailBytes) - 1 -
-                   static_cast<int>(std::strlen("kernel : ") + std::strlen(name) + std::strlen(suffix));
-  return SetError(code, "kernel %s: %.*s%s", name, room > 0 ? room : 0, message, suffix);
-}
-
 /*! \brief Launch `call` (the kernel at `fn` with bound arguments) over `grid` x `block`. */
 inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block, size_t dynamic_smem) {
   if (g_thread.block != nullptr)
@@ -271,6 +274,7 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   }
   return musaSuccess;
 }
+#endif  // !TL_SIM_LINK_RUNTIME
 
 #if defined(TL_SIM_SHARED_RUNTIME)
 /*! \brief The runtime's ABI, as the kernel library and the runtime see it: both sides must agree on the layout of

@@ -47,6 +47,7 @@
 #include "config.h"
 #include "timeline.h"
 #include "vector_types.h"
+#include "visibility.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -90,11 +91,7 @@ struct Totals {
   uint64_t value[kNumCounters] = {};
   std::map<uint64_t, uint64_t> mma_shapes;  // MmaShapeKey -> instructions
 
-  void Add(const Totals& other) {
-    for (int i = 0; i < kNumCounters; ++i)
-      value[i] = i == k_block_cycles_max ? std::max(value[i], other.value[i]) : value[i] + other.value[i];
-    for (const auto& [shape, count] : other.mma_shapes) mma_shapes[shape] += count;
-  }
+  TL_SIM_OUTLINED void Add(const Totals& other) TL_SIM_OUTLINED_AS("profile_totals_add");
 };
 
 /*!
@@ -208,34 +205,15 @@ class Recorder {
   void Trace(Timeline* timeline) { timeline_ = timeline; }
 
   /*! \brief Block `id` at `index`, of `threads` threads, starts: every clock at 0, the pipes idle. */
-  void StartBlock(uint32_t threads, uint64_t id, uint3 index) {
-    clocks_.assign(threads, Clock{});
-    tensor_free_ = transfer_free_ = 0;
-    for (double& c : cycles_) c = 0;
-    if (timeline_ != nullptr)
-      timeline_->StartBlock(id, index.x, index.y, index.z, (threads + kWarpSize - 1) / kWarpSize);
-  }
+  TL_SIM_OUTLINED void StartBlock(uint32_t threads, uint64_t id, uint3 index) TL_SIM_OUTLINED_AS("profile_start_block");
 
-  void Access(uint32_t thread, bool shared, bool store, const void* address, uint32_t bytes, const char* name,
-              int line) {
-    if (thread < clocks_.size()) {
-      Clock& c = clocks_[thread];
-      if (timeline_ != nullptr && thread % kWarpSize == 0)
-        timeline_->Add(thread / kWarpSize, SliceKind::kMemory, c.cycle, c.cycle + 1, 1);
-      c.cycle += 1;
-      if (!shared && !store) c.loads_ready = std::max(c.loads_ready, c.cycle + kTiming.global_latency);
-    }
-    const Site site{name, line, store, shared};
-    uint32_t& executions = executions_[{thread, site}];
-    std::vector<Span>& spans = requests_[RequestKey{site, thread / kWarpSize, executions}];
-    ++executions;
-    spans.push_back(Span{reinterpret_cast<uintptr_t>(address), bytes});
-  }
+  TL_SIM_OUTLINED void Access(uint32_t thread, bool shared, bool store, const void* address, uint32_t bytes,
+                              const char* name, int line) TL_SIM_OUTLINED_AS("profile_access");
 
   void Add(Counter counter, uint64_t amount) { totals_.value[counter] += amount; }
 
   /*! \brief One matrix instruction of this kind and shape (sqmma.h per squad, warp_mma.h per warp). */
-  void AddMmaShape(bool squad, uint32_t m, uint32_t n, uint32_t k) { ++totals_.mma_shapes[MmaShapeKey(squad, m, n, k)]; }
+  TL_SIM_OUTLINED void AddMmaShape(bool squad, uint32_t m, uint32_t n, uint32_t k) TL_SIM_OUTLINED_AS("profile_add_mma_shape");
 
   /*! \brief Thread `thread` executes `instructions` arithmetic instructions: one cycle each; counted per warp. */
   void Compute(uint32_t thread, uint32_t instructions) {
@@ -307,28 +285,7 @@ class Recorder {
   }
 
   /*! \brief The block ended: its requests become counts, its last clock its cycles. */
-  void FlushBlock() {
-    double end = std::max(tensor_free_, transfer_free_);
-    for (uint32_t t = 0; t < clocks_.size(); ++t) end = std::max(end, Settle(t));
-    if (!kTimed) end = 0;
-    cycles_[k_block_cycles] = end;
-    for (int i = k_block_cycles; i < kNumCounters; ++i) {
-      if (i == k_block_cycles_max || !kTimed) continue;
-      totals_.value[i] += static_cast<uint64_t>(std::llround(cycles_[i]));
-    }
-    totals_.value[k_block_cycles_max] =
-        std::max(totals_.value[k_block_cycles_max], static_cast<uint64_t>(std::llround(end)));
-    for (auto& [key, spans] : requests_) {
-      if (key.site.shared) {
-        Shared(key.site.store, spans);
-      } else {
-        Global(key.site.store, std::move(spans));
-      }
-    }
-    requests_.clear();
-    executions_.clear();
-    ++totals_.value[k_blocks];
-  }
+  TL_SIM_OUTLINED void FlushBlock() TL_SIM_OUTLINED_AS("profile_flush_block");
 
   const Totals& totals() const { return totals_; }
 
@@ -350,35 +307,9 @@ class Recorder {
 
   /*! \brief A warp's global request: its sectors, and its distinct bytes (lanes reading one address, a broadcast,
    *         ask for its bytes once, so bytes / (sectors * 32) is at most 1). */
-  void Global(bool store, std::vector<Span> spans) {
-    std::unordered_set<uintptr_t> sectors;
-    for (const Span& s : spans)
-      for (uintptr_t a = s.address / kSectorBytes; a <= (s.address + s.bytes - 1) / kSectorBytes; ++a) sectors.insert(a);
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.address < b.address; });
-    uint64_t bytes = 0;
-    uintptr_t covered = 0;  // one past the highest byte counted so far
-    for (const Span& s : spans) {
-      const uintptr_t begin = std::max(s.address, covered), end = s.address + s.bytes;
-      if (end > begin) bytes += end - begin;
-      covered = std::max(covered, end);
-    }
-    totals_.value[store ? k_global_store_requests : k_global_load_requests] += 1;
-    totals_.value[store ? k_global_store_sectors : k_global_load_sectors] += sectors.size();
-    totals_.value[store ? k_global_store_bytes : k_global_load_bytes] += bytes;
-  }
+  TL_SIM_OUTLINED void Global(bool store, std::vector<Span> spans) TL_SIM_OUTLINED_AS("profile_global");
 
-  void Shared(bool store, const std::vector<Span>& spans) {
-    std::unordered_set<uintptr_t> words;
-    for (const Span& s : spans)
-      for (uintptr_t w = s.address / kBankBytes; w <= (s.address + s.bytes - 1) / kBankBytes; ++w) words.insert(w);
-    uint64_t per_bank[kSharedBanks] = {};
-    uint64_t worst = 0;
-    for (uintptr_t w : words) worst = std::max(worst, ++per_bank[w % kSharedBanks]);
-    totals_.value[store ? k_shared_store_requests : k_shared_load_requests] += 1;
-    totals_.value[store ? k_shared_store_wavefronts : k_shared_load_wavefronts] += worst;
-    totals_.value[store ? k_shared_store_ideal_wavefronts : k_shared_load_ideal_wavefronts] +=
-        (words.size() + kSharedBanks - 1) / kSharedBanks;
-  }
+  TL_SIM_OUTLINED void Shared(bool store, const std::vector<Span>& spans) TL_SIM_OUTLINED_AS("profile_shared");
 
   struct Clock {
     double cycle = 0;
@@ -400,10 +331,7 @@ struct LastLaunch {
   char json[8192] = "{}";
 };
 
-inline LastLaunch& GlobalLastLaunch() {
-  static LastLaunch last;
-  return last;
-}
+TL_SIM_OUTLINED LastLaunch& GlobalLastLaunch() TL_SIM_OUTLINED_AS("profile_last_launch");
 
 /*! \brief The launch's shape, reported with its counters. */
 struct Geometry {
@@ -413,44 +341,16 @@ struct Geometry {
 };
 
 /*! \brief Keep `totals` of the launch of `kernel` as the last profile, and print them to stderr if `print`. */
-inline void Publish(const char* kernel, const Geometry& shape, const Totals& totals, bool print) {
-  LastLaunch& last = GlobalLastLaunch();
-  std::lock_guard<std::mutex> lock(last.mu);
-  int at = std::snprintf(last.json, sizeof(last.json),
-                         "{\"kernel\": \"%s\", \"grid_blocks\": %llu, \"threads_per_block\": %u, "
-                         "\"dynamic_smem_bytes\": %llu",
-                         kernel, static_cast<unsigned long long>(shape.grid_blocks), shape.threads_per_block,
-                         static_cast<unsigned long long>(shape.dynamic_smem_bytes));
-  for (int i = 0; i < kNumCounters && at < static_cast<int>(sizeof(last.json)); ++i)
-    at += std::snprintf(last.json + at, sizeof(last.json) - at, ", \"%s\": %llu", kCounterNames[i],
-                        static_cast<unsigned long long>(totals.value[i]));
-  const char* separator = "";
-  at += std::snprintf(last.json + at, sizeof(last.json) - at, ", \"mma_shapes\": {");
-  for (const auto& [key, count] : totals.mma_shapes) {
-    if (at >= static_cast<int>(sizeof(last.json))) break;
-    at += std::snprintf(last.json + at, sizeof(last.json) - at, "%s\"%s m%un%uk%u\": %llu", separator,
-                        (key >> 48) ? "sqmma" : "warp_mma", static_cast<unsigned>((key >> 32) & 0xffff),
-                        static_cast<unsigned>((key >> 16) & 0xffff), static_cast<unsigned>(key & 0xffff),
-                        static_cast<unsigned long long>(count));
-    separator = ", ";
-  }
-  if (at < static_cast<int>(sizeof(last.json))) std::snprintf(last.json + at, sizeof(last.json) - at, "}}");
-  if (!print) return;
-  std::fprintf(stderr, "[tilelang sim profile] kernel %s (%s): %llu of %llu blocks, %u threads, %llu B smem\n",
-               kernel, kArchName, static_cast<unsigned long long>(totals.value[k_blocks]),
-               static_cast<unsigned long long>(shape.grid_blocks), shape.threads_per_block,
-               static_cast<unsigned long long>(shape.dynamic_smem_bytes));
-  for (int i = 0; i < kNumCounters; ++i)
-    std::fprintf(stderr, "  %-30s %llu\n", kCounterNames[i], static_cast<unsigned long long>(totals.value[i]));
-  for (const auto& [key, count] : totals.mma_shapes)
-    std::fprintf(stderr, "  %-8s m%un%uk%-13u %llu\n", (key >> 48) ? "sqmma" : "warp_mma",
-                 static_cast<unsigned>((key >> 32) & 0xffff), static_cast<unsigned>((key >> 16) & 0xffff),
-                 static_cast<unsigned>(key & 0xffff), static_cast<unsigned long long>(count));
-}
+TL_SIM_OUTLINED void Publish(const char* kernel, const Geometry& shape, const Totals& totals, bool print)
+    TL_SIM_OUTLINED_AS("profile_publish");
 
 }  // namespace profile
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "profile_outlined.h"
+#endif
 
 /*! \brief The JSON counters of the last launch profiled in this process (TILELANG_SIM_PROFILE=1), "{}" if none. */
 #if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's

@@ -79,7 +79,7 @@ struct OsThreadState {
 #if defined(TL_SIM_SHARED_RUNTIME)
 // Owned by the runtime, initial-exec: reading threadIdx is one load from the thread pointer, with no
 // __tls_get_addr call (the runtime's TLS is static; this struct is its only thread_local).
-extern __constinit thread_local OsThreadState g_thread __asm__(TL_SIM_RT_SYMBOL("thread")) TL_SIM_RT_EXPORT
+TL_SIM_CONSTINIT extern thread_local OsThreadState g_thread __asm__(TL_SIM_RT_SYMBOL("thread")) TL_SIM_RT_EXPORT
     __attribute__((tls_model("initial-exec")));
 #else
 inline thread_local OsThreadState g_thread;

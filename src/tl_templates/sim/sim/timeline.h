@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config.h"
+#include "visibility.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -63,35 +64,16 @@ struct Slice {
 /*! \brief A worker's slices, for the blocks it ran. */
 class Timeline {
  public:
-  void StartBlock(uint64_t block, uint32_t x, uint32_t y, uint32_t z, uint32_t warps) {
-    block_ = block;
-    warps_ = warps;
-    blocks_.push_back({block, x, y, z});
-    last_.assign(warps + 2, kNone);
-  }
+  TL_SIM_OUTLINED void StartBlock(uint64_t block, uint32_t x, uint32_t y, uint32_t z, uint32_t warps)
+      TL_SIM_OUTLINED_AS("timeline_start_block");
 
   uint32_t tensor_track() const { return warps_; }
   uint32_t transfer_track() const { return warps_ + 1; }
 
   /*! \brief `kind` on `track` from `start` to `end`; arithmetic and memory slices extend the track's last slice
    *         of their kind when they follow it without a gap. */
-  void Add(uint32_t track, SliceKind kind, double start, double end, uint64_t amount = 0, double until = 0) {
-    const bool merges = kind == SliceKind::kArithmetic || kind == SliceKind::kMemory;
-    if (merges && last_[track] != kNone) {
-      Slice& last = slices_[last_[track]];
-      if (last.kind == kind && last.end == start) {
-        last.end = end;
-        last.amount += amount;
-        return;
-      }
-    }
-    if (slices_.size() >= kMaxTraceSlices) {
-      ++dropped_;
-      return;
-    }
-    last_[track] = slices_.size();
-    slices_.push_back(Slice{block_, track, kind, start, end, amount, until});
-  }
+  TL_SIM_OUTLINED void Add(uint32_t track, SliceKind kind, double start, double end, uint64_t amount = 0,
+                           double until = 0) TL_SIM_OUTLINED_AS("timeline_add");
 
   struct Block {
     uint64_t id;
@@ -117,17 +99,7 @@ struct LaunchTimeline {
   std::vector<Timeline::Block> blocks;
   uint64_t dropped = 0;
 
-  void Add(const Timeline& worker) {
-    for (const Slice& s : worker.slices()) {
-      if (slices.size() < kMaxTraceSlices) {
-        slices.push_back(s);
-      } else {
-        ++dropped;
-      }
-    }
-    blocks.insert(blocks.end(), worker.blocks().begin(), worker.blocks().end());
-    dropped += worker.dropped();
-  }
+  TL_SIM_OUTLINED void Add(const Timeline& worker) TL_SIM_OUTLINED_AS("timeline_gather");
 };
 
 /*! \brief The JSON of the process's last traced launch (read by tl_sim_last_trace). */
@@ -136,49 +108,18 @@ struct LastTrace {
   std::string json = "{}";
 };
 
-inline LastTrace& GlobalLastTrace() {
-  static LastTrace last;
-  return last;
-}
+TL_SIM_OUTLINED LastTrace& GlobalLastTrace() TL_SIM_OUTLINED_AS("timeline_last_trace");
 
-inline void PublishTimeline(const char* kernel, uint32_t threads_per_block, LaunchTimeline& launch) {
-  // Workers finish in any order: order the blocks and each block's slices as they ran.
-  std::sort(launch.blocks.begin(), launch.blocks.end(),
-            [](const Timeline::Block& a, const Timeline::Block& b) { return a.id < b.id; });
-  std::stable_sort(launch.slices.begin(), launch.slices.end(),
-                   [](const Slice& a, const Slice& b) { return a.block < b.block; });
-  std::string json;
-  json.reserve(96 * launch.slices.size() + 256);
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "{\"kernel\": \"%s\", \"threads_per_block\": %u, \"warp_size\": %u, \"max_slices\": %zu, "
-                "\"dropped_slices\": %llu, \"blocks\": [",
-                kernel, threads_per_block, kWarpSize, kMaxTraceSlices,
-                static_cast<unsigned long long>(launch.dropped));
-  json += buf;
-  for (size_t i = 0; i < launch.blocks.size(); ++i) {
-    const Timeline::Block& b = launch.blocks[i];
-    std::snprintf(buf, sizeof(buf), "%s[%llu, %u, %u, %u]", i ? ", " : "", static_cast<unsigned long long>(b.id),
-                  b.x, b.y, b.z);
-    json += buf;
-  }
-  json += "], \"slices\": [";
-  for (size_t i = 0; i < launch.slices.size(); ++i) {
-    const Slice& s = launch.slices[i];
-    std::snprintf(buf, sizeof(buf), "%s[%llu, %u, \"%s\", %.2f, %.2f, %llu, %.2f]", i ? ", " : "",
-                  static_cast<unsigned long long>(s.block), s.track, kSliceNames[static_cast<int>(s.kind)], s.start,
-                  s.end, static_cast<unsigned long long>(s.amount), s.until);
-    json += buf;
-  }
-  json += "]}";
-  LastTrace& last = GlobalLastTrace();
-  std::lock_guard<std::mutex> lock(last.mu);
-  last.json.swap(json);
-}
+TL_SIM_OUTLINED void PublishTimeline(const char* kernel, uint32_t threads_per_block, LaunchTimeline& launch)
+    TL_SIM_OUTLINED_AS("timeline_publish");
 
 }  // namespace profile
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "timeline_outlined.h"
+#endif
 
 /*! \brief The JSON slices of the last launch traced in this process (TILELANG_SIM_PROFILE=3), "{}" if none. */
 #if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's

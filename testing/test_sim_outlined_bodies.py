@@ -1,0 +1,51 @@
+"""The simulator's container-using bodies (sim/*_outlined.h, visibility.h's TL_SIM_OUTLINED) are out of a linked
+kernel library's view and in its runtime: a linked build's preprocessed headers include no outlined file, the
+runtime's and a self-contained library's do, and the runtime exports the outlined functions under its arch's names.
+(Counters, traces and launches through these functions are checked end to end by test_sim_counters.py,
+test_profiler_trace.py and the other simulator tests, in both forms.)"""
+
+import subprocess
+
+import pytest
+
+from tilelang_musa._paths import include_root, simulator_headers
+from tilelang_musa.jit import sim_runtime, sim_runtime_recipe
+from tilelang_musa.jit.toolchains import SimToolchain
+
+OUTLINED = ("profile_outlined.h", "timeline_outlined.h", "fiber_outlined.h")
+ARCHS = {"mp_22": 220, "mp_31": 310}
+
+
+def preprocessed_files(musa_arch: int, form_flags: list[str]) -> set[str]:
+    """The header files a build of musa_runtime.h reads with `form_flags` (the line markers of g++ -E)."""
+    flags = sim_runtime_recipe.base_flags(musa_arch, include_root(), simulator_headers(), [])
+    text = subprocess.run(["g++", *flags, *form_flags, "-E", "-x", "c++", "-"], input='#include "musa_runtime.h"\n',
+                          capture_output=True, text=True, check=True).stdout
+    return {line.split('"')[1].rsplit("/", 1)[-1] for line in text.splitlines() if line.startswith("# ")}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_linked_kernel_library_sees_no_outlined_body(arch):
+    linked = preprocessed_files(ARCHS[arch], [sim_runtime_recipe.LINK_FLAG])
+    assert "profile.h" in linked and "timeline.h" in linked and "fiber.h" in linked
+    assert not linked & set(OUTLINED)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_runtime_and_a_self_contained_library_compile_the_bodies(arch):
+    assert set(OUTLINED) <= preprocessed_files(ARCHS[arch], [sim_runtime_recipe.BUILD_FLAG])
+    # a self-contained library has no shared stack pool: its StackPool maps and unmaps in place
+    assert set(OUTLINED) - {"fiber_outlined.h"} <= preprocessed_files(ARCHS[arch], [])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_runtime_exports_the_outlined_functions_under_its_arch(arch):
+    toolchain = SimToolchain()
+    flags = sim_runtime_recipe.base_flags(ARCHS[arch], include_root(), simulator_headers(), [])
+    library = sim_runtime.runtime_library(["g++"], toolchain.identity(), flags, arch)
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
+                              check=True).stdout.split()
+    prefix = f"tl_sim_rt{ARCHS[arch]}_"
+    for name in ("profile_access", "profile_add_mma_shape", "profile_publish", "timeline_add", "timeline_publish",
+                 "stack_pool_acquire", "stack_pool_release", "stack_pool_trim"):
+        assert prefix + name in exported
