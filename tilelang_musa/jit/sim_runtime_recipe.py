@@ -39,17 +39,18 @@ def base_flags(musa_arch: int, include_root: Path, headers: Path, timing_flags: 
     ] + timing_flags  # the cycle model's figures (profile.h, profiler/arch_figures.py); used only when profiling
 
 
-def compiler_identity(compiler: str) -> str:
-    """The compiler binary that builds (resolved path, size, mtime), as SimToolchain.identity() spells it."""
+def compiler_identity(compiler: str, toolchain: str = "sim") -> str:
+    """The compiler binary that builds (resolved path, size, mtime), without running it: what the kernel cache and
+    the runtime key name a toolchain by (toolchains.Toolchain.identity spells every toolchain this way)."""
     found = shutil.which(compiler)
     if found is None:
-        return "sim:missing"
+        return f"{toolchain}:missing"
     real = os.path.realpath(found)
     try:
         st = os.stat(real)
     except OSError:
-        return f"sim:{real}:unreadable"
-    return f"sim:{real}:{st.st_size}:{st.st_mtime_ns}"
+        return f"{toolchain}:{real}:unreadable"
+    return f"{toolchain}:{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
 @cache

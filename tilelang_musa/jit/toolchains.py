@@ -89,12 +89,7 @@ def _identity(toolchain: Toolchain, settings: tuple) -> str:
     path = toolchain.executable()
     if path is None:
         return f"{toolchain.name}:missing"
-    real = os.path.realpath(path)
-    try:
-        st = os.stat(real)
-    except OSError:
-        return f"{toolchain.name}:{real}:unreadable"
-    return f"{toolchain.name}:{real}:{st.st_size}:{st.st_mtime_ns}"
+    return sim_runtime_recipe.compiler_identity(str(path), toolchain.name)
 
 
 def _find_mcc() -> Path | None:

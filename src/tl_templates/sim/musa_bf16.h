@@ -16,12 +16,3 @@
 #define TL_SIM_F16_INF_BITS 0x7f80u
 #define TL_SIM_F16_FROM_BITS Bfloat16FromBits
 #include "sim/float16_api.h"
-#undef TL_SIM_F16
-#undef TL_SIM_F16_2
-#undef TL_SIM_F16_RAW
-#undef TL_SIM_F16_2_RAW
-#undef TL_SIM_F16_FORMAT
-#undef TL_SIM_F16_EXP_BITS
-#undef TL_SIM_F16_MAN_BITS
-#undef TL_SIM_F16_INF_BITS
-#undef TL_SIM_F16_FROM_BITS

@@ -16,15 +16,6 @@
 #define TL_SIM_F16_INF_BITS 0x7c00u
 #define TL_SIM_F16_FROM_BITS HalfFromBits
 #include "sim/float16_api.h"
-#undef TL_SIM_F16
-#undef TL_SIM_F16_2
-#undef TL_SIM_F16_RAW
-#undef TL_SIM_F16_2_RAW
-#undef TL_SIM_F16_FORMAT
-#undef TL_SIM_F16_EXP_BITS
-#undef TL_SIM_F16_MAN_BITS
-#undef TL_SIM_F16_INF_BITS
-#undef TL_SIM_F16_FROM_BITS
 
 typedef __half half;
 typedef __half2 half2;

@@ -230,3 +230,13 @@ inline TL_SIM_F16_2 atomicAdd(TL_SIM_F16_2* address, TL_SIM_F16_2 val) {
 #undef TL_SIM_F16_NAME2
 #undef TL_SIM_F16_QUOTE
 #undef TL_SIM_F16_STR
+// The parameters were the includer's, for this inclusion only.
+#undef TL_SIM_F16
+#undef TL_SIM_F16_2
+#undef TL_SIM_F16_RAW
+#undef TL_SIM_F16_2_RAW
+#undef TL_SIM_F16_FORMAT
+#undef TL_SIM_F16_EXP_BITS
+#undef TL_SIM_F16_MAN_BITS
+#undef TL_SIM_F16_INF_BITS
+#undef TL_SIM_F16_FROM_BITS
