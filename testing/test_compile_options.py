@@ -116,7 +116,8 @@ def test_an_option_changes_the_generated_code(arch):
 
 # A key looked up in a dict: `configs.get(...)`, `configs[...]`, `enabled(configs, ...)`, an `args.configs` dict, or
 # a PassConfigKey member named outside the options modules.
-_LOOKUP = re.compile(r"\bconfigs\s*(\.get\(|\[)|\.configs\b|\benabled\([^)]*configs|\bPassConfigKey\.[A-Z_]+|\bK\.[A-Z_]{3,}")
+_LOOKUP = re.compile(r"\bconfigs\s*(\.get\(|\[)|\.configs\b|\benabled\([^)]*configs"
+                     r"|\bPassConfigKey\.[A-Z_]+|\bK\.[A-Z_]{3,}")
 
 
 def test_no_module_outside_the_options_modules_looks_a_key_up():

@@ -132,7 +132,8 @@ class Gemm(TileOp):
                           args.accumulators)
         return select_implementation(self, ctx).lower(self, args, ctx)
 
-    def implementation(self, target: Any, configs: Any, num_threads: int) -> str:
+    def implementation(self, target: Any, configs: CompileOptions | dict, num_threads: int) -> str:
         """The name of the path this gemm lowers to (for tests and diagnostics)."""
-        return select_implementation(self, GemmContext(target, CompileOptions.of(configs), num_threads, frozenset())).name
+        ctx = GemmContext(target, CompileOptions.of(configs), num_threads, frozenset())
+        return select_implementation(self, ctx).name
 

@@ -208,7 +208,8 @@ def timing_for_compile(options: CompileOptions | Mapping[Any, Any]) -> TileLangP
     if not (options.pass_profile or env.is_pass_profile_enabled()):
         return None
     if options.pass_profile_threshold_ms is not None:
-        threshold = env.parse_threshold_ms(options.pass_profile_threshold_ms, "pass config TL_PASS_PROFILE_THRESHOLD_MS")
+        threshold = env.parse_threshold_ms(options.pass_profile_threshold_ms,
+                                           "pass config TL_PASS_PROFILE_THRESHOLD_MS")
     else:
         threshold = env.get_pass_profile_threshold_ms()
     return TileLangPassTimingInstrument(threshold)
