@@ -115,7 +115,7 @@ def _lower(func, arch="mp_31"):
     from tilelang_musa.transform.split_kernels import split_kernels
 
     req = _settle(func, None, f"musa -arch={arch}", "sim", None, None, False, None)
-    return generate([lower(k, req.target, req.configs) for k in split_kernels(req.program)], req.target,
+    return generate([lower(k, req.target, req.pass_options) for k in split_kernels(req.program)], req.target,
                     req.name).device
 
 

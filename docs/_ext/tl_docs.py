@@ -3,7 +3,8 @@
 - ``tl-run``: a Python block that runs while the page is read (the tutorials). The blocks of one page share a
   namespace, like a notebook's cells; the page shows the code, what it printed, and the pictures it saved through
   ``docs_image("name.png")``. An exception fails the build, naming the page and the block.
-- ``tl-pass-configs``: the table of every ``tilelang.PassConfigKey`` from the registry (ir/pass_config.py).
+- ``tl-pass-configs``: the table of every ``tilelang.PassConfigKey`` from the registry (ir/pass_config.py), with
+  the ``CompileOptions`` field that reads it (ir/options.py: its name, default and doc).
 - ``tl-env-vars``: the table of every environment variable declared in ``tilelang_musa/env.py``.
 """
 
@@ -114,9 +115,10 @@ def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
 
 
 class PassConfigTable(SphinxDirective):
-    """Every PassConfigKey: its name(s), its string, and whether the compiler reads it (or why not)."""
+    """Every PassConfigKey: its name(s), its string, and the option that reads it (or why nothing does)."""
 
     def run(self):
+        from tilelang_musa.ir import options
         from tilelang_musa.ir import pass_config as pc
 
         aliases: dict = {}
@@ -129,7 +131,8 @@ class PassConfigTable(SphinxDirective):
             elif key in pc.SAME_EFFECT_AS:
                 kind = f"effect: the same as {pc.SAME_EFFECT_AS[key].name}"
             else:
-                kind = "effect"
+                f = options.field_of(key)
+                kind = f"effect: CompileOptions.{f.name} (default {f.default!r}): {f.metadata['doc']}"
             rows.append([" / ".join(names), key.value, kind])
         return [_table(["Name", "String", "On MUSA"], rows)]
 

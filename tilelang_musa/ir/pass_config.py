@@ -3,8 +3,9 @@
 The table is upstream TileLang's (tile-ai/tilelang) and TileLang-MUSA's (tile-ai/tilelang-musa,
 MooreThreads/tilelang_musa) keys, names and strings as upstream spells them, plus this build's own, so their
 scripts run unchanged. Users may pass the enum members, their string values or their names; unknown keys are
-an error that lists the known ones (a typo must not silently leave a safety guard on or off). Each key has a
-reader in the compiler or is in WITHOUT_EFFECT with the reason; docs/PASS_CONFIGS.md is the table for users.
+an error that lists the known ones (a typo must not silently leave a safety guard on or off). Each key is a field
+of ir/options.CompileOptions (what the compiler reads), is in SAME_EFFECT_AS, or is in WITHOUT_EFFECT with the
+reason; docs/PASS_CONFIGS.md is the table for users.
 """
 
 from __future__ import annotations
@@ -245,6 +246,3 @@ def normalize_pass_configs(configs: Mapping[Any, Any] | None) -> dict[PassConfig
                       f"{WITHOUT_EFFECT[key]}")
     return out
 
-
-def enabled(configs: Mapping[PassConfigKey, Any], key: PassConfigKey, default: bool = False) -> bool:
-    return _truthy(configs.get(key, default))

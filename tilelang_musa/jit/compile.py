@@ -39,7 +39,7 @@ from ..ir.attrs import (
     COMPILE_FLAGS_ATTR, DESCRIPTORS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_ATTR, SIZE_PARAMS_ATTR,
     WORKSPACES_ATTR,
 )
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..launcher import DimExpr, ParamSpec
 from ..launcher.spec import unsolvable_symbols
@@ -179,9 +179,9 @@ def _split_flags(flags: Any) -> tuple[str, ...]:
     return tuple(token for item in items for token in shlex.split(str(item)))
 
 
-def _ir_dumper(configs: dict) -> Any:
-    path = configs.get(PassConfigKey.TL_DUMP_IR_PATH) or env.DUMP_IR_PATH.raw()
-    if not (enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag()):
+def _ir_dumper(options: CompileOptions) -> Any:
+    path = options.dump_ir_path or env.DUMP_IR_PATH.raw()
+    if not (options.enable_dump_ir or env.DUMP_IR.flag()):
         return None
     out = Path(str(path) if path else "tilelang_ir")
     out.mkdir(parents=True, exist_ok=True)
@@ -236,7 +236,7 @@ class _Request:
     target: tvm.target.Target
     arch: ArchInfo
     backend: Backend
-    configs: dict
+    pass_options: CompileOptions
     flags: tuple[str, ...]
     out_idx: Any
     fast_math: bool
@@ -244,7 +244,8 @@ class _Request:
     verbose: bool
 
     def options(self) -> dict[str, Any]:
-        return {"out_idx": plain(self.out_idx), "pass_configs": {k.value: plain(v) for k, v in self.configs.items()},
+        configs = {k.value: plain(v) for k, v in self.pass_options.given.items()}
+        return {"out_idx": plain(self.out_idx), "pass_configs": configs,
                 "compile_flags": list(self.flags), "fast_math": self.fast_math}
 
 
@@ -271,26 +272,26 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
         program = program.with_attr("global_symbol", name)
     request = _settle(program, out_idx, target, execution_backend, pass_configs, instruments, verbose,
                       compile_flags)
-    observers = CompileObservers(request.name, request.target, request.configs)
+    observers = CompileObservers(request.name, request.target, request.pass_options)
     key = None
     if cache.is_cache_enabled():
-        key = cache.kernel_key(program, request.name, request.target, request.backend, request.configs,
+        key = cache.kernel_key(program, request.name, request.target, request.backend, request.pass_options.given,
                                request.flags, out_idx)
         # Instruments, per-pass IR dumps, pass diffs, pass timing and the lower trace observe the lowering: they get
         # one, whatever the cache holds.
-        if (not request.instruments and not _dumps_ir(request.configs) and env.get_pass_diff_mode() is None
+        if (not request.instruments and not _dumps_ir(request.pass_options) and env.get_pass_diff_mode() is None
                 and not observers.active):
             kernel = cache.memo_get(key)
             if kernel is None:
                 entry = cache.lookup(key)
                 if entry is not None:
                     kernel = JITKernel.from_database(entry, program, request.target, request.backend,
-                                                     request.configs)
+                                                     request.pass_options.given)
                     cache.memo_put(key, kernel)
             if kernel is not None:
                 if request.verbose:
                     print(f"[tilelang] {request.name}: cache hit ({kernel.directory})", file=sys.stderr)
-                _publish(kernel, request.configs)
+                _publish(kernel, request.pass_options)
                 return kernel
     if env.PRINT_ON_COMPILATION.flag():
         logger.info("TileLang begins to compile kernel `%s` with `out_idx=%s`", request.name, out_idx)
@@ -299,10 +300,10 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     finally:
         observers.finish()
     kernel = JITKernel(directory, KernelMetadata.read(directory), request.backend, request.target, program,
-                       request.configs)
+                       request.pass_options.given)
     if key is not None:
         cache.memo_put(key, kernel)
-    _publish(kernel, request.configs)
+    _publish(kernel, request.pass_options)
     return kernel
 
 
@@ -311,21 +312,20 @@ def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
     # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's.
-    configs = {**normalize_pass_configs(pass_configs),
-               **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))}
+    options = CompileOptions.of({**normalize_pass_configs(pass_configs),
+                                 **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))})
     flags = (_split_flags(compile_flags) + _split_flags([str(f) for f in _annotated(attrs, COMPILE_FLAGS_ATTR, [])])
-             + _split_flags(configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS)))
+             + _split_flags(options.device_compile_flags))
     # TL_DISABLE_FAST_MATH is upstream's older switch; as there, setting it overrides TL_ENABLE_FAST_MATH.
-    fast_math = (enabled(configs, PassConfigKey.TL_ENABLE_FAST_MATH)
-                 and not enabled(configs, PassConfigKey.TL_DISABLE_FAST_MATH))
+    fast_math = options.enable_fast_math and not options.disable_fast_math
     name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
-    return _Request(program, name, target, arch_of(target), resolve_backend(execution_backend), configs, flags,
+    return _Request(program, name, target, arch_of(target), resolve_backend(execution_backend), options, flags,
                     out_idx, fast_math, tuple(instruments or ()), verbose or env.VERBOSE.flag())
 
 
-def _dumps_ir(configs: dict) -> bool:
+def _dumps_ir(options: CompileOptions) -> bool:
     """Per-pass IR dumps, or LayoutInference's decisions (TILELANG_DUMP_LAYOUTS): both print from the lowering."""
-    return enabled(configs, PassConfigKey.TL_ENABLE_DUMP_IR) or env.DUMP_IR.flag() or env.DUMP_LAYOUTS.flag()
+    return options.enable_dump_ir or env.DUMP_IR.flag() or env.DUMP_LAYOUTS.flag()
 
 
 @dataclass
@@ -468,8 +468,8 @@ def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.
     def announce(index: int, count: int) -> None:
         observers.lowering_kernel(kernel_names(request.name, count)[index] if count > 1 else "")
 
-    return lower_program(request.program, request.target, request.configs,
-                         [*request.instruments, *observers.instruments()], _ir_dumper(request.configs), announce)
+    return lower_program(request.program, request.target, request.pass_options,
+                         [*request.instruments, *observers.instruments()], _ir_dumper(request.pass_options), announce)
 
 
 @dataclass(frozen=True)
@@ -506,7 +506,7 @@ def lower(program: tirx.PrimFunc, target: Any = "auto", target_host: Any = None,
     from ..codegen.source import kernel_names
 
     request = _settle(program, None, target, "auto", pass_configs, None, False, None)
-    observers = CompileObservers(request.name, request.target, request.configs)
+    observers = CompileObservers(request.name, request.target, request.pass_options)
     try:
         device_funcs = _lower_kernels(request, observers)
         device_mod = tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)), device_funcs)))
@@ -581,7 +581,7 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
     return HostInfo(tuple(specs), bound, tuple(launches), local_bytes)
 
 
-def _publish(kernel: JITKernel, configs: dict) -> None:
+def _publish(kernel: JITKernel, options: CompileOptions) -> None:
     """What a compile leaves outside the cache, hit or miss: TILELANG_DUMP_KERNEL_SOURCE, the source archive,
     MUSA_KERNELS_OUTPUT_DIR and TILELANG_DUMP_STAGES. The source is read only when one of them asks."""
     dump_path = env.DUMP_KERNEL_SOURCE.path()
@@ -590,7 +590,7 @@ def _publish(kernel: JITKernel, configs: dict) -> None:
         dump_path.write_text(kernel.get_kernel_source())
     if env.SOURCE_ARCHIVE_DIR.raw():
         archive_source(kernel.get_kernel_source(), kernel.name, str(kernel.target.attrs["arch"]))
-    output_dir = configs.get(PassConfigKey.MUSA_KERNELS_OUTPUT_DIR)
+    output_dir = options.musa_kernels_output_dir
     if output_dir:
         out = Path(str(output_dir))
         out.mkdir(parents=True, exist_ok=True)

@@ -8,14 +8,15 @@ import contextlib
 import sys
 from typing import Any, Iterator
 
+from ..ir.options import CompileOptions
 from ..tools.trace.lower_trace import LowerTraceSession, session_for_compile
 from ..tools.trace.pass_timing import TileLangPassTimingInstrument, timing_for_compile
 
 
 class CompileObservers:
-    def __init__(self, name: str, target: Any, configs: dict) -> None:
+    def __init__(self, name: str, target: Any, options: CompileOptions) -> None:
         self.name, self.target = name, target
-        self.timing: TileLangPassTimingInstrument | None = timing_for_compile(configs)
+        self.timing: TileLangPassTimingInstrument | None = timing_for_compile(options)
         self.trace: LowerTraceSession | None = session_for_compile(name)
 
     @property

@@ -27,7 +27,6 @@ from tvm import tirx
 
 from ..ir.attrs import NO_SAFE_ACCESS
 from ..ir.ops import register_intrinsic
-from ..ir.pass_config import PassConfigKey, enabled
 from ..ir.utils import dtype_bytes, flat_index
 from ..target import arch_of, archs_with
 from .access_ptr import WRITE, access_ptr
@@ -188,8 +187,8 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
     lanes = piece_elements(copy, dims, extents, allowed, construct)
     nbytes = lanes * dtype_bytes(copy.src.dtype)
-    predicated = not enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION) and not (
-        robust and enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_ROBUST_COPY_PREDICATION))
+    predicated = not args.options.disable_safe_copy_predication and not (
+        robust and args.options.disable_safe_robust_copy_predication)
     if copy.async_mode is not None:
         base = "tl::cp_async_gs_robust" if robust else "tl::cp_async_gs"
     else:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import tvm
 
 from ..errors import CompileError, SourceLoc
+from ..ir.options import CompileOptions
 from ..layout.gemm_partition import GemmWarpPolicy  # noqa: F401 - upstream's tilelang.tileop.base.GemmWarpPolicy
 
 
@@ -25,7 +26,7 @@ class LowerArgs:
     thread_var: Any  # the op's thread index: linear thread id - first_thread
     num_threads: int
     layouts: dict = field(default_factory=dict)  # fragment buffer Var -> Fragment (from layout inference)
-    configs: dict = field(default_factory=dict)  # PassConfigKey -> value
+    options: CompileOptions = CompileOptions()  # the pass configs, typed
     annotated: frozenset = frozenset()  # shared buffers stored in an annotated layout (T.annotate_layout)
     thread_extents: dict = field(default_factory=dict)  # "threadIdx.x" -> extent, for analyzers
     views: frozenset = frozenset()  # T.view / T.reshape views (their storage is another buffer's)
@@ -44,7 +45,7 @@ class LayoutInferArgs:
     target: tvm.target.Target
     num_threads: int  # the threads that run the op (its range's count)
     layouts: dict  # buffer Var -> Layout/Fragment known so far
-    configs: dict = field(default_factory=dict)
+    options: CompileOptions = CompileOptions()
     annotated: frozenset = frozenset()
     views: frozenset = frozenset()
     unswizzled: frozenset = frozenset()

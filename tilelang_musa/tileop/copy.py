@@ -18,7 +18,6 @@ from tvm import tirx
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
 from ..ir.attrs import ASYNC_ATTR, LOOP_LAYOUT_ATTR, NO_SAFE_ACCESS, PER_THREAD_ATTR, SAFE_COPY
-from ..ir.pass_config import PassConfigKey, enabled
 from .async_copy import lower_piecewise_copy
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .parallel import THREAD_PRIVATE_SCOPES, parallel_nest, thread_local_nest
@@ -150,8 +149,8 @@ class Copy(TileOp):
         stmt = (thread_local_nest(extents, body) if self.thread_private
                 else parallel_nest(extents, body, self.loc, coalesced_width=self.coalesced_width,
                                  loop_layout=self.loop_layout))
-        if enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_COPY_PREDICATION):
+        if args.options.disable_safe_copy_predication:
             stmt = tirx.AttrStmt(self.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
-        elif enabled(args.configs, PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS):
+        elif args.options.disable_safe_memory_access:
             stmt = tirx.AttrStmt(self.dst.buffer, SAFE_COPY, tirx.const(1, "int32"), stmt)
         return stmt

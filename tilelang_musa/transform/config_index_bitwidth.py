@@ -22,7 +22,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from .pass_base import tl_pass
 
 WIDE = "int64"
@@ -31,9 +31,9 @@ _ARITH = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.
 _COMPARE = (tirx.EQ, tirx.NE, tirx.LT, tirx.LE, tirx.GT, tirx.GE)
 
 
-def index_bitwidth(configs: dict) -> int | None:
+def index_bitwidth(options: CompileOptions) -> int | None:
     """The configured width, None when it is unset or 32 (the default: nothing to do)."""
-    value = configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH)
+    value = options.config_index_bitwidth
     if value is None:
         return None
     try:
@@ -207,12 +207,13 @@ def _buffer_past_int32(func: tirx.PrimFunc) -> tuple[str, int] | None:
     return next(((b.name, size(b)) for b in buffers if size(b) >= 1 << 31), None)
 
 
-def ConfigIndexBitwidth(configs: dict):  # noqa: N802
-    bits = index_bitwidth(configs)
+def ConfigIndexBitwidth(configs: CompileOptions | dict):  # noqa: N802
+    options = CompileOptions.of(configs)
+    bits = index_bitwidth(options)
     # As upstream, a kernel with a tensor past the int32 range is promoted to int64 indices unless the user asked for
     # 32-bit indices or switched promotion off.
-    asked_32 = configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH) is not None and bits is None
-    promote = not asked_32 and not enabled(configs, PassConfigKey.TL_DISABLE_INDEX_TYPE_PROMOTION)
+    asked_32 = options.config_index_bitwidth is not None and bits is None
+    promote = not asked_32 and not options.disable_index_type_promotion
 
     def rewrite(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if bits == 64:

@@ -42,7 +42,7 @@ from ..ir.attrs import (
     ANNOTATIONS_ATTR, ARRIVE_COUNTS, ASYNC_ATTR, BARRIER_SCOPE, DISABLE_TMA_ATTR, PIPELINED_ATTR, WS_ATTR,
 )
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
@@ -461,19 +461,20 @@ class _PipelineEmitter:
         return to_versions(stmt, self.versions, iteration)
 
 
-def load_modes(func: tirx.PrimFunc, configs: dict) -> LoadModes:
+def load_modes(func: tirx.PrimFunc, options: CompileOptions) -> LoadModes:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     arch = arch_of(target) if target is not None else None
     renumbered = frozenset(global_layouts(func))
     return LoadModes(
-        tme=arch is not None and arch.has_tme and not enabled(configs, PassConfigKey.TL_DISABLE_TMA_LOWER),
+        tme=arch is not None and arch.has_tme and not options.disable_tma_lower,
         ldlms=arch is not None and arch.has_async_copy
-        and enabled(configs, PassConfigKey.TL_ENABLE_ASYNC_COPY, default=True),
+        and options.enable_async_copy,
         params=tuple(func.params), renumbered=renumbered, threads=thread_info(func).num_threads)
 
 
-def inject_software_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
-    modes = load_modes(func, configs)
+def inject_software_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict) -> tirx.PrimFunc:
+    options = CompileOptions.of(options)
+    modes = load_modes(func, options)
     versions: dict = {}
     barriers: list = []
 
@@ -566,5 +567,6 @@ class BufferUses:
         return {b for b, n in self.total.items() if n > inside.get(b, 0)}
 
 
-def InjectSoftwarePipeline(configs: dict):  # noqa: N802 - a pass, named as TVM names passes
-    return tl_pass("InjectSoftwarePipeline", lambda func: inject_software_pipeline(func, configs))
+def InjectSoftwarePipeline(configs: CompileOptions | dict):  # noqa: N802 - a pass, named as TVM names passes
+    options = CompileOptions.of(configs)
+    return tl_pass("InjectSoftwarePipeline", lambda func: inject_software_pipeline(func, options))

@@ -57,7 +57,7 @@ from tvm import tirx
 
 from .. import env
 from ..ir.attrs import LAYOUT_EXCHANGES, LAYOUTS_ATTR, LOOP_PLAN, PARALLEL_LOOP_LAYOUT, REDUCE_EXCHANGE
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..layout import Fragment
 from ..tileop.gemm import Gemm
@@ -77,12 +77,12 @@ __all__ = ["EXCHANGE_SCOPE", "FRAGMENT_SCOPE", "STAGE", "LayoutInference", "deci
 class _Inference(Collection, Placement, ImpliedLayouts, Conflicts):
     """The state of one function's inference; each part (a base class, in its own file) works on it."""
 
-    def __init__(self, func: tirx.PrimFunc, configs: dict):
+    def __init__(self, func: tirx.PrimFunc, options: CompileOptions):
         self.func = func
         self.threads = thread_info(func)
         self.analyzer = thread_analyzer(self.threads)
-        self.configs = configs
-        self.disable_vectorize = enabled(configs, PassConfigKey.TL_DISABLE_VECTORIZE)
+        self.options = options
+        self.disable_vectorize = options.disable_vectorize
         self.layouts: dict[Any, Fragment] = {}
         self.origin: dict[Any, str] = {}  # buffer -> what fixed its layout (the dump's reasons, error messages)
         self.fragments: list[Any] = []
@@ -95,7 +95,7 @@ class _Inference(Collection, Placement, ImpliedLayouts, Conflicts):
         self.reducers: set = set()  # T.alloc_reducer fragments
         self.rowwise: set = set()  # fragments whose free placement should keep rows apart (_reduced_along_rows)
         self.serial: list = []  # fragments accessed element-wise outside T.Parallel nests and tile ops
-        self.user_barriers = enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC)
+        self.user_barriers = options.disable_thread_storage_sync
         self.plain_nests: list[NestDecision] = []  # T.Parallel nests over no fragment (follow_writers_without_barriers)
         self.walk_order: dict = {}  # nest loop handle -> its place in program order
         self._asked: dict[int, tuple] = {}  # op index -> which of its operands were placed when last asked
@@ -122,9 +122,9 @@ class _Inference(Collection, Placement, ImpliedLayouts, Conflicts):
                                     if buf in self._gemm_accumulators and buf not in self.reducers])
 
 
-def decide_layouts(func: tirx.PrimFunc, configs: dict) -> LayoutDecisions:
+def decide_layouts(func: tirx.PrimFunc, configs: CompileOptions | dict) -> LayoutDecisions:
     """Every layout and plan of `func`'s fragments and nests, with the reasons; the IR is not changed."""
-    inference = _Inference(func, configs)
+    inference = _Inference(func, CompileOptions.of(configs))
     inference.run()
     return LayoutDecisions(inference.layouts, inference.origin, inference.fragments, inference.nests,
                            inference.reduce_exchanges)
@@ -159,7 +159,7 @@ def record_decisions(func: tirx.PrimFunc, decisions: LayoutDecisions) -> tirx.Pr
     return func.with_attr(LAYOUTS_ATTR, dict(decisions.layouts))
 
 
-def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+def layout_inference(func: tirx.PrimFunc, configs: CompileOptions | dict) -> tirx.PrimFunc:
     decisions = decide_layouts(func, configs)
     if env.DUMP_LAYOUTS.flag():
         name = func.attrs["global_symbol"] if func.attrs is not None and "global_symbol" in func.attrs else "main"
@@ -170,4 +170,5 @@ def layout_inference(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
 
 
 def LayoutInference(configs):  # noqa: N802
-    return tl_pass("LayoutInference", lambda func: layout_inference(func, configs))
+    options = CompileOptions.of(configs)
+    return tl_pass("LayoutInference", lambda func: layout_inference(func, options))

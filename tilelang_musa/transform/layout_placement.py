@@ -32,7 +32,7 @@ class Placement:
     def _op_args(self) -> LayoutInferArgs:
         """What every tile op's inference reads; the function's walks are done once (`layouts` grows in place)."""
         return LayoutInferArgs(self.func.attrs["target"] if "target" in self.func.attrs else None,
-                               self.threads.num_threads, self.layouts, self.configs, annotated_buffers(self.func),
+                               self.threads.num_threads, self.layouts, self.options, annotated_buffers(self.func),
                                view_buffers(self.func), unswizzled_tiles(self.func), accumulator_groups(self.func))
 
     def fix_from_ops(self) -> bool:

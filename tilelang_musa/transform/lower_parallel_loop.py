@@ -38,7 +38,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import LAYOUTS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..target import warp_size
 from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
@@ -119,5 +119,5 @@ def lower_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) ->
 
 
 def LowerParallelLoop(configs):  # noqa: N802
-    disable = enabled(configs, PassConfigKey.TL_DISABLE_VECTORIZE)
+    disable = CompileOptions.of(configs).disable_vectorize
     return tl_pass("LowerParallelLoop", lambda func: lower_parallel_loop(func, disable))

@@ -14,7 +14,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import LAYOUTS_ATTR
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
 from ..tileop.copy import Copy
@@ -25,17 +25,18 @@ from .pass_base import tl_pass
 from .thread_guard import map_with_guards, reaching_threads
 
 
-def lower_tile_op(func: tirx.PrimFunc, configs: dict, late: bool) -> tirx.PrimFunc:
+def lower_tile_op(func: tirx.PrimFunc, options: CompileOptions | dict, late: bool) -> tirx.PrimFunc:
+    options = CompileOptions.of(options)
     threads = thread_info(func)
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     attrs = func.attrs if func.attrs is not None else {}
     layouts = dict(attrs[LAYOUTS_ATTR].items()) if late and LAYOUTS_ATTR in attrs else {}
     tid = threads.linear_thread_id()
-    args = LowerArgs(target, tid, threads.num_threads, layouts, configs, annotated_buffers(func),
+    args = LowerArgs(target, tid, threads.num_threads, layouts, options, annotated_buffers(func),
                      dict(threads.extents), view_buffers(func), 0, threads.num_threads,
                      unswizzled=unswizzled_tiles(func), accumulators=accumulator_groups(func))
     analyzer = thread_analyzer(threads)
-    if not late and enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
+    if not late and options.disable_thread_storage_sync:
         func = barrier_relayout_round_trips(func)
 
     def on_evaluate(node, mutator, guards):
@@ -94,4 +95,5 @@ def barrier_relayout_round_trips(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def LowerTileOp(configs, late: bool = False):  # noqa: N802
     name = "LowerLayoutTileOp" if late else "LowerTileOp"
-    return tl_pass(name, lambda func: lower_tile_op(func, configs, late))
+    options = CompileOptions.of(configs)
+    return tl_pass(name, lambda func: lower_tile_op(func, options, late))

@@ -23,7 +23,7 @@ from tvm.tirx.script import builder as Tb
 from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, DESCRIPTORS_ATTR
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import TensorLoad, thread_info
 from ..target import arch_of, archs_with
 from ..tileop import parse_tile_op
@@ -42,8 +42,8 @@ from .thread_guard import ThreadRange, conjuncts, reaching_threads, thread_condi
 STAGE = "LowerTmeCopy"
 
 
-def lower_tme_copy(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
-    lowering = _TmeCopyLowering(func, configs)
+def lower_tme_copy(func: tirx.PrimFunc, configs: CompileOptions | dict) -> tirx.PrimFunc:
+    lowering = _TmeCopyLowering(func, CompileOptions.of(configs))
     body = lowering.rewrite(func.body)
     if body.same_as(func.body):
         return func
@@ -60,9 +60,9 @@ class _TmeCopyLowering:
     """One walk over a kernel body: tracks the thread guards around each statement, lowers each TME copy (or
     falls back to a plain copy), and collects the descriptors and the compiler's barriers the copies need."""
 
-    def __init__(self, func: tirx.PrimFunc, configs: dict):
+    def __init__(self, func: tirx.PrimFunc, options: CompileOptions):
         self.func = func
-        self.configs = configs
+        self.options = options
         self.threads = thread_info(func)
         self.target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
         self.arch = arch_of(self.target) if self.target is not None else None
@@ -115,7 +115,7 @@ class _TmeCopyLowering:
 
     def _lower(self, op: TmeCopy) -> Any:
         """The copy as TME instructions; a T.copy the TME cannot do is a plain copy, a T.tma_copy an error."""
-        if not op.explicit and (enabled(self.configs, PassConfigKey.TL_DISABLE_TMA_LOWER) or self.data_conditions):
+        if not op.explicit and (self.options.disable_tma_lower or self.data_conditions):
             return self._plain_copy(op)
         if self.arch is not None and not self.arch.has_tme:
             if not op.explicit:
@@ -178,7 +178,7 @@ class _TmeCopyLowering:
                       "runs without them")
         from ..tileop.copy import Copy
 
-        args = LowerArgs(self.target, self.threads.linear_thread_id(), self.threads.num_threads, {}, self.configs)
+        args = LowerArgs(self.target, self.threads.linear_thread_id(), self.threads.num_threads, {}, self.options)
         plain = Copy(op.src, op.dst, op.loc, op.coalesced_width).lower(args)
         if not op.pipelined:
             return plain
@@ -241,4 +241,5 @@ def _reaching(guards: list, threads, analyzer, op: TmeCopy) -> ThreadRange:
 
 
 def LowerTmeCopy(configs):  # noqa: N802
-    return tl_pass(STAGE, lambda func: lower_tme_copy(func, configs))
+    options = CompileOptions.of(configs)
+    return tl_pass(STAGE, lambda func: lower_tme_copy(func, options))

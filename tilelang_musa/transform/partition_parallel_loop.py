@@ -25,7 +25,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..ir.attrs import COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, substitute, thread_info, unflatten
 from ..tileop.loop_plan import (
     LoopPlan, check_user_layout, contiguous_width, free_plan, lower_with_plan, user_plan, vector_width,
@@ -159,5 +159,5 @@ def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False
 
 
 def PartitionParallelLoop(configs):  # noqa: N802 - a pass constructor, named like TVM's
-    disable = enabled(configs, PassConfigKey.TL_DISABLE_VECTORIZE)
+    disable = CompileOptions.of(configs).disable_vectorize
     return tl_pass("PartitionParallelLoop", lambda func: partition_parallel_loop(func, disable))

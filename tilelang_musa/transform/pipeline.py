@@ -14,7 +14,7 @@ import tvm
 from tvm import tirx
 
 from ..diagnostics import warn_once
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
 from .apply_layout_exchanges import ApplyLayoutExchanges
@@ -67,8 +67,9 @@ class Phase:
     passes: tuple
 
 
-def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
+def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
     """The pipeline, phase by phase (upstream's LowerAndLegalize / OptimizeForTarget, in finer steps)."""
+    options = CompileOptions.of(configs)
     return [
         Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
             # Upstream's semantic checks of T.Parallel bodies, on the loops as the user wrote them.
@@ -82,40 +83,40 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
             # Raw-TIR T.tvm_thread_allreduce reductions become the reduction template.
             LowerThreadAllreduce(),
             # Gemm operands in registers that their instruction reads from shared memory are copied there (a T.copy).
-            StageGemmOperands(configs),
+            StageGemmOperands(options),
         )),
         Phase("Pipeline", "T.Pipelined loops unrolled into prologue, steady state and epilogue, loads asynchronous", (
             # T.Pipelined: a stage and an order for each statement of the loop body (upstream's rules, or
             # stage=/order=).
             PipelinePlanning(),
             # A loop whose loads are all TME copies gets a producer squad and full/empty barrier rings.
-            WarpSpecializePipeline(configs),
+            WarpSpecializePipeline(options),
             # The others: prologue / steady state / epilogue, shared tiles multi-buffered, loads asynchronous (TME
             # on a barrier ring where it qualifies, else LDLMS in commit groups).
-            InjectSoftwarePipeline(configs),
+            InjectSoftwarePipeline(options),
             # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider
             # pieces).
             FuseAsyncCopyLanes(),
         )),
         Phase("LowerTileOps", "no tile op left: fragments laid out, every loop over them planned per thread", (
             # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
-            LowerTileOp(configs),
+            LowerTileOp(options),
             # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
             LowerBufferViews(FRAGMENT_VIEWS),
             # A fragment its T.Parallel loops index past its declared shape gets the extents they walk (as
             # upstream), now that every copy into a fragment is such a loop.
             WidenWalkedFragments(),
             # Where fragments live, and where each loop over fragments runs (recorded on the loop, not applied yet).
-            LayoutInference(configs),
+            LayoutInference(options),
             # The shared-memory exchanges it decided: nests onto the relaid copies, reductions into scratches.
             ApplyLayoutExchanges(),
             # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot
             # loops.
-            LowerParallelLoop(configs),
+            LowerParallelLoop(options),
             # TME copies: the shared tiles' layouts are final (the engine's swizzle must produce them).
-            LowerTmeCopy(configs),
+            LowerTmeCopy(options),
             # Tile ops that need the chosen layouts (reductions, instruction gemms).
-            LowerTileOp(configs, late=True),
+            LowerTileOp(options, late=True),
             # Accesses through T.view / T.reshape views of on-chip buffers go to the viewed buffers (every op is
             # lowered by now), so barriers and shared-memory planning see one buffer.
             LowerBufferViews(ON_CHIP_VIEWS),
@@ -131,9 +132,9 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
             # Fragments become per-thread local arrays indexed by slot.
             LowerFragmentAccess(),
             # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
-            PartitionParallelLoop(configs),
+            PartitionParallelLoop(options),
             # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
-            SafeMemoryAccess(configs),
+            SafeMemoryAccess(options),
             # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout
             # applies.
             LowerBufferViews(),
@@ -145,7 +146,7 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
             # tl.config_index_bitwidth=64: every loop and index in int64, before FlattenBuffer forms (and folds) the
             # flat offsets, which then are int64 too. Without it a kernel with a tensor past 2^31 elements is
             # promoted the same way (unless TL_DISABLE_INDEX_TYPE_PROMOTION).
-            ConfigIndexBitwidth(configs),
+            ConfigIndexBitwidth(options),
             # Strided tensor parameters to 1-D over the offsets they reach (FlattenBuffer's extent assumes the first
             # dim has the largest stride).
             FlattenStridedParams(),
@@ -169,7 +170,7 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
             # Barriers between shared-memory accesses by different threads (final accesses only, templates'
             # included through their marked pointers): first the write-after-write hazards TVM's ThreadSync does
             # not see, then its read/write ones. Users who place T.sync_threads() themselves switch them off.
-            *([] if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC) else [
+            *([] if options.disable_thread_storage_sync else [
                 SyncWriteAfterWrite(),
                 # Global tensors too, between statements whose threads reach them through different elements.
                 SyncGlobalAccesses(),
@@ -191,12 +192,12 @@ def lowering_phases(configs: dict[PassConfigKey, Any]) -> list[Phase]:
     ]
 
 
-def lowering_passes(configs: dict[PassConfigKey, Any]) -> list[Any]:
+def lowering_passes(configs: CompileOptions | dict) -> list[Any]:
     """Every pass of the pipeline, in order."""
     return [p for phase in lowering_phases(configs) for p in phase.passes]
 
 
-def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConfigKey, Any],
+def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: CompileOptions | dict,
                   instruments: list[Any] | None = None, dump: Callable[[str, Any], None] | None = None,
                   on_kernel: Callable[[int, int], None] | None = None) -> list[tirx.PrimFunc]:
     """The whole pipeline on a program: its T.Kernel scopes split into kernels (SplitKernels), each lowered by
@@ -212,15 +213,15 @@ def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: di
     return lowered
 
 
-def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConfigKey, Any],
+def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: CompileOptions | dict,
           instruments: list[Any] | None = None, dump: Callable[[str, Any], None] | None = None) -> tirx.PrimFunc:
     """Run the pipeline on one kernel; returns the device PrimFunc."""
     func = func.with_attr("target", target)
-    configs = _barriers_for_one_warp_blocks(func, target, configs)
+    options = _barriers_for_one_warp_blocks(func, target, CompileOptions.of(configs))
     mod = tvm.IRModule({str(func.attrs["global_symbol"]): func})
     with tvm.transform.PassContext(opt_level=3, instruments=instruments or []):
         with target:
-            for index, p in enumerate(lowering_passes(configs)):
+            for index, p in enumerate(lowering_passes(options)):
                 mod = run_pass(p, mod)
                 if dump is not None:
                     dump(f"{index:02d}_{p.info.name}", mod)
@@ -228,7 +229,8 @@ def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict[PassConf
     return result
 
 
-def _barriers_for_one_warp_blocks(func: tirx.PrimFunc, target: tvm.target.Target, configs: dict) -> dict:
+def _barriers_for_one_warp_blocks(func: tirx.PrimFunc, target: tvm.target.Target,
+                                  options: CompileOptions) -> CompileOptions:
     """TL_DISABLE_THREAD_STORAGE_SYNC does not apply to a block of one warp (128 threads on mp_22, 32 on mp_31).
 
     Its threads run in lockstep on the hardware, so a kernel without barriers is correct there, and Moore Threads'
@@ -236,13 +238,13 @@ def _barriers_for_one_warp_blocks(func: tirx.PrimFunc, target: tvm.target.Target
     The simulator runs a block's threads one after another between barriers, and the compiler's layouts decide
     which thread touches which element: the barriers stay in (on one warp they order nothing the hardware does not
     already order), so the kernel is correct on both."""
-    if not enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
-        return configs
+    if not options.disable_thread_storage_sync:
+        return options
     threads = thread_info(func).num_threads
     if threads > warp_size(target):
-        return configs
+        return options
     warn_once(f"one-warp storage sync {threads} {warp_size(target)}",
               f"TL_DISABLE_THREAD_STORAGE_SYNC is ignored for a block of {threads} threads, one warp of "
               f"{arch_of(target).name}: its threads run in lockstep, which the barriers keep in the simulator")
-    return {**configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: False}
+    return options.with_(disable_thread_storage_sync=False)
 

@@ -21,7 +21,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import NO_SAFE_ACCESS, SAFE_COPY, SAFE_VALUES_ATTR
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import TensorLoad, as_int, scope_of, substitute
 from .pass_base import tl_pass
 
@@ -175,5 +175,5 @@ def safe_memory_access(func: tirx.PrimFunc, copies_only: bool = False) -> tirx.P
 
 
 def SafeMemoryAccess(configs):  # noqa: N802
-    disabled = enabled(configs, PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS)
+    disabled = CompileOptions.of(configs).disable_safe_memory_access
     return tl_pass("SafeMemoryAccess", lambda func: safe_memory_access(func, copies_only=disabled))

@@ -21,7 +21,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import declare_buffers, thread_info
 from ..tileop import is_tile_op, parse_tile_op
 from ..tileop.copy import Copy
@@ -35,10 +35,11 @@ from .pass_base import tl_pass
 from .thread_guard import map_with_guards, reaching_threads
 
 
-def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
+def stage_gemm_operands(func: tirx.PrimFunc, options: CompileOptions | dict) -> tirx.PrimFunc:
+    options = CompileOptions.of(options)
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     threads = thread_info(func)
-    block_ctx = GemmContext(target, configs, threads.num_threads, annotated_buffers(func), view_buffers(func),
+    block_ctx = GemmContext(target, options, threads.num_threads, annotated_buffers(func), view_buffers(func),
                             unswizzled_tiles(func), accumulator_groups(func), accumulator_fed_fragments(func))
     tiles: list = []
 
@@ -74,7 +75,7 @@ def stage_gemm_operands(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
             args[index[what]] = (new.A if what == "A" else new.B).to_ir()
         gemm = tvm.ir.Call(node.value.op, args, attrs=node.value.attrs, ret_ty="int32")
         stores = [tirx.Evaluate(c) for c in copies]
-        if enabled(configs, PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):  # earlier reads done; stores landed
+        if options.disable_thread_storage_sync:  # earlier reads done; stores landed
             sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
             stores = [sync, *stores, sync]
         return tirx.SeqStmt(stores + [tirx.Evaluate(gemm)])
@@ -94,4 +95,5 @@ def _copy_call(src, dst, gemm_call) -> tvm.ir.Call:
 
 
 def StageGemmOperands(configs):  # noqa: N802
-    return tl_pass("StageGemmOperands", lambda func: stage_gemm_operands(func, configs))
+    options = CompileOptions.of(configs)
+    return tl_pass("StageGemmOperands", lambda func: stage_gemm_operands(func, options))

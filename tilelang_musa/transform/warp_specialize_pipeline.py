@@ -31,7 +31,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, PIPELINED_ATTR, SQUAD_THREADS, WS_ATTR
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
-from ..ir.pass_config import PassConfigKey, enabled
+from ..ir.options import CompileOptions
 from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
 from ..tileop.registry import is_tile_op
 from ..tileop.tme_copy import TmeCopy
@@ -60,9 +60,10 @@ def _thread_attr(body: Any) -> tuple[list, tirx.AttrStmt] | None:
     return None
 
 
-def warp_specialize_pipeline(func: tirx.PrimFunc, configs: dict) -> tirx.PrimFunc:
-    modes = load_modes(func, configs)
-    if not modes.tme or enabled(configs, PassConfigKey.TL_DISABLE_WARP_SPECIALIZED):
+def warp_specialize_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict) -> tirx.PrimFunc:
+    options = CompileOptions.of(options)
+    modes = load_modes(func, options)
+    if not modes.tme or options.disable_warp_specialized:
         return func
     site = _find_site(func)
     if site is None:
@@ -356,5 +357,6 @@ def _plan(loop: tirx.For, modes) -> _Plan | None:
     return _Plan(units, loads, ring, versions)
 
 
-def WarpSpecializePipeline(configs: dict):  # noqa: N802 - a pass, named as TVM names passes
-    return tl_pass("WarpSpecializePipeline", lambda func: warp_specialize_pipeline(func, configs))
+def WarpSpecializePipeline(configs: CompileOptions | dict):  # noqa: N802 - a pass, named as TVM names passes
+    options = CompileOptions.of(configs)
+    return tl_pass("WarpSpecializePipeline", lambda func: warp_specialize_pipeline(func, options))

@@ -15,6 +15,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ...errors import SourceLoc
+from ...ir.options import CompileOptions
 from ..base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
 from ..region import Region, is_unit
 from .registry import GemmContext, choose_implementation, select_implementation
@@ -121,17 +122,18 @@ class Gemm(TileOp):
             raise self.error("T.gemm: k_pack > 1 is not supported on MUSA yet")
 
     def infer_layout(self, args: LayoutInferArgs, level: int) -> dict:
-        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated, args.views, args.unswizzled,
+        ctx = GemmContext(args.target, args.options, args.num_threads, args.annotated, args.views, args.unswizzled,
                           args.accumulators)
         return select_implementation(self, ctx).infer_layout(self, ctx, args.layouts)
 
     def lower(self, args: LowerArgs) -> Any:
         self.validate()
-        ctx = GemmContext(args.target, args.configs, args.num_threads, args.annotated, args.views, args.unswizzled,
+        ctx = GemmContext(args.target, args.options, args.num_threads, args.annotated, args.views, args.unswizzled,
                           args.accumulators)
         return select_implementation(self, ctx).lower(self, args, ctx)
 
-    def implementation(self, target: Any, configs: dict, num_threads: int) -> str:
+    def implementation(self, target: Any, configs: CompileOptions | dict, num_threads: int) -> str:
         """The name of the path this gemm lowers to (for tests and diagnostics)."""
-        return select_implementation(self, GemmContext(target, configs, num_threads, frozenset())).name
+        ctx = GemmContext(target, CompileOptions.of(configs), num_threads, frozenset())
+        return select_implementation(self, ctx).name
 

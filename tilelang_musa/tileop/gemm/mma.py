@@ -18,7 +18,7 @@ import tvm
 from tvm import tirx
 
 from ...ir.ops import fragment_ptr
-from ...ir.pass_config import PassConfigKey, enabled
+from ...ir.options import key_of
 from ...layout import (
     SWIZZLE_LINE, Fragment, GemmWarpPolicy, LayoutError, canonical_sqmma_granularity, make_gemm_a_fragment,
     make_gemm_accumulator_fragment, make_gemm_b_fragment, make_linear_layout, make_sqmma_swizzled_layout,
@@ -41,7 +41,7 @@ class Path:
     group: int  # threads per instruction group
     atom: tuple[int, int, int]  # (m, n, k) used to partition; SQMMA picks its shape per squad tile
     template: str  # template name without the operand-scope prefix
-    disabled_by: PassConfigKey | None
+    disabled_by: str | None  # the CompileOptions switch that turns the path off
     register_operands: bool  # may A / B be fragments
     swizzled: bool = False  # the operands are stored in the SQMMA swizzled layout (which this path requires)
     staged_operands: int = 0  # how many fragment operands may be staged through shared memory (registry.py)
@@ -95,8 +95,8 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
     def declines(gemm, ctx: GemmContext) -> str | None:
         if ctx.target is None or not getattr(arch_of(ctx.target), path.capability):
             return f"needs {' or '.join(archs_with(path.capability))}"
-        if path.disabled_by is not None and enabled(ctx.configs, path.disabled_by):
-            return f"disabled by {path.disabled_by.name}"
+        if path.disabled_by is not None and getattr(ctx.options, path.disabled_by):
+            return f"disabled by {key_of(path.disabled_by).name}"
         if gemm.A.dtype != gemm.B.dtype or gemm.A.dtype not in ("float16", "bfloat16") or gemm.C.dtype != "float32":
             return f"takes float16/bfloat16 operands into float32 (got {gemm.A.dtype} x {gemm.B.dtype} -> {gemm.C.dtype})"
         for what, region in (("A", gemm.A), ("B", gemm.B)):
@@ -221,9 +221,9 @@ def _impl(path: Path) -> GemmImpl:
 # SQMMA has no register-operand form: one fragment operand is staged (registry.py says why); two follow the
 # user's guide (WMMA first). mp_22's MMA takes fragments in its K-major operand layout, and stages those filled from
 # an accumulator (registry._preferred_staging).
-SQMMA = _impl(Path("SQMMA", "has_sqmma", 128, (16, 16, 16), "mp31_sqmma", PassConfigKey.TL_DISABLE_SQMMA,
+SQMMA = _impl(Path("SQMMA", "has_sqmma", 128, (16, 16, 16), "mp31_sqmma", "disable_sqmma",
                    False, staged_operands=1))
 SQMMA_SWIZZLED = _impl(Path("SQMMA", "has_sqmma", 128, (16, 16, 16), "mp31_sqmma_swizzled",
-                            PassConfigKey.TL_DISABLE_SQMMA, False, swizzled=True, staged_operands=1))
-WMMA = _impl(Path("WMMA", "has_wmma", 32, (16, 8, 16), "mp31_wmma", PassConfigKey.TL_DISABLE_PH1_WMMA, True))
+                            "disable_sqmma", False, swizzled=True, staged_operands=1))
+WMMA = _impl(Path("WMMA", "has_wmma", 32, (16, 8, 16), "mp31_wmma", "disable_ph1_wmma", True))
 MMA = _impl(Path("MMA", "has_warp_mma", 128, (32, 32, 16), "mp22_mma", None, True, staged_operands=2))

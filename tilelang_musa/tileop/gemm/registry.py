@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from ...diagnostics import warn_once
 from ...errors import CompileError
+from ...ir.options import CompileOptions
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class GemmContext:
     """What implementation choice depends on; identical at layout inference and at lowering."""
 
     target: Any
-    configs: dict
+    options: CompileOptions
     num_threads: int
     annotated: frozenset  # shared buffers stored in an annotated (swizzled) layout
     views: frozenset = frozenset()  # T.view / T.reshape views: their storage cannot take a swizzled layout

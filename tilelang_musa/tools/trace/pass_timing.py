@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping
 import tvm
 
 from ... import env
-from ...ir.pass_config import PassConfigKey, enabled
+from ...ir.options import CompileOptions
 
 
 @dataclass
@@ -200,15 +200,16 @@ class TileLangPassTimingInstrument:
         print(self.report(context), file=file or sys.stderr, flush=True)
 
 
-def timing_for_compile(configs: Mapping[PassConfigKey, Any]) -> TileLangPassTimingInstrument | None:
+def timing_for_compile(options: CompileOptions | Mapping[Any, Any]) -> TileLangPassTimingInstrument | None:
     """A fresh instrument when the compile asks for pass timing (the pass config TL_PASS_PROFILE, or
     TILELANG_PASS_TIMING / TILELANG_PASS_PROFILE), with its threshold (TL_PASS_PROFILE_THRESHOLD_MS over
     TILELANG_PASS_TIMING_THRESHOLD_MS); None when it does not."""
-    if not (enabled(configs, PassConfigKey.TL_PASS_PROFILE) or env.is_pass_profile_enabled()):
+    options = CompileOptions.of(options)
+    if not (options.pass_profile or env.is_pass_profile_enabled()):
         return None
-    key = PassConfigKey.TL_PASS_PROFILE_THRESHOLD_MS
-    if configs.get(key) is not None:
-        threshold = env.parse_threshold_ms(configs[key], f"pass config {key.name}")
+    if options.pass_profile_threshold_ms is not None:
+        threshold = env.parse_threshold_ms(options.pass_profile_threshold_ms,
+                                           "pass config TL_PASS_PROFILE_THRESHOLD_MS")
     else:
         threshold = env.get_pass_profile_threshold_ms()
     return TileLangPassTimingInstrument(threshold)
