@@ -67,6 +67,29 @@ def main(argv=None) -> int:
     if args.list_families:
         print("\n".join(FAMILIES))
         return 0
+    archs, names = _selection(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python -m tilelang_musa.fuzz " + shlex.join(sys.argv[1:] if argv is None else argv)
+    start = time.time()
+
+    programs = {i: generate(args.seed, i, names) for i in range(args.start, args.start + args.n)}
+    jobs = [Job(i * len(archs) + k, programs[i], arch) for i in programs for k, arch in enumerate(archs)]
+    index_of = {job.id: i for job in jobs for i in [job.id // len(archs)]}
+    _run(args, jobs, index_of, out / "results.jsonl", start)
+    ran = [j for j in jobs if j.result is not None]
+    run_seconds = time.time() - start
+    written = [] if args.no_shrink else _shrink_failures(args, ran, index_of, archs)
+    all_failed = [(index_of[j.id], j) for j in ran if j.result.failed]
+
+    text = summarize(args, archs, programs, ran, all_failed, written, run_seconds, time.time() - start, command)
+    print(text)
+    (out / "summary.txt").write_text(text)
+    return 1 if all_failed else 0
+
+
+def _selection(args) -> tuple[list[str], list[str]]:
+    """The archs and families asked for, checked (and Ray importable where --ray asks for it)."""
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     names = [n.strip() for n in args.families.split(",") if n.strip()]
     unknown = [n for n in names if n not in FAMILIES]
@@ -79,17 +102,14 @@ def main(argv=None) -> int:
             import_ray()
         except ImportError as err:
             sys.exit(f"--ray: {err}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    command = "python -m tilelang_musa.fuzz " + shlex.join(sys.argv[1:] if argv is None else argv)
-    start = time.time()
+    return archs, names
 
-    programs = {i: generate(args.seed, i, names) for i in range(args.start, args.start + args.n)}
-    jobs = [Job(i * len(archs) + k, programs[i], arch) for i in programs for k, arch in enumerate(archs)]
-    index_of = {job.id: i for job in jobs for i in [job.id // len(archs)]}
+
+def _run(args, jobs, index_of, results: Path, start: float) -> None:
+    """Runs the jobs (locally or through Ray), appending each outcome to `results` as it arrives."""
     stop = threading.Event()
     done = [0]
-    with open(out / "results.jsonl", "a") as log:
+    with open(results, "a") as log:
         def on_result(job):
             done[0] += 1
             o = job.result
@@ -112,10 +132,11 @@ def main(argv=None) -> int:
         else:
             run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result,
                      sim_check=not args.no_sim_check)
-    ran = [j for j in jobs if j.result is not None]
-    run_seconds = time.time() - start
 
-    # one shrink per distinct failure (family and failure signature), on the first arch it failed on
+
+def _shrink_failures(args, ran, index_of, archs) -> list:
+    """One shrink per distinct failure (family and failure signature), on the first arch it failed on; each
+    minimal program is written as a regression test."""
     failures, archs_failed, seen = {}, defaultdict(list), set()
     for job in ran:
         if job.result.failed:
@@ -125,29 +146,25 @@ def main(argv=None) -> int:
                 seen.add(key)
                 failures[index_of[job.id]] = job
     written = []
-    if failures and not args.no_shrink:
-        session = Session(child_env(), args.timeout, sim_check=not args.no_sim_check)
-        try:
-            for i, job in failures.items():
-                print(f"shrinking program {i} ({job.desc.family}, {job.result.status} on {job.arch}) ...", flush=True)
-                original = job.result
-                small, attempts = shrink(job.desc, lambda d: same_failure(original, session.run(d, job.arch)),
-                                         max_attempts=args.shrink_attempts)
-                final = session.run(small, job.arch)
-                summary = f"{final.status} on {job.arch}: {final.detail[:300]}"
-                repro = (f"python -m tilelang_musa.fuzz --seed {args.seed} --families {args.families} --start {i} "
-                         f"--n 1 --arch {','.join(archs)}")
-                path = write_regression(small, archs_failed[i], summary, repro, Path(args.regressions))
-                written.append((i, job, small, final, path, attempts))
-                print(f"  -> {path} after {attempts} attempts: {small!r}", flush=True)
-        finally:
-            session.close()
-    all_failed = [(index_of[j.id], j) for j in ran if j.result.failed]
-
-    text = summarize(args, archs, programs, ran, all_failed, written, run_seconds, time.time() - start, command)
-    print(text)
-    (out / "summary.txt").write_text(text)
-    return 1 if all_failed else 0
+    if not failures:
+        return written
+    session = Session(child_env(), args.timeout, sim_check=not args.no_sim_check)
+    try:
+        for i, job in failures.items():
+            print(f"shrinking program {i} ({job.desc.family}, {job.result.status} on {job.arch}) ...", flush=True)
+            original = job.result
+            small, attempts = shrink(job.desc, lambda d: same_failure(original, session.run(d, job.arch)),
+                                     max_attempts=args.shrink_attempts)
+            final = session.run(small, job.arch)
+            summary = f"{final.status} on {job.arch}: {final.detail[:300]}"
+            repro = (f"python -m tilelang_musa.fuzz --seed {args.seed} --families {args.families} --start {i} "
+                     f"--n 1 --arch {','.join(archs)}")
+            path = write_regression(small, archs_failed[i], summary, repro, Path(args.regressions))
+            written.append((i, job, small, final, path, attempts))
+            print(f"  -> {path} after {attempts} attempts: {small!r}", flush=True)
+    finally:
+        session.close()
+    return written
 
 
 def summarize(args, archs, programs, ran, failures, written, run_seconds, total_seconds, command) -> str:
