@@ -195,7 +195,8 @@ def test_lop3_group_scaled_decoders_multiply_each_field_by_the_scale(fmt, bits):
 
 def test_mxfp_group_twiddling_matches_its_bit_layout():
     group = get_mxfp_intrin_group("bfloat16", source_bit=4, storage_dtype="uint8", use_twiddling=True)
-    kernel = _batch_kernel(group["func_name"], group["c_source"], 8, "uint8", "bfloat16", 4)
+    # Called without N, the decoder takes its default N = 8: 8 words (32 bytes) in, 64 values out per call.
+    kernel = _batch_kernel(group["func_name"], group["c_source"], 64, "uint8", "bfloat16", 32)
     packed = _bytes(23)
     out = poison((N * 2,), torch.bfloat16)
     kernel(packed, out)

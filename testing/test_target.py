@@ -369,6 +369,11 @@ def test_the_cpp_arch_table_agrees_with_the_python_one():
 
 # Passes and tile ops ask ArchInfo for a capability; arch names and numbers stay in the table (and in messages).
 _CAPABILITY_ASKERS = ("transform", "tileop", "codegen", "jit")
+# Copies of the arch table that cannot import target.py, each kept equal to it by a test.
+_ARCH_TABLE_MIRRORS = {
+    # the install-time runtime build loads it by path, without TVM (test_sim_runtime_install.py compares the tables)
+    "jit/sim_runtime_recipe.py",
+}
 
 
 def test_passes_and_tile_ops_ask_capabilities_not_arch_names():
@@ -376,6 +381,8 @@ def test_passes_and_tile_ops_ask_capabilities_not_arch_names():
     found = []
     for folder in _CAPABILITY_ASKERS:
         for path in sorted((root / folder).rglob("*.py")):
+            if path.relative_to(root).as_posix() in _ARCH_TABLE_MIRRORS:
+                continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                         re.fullmatch(r"mp_\d\d", node.value):
