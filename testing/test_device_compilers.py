@@ -5,8 +5,9 @@ and rejects code that g++ accepts. Without mcc, the sources the suite generated 
 TILELANG_SOURCE_ARCHIVE_DIR, see conftest.py) are compiled, after every other test, by
 - clang in CUDA mode, host and device passes, against the MUSA shim in testing/device_compilers/clang_musa/;
 - nvcc (one host + device compile for an NVIDIA GPU), the MUSA names mapped onto CUDA's by nvcc_musa/;
-each for one kernel per set of templates, built-ins and element types used (kernels that differ only in plain C++
-compile once: the whole suite's kernels would take minutes of the CI's 30).
+clang for one kernel per set of templates, built-ins and element types used (kernels that differ only in plain C++
+compile once), nvcc for kernels covering every pair of them used together (nvcc is slower: the whole suite's kernels
+would take minutes of the CI's 30).
 A few kernels of every arch and GEMM path are generated here too, so the check covers them whichever tests ran.
 The planted sources in testing/device_compilers/planted/ are bugs the check must catch (and g++ does not).
 
@@ -28,7 +29,7 @@ from test_gemm import gemm_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "device_compilers"))
 from compile_kernels import (  # noqa: E402
-    ClangCheck, NvccCheck, collect_sources, compile_sources, distinct_by_features,
+    ClangCheck, NvccCheck, collect_sources, compile_sources, covering_feature_pairs, distinct_by_features,
 )
 from sim_build import sim_compile_command  # noqa: E402
 
@@ -115,8 +116,9 @@ def test_generated_kernels_compile_with_clang_in_host_and_device_passes(generate
 
 @pytest.mark.after_all_kernels
 def test_every_generated_kernel_compiles_with_nvcc(generated_sources):
-    """One kernel per set of templates, built-ins and element types used (nvcc takes ~1 s a kernel)."""
-    assert_all_compile(distinct_by_features(generated_sources), require(NvccCheck()))
+    """Kernels covering every pair of templates, built-ins and element types used together (nvcc takes ~2 s a
+    kernel: the clang check above compiles one kernel per whole set)."""
+    assert_all_compile(covering_feature_pairs(generated_sources), require(NvccCheck()))
 
 
 def planted(name):
@@ -167,3 +169,13 @@ def test_the_archive_keeps_each_generated_source_once_under_its_arch(tmp_path, m
     assert [f.name.split(".")[:2] for f in files] == [["main", "mp_22"], ["main", "mp_31"]]
     assert files[1].read_text() == kernel.get_kernel_source()
     assert {s.arch for s in collect_sources([tmp_path])} == {"mp_22", "mp_31"}
+
+
+def test_the_nvcc_selection_covers_every_pair_of_features_used_together(tmp_path):
+    kernels = {"wide.mp_31.0": "tl::gemm tl::copy float", "inside_wide.mp_31.1": "tl::gemm float",
+               "new_pair.mp_31.2": "tl::gemm half_t", "same_on_mp_22.mp_22.3": "tl::gemm float"}
+    for name, text in kernels.items():
+        (tmp_path / f"{name}.mu").write_text(text)
+    kept = [s.path.name for s in covering_feature_pairs(collect_sources([tmp_path]))]
+    assert kept == ["new_pair.mp_31.2.mu", "same_on_mp_22.mp_22.3.mu", "wide.mp_31.0.mu"]
+    assert len(distinct_by_features(collect_sources([tmp_path]))) == 4
