@@ -21,7 +21,7 @@ from .. import env
 from ..language.parser import contains_kernel_scope, parse_kernel
 from ..language.dtypes import Pointer
 from ..language.tensor_type import TensorType
-from ..language.prim_func import discover_consts, eager_signature, trace_eager
+from ..language.prim_func import discover_consts, eager_signature, remember_defining_scope, trace_eager
 from .compile import compile as compile_program
 from .kernel import JITKernel
 
@@ -39,6 +39,7 @@ class JITFunction:
         functools.update_wrapper(self, func)
         self.__test__ = False  # a factory named test_*: not a test to pytest (which follows __wrapped__)
         self.func = func
+        remember_defining_scope(func)  # an eager-style kernel's annotations may name its factory's locals
         self.options = options
         self._kernels: dict[Any, JITKernel] = {}
         self._consts: dict[Any, dict[str, int]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,13 +29,38 @@ from .dtypes import DType, Pointer
 from .proxy import TensorType, declare_param, make_param
 
 
+# Names visible where a kernel function was defined, kept for evaluating its annotations: a factory's locals that
+# only annotations use (`dtype` in `A: T.Tensor((M, N), dtype)`) are not in the function's closure when the
+# annotations are text (`from __future__ import annotations`) or are in-body statements Python never evaluates.
+_DEFINING_SCOPES: "weakref.WeakKeyDictionary[Callable, dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+def remember_defining_scope(func: Callable) -> None:
+    """Record the locals of the first frame outside this package: where `func` was written (a factory's body)."""
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(__package__.split(".")[0]):
+        frame = frame.f_back
+    if frame is not None and frame.f_code.co_name != "<module>":  # at module level the globals already serve
+        _DEFINING_SCOPES[func] = dict(frame.f_locals)
+
+
+def _annotation_namespace(parsed: ParsedKernel) -> dict[str, Any]:
+    fn = parsed.source_fn
+    namespace = dict(fn.__globals__)
+    namespace.update(_DEFINING_SCOPES.get(fn, {}))
+    namespace.update(zip(fn.__code__.co_freevars, [c.cell_contents for c in fn.__closure__ or ()]))
+    return namespace
+
+
 def _annotation(parsed: ParsedKernel, param: inspect.Parameter) -> Any:
     annotation = param.annotation
     if type(annotation) is str:  # `from __future__ import annotations` (a DType is a str subclass: not text)
-        namespace = dict(parsed.source_fn.__globals__)
-        namespace.update(dict(zip(parsed.source_fn.__code__.co_freevars,
-                                  [c.cell_contents for c in parsed.source_fn.__closure__ or ()])))
-        annotation = eval(annotation, namespace)  # noqa: S307 - the user's own annotation text
+        try:
+            annotation = eval(annotation, _annotation_namespace(parsed))  # noqa: S307 - the user's own annotation
+        except NameError as err:
+            raise CompileError(f"the annotation of parameter `{param.name}` of `{parsed.name}` names something not "
+                               f"visible where the function was defined: {err}",
+                               SourceLoc(parsed.filename, parsed.tree.lineno)) from None
     return annotation
 
 
@@ -177,11 +203,9 @@ def _body_annotations(parsed: ParsedKernel, params: tuple[str, ...]) -> dict[str
 def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign) -> Any:
     """The in-body annotation of parameter `name`, evaluated before the body runs (parameters come first, in
     signature order): it may use the function's globals and closure, not the body's own variables."""
-    namespace = dict(parsed.source_fn.__globals__)
-    namespace.update(dict(zip(parsed.source_fn.__code__.co_freevars,
-                              [c.cell_contents for c in parsed.source_fn.__closure__ or ()])))
     try:
-        return eval(compile(ast.Expression(stmt.annotation), parsed.filename, "eval"), namespace)  # noqa: S307
+        return eval(compile(ast.Expression(stmt.annotation), parsed.filename, "eval"),  # noqa: S307
+                    _annotation_namespace(parsed))
     except NameError as err:
         raise CompileError(f"the annotation of parameter `{name}` must use names defined outside the kernel body "
                            f"(its closure or module): {err}", SourceLoc(parsed.filename, stmt.lineno)) from None
@@ -223,6 +247,7 @@ def prim_func(func: Callable | None = None, *, private: bool = False, check_well
     """Decorator: parse a kernel function into a `tvm.tirx.PrimFunc`."""
 
     def decorate(f: Callable) -> tirx.PrimFunc:
+        remember_defining_scope(f)
         return trace_prim_func(parse_kernel(f))
 
     return decorate(func) if func is not None else decorate
@@ -233,6 +258,7 @@ class Macro:
 
     def __init__(self, func: Callable):
         self.func = func
+        remember_defining_scope(func)
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
 
