@@ -20,8 +20,6 @@ TVM's own lowering assumes CUDA's warp-synchronous shared-memory tree; MUSA's re
 
 from __future__ import annotations
 
-import itertools
-
 import tvm
 import tvm_ffi
 from tvm import tirx
@@ -86,7 +84,7 @@ def _template_group(axes: list[int], extents: list[int]) -> tuple[int, int] | No
 
 
 def _combine(reducer, a, b):
-    result, lhs, rhs = reducer.result[0], reducer.lhs[0], reducer.rhs[0]
+    result, lhs = reducer.result[0], reducer.lhs[0]
     return type(result)(a, b) if result.a.same_as(lhs) else type(result)(b, a)
 
 
