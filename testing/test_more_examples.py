@@ -207,19 +207,25 @@ def test_gdn_decode_updates_the_state_in_place(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_sparse_mla_forward_stages_the_gathered_rows_once(arch):
-    """Each token attends to its chosen cache rows: gathered once into KV_s, which the score gemm reads K-major
-    (transpose_B) and the output gemm MN-major; invalid and future positions are masked, a token with none gets 0."""
+def test_sparse_mla_forward_gathers_rows_asynchronously(arch):
+    """Each token attends to its chosen cache rows, gathered by asynchronous 16-byte row pieces (the next step's
+    into the other buffer while this step computes); on mp_31 the rows are copied once more into V_s, so that every
+    gemm reads a tile in one major and runs on SQMMA. Invalid and future positions are masked, a token with none
+    gets 0."""
     seq, seq_kv, heads, topk = 8, 64, 64, 64
-    config = dict(block_H=64, block_I=64, threads=256) if arch == "mp_31" else dict(block_H=32, block_I=16,
-                                                                                    threads=128)
+    config = dict(block_H=64, block_I=32, threads=256) if arch == "mp_31" else dict(block_H=32, block_I=16,
+                                                                                    threads=128, v_tile=False, kv_buffers=1)
     kernel = compile_for(arch, sparse_mla.sparse_mla_fwd.func(seq, seq_kv, heads, 512, 64, topk, **config))
     source = kernel.get_kernel_source()
-    calls = re.findall(r"tl::gemm_ss_\w+<[^>]*>\(&(\w+)\[0\], &(\w+)\[0\]", source)
+    calls = re.findall(r"tl::gemm_ss_(\w+)<[^>]*>\(&(\w+)\[[^]]*\], &(\w+)\[", source)
+    assert source.count("tl::cp_async_gs_conditional<16>(&KV_s[") == 2, source  # step 0, then each next step
+    assert source.count("tl::cp_async_gs_conditional<16>(&K_tail_s[") == 2, source
     if arch == "mp_31":
-        assert ("Q_s", "KV_s") in calls and ("P_s", "KV_s") in calls and ("Q_tail_s", "K_tail_s") in calls, calls
+        assert {(path, a, b) for path, a, b in calls} == {
+            ("mp31_sqmma_swizzled", "Q_s", "KV_s"), ("mp31_sqmma_swizzled", "Q_tail_s", "K_tail_s"),
+            ("mp31_sqmma_swizzled", "P_s", "V_s")}, calls
     else:
-        assert ("P_s", "KV_s") in calls, calls  # the score gemm's N = block_I = 16 is FMA code on mp_22
+        assert ("mp22_mma", "P_s", "KV_s") in calls, calls  # the score gemm's N = block_I = 16 is FMA code on mp_22
     torch.manual_seed(14)
     q = torch.randn(seq, heads, 576).to(torch.bfloat16)
     kv = torch.randn(seq_kv, 576).to(torch.bfloat16)
