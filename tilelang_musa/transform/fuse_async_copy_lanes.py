@@ -58,7 +58,9 @@ def _aligned_run(region: Region, lane, lanes: int) -> Region | None:
     run = _lane_run(region, lane, lanes)
     if run is None:
         return None
-    mod = tvm.sym.Analyzer().modular_set(flat_index(run.buffer, list(run.mins)))
+    ana = tvm.sym.Analyzer()
+    run = Region(run.buffer, tuple(ana.simplify(m) for m in run.mins), run.extents)
+    mod = ana.modular_set(flat_index(run.buffer, list(run.mins)))
     return run if mod.coeff % lanes == 0 and mod.base % lanes == 0 else None
 
 
