@@ -159,7 +159,8 @@ CASES = {
 }
 CASES.update({
     "sparse_mla_prefill": ("sparse MLA prefill S896 SKV4096 H128 topk2048 (examples/sparse_mla)",
-                           "block_H 64, block_I 64, 256 threads", sparse_mla_prefill),
+                           "block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, V_s (SQMMA)",
+                           sparse_mla_prefill),
     "gdn_decode": ("GDN decode B8 Hk8 Hv16 D128 (examples/gdn)", "block_V 32, 128 threads", gdn_decode),
     "moe_routing": ("MoE routing 8001 tokens, 256 experts / 8 groups (examples/moe)", "block_T 16, 128 threads",
                     moe_routing),
