@@ -176,12 +176,13 @@ def test_fp8_per_token_quant(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_moe_group_limited_routing(arch):
     """DeepSeek-V3's router in one kernel: group ranks from a shared tile by a serial loop per (token, group), the
-    kept groups and then the winners by rounds of T.reduce_max, the winners' scores by a T.reduce_sum, and the
-    weights normalised: indices exactly torch's, weights to float rounding."""
+    kept groups and then the winners by rounds of T.reduce_max, each winner's score read from a shared copy of the
+    scores (no reduction over the row), and the weights normalised: indices exactly torch's, weights to float
+    rounding."""
     tokens, experts, groups, topk_group, topk = 40, 64, 8, 3, 6
     kernel = compile_for(arch, moe_routing.moe_routing.func(tokens, experts, groups, topk_group, topk))
     source = kernel.get_kernel_source()
-    assert "AllReduce<tl::MaxOp" in source and "AllReduce<tl::SumOp" in source
+    assert "AllReduce<tl::MaxOp" in source and "AllReduce<tl::SumOp" not in source and "score_s[" in source
     logits, bias = rand((tokens, experts), torch.float32, 11), rand((experts,), torch.float32, 12) * 0.1
     idx, weight = torch.full((tokens, topk), -7, dtype=torch.int32), poison((tokens, topk), torch.float32)
     kernel(logits, bias, idx, weight)
