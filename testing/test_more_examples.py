@@ -157,14 +157,16 @@ def test_flash_decoding(arch, batch, heads, kv_heads, seqlen_kv, dim, num_split)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_fp8_per_token_quant(arch):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fp8_per_token_quant(arch, dtype):
     """amax by T.reduce_absmax, scale = amax / 448, y = cast(x / scale) to float8_e4m3fn: bit-exact against
-    torch's conversion."""
+    torch's conversion, from float32 or (as Moore Threads' per_token_cast reads it) bfloat16 rows."""
     M, N = 12, 256
-    kernel = compile_for(arch, fp8_quant.per_token_quant_fp8.func(M, N))
+    kernel = compile_for(arch, fp8_quant.per_token_quant_fp8.func(M, N, dtype=dtype))
     source = kernel.get_kernel_source()
     assert "AllReduce<tl::MaxOp" in source and "fp8_e4_t* __restrict__ Y" in source
-    X = rand((M, N), torch.float32, 13) * 3
+    assert ("bfloat16_t* __restrict__ X" in source) == (dtype == "bfloat16")
+    X = (rand((M, N), torch.float32, 13) * 3).to(getattr(torch, dtype))
     Y = torch.full((M, N), float("nan"), dtype=torch.float32).to(torch.float8_e4m3fn)
     scales = poison((M,), torch.float32)
     kernel(X, Y, scales)
