@@ -125,10 +125,11 @@ def moe_routing(arch, tokens=8001, experts=256, groups=8):
 
 
 def fp8_per_token_cast(arch, tokens=8001, hidden=4096):
-    """Our FP8 per-token quantization (examples/quant), float32 in, at Moore Threads' per_token_cast shape."""
+    """Our FP8 per-token quantization (examples/quant), bfloat16 in as theirs, at Moore Threads' per_token_cast
+    shape."""
     module = example("examples/quant/fp8_per_token_quant.py")
-    kernel = module.per_token_quant_fp8(tokens, hidden)
-    return kernel, [torch.randn(tokens, hidden)]
+    kernel = module.per_token_quant_fp8(tokens, hidden, dtype="bfloat16")
+    return kernel, [torch.randn(tokens, hidden, dtype=torch.bfloat16)]
 
 
 def elementwise_add(arch, N=1 << 26, threads=256, num_per_thread=8):
@@ -159,11 +160,12 @@ CASES = {
 }
 CASES.update({
     "sparse_mla_prefill": ("sparse MLA prefill S896 SKV4096 H128 topk2048 (examples/sparse_mla)",
-                           "block_H 64, block_I 64, 256 threads", sparse_mla_prefill),
+                           "block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, V_s (SQMMA)",
+                           sparse_mla_prefill),
     "gdn_decode": ("GDN decode B8 Hk8 Hv16 D128 (examples/gdn)", "block_V 32, 128 threads", gdn_decode),
     "moe_routing": ("MoE routing 8001 tokens, 256 experts / 8 groups (examples/moe)", "block_T 16, 128 threads",
                     moe_routing),
-    "fp8_per_token_cast": ("FP8 per-token cast 8001x4096 fp32 (examples/quant)", "block_M 4, 128 threads",
+    "fp8_per_token_cast": ("FP8 per-token cast 8001x4096 bf16 (examples/quant)", "block_M 4, 128 threads",
                            fp8_per_token_cast),
 })
 CALIBRATED = {"flash_attention_ws": FA_BASELINE_US, "peer_flash_attention": FA_BASELINE_US}

@@ -157,14 +157,16 @@ def test_flash_decoding(arch, batch, heads, kv_heads, seqlen_kv, dim, num_split)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_fp8_per_token_quant(arch):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fp8_per_token_quant(arch, dtype):
     """amax by T.reduce_absmax, scale = amax / 448, y = cast(x / scale) to float8_e4m3fn: bit-exact against
-    torch's conversion."""
+    torch's conversion, from float32 or (as Moore Threads' per_token_cast reads it) bfloat16 rows."""
     M, N = 12, 256
-    kernel = compile_for(arch, fp8_quant.per_token_quant_fp8.func(M, N))
+    kernel = compile_for(arch, fp8_quant.per_token_quant_fp8.func(M, N, dtype=dtype))
     source = kernel.get_kernel_source()
     assert "AllReduce<tl::MaxOp" in source and "fp8_e4_t* __restrict__ Y" in source
-    X = rand((M, N), torch.float32, 13) * 3
+    assert ("bfloat16_t* __restrict__ X" in source) == (dtype == "bfloat16")
+    X = (rand((M, N), torch.float32, 13) * 3).to(getattr(torch, dtype))
     Y = torch.full((M, N), float("nan"), dtype=torch.float32).to(torch.float8_e4m3fn)
     scales = poison((M,), torch.float32)
     kernel(X, Y, scales)
@@ -176,12 +178,13 @@ def test_fp8_per_token_quant(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_moe_group_limited_routing(arch):
     """DeepSeek-V3's router in one kernel: group ranks from a shared tile by a serial loop per (token, group), the
-    kept groups and then the winners by rounds of T.reduce_max, the winners' scores by a T.reduce_sum, and the
-    weights normalised: indices exactly torch's, weights to float rounding."""
+    kept groups and then the winners by rounds of T.reduce_max, each winner's score read from a shared copy of the
+    scores (no reduction over the row), and the weights normalised: indices exactly torch's, weights to float
+    rounding."""
     tokens, experts, groups, topk_group, topk = 40, 64, 8, 3, 6
     kernel = compile_for(arch, moe_routing.moe_routing.func(tokens, experts, groups, topk_group, topk))
     source = kernel.get_kernel_source()
-    assert "AllReduce<tl::MaxOp" in source and "AllReduce<tl::SumOp" in source
+    assert "AllReduce<tl::MaxOp" in source and "AllReduce<tl::SumOp" not in source and "score_s[" in source
     logits, bias = rand((tokens, experts), torch.float32, 11), rand((experts,), torch.float32, 12) * 0.1
     idx, weight = torch.full((tokens, topk), -7, dtype=torch.int32), poison((tokens, topk), torch.float32)
     kernel(logits, bias, idx, weight)
@@ -207,19 +210,25 @@ def test_gdn_decode_updates_the_state_in_place(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_sparse_mla_forward_stages_the_gathered_rows_once(arch):
-    """Each token attends to its chosen cache rows: gathered once into KV_s, which the score gemm reads K-major
-    (transpose_B) and the output gemm MN-major; invalid and future positions are masked, a token with none gets 0."""
+def test_sparse_mla_forward_gathers_rows_asynchronously(arch):
+    """Each token attends to its chosen cache rows, gathered by asynchronous 16-byte row pieces (the next step's
+    into the other buffer while this step computes); on mp_31 the rows are copied once more into V_s, so that every
+    gemm reads a tile in one major and runs on SQMMA. Invalid and future positions are masked, a token with none
+    gets 0."""
     seq, seq_kv, heads, topk = 8, 64, 64, 64
-    config = dict(block_H=64, block_I=64, threads=256) if arch == "mp_31" else dict(block_H=32, block_I=16,
-                                                                                    threads=128)
+    config = dict(block_H=64, block_I=32, threads=256) if arch == "mp_31" else dict(block_H=32, block_I=16,
+                                                                                    threads=128, v_tile=False, kv_buffers=1)
     kernel = compile_for(arch, sparse_mla.sparse_mla_fwd.func(seq, seq_kv, heads, 512, 64, topk, **config))
     source = kernel.get_kernel_source()
-    calls = re.findall(r"tl::gemm_ss_\w+<[^>]*>\(&(\w+)\[0\], &(\w+)\[0\]", source)
+    calls = re.findall(r"tl::gemm_ss_(\w+)<[^>]*>\(&(\w+)\[[^]]*\], &(\w+)\[", source)
+    assert source.count("tl::cp_async_gs_conditional<16>(&KV_s[") == 2, source  # step 0, then each next step
+    assert source.count("tl::cp_async_gs_conditional<16>(&K_tail_s[") == 2, source
     if arch == "mp_31":
-        assert ("Q_s", "KV_s") in calls and ("P_s", "KV_s") in calls and ("Q_tail_s", "K_tail_s") in calls, calls
+        assert {(path, a, b) for path, a, b in calls} == {
+            ("mp31_sqmma_swizzled", "Q_s", "KV_s"), ("mp31_sqmma_swizzled", "Q_tail_s", "K_tail_s"),
+            ("mp31_sqmma_swizzled", "P_s", "V_s")}, calls
     else:
-        assert ("P_s", "KV_s") in calls, calls  # the score gemm's N = block_I = 16 is FMA code on mp_22
+        assert ("mp22_mma", "P_s", "KV_s") in calls, calls  # the score gemm's N = block_I = 16 is FMA code on mp_22
     torch.manual_seed(14)
     q = torch.randn(seq, heads, 576).to(torch.bfloat16)
     kv = torch.randn(seq_kv, 576).to(torch.bfloat16)

@@ -100,3 +100,67 @@ def serial_lanes(A: T.Tensor((32, 16), "float16")):
                          ids=["strided_source", "lane_along_a_row_dimension", "serial_loop"])
 def test_lanes_that_are_not_one_contiguous_run_stay_as_they_are(func):
     tvm.ir.assert_structural_equal(fuse_async_copy_lanes(func), func)
+
+
+# A T.Parallel nest of element copies (rows gathered through an index tensor) is cut along its innermost loop into
+# runs of the widest piece, issued without committing; the nest then commits once (T.async_copy) or commits and
+# waits (force_async_copy). The element copy alone would commit (and wait) after every element.
+
+
+def issued_copy(src, dst):
+    T.evaluate(tvm.ir.Call(COPY, [src, dst], attrs={"tl.async": "issue", "tl.per_thread": 1}, ret_ty="int32"))
+
+
+@T.prim_func
+def gather_before(A: T.Tensor((100, 64), "float16"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 64), "float16")
+        for i, d in T.Parallel(16, 64):
+            T.async_copy(A[idx[i], d], S[i, d])
+
+
+@T.prim_func
+def gather_expected(A: T.Tensor((100, 64), "float16"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 64), "float16")
+        for i, d in T.Parallel(16, 8):
+            issued_copy(A[idx[i], d * 8:d * 8 + 8], S[i, d * 8:d * 8 + 8])
+        T.evaluate(T.call_extern("int32", "tl::cp_async_commit"))
+
+
+@T.prim_func
+def gather_wait_before(A: T.Tensor((100, 64), "float32"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 64), "float32")
+        for i, d in T.Parallel(16, 64):
+            T.copy(A[idx[i], d], S[i, d], force_async_copy=True)
+
+
+@T.prim_func
+def gather_wait_expected(A: T.Tensor((100, 64), "float32"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 64), "float32")
+        for i, d in T.Parallel(16, 16):
+            issued_copy(A[idx[i], d * 4:d * 4 + 4], S[i, d * 4:d * 4 + 4])
+        T.evaluate(T.call_extern("int32", "tl::cp_async_commit"))
+        T.evaluate(T.call_extern("int32", "tl::cp_async_wait<0>"))
+
+
+def test_a_parallel_nest_of_gathered_element_copies_becomes_one_group_of_16_byte_pieces():
+    """Eight float16 (T.async_copy) or four float32 (force_async_copy) elements a piece, one commit a nest."""
+    _assert_fuses_to(gather_before, gather_expected)
+    _assert_fuses_to(gather_wait_before, gather_wait_expected)
+
+
+@T.prim_func
+def gather_odd_start(A: T.Tensor((100, 64), "float16"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 63), "float16")
+        for i, d in T.Parallel(16, 63):
+            T.async_copy(A[idx[i], d + 1], S[i, d])
+
+
+def test_a_parallel_nest_whose_runs_are_not_aligned_pieces_stays_as_it_is():
+    """63 columns from column 1: no 4-byte piece divides the rows, so the element copies are left (and LowerTileOp
+    rejects their 2-byte pieces with its message)."""
+    tvm.ir.assert_structural_equal(fuse_async_copy_lanes(gather_odd_start), gather_odd_start)

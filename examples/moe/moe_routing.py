@@ -10,8 +10,8 @@ expert logits [E], the experts it is sent to and their weights.
 A block owns `block_T` tokens. The choices go to a shared tile, where each (token, group) pair finds its two
 largest members with a serial loop; the best groups are picked in `topk_group` rounds of `T.reduce_max` on a
 [block_T, G] fragment, then the winners in `topk` rounds on [block_T, E] (each round: the maximum, its column by
-a second `T.reduce_max` over the columns equal to it, its score by a `T.reduce_sum` of the row with every other
-column zeroed, that element masked to -inf). Rows are expected to hold distinct values (ties would be masked
+a second `T.reduce_max` over the columns equal to it, its score read from a shared copy of the scores, that
+element masked to -inf). Rows are expected to hold distinct values (ties would be masked
 together). Only the device string is MUSA's; without a MUSA device it runs
 in the CPU simulator.
 
@@ -52,8 +52,7 @@ def moe_routing(num_tokens, num_experts, num_groups, topk_group, topk, routed_sc
             group_col = T.alloc_fragment((block_T, num_groups), "int32")
             best = T.alloc_fragment((block_T,), "float32")
             best_col = T.alloc_fragment((block_T,), "int32")
-            picked = T.alloc_fragment((block_T, num_experts), "float32")
-            picked_score = T.alloc_fragment((block_T,), "float32")
+            score_s = T.alloc_shared((block_T, num_experts), "float32")
             chosen_score = T.alloc_fragment((block_T, topk), "float32")
             total = T.alloc_fragment((block_T,), "float32")
 
@@ -62,6 +61,7 @@ def moe_routing(num_tokens, num_experts, num_groups, topk_group, topk, routed_sc
                 score[t, e] = 1.0 / (1.0 + T.exp(-score[t, e]))
                 choice[t, e] = score[t, e] + bias[e]
             T.copy(choice, choice_s)
+            T.copy(score, score_s)  # each round's winner's score is one read of it
 
             # each group's rank: the sum of its two largest choices
             for t, g in T.Parallel(block_T, num_groups):
@@ -100,12 +100,10 @@ def moe_routing(num_tokens, num_experts, num_groups, topk_group, topk, routed_sc
                     column[t, e] = T.if_then_else(choice[t, e] == best[t], e, -1)
                 T.reduce_max(column, best_col, dim=1, clear=True)
                 for t, e in T.Parallel(block_T, num_experts):
-                    picked[t, e] = T.if_then_else(e == best_col[t], score[t, e], 0.0)
                     if e == best_col[t]:
                         choice[t, e] = neg_inf
-                T.reduce_sum(picked, picked_score, dim=1, clear=True)  # the winner's score, to every thread of t
                 for t in T.Parallel(block_T):
-                    chosen_score[t, k] = picked_score[t]
+                    chosen_score[t, k] = score_s[t, best_col[t]]
                     if bx * block_T + t < num_tokens:
                         topk_idx[bx * block_T + t, k] = best_col[t]
 

@@ -6,14 +6,17 @@ attends to the `topk` cache positions an indexer chose for it, not to every earl
     indices [S, topk]        the chosen positions (-1: none; a position after the token's own is masked too)
     o       [S, H, D]        softmax(q k^T * scale) v over the chosen positions
 
-A block owns one token and `block_H` of its heads. It walks the token's indices `block_I` at a time: gathers
-those cache rows into two shared tiles, `KV_s` [block_I, D] and `K_tail_s` [block_I, Dr], scores them with
-`Q_s @ KV_s^T + Q_tail_s @ K_tail_s^T` (two gemms into one accumulator), keeps an online softmax
-(FlashAttention's), and accumulates `P @ KV_s`. `KV_s` is read K-major by the first gemm and MN-major by the
-last: both read the same shared tile (laid out for both), so the gathered rows are staged once.
-On mp_22 (MTT S4000: 72 KiB of shared memory a block) the tiles must shrink to block_H=32, block_I=16, where the
-score gemm (N = 16, under the warp MMA's 32) runs as FMA code. Only the device string is MUSA's; without a MUSA
-device it runs in the CPU simulator.
+A block owns one token and `block_H` of its heads. It stages the token's chosen rows (`rows`, `valid`) in
+shared memory once, then walks them `block_I` at a time: gathers those cache rows into `KV_s` [block_I, D] and
+`K_tail_s` [block_I, Dr] with asynchronous copies (a T.Parallel nest of element `T.async_copy`s, which the compiler
+cuts into 16-byte row pieces issued as one group), scores them with `Q_s @ KV_s^T + Q_tail_s @ K_tail_s^T` (two
+gemms into one accumulator), keeps an online softmax (FlashAttention's), and accumulates `P @ V`. With
+`kv_buffers=2` the next step's rows land in the other buffer while this step computes. SQMMA (mp_31) reads a
+shared tile in one major, and the score gemm reads the rows K-major where `P @ V` reads them MN-major, so with
+`v_tile=True` the landed rows are copied into `V_s` (laid out for `P @ V`) and all three gemms run on SQMMA.
+On mp_22 (MTT S4000: 72 KiB of shared memory a block) the tiles must shrink to block_H=32, block_I=16 with one
+buffer and no V_s (its warp MMA reads one tile both ways); the score gemm (N = 16, under the warp MMA's 32) runs
+as FMA code. Only the device string is MUSA's; without a MUSA device it runs in the CPU simulator.
 
     python examples/sparse_mla/sparse_mla_fwd.py --seq 64 --seq-kv 256 --heads 64 --topk 128
 """
@@ -29,11 +32,20 @@ device = "musa" if hasattr(torch, "musa") and torch.musa.is_available() else "cp
 
 
 @tilelang.jit(out_idx=[3])
-def sparse_mla_fwd(seq, seq_kv, heads, dim, tail_dim, topk, block_H=64, block_I=64, threads=256,
+def sparse_mla_fwd(seq, seq_kv, heads, dim, tail_dim, topk, block_H=64, block_I=32, threads=256, v_tile=True, kv_buffers=2,
                    dtype="bfloat16"):
     dim_qk = dim + tail_dim
     scale = dim_qk**-0.5 * 1.44269504  # log2(e): the softmax runs on exp2
     assert heads % block_H == 0 and topk % block_I == 0
+    steps = topk // block_I
+
+    @T.macro
+    def gather(kv, rows, KV_s, K_tail_s, step, buf):
+        """Issue step `step`'s rows into buffer `buf`: two groups of asynchronous 16-byte row pieces."""
+        for i, d in T.Parallel(block_I, dim):
+            T.async_copy(kv[rows[step * block_I + i], d], KV_s[buf, i, d])
+        for i, d in T.Parallel(block_I, tail_dim):
+            T.async_copy(kv[rows[step * block_I + i], dim + d], K_tail_s[buf, i, d])
 
     @T.prim_func
     def main(
@@ -45,10 +57,12 @@ def sparse_mla_fwd(seq, seq_kv, heads, dim, tail_dim, topk, block_H=64, block_I=
         with T.Kernel(seq, heads // block_H, threads=threads) as (s, hb):
             Q_s = T.alloc_shared((block_H, dim), dtype)
             Q_tail_s = T.alloc_shared((block_H, tail_dim), dtype)
-            KV_s = T.alloc_shared((block_I, dim), dtype)
-            K_tail_s = T.alloc_shared((block_I, tail_dim), dtype)
+            KV_s = T.alloc_shared((kv_buffers, block_I, dim), dtype)
+            K_tail_s = T.alloc_shared((kv_buffers, block_I, tail_dim), dtype)
+            V_s = T.alloc_shared((block_I, dim), dtype) if v_tile else None
             P_s = T.alloc_shared((block_H, block_I), dtype)
-            valid = T.alloc_shared((block_I,), "bool")
+            valid = T.alloc_shared((topk,), "bool")  # every step's, staged once: no index load between steps
+            rows = T.alloc_shared((topk,), "int32")
             acc_s = T.alloc_fragment((block_H, block_I), "float32")
             acc_o = T.alloc_fragment((block_H, dim), "float32")
             m = T.alloc_fragment((block_H,), "float32")
@@ -61,21 +75,26 @@ def sparse_mla_fwd(seq, seq_kv, heads, dim, tail_dim, topk, block_H=64, block_I=
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
-            for it in T.serial(topk // block_I):
-                for i in T.Parallel(block_I):
-                    index = indices[s, it * block_I + i]
-                    valid[i] = index >= 0 and index <= seq_kv - seq + s  # causal: the token's own row is the last
-                for i, d in T.Parallel(block_I, dim):
-                    index = indices[s, it * block_I + i]
-                    KV_s[i, d] = T.if_then_else(valid[i], kv[T.max(index, 0), d], T.cast(0, dtype))
-                for i, d in T.Parallel(block_I, tail_dim):
-                    index = indices[s, it * block_I + i]
-                    K_tail_s[i, d] = T.if_then_else(valid[i], kv[T.max(index, 0), dim + d], T.cast(0, dtype))
+            # The token's chosen rows (masked: invalid or after the token), then step 0's gathers in flight (one
+            # group per T.async_copy nest). A masked row is gathered too (row 0 for -1) and scored -inf.
+            for i in T.Parallel(topk):
+                index = indices[s, i]
+                valid[i] = index >= 0 and index <= seq_kv - seq + s  # causal: the token's own row is the last
+                rows[i] = T.max(index, 0)
+            gather(kv, rows, KV_s, K_tail_s, 0, 0)
+            for it in T.serial(steps):
+                buf = it % kv_buffers
+                T.ptx_wait_group(0)  # this step's rows have landed (in KV_s[buf], K_tail_s[buf])
+                if kv_buffers == 2 and it + 1 < steps:
+                    gather(kv, rows, KV_s, K_tail_s, it + 1, 1 - buf)  # the next step's rows land while this step computes
+                if v_tile:
+                    for i, d in T.Parallel(block_I, dim):
+                        V_s[i, d] = KV_s[buf, i, d]
                 T.clear(acc_s)
-                T.gemm(Q_s, KV_s, acc_s, transpose_B=True)
-                T.gemm(Q_tail_s, K_tail_s, acc_s, transpose_B=True)
+                T.gemm(Q_s, KV_s[buf, :, :], acc_s, transpose_B=True)
+                T.gemm(Q_tail_s, K_tail_s[buf, :, :], acc_s, transpose_B=True)
                 for h, i in T.Parallel(block_H, block_I):
-                    acc_s[h, i] = T.if_then_else(valid[i], acc_s[h, i] * scale, -T.infinity("float32"))
+                    acc_s[h, i] = T.if_then_else(valid[it * block_I + i], acc_s[h, i] * scale, -T.infinity("float32"))
                 T.copy(m, m_prev)
                 T.reduce_max(acc_s, m, dim=1, clear=False)
                 for h, i in T.Parallel(block_H, block_I):
@@ -89,7 +108,12 @@ def sparse_mla_fwd(seq, seq_kv, heads, dim, tail_dim, topk, block_H=64, block_I=
                 for h, d in T.Parallel(block_H, dim):
                     acc_o[h, d] *= m_prev[h]
                 T.copy(acc_s, P_s)
-                T.gemm(P_s, KV_s, acc_o)
+                if v_tile:
+                    T.gemm(P_s, V_s, acc_o)
+                else:
+                    T.gemm(P_s, KV_s[buf, :, :], acc_o)
+                if kv_buffers == 1 and it + 1 < steps:
+                    gather(kv, rows, KV_s, K_tail_s, it + 1, 0)
             for h, d in T.Parallel(block_H, dim):
                 acc_o[h, d] = T.if_then_else(l[h] == 0.0, 0.0, acc_o[h, d] / l[h])
             T.copy(acc_o, o[s, hb * block_H:(hb + 1) * block_H, :])

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import NO_SAFE_ACCESS
@@ -169,6 +170,12 @@ def _in_bounds(region: Region, index: list[Any], lanes: int, ana: Any) -> Any:
     return out
 
 
+def _reads_memory(expr: Any) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.TensorLoad, found.append)])
+    return bool(found)
+
+
 def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     """The async and/or robust lowering of a Copy (see the module docstring)."""
     construct = "T.async_copy" if copy.async_mode == ASYNC_COMMIT else "T.copy"
@@ -208,6 +215,14 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         if idx:
             idx[-1] = idx[-1] * lanes
         src_index, dst_index = paired_indices(copy.src, copy.dst, dims, idx)
+        # An index read from memory (a row gathered through an index tensor) is read once: the guard, the clamped
+        # address and the bounds all use it.
+        binds = []
+        for d, index in enumerate(src_index):
+            if _reads_memory(index):
+                row = tirx.Var(f"{copy.src.name}_row" if d == 0 else f"{copy.src.name}_index{d}", index.ty.dtype)
+                binds.append(tirx.Bind(row, index))
+                src_index[d] = row
         cond = _in_bounds(copy.src, src_index, lanes, ana) if predicated else None
         if cond is not None:  # a piece out of bounds is not read: its address stays inside the tensor too
             src_index = [tirx.Select(cond, i, tirx.const(0, i.ty.dtype)) for i in src_index]
@@ -221,7 +236,8 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
             call_args.append(cond)
             if copy.async_mode is not None:  # the predicated LDLMS forms carry the suffix upstream gives them
                 name = f"{base}_conditional<{nbytes}>"
-        return tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
+        stmt = tirx.Evaluate(tirx.call_extern("int32", name, *call_args))
+        return tirx.SeqStmt([*binds, stmt]) if binds else stmt
 
     if copy.per_thread or copy.thread_private:  # each thread that runs it copies its own run
         one_piece = all(isinstance(e, tirx.IntImm) and int(e.value) == 1 for e in piece_extents)

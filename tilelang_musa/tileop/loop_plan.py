@@ -244,6 +244,10 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     if disable or _has_call_statement(body) or _stores_a_lane_invariant_private(body, inner_var):
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
+    # A load that every lane shares (`kv[indices[i], d]`'s `indices[i]` with d innermost: a gathered row) is read
+    # once and broadcast; the vector rule is for the accesses that move with the lanes.
+    varying = lane_varying_vars(body, inner_var)
+    accesses = [a for a in accesses if a.is_store or _reads_lane(a, varying)]
     if not accesses:
         return 1
     widest = max(dtype_bytes(a.buffer.dtype) for a in accesses)
@@ -256,6 +260,28 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
             return width
         width //= 2
     return 1
+
+
+def lane_varying_vars(body: Any, inner_var: Any) -> set:
+    """`inner_var` and the let-bound variables of `body` whose values depend on it (directly or through another)."""
+    varying = {inner_var}
+
+    def on_bind(node):
+        if _mentions(node.value, varying):
+            varying.add(node.var)
+
+    tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.Let, on_bind)], order="pre")
+    return varying
+
+
+def _mentions(expr: Any, variables: set) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.Var, lambda v: found.append(v) if v in variables else None)])
+    return bool(found)
+
+
+def _reads_lane(access: Any, varying: set) -> bool:
+    return any(_mentions(index, varying) for index in access.indices)
 
 
 def _stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:

@@ -1,8 +1,15 @@
 """FuseAsyncCopyLanes: `for v in T.vectorized(L): T.copy(src[..., b + v], dst[..., c + v], force_async_copy=True)`
 (or `src_robust_desc=`) becomes one per-thread copy of the L-element run, so that the lanes form one piece: the
 user's guide widens LDLMS pieces this way (8 float16 lanes: one 16-byte copy instead of eight 2-byte ones, which
-LDLMS does not have). A loop whose copies are not contiguous in `v` in both operands stays as it is. Runs before
-LowerTileOp (tileop/async_copy.py lowers the fused copy)."""
+LDLMS does not have). A loop whose copies are not contiguous in `v` in both operands stays as it is.
+
+A `T.Parallel` nest whose body is one such element copy (`for i, d in T.Parallel(rows, cols):
+T.async_copy(kv[idx[i], d], tile[i, d])`: rows gathered through an index tensor) is cut the same way along its
+innermost loop: it iterates over runs of the widest piece (16, 8 or 4 bytes; down to 1 for a synchronous robust
+copy) whose every run is contiguous and aligned in both operands, so PartitionParallelLoop deals whole pieces to
+the threads. The nest is one group of asynchronous copies: its pieces are issued without committing, then the
+nest commits once (T.async_copy) or commits and waits for it (force_async_copy), where a lone element copy would
+commit (and wait) after each element. Runs before LowerTileOp (tileop/async_copy.py lowers the fused copy)."""
 
 from __future__ import annotations
 
@@ -10,10 +17,13 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import PER_THREAD_ATTR
-from ..ir.utils import as_int, substitute
+from ..ir.attrs import ASYNC_ATTR, PER_THREAD_ATTR
+from ..ir.utils import as_int, dtype_bytes, flat_index, substitute
 from ..tileop import Copy
+from ..tileop.async_copy import (ASYNC_COMMIT, ASYNC_ISSUE, ASYNC_PIECE_BYTES, ASYNC_WAIT, ROBUST_PIECE_BYTES,
+                                 commit_group, wait_group)
 from ..tileop.region import Region
+from .partition_parallel_loop import collect_nest, is_parallel
 from .pass_base import tl_pass
 
 
@@ -34,8 +44,71 @@ def _lane_run(region: Region, lane, lanes: int) -> Region | None:
                   (tirx.const(lanes, "int32"),))
 
 
+def _element_copy(stmt) -> tvm.ir.Call | None:
+    """The per-thread piecewise T.copy that `stmt` evaluates, or None."""
+    call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+    if (not isinstance(call, tvm.ir.Call) or not isinstance(call.op, tvm.ir.Op) or str(call.op.name) != Copy.op_name
+            or call.attrs is None or PER_THREAD_ATTR not in call.attrs):
+        return None
+    return call
+
+
+def _aligned_run(region: Region, lane, lanes: int) -> Region | None:
+    """`_lane_run`, if the run also starts at a provable multiple of `lanes` elements of its buffer."""
+    run = _lane_run(region, lane, lanes)
+    if run is None:
+        return None
+    ana = tvm.sym.Analyzer()
+    run = Region(run.buffer, tuple(ana.simplify(m) for m in run.mins), run.extents)
+    mod = ana.modular_set(flat_index(run.buffer, list(run.mins)))
+    return run if mod.coeff % lanes == 0 and mod.base % lanes == 0 else None
+
+
+def _fuse_parallel_nest(node: tirx.For):
+    """A T.Parallel nest over one element copy, cut into a nest over pieces (module docstring); None if it is not
+    one, or no piece wider than an element fits."""
+    nest, body = collect_nest(node)
+    call = _element_copy(body)
+    inner = nest[-1]
+    extent = as_int(inner.extent)
+    if call is None or extent is None or as_int(inner.min) != 0:
+        return None
+    mode = str(call.attrs[ASYNC_ATTR]) if ASYNC_ATTR in call.attrs else None
+    if mode not in (ASYNC_WAIT, ASYNC_COMMIT, None) or (mode is None and len(call.args) < 3):
+        return None  # a pipelined ("issue") copy is the pipeline's to group; without a mode, not piecewise
+    src, dst = Region.from_ir(call.args[0]), Region.from_ir(call.args[1])
+    elem = dtype_bytes(src.dtype)
+    piece = tirx.Var(inner.loop_var.name, inner.loop_var.ty.dtype)
+    lane = tirx.Var("lane", inner.loop_var.ty.dtype)
+    for nbytes in ASYNC_PIECE_BYTES if mode is not None else ROBUST_PIECE_BYTES:
+        lanes = nbytes // elem
+        if nbytes % elem or lanes <= 1 or extent % lanes:
+            continue
+        at = {inner.loop_var: piece * lanes + lane}
+        runs = [_aligned_run(Region(r.buffer, tuple(substitute(m, at) for m in r.mins), r.extents), lane, lanes)
+                for r in (src, dst)]
+        if None in runs:
+            continue
+        attrs = {str(k): call.attrs[k] for k in call.attrs.keys()}
+        if mode is not None:
+            attrs[ASYNC_ATTR] = ASYNC_ISSUE  # the nest commits (and waits) once, below
+        stmt = tirx.Evaluate(tvm.ir.Call(call.op, [runs[0].to_ir(), runs[1].to_ir(), *list(call.args)[2:]],
+                                         attrs=attrs, ret_ty="int32"))
+        for level in reversed(nest):
+            var, level_extent = (piece, extent // lanes) if level is inner else (level.loop_var, level.extent)
+            stmt = tirx.For(var, level.min, level_extent, level.kind, stmt, level.thread_binding, level.annotations,
+                            span=level.span)
+        tail = [] if mode is None else [commit_group()] + ([wait_group(0)] if mode == ASYNC_WAIT else [])
+        return tirx.SeqStmt([stmt, *tail]) if tail else stmt
+    return None
+
+
 def fuse_async_copy_lanes(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def on_for(node, mutator):
+        if is_parallel(node):
+            fused = _fuse_parallel_nest(node)
+            if fused is not None:
+                return fused
         node = mutator.default_mutate(node)
         lanes = as_int(node.extent)
         call = node.body.value if isinstance(node.body, tirx.Evaluate) else None
