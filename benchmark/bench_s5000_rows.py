@@ -142,6 +142,15 @@ def cache_suffix(row: dict, tme: bool) -> str:
     return "_tme" if tme and row["kernel"] in TME_LOADS_KERNELS else ""
 
 
+def cached_keys(cache: Path, sample_blocks: int) -> set[str]:
+    """The row keys (with their what-if suffix) whose counters the cache holds."""
+    keys = set()
+    for suffix in ("", "_tme"):
+        for path in cache.glob(f"*_{sample_blocks}{suffix}.pkl"):
+            keys.add(pickle.loads(path.read_bytes())[0] + suffix)
+    return keys
+
+
 def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path,
                tme: bool = False) -> dict[str, list[Launch]]:
     """Each row's launches, from the cache or by running its case; rows whose case is not found are left out.
@@ -267,12 +276,16 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="model at most this many rows (0: all)")
     parser.add_argument("--tme-loads", action="store_true",
                         help="what-if: plain global -> shared T.copy loads as TME loads (module docstring)")
+    parser.add_argument("--only-cached", action="store_true", help="compose the rows already in the cache only")
     args = parser.parse_args()
 
     calibration, held_out = split()
     rows = {"held_out": held_out, "calibration": calibration, "all": calibration + held_out}[args.half]
     families = args.family or sorted(RUNNERS)
     rows = [r for r in rows if any(r["kernel"] == KERNELS[RUNNERS[f]][0] for f in families)]
+    if args.only_cached:
+        keys = cached_keys(args.cache, args.sample_blocks)
+        rows = [r for r in rows if row_key(r) + cache_suffix(r, args.tme_loads) in keys]
     if args.limit:
         rows = rows[:args.limit]
     figures = None
