@@ -51,10 +51,13 @@ def test_a_grid_in_one_wave_takes_its_longest_block():
     one, 3000 cycles, not the mean 2000 (GDN prefill over sequences of different lengths, issue 40)."""
     f = figures_for("mp_31")
     counters = made_up_counters(grid_blocks=2, threads_per_block=128, blocks=2, block_cycles=4000,
-                                block_cycles_max=3000)
+                                block_cycles_max=3000, arithmetic_instructions=2 * 400)
     m = model_launch(counters, f, distinct_bytes=0, registers=64)
     assert m.waves == 1 and m.limiter == "critical_path"
     assert m.resource_seconds["critical_path"] == pytest.approx(3000 / f.clock_hz)
+    # the longer block's MP issues 1.5x the mean block's instructions (per round of blocks_per_mp blocks)
+    assert m.resource_seconds["issue"] == pytest.approx(1.5 * m.blocks_per_mp * 400 / f.warp_instructions_per_cycle
+                                                        / f.clock_hz)
     # many waves of equal blocks: the waves' sum, as before
     many = model_launch(made_up_counters(grid_blocks=56 * 8 * 4, threads_per_block=128, blocks=2, block_cycles=2000,
                                          block_cycles_max=1000), f, 0, 64)
