@@ -62,7 +62,8 @@ RUNNERS = {  # our family name: the peer's runner name (benchmark_cases.py)
 KERNELS = {"gdn_decode": ("mate/gdn_decode", "mate"), "gdn_mtp": ("mate/gdn_mtp", "mate"),
            "gdn_prefill": ("mate/gdn_prefill", "mate"),
            "sparse_mla_prefill_model1": ("mate/sparse_mla_prefill_model1", "mate"),
-           "mhc_raw": ("mhc_pre_big_fuse", "tilekernels"), "mhc_rep": ("representative/mhc_pre_big_fuse", "tilekernels"),
+           "mhc_raw": ("mhc_pre_big_fuse", "tilekernels"),
+           "mhc_rep": ("representative/mhc_pre_big_fuse", "tilekernels"),
            "topk_group": ("representative/topk_sum_and_topk_group_idx", "tilekernels")}
 
 
