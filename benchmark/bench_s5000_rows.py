@@ -16,12 +16,25 @@ Each launch's counters are kept under --cache (one pickle a row), so the table c
 figures without running the simulator: `--calibrated` composes with benchmark/s5000_calibration.py's figures, which
 that script fitted on the calibration half only.
 
+`--tme-loads` is a what-if, not the model's error on the program as we compile it: a plain `T.copy` from global
+to shared memory (no force_async_copy / robust descriptor / disable_tma / prefer_instruction) is compiled as if it
+said `prefer_instruction="tma"`, a TME load that waits for itself, as Moore Threads' compiler makes such copies
+(with TMA lowering on, what the GDN prefill kernel's pass configs ask). Ours makes them plain loads: in the fused
+GDN prefill kernel the q / k / a / v tiles are each copied by one thread (`if tx == 768: T.copy(...)`), an
+8192-element loop in one thread per chunk, which is what the model charges (RESULTS.md, issue 40). It applies to
+the rows of TME_LOADS_KERNELS only (the other families' kernels get the loads they ask for), whose counters are
+then cached apart (a `_tme` suffix).
+
+The cache is keyed by the row, not by the simulator: after a change to the cycle model (src/tl_templates/sim),
+remove the pickles of the rows it concerns.
+
 Prints a row per modelled measurement, then a table per family of median and worst |modelled - measured| / measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -41,7 +54,17 @@ from s5000_split import family, split  # noqa: E402
 
 RUNNERS = {  # our family name: the peer's runner name (benchmark_cases.py)
     "gdn_decode": "gdn_decode", "gdn_mtp": "gdn_mtp", "gdn_prefill": "gdn_prefill",
+    "sparse_mla_prefill_model1": "sparse_mla_prefill_model1",
+    "mhc_pre_big_fuse": "mhc_raw", "representative_mhc_pre_big_fuse": "mhc_rep",
+    "topk_sum_and_topk_group_idx": "topk_group",
 }
+# The peer's runners by the record's kernel name and suite (benchmark/mp31/<suite>/benchmark_cases.py).
+KERNELS = {"gdn_decode": ("mate/gdn_decode", "mate"), "gdn_mtp": ("mate/gdn_mtp", "mate"),
+           "gdn_prefill": ("mate/gdn_prefill", "mate"),
+           "sparse_mla_prefill_model1": ("mate/sparse_mla_prefill_model1", "mate"),
+           "mhc_raw": ("mhc_pre_big_fuse", "tilekernels"),
+           "mhc_rep": ("representative/mhc_pre_big_fuse", "tilekernels"),
+           "topk_group": ("representative/topk_sum_and_topk_group_idx", "tilekernels")}
 
 
 def row_key(row: dict) -> str:
@@ -88,21 +111,66 @@ def compose(launches: list[Launch], figures_by_arch=None) -> float:
                             l.registers).seconds for l in launches)
 
 
-def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path) -> dict[str, list[Launch]]:
-    """Each row's launches, from the cache or by running its case; rows whose case is not found are left out."""
+TME_LOADS_KERNELS = ("mate/gdn_prefill",)  # --tme-loads: the programs whose single-thread tile copies it concerns
+
+
+@contextlib.contextmanager
+def tme_loads():
+    """--tme-loads: inside, plain global -> shared T.copy loads are compiled as prefer_instruction="tma" (see the
+    module docstring); every other T.copy is untouched."""
+    import tilelang.language as T
+    from tilelang_musa.tileop.region import to_region
+
+    plain = T.copy
+
+    def copy(src, dst, *args, **kwargs):
+        options = ("disable_tma", "force_async_copy", "src_robust_desc", "prefer_instruction", "annotations",
+                   "loop_layout")
+        if not args and all(kwargs.get(name) in (None, False) for name in options):
+            (src_region, _), (dst_region, _) = to_region(src, "T.copy", "src"), to_region(dst, "T.copy", "dst")
+            if src_region.scope == "global" and dst_region.scope.startswith("shared"):
+                kwargs["prefer_instruction"] = "tma"
+        return plain(src, dst, *args, **kwargs)
+
+    T.copy = copy
+    try:
+        yield
+    finally:
+        T.copy = plain
+
+
+def cache_suffix(row: dict, tme: bool) -> str:
+    return "_tme" if tme and row["kernel"] in TME_LOADS_KERNELS else ""
+
+
+def cached_keys(cache: Path, sample_blocks: int) -> set[str]:
+    """The row keys (with their what-if suffix) whose counters the cache holds."""
+    keys = set()
+    for suffix in ("", "_tme"):
+        for path in cache.glob(f"*_{sample_blocks}{suffix}.pkl"):
+            keys.add(pickle.loads(path.read_bytes())[0] + suffix)
+    return keys
+
+
+def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path,
+               tme: bool = False) -> dict[str, list[Launch]]:
+    """Each row's launches, from the cache or by running its case; rows whose case is not found are left out.
+    `tme`: --tme-loads for the rows of TME_LOADS_KERNELS (cached apart)."""
     cache.mkdir(parents=True, exist_ok=True)
     stored = {}
-    for path in cache.glob(f"*_{sample_blocks}.pkl"):
-        key, launches = pickle.loads(path.read_bytes())
-        stored[key] = launches
+    for suffix in ("", "_tme"):
+        for path in cache.glob(f"*_{sample_blocks}{suffix}.pkl"):
+            key, launches = pickle.loads(path.read_bytes())
+            stored[key + suffix] = launches
     found: dict[str, list[Launch]] = {}
     wanted = {}
     for row in rows:
-        if row_key(row) in stored:
-            found[row_key(row)] = stored[row_key(row)]
+        suffix = cache_suffix(row, tme)
+        if row_key(row) + suffix in stored:
+            found[row_key(row)] = stored[row_key(row) + suffix]
         else:
             digest = hashlib.sha1(row_key(row).encode()).hexdigest()[:16]
-            wanted[row_key(row)] = cache / f"{digest}_{sample_blocks}.pkl"
+            wanted[row_key(row)] = cache / f"{digest}_{sample_blocks}{suffix}.pkl"
     if not wanted:
         return found
 
@@ -112,7 +180,7 @@ def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path) ->
     root = stage(peer.resolve(), cache / "staged")
     (root / ".git").mkdir(exist_ok=True)  # the peer's benchmark_common finds its repository root by a .git
     sys.path.insert(0, str(root))
-    from benchmark.mp31.mate import benchmark_cases as cases
+    import importlib
 
     launches: list[Launch] = []
     install_hook(sample_blocks, launches)
@@ -122,20 +190,27 @@ def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path) ->
         fn()
         return 1.0  # the record's time: unused
 
-    cases.benchmark_timer = modelled_timer
+    suites = {}
+    for suite in ("mate", "tilekernels"):
+        suites[suite] = importlib.import_module(f"benchmark.mp31.{suite}.benchmark_cases")
+        suites[suite].benchmark_timer = modelled_timer
+    ops = importlib.import_module("benchmark.mp31.tilekernels")
     kernels = {json.loads(key)[0] for key in wanted}
-    for case in cases.build_cases():
-        if case.runner not in RUNNERS.values():
+    cases = [(suite, case) for suite, module in suites.items() for case in module.build_cases()]
+    for suite, case in cases:
+        if case.runner not in KERNELS or KERNELS[case.runner][1] != suite:
             continue
         # the record's params are known only once the case ran; skip cases of families no wanted row has
-        if f"mate/{case.runner}" not in kernels or not _may_match(case, wanted):
+        if KERNELS[case.runner][0] not in kernels or not _may_match(case, wanted):
             continue
         start = time.perf_counter()
         try:
-            record = cases.run_case(case, "cpu")
+            with tme_loads() if tme and KERNELS[case.runner][0] in TME_LOADS_KERNELS else contextlib.nullcontext():
+                record = (suites[suite].run_case(case, "cpu") if suite == "mate"
+                          else suites[suite].run_case(case, ops, "cpu"))
         except Exception as err:  # noqa: BLE001  (a case we cannot compile or run is reported, not modelled)
-            print(f"  {case.name}: not modelled: {type(err).__name__}: {str(err).splitlines()[-1][:200]}",
-                  file=sys.stderr, flush=True)
+            why = (str(err).strip().splitlines() or [""])[-1][:300]
+            print(f"  {case.name}: not modelled: {type(err).__name__}: {why}", file=sys.stderr, flush=True)
             continue
         key = row_key(record)
         if key in wanted:
@@ -153,8 +228,15 @@ def _may_match(case, wanted: dict) -> bool:
     """Whether a wanted row has the case's shape (its config is checked once the case has run)."""
     for key in wanted:
         kernel, _, params = json.loads(key)
-        if kernel != f"mate/{case.runner}":
+        if kernel != KERNELS[case.runner][0]:
             continue
+        if case.runner == "sparse_mla_prefill_model1" and case.args == tuple(params[name] for name in (
+                "seq_len_q", "seq_len_kv", "heads", "topk", "extra_seq_len_kv", "extra_topk")):
+            return True
+        if case.runner in ("mhc_raw", "mhc_rep") and case.args == (params["num_tokens"], params["hidden"]):
+            return True
+        if case.runner == "topk_group" and case.args[0] == params["groups"]:
+            return True
         if case.runner == "gdn_decode" and (params["B"], params["Hq"], params["Hv"]) == case.args[:3]:
             return True
         if case.runner == "gdn_mtp" and (params["B"], params["T"], params["Hq"], params["Hv"]) == case.args[:4]:
@@ -193,12 +275,18 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "s5000_rows_cache")
     parser.add_argument("--calibrated", action="store_true", help="compose with s5000_calibration.py's figures")
     parser.add_argument("--limit", type=int, default=0, help="model at most this many rows (0: all)")
+    parser.add_argument("--tme-loads", action="store_true",
+                        help="what-if: plain global -> shared T.copy loads as TME loads (module docstring)")
+    parser.add_argument("--only-cached", action="store_true", help="compose the rows already in the cache only")
     args = parser.parse_args()
 
     calibration, held_out = split()
     rows = {"held_out": held_out, "calibration": calibration, "all": calibration + held_out}[args.half]
     families = args.family or sorted(RUNNERS)
-    rows = [r for r in rows if any(r["kernel"] == f"mate/{RUNNERS[f]}" for f in families)]
+    rows = [r for r in rows if any(r["kernel"] == KERNELS[RUNNERS[f]][0] for f in families)]
+    if args.only_cached:
+        keys = cached_keys(args.cache, args.sample_blocks)
+        rows = [r for r in rows if row_key(r) + cache_suffix(r, args.tme_loads) in keys]
     if args.limit:
         rows = rows[:args.limit]
     figures = None
@@ -206,7 +294,7 @@ def main() -> int:
         from s5000_calibration import calibrated_figures
         figures = calibrated_figures()
     sys.modules["__main__"].Launch = Launch
-    launches = model_rows(args.peer, rows, args.sample_blocks, args.cache)
+    launches = model_rows(args.peer, rows, args.sample_blocks, args.cache, args.tme_loads)
     results = []
     print("| family | params | measured | modelled | error |")
     print("|---|---|---|---|---|")

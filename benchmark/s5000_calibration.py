@@ -62,7 +62,7 @@ def fit(rows_and_launches) -> tuple[dict, float]:
 def main() -> int:
     import tempfile
 
-    from bench_s5000_rows import Launch, model_rows, row_key
+    from bench_s5000_rows import KERNELS, Launch, cache_suffix, cached_keys, model_rows, row_key
     sys.modules["__main__"].Launch = Launch  # the cache's pickles name it as bench_s5000_rows.py's __main__ did
     from s5000_split import calibration_rows
 
@@ -70,10 +70,18 @@ def main() -> int:
     parser.add_argument("peer", type=Path)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "s5000_rows_cache")
     parser.add_argument("--sample-blocks", type=int, default=8)
+    parser.add_argument("--tme-loads", action="store_true", help="GDN prefill as bench_s5000_rows.py --tme-loads")
+    parser.add_argument("--only-cached", action="store_true", help="fit on the rows already in the cache only")
     args = parser.parse_args()
-    # the GDN decode and MTP rows (the prefill calibration rows were not modelled in the time this was fitted in)
-    rows = [r for r in calibration_rows() if r["kernel"] in ("mate/gdn_decode", "mate/gdn_mtp")]
-    launches = model_rows(args.peer, rows, args.sample_blocks, args.cache)
+
+    # every calibration row of the families the harness models (KERNELS) that is in the cache or can be modelled;
+    # --only-cached leaves the others out (GDN prefill's calibration rows take minutes each to simulate)
+    kernels = {kernel for kernel, _ in KERNELS.values()}
+    rows = [r for r in calibration_rows() if r["kernel"] in kernels]
+    if args.only_cached:
+        keys = cached_keys(args.cache, args.sample_blocks)
+        rows = [r for r in rows if row_key(r) + cache_suffix(r, args.tme_loads) in keys]
+    launches = model_rows(args.peer, rows, args.sample_blocks, args.cache, tme=args.tme_loads)
     modelled = [(r, launches[row_key(r)]) for r in rows if row_key(r) in launches]
     candidate, score = fit(modelled)
     print(f"{len(modelled)} calibration rows; median error {score:.1%} with {candidate}")

@@ -359,6 +359,57 @@ def test_copy_of_a_run_time_slice_into_a_fragment_loops_over_the_fragment(arch):
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copy_of_a_run_time_slice_into_a_one_element_fragment(arch):
+    # Moore Threads' GDN chunk offsets for one sequence (block_size = next_power_of_2(1) = 1): `cu_seqlens[: n - 1]`
+    # has a run-time extent, the fragment one element. The run-time extent pairs with the unit dimension (upstream's
+    # tail alignment), so the copy covers min(n - 1, 1) elements, inside both regions for every n; before, the
+    # differing numbers of non-unit dimensions were rejected.
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "int32"), Y: T.Tensor((n,), "int32")):
+        with T.Kernel(1, threads=32):
+            start = T.alloc_fragment((1,), "int32")
+            end = T.alloc_fragment((1,), "int32")
+            T.fill(start, -1)
+            T.fill(end, -1)
+            T.copy(X[: n - 1], start)
+            T.copy(X[1:], end)
+            for i in T.Parallel(1):
+                end[i] = end[i] * 100 + start[i]
+            Y[0] = 5
+            T.copy(end, Y[1:])
+
+    for target_arch in ("mp_31", "mp_22"):
+        source = tilelang.compile(main, target=f"musa -arch={target_arch}").get_kernel_source()
+        assert source.count("+ 1) < n)") == 3, source  # both loads and the store guarded by the run-time extent
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    for size in (1, 2, 5):
+        x = torch.randint(1, 50, (size,), dtype=torch.int32)
+        y = torch.full((size,), -77, dtype=torch.int32)
+        kernel(x, y)
+        assert y[0] == 5
+        if size >= 2:  # one element copied each way: y[1] = x[1] * 100 + x[0]
+            assert y[1] == x[1] * 100 + x[0]
+            assert (y[2:] == -77).all()
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_copy_of_a_constant_region_into_a_one_element_fragment_is_an_error(arch):
+    # A constant extent of 4 against one element would leave three elements out: still rejected, at the line.
+    with pytest.raises(tilelang.CompileError, match="different numbers of non-unit dimensions") as info:
+        @T.prim_func
+        def main(X: T.Tensor((8,), "float32"), Y: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                frag = T.alloc_fragment((1,), "float32")
+                T.copy(X[0:4], frag)  # the mismatched copy
+                T.copy(frag, Y[0:1])
+
+        tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "# the mismatched copy" in str(info.value)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
 def test_annotate_safe_value_is_what_out_of_bounds_reads_return(arch):
     # A window shifted up by 10 rows: the rows above the tensor read the annotated pad value, not zero.
     M, N, BM = 64, 32, 32

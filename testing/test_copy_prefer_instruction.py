@@ -50,3 +50,47 @@ def test_the_preferred_instruction_moves_the_tile(arch, kind):
 def test_bad_preferences_are_errors_at_the_copy(args, message):
     with pytest.raises(tilelang.CompileError, match=message):
         tilelang.compile(doubled(**args), target="musa -arch=mp_31")
+
+
+def two_producers():
+    """Two threads of different warps each load their own tiles through the TME in a loop, at the same time (the
+    single-thread producers of Moore Threads' GDN prefill kernel: `if tx == 768: T.copy(q[...], q_shared)`)."""
+    rows, steps = 16, 4
+
+    @T.prim_func
+    def f(x: T.Tensor((rows * steps, 32), T.float32), z: T.Tensor((rows * steps, 32), T.float32),
+          y: T.Tensor((2, rows * steps, 32), T.float32)):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_shared((rows, 32), T.float32)
+            b = T.alloc_shared((rows, 32), T.float32)
+            tx = T.get_thread_binding()
+            if tx == 0:
+                for i in T.serial(steps):
+                    T.copy(x[i * rows:(i + 1) * rows, :], a, prefer_instruction="tma")
+                    for r, c in T.grid(rows, 32):
+                        y[0, i * rows + r, c] = a[r, c] * 2.0
+            if tx == 32:
+                for i in T.serial(steps):
+                    T.copy(z[i * rows:(i + 1) * rows, :], b, prefer_instruction="tma")
+                    for r, c in T.grid(rows, 32):
+                        y[1, i * rows + r, c] = b[r, c] + 1.0
+
+    return f
+
+
+def test_concurrent_single_thread_tme_loads_wait_on_barriers_of_their_own():
+    # Each range of threads reaching a T.copy TME load gets its own compiler barrier: two producers sharing one
+    # (before: one per thread count) completed each other's phases (a deadlock or a tile read before it landed).
+    # As the GDN kernel: no compiler-inserted block syncs (each producer reads only what its own copy loaded, after
+    # waiting for it; the inserted sync would be a 1-thread named barrier, which the arch cannot express).
+    kernel = tilelang.compile(two_producers(), target="musa -arch=mp_31",
+                              pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    src = kernel.get_kernel_source()
+    assert src.count("tl::tma_load<") == 2, src
+    syncs = sorted(set(line.strip() for line in src.splitlines() if "tl::barrier_sync(" in line))
+    assert len(syncs) == 2, syncs  # two barriers, one per producer
+    x, z = rand((64, 32), torch.float32, 3), rand((64, 32), torch.float32, 4)
+    y = poison((2, 64, 32), torch.float32)
+    kernel(x, z, y)
+    torch.testing.assert_close(y[0], x * 2.0)
+    torch.testing.assert_close(y[1], z + 1.0)

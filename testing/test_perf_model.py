@@ -46,6 +46,50 @@ def test_a_launch_is_composed_from_its_counters_by_hand():
     assert m.l2_reuse == pytest.approx(1120 * 4096 / (1 << 20))
 
 
+def test_a_grid_in_one_wave_takes_its_longest_block():
+    """Two blocks on the S5000 (one wave): 1000 and 3000 cycles of critical path. The launch ends with the longer
+    one, 3000 cycles, not the mean 2000 (GDN prefill over sequences of different lengths, issue 40)."""
+    f = figures_for("mp_31")
+    counters = made_up_counters(grid_blocks=2, threads_per_block=128, blocks=2, block_cycles=4000,
+                                block_cycles_max=3000, arithmetic_instructions=2 * 400)
+    m = model_launch(counters, f, distinct_bytes=0, registers=64)
+    assert m.waves == 1 and m.limiter == "critical_path"
+    assert m.resource_seconds["critical_path"] == pytest.approx(3000 / f.clock_hz)
+    # the longer block's MP issues 1.5x the mean block's instructions (per round of blocks_per_mp blocks)
+    assert m.resource_seconds["issue"] == pytest.approx(1.5 * m.blocks_per_mp * 400 / f.warp_instructions_per_cycle
+                                                        / f.clock_hz)
+    # many waves of equal blocks: the waves' sum, as before
+    many = model_launch(made_up_counters(grid_blocks=56 * 8 * 4, threads_per_block=128, blocks=2, block_cycles=2000,
+                                         block_cycles_max=1000), f, 0, 64)
+    assert many.waves == 4 and many.resource_seconds["critical_path"] == pytest.approx(4 * 1000 / f.clock_hz)
+
+
+def uneven_blocks(n):
+    """Block b stores b * 64 * n / 3 values one after another in one thread: its critical path grows with b."""
+
+    @T.prim_func
+    def main(Y: T.Tensor((4, 64 * n), "float32")):
+        with T.Kernel(4, threads=32) as b:
+            tx = T.get_thread_binding()
+            if tx == 0:
+                for i in T.serial(b * 64 * n // 3):
+                    Y[b, i] = T.Cast("float32", i)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_grid_of_uneven_blocks_is_modelled_by_its_longest(arch):
+    f = figures_for(arch)
+    kernel = tilelang.compile(uneven_blocks(3), target=f"musa -arch={arch}")
+    y = torch.zeros((4, 192), dtype=torch.float32)
+    m = kernel.get_profiler().model([y])
+    c = m.counters
+    assert c.block_cycles_max > 1.5 * c.block_cycles / c.blocks  # block 3 is far longer than the mean
+    assert m.waves == 1 and m.resource_seconds["critical_path"] == pytest.approx(c.block_cycles_max / f.clock_hz)
+    assert m.seconds == pytest.approx(max(m.resource_seconds.values()) + f.launch_seconds)
+
+
 def test_occupancy_is_bounded_by_threads_shared_memory_and_block_slots_and_registers_only_beyond_one_block():
     f = figures_for("mp_31")
     small = made_up_counters(threads_per_block=64, dynamic_smem_bytes=0, grid_blocks=1, blocks=1)

@@ -15,7 +15,9 @@ composes what the launch counted into a time on the arch the kernel was compiled
     l2             the bytes they move through the L2 (global sectors, LDLMS, TME),
     dram           their share of the launch's distinct bytes (the arguments' storage, read or written once: an
                    L2 that catches every re-read, [A]) at the sustained DRAM bandwidth;
-- the grid runs in `waves` rounds over the MPs; add the launch cost. The longest term names the limiting resource.
+- the grid runs in `waves` rounds over the MPs, and never in less than its longest sampled block's critical path
+  (blocks that differ: variable-length sequences, causal masks; in one wave the MP terms grow in proportion to
+  that block too); add the launch cost. The longest term names the limiting resource.
 
 `roofline_seconds` is the bound no schedule beats: the matrix work at the tensor pipes' peak, or the distinct bytes
 at peak DRAM bandwidth. Arithmetic is one issue cycle per instruction (no latencies of dependent chains), so
@@ -137,6 +139,15 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
     }
     waves = math.ceil(counters.grid_blocks / (figures.mps * blocks_per_mp))
     resource_seconds = {name: waves * cycles / clock for name, cycles in round_cycles.items()}
+    # No launch ends before its longest block: a grid whose blocks differ (variable-length sequences, causal masks)
+    # in one wave takes its longest sampled block, not the mean one; that block's MP also issues, reads shared
+    # memory and moves bytes for longer, by as much as its critical path is longer than the mean (its counts are
+    # not kept apart, so they are taken in proportion).
+    resource_seconds["critical_path"] = max(resource_seconds["critical_path"], counters.block_cycles_max / clock)
+    mean_cycles = counters.block_cycles * per_block
+    if waves == 1 and mean_cycles > 0 and counters.block_cycles_max > mean_cycles:
+        for name in ("issue", "tensor", "shared", "l2"):
+            resource_seconds[name] *= counters.block_cycles_max / mean_cycles
     limiter = max(resource_seconds, key=lambda name: resource_seconds[name])
     seconds = resource_seconds[limiter] + figures.launch_seconds
     total = counters.scaled()

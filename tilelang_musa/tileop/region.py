@@ -109,9 +109,36 @@ def pair_dims(a: Region, b: Region, run_time_extents: bool = False,
             return True
         return run_time_extents and not (isinstance(x, tirx.IntImm) and isinstance(y, tirx.IntImm))
 
+    if len(dims_a) != len(dims_b) and run_time_extents:
+        return _pair_run_time_with_units(a, b, agree)
     if len(dims_a) != len(dims_b) or not all(agree(a.extents[x], b.extents[y]) for x, y in zip(dims_a, dims_b)):
         return None
     return dims_a, dims_b
+
+
+def _pair_run_time_with_units(a: Region, b: Region, agree) -> tuple[list[int], list[int]] | None:
+    """Regions whose numbers of non-unit dimensions differ, paired from the innermost dimension out (upstream's
+    tail alignment), where a size-1 dimension may pair with a run-time extent: `T.copy(x[0:n], frag)` into a
+    1-element fragment covers min(n, 1) elements, provably inside both regions. A size-1 dimension against a
+    constant extent still does not pair (part of one region would be left out or overrun), and dimensions left
+    over on either side must be size 1."""
+    pairs = []
+    rank = min(len(a.extents), len(b.extents))
+    for x, y in zip(range(len(a.extents) - 1, -1, -1), range(len(b.extents) - 1, -1, -1)):
+        ex, ey = a.extents[x], b.extents[y]
+        if is_unit(ex) and is_unit(ey):
+            continue
+        if is_unit(ex) or is_unit(ey):
+            if isinstance(ey if is_unit(ex) else ex, (tirx.IntImm, int)):
+                return None
+        elif not agree(ex, ey):
+            return None
+        pairs.append((x, y))
+    leftover = list(a.extents[:len(a.extents) - rank]) + list(b.extents[:len(b.extents) - rank])
+    if not pairs or not all(is_unit(e) for e in leftover):
+        return None
+    pairs.reverse()
+    return [x for x, _ in pairs], [y for _, y in pairs]
 
 
 def common_extents(a: Region, b: Region, dims: tuple[list[int], list[int]]) -> list[Any]:

@@ -49,7 +49,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: CompileOptions | dict) -> tirx.
         return func
     if lowering.sync_barriers:
         body = _allocate_at_top(body, [tirx.AllocBuffer(buf, {ARRIVE_COUNTS: [tirx.const(count, "int32")]})
-                                       for count, buf in lowering.sync_barriers.items()])
+                                       for (_, count), buf in lowering.sync_barriers.items()])
     func = tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
     if lowering.descriptors:
         func = func.with_attr(DESCRIPTORS_ATTR, lowering.descriptors)
@@ -71,9 +71,10 @@ class _TmeCopyLowering:
         self.params = list(func.params)
         self.analyzer = thread_analyzer(self.threads)
         self.per_thread = _per_thread_vars(func, self.threads)
-        # Outputs: the global tensors' descriptors, and threads reaching a T.copy TME load -> the barrier it waits on.
+        # Outputs: the global tensors' descriptors, and the (first, count) threads reaching a T.copy TME load -> the
+        # barrier it waits on.
         self.descriptors: dict[str, list] = {}
-        self.sync_barriers: dict[int, Any] = {}
+        self.sync_barriers: dict[tuple[int, int], Any] = {}
         # Where the walk is: the thread-range conditions of the enclosing `if`s, and how many enclosing `if`s have
         # conditions that are not thread-id ranges (data, block indices): which threads take such a branch is not
         # known here, so the elected leader may not be among them; a T.copy there stays a plain copy.
@@ -144,18 +145,24 @@ class _TmeCopyLowering:
         g = op.global_region.buffer
         self.descriptors[descriptor_name(g)] = descriptor_spec(g)
         if op.is_load and op.barrier is None:  # a T.copy load: on a barrier of the compiler's, waited for here
-            barrier = self._sync_barrier(_reaching(self.guards, self.threads, self.analyzer(), op).count)
+            barrier = self._sync_barrier(_reaching(self.guards, self.threads, self.analyzer(), op))
             issue = lower_tme(dataclasses.replace(op, barrier=barrier), plan, self._leader_condition(op))
             return tirx.SeqStmt([issue, tirx.Evaluate(tirx.call_intrin("int32", BARRIER_SYNC_OP, barrier))])
         return lower_tme(op, plan, self._leader_condition(op))
 
-    def _sync_barrier(self, count: int) -> Any:
-        """The compiler's barrier that `count` threads reaching a T.copy TME load arrive on (one per count)."""
-        if count not in self.sync_barriers:
+    def _sync_barrier(self, reach: ThreadRange) -> Any:
+        """The compiler's barrier that the threads reaching a T.copy TME load arrive on: one per range of threads,
+        since copies of different ranges (warp-specialized producers) may be in flight at once, and a barrier's
+        phases can only count one sequence of copies."""
+        key = (reach.first, reach.count)
+        if key not in self.sync_barriers:
             buf = Tb.buffer([1], "uint64", scope=BARRIER_SCOPE)
-            IRBuilder.name(f"tme_barrier_{count}" if self.sync_barriers else "tme_barrier", buf)
-            self.sync_barriers[count] = buf
-        return self.sync_barriers[count][0]
+            same_count = any(count == reach.count for _, count in self.sync_barriers)
+            name = "tme_barrier" if not self.sync_barriers else f"tme_barrier_{reach.count}" if not same_count \
+                else f"tme_barrier_{reach.count}_t{reach.first}"
+            IRBuilder.name(name, buf)
+            self.sync_barriers[key] = buf
+        return self.sync_barriers[key][0]
 
     def _leader_condition(self, op: TmeCopy) -> Any:
         """Which thread issues the copy: the first that reaches it, or the first of every leader_scope_threads."""

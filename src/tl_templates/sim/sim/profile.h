@@ -260,11 +260,34 @@ class Recorder {
   /*! \brief An async transfer (`kind`: LDLMS, TME load or store) of `bytes` issued by `thread` now: the cycle its
    *         data lands. */
   double Transfer(uint32_t thread, uint64_t bytes, SliceKind kind) {
-    const double start = std::max(clocks_[thread].cycle, transfer_free_);
-    transfer_free_ = start + static_cast<double>(bytes) / kTiming.transfer_bytes_per_cycle;
-    const double lands = transfer_free_ + kTiming.async_latency;
-    if (timeline_ != nullptr) timeline_->Add(timeline_->transfer_track(), kind, start, transfer_free_, bytes, lands);
+    const double length = static_cast<double>(bytes) / kTiming.transfer_bytes_per_cycle;
+    const double start = PlaceTransfer(clocks_[thread].cycle, length);
+    const double lands = start + length + kTiming.async_latency;
+    if (timeline_ != nullptr) timeline_->Add(timeline_->transfer_track(), kind, start, start + length, bytes, lands);
     return lands;
+  }
+
+  /*! \brief The earliest cycle at or after `at` from which the block's transfer stream is idle for `length` cycles;
+   *         that stretch is then taken. The simulator runs threads one after another, not in clock order, so a
+   *         transfer can be issued at an earlier clock than one already placed: it takes the idle time before that
+   *         one instead of queuing behind it (a single "next free" cycle chained every thread's copies behind the
+   *         previous thread's, waits included: GDN prefill's per-thread LDLMS pieces, issue 40). Transfers issued
+   *         in clock order are placed as before: each at its clock or when the one before it is done. */
+  double PlaceTransfer(double at, double length) {
+    auto next = transfer_busy_.upper_bound(at);
+    double start = at;
+    if (next != transfer_busy_.begin()) start = std::max(start, std::prev(next)->second);
+    for (; next != transfer_busy_.end() && next->first < start + length; ++next) start = std::max(start, next->second);
+    double first = start, last = start + length;  // the busy stretch, merged with the ones it touches
+    auto it = transfer_busy_.upper_bound(first);
+    if (it != transfer_busy_.begin() && std::prev(it)->second >= first) it = std::prev(it);
+    for (; it != transfer_busy_.end() && it->first <= last; it = transfer_busy_.erase(it)) {
+      first = std::min(first, it->first);
+      last = std::max(last, it->second);
+    }
+    transfer_busy_.emplace(first, last);
+    transfer_free_ = std::max(transfer_free_, start + length);
+    return start;
   }
 
   /*! \brief A matrix instruction of `flops` issued at `at` (SQMMA on `bits`-wide operands, or a warp MMA when
@@ -319,6 +342,7 @@ class Recorder {
   Totals totals_;
   std::vector<Clock> clocks_;  // by linear thread id in the block
   double tensor_free_ = 0, transfer_free_ = 0;  // when the block's tensor pipe and transfers are next free
+  std::map<double, double> transfer_busy_;  // the transfer stream's busy stretches: start -> end, disjoint
   Timeline* timeline_ = nullptr;                // TILELANG_SIM_PROFILE=3: the slices of the worker's blocks
   double cycles_[kNumCounters] = {};            // the block's cycle counters, before rounding
   std::unordered_map<std::pair<uint32_t, Site>, uint32_t, ThreadSiteHash, ThreadSiteEq> executions_;

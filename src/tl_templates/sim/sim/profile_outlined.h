@@ -22,6 +22,7 @@ TL_SIM_OUTLINED_DEF void Totals::Add(const Totals& other) {
 TL_SIM_OUTLINED_DEF void Recorder::StartBlock(uint32_t threads, uint64_t id, uint3 index) {
   clocks_.assign(threads, Clock{});
   tensor_free_ = transfer_free_ = 0;
+  transfer_busy_.clear();
   for (double& c : cycles_) c = 0;
   if (timeline_ != nullptr)
     timeline_->StartBlock(id, index.x, index.y, index.z, (threads + kWarpSize - 1) / kWarpSize);
