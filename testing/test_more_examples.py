@@ -253,6 +253,9 @@ def test_sparse_mla_decode_gathers_fp8_rows_asynchronously(arch):
     source = kernel.get_kernel_source()
     for tile in ("KV8_s", "scale_s", "K_tail_s"):  # step 0, then each next step
         assert source.count(f"tl::cp_async_gs_conditional<16>(&{tile}[") == 2, source
+    # the dequantization reads 8 fp8 values and one broadcast scale at a time (a tile's scale is lane-invariant)
+    assert re.search(r"tl::vec_cast<bfloat16_t>\(tl::vec_cast<float>\(\*reinterpret_cast<tl::vec<fp8_e4_t, 8>\*>"
+                     r"\(KV8_s \+ [^;]*tl::broadcast<float, 8>\(scale_s\[", source), source
     calls = set(re.findall(r"tl::gemm_ss_(\w+)<[^>]*>\(&(\w+)\[[^]]*\], &(\w+)\[", source))
     if arch == "mp_31":
         assert calls == {("mp31_sqmma_swizzled", "Q_s", "KV_s"), ("mp31_sqmma_swizzled", "Q_tail_s", "K_tail_s"),

@@ -96,11 +96,11 @@ def sparse_mla_decode(seq, seq_kv, heads, dim, tail_dim, topk, block_H=64, block
                 T.ptx_wait_group(0)  # this step's rows have landed
                 if kv_buffers == 2 and it + 1 < steps:
                     gather(kv_fp8, kv_scale, k_pe, rows, KV8_s, scale_s, K_tail_s, it + 1, 1 - buf)
-                for i, d in T.Parallel(block_I, dim):
-                    KV_s[i, d] = T.cast(T.cast(KV8_s[buf, i, d], "float32") * scale_s[buf, i, d // QUANT_TILE], dtype)
-                if v_tile:
-                    for i, d in T.Parallel(block_I, dim):
-                        V_s[i, d] = KV_s[i, d]
+                for i, t, d in T.Parallel(block_I, tiles, QUANT_TILE):  # the scale is the same along d: vectorizes
+                    latent = T.cast(T.cast(KV8_s[buf, i, t * QUANT_TILE + d], "float32") * scale_s[buf, i, t], dtype)
+                    KV_s[i, t * QUANT_TILE + d] = latent
+                    if v_tile:
+                        V_s[i, t * QUANT_TILE + d] = latent  # written from registers: no second pass over KV_s
                 T.clear(acc_s)
                 T.gemm(Q_s, KV_s, acc_s, transpose_B=True)
                 T.gemm(Q_tail_s, K_tail_s[buf, :, :], acc_s, transpose_B=True)
