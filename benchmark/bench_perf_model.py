@@ -180,8 +180,8 @@ CASES.update({
                            "block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, V_s (SQMMA)",
                            sparse_mla_prefill),
     "sparse_mla_decode": ("sparse MLA decode S896 SKV16384 H128 topk2048, FP8 cache (examples/sparse_mla)",
-                          "block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, dequant to KV_s/V_s "
-                          "(SQMMA)", sparse_mla_decode),
+                          ("block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, dequant to "
+                           "KV_s/V_s (SQMMA)"), sparse_mla_decode),
     "sparse_mla_decode_b256": ("sparse MLA decode B256 S2 SKV8192 H128 topk2048, FP8 cache (examples/sparse_mla)",
                                "as sparse_mla_decode", sparse_mla_decode_b256),
     "gdn_decode": ("GDN decode B8 Hk8 Hv16 D128 (examples/gdn)", "block_V 32, 128 threads", gdn_decode),
@@ -193,7 +193,8 @@ CASES.update({
 CALIBRATED = {"flash_attention_ws": FA_BASELINE_US, "peer_flash_attention": FA_BASELINE_US}
 # Moore Threads' published S5000 figures for the same operation at the same shape, by their own kernels
 # (benchmark/mp31/baselines of tile-ai/tilelang-musa): a yardstick for ours, not a calibration of the model.
-THEIRS = {"sparse_mla_prefill": 2544.0, "sparse_mla_decode": 2932.0, "sparse_mla_decode_b256": 5242.0, "gdn_decode": 18.78, "moe_routing": 27.74, "fp8_per_token_cast": 122.5}
+THEIRS = {"sparse_mla_prefill": 2544.0, "sparse_mla_decode": 2932.0, "sparse_mla_decode_b256": 5242.0,
+          "gdn_decode": 18.78, "moe_routing": 27.74, "fp8_per_token_cast": 122.5}
 
 
 def main() -> None:

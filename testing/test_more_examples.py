@@ -247,8 +247,8 @@ def test_sparse_mla_decode_gathers_fp8_rows_asynchronously(arch):
     on mp_31), dequantized into KV_s (and V_s on mp_31, so that every gemm runs on SQMMA). A -1 position is masked,
     a token with none gets 0."""
     seq, seq_kv, heads, topk = 4, 64, 64, 64
-    config = dict(block_H=64, block_I=32, threads=256) if arch == "mp_31" else dict(block_H=32, block_I=16,
-                                                                                    threads=128, v_tile=False, kv_buffers=1)
+    config = dict(block_H=64, block_I=32, threads=256) if arch == "mp_31" else \
+        dict(block_H=32, block_I=16, threads=128, v_tile=False, kv_buffers=1)
     kernel = compile_for(arch, sparse_mla_decode.sparse_mla_decode.func(seq, seq_kv, heads, 512, 64, topk, **config))
     source = kernel.get_kernel_source()
     for tile in ("KV8_s", "scale_s", "K_tail_s"):  # step 0, then each next step
