@@ -104,6 +104,16 @@ def sparse_mla(arch, S=256, SKV=4096, H=128, topk=1024):
     return kernel, [q, kv, module.make_indices(S, SKV, topk, device="cpu")]
 
 
+def sparse_mla_decode(arch, S=256, SKV=4096, H=128, topk=1024):
+    if arch != "mp_31":
+        return None
+    module = example("examples/sparse_mla/sparse_mla_decode.py")
+    kernel = module.sparse_mla_decode(S, SKV, H, 512, 64, topk)
+    q = torch.randn(S, H, 576, dtype=torch.bfloat16)
+    cache = module.quantize_cache(torch.randn(SKV, 576, dtype=torch.bfloat16), 512)
+    return kernel, [q, *cache, module.make_indices(S, SKV, topk, device="cpu")]
+
+
 def gdn(arch, B=8, HK=8, HV=16, D=128):
     module = example("examples/gdn/gdn_decode.py")
     return module.gdn_decode(B, HK, HV, D, D), list(module.make_inputs(B, HK, HV, D, D))
@@ -137,6 +147,8 @@ CASES = {
     "sparse_attention_robust": ("async/sparse_attention_robust.py", "B2 S256 SKV4096 H64 D64 topk512",
                                 robust_sparse_attention),
     "sparse_mla": ("sparse_mla/sparse_mla_fwd.py", "S256 SKV4096 H128 topk1024 bf16", sparse_mla),
+    "sparse_mla_decode": ("sparse_mla/sparse_mla_decode.py", "S256 SKV4096 H128 topk1024, FP8 cache",
+                          sparse_mla_decode),
     "gdn_decode": ("gdn/gdn_decode.py", "B8 Hk8 Hv16 D128", gdn),
     "moe_routing": ("moe/moe_routing.py", "8001 tokens, 256 experts", moe),
     "fp8_quant": ("quant/fp8_per_token_quant.py", "4096x4096 fp32", fp8_quant),

@@ -110,6 +110,23 @@ def sparse_mla_prefill(arch, S=896, SKV=4096, H=128, topk=2048):
     return kernel, [q, kv, module.make_indices(S, SKV, topk, device="cpu")]
 
 
+def sparse_mla_decode(arch, S=896, SKV=16384, H=128, topk=2048):
+    """Our sparse MLA decode over the FP8 cache (examples/sparse_mla) at the shape of Moore Threads' published
+    decode v2 row (B1: their B folds into S)."""
+    if arch != "mp_31":
+        return None
+    module = example("examples/sparse_mla/sparse_mla_decode.py")
+    kernel = module.sparse_mla_decode(S, SKV, H, 512, 64, topk)
+    q = torch.randn(S, H, 576, dtype=torch.bfloat16)
+    cache = module.quantize_cache(torch.randn(SKV, 576, dtype=torch.bfloat16), 512)
+    return kernel, [q, *cache, module.make_indices(S, SKV, topk, device="cpu")]
+
+
+def sparse_mla_decode_b256(arch):
+    """The same kernel at Moore Threads' decode v1 row: B256 S2 (512 query tokens) over one SKV8192 cache."""
+    return sparse_mla_decode(arch, S=512, SKV=8192)
+
+
 def gdn_decode(arch, B=8, HK=8, HV=16, D=128):
     """Our Gated DeltaNet decode step (examples/gdn) at one of Moore Threads' published gdn_decode shapes."""
     module = example("examples/gdn/gdn_decode.py")
@@ -162,6 +179,11 @@ CASES.update({
     "sparse_mla_prefill": ("sparse MLA prefill S896 SKV4096 H128 topk2048 (examples/sparse_mla)",
                            "block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, V_s (SQMMA)",
                            sparse_mla_prefill),
+    "sparse_mla_decode": ("sparse MLA decode S896 SKV16384 H128 topk2048, FP8 cache (examples/sparse_mla)",
+                          ("block_H 64, block_I 32, 256 threads, async row gathers into 2 buffers, dequant to "
+                           "KV_s/V_s (SQMMA)"), sparse_mla_decode),
+    "sparse_mla_decode_b256": ("sparse MLA decode B256 S2 SKV8192 H128 topk2048, FP8 cache (examples/sparse_mla)",
+                               "as sparse_mla_decode", sparse_mla_decode_b256),
     "gdn_decode": ("GDN decode B8 Hk8 Hv16 D128 (examples/gdn)", "block_V 32, 128 threads", gdn_decode),
     "moe_routing": ("MoE routing 8001 tokens, 256 experts / 8 groups (examples/moe)", "block_T 16, 128 threads",
                     moe_routing),
@@ -171,7 +193,8 @@ CASES.update({
 CALIBRATED = {"flash_attention_ws": FA_BASELINE_US, "peer_flash_attention": FA_BASELINE_US}
 # Moore Threads' published S5000 figures for the same operation at the same shape, by their own kernels
 # (benchmark/mp31/baselines of tile-ai/tilelang-musa): a yardstick for ours, not a calibration of the model.
-THEIRS = {"sparse_mla_prefill": 2544.0, "gdn_decode": 18.78, "moe_routing": 27.74, "fp8_per_token_cast": 122.5}
+THEIRS = {"sparse_mla_prefill": 2544.0, "sparse_mla_decode": 2932.0, "sparse_mla_decode_b256": 5242.0,
+          "gdn_decode": 18.78, "moe_routing": 27.74, "fp8_per_token_cast": 122.5}
 
 
 def main() -> None:

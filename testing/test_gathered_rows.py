@@ -2,7 +2,7 @@
 - a T.Parallel copy loop `tile[i, d] = src[idx[i], d]` vectorizes along d: `idx[i]` is the same for every lane
   (read once and broadcast), the row it selects is contiguous;
 - a T.Parallel nest of element `T.async_copy(src[idx[i], d], tile[i, d])` (or `T.copy(..., force_async_copy=True)`,
-  or `src_robust_desc=`) is cut into 16-byte row pieces, issued as one group (one commit a nest), each piece's row
+  or `src_robust_desc=`; the row may be bound first, `r = idx[i]`) is cut into 16-byte row pieces, issued as one group (one commit a nest), each piece's row
   index read once; rows outside the tensor (-1) are zero-filled by the pieces' predicate.
 Each printed for mp_31 and mp_22 and run in the simulator against torch on random rows."""
 
@@ -91,11 +91,14 @@ def async_gather(dtype, mode):
             for i, d in T.Parallel(BLOCK, COLS):
                 if mode == "async_copy":
                     T.async_copy(src[idx[b * BLOCK + i], d], tile[i, d])
+                elif mode == "bound_row":
+                    r = idx[b * BLOCK + i]
+                    T.async_copy(src[r, d], tile[i, d])
                 elif mode == "force_async_copy":
                     T.copy(src[idx[b * BLOCK + i], d], tile[i, d], force_async_copy=True)
                 else:
                     T.copy(src[idx[b * BLOCK + i], d], tile[i, d], src_robust_desc=desc)
-            if mode == "async_copy":
+            if mode in ("async_copy", "bound_row"):
                 T.ptx_wait_group(0)
             T.copy(tile, out[b * BLOCK:(b + 1) * BLOCK, :])
 
@@ -103,15 +106,16 @@ def async_gather(dtype, mode):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("mode", ["async_copy", "force_async_copy", "robust"])
+@pytest.mark.parametrize("mode", ["async_copy", "bound_row", "force_async_copy", "robust"])
 def test_a_parallel_nest_of_element_async_copies_gathers_16_byte_row_pieces(arch, mode):
     """One 16-byte piece per (row, 8 columns), its row index bound once, the nest committed once; rows of -1 (out of
     the tensor) zero-filled."""
     kernel = tilelang.compile(async_gather("bfloat16", mode), target=f"musa -arch={arch}")
     source = kernel.get_kernel_source()
     piece = "tl::robust_copy<16>(" if mode == "robust" else "tl::cp_async_gs_conditional<16>("
-    assert source.count(piece) == 1 and "const int src_row = idx[" in source, source
-    assert "src_row < 100" in source, source  # the piece's predicate: the gathered row lies in src
+    row = "r" if mode == "bound_row" else "src_row"  # the user's binding, or the one the lowering makes
+    assert source.count(piece) == 1 and f"const int {row} = idx[" in source, source
+    assert f"{row} < 100" in source, source  # the piece's predicate: the gathered row lies in src
     if mode != "robust":
         assert source.count("tl::cp_async_commit();") == 1 and source.count("tl::cp_async_wait<0>();") == 1, source
     src, idx = rand((N_SRC, COLS), torch.bfloat16, 5), random_rows(6)

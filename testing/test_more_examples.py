@@ -35,6 +35,7 @@ fp8_quant = load("quant/fp8_per_token_quant.py")
 moe_routing = load("moe/moe_routing.py")
 gdn_decode = load("gdn/gdn_decode.py")
 sparse_mla = load("sparse_mla/sparse_mla_fwd.py")
+sparse_mla_decode = load("sparse_mla/sparse_mla_decode.py")
 
 
 def compile_for(arch, program):
@@ -237,3 +238,37 @@ def test_sparse_mla_forward_gathers_rows_asynchronously(arch):
     out = poison((seq, heads, 512), torch.bfloat16)
     kernel(q, kv, indices, out)
     torch.testing.assert_close(out.float(), sparse_mla.ref_program(q, kv, indices, 512).float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sparse_mla_decode_gathers_fp8_rows_asynchronously(arch):
+    """Each token attends to its chosen rows of the FP8 cache: the fp8 latent rows, their per-128-column scales
+    and the bfloat16 rotary rows gathered by asynchronous 16-byte row pieces (the next step's into the other buffer
+    on mp_31), dequantized into KV_s (and V_s on mp_31, so that every gemm runs on SQMMA). A -1 position is masked,
+    a token with none gets 0."""
+    seq, seq_kv, heads, topk = 4, 64, 64, 64
+    config = dict(block_H=64, block_I=32, threads=256) if arch == "mp_31" else \
+        dict(block_H=32, block_I=16, threads=128, v_tile=False, kv_buffers=1)
+    kernel = compile_for(arch, sparse_mla_decode.sparse_mla_decode.func(seq, seq_kv, heads, 512, 64, topk, **config))
+    source = kernel.get_kernel_source()
+    for tile in ("KV8_s", "scale_s", "K_tail_s"):  # step 0, then each next step
+        assert source.count(f"tl::cp_async_gs_conditional<16>(&{tile}[") == 2, source
+    # the dequantization reads 8 fp8 values and one broadcast scale at a time (a tile's scale is lane-invariant)
+    assert re.search(r"tl::vec_cast<bfloat16_t>\(tl::vec_cast<float>\(\*reinterpret_cast<tl::vec<fp8_e4_t, 8>\*>"
+                     r"\(KV8_s \+ [^;]*tl::broadcast<float, 8>\(scale_s\[", source), source
+    calls = set(re.findall(r"tl::gemm_ss_(\w+)<[^>]*>\(&(\w+)\[[^]]*\], &(\w+)\[", source))
+    if arch == "mp_31":
+        assert calls == {("mp31_sqmma_swizzled", "Q_s", "KV_s"), ("mp31_sqmma_swizzled", "Q_tail_s", "K_tail_s"),
+                         ("mp31_sqmma_swizzled", "P_s", "V_s")}, calls
+    else:
+        assert ("mp22_mma", "P_s", "KV_s") in calls, calls  # the score gemm's N = block_I = 16 is FMA code on mp_22
+    torch.manual_seed(15)
+    q = torch.randn(seq, heads, 576).to(torch.bfloat16)
+    cache = sparse_mla_decode.quantize_cache(torch.randn(seq_kv, 576).to(torch.bfloat16), 512)
+    indices = sparse_mla_decode.make_indices(seq, seq_kv, topk, device="cpu")
+    indices[0, :] = -1  # a token with nothing chosen
+    indices[1, 3:40] = -1  # some positions not chosen
+    out = poison((seq, heads, 512), torch.bfloat16)
+    kernel(q, *cache, indices, out)
+    torch.testing.assert_close(out.float(), sparse_mla_decode.ref_program(q, *cache, indices).float(), rtol=2e-2,
+                               atol=2e-2)

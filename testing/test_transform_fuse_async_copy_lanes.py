@@ -5,6 +5,7 @@ lane along the last dimension of both operands stays as it is."""
 
 import pytest
 import tvm
+import tvm_ffi
 
 import tilelang.language as T
 from conftest import without_locations
@@ -164,3 +165,39 @@ def test_a_parallel_nest_whose_runs_are_not_aligned_pieces_stays_as_it_is():
     """63 columns from column 1: no 4-byte piece divides the rows, so the element copies are left (and LowerTileOp
     rejects their 2-byte pieces with its message)."""
     tvm.ir.assert_structural_equal(fuse_async_copy_lanes(gather_odd_start), gather_odd_start)
+
+
+@T.prim_func
+def gather_bound_row_before(A: T.Tensor((100, 64), "float16"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 64), "float16")
+        for i, d in T.Parallel(16, 64):
+            r = idx[i]
+            T.async_copy(A[r, d], S[i, d])
+
+
+def test_a_row_bound_before_the_copy_stays_bound_in_each_piece():
+    """`r = idx[i]` does not depend on the innermost variable: the pieces keep the binding and read row r."""
+    after = without_locations(fuse_async_copy_lanes(gather_bound_row_before))
+    loops = []
+    tvm_ffi.structural_walk(after.body, [(tvm.tirx.For, loops.append)], order="pre")
+    inner = loops[1]
+    assert int(inner.extent) == 8 and isinstance(inner.body, tvm.tirx.SeqStmt), after.script()
+    bind, copy = inner.body.seq
+    assert isinstance(bind, tvm.tirx.Bind) and copy.value.attrs["tl.async"] == "issue", after.script()
+    assert "A[r, d * 8:d * 8 + 8]" in after.script(), after.script()
+
+
+@T.prim_func
+def gather_lane_bound_column(A: T.Tensor((100, 64), "float16"), idx: T.Tensor((16,), "int32")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((16, 64), "float16")
+        for i, d in T.Parallel(16, 64):
+            r = T.min(idx[i] + d, 99)
+            T.async_copy(A[r, d], S[i, d])
+
+
+def test_a_binding_that_moves_with_the_lanes_leaves_the_nest_as_it_is():
+    """`r = min(idx[i] + d, 99)`: the row moves with the lanes through the binding, which the run check of `A[r, d]`
+    does not see; no pieces are formed."""
+    tvm.ir.assert_structural_equal(fuse_async_copy_lanes(gather_lane_bound_column), gather_lane_bound_column)

@@ -171,8 +171,10 @@ def _in_bounds(region: Region, index: list[Any], lanes: int, ana: Any) -> Any:
 
 
 def _reads_memory(expr: Any) -> bool:
+    """Whether `expr` loads from global or shared memory (a thread's registers are read again for free)."""
     found = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.TensorLoad, found.append)])
+    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.TensorLoad, lambda n: found.append(n)
+                                    if str(n.source.ty.storage_scope) in ("global", *_SHARED) else None)])
     return bool(found)
 
 

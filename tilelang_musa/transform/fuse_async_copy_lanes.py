@@ -4,7 +4,8 @@ user's guide widens LDLMS pieces this way (8 float16 lanes: one 16-byte copy ins
 LDLMS does not have). A loop whose copies are not contiguous in `v` in both operands stays as it is.
 
 A `T.Parallel` nest whose body is one such element copy (`for i, d in T.Parallel(rows, cols):
-T.async_copy(kv[idx[i], d], tile[i, d])`: rows gathered through an index tensor) is cut the same way along its
+T.async_copy(kv[idx[i], d], tile[i, d])`: rows gathered through an index tensor; the copy may follow bindings
+that do not depend on the innermost loop, `r = idx[i]`) is cut the same way along its
 innermost loop: it iterates over runs of the widest piece (16, 8 or 4 bytes; down to 1 for a synchronous robust
 copy) whose every run is contiguous and aligned in both operands, so PartitionParallelLoop deals whole pieces to
 the threads. The nest is one group of asynchronous copies: its pieces are issued without committing, then the
@@ -53,6 +54,12 @@ def _element_copy(stmt) -> tvm.ir.Call | None:
     return call
 
 
+def _uses(expr, var) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.expr.Var, lambda v: found.append(v) if v.same_as(var) else None)])
+    return bool(found)
+
+
 def _aligned_run(region: Region, lane, lanes: int) -> Region | None:
     """`_lane_run`, if the run also starts at a provable multiple of `lanes` elements of its buffer."""
     run = _lane_run(region, lane, lanes)
@@ -68,8 +75,12 @@ def _fuse_parallel_nest(node: tirx.For):
     """A T.Parallel nest over one element copy, cut into a nest over pieces (module docstring); None if it is not
     one, or no piece wider than an element fits."""
     nest, body = collect_nest(node)
-    call = _element_copy(body)
     inner = nest[-1]
+    # The copy may follow bindings of values every lane shares (`r = idx[i]`, then the copy of row r)
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+    binds, call = stmts[:-1], _element_copy(stmts[-1])
+    if any(not isinstance(b, tirx.Bind) or _uses(b.value, inner.loop_var) for b in binds):
+        return None
     extent = as_int(inner.extent)
     if call is None or extent is None or as_int(inner.min) != 0:
         return None
@@ -94,6 +105,8 @@ def _fuse_parallel_nest(node: tirx.For):
             attrs[ASYNC_ATTR] = ASYNC_ISSUE  # the nest commits (and waits) once, below
         stmt = tirx.Evaluate(tvm.ir.Call(call.op, [runs[0].to_ir(), runs[1].to_ir(), *list(call.args)[2:]],
                                          attrs=attrs, ret_ty="int32"))
+        if binds:
+            stmt = tirx.SeqStmt([*binds, stmt])
         for level in reversed(nest):
             var, level_extent = (piece, extent // lanes) if level is inner else (level.loop_var, level.extent)
             stmt = tirx.For(var, level.min, level_extent, level.kind, stmt, level.thread_binding, level.annotations,
