@@ -107,3 +107,30 @@ def test_builtin_and_tl_vec_views_of_memory_agree_lane_for_lane(arch):
     kernel(a, b)
     ref = a.view(N, 4).flip(1).reshape(-1) * 2.0 + a
     torch.testing.assert_close(b, ref, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_bound_vector_is_declared_in_the_builtin_type(arch):
+    """`b = A[0, 0:4]` binds a float32x4: declared `const float4 b` (Moore Threads' test_let_vectorize_load looks for
+    `float4 b`), stored as it is, and read through tl::vec_of in arithmetic."""
+
+    @T.prim_func
+    def main(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (16, 16), dtype=T.float32, align=16)
+        for _bx in T.thread_binding(1, thread="blockIdx.x"):
+            for _tx in T.thread_binding(32, thread="threadIdx.x"):
+                b = A[0, T.Ramp(0, 1, 4)]
+                A[0, T.Ramp(4, 1, 4)] = b
+                A[1, T.Ramp(0, 1, 4)] = b + A[0, T.Ramp(8, 1, 4)]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "const float4 b = *reinterpret_cast<float4*>(A);" in source, source
+    assert "*reinterpret_cast<float4*>(A + 4) = b;" in source, source
+    assert "= tl::vec_of(b) + tl::vec_of(*reinterpret_cast<float4*>(A + 8));" in source, source
+    a = torch.randn(16, 16)
+    ref = a.clone()
+    ref[0, 4:8] = a[0, 0:4]
+    ref[1, 0:4] = a[0, 0:4] + a[0, 8:12]
+    kernel(a)
+    assert torch.equal(a, ref)

@@ -63,6 +63,7 @@ def strip_access_parentheses(text: str) -> str:
 def normalize_builtin_vectors(text: str) -> str:
     """The text as the tl::vec-only printer wrote it, up to the parentheses around vector accesses: no
     `tl::vec_of` wrappers, tl::vec type names."""
+    text = re.sub(r"tl::vec_of\((\w+)\)", r"\1", text)  # a bound vector's name
     text = text.replace("tl::vec_of(", "(")
     return strip_access_parentheses(_BUILTIN_WORD.sub(lambda m: BUILTIN_VECTORS[m.group(1)], text))
 

@@ -366,9 +366,9 @@ std::string MusaPrinter::VisitTensorLoad(const ObjectRef& op) {
 }
 
 std::string MusaPrinter::UnwrapBuiltinVectorLoad(const ObjectRef& value, const std::string& text) {
-  static const TypeKey load_key("ir.TensorLoad");
+  static const TypeKey load_key("ir.TensorLoad"), var_key("ir.Var");
   static const std::string wrapper = "tl::vec_of";
-  if (!IsA(value, load_key) || text.rfind(wrapper + "(", 0) != 0) return text;
+  if (!(IsA(value, load_key) || IsA(value, var_key)) || text.rfind(wrapper + "(", 0) != 0) return text;
   return StripParentheses(text.substr(wrapper.size()));
 }
 

@@ -116,12 +116,17 @@ void MusaPrinter::VisitBind(const ObjectRef& op) {
     type = PointeeTypeName(ty) + "*";
   } else {
     DataType t = DTypeOf(var);
-    type = t.is_handle() ? "void*" : "const " + ValueTypeName(t);  // a `const void*` could not be passed on
+    type = t.is_handle() ? "void*" : "const " + CTypeName(t);  // a `const void*` could not be passed on
   }
   // floating-point bindings are a statement's arithmetic; integer ones are address arithmetic (arithmetic_count.h)
   const bool arithmetic = !IsA(ty, pointer_type) && DTypeOf(var).is_floating();
-  Line((arithmetic ? ComputeCharge(CountArithmetic(bind.value())) : "") + type + " " + DefineVar(var) + " = " + value +
-       ";");
+  std::string name = DefineVar(var);
+  if (!IsA(ty, pointer_type) && !BuiltinVectorName(DTypeOf(var)).empty()) {
+    // `const float4 b = ...` (as upstream prints a bound vector); its lanes enter arithmetic as tl::vec_of(b)
+    value = UnwrapBuiltinVectorLoad(bind.value(), value);
+    var_names_[var.get()] = "tl::vec_of(" + name + ")";
+  }
+  Line((arithmetic ? ComputeCharge(CountArithmetic(bind.value())) : "") + type + " " + name + " = " + value + ";");
 }
 
 void MusaPrinter::VisitAttrStmt(const ObjectRef& op) {
