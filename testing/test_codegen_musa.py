@@ -45,12 +45,20 @@ STANDIN_HEADERS = {
         extern standin_dim3 threadIdx, blockIdx, blockDim, gridDim;
         void __syncthreads();
         void __syncwarp(unsigned mask = 0xffffffffu);
+        #define STANDIN_VECTORS(P, T, A2, A4) struct __attribute__((aligned(A2))) P##2 { T x, y; }; \\
+          struct P##3 { T x, y, z; }; struct __attribute__((aligned(A4))) P##4 { T x, y, z, w; };
+        STANDIN_VECTORS(char, signed char, 2, 4) STANDIN_VECTORS(uchar, unsigned char, 2, 4)
+        STANDIN_VECTORS(short, short, 4, 8) STANDIN_VECTORS(ushort, unsigned short, 4, 8)
+        STANDIN_VECTORS(int, int, 8, 16) STANDIN_VECTORS(uint, unsigned int, 8, 16)
+        STANDIN_VECTORS(float, float, 8, 16) STANDIN_VECTORS(longlong, long long, 16, 16)
+        STANDIN_VECTORS(ulonglong, unsigned long long, 16, 16) STANDIN_VECTORS(double, double, 16, 16)
     """,
-    # 2-byte float types that convert to and from float, as the real headers' do.
+    # 2-byte float types that convert to and from float, as the real headers' do, and their pairs.
     "musa_fp16.h": "#pragma once\nstruct half { unsigned short bits; half() = default; half(float f); "
-                   "operator float() const; };\n",
+                   "operator float() const; };\nstruct __attribute__((aligned(4))) half2 { half x, y; };\n",
     "musa_bf16.h": "#pragma once\nstruct __mt_bfloat16 { unsigned short bits; __mt_bfloat16() = default; "
-                   "__mt_bfloat16(float f); operator float() const; };\n",
+                   "__mt_bfloat16(float f); operator float() const; };\n"
+                   "struct __attribute__((aligned(4))) __mt_bfloat162 { __mt_bfloat16 x, y; };\n",
 }
 # Functions the test kernels call through call_extern.
 EXTERN_DECLS = "__device__ float my_extern(float x, int n, const char* tag);\n__device__ float my_load(float* p);\n"
@@ -358,12 +366,13 @@ def test_pointer_parameter_with_decl_buffer_aliases_the_pointer(standin_dir):
 # ---- vectors ------------------------------------------------------------------------------------------------------
 
 
-def test_float32x4_loads_and_stores_go_through_vec_reinterpret_casts(arch, standin_dir):
+def test_float32x4_loads_and_stores_go_through_float4_reinterpret_casts(arch, standin_dir):
+    """Memory is viewed as MUSA's built-in float4; its lanes enter lane-wise arithmetic as a tl::vec."""
     src = print_kernel(k_vector_f32(), arch)
     base = "((((int)blockIdx.x) * 1024) + (((int)threadIdx.x) * 4))"
-    assert f"*reinterpret_cast<tl::vec<float, 4>*>(C + {base}) = " \
-           f"(*reinterpret_cast<tl::vec<float, 4>*>(A + {base})) + " \
-           f"(*reinterpret_cast<tl::vec<float, 4>*>(B + {base}));" in src
+    assert f"*reinterpret_cast<float4*>(C + {base}) = " \
+           f"tl::vec_of(*reinterpret_cast<float4*>(A + {base})) + " \
+           f"tl::vec_of(*reinterpret_cast<float4*>(B + {base}));" in src
     assert "for (" not in src  # the vectorized loop became one vector statement
     syntax_check(src, arch, standin_dir)
 

@@ -56,7 +56,7 @@ def test_generated_musa_c_structure(arch, warp):
     assert re.search(r'extern "C" __global__ void __launch_bounds__\(256, 1\) elementwise_add_kernel\(', src)
     assert "float* __restrict__ A" in src and "blockIdx.x" in src and "threadIdx.x" in src
     # 4096 = 2 blocks * 256 threads * 8: the accesses are in bounds (no guard) and 128-bit vectors
-    assert "tl::vec<float, 4>" in src
+    assert "tl::vec_of(*reinterpret_cast<float4*>(A + " in src
     assert "4096" not in kernel.get_device_source()
     host = kernel.get_host_source()
     assert 'extern "C" int call(' in host and "musaLaunchKernel(elementwise_add_kernel" in host

@@ -45,8 +45,8 @@ def run_gemm(kernel, out_dtype, M, N, K):
 
 # arch, output dtype, tile, threads, the trade it needs ("" when none), the vector the store writes
 CASES = [
-    ("mp_31", torch.float16, (128, 128, 32), 256, "tl::exchange_lane_bits<64, 0>", "tl::vec<half_t, 2>"),
-    ("mp_31", torch.bfloat16, (128, 128, 32), 256, "tl::exchange_lane_bits<64, 0>", "tl::vec<bfloat16_t, 2>"),
+    ("mp_31", torch.float16, (128, 128, 32), 256, "tl::exchange_lane_bits<64, 0>", "reinterpret_cast<half2*>"),
+    ("mp_31", torch.bfloat16, (128, 128, 32), 256, "tl::exchange_lane_bits<64, 0>", "reinterpret_cast<__mt_bfloat162*>"),
     ("mp_31", torch.float8_e4m3fn, (128, 128, 32), 256, "tl::exchange_lane_bits<64, 0, 1>", "tl::vec<fp8_e4_t, 4>"),
     ("mp_22", torch.float8_e4m3fn, (64, 64, 32), 128, "tl::exchange_lane_bits<32, 0>", "tl::vec<fp8_e4_t, 2>"),
 ]

@@ -517,7 +517,7 @@ def test_strided_tensor_parameters(arch):
     source = kernel.get_kernel_source()
     assert "int row_stride)" in source
     # A's columns are M apart and B's rows row_stride apart (unknown alignment): neither is read as vectors
-    assert "tl::vec<float, 4>*>(A" not in source and "tl::vec<float, 4>*>(B" not in source
+    assert "float4*>(A" not in source and "float4*>(B" not in source
     a = rand((N, M), torch.float32, 15).t()  # a transposed view: strides (1, M)
     b = rand((M, 80), torch.float32, 16)[:, 7:7 + N]  # a column slice: strides (80, 1), 28 bytes in
     c = poison((M, N), torch.float32)
@@ -537,7 +537,7 @@ def test_misaligned_tensor_is_rejected_before_a_vector_access():
                 C[bx * 256 + i] = A[bx * 256 + i] * 2
 
     kernel = compile_for(main, "mp_31")
-    assert "tl::vec<float, 4>" in kernel.get_kernel_source()
+    assert "reinterpret_cast<float4*>" in kernel.get_kernel_source()
     a = rand((N + 4,), torch.float32, 17)
     c = poison((N,), torch.float32)
     with pytest.raises(ValueError, match=r"A is read or written 16 bytes at a time, but its data starts 4 bytes past"):

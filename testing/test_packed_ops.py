@@ -41,8 +41,8 @@ def run(name, dtype, arch):
     op, arity, reference = OPS[name]
     kernel = tilelang.compile(packed(op, arity, dtype), target=f"musa -arch={arch}")
     source = kernel.get_kernel_source()
-    vec = {"float32": "float", "float16": "half_t", "bfloat16": "bfloat16_t"}[dtype]
-    assert f"= tl::{name}(*reinterpret_cast<tl::vec<{vec}, 2>*>(X + " in source, source
+    vec = {"float32": "float2", "float16": "half2", "bfloat16": "__mt_bfloat162"}[dtype]
+    assert f"= tl::{name}(tl::vec_of(*reinterpret_cast<{vec}*>(X + " in source, source
     x, out = rand((3, 2 * N), DTYPES[dtype], 3), poison((2 * N,), DTYPES[dtype])
     x[0, :8] = torch.tensor([float("nan"), 1, -0.0, 0.0, 2, float("inf"), -3, 4])  # edge lanes for max2 / min2 / abs2
     kernel(x, out)

@@ -39,15 +39,45 @@ def _rounding(dtype):
 def test_round_modes(arch, dtype, torch_dtype):
     kernel = tilelang.compile(_rounding(dtype), target=f"musa -arch={arch}")
     source = kernel.get_kernel_source()
-    assert "roundf(" in source  # the halfway cases away from zero; the default mode stays nearbyint
+    assert "roundf(" in source  # the halfway cases away from zero
+    # ties to even: nearbyintf for float32, the half intrinsic hrint for float16/bfloat16 (as TVM's CUDA rules)
+    even_call = "nearbyintf(A[" if dtype == "float32" else "hrint(A["
+    assert f"Even[((int)threadIdx.x)] = {even_call}" in source or f"Even[(int)threadIdx.x] = {even_call}" in source, \
+        source
     gen = torch.Generator().manual_seed(17)
     a = torch.cat([torch.tensor(HALVES), (torch.rand(48, generator=gen) - 0.5) * 20]).to(torch_dtype)
     away, even, e = (poison((64,), torch_dtype) for _ in range(3))
     kernel(a, away, even, e)
     torch.testing.assert_close(away, _away_from_zero(a), rtol=0, atol=0)
-    if torch_dtype == torch.float32:  # (16-bit T.round prints roundf today: reported, left for its own fix)
-        torch.testing.assert_close(even, torch.round(a), rtol=0, atol=0)
+    assert torch.equal(even.view(torch.int16 if torch_dtype != torch.float32 else torch.int32),
+                       torch.round(a).view(torch.int16 if torch_dtype != torch.float32 else torch.int32))
     torch.testing.assert_close(e.float(), torch.exp(a.float()).to(torch_dtype).float(), rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype,torch_dtype", [("float16", torch.float16), ("bfloat16", torch.bfloat16),
+                                               ("float32", torch.float32)])
+def test_vectorized_round_is_ties_to_even_lane_by_lane(arch, dtype, torch_dtype):
+    """A vector of halves has no hrint: each lane rounds in float with nearbyintf, exactly torch.round. A float32
+    vector calls nearbyintf lane by lane too (it printed C's roundf, halves away from zero, before)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), dtype), B: T.Tensor((256,), dtype)):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            for k in T.vectorized(4):
+                B[tx * 4 + k] = T.round(A[tx * 4 + k])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    lanes = "tl::vec_of(" if dtype == "float32" else "tl::vec_cast<float>("
+    assert "tl::vmath::nearbyintf(" + lanes in source and "roundf" not in source, source
+    gen = torch.Generator().manual_seed(5)
+    a = torch.cat([torch.tensor(HALVES * 4), (torch.rand(192, generator=gen) - 0.5) * 40]).to(torch_dtype)
+    b = poison((256,), torch_dtype)
+    kernel(a, b)
+    bits = torch.int32 if dtype == "float32" else torch.int16
+    assert torch.equal(b.view(bits), torch.round(a).view(bits))
 
 
 def test_round_of_an_integer_is_itself_away_from_zero():

@@ -105,8 +105,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   const std::vector<std::string> unary = {"exp",  "exp2",  "exp10", "log",   "log10", "log1p", "sqrt",
                                           "rsqrt", "sin",  "cos",   "tan",   "sinh",  "cosh",  "tanh",
                                           "asin", "acos",  "atan",  "asinh", "acosh", "atanh", "erf",
-                                          "fabs", "floor", "trunc", "round", "nearbyint"};
+                                          "fabs", "floor", "trunc", "nearbyint"};
   for (const std::string& f : unary) RegisterCallRule("tirx." + f, kExpr, FloatFunction(f, 1));
+  // TIR's round takes halfway cases to the even neighbour (TVM lowers it to nearbyint): C's round would not.
+  RegisterCallRule("tirx.round", kExpr, FloatFunction("nearbyint", 1));
   // These two are registered under the `prim.` prefix in this TVM build.
   RegisterCallRule("prim.ceil", kExpr, FloatFunction("ceil", 1));
   RegisterCallRule("prim.log2", kExpr, FloatFunction("log2", 1));

@@ -44,8 +44,8 @@ std::string PrintReinterpret(CallContext& ctx, const CallView& call) {
   // and bit_cast needs the source width, not the promoted one.
   DataType from = DTypeOf(call.args()[0]);
   std::string operand = ctx.PrintBare(call.args()[0]);
-  if ((from.is_int() || from.is_uint()) && from.bits() < 32) operand = "(" + CTypeName(from) + ")(" + operand + ")";
-  return "tl::bit_cast<" + CTypeName(call.dtype()) + ">(" + operand + ")";
+  if ((from.is_int() || from.is_uint()) && from.bits() < 32) operand = "(" + ValueTypeName(from) + ")(" + operand + ")";
+  return "tl::bit_cast<" + ValueTypeName(call.dtype()) + ">(" + operand + ")";
 }
 
 // The one argument of an address-of: a buffer element.
@@ -98,7 +98,7 @@ std::string PrintLikely(CallContext& ctx, const CallView& call) {
 std::string PrintAccessPtr(CallContext& ctx, const CallView& call) {
   CheckArgCount(ctx, call, 5);
   Array<ObjectRef> args = call.args();
-  std::string elem = CTypeName(DTypeOf(args[0]));
+  std::string elem = ValueTypeName(DTypeOf(args[0]));
   return "(reinterpret_cast<" + elem + "*>(" + ctx.PrintBare(args[1]) + ") + " + ctx.PrintExpr(args[2]) + ")";
 }
 

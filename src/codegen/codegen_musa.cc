@@ -122,13 +122,13 @@ std::string MusaPrinter::PrintParam(const ObjectRef& param) {
     }
     std::string name = names_.Fresh(hint, "arg");
     DefineBuffer(param, name);
-    return CTypeName(type.dtype()) + restrict_ + name;
+    return ValueTypeName(type.dtype()) + restrict_ + name;
   }
   if (IsA(ty, pointer_type)) return PointeeTypeName(ty) + restrict_ + DefineVar(param, "arg");
   if (IsA(ty, prim_type)) {
     DataType t = PrimTypeView(ty).dtype();
     if (t.is_handle()) return std::string("void") + restrict_ + DefineVar(param, "arg");
-    return CTypeName(t) + " " + DefineVar(param, "arg");
+    return ValueTypeName(t) + " " + DefineVar(param, "arg");
   }
   Fail("parameter `" + hint + "` has type `" + TypeKeyOf(ty) + "`; expected a buffer, a pointer or a scalar");
 }

@@ -115,6 +115,9 @@ class MusaPrinter : public CallContext {
   std::string VisitFloatImm(const ObjectRef& op);
   std::string VisitStringImm(const ObjectRef& op);
   std::string VisitTensorLoad(const ObjectRef& op);
+  /*! \brief A stored (or bound) vector load or variable of a built-in vector type without its tl::vec_of:
+   *         `*(float4*)(B + i) = *(float4*)(A + i)` copies in the built-in type. `text` is `value` printed. */
+  std::string UnwrapBuiltinVectorLoad(const ObjectRef& value, const std::string& text);
   std::string VisitCall(const ObjectRef& op);
   std::string VisitRamp(const ObjectRef& op);
   std::string VisitBroadcast(const ObjectRef& op);

@@ -81,12 +81,38 @@ std::string ExactScientific(F value) {
 
 }  // namespace
 
-std::string CTypeName(DataType dtype) {
+std::string BuiltinVectorName(DataType dtype) {
+  const int lanes = dtype.lanes();
+  if (lanes < 2 || lanes > 4) return "";
+  if (dtype.is_float16()) return lanes == 2 ? "half2" : "";
+  if (dtype.is_bfloat16()) return lanes == 2 ? "__mt_bfloat162" : "";
+  const char* prefix = nullptr;
+  if (dtype.is_integer()) {
+    const bool u = dtype.is_uint();
+    switch (dtype.bits()) {
+      case 8: prefix = u ? "uchar" : "char"; break;
+      case 16: prefix = u ? "ushort" : "short"; break;
+      case 32: prefix = u ? "uint" : "int"; break;
+      case 64: prefix = lanes == 2 ? (u ? "ulonglong" : "longlong") : nullptr; break;
+    }
+  } else if (dtype.is_float()) {
+    if (dtype.bits() == 32) prefix = "float";
+    if (dtype.bits() == 64 && lanes == 2) prefix = "double";
+  }
+  return prefix == nullptr ? "" : std::string(prefix) + std::to_string(lanes);
+}
+
+std::string ValueTypeName(DataType dtype) {
   if (dtype.lanes() < 1) Unsupported(dtype, "type (scalable vectors)");
   std::string elem = ScalarTypeName(dtype.element());
   if (dtype.is_scalar()) return elem;
   if (dtype.is_handle()) Unsupported(dtype, "type (vector of handles)");
   return "tl::vec<" + elem + ", " + std::to_string(dtype.lanes()) + ">";
+}
+
+std::string CTypeName(DataType dtype) {
+  std::string builtin = dtype.lanes() > 1 && !dtype.is_handle() ? BuiltinVectorName(dtype) : "";
+  return builtin.empty() ? ValueTypeName(dtype) : builtin;
 }
 
 std::string PointeeTypeName(const ObjectRef& pointer_type) {
@@ -95,7 +121,7 @@ std::string PointeeTypeName(const ObjectRef& pointer_type) {
   if (!IsA(elem, prim_type)) return "void";
   DataType dtype = PrimTypeView(elem).dtype();
   // `void` (an untyped T.ptr / T.handle) is the opaque-handle code with no bits and no lanes.
-  return dtype.is_handle() && dtype.bits() == 0 && dtype.lanes() == 0 ? "void" : CTypeName(dtype);
+  return dtype.is_handle() && dtype.bits() == 0 && dtype.lanes() == 0 ? "void" : ValueTypeName(dtype);
 }
 
 std::string IntLiteral(DataType dtype, int64_t value) {

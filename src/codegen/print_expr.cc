@@ -322,7 +322,7 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     std::string index = joined();
     if (terms.size() == 1) index = StripParentheses(index);
     AccessText access{AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what) + "]", "", ""};
-    return checked_store(access, CTypeName(info.elem), index, 1);
+    return checked_store(access, ValueTypeName(info.elem), index, 1);
   }
   if (info.is_volatile) fail("vector access to a volatile buffer is not supported");
   if (unit_ramp && strides[rank - 1] == "1") {
@@ -337,9 +337,11 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     } else if (terms.size() > 1) {
       ptr += " + (" + offset + ")";
     }
-    AccessText access{AccessForm::kContiguous, "(*reinterpret_cast<" + CTypeName(value_type) + "*>(" + ptr + "))", "",
-                      ""};
-    return checked_store(access, CTypeName(value_type), offset, index_lanes);
+    // Loads and stores view memory through MUSA's built-in vector type where there is one; an address taken is
+    // handed to templates that deduce tl::vec, so it keeps that spelling.
+    const std::string unit = what == "address_of" ? ValueTypeName(value_type) : CTypeName(value_type);
+    AccessText access{AccessForm::kContiguous, "(*reinterpret_cast<" + unit + "*>(" + ptr + "))", "", ""};
+    return checked_store(access, unit, offset, index_lanes);
   }
   if (rank != 1) fail("a strided or gathered vector index needs a flat buffer; run FlattenBuffer");
   if (info.elem.is_vector()) fail("cannot gather elements that are themselves vectors");
@@ -355,7 +357,19 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
 
 std::string MusaPrinter::VisitTensorLoad(const ObjectRef& op) {
   TensorLoadView load(op);
-  return PrintAccess(load.source(), load.indices(), DTypeOf(op), "load").text;
+  AccessText access = PrintAccess(load.source(), load.indices(), DTypeOf(op), "load");
+  // A built-in vector type has no operators: its value enters lane-wise arithmetic as the tl::vec of its lanes.
+  if (access.form == AccessForm::kContiguous && !BuiltinVectorName(DTypeOf(op)).empty()) {
+    return "tl::vec_of" + access.text;
+  }
+  return access.text;
+}
+
+std::string MusaPrinter::UnwrapBuiltinVectorLoad(const ObjectRef& value, const std::string& text) {
+  static const TypeKey load_key("ir.TensorLoad"), var_key("ir.Var");
+  static const std::string wrapper = "tl::vec_of";
+  if (!(IsA(value, load_key) || IsA(value, var_key)) || text.rfind(wrapper + "(", 0) != 0) return text;
+  return StripParentheses(text.substr(wrapper.size()));
 }
 
 std::string MusaPrinter::PrintLoadLValue(const ObjectRef& load_expr) {
@@ -439,9 +453,9 @@ std::string MusaPrinter::VisitSelect(const ObjectRef& op) {
 std::string MusaPrinter::VisitLet(const ObjectRef& op) {
   LetView let(op);
   std::string value = PrintBare(let.value());
-  std::string type = CTypeName(DTypeOf(let.var()));
+  std::string type = ValueTypeName(DTypeOf(let.var()));
   std::string name = DefineVar(let.var());
-  return "([&]() -> " + CTypeName(DTypeOf(op)) + " { const " + type + " " + name + " = " + value + "; return " +
+  return "([&]() -> " + ValueTypeName(DTypeOf(op)) + " { const " + type + " " + name + " = " + value + "; return " +
          PrintBare(let.body()) + "; }())";
 }
 

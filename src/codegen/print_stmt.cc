@@ -120,8 +120,13 @@ void MusaPrinter::VisitBind(const ObjectRef& op) {
   }
   // floating-point bindings are a statement's arithmetic; integer ones are address arithmetic (arithmetic_count.h)
   const bool arithmetic = !IsA(ty, pointer_type) && DTypeOf(var).is_floating();
-  Line((arithmetic ? ComputeCharge(CountArithmetic(bind.value())) : "") + type + " " + DefineVar(var) + " = " + value +
-       ";");
+  std::string name = DefineVar(var);
+  if (!IsA(ty, pointer_type) && !BuiltinVectorName(DTypeOf(var)).empty()) {
+    // `const float4 b = ...` (as upstream prints a bound vector); its lanes enter arithmetic as tl::vec_of(b)
+    value = UnwrapBuiltinVectorLoad(bind.value(), value);
+    var_names_[var.get()] = "tl::vec_of(" + name + ")";
+  }
+  Line((arithmetic ? ComputeCharge(CountArithmetic(bind.value())) : "") + type + " " + name + " = " + value + ";");
 }
 
 void MusaPrinter::VisitAttrStmt(const ObjectRef& op) {
@@ -151,6 +156,7 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   BufferStoreView store(op);
   std::string value = PrintBare(store.value());
   AccessText target = PrintAccess(store.buffer(), store.indices(), DTypeOf(store.value()), "store");
+  if (target.form != AccessForm::kGather) value = UnwrapBuiltinVectorLoad(store.value(), value);
   const std::string charge = ComputeCharge(CountArithmetic(store.value()));
   if (target.form == AccessForm::kGather) {
     Line(charge + "tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");");
@@ -214,7 +220,7 @@ void MusaPrinter::VisitDeclBuffer(const ObjectRef& op) {
     return;
   }
   std::string qualifier = source_volatile ? "volatile " : "";
-  std::string type = qualifier + CTypeName(elem) + "*";
+  std::string type = qualifier + ValueTypeName(elem) + "*";
   std::string name = names_.Fresh(std::string(VarView(buffer).name()), "buf");
   std::string from = source.empty() ? PrintBare(data) : source;
   Line(type + " " + name + " = reinterpret_cast<" + type + ">(" + from + ");");
@@ -230,7 +236,7 @@ void MusaPrinter::VisitAllocBuffer(const ObjectRef& op) {
   std::string hint(VarView(buffer).name());
   const std::string shown = DisplayName(buffer);
   const bool is_volatile = AnnotationFlag(alloc.annotations(), "tirx.volatile");
-  const std::string elem = (is_volatile ? "volatile " : "") + CTypeName(type.dtype());
+  const std::string elem = (is_volatile ? "volatile " : "") + ValueTypeName(type.dtype());
 
   if (scope == "shared.dyn") {
     Any offset = DynSmemOffset(op);

@@ -143,14 +143,14 @@ WITHOUT_EFFECT = {
                                 "specialization, neither of which exists yet)",
     K.TIR_USE_ASYNC_COPY: _NO_TME,
     K.TL_DISABLE_VECTORIZE_256: "accesses are at most 128 bits wide here: there is no 256-bit access to disable",
-    K.TL_DISABLE_VECTORIZE_SINGLE_SIDE: "vectorized accesses are plain tl::vec loads and stores; there is no "
-                                        "single-side (LDG/STG-only) vectorization",
-    K.TL_ENABLE_LOWER_LDGSTG: "vectorized accesses are plain tl::vec loads and stores; there are no LDG/STG "
-                              "intrinsics to lower to",
+    K.TL_DISABLE_VECTORIZE_SINGLE_SIDE: "vectorized accesses are plain vector loads and stores (`float4`, "
+                                        "`tl::vec`); there is no single-side (LDG/STG-only) vectorization",
+    K.TL_ENABLE_LOWER_LDGSTG: "vectorized accesses are plain vector loads and stores (`float4`, `tl::vec`); there "
+                              "are no LDG/STG intrinsics to lower to",
     K.TL_ENABLE_LOWER_LDGSTG_PREDICATED: "predicated accesses are guarded plain loads and stores; there are no "
                                          "predicated LDG/STG intrinsics to lower to",
     K.TL_DISABLE_LOWER_LDGSTG_PREDICATED: "there is no predicated LDG/STG lowering to disable",
-    K.TL_ENABLE_MUSA_BURST: "burst SIMD vectorization is not implemented; vector accesses are tl::vec loads "
+    K.TL_ENABLE_MUSA_BURST: "burst SIMD vectorization is not implemented; vector accesses are plain loads "
                             "and stores of at most 128 bits",
     K.TL_ENABLE_REDUCE_BURST: "burst SIMD reductions are not implemented; T.reduce_* use the warp-shuffle "
                               "templates of tl_templates/musa/reduce.h",

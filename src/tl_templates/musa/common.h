@@ -9,6 +9,8 @@
  *  - `tl::cast` / `tl::vec_cast` / `tl::bit_cast` conversions;
  *  - `tl::floordiv` / `tl::floormod` / `tl::truncmod` (exact for negative operands), `tl::min` / `tl::max`;
  *  - `tl::broadcast`, `tl::ramp`, `tl::make_vec`, `tl::select`, `tl::gather`, `tl::scatter` for vector IR;
+ *  - `tl::vec_of` and `tl::vec`'s conversion to MUSA's built-in vector types (`float4`, `half2`, ...), through
+ *    which the printer views vector loads and stores;
  *  - `tl::infinity<T>()` and `tl::quiet_nan<T>()` for non-finite constants;
  *  - 8-bit float types, and the FP4 E2M1 conversions (`tl::fp4_e2m1_to_float`, `tl::float_to_fp4_e2m1`, ...).
  */
@@ -295,15 +297,59 @@ TL_HOST_DEVICE T quiet_nan() {
  * \brief N lanes of T, laid out like T[N]; the printer's spelling of TIR vector types (`float32x4`).
  * An aggregate: `tl::vec<float, 4>{{a, b, c, d}}` works, and a reinterpret_cast view of memory is a vector load.
  */
+namespace detail {
+
+// MUSA's built-in vector type of N lanes of T, where the printer uses one (BuiltinVectorName in
+// src/codegen/musa_types.cc: keep the two lists equal), else `none`.
+struct no_builtin_vector {};
+template <typename T, int N>
+struct builtin_vector {
+  using type = no_builtin_vector;
+};
+#define TL_BUILTIN_VECTOR(T, N, NAME) \
+  template <>                         \
+  struct builtin_vector<T, N> {       \
+    using type = NAME;                \
+  };
+#define TL_BUILTIN_VECTORS_2_TO_4(T, PREFIX) \
+  TL_BUILTIN_VECTOR(T, 2, PREFIX##2)         \
+  TL_BUILTIN_VECTOR(T, 3, PREFIX##3)         \
+  TL_BUILTIN_VECTOR(T, 4, PREFIX##4)
+TL_BUILTIN_VECTORS_2_TO_4(signed char, char)
+TL_BUILTIN_VECTORS_2_TO_4(unsigned char, uchar)
+TL_BUILTIN_VECTORS_2_TO_4(short, short)
+TL_BUILTIN_VECTORS_2_TO_4(unsigned short, ushort)
+TL_BUILTIN_VECTORS_2_TO_4(int, int)
+TL_BUILTIN_VECTORS_2_TO_4(unsigned int, uint)
+TL_BUILTIN_VECTORS_2_TO_4(float, float)
+TL_BUILTIN_VECTOR(int64_t, 2, longlong2)
+TL_BUILTIN_VECTOR(uint64_t, 2, ulonglong2)
+TL_BUILTIN_VECTOR(double, 2, double2)
+TL_BUILTIN_VECTOR(half_t, 2, half2)
+TL_BUILTIN_VECTOR(bfloat16_t, 2, __mt_bfloat162)
+#undef TL_BUILTIN_VECTORS_2_TO_4
+#undef TL_BUILTIN_VECTOR
+
+}  // namespace detail
+
 template <typename T, int N>
 struct alignas(detail::vec_alignment(static_cast<int>(sizeof(T)) * N)) vec {
   static_assert(N > 0, "tl::vec needs at least one lane");
   using value_type = T;
   static constexpr int size = N;
+  using builtin_type = typename detail::builtin_vector<T, N>::type;
   T data[N];
 
   TL_HOST_DEVICE T& operator[](int i) { return data[i]; }
   TL_HOST_DEVICE const T& operator[](int i) const { return data[i]; }
+
+  /*! \brief The same lanes as MUSA's built-in vector type (`float4`, `half2`, ...): a store through one. */
+  TL_HOST_DEVICE operator builtin_type() const {  // NOLINT: converts implicitly, as a store of the lanes
+    static_assert(sizeof(builtin_type) == sizeof(vec), "built-in vector layout");
+    builtin_type r;
+    __builtin_memcpy(&r, data, sizeof(r));
+    return r;
+  }
 
   /*! \brief All lanes equal to `value`. */
   static TL_HOST_DEVICE vec broadcast(const T& value) {
@@ -312,6 +358,30 @@ struct alignas(detail::vec_alignment(static_cast<int>(sizeof(T)) * N)) vec {
     return r;
   }
 };
+
+/*! \brief The lanes of a built-in vector value (`float4`, `half2`, ...) as a tl::vec, for lane-wise arithmetic. */
+#define TL_VEC_OF(T, N, NAME)                                        \
+  TL_HOST_DEVICE vec<T, N> vec_of(const NAME& v) {                   \
+    static_assert(sizeof(NAME) == sizeof(vec<T, N>), "built-in vector layout"); \
+    vec<T, N> r;                                                     \
+    __builtin_memcpy(r.data, &v, sizeof(r));                         \
+    return r;                                                        \
+  }
+#define TL_VEC_OF_2_TO_4(T, PREFIX) TL_VEC_OF(T, 2, PREFIX##2) TL_VEC_OF(T, 3, PREFIX##3) TL_VEC_OF(T, 4, PREFIX##4)
+TL_VEC_OF_2_TO_4(signed char, char)
+TL_VEC_OF_2_TO_4(unsigned char, uchar)
+TL_VEC_OF_2_TO_4(short, short)
+TL_VEC_OF_2_TO_4(unsigned short, ushort)
+TL_VEC_OF_2_TO_4(int, int)
+TL_VEC_OF_2_TO_4(unsigned int, uint)
+TL_VEC_OF_2_TO_4(float, float)
+TL_VEC_OF(int64_t, 2, longlong2)
+TL_VEC_OF(uint64_t, 2, ulonglong2)
+TL_VEC_OF(double, 2, double2)
+TL_VEC_OF(half_t, 2, half2)
+TL_VEC_OF(bfloat16_t, 2, __mt_bfloat162)
+#undef TL_VEC_OF_2_TO_4
+#undef TL_VEC_OF
 
 template <typename T, int N>
 TL_HOST_DEVICE vec<T, N> broadcast(const detail::identity_t<T>& value) {

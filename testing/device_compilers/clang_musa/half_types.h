@@ -64,3 +64,5 @@ __device__ __half atomicAdd(__half* address, __half val);
 __device__ __mt_bfloat16 atomicAdd(__mt_bfloat16* address, __mt_bfloat16 val);
 __device__ __half2 atomicAdd(__half2* address, __half2 val);
 __device__ __mt_bfloat162 atomicAdd(__mt_bfloat162* address, __mt_bfloat162 val);
+__device__ __half hrint(const __half h);
+__device__ __mt_bfloat16 hrint(const __mt_bfloat16 h);

@@ -36,6 +36,25 @@
 struct uint3 {
   unsigned int x, y, z;
 };
+// The other vector types of MUSA's vector_types.h (CUDA's, with CUDA's alignments) that generated code views
+// memory through (`float4`, `uchar2`, ...; src/codegen/musa_types.cc).
+#define TL_SHIM_VECTORS(P, T, A2, A4)        \
+  struct __align__(A2) P##2 { T x, y; };      \
+  struct __align__(A4) P##4 { T x, y, z, w; };
+#define TL_SHIM_VECTOR3(P, T) \
+  struct P##3 { T x, y, z; };
+TL_SHIM_VECTORS(char, signed char, 2, 4) TL_SHIM_VECTOR3(char, signed char)
+TL_SHIM_VECTORS(uchar, unsigned char, 2, 4) TL_SHIM_VECTOR3(uchar, unsigned char)
+TL_SHIM_VECTORS(short, short, 4, 8) TL_SHIM_VECTOR3(short, short)
+TL_SHIM_VECTORS(ushort, unsigned short, 4, 8) TL_SHIM_VECTOR3(ushort, unsigned short)
+TL_SHIM_VECTORS(int, int, 8, 16) TL_SHIM_VECTOR3(int, int)
+TL_SHIM_VECTORS(uint, unsigned int, 8, 16)
+TL_SHIM_VECTORS(float, float, 8, 16) TL_SHIM_VECTOR3(float, float)
+TL_SHIM_VECTORS(longlong, long long, 16, 16) TL_SHIM_VECTOR3(longlong, long long)
+TL_SHIM_VECTORS(ulonglong, unsigned long long, 16, 16) TL_SHIM_VECTOR3(ulonglong, unsigned long long)
+TL_SHIM_VECTORS(double, double, 16, 16) TL_SHIM_VECTOR3(double, double)
+#undef TL_SHIM_VECTORS
+#undef TL_SHIM_VECTOR3
 struct dim3 {
   unsigned int x, y, z;
   __host__ __device__ constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
