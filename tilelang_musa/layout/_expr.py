@@ -206,7 +206,7 @@ class _Evaluator:
             return self.run(e.value)
         if isinstance(e, tirx.Select):
             return np.where(self.run(e.condition) != 0, self.run(e.true_value), self.run(e.false_value))
-        if isinstance(e, tvm.ir.expr.Call) and getattr(e.op, "name", "") == "tirx.if_then_else":
+        if isinstance(e, tvm.ir.expr.Call) and getattr(e.op, "name", "") == "prim.if_then_else":
             cond, a, b = (self.run(x) for x in e.args)
             return np.where(cond != 0, a, b)
         raise TypeError(f"cannot evaluate `{e}` ({type(e).__name__}) as an index expression")

@@ -20,6 +20,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+_IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
+
 from ..errors import CompileError
 from ..layout import Fragment, LayoutError
 from ..ir.utils import as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of, substitute
@@ -248,7 +250,7 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     # once and broadcast; the vector rule is for the accesses that move with the lanes.
     varying = lane_varying_vars(body, inner_var)
     accesses = [a for a in accesses if a.is_store or _reads_lane(a, varying)]
-    if not accesses:
+    if not accesses or _select_of_lanes_under_a_binding(body, varying, inner_var):
         return 1
     widest = max(dtype_bytes(a.buffer.dtype) for a in accesses)
     width = max(1, MAX_VECTOR_BYTES // widest)
@@ -272,6 +274,22 @@ def lane_varying_vars(body: Any, inner_var: Any) -> set:
 
     tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.Let, on_bind)], order="pre")
     return varying
+
+
+def _select_of_lanes_under_a_binding(body: Any, varying: set, inner_var: Any) -> bool:
+    """Whether `body` binds a lane-varying value and chooses with `T.if_then_else` on a lane-varying condition.
+    The wheel's VectorizeLoop turns such a store back into a loop over lanes that reads a fresh, never-bound copy
+    of the binding's variable (the kernel would not compile), so the loop stays scalar."""
+    if varying == {inner_var}:
+        return False
+    found = []
+
+    def on_call(call):
+        if call.op.same_as(_IF_THEN_ELSE) and _mentions(call.args[0], varying):
+            found.append(call)
+
+    tvm_ffi.structural_walk(body, [(tvm.ir.Call, on_call)])
+    return bool(found)
 
 
 def _mentions(expr: Any, variables: set) -> bool:
