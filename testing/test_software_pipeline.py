@@ -652,3 +652,31 @@ def test_a_pipelined_loop_run_again_by_an_outer_loop_continues_the_barrier_phase
     c = poison((M, N), torch.float32)
     kernel(a, b, c, torch.tensor([tiles], dtype=torch.int32))
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+
+
+def _barriers_after_a_loop(func) -> int:
+    """How many block barriers directly follow a loop in a statement sequence of `func`."""
+    found = []
+
+    def on_seq(node, mutator):
+        for a, b in zip(node.seq[:-1], node.seq[1:]):
+            if isinstance(a, tirx.For) and isinstance(b, tirx.Evaluate) and isinstance(b.value, tvm.ir.Call) \
+                    and b.value.op.name == "tirx.tvm_storage_sync":
+                found.append(b)
+        return mutator.default_mutate(node)
+
+    tvm_ffi.structural_mutate(_flat(func), [(tirx.SeqStmt, on_seq)])
+    return len(found)
+
+
+def test_a_steady_loop_that_may_run_no_iteration_is_followed_by_a_barrier():
+    """K = T.dynamic, 2 stages: the steady loop runs max(ceildiv(K, 32) - 1, 0) times, possibly none, and TVM's
+    ThreadSync takes its inner barrier as separating the prologue's writes from the epilogue's reads: the pass puts
+    a barrier between the loop and the epilogue (fuzz finding: pipeline, seed 42001 program 208, a data race).
+    A trip count known at compile time gets none."""
+    K = T.dynamic("K")
+    dynamic = inject_software_pipeline(pipeline_planning(with_target(gemm_program(64, 64, K, num_stages=2),
+                                                                     "mp_22")), {})
+    static = inject_software_pipeline(pipeline_planning(with_target(gemm_program(64, 64, 128, num_stages=2),
+                                                                    "mp_22")), {})
+    assert _barriers_after_a_loop(dynamic) == _barriers_after_a_loop(static) + 1

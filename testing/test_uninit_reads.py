@@ -267,3 +267,63 @@ def test_a_dead_load_of_an_unwritten_fragment_slot_is_not_reported(arch):
                       dst_scope="shared", dtype="float32", acc_dtype="float32", threads=32, data_seed=14672592, total=9)
     outcome = check(desc, arch)  # checked mode, against torch
     assert outcome.status == "pass", outcome.detail
+
+
+def gemm_with_element_zero_unwritten():
+    """Every element of the shared A tile but element 0 is written before the GEMM reads it."""
+
+    @T.prim_func
+    def gemm_hole(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 32), "float16"),
+                  C: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((32, 32), "float16")
+            B_s = T.alloc_shared((32, 32), "float16")
+            C_f = T.alloc_fragment((32, 32), "float32")
+            for i, j in T.Parallel(32, 32):
+                if i + j > 0:
+                    A_s[i, j] = A[i, j]
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    return gemm_hole
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_element_zero_of_a_tile_handed_to_a_gemm_is_not_taken_as_written(arch, monkeypatch):
+    """Handing `&A_s[0]` to the GEMM template is no write of element 0: its operand fetch names it."""
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    kernel = tilelang.compile(gemm_with_element_zero_unwritten(), out_idx=[2], target=f"musa -arch={arch}")
+    assert "tl::gemm" in kernel.get_kernel_source()
+    with pytest.raises(KernelLaunchError) as info:
+        kernel(rand((32, 32), torch.float16), rand((32, 32), torch.float16))
+    message = str(info.value)
+    assert re.search(r"uninitialised read: shared load of `A_s` at element 0, read by (a GEMM|an SQMMA) operand "
+                     r"fetch, which no thread of this block has written", message), message
+
+
+def cumsum_into_a_second_tile_then_copied_out():
+    """T.cumsum of int32 from S into D (the template writes D through a pointer it derives), then D copied out:
+    a prefix sum of -1 is the poison's bytes."""
+
+    @T.prim_func
+    def scan(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            S = T.alloc_shared((64,), "int32")
+            D = T.alloc_shared((64,), "int32")
+            T.copy(A, S)
+            T.cumsum(S, D, dim=0)
+            T.copy(D, B)
+
+    return scan
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_template_result_equal_to_the_poison_bytes_is_not_reported(arch, monkeypatch):
+    """Fuzz finding (cumsum, seed 42001 program 116): the template's writes to D are not seen by the shadow; the
+    address handed to it counts the whole of D written for the generated code's loads."""
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    kernel = tilelang.compile(cumsum_into_a_second_tile_then_copied_out(), out_idx=[1], target=f"musa -arch={arch}")
+    a = torch.tensor([-1, 1] * 32, dtype=torch.int32)  # prefix sums -1, 0, -1, 0, ...
+    torch.testing.assert_close(kernel(a), torch.cumsum(a, 0).to(torch.int32))

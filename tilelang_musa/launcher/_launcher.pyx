@@ -51,6 +51,9 @@ from .spec import KernelLaunchError, ParamSpec, accepted_torch_dtypes, solve_dim
 
 ctypedef int (*CallPacked)(void** args, int num_args, void* stream) noexcept nogil
 ctypedef const char* (*GetLastError)() noexcept nogil
+# The simulator's (optional): the ranges the launcher poisoned for the coming call, checked mode's uninitialised
+# global-read check (src/tl_templates/sim/sim/poisoned_globals.h); n = 0 clears them after the call.
+ctypedef void (*PoisonedGlobals)(void** begins, const uint64_t* nbytes, int n) noexcept nogil
 
 # One argument value; args[i] points at slots[i].
 cdef union Slot:
@@ -105,6 +108,9 @@ cdef struct CallState:
     int64_t* sym_values
     int* sym_param    # -1: unbound
     int* sym_where
+    void** poisoned          # the simulator: the outputs and workspaces filled with poison ...
+    uint64_t* poisoned_bytes  # ... and their byte sizes
+    int num_poisoned
 
 _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
@@ -132,6 +138,7 @@ cdef class Launcher:
     cdef void* _handle
     cdef CallPacked _call
     cdef GetLastError _last_error
+    cdef PoisonedGlobals _poisoned
     cdef ParamInfo* _info
     cdef int64_t* _dims          # >= 0: static size; -1 - s: symbol s < _num_symbols; -1 - S - e: _exprs[e]
     cdef int _num_params
@@ -316,6 +323,10 @@ cdef class Launcher:
             raise OSError(f"kernel '{k}': cannot load {self.lib_path}: {_dlerror_text()}")
         self._call = <CallPacked>self._symbol(b"call_packed", "int call_packed(void** args, int num_args, void* stream)")
         self._last_error = <GetLastError>self._symbol(b"get_last_error", "const char* get_last_error(void)")
+        self._poisoned = NULL
+        if not self._musa:
+            self._poisoned = <PoisonedGlobals>dlsym(self._handle, b"tl_sim_poisoned_globals")
+            dlerror()
 
     cdef void* _symbol(self, bytes name, str signature) except NULL:
         cdef void* sym
@@ -388,15 +399,21 @@ cdef class Launcher:
         cdef CallPacked fn = self._call
         cdef int n = self._num_params
         cdef int rc
+        cdef PoisonedGlobals poisoned = self._poisoned if st.num_poisoned > 0 else NULL
         with nogil:
+            if poisoned != NULL:
+                poisoned(st.poisoned, st.poisoned_bytes, st.num_poisoned)
             rc = fn(st.argv, n, stream)
+            if poisoned != NULL:
+                poisoned(NULL, NULL, 0)
         return rc
 
     cdef void* _new_state(self, CallState* st) except NULL:
         cdef int P = self._num_params
         cdef int S = self._num_symbols
         cdef int i
-        cdef size_t size = P * (sizeof(Slot) + sizeof(void*)) + S * (sizeof(int64_t) + 2 * sizeof(int))
+        cdef size_t size = P * (sizeof(Slot) + 2 * sizeof(void*) + sizeof(uint64_t)) + \
+            S * (sizeof(int64_t) + 2 * sizeof(int))
         cdef char* mem
         if self._handle == NULL:
             raise RuntimeError("Launcher is not initialised (its __init__ failed or was never called)")
@@ -408,6 +425,9 @@ cdef class Launcher:
         st.sym_values = <int64_t*>(mem + P * (sizeof(Slot) + sizeof(void*)))
         st.sym_param = <int*>(mem + P * (sizeof(Slot) + sizeof(void*)) + S * sizeof(int64_t))
         st.sym_where = st.sym_param + S
+        st.poisoned = <void**>(st.sym_where + S)
+        st.poisoned_bytes = <uint64_t*>(st.poisoned + P)
+        st.num_poisoned = 0
         for i in range(P):
             st.argv[i] = &st.slots[i]
         for i in range(S):
@@ -733,7 +753,11 @@ cdef class Launcher:
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
                 if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
-                    out.untyped_storage().fill_(0xFF)
+                    storage = out.untyped_storage()
+                    storage.fill_(0xFF)
+                    st.poisoned[st.num_poisoned] = <void*><uintptr_t>storage.data_ptr()
+                    st.poisoned_bytes[st.num_poisoned] = storage.nbytes()
+                    st.num_poisoned += 1
                 if p.kind == TENSOR_OUT:
                     outputs.append(out)
                 else:

@@ -362,6 +362,10 @@ class _PipelineEmitter:
         extent = ana.simplify(tirx.Max(n - max_stage, tirx.const(0, n.ty.dtype)))
         stmts.append(tirx.For(steady_var, tirx.const(0, n.ty.dtype), extent, loop.kind, tirx.SeqStmt(steady)
                               if len(steady) > 1 else steady[0], loop.thread_binding, unscheduled_annotations(loop)))
+        if max_stage > 0 and not isinstance(extent, tirx.IntImm) and not ana.can_prove(extent >= 1):
+            # The steady loop may run no iteration (a T.dynamic trip count): TVM's ThreadSync takes the barrier
+            # inside it as separating the prologue's writes from the epilogue's reads, so one goes here.
+            stmts.append(block_barrier())
         start = ana.simplify(tirx.Max(n, tirx.const(max_stage, n.ty.dtype)))
         for e in range(max_stage):
             stmts += self._iteration(start + e, guarded=True)

@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "profile.h"
+#include "poisoned_globals.h"
 #include "race_detector.h"
 #include "scheduler.h"
 #include "thread_state.h"
@@ -70,6 +71,26 @@ inline void ForEachOffset(const I& index, F&& f) {
 }
 
 /*!
+ * \brief Checked mode, a global access of `lanes` elements of `name` at element `offset`: a load of an element the
+ *        launcher poisoned and nothing wrote is the error (poisoned_globals.h); a store or an address handed out
+ *        marks the elements written.
+ */
+template <typename T>
+inline void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, T* data, int64_t offset, int lanes,
+                            const char* name, int line) {
+  if (kind != kLoad) {
+    globals.MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
+    return;
+  }
+  for (int lane = 0; lane < lanes; ++lane) {
+    if (globals.Unwritten(data + offset + lane, sizeof(T))) {
+      UninitialisedRead("global", "which the launcher poisoned (an output or workspace allocated for this call) and "
+                        "no thread has written yet", name, offset + lane, line);
+    }
+  }
+}
+
+/*!
  * \brief The bounds check, and in checked mode the race detector's record. `unchanged`: a store of the bytes the
  *        memory already holds, which no other access can tell from no store (every replica of a replicated
  *        fragment storing its copy of a value): the detector skips it.
@@ -89,22 +110,29 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
         t.profile->Access(t.block->current().linear, shared, kind == kStore, data + offset,
                           static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes), name, line);
       }
-      if (t.race_detector != nullptr && !unchanged) {
+      if (t.race_detector != nullptr) {  // checked mode
         const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
-        if constexpr (shared) {
-          t.race_detector->AccessShared(address, static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes),
-                                        kind == kStore, name, data, line);
-        } else {
-          t.race_detector->AccessGlobal(address, kind == kStore, name, data, line);
+        if (!unchanged) {
+          if constexpr (shared) {
+            t.race_detector->AccessShared(address, static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes),
+                                          kind == kStore, name, data, line);
+          } else {
+            t.race_detector->AccessGlobal(address, kind == kStore, name, data, line);
+          }
+        }
+        if constexpr (!shared) {
+          if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
         }
       }
+    } else if constexpr (!shared) {
+      if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
     }
     // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
     if constexpr (shared) {
       if (t.uninit_shadow != nullptr) {
         if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
-        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
-        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name);
+        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes), kind == kAddress);
+        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name, line);
       }
     }
   });

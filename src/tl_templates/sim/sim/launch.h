@@ -37,6 +37,7 @@
 #include "shared_memory.h"
 #include "signal_guard.h"
 #include "thread_state.h"
+#include "poisoned_globals.h"
 #include "uninit_reads.h"
 
 #pragma GCC visibility push(hidden)
@@ -126,6 +127,7 @@ struct GridWork {
   char message[1024] = {};
   profile::Totals counted;  // TILELANG_SIM_PROFILE=1|2|3: the workers' counters, summed as each finishes
   profile::LaunchTimeline timeline;  // TILELANG_SIM_PROFILE=3: the workers' slices, gathered as each finishes
+  PoisonedGlobals* poisoned = nullptr;  // checked mode: the ranges the launcher poisoned for this call, if any
 
   void Record(uint64_t block_id, musaError_t error, const char* text) {
     std::lock_guard<std::mutex> lock(mu);
@@ -170,6 +172,7 @@ inline void RunBlocks(GridWork& work) {
       }
       written.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity);
       t.uninit_shadow = &written;
+      t.global_shadow = work.poisoned;
     }
     const uint64_t gx = work.grid.x, gy = work.grid.y;
     while (!work.failed.load(std::memory_order_relaxed)) {
@@ -195,6 +198,7 @@ inline void RunBlocks(GridWork& work) {
     }
     t.race_detector = nullptr;
     t.uninit_shadow = nullptr;
+    t.global_shadow = nullptr;
     if (t.profile != nullptr) {
       t.profile = nullptr;
       std::lock_guard<std::mutex> lock(work.mu);
@@ -255,6 +259,10 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.options = options;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
   work.runs = options.profile_blocks != 0 ? std::min(options.profile_blocks, work.total_blocks) : work.total_blocks;
+  if (options.check && g_thread.poisoned_globals != nullptr && g_thread.poisoned_globals->Any()) {
+    g_thread.poisoned_globals->Prepare();
+    work.poisoned = g_thread.poisoned_globals;
+  }
   // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left.
   const uint64_t helpers = std::min<uint64_t>(options.workers, work.runs) - 1;
   LaunchSignalScope signal_handlers;
@@ -330,3 +338,25 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
 
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+/*!
+ * \brief The launcher's registration of the global ranges it poisoned (outputs and workspaces allocated for the
+ *        call) before `call_packed` on this thread, and its clearing after (n = 0): what checked mode's
+ *        uninitialised global-read check covers (poisoned_globals.h). One record per host thread, kept for the
+ *        thread's life (the runtime's, for a linked kernel library).
+ */
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's
+extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_poisoned_globals(
+    const void* const* begins, const uint64_t* bytes, int n) {
+  tl_sim::OsThreadState& t = tl_sim::g_thread;
+  if (t.poisoned_globals == nullptr) {
+    if (n == 0) return;
+    static pthread_key_t key;  // frees the record when the thread exits
+    static const bool created =
+        pthread_key_create(&key, [](void* p) { delete static_cast<tl_sim::PoisonedGlobals*>(p); }) == 0;
+    t.poisoned_globals = new tl_sim::PoisonedGlobals();
+    if (created) pthread_setspecific(key, t.poisoned_globals);
+  }
+  t.poisoned_globals->Set(begins, bytes, n);
+}
+#endif

@@ -25,6 +25,7 @@ namespace tl_sim {
 class BlockRunner;
 class RaceDetector;
 class WrittenShadow;
+class PoisonedGlobals;
 struct Fiber;
 namespace profile {
 class Recorder;
@@ -57,6 +58,10 @@ struct OsThreadState {
   // Checked mode: the worker's shadow of written shared memory, and the switch of every uninitialised-read check
   // (uninit_reads.h).
   WrittenShadow* uninit_shadow = nullptr;
+  // The global ranges the launcher poisoned for the call this host thread is making (poisoned_globals.h), and, on
+  // every worker of a checked launch, the same record: the switch of the uninitialised global-read check.
+  PoisonedGlobals* poisoned_globals = nullptr;
+  PoisonedGlobals* global_shadow = nullptr;
   // TILELANG_SIM_PROFILE=1: the worker's counters, which the hooks and the device models report to (profile.h).
   profile::Recorder* profile = nullptr;
 

@@ -51,6 +51,7 @@
 #include "scheduler.h"
 #include "shared_address.h"
 #include "swizzle.h"
+#include "poisoned_globals.h"
 #include "uninit_reads.h"
 #include "unavailable_builtin.h"
 #include "vector_i32.h"
@@ -221,6 +222,13 @@ inline void Load(uint32_t bar, void* smem, uint64_t desc_addr, const int32_t* bo
   const uint64_t fill = tile->desc.oob_fill;
   tile->ForEachRun([&](uint64_t offset, const unsigned char* global, uint64_t count) {
     if (global != nullptr) {
+      if (PoisonedGlobals* globals = g_thread.global_shadow) {  // checked mode: an output not written yet
+        for (uint64_t i = 0; i < count; ++i)
+          if (globals->Unwritten(global + i * elem, elem))
+            UninitialisedRead("global", "read by a TME load of a tensor the launcher poisoned (an output or "
+                              "workspace allocated for this call) that no thread has written yet",
+                              "(the TME load's tile)", static_cast<int64_t>(offset / elem + i), line);
+      }
       std::memcpy(image->data() + offset, global, count * elem);
     } else {
       for (uint64_t i = 0; i < count; ++i)
@@ -324,7 +332,9 @@ inline void ReadWait(int line) {
     std::vector<unsigned char> image(t.bytes);
     for (uint64_t i = 0; i < t.chunks.size(); ++i) std::memcpy(image.data() + i * kChunk, t.chunks[i], kChunk);
     t.ForEachRun([&](uint64_t offset, unsigned char* global, uint64_t count) {
-      if (global != nullptr) std::memcpy(global, image.data() + offset, count * t.desc.elem_bytes);
+      if (global == nullptr) return;
+      std::memcpy(global, image.data() + offset, count * t.desc.elem_bytes);
+      if (g_thread.global_shadow != nullptr) g_thread.global_shadow->MarkWritten(global, count * t.desc.elem_bytes);
     });
     mine.pop_front();
   }

@@ -12,9 +12,13 @@
  *   path of checked mode marks it: the generated code's stores and address-taking accesses (access_checks.h: an
  *   address handed to a template, e.g. an atomic, may be written through), asynchronous copies and TME loads as
  *   they land (async_copy.h, tme.h). A load of an element that holds the poison pattern and none of whose bytes
- *   this block wrote is the error. A store by a template through a pointer it derived itself is not seen; it can
- *   only hide an error or, when it writes all-ones bytes exactly, report one (the pattern check keeps the first
- *   case from becoming a false report for any other value).
+ *   this block wrote is the error. A template may write any element of a buffer whose address it was handed
+ *   through a pointer it derives (T.cumsum, reductions), with the poison's bytes (an int32 -1): so handing out an
+ *   address marks the whole buffer *handed out* for the block (NoteBuffer), which the generated code's loads count
+ *   as written; a template's own read (CheckModelRead) counts it only when calls at two lines of the generated
+ *   source or more handed the buffer out in this block (T.cumsum writing D, then a TME store of D), not when
+ *   every hand-out was at one line, the reading call's (a GEMM fed a tile nothing wrote, element 0 included).
+ *   (The reading call's line cannot tell them apart: a device model may read after its thread was switched out.)
  * - the device models and templates that read shared memory themselves (a GEMM's operands: load_pair of the
  *   MMA/WMMA templates, SQMMA's operand fetch; a TME store's tile) check each element they read the same way,
  *   naming the buffer whose address the kernel handed to them (its address-taking access registers it here) and
@@ -117,7 +121,8 @@ class WrittenShadow {
 
   /*! \brief A block starts on this worker: nothing of its shared memory is written yet (poisoned afresh). */
   void StartBlock() {
-    ++serial_;
+    serial_ = (serial_ + 1) & ~kHandedOut;
+    if (serial_ == 0) serial_ = 1;
     deferred_[0] = '\0';
   }
 
@@ -153,22 +158,44 @@ class WrittenShadow {
     }
   }
 
-  /*! \brief The running block wrote (or may write) [address, address + bytes). */
-  void MarkWritten(const volatile void* address, size_t bytes) {
+  /*! \brief The running block wrote [address, address + bytes), or, `handed_out`, handed its address to a template
+   *         that may write it: the generated code's later loads count it written, a template's own reads
+   *         (CheckModelRead: a GEMM's operand fetch of the tile whose element 0 the kernel handed over) do not. */
+  void MarkWritten(const volatile void* address, size_t bytes, bool handed_out = false) {
     const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
     if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
     uint32_t* s = serials_ + (a - base_);
-    for (size_t i = 0; i < bytes; ++i) s[i] = serial_;
+    for (size_t i = 0; i < bytes; ++i)
+      if (!handed_out) s[i] = serial_;
+      else if (s[i] != serial_) s[i] = serial_ | kHandedOut;
   }
 
-  /*! \brief The kernel handed an address of shared buffer `name` (elements of `elem_bytes` at `data`, [lo, hi)) to
-   *         a template or device model: remember it, to name the buffer when that code reads an unwritten element. */
-  void NoteBuffer(const volatile void* data, size_t elem_bytes, int64_t lo, int64_t hi, const char* name) {
+  /*!
+   * \brief The kernel handed an address of shared buffer `name` (elements of `elem_bytes` at `data`, [lo, hi)) to
+   *        a template or device model: remember it, to name the buffer when that code reads an unwritten element,
+   *        and count the whole buffer handed out in this block: a template may write any element of it through a
+   *        pointer it derives (T.cumsum's, a reduction's), which the generated code may then load, and which may
+   *        hold the poison's bytes (an int32 sum of -1). `line`: the handing call's (CheckModelRead).
+   */
+  void NoteBuffer(const volatile void* data, size_t elem_bytes, int64_t lo, int64_t hi, const char* name,
+                  int line) {
     const auto* base = static_cast<const unsigned char*>(const_cast<const void*>(data));
-    for (const Buffer& b : buffers_)
-      if (b.base == base && b.name == name) return;
-    buffers_.push_back(Buffer{base, base + lo * static_cast<int64_t>(elem_bytes),
-                              base + hi * static_cast<int64_t>(elem_bytes), elem_bytes, name});
+    Buffer* found = nullptr;
+    for (Buffer& b : buffers_)
+      if (b.base == base && b.name == name) found = &b;
+    if (found == nullptr) {
+      buffers_.push_back(Buffer{base, base + lo * static_cast<int64_t>(elem_bytes),
+                                base + hi * static_cast<int64_t>(elem_bytes), elem_bytes, name, 0, 0, false});
+      found = &buffers_.back();
+    }
+    if (found->handed == serial_) {  // marked once per block
+      if (line != found->handed_line) found->handed_elsewhere = true;
+      return;
+    }
+    found->handed = serial_;
+    found->handed_line = line;
+    found->handed_elsewhere = false;
+    MarkWritten(found->begin, static_cast<size_t>(found->end - found->begin), true);
   }
 
   /*!
@@ -178,13 +205,15 @@ class WrittenShadow {
   void CheckModelRead(const void* address, size_t bytes, const char* reader) {
     const auto* a = static_cast<const unsigned char*>(address);
     if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
-    if (!IsPoison(a, bytes) || Written(a, bytes) || deferred_[0] != '\0') return;
+    if (!IsPoison(a, bytes) || Written(a, bytes, false) || deferred_[0] != '\0') return;
     const Buffer* buffer = nullptr;
     for (const Buffer& b : buffers_)  // the innermost (latest registered) buffer that holds the element
       if (a >= b.begin && a + bytes <= b.end) buffer = &b;
+    // handed to templates at two lines or more: one of them may have written it through a pointer it derived
+    if (buffer != nullptr && buffer->handed == serial_ && buffer->handed_elsewhere) return;
+    const int line = g_thread.last_access_line;
     char why[160];
     std::snprintf(why, sizeof(why), "read by %s, which no thread of this block has written", reader);
-    const int line = g_thread.last_access_line;
     if (buffer != nullptr) {
       Defer(why, buffer->name, (a - buffer->base) / static_cast<int64_t>(buffer->elem), line);
     } else {
@@ -215,12 +244,15 @@ class WrittenShadow {
     FormatUninitialisedRead(deferred_, sizeof(deferred_), "shared", why, name, element, line);
   }
 
-  bool Written(const unsigned char* a, size_t bytes) const {
+  /*! \brief Whether a byte of [a, a + bytes) was written in this block (`or_handed_out`: or handed out). */
+  bool Written(const unsigned char* a, size_t bytes, bool or_handed_out = true) const {
     const uint32_t* s = serials_ + (a - base_);
     for (size_t i = 0; i < bytes; ++i)
-      if (s[i] == serial_) return true;
+      if (s[i] == serial_ || (or_handed_out && s[i] == (serial_ | kHandedOut))) return true;
     return false;
   }
+
+  static constexpr uint32_t kHandedOut = 0x80000000u;  // a serial's flag: the address was handed out (MarkWritten)
 
   struct Buffer {
     const unsigned char* base;  // element 0
@@ -228,6 +260,9 @@ class WrittenShadow {
     const unsigned char* end;
     size_t elem;
     const char* name;
+    uint32_t handed;  // the serial of the last block that handed its address out
+    int handed_line;  // the line of that block's first hand-out
+    bool handed_elsewhere;  // and whether it was handed out at another line too
   };
   std::vector<Buffer> buffers_;  // shared buffers whose addresses the kernel handed out (NoteBuffer)
   struct LocalRead {
@@ -241,7 +276,7 @@ class WrittenShadow {
   uint32_t* serials_ = nullptr;
   const unsigned char* base_ = nullptr;
   size_t bytes_ = 0;
-  uint32_t serial_ = 0;  // the running block's; grows with every block the worker runs
+  uint32_t serial_ = 0;  // the running block's; grows with every block the worker runs (31 bits: kHandedOut)
   char deferred_[512] = {};
 };
 

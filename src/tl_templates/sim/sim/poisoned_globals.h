@@ -1,0 +1,113 @@
+/*!
+ * \file tl_templates/sim/sim/poisoned_globals.h
+ * \brief Checked mode's detector of uninitialised global reads: a load of an element of a global buffer that the
+ *        launcher poisoned (an output or a `T.alloc_global` workspace, allocated for the call and filled with
+ *        kPoisonByte) which no access of the call has written yet ends the launch naming the buffer, the element,
+ *        the line of the generated source and the thread.
+ *
+ * Only the ranges the launcher registered are checked (tl_sim_poisoned_globals, exported by every simulator
+ * kernel library; the launcher calls it before `call_packed` and clears it after): an input may hold any bytes,
+ * -1 and NaN included. The registration lives for the whole call, so a later kernel of the same call reads what
+ * an earlier one wrote. Per registered byte, a shadow byte records a write; every write path marks it: the
+ * generated code's stores and address-taking accesses (access_checks.h: an address handed to a template, an
+ * atomic for one, may be written through) and TME stores as they land (tme.h). A load of an element that still
+ * holds the poison pattern and none of whose bytes were marked is the error. As for shared memory
+ * (uninit_reads.h), a template that writes through a pointer it derived itself is not seen: it can only hide an
+ * error, or report one when it wrote exactly the poison bytes (an int -1 or the all-ones NaN).
+ *
+ * Blocks of a launch run on several OS threads at once: the shadow's bytes are written with relaxed atomics.
+ * Checked mode only: default mode never sets OsThreadState::global_shadow, and the hooks test it only inside
+ * checked mode's branch.
+ */
+#pragma once
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "config.h"
+
+#pragma GCC visibility push(hidden)
+namespace tl_sim {
+
+/*! \brief The global ranges the launcher poisoned for one call, and per byte whether the call wrote it. */
+class PoisonedGlobals {
+ public:
+  static constexpr int kMaxRanges = 64;
+
+  PoisonedGlobals() = default;
+  PoisonedGlobals(const PoisonedGlobals&) = delete;
+  PoisonedGlobals& operator=(const PoisonedGlobals&) = delete;
+  ~PoisonedGlobals() { Clear(); }
+
+  /*! \brief The launcher poisoned [begins[i], begins[i] + bytes[i]) for the coming call (n = 0: none). Ranges
+   *         beyond kMaxRanges go unchecked. Nothing is written yet. */
+  void Set(const void* const* begins, const uint64_t* bytes, int n) {
+    Clear();
+    for (int i = 0; i < n && count_ < kMaxRanges; ++i)
+      if (begins[i] != nullptr && bytes[i] > 0)
+        ranges_[count_++] = Range{static_cast<const unsigned char*>(begins[i]), static_cast<size_t>(bytes[i]),
+                                  nullptr};
+  }
+
+  /*! \brief Whether any range is registered. */
+  bool Any() const { return count_ > 0; }
+
+  /*! \brief A checked launch is about to run: map the shadow of every range that lacks one (untouched pages cost
+   *         nothing); a range whose shadow cannot be mapped goes unchecked. */
+  void Prepare() {
+    for (int i = 0; i < count_; ++i) {
+      Range& r = ranges_[i];
+      if (r.written != nullptr) continue;
+      void* p = mmap(nullptr, r.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p != MAP_FAILED) r.written = static_cast<unsigned char*>(p);
+    }
+  }
+
+  /*! \brief The running thread wrote (or may write) [address, address + bytes). */
+  void MarkWritten(const volatile void* address, size_t bytes) {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    for (int i = 0; i < count_; ++i) {
+      const Range& r = ranges_[i];
+      if (r.written == nullptr || a + bytes <= r.begin || a >= r.begin + r.bytes) continue;
+      const size_t from = a > r.begin ? static_cast<size_t>(a - r.begin) : 0;
+      const size_t to = std::min(static_cast<size_t>(a + bytes - r.begin), r.bytes);
+      for (size_t b = from; b < to; ++b) __atomic_store_n(&r.written[b], 1, __ATOMIC_RELAXED);
+    }
+  }
+
+  /*! \brief Whether the element of `bytes` bytes at `address` lies in a poisoned range, still holds the poison
+   *         and none of its bytes was written by this call. */
+  bool Unwritten(const volatile void* address, size_t bytes) const {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    for (int i = 0; i < count_; ++i) {
+      const Range& r = ranges_[i];
+      if (r.written == nullptr || a < r.begin || a + bytes > r.begin + r.bytes) continue;
+      for (size_t b = 0; b < bytes; ++b)
+        if (a[b] != kPoisonByte || __atomic_load_n(&r.written[a - r.begin + b], __ATOMIC_RELAXED) != 0)
+          return false;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  void Clear() {
+    for (int i = 0; i < count_; ++i)
+      if (ranges_[i].written != nullptr) munmap(ranges_[i].written, ranges_[i].bytes);
+    count_ = 0;
+  }
+
+  struct Range {
+    const unsigned char* begin;
+    size_t bytes;
+    unsigned char* written;  // per byte, nonzero once written; null until Prepare
+  };
+  Range ranges_[kMaxRanges];
+  int count_ = 0;
+};
+
+}  // namespace tl_sim
+#pragma GCC visibility pop
