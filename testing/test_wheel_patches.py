@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 import tilelang  # noqa: F401  (applies the import-time patches)
@@ -23,6 +24,7 @@ EXPECTED = {
     *(f"tvm.ir._overload_prim_expr.{op}" for op in ("__and__", "__rand__", "__or__", "__ror__", "__xor__",
                                                     "__rxor__")),
     "tvm.ir.transform.Pass.__call__",
+    "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
 }
 
 
@@ -98,3 +100,33 @@ def test_no_other_module_changes_the_wheel():
                 if node.args and _root(node.args[0]) in wheel:
                     found.append(f"{path.relative_to(PACKAGE_DIR)}:{node.lineno}")
     assert not found, f"changes to the wheel outside {PATCH_MODULE} (move them there and list them): {found}"
+
+
+def test_memoized_structural_callbacks_answer_as_the_wheel_does():
+    import functools
+
+    import tvm_ffi.structural as structural
+
+    accepts = structural._callback_accepts_inplace_mode
+    wheel_accepts = _wheel_patches.applied()["tvm_ffi.structural._callback_accepts_inplace_mode"]
+
+    def make(arity):
+        return [lambda v, m: v, lambda v, m, mode: v][arity - 2]  # fresh closures, shared code objects
+
+    for _ in range(2):  # the second round is answered from the memo
+        assert accepts(make(2)) is False and accepts(make(3)) is True
+    with_default = lambda v, m, mode=0: v  # noqa: E731
+    assert accepts(with_default) is wheel_accepts(with_default) is True
+    with_default.__defaults__ = None  # same code, one default fewer: a different key, the same answer here
+    assert accepts(with_default) is wheel_accepts(with_default)
+    partial = functools.partial(lambda v, m, mode: v, 1)  # not a plain function: asked afresh
+    assert accepts(partial) is wheel_accepts(partial)
+
+    x = tirx.Var("x", "int32")
+    seen = []
+    out = tvm_ffi.structural_mutate(x + 1, [(tirx.Var, lambda v, m, mode: seen.append(mode) or v)])
+    assert out.same_as(x + 1) or str(out) == str(x + 1)
+    assert seen and all(mode in (0, 1) for mode in seen)
+    index = structural._callback_type_to_type_index
+    wheel_index = _wheel_patches.applied()["tvm_ffi.structural._callback_type_to_type_index"]
+    assert index(tirx.Var, api_name="structural_mutate") == wheel_index(tirx.Var, api_name="structural_mutate") >= 0

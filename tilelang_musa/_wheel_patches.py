@@ -9,14 +9,18 @@ module of the package assigns to the wheel's modules or classes.
 Applied when `tilelang` is imported: the older TIR names (`add_tir_names`, here at import), and from
 tilelang.language the typed integer operands (`wrap_int_operators`) and `PrimFunc.buffer_map` (`add_buffer_map`).
 Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (`replace_pass_call`).
+Applied at import too, for speed only: the memoized callback inspection of tvm_ffi's structural visitors
+(`memoize_structural_callbacks`).
 """
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import tvm
+import tvm_ffi.structural
 from tvm import ir, tirx
 
 
@@ -50,6 +54,15 @@ PATCHES: tuple[WheelPatch, ...] = (
                "upstream scripts read `func.buffer_map[func.params[i]]`; the wheel's tensor parameters carry their "
                "buffer as their type and PrimFunc has no buffer_map (read-only: nothing is changed on a function)",
                "a read-only buffer_map view on PrimFunc"),
+    WheelPatch("tvm_ffi.structural._callback_accepts_inplace_mode", "replaces",
+               "every structural_mutate call runs inspect.signature on each callback (a fresh lambda each time, "
+               "~12% of a GEMM's lowering); the answer depends only on the function's code and defaults, so it is "
+               "memoized by them (anything else is asked afresh, as before)",
+               "structural_mutate caching its callback inspection"),
+    WheelPatch("tvm_ffi.structural._callback_type_to_type_index", "replaces",
+               "every structural visit/mutate/map call converts each callback's type to its FFI type index through "
+               "typing introspection (~6% of a GEMM's lowering); a class's index never changes: memoized by type",
+               "structural visitors caching the type index of a callback type"),
     WheelPatch("tvm.ir.transform.Pass.__call__", "replaces",
                "TILELANG_PASS_DIFF diffs every pass a program goes through, the pipeline's and those a script calls "
                "itself; only while it is set (restored by restore_pass_call)",
@@ -149,4 +162,51 @@ def restore_pass_call() -> None:
         setattr(tvm.ir.transform.Pass, "__call__", original)
 
 
+# -- speed: tvm_ffi's structural visitors inspect their callbacks on every call
+
+def _signature_key(fn: Any) -> tuple | None:
+    """What inspect.signature of a plain function or bound method depends on for binding (its code, how many
+    defaults, its keyword-only defaults); None for anything else (asked afresh every time)."""
+    bound = type(fn) is types.MethodType
+    func = fn.__func__ if bound else fn
+    if type(func) is not types.FunctionType or "__signature__" in func.__dict__ or "__wrapped__" in func.__dict__:
+        return None
+    kwdefaults = func.__kwdefaults__
+    return bound, func.__code__, len(func.__defaults__ or ()), tuple(sorted(kwdefaults)) if kwdefaults else ()
+
+
+def memoize_structural_callbacks() -> None:
+    """tvm_ffi.structural's two per-callback inspections, memoized (same answers, same errors); once per process."""
+    target = "tvm_ffi.structural._callback_accepts_inplace_mode"
+    if target in _applied:
+        return
+    accepts_mode, type_index = (tvm_ffi.structural._callback_accepts_inplace_mode,
+                                tvm_ffi.structural._callback_type_to_type_index)
+    modes: dict[tuple, bool] = {}
+    indices: dict[tuple, int] = {}
+
+    def callback_accepts_inplace_mode(callback: Callable[..., Any]) -> bool:
+        key = _signature_key(callback)
+        if key is None:
+            return accepts_mode(callback)
+        if key not in modes:
+            modes[key] = accepts_mode(callback)
+        return modes[key]
+
+    def callback_type_to_type_index(callback_type: Any, *, api_name: str) -> int:
+        try:
+            key = (callback_type, api_name)
+            known = indices.get(key)
+        except TypeError:  # unhashable: asked afresh (and refused as before)
+            return type_index(callback_type, api_name=api_name)
+        if known is None:
+            known = indices[key] = type_index(callback_type, api_name=api_name)
+        return known
+
+    _set(tvm_ffi.structural, "_callback_accepts_inplace_mode", callback_accepts_inplace_mode, target)
+    _set(tvm_ffi.structural, "_callback_type_to_type_index", callback_type_to_type_index,
+         "tvm_ffi.structural._callback_type_to_type_index")
+
+
 add_tir_names()
+memoize_structural_callbacks()

@@ -274,6 +274,7 @@ inline void ReadOperand(const OperandPlan& plan, DecodedOperand* values) {
   const uint32_t piece = plan.desc.swizzle != 0 ? plan.desc.swizzle : kSwizzleLineBytes;
   const uint32_t outer = plan.k_major ? plan.rows : plan.depth, inner = plan.k_major ? plan.depth : plan.rows;
   std::vector<uint32_t> raw(static_cast<size_t>(plan.rows) * plan.depth);
+  WrittenShadow* const shadow = g_thread.uninit_shadow;  // checked mode; one TLS load, not one per element
   for (uint32_t o = 0; o < outer; ++o) {
     for (uint32_t i = 0; i < inner;) {
       const uint32_t r = plan.k_major ? o : i, k = plan.k_major ? i : o;
@@ -281,7 +282,7 @@ inline void ReadOperand(const OperandPlan& plan, DecodedOperand* values) {
       const uint32_t run = std::min(inner - i, (piece - address % piece) / eb);
       const unsigned char* at = SharedArenaAt(SwizzleAddress(address, plan.desc.swizzle));
       for (uint32_t j = 0; j < run; ++j, at += eb) {
-        if (g_thread.uninit_shadow != nullptr) g_thread.uninit_shadow->CheckModelRead(at, eb, "an SQMMA operand fetch");
+        if (shadow != nullptr) shadow->CheckModelRead(at, eb, "an SQMMA operand fetch");
         const size_t slot = plan.k_major ? static_cast<size_t>(o) * plan.depth + i + j
                                          : static_cast<size_t>(i + j) * plan.depth + o;
         switch (eb) {  // little-endian

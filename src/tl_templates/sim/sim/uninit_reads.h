@@ -280,31 +280,37 @@ class WrittenShadow {
   char deferred_[512] = {};
 };
 
+/*! \brief CheckLocalRead's report (checked mode only): out of line, so that the check inlined at every load stays
+ *         a load of the thread state and a branch, and no local array's address escapes into a call. */
+[[gnu::noinline, gnu::cold]] inline void NoteLocalRead(WrittenShadow* shadow, const char* space, const char* name,
+                                                       int64_t element, int line) {
+  shadow->NoteLocalRead(CurrentBlock("a fragment/local load").current().linear, space, name, element, line);
+}
+
 /*!
  * \brief The code generator's check of a fragment or local load (checked build, float element types only):
- *        `data[index]` .. `data[index + lanes)`; returns `index`. `space` is "fragment" or "local".
+ *        `data[index]` .. `data[index + lanes)`; returns `index`. `space` is "fragment" or "local". Always inlined:
+ *        the default mode pays a load of the thread state and a branch (as a call, -O1 kept it out of line, and
+ *        every float local of a kernel lived in memory).
  */
 template <typename T, typename I>
-inline I CheckLocalRead(const T* data, I index, int lanes, const char* space, const char* name, int line) {
+[[gnu::always_inline]] inline I CheckLocalRead(const T* data, I index, int lanes, const char* space,
+                                               const char* name, int line) {
   WrittenShadow* shadow = g_thread.uninit_shadow;
   if (__builtin_expect(shadow == nullptr, 1)) return index;  // default mode
   const int64_t offset = static_cast<int64_t>(index);
   for (int lane = 0; lane < lanes; ++lane) {
     if (IsPoison(data + offset + lane, sizeof(T))) {
-      shadow->NoteLocalRead(CurrentBlock("a fragment/local load").current().linear, space, name, offset + lane, line);
+      NoteLocalRead(shadow, space, name, offset + lane, line);
       break;
     }
   }
   return index;
 }
 
-/*!
- * \brief A GEMM template reads `count` float16/bfloat16 operand elements of `bytes` bytes at `p`, in shared memory
- *        or in the thread's fragment (where, as for CheckLocalRead, the poison NaN is the sign).
- */
-inline void CheckOperandRead(const void* p, size_t bytes, int count) {
-  WrittenShadow* shadow = g_thread.uninit_shadow;
-  if (__builtin_expect(shadow == nullptr, 1)) return;  // default mode
+/*! \brief CheckOperandRead's checks (checked mode only), out of line as NoteLocalRead is. */
+[[gnu::noinline, gnu::cold]] inline void CheckOperandElements(WrittenShadow* shadow, const void* p, size_t bytes,
+                                                              int count) {
   for (int i = 0; i < count; ++i) {
     const void* element = static_cast<const unsigned char*>(p) + bytes * i;
     if (shadow->Covers(element, bytes)) {
@@ -315,6 +321,16 @@ inline void CheckOperandRead(const void* p, size_t bytes, int count) {
                         "(a register operand of the GEMM)", 0, g_thread.last_access_line);
     }
   }
+}
+
+/*!
+ * \brief A GEMM template reads `count` float16/bfloat16 operand elements of `bytes` bytes at `p`, in shared memory
+ *        or in the thread's fragment (where, as for CheckLocalRead, the poison NaN is the sign).
+ */
+[[gnu::always_inline]] inline void CheckOperandRead(const void* p, size_t bytes, int count) {
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return;  // default mode
+  CheckOperandElements(shadow, p, bytes, count);
 }
 
 }  // namespace tl_sim
