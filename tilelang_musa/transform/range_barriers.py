@@ -4,7 +4,7 @@ The barriers the compiler places (ThreadSync, SyncWriteAfterWrite, the ones arou
 layout exchange) are block barriers, `tvm_storage_sync("shared")`. Inside a T.ws region or under `if tx < 128:`
 the other threads never arrive, and a block barrier there deadlocks. Such a barrier becomes
 `tvm_storage_sync("shared", id, count)`: a barrier over the `count` threads of that range (one id per range,
-from 1), which LowerAsyncBarriers turns into an asynchronous barrier on mp_31/mp_32 (docs/ASYNC_MODEL.md). mp_21
+from 1; none where the range is one thread, whose accesses program order already orders), which LowerAsyncBarriers turns into an asynchronous barrier on mp_31/mp_32 (docs/ASYNC_MODEL.md). mp_21
 and mp_22 have no barrier over part of a block: a barrier there is an error naming the region. A barrier under a
 condition that is no range known at compile time is an error too, except the user's own T.sync_threads(): it
 stays the block barrier it is written as (CUDA's __syncthreads, which every thread must reach), with a warning.
@@ -190,6 +190,8 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return node
         if reach.first == 0 and reach.count == threads.num_threads:
             return node
+        if reach.count == 1:  # one thread's own accesses are ordered by program order: nothing to wait for
+            return tirx.Evaluate(tirx.const(0, "int32"))
         where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"
         if not partial_barriers:
             raise CompileError(
