@@ -142,12 +142,17 @@ def test_handle_match_buffer_grid_thread_binding_assume(arch):
 
 
 def test_T_holds_language_names_only():
-    import types
+    """In a fresh process: another test's `from tilelang.language.dtypes import ...` (an upstream import path)
+    sets the submodule on the package, which would make this depend on test order."""
+    import subprocess
+    import sys
 
     for name in T.__all__:
         assert hasattr(T, name), name
-    modules = [n for n in dir(T) if isinstance(getattr(T, n), types.ModuleType)]
-    assert modules == [], f"implementation modules visible through T: {modules}"
+    probe = ("import types, tilelang.language as T; "
+             "print([n for n in dir(T) if isinstance(getattr(T, n), types.ModuleType)])")
+    modules = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert modules == "[]", f"implementation modules visible through T: {modules}"
     for name in ("builder", "parser", "proxy", "UNSUPPORTED"):
         assert not hasattr(T, name)
 
