@@ -141,7 +141,7 @@ def test_handle_match_buffer_grid_thread_binding_assume(arch):
                     A[0, tx] = 0
 
 
-def test_T_holds_language_names_only():
+def test_T_holds_language_names_only(tmp_path):
     """In a fresh process: another test's `from tilelang.language.dtypes import ...` (an upstream import path)
     sets the submodule on the package, which would make this depend on test order."""
     import subprocess
@@ -151,7 +151,9 @@ def test_T_holds_language_names_only():
         assert hasattr(T, name), name
     probe = ("import types, tilelang.language as T; "
              "print([n for n in dir(T) if isinstance(getattr(T, n), types.ModuleType)])")
-    modules = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    # run outside the checkout: `python -c` puts its cwd first on sys.path, and the source tree is not the package
+    modules = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             cwd=tmp_path).stdout.strip()
     assert modules == "[]", f"implementation modules visible through T: {modules}"
     for name in ("builder", "parser", "proxy", "UNSUPPORTED"):
         assert not hasattr(T, name)
