@@ -262,3 +262,13 @@ def test_the_stage_table_runs_the_stages_in_order_each_after_what_it_reads():
     for index, stage in enumerate(table):
         assert set(stage.reads) <= set(STAGES[:index]), stage.name
         assert (stage.load is None) == (stage.name not in REPLACEABLE), stage.name
+
+
+def test_a_long_kernel_name_gets_a_file_stem_that_fits_and_stays_distinct():
+    """A global symbol longer than a file name may be (255 bytes) is cut, with a hash of the whole symbol."""
+    from tilelang_musa.jit.stages import MAX_STEM_BYTES, file_stem, stage_file
+
+    a, b = "k" * 300 + "_a", "k" * 300 + "_b"
+    assert file_stem("gemm") == "gemm" and stage_file("gemm", "mu") == "gemm.mu"
+    assert len(file_stem(a).encode()) <= MAX_STEM_BYTES and file_stem(a) != file_stem(b)
+    assert max(len(stage_file(a, stage)) for stage in ("tir", "lowered", "mu", "host", "bin")) < 255

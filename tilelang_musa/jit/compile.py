@@ -53,7 +53,7 @@ from .kernel import JITKernel
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .diagnostics import jit_phase
-from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, plain, stage_file
+from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, file_stem, plain, stage_file
 from .toolchains import BuildRequest
 
 logger = logging.getLogger("tilelang")
@@ -217,7 +217,7 @@ def archive_source(text: str, name: str, arch: str) -> Path | None:
     if directory is None:
         return None
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.{arch}.{hashlib.sha256(text.encode()).hexdigest()[:16]}.mu"
+    path = directory / f"{file_stem(name)}.{arch}.{hashlib.sha256(text.encode()).hexdigest()[:16]}.mu"
     if not path.exists():
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
@@ -409,7 +409,7 @@ def _build(work: _Work) -> None:
     request = work.request
     built = work.path("mu")
     if request.backend.name == "sim" and "mu" not in work.replaced and not has_postproc():
-        built = work.workdir / f"{request.name}.checked.mu"
+        built = work.workdir / f"{file_stem(request.name)}.checked.mu"
         built.write_text(work.source.checked_text)
     prelude = HEADER if work.text.startswith(HEADER) else ""
     with work.observers.stage(f"build.{request.backend.toolchain.name}"):
@@ -594,14 +594,14 @@ def _publish(kernel: JITKernel, options: CompileOptions) -> None:
     if output_dir:
         out = Path(str(output_dir))
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{kernel.name}.mu").write_text(kernel.get_kernel_source())
-        shutil.copyfile(kernel.library_path, out / f"{kernel.name}.so")
+        (out / f"{file_stem(kernel.name)}.mu").write_text(kernel.get_kernel_source())
+        shutil.copyfile(kernel.library_path, out / f"{file_stem(kernel.name)}.so")
     stages_dir = env.DUMP_STAGES.path()
     if stages_dir is not None:
         stages_dir.mkdir(parents=True, exist_ok=True)
         for stage in STAGES:
             shutil.copyfile(kernel.stage_path(stage), stages_dir / stage_file(kernel.name, stage))
-        shutil.copyfile(kernel.directory / METADATA, stages_dir / f"{kernel.name}.{METADATA}")
+        shutil.copyfile(kernel.directory / METADATA, stages_dir / f"{file_stem(kernel.name)}.{METADATA}")
 
 
 JITKernel.compile_program = staticmethod(compile)

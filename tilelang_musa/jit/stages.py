@@ -8,13 +8,15 @@
              size parameters bound from tensor shapes, each kernel's launch          <kernel>.host.json
     bin      the library built from `mu` by the backend's toolchain                  <kernel>.so
 
-`<kernel>` is the program's global symbol (`@tilelang.jit(name=...)` sets it). A cache entry holds these files
+`<kernel>` is the program's global symbol (`@tilelang.jit(name=...)` sets it), cut to a file system's name length
+with a hash of the whole symbol where it is longer (`file_stem`). A cache entry holds these files
 and `metadata.json` (`KernelMetadata`): key, target, backend, options, the host stage, the stage files, and where
 the device kernels and the host wrapper sit in `mu` (None when `mu` was replaced).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,8 +31,19 @@ METADATA = "metadata.json"
 FORMAT = 1  # of metadata.json; part of the cache key
 
 
+MAX_STEM_BYTES = 200  # a file name is at most 255 bytes on common file systems; the longest suffix is 14
+
+
+def file_stem(kernel: str) -> str:
+    """The stem of a kernel's files: its global symbol, or where that is too long for a file name, its start and a
+    hash of the whole (distinct symbols keep distinct stems)."""
+    if len(kernel.encode()) <= MAX_STEM_BYTES:
+        return kernel
+    return f"{kernel[:MAX_STEM_BYTES - 17]}-{hashlib.sha256(kernel.encode()).hexdigest()[:16]}"
+
+
 def stage_file(kernel: str, stage: str) -> str:
-    return f"{kernel}.{STAGE_SUFFIX[stage]}"
+    return f"{file_stem(kernel)}.{STAGE_SUFFIX[stage]}"
 
 
 @dataclass(frozen=True)
