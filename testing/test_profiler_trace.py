@@ -145,3 +145,23 @@ def test_a_capped_timeline_says_so_in_the_trace():
     [slice_] = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert (slice_["pid"], slice_["tid"], slice_["ts"], slice_["dur"]) == (6, 1, 0.0, 4.0)
     assert slice_["args"] == {"instructions": 4}
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_kernel_of_a_long_name_gives_a_valid_trace(arch, tmp_path):
+    """The runtime's trace header holds the kernel's name whatever its length (a 256-byte buffer once cut it, and
+    the JSON with it)."""
+    name = "scale_rows_" + "x" * 300
+
+    @T.prim_func
+    def scale(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            for i, j in T.Parallel(32, 64):
+                B[bx * 32 + i, j] = A[bx * 32 + i, j] * 2.0
+
+    kernel = tilelang.compile(scale.with_attr("global_symbol", name), target=f"musa -arch={arch}")
+    a = rand((64, 64), torch.float32, 3)
+    trace = json.loads(kernel.get_profiler().trace(tmp_path / "scale.json", input_tensors=[a, poison((64, 64),
+                                                                                              torch.float32)])
+                       .read_text())
+    assert name in json.dumps(trace) and any(e["ph"] == "X" for e in trace["traceEvents"])

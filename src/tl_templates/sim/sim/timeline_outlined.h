@@ -63,12 +63,13 @@ TL_SIM_OUTLINED_DEF void PublishTimeline(const char* kernel, uint32_t threads_pe
                    [](const Slice& a, const Slice& b) { return a.block < b.block; });
   std::string json;
   json.reserve(96 * launch.slices.size() + 256);
-  char buf[256];
+  json += "{\"kernel\": \"";
+  json += kernel;  // a C identifier, of any length: nothing to escape, no fixed buffer to outgrow
+  char buf[256];  // below, numbers only
   std::snprintf(buf, sizeof(buf),
-                "{\"kernel\": \"%s\", \"threads_per_block\": %u, \"warp_size\": %u, \"max_slices\": %zu, "
-                "\"dropped_slices\": %llu, \"blocks\": [",
-                kernel, threads_per_block, kWarpSize, kMaxTraceSlices,
-                static_cast<unsigned long long>(launch.dropped));
+                "\", \"threads_per_block\": %u, \"warp_size\": %u, \"max_slices\": %zu, \"dropped_slices\": %llu, "
+                "\"blocks\": [",
+                threads_per_block, kWarpSize, kMaxTraceSlices, static_cast<unsigned long long>(launch.dropped));
   json += buf;
   for (size_t i = 0; i < launch.blocks.size(); ++i) {
     const Timeline::Block& b = launch.blocks[i];
