@@ -306,28 +306,23 @@ template <typename T, int N>
 struct builtin_vector {
   using type = no_builtin_vector;
 };
+// Every (lane type, lanes, built-in name) the printer uses: one list for the two tables below.
+#define TL_FOR_EACH_BUILTIN_VECTOR(X)                                                                     \
+  X(signed char, 2, char2) X(signed char, 3, char3) X(signed char, 4, char4)                              \
+  X(unsigned char, 2, uchar2) X(unsigned char, 3, uchar3) X(unsigned char, 4, uchar4)                     \
+  X(short, 2, short2) X(short, 3, short3) X(short, 4, short4)                                             \
+  X(unsigned short, 2, ushort2) X(unsigned short, 3, ushort3) X(unsigned short, 4, ushort4)               \
+  X(int, 2, int2) X(int, 3, int3) X(int, 4, int4)                                                         \
+  X(unsigned int, 2, uint2) X(unsigned int, 3, uint3) X(unsigned int, 4, uint4)                           \
+  X(float, 2, float2) X(float, 3, float3) X(float, 4, float4)                                             \
+  X(int64_t, 2, longlong2) X(uint64_t, 2, ulonglong2) X(double, 2, double2) X(half_t, 2, half2)           \
+  X(bfloat16_t, 2, __mt_bfloat162)
 #define TL_BUILTIN_VECTOR(T, N, NAME) \
   template <>                         \
   struct builtin_vector<T, N> {       \
     using type = NAME;                \
   };
-#define TL_BUILTIN_VECTORS_2_TO_4(T, PREFIX) \
-  TL_BUILTIN_VECTOR(T, 2, PREFIX##2)         \
-  TL_BUILTIN_VECTOR(T, 3, PREFIX##3)         \
-  TL_BUILTIN_VECTOR(T, 4, PREFIX##4)
-TL_BUILTIN_VECTORS_2_TO_4(signed char, char)
-TL_BUILTIN_VECTORS_2_TO_4(unsigned char, uchar)
-TL_BUILTIN_VECTORS_2_TO_4(short, short)
-TL_BUILTIN_VECTORS_2_TO_4(unsigned short, ushort)
-TL_BUILTIN_VECTORS_2_TO_4(int, int)
-TL_BUILTIN_VECTORS_2_TO_4(unsigned int, uint)
-TL_BUILTIN_VECTORS_2_TO_4(float, float)
-TL_BUILTIN_VECTOR(int64_t, 2, longlong2)
-TL_BUILTIN_VECTOR(uint64_t, 2, ulonglong2)
-TL_BUILTIN_VECTOR(double, 2, double2)
-TL_BUILTIN_VECTOR(half_t, 2, half2)
-TL_BUILTIN_VECTOR(bfloat16_t, 2, __mt_bfloat162)
-#undef TL_BUILTIN_VECTORS_2_TO_4
+TL_FOR_EACH_BUILTIN_VECTOR(TL_BUILTIN_VECTOR)
 #undef TL_BUILTIN_VECTOR
 
 }  // namespace detail
@@ -367,21 +362,9 @@ struct alignas(detail::vec_alignment(static_cast<int>(sizeof(T)) * N)) vec {
     __builtin_memcpy(r.data, &v, sizeof(r));                         \
     return r;                                                        \
   }
-#define TL_VEC_OF_2_TO_4(T, PREFIX) TL_VEC_OF(T, 2, PREFIX##2) TL_VEC_OF(T, 3, PREFIX##3) TL_VEC_OF(T, 4, PREFIX##4)
-TL_VEC_OF_2_TO_4(signed char, char)
-TL_VEC_OF_2_TO_4(unsigned char, uchar)
-TL_VEC_OF_2_TO_4(short, short)
-TL_VEC_OF_2_TO_4(unsigned short, ushort)
-TL_VEC_OF_2_TO_4(int, int)
-TL_VEC_OF_2_TO_4(unsigned int, uint)
-TL_VEC_OF_2_TO_4(float, float)
-TL_VEC_OF(int64_t, 2, longlong2)
-TL_VEC_OF(uint64_t, 2, ulonglong2)
-TL_VEC_OF(double, 2, double2)
-TL_VEC_OF(half_t, 2, half2)
-TL_VEC_OF(bfloat16_t, 2, __mt_bfloat162)
-#undef TL_VEC_OF_2_TO_4
+TL_FOR_EACH_BUILTIN_VECTOR(TL_VEC_OF)
 #undef TL_VEC_OF
+#undef TL_FOR_EACH_BUILTIN_VECTOR
 
 template <typename T, int N>
 TL_HOST_DEVICE vec<T, N> broadcast(const detail::identity_t<T>& value) {
