@@ -62,7 +62,7 @@ inline void Poison(T& object) {
 
 /*! \brief Each offset of `index` (an integer, or a tl::vec of them for a gather/scatter). */
 template <typename I, typename F>
-inline void ForEachOffset(const I& index, F&& f) {
+[[gnu::always_inline]] inline void ForEachOffset(const I& index, F&& f) {
   if constexpr (std::is_integral<I>::value) {
     f(static_cast<int64_t>(index));
   } else {
@@ -91,6 +91,42 @@ inline void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, T* data, 
 }
 
 /*!
+ * \brief Checked mode's part of CheckAccess for one offset: the race detector's record, the uninitialised-read
+ *        shadows of global outputs and shared memory. Out of line, so that the check inlined at every access of
+ *        the default mode stays a bounds test and three loads of the thread state.
+ */
+template <AccessKind kind, bool shared, typename T>
+[[gnu::noinline, gnu::cold]] void CheckedModeAccess(OsThreadState& t, T* data, int64_t offset, int lanes, int64_t lo,
+                                                    int64_t hi, const char* name, int line, bool unchanged) {
+  if constexpr (kind != kAddress) {
+    if (t.race_detector != nullptr) {
+      const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
+      if (!unchanged) {
+        if constexpr (shared) {
+          t.race_detector->AccessShared(address, static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes),
+                                        kind == kStore, name, data, line);
+        } else {
+          t.race_detector->AccessGlobal(address, kind == kStore, name, data, line);
+        }
+      }
+      if constexpr (!shared) {
+        if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
+      }
+    }
+  } else if constexpr (!shared) {
+    if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
+  }
+  // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
+  if constexpr (shared) {
+    if (t.uninit_shadow != nullptr) {
+      if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
+      else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes), kind == kAddress);
+      if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name, line);
+    }
+  }
+}
+
+/*!
  * \brief The bounds check, and in checked mode the race detector's record. `unchanged`: a store of the bytes the
  *        memory already holds, which no other access can tell from no store (every replica of a replicated
  *        fragment storing its copy of a value): the detector skips it.
@@ -101,7 +137,8 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
   OsThreadState& t = g_thread;
   t.last_access_line = line;
   t.last_access_what = name;
-  ForEachOffset(index, [&](int64_t offset) {
+  // Always inlined: as a call (gcc -O1 outlines a lambda past some size), every access of a kernel paid one.
+  ForEachOffset(index, [&](int64_t offset) __attribute__((always_inline)) {
     if (offset < lo || offset + lanes > hi) {
       OutOfBounds(shared ? "shared" : "global", kind, name, offset, lanes, lo, hi, line);
     }
@@ -110,30 +147,9 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
         t.profile->Access(t.block->current().linear, shared, kind == kStore, data + offset,
                           static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes), name, line);
       }
-      if (t.race_detector != nullptr) {  // checked mode
-        const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
-        if (!unchanged) {
-          if constexpr (shared) {
-            t.race_detector->AccessShared(address, static_cast<uint32_t>(sizeof(T)) * static_cast<uint32_t>(lanes),
-                                          kind == kStore, name, data, line);
-          } else {
-            t.race_detector->AccessGlobal(address, kind == kStore, name, data, line);
-          }
-        }
-        if constexpr (!shared) {
-          if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
-        }
-      }
-    } else if constexpr (!shared) {
-      if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
     }
-    // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
-    if constexpr (shared) {
-      if (t.uninit_shadow != nullptr) {
-        if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
-        else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes), kind == kAddress);
-        if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name, line);
-      }
+    if (__builtin_expect(t.race_detector != nullptr || t.global_shadow != nullptr || t.uninit_shadow != nullptr, 0)) {
+      CheckedModeAccess<kind, shared>(t, data, offset, lanes, lo, hi, name, line, unchanged);
     }
   });
   return index;
