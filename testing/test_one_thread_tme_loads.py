@@ -158,3 +158,48 @@ def test_the_pass_makes_the_one_thread_copy_a_tme_copy_that_waits(arch):
     tvm.ir.assert_structural_equal(without_locations(after), without_locations(expected))
     several = _with_target(one_thread_load(threads_in_region=32), arch)
     assert one_thread_tme_loads(several, options).same_as(several)
+
+
+def one_thread_block():
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+        with T.Kernel(2, threads=1) as bx:
+            s = T.alloc_shared((64, 64), "float16")
+            T.copy(A[bx * 64:bx * 64 + 64, :], s)
+            for i, j in T.grid(64, 64):
+                B[bx * 64 + i, j] = s[i, j] * 2
+
+    return main
+
+
+def one_thread_load_under_a_data_condition():
+    """A data condition inside the one-thread region: the copy stays the plain copy (LowerTmeCopy's rule for a T.copy
+    under a condition it cannot see through), and still copies the whole tile in that thread."""
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+        with T.Kernel(2, threads=128) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64, 64), "float16")
+            if tx == 32:
+                if A[bx * 64, 0] == A[bx * 64, 0]:  # always true for the inputs (no NaN), unknown to the compiler
+                    T.copy(A[bx * 64:bx * 64 + 64, :], s)
+                    for i, j in T.grid(64, 64):
+                        B[bx * 64 + i, j] = s[i, j] * 2
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_one_thread_block_loads_by_tme(arch, monkeypatch):
+    kernel = tilelang.compile(one_thread_block(), target=f"musa -arch={arch}")
+    assert ("tl::tma_load<" in kernel.get_kernel_source()) == (arch == "mp_31"), kernel.get_kernel_source()
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    run_doubled(kernel)
+
+
+def test_a_data_condition_inside_the_region_keeps_the_plain_copy(monkeypatch):
+    kernel = tilelang.compile(one_thread_load_under_a_data_condition(), target="musa -arch=mp_31")
+    assert "tma_load" not in kernel.get_kernel_source(), kernel.get_kernel_source()
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    run_doubled(kernel)
