@@ -6,7 +6,8 @@ whole tile 16 bytes at a time; one TME instruction moves it as a box. So where t
 on), such a copy is rewritten into the TME copy tile op that waits for itself (LowerTmeCopy): the thread issues the
 load on a barrier of the compiler's, with an arrive count of one, and waits for it before its next statement, so
 whatever it does next (arrive on the user's barrier, read the tile) sees the tile landed. A copy the TME cannot do
-after all (the shared tile's layout is decided later) falls back to the plain copy in LowerTmeCopy.
+after all (the shared tile's layout is decided later), or that sits under a condition on data inside the region,
+falls back to the plain copy in LowerTmeCopy. A block of one thread (`T.Kernel(..., threads=1)`) is such a region.
 
 Copies many threads run stay element copies spread over them (that is what a T.copy load without cache hints or
 `prefer_instruction="tma"` asks for); so do copies that ask for another instruction (`disable_tma=True`,
