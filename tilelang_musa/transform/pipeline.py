@@ -40,6 +40,7 @@ from .lower_tile_op import LowerTileOp
 from .lower_tme_copy import LowerTmeCopy
 from .lower_wait_sqmma import LowerWaitSqmma
 from . import math_intrinsic_rules  # noqa: F401  (registers the musa rules LowerIntrin applies)
+from .one_thread_tme_loads import OneThreadTmeLoads
 from .partition_parallel_loop import PartitionParallelLoop
 from .pass_base import run_pass
 from .pipeline_planning import PipelinePlanning
@@ -99,6 +100,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             FuseAsyncCopyLanes(),
         )),
         Phase("LowerTileOps", "no tile op left: fragments laid out, every loop over them planned per thread", (
+            # A T.copy load that one thread runs (`if tx == 768: T.copy(q[...], q_s)`) is a TME load where the TME
+            # exists, not that thread's element loop (lowered by LowerTmeCopy, once the tile's layout is known).
+            OneThreadTmeLoads(options),
             # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
             LowerTileOp(options),
             # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.

@@ -11,15 +11,16 @@
  *   void __musa_async_arrive_add_trans(uint32_t id, uint32_t bytes);   // add_trans, then arrive
  *   void __musa_async_wait(uint32_t id, uint32_t parity);              // until the phase of that parity completed
  *
- * An arrival is per warp: the k-th call of each lane of a warp is the warp's k-th arrival. A lane that calls
- * waits until every live lane of its warp has made the same call or nothing else in the block can run: then the
- * arrival counts once and the calling lanes resume. So `arrive` by all lanes and `if (lane == 0) arrive` both count
- * one arrival, and the lanes' work before an all-lanes arrival is done before it counts, as in a warp that
- * executes in lockstep [I]. A phase completes when its pending arrivals reach zero and the bytes of the TME loads
- * issued on it equal the bytes added with add_trans; loads complete, and their data lands, only when a thread
- * waits for that phase (as late as possible: a kernel that reads the tile before waiting reads poison). Arrivals
- * beyond a phase's count go to the next phase. A wait that can never return is a deadlock naming the barrier, its
- * phase, its pending arrivals and bytes, and where each thread waits.
+ * An arrival is per warp: the k-th call of each lane of a warp is the warp's k-th arrival. A lane that calls waits
+ * until every live lane of its warp has made the same call or nothing else in the block can run: then the arrival
+ * counts once and the calling lanes resume (of a warp's arrivals pending on several barriers then, the one the
+ * fewest lanes joined: those lanes are in a branch the others wait behind, see OnQuiescent). So `arrive` by all
+ * lanes and `if (lane == 0) arrive` both count one arrival, and the lanes' work before an all-lanes arrival is done
+ * before it counts, as in a warp that executes in lockstep [I]. A phase completes when its pending arrivals reach
+ * zero and the bytes of the TME loads issued on it equal the bytes added with add_trans; loads complete, and their
+ * data lands, only when a thread waits for that phase (as late as possible: a kernel that reads the tile before
+ * waiting reads poison). Arrivals beyond a phase's count go to the next phase. A wait that can never return is a
+ * deadlock naming the barrier, its phase, its pending arrivals and bytes, and where each thread waits.
  *
  * Checked mode: accesses a warp made before its arrival are ordered before those of threads after a wait that
  * saw the phase complete (race_detector.h, AsyncOrder); a use of a barrier initialised by another thread with no
@@ -225,11 +226,22 @@ inline bool AllLanesJoined(BlockRunner& block, const Barrier& b, uint32_t warp) 
 }
 
 inline bool Barriers::OnQuiescent(BlockRunner& block) {
+  // A warp whose lanes wait in arrivals on different barriers has diverged. In lockstep the lanes inside the branch
+  // (`if (tx == 768) { arrive(a); wait(a); }`, a one-thread TME load) finish it before the others reach the arrival
+  // after it (`arrive(b)`), so only the arrival the fewest lanes joined counts now; the others count once those
+  // lanes have come along [I: the branch is the narrower path].
+  std::vector<int> fewest;
+  for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
+    const Barrier& b = barriers[id];
+    if (fewest.size() < b.warps.size()) fewest.resize(b.warps.size(), 33);
+    for (uint32_t w = 0; w < b.warps.size(); ++w)
+      if (b.warps[w].joined != 0) fewest[w] = std::min(fewest[w], __builtin_popcount(b.warps[w].joined));
+  }
   bool woke = false;
   for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
     Barrier& b = barriers[id];
     for (uint32_t w = 0; w < b.warps.size(); ++w) {
-      if (b.warps[w].joined == 0) continue;
+      if (b.warps[w].joined == 0 || __builtin_popcount(b.warps[w].joined) != fewest[w]) continue;
       CountArrival(block, *this, id, w);
       woke = true;
     }
