@@ -379,7 +379,8 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
     request = work.request
     with work.observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
         work.source = source = generate(work.device_funcs, request.target, request.name,
-                                        sim_checks=request.backend.name == "sim")
+                                        sim_checks=request.backend.name == "sim",
+                                        line_directives=request.pass_options.emit_line_directives)
         if replacement is not None:
             work.text, work.sections = replacement.read_text(), None
         else:

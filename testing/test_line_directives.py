@@ -1,0 +1,95 @@
+"""`tl.emit_line_directives`: the MUSA C names the user's Python lines with `#line N "file.py"` (the frontend gives
+every statement the user's line as its span, passes keep it, the printer writes it), and one mapping from a
+generated line to the user's line (ir/source_lines.py `user_lines`) serves the kernel object and the simulator's
+reports, which keep naming the generated line (the sanitizer build has the directives blanked) and add the
+user's. Off by default: then the source has no directive and is otherwise the same."""
+
+import inspect
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from conftest import rand
+from tilelang_musa.ir.source_lines import user_lines
+from tilelang_musa.launcher import KernelLaunchError
+
+ARCHS = ["mp_22", "mp_31"]
+LINES = {"tl.emit_line_directives": True}
+HERE = inspect.getsourcefile(lambda: None)
+
+
+def scale_rows():
+    @T.prim_func
+    def scale(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64, 32), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            tile = T.alloc_shared((16, 32), "float32")
+            T.copy(A[bx * 16, 0], tile)
+            for i, j in T.Parallel(16, 32):
+                B[bx * 16 + i, j] = tile[i, j] * 3.0 + 1.0  # the store
+            if bx == 0:
+                B[0, 0] = -7.0  # the guarded store
+
+    return scale
+
+
+def user_line_of(snippet: str) -> int:
+    lines, first = inspect.getsourcelines(scale_rows)
+    return first + next(k for k, text in enumerate(lines) if snippet in text)
+
+
+def generated_line_of(source: str, snippet: str) -> int:
+    return next(number for number, text in enumerate(source.splitlines(), 1) if snippet in text)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_directives_name_the_user_lines_and_the_kernel_still_runs(arch):
+    kernel = tilelang.compile(scale_rows(), target=f"musa -arch={arch}", pass_configs=LINES)
+    source = kernel.get_kernel_source(kernel_only=False)
+    assert f'#line {user_line_of("# the store")} "{HERE}"' in source
+    mapping = user_lines(source)
+    assert mapping[generated_line_of(source, "-7.0")] == (HERE, user_line_of("# the guarded store"))
+    assert mapping[generated_line_of(source, "if (")] == (HERE, user_line_of("if bx == 0"))
+    assert mapping[generated_line_of(source, "3.000000e+00f")] == (HERE, user_line_of("# the store"))
+    assert generated_line_of(source, "extern \"C\" int call(") not in mapping  # the host wrapper is its own
+    a = rand((64, 32), torch.float32)
+    b = torch.full((64, 32), float("nan"))
+    kernel(a, b)
+    expected = a * 3.0 + 1.0
+    expected[0, 0] = -7.0
+    torch.testing.assert_close(b, expected)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_off_by_default_and_the_directives_are_the_only_difference(arch):
+    plain = tilelang.compile(scale_rows(), target=f"musa -arch={arch}").get_kernel_source(kernel_only=False)
+    lined = tilelang.compile(scale_rows(), target=f"musa -arch={arch}",
+                             pass_configs=LINES).get_kernel_source(kernel_only=False)
+    assert "#line" not in plain
+    assert "\n".join(line for line in lined.splitlines() if not line.startswith("#line ")) == \
+        "\n".join(plain.splitlines())
+
+
+def shifted_read():
+    @T.prim_func
+    def shifted(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = A[bx * 128 + i + 3]  # reads past A
+
+    return shifted
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_bounds_report_names_the_generated_line_and_the_users(arch):
+    kernel = tilelang.compile(shifted_read(), target=f"musa -arch={arch}",
+                              pass_configs={**LINES, "tl.disable_safe_memory_legalize": True})
+    source = kernel.get_kernel_source(kernel_only=False)
+    with pytest.raises(KernelLaunchError) as info:
+        kernel(rand((256,), torch.float32), torch.full((256,), float("nan")))
+    message = str(info.value)
+    lines, first = inspect.getsourcelines(shifted_read)
+    user = first + next(k for k, text in enumerate(lines) if "# reads past A" in text)
+    generated = generated_line_of(source, "A[")
+    assert f"line {generated} of the kernel source; {HERE}:{user} in the user's source" in message, message
