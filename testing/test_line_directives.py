@@ -5,6 +5,7 @@ reports, which keep naming the generated line (the sanitizer build has the direc
 user's. Off by default: then the source has no directive and is otherwise the same."""
 
 import inspect
+import re
 
 import pytest
 import torch
@@ -93,3 +94,52 @@ def test_a_bounds_report_names_the_generated_line_and_the_users(arch):
     user = first + next(k for k, text in enumerate(lines) if "# reads past A" in text)
     generated = generated_line_of(source, "A[")
     assert f"line {generated} of the kernel source; {HERE}:{user} in the user's source" in message, message
+
+
+def fragment_never_written():
+    @T.prim_func
+    def fragment_bug(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            F = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = F[i] + A[bx * 128 + i]  # F is never written
+
+    return fragment_bug
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_checked_mode_uninitialised_read_names_the_users_line(arch, monkeypatch):
+    kernel = tilelang.compile(fragment_never_written(), target=f"musa -arch={arch}", pass_configs=LINES)
+    source = kernel.get_kernel_source(kernel_only=False)
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    with pytest.raises(KernelLaunchError) as info:
+        kernel(rand((256,), torch.float32), torch.full((256,), float("nan")))
+    message = str(info.value)
+    lines, first = inspect.getsourcelines(fragment_never_written)
+    user = first + next(k for k, text in enumerate(lines) if "# F is never written" in text)
+    assert "uninitialised read" in message, message
+    generated = int(re.search(r"line (\d+) of the kernel source", message).group(1))
+    assert "F" in source.splitlines()[generated - 1]  # the generated line, as the simulator names it
+    assert user_lines(source)[generated] == (HERE, user)
+    assert f"line {generated} of the kernel source; {HERE}:{user} in the user's source" in message, message
+
+
+def test_the_mapping_follows_the_c_numbering_and_stops_at_the_units_own_file():
+    text = "\n".join(['int a;', '#line 40 "k.py"', 'x = 1;', 'y = 2;', '#line 12 "k.py"', 'z = 3;',
+                      '#line 7 "k_kernel.mu"', 'host();'])
+    assert user_lines(text) == {3: ("k.py", 40), 4: ("k.py", 41), 6: ("k.py", 12)}
+
+
+def test_every_report_kind_that_names_a_generated_line_gets_the_users():
+    from tilelang_musa.ir.source_lines import name_user_lines
+
+    lines = {5: ("k.py", 40), 9: ("k.py", 44)}
+    assert name_user_lines("load of `A` (line 5 of the kernel source)", lines) == \
+        "load of `A` (line 5 of the kernel source; k.py:40 in the user's source)"
+    assert name_user_lines("its last checked memory access was x at line 9 of the generated source", lines) == \
+        "its last checked memory access was x at line 9 of the generated source; k.py:44 in the user's source"
+    race = ("data race on byte 4 of shared `S`: this thread loads it at line 9 while thread (3,0,0) stored it at "
+            "line 5, with no barrier between them (line numbers of the kernel source)")
+    assert name_user_lines(race, lines) == race.replace("at line 9", "at line 9 (k.py:44)").replace(
+        "at line 5", "at line 5 (k.py:40)")
+    assert name_user_lines("line 6 of the kernel source", lines) == "line 6 of the kernel source"  # unmapped

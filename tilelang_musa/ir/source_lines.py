@@ -55,7 +55,11 @@ def keep_span(old: Any, new: Any) -> Any:
     fields = _constructor_fields(type(new))
     if fields is None:
         return new
-    return type(new)(*(getattr(new, f) for f in fields), span=span)
+    try:
+        return type(new)(*(getattr(new, f) for f in fields), span=span)
+    except (AttributeError, TypeError):  # a statement type whose constructor does not mirror its fields
+        _PARAMS[type(new)] = None
+        return new
 
 
 def user_lines(text: str) -> dict[int, tuple[str, int]]:
@@ -82,10 +86,23 @@ def blank_line_directives(text: str) -> str:
     return "\n".join("" if _DIRECTIVE.match(line) else line for line in text.split("\n"))
 
 
+_NAMED_LINE = re.compile(r"line (\d+) of the (?:kernel|generated) source")  # bounds, uninitialised reads, watchdog
+_RACE_LINE = re.compile(r"at line (\d+)")  # a race report: "... at line N ... (line numbers of the kernel source)"
+
+
 def name_user_lines(message: str, lines: dict[int, tuple[str, int]]) -> str:
-    """A simulator report naming generated lines (`line N of the kernel source`) with the user's line added."""
+    """A simulator report that names lines of the generated source, with the user's line added to each: `line N of
+    the kernel source` (bounds, uninitialised reads), `... of the generated source` (the watchdog), and a race
+    report's `at line N` (it ends "(line numbers of the kernel source)")."""
     def add(match: re.Match) -> str:
         where = lines.get(int(match.group(1)))
         return match.group(0) if where is None else f"{match.group(0)}; {where[0]}:{where[1]} in the user's source"
 
-    return re.sub(r"line (\d+) of the kernel source", add, message)
+    def add_to_race(match: re.Match) -> str:
+        where = lines.get(int(match.group(1)))
+        return match.group(0) if where is None else f"{match.group(0)} ({where[0]}:{where[1]})"
+
+    message = _NAMED_LINE.sub(add, message)
+    if "(line numbers of the kernel source)" in message:
+        message = _RACE_LINE.sub(add_to_race, message)
+    return message
