@@ -143,3 +143,35 @@ def test_every_report_kind_that_names_a_generated_line_gets_the_users():
     assert name_user_lines(race, lines) == race.replace("at line 9", "at line 9 (k.py:44)").replace(
         "at line 5", "at line 5 (k.py:40)")
     assert name_user_lines("line 6 of the kernel source", lines) == "line 6 of the kernel source"  # unmapped
+
+
+@T.macro
+def bump(A, B, row):
+    B[row, 0] = A[row, 0] + 5.0  # the macro's store (every thread stores the same value)
+
+
+def calls_a_macro():
+    @T.prim_func
+    def with_macro(A: T.Tensor((8, 4), "float32"), B: T.Tensor((8, 4), "float32")):
+        with T.Kernel(8, threads=32) as bx:
+            for j in T.serial(4):
+                B[bx, j] = A[bx, j]
+            bump(A, B, bx)
+
+    return with_macro
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_statement_of_a_macro_names_the_macro_bodys_line(arch):
+    kernel = tilelang.compile(calls_a_macro(), target=f"musa -arch={arch}",
+                              pass_configs=LINES)
+    source = kernel.get_kernel_source(kernel_only=False)
+    with open(HERE) as f:
+        user = next(n for n, text in enumerate(f, 1) if "# the macro's store" in text and "B[row" in text)
+    assert user_lines(source)[generated_line_of(source, "5.000000e+00f")] == (HERE, user)
+    a = rand((8, 4), torch.float32)
+    b = torch.full((8, 4), float("nan"))
+    kernel(a, b)
+    expected = a.clone()
+    expected[:, 0] += 5.0
+    torch.testing.assert_close(b, expected)

@@ -58,7 +58,8 @@ class KernelSource:
         header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
         header += LANE_EXCHANGE_HEADER if "tl::exchange_lane_bits<" in self.device else ""
         unit = f"{header}{self.imported}\n{device}\n"
-        if "\n#line " in device:  # the host wrapper is numbered as the translation unit's own lines again
+        if "\n#line " in self.device:  # the host wrapper is numbered as the unit's own lines again (the sanitizer
+            # build, whose directives are blanked, gets the same directive: it keeps the two line for line)
             unit += f'#line {unit.count(chr(10)) + 2} "{self.kernel_name}.mu"\n'
         return f"{unit}\n{self.host}"
 

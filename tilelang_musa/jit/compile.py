@@ -412,6 +412,11 @@ def _build(work: _Work) -> None:
     if request.backend.name == "sim" and "mu" not in work.replaced and not has_postproc():
         built = work.workdir / f"{request.name}.checked.mu"
         built.write_text(work.source.checked_text)
+    elif request.backend.name == "sim" and "\n#line " in work.text:  # its reports name the lines users read
+        from ..ir.source_lines import blank_line_directives
+
+        built = work.workdir / f"{request.name}.lines.mu"
+        built.write_text(blank_line_directives(work.text))
     prelude = HEADER if work.text.startswith(HEADER) else ""
     with work.observers.stage(f"build.{request.backend.toolchain.name}"):
         request.backend.toolchain.build(BuildRequest(built, work.path("bin"), request.arch, request.fast_math,
