@@ -25,6 +25,7 @@ EXPECTED = {
                                                     "__rxor__")),
     "tvm.ir.transform.Pass.__call__",
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
+    "tvm_ffi.structural._normalize_callbacks",
 }
 
 

@@ -10,7 +10,7 @@ Applied when `tilelang` is imported: the older TIR names (`add_tir_names`, here 
 tilelang.language the typed integer operands (`wrap_int_operators`) and `PrimFunc.buffer_map` (`add_buffer_map`).
 Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (`replace_pass_call`).
 Applied at import too, for speed only: the memoized callback inspection of tvm_ffi's structural visitors
-(`memoize_structural_callbacks`).
+(`memoize_structural_callbacks`); and the spans a statement a pass replaces keeps (`keep_statement_spans`).
 """
 
 from __future__ import annotations
@@ -63,6 +63,11 @@ PATCHES: tuple[WheelPatch, ...] = (
                "every structural visit/mutate/map call converts each callback's type to its FFI type index through "
                "typing introspection (~6% of a GEMM's lowering); a class's index never changes: memoized by type",
                "structural visitors caching the type index of a callback type"),
+    WheelPatch("tvm_ffi.structural._normalize_callbacks", "replaces",
+               "a structural_mutate callback on statements that returns a new statement without a span gives it the "
+               "replaced statement's (ir/source_lines.py keep_span): the user's line survives a pass, for "
+               "tl.emit_line_directives and the simulator's reports; other callbacks and visitors are unchanged",
+               "structural_mutate carrying a replaced node's span over to its replacement"),
     WheelPatch("tvm.ir.transform.Pass.__call__", "replaces",
                "TILELANG_PASS_DIFF diffs every pass a program goes through, the pipeline's and those a script calls "
                "itself; only while it is set (restored by restore_pass_call)",
@@ -208,5 +213,37 @@ def memoize_structural_callbacks() -> None:
          "tvm_ffi.structural._callback_type_to_type_index")
 
 
+# -- the user's source lines: a statement a pass replaces keeps its span
+
+def keep_statement_spans() -> None:
+    """structural_mutate's callbacks on statement types wrapped by `source_lines.keep_span`; once per process."""
+    target = "tvm_ffi.structural._normalize_callbacks"
+    if target in _applied:
+        return
+    from .ir.source_lines import keep_span
+
+    normalize = tvm_ffi.structural._normalize_callbacks
+    accepts_mode = tvm_ffi.structural._callback_accepts_inplace_mode
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        # keyword-only `_fn`: the wrapper binds (value, mutator[, mode]) exactly as `fn` does
+        if accepts_mode(fn):
+            def keeping(value, mutator, mode, *, _fn=fn):
+                return keep_span(value, _fn(value, mutator, mode))
+        else:
+            def keeping(value, mutator, *, _fn=fn):
+                return keep_span(value, _fn(value, mutator))
+        return keeping
+
+    def normalize_callbacks(callbacks: Any, *, api_name: str) -> list:
+        entries = normalize(callbacks, api_name=api_name)
+        if api_name != "structural_mutate":
+            return entries
+        return [(t, wrap(fn)) if isinstance(t, type) and issubclass(t, tirx.Stmt) else (t, fn) for t, fn in entries]
+
+    _set(tvm_ffi.structural, "_normalize_callbacks", normalize_callbacks, target)
+
+
 add_tir_names()
 memoize_structural_callbacks()
+keep_statement_spans()

@@ -67,6 +67,14 @@ CodegenOptions ParseCodegenOptions(const Map<String, Any>& options) {
     }
     out.sim_checks = *value;
   }
+  if (auto directives = options.Get("line_directives")) {
+    auto value = directives->try_cast<bool>();
+    if (!value) {
+      TVM_FFI_THROW(TypeError) << "MUSA codegen: option `line_directives` must be a bool, got "
+                               << directives->GetTypeKey();
+    }
+    out.line_directives = *value;
+  }
   if (auto descriptors = options.Get("tme_descriptors")) {
     auto names = descriptors->try_cast<Array<String>>();
     if (!names) {
@@ -94,7 +102,17 @@ void MusaPrinter::Fail(const std::string& message) const {
   TVM_FFI_UNREACHABLE();
 }
 
-void MusaPrinter::Line(const std::string& text) { out_ << std::string(2 * indent_, ' ') << text << '\n'; }
+void MusaPrinter::Line(const std::string& text) {
+  // A closing brace carries no code of its own: it keeps the numbering of the lines before it.
+  if (options_.line_directives && user_line_ != nullptr && text.find_first_not_of('}') != std::string::npos &&
+      (user_line_->first != presumed_file_ || user_line_->second != presumed_line_)) {
+    out_ << "#line " << user_line_->second << " " << StringLiteral(user_line_->first) << '\n';
+    presumed_file_ = user_line_->first;
+    presumed_line_ = user_line_->second;
+  }
+  out_ << std::string(2 * indent_, ' ') << text << '\n';
+  presumed_line_ += 1 + static_cast<int64_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 std::string MusaPrinter::DefineVar(const ObjectRef& var, const std::string& fallback) {
   std::string name = names_.Fresh(std::string(VarView(var).name()), fallback);

@@ -167,6 +167,11 @@ class MusaPrinter : public CallContext {
   std::ostringstream out_;
   int indent_ = 0;
   bool unchecked_ = false;  // PrintLoadLValueUnchecked in progress: CheckedIndex leaves indices alone
+  // line_directives: the user's (file, line) of the statement being printed (its own span's, else the innermost
+  // enclosing statement's); and the line the C compiler numbers the next printed line, after the last #line.
+  const std::pair<std::string, int64_t>* user_line_ = nullptr;
+  std::string presumed_file_;
+  int64_t presumed_line_ = 0;
 };
 
 }  // namespace codegen

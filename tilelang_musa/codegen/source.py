@@ -11,6 +11,7 @@ from tvm import tirx
 
 from .. import _native
 from ..ir.attrs import IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, SIZE_ATTR
+from ..ir.source_lines import blank_line_directives
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
 from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host, tme_descriptors
@@ -56,7 +57,11 @@ class KernelSource:
         header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
         header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
         header += LANE_EXCHANGE_HEADER if "tl::exchange_lane_bits<" in self.device else ""
-        return f"{header}{self.imported}\n{device}\n\n{self.host}"
+        unit = f"{header}{self.imported}\n{device}\n"
+        if "\n#line " in self.device:  # the host wrapper is numbered as the unit's own lines again (the sanitizer
+            # build, whose directives are blanked, gets the same directive: it keeps the two line for line)
+            unit += f'#line {unit.count(chr(10)) + 2} "{self.kernel_name}.mu"\n'
+        return f"{unit}\n{self.host}"
 
 
 def kernel_names(name: str, count: int) -> list[str]:
@@ -65,14 +70,18 @@ def kernel_names(name: str, count: int) -> list[str]:
 
 
 def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Target, name: str,
-             sim_checks: bool = False) -> KernelSource:
+             sim_checks: bool = False, line_directives: bool = False) -> KernelSource:
     """One translation unit for the device functions of one program (one per T.Kernel scope, launched in order);
     they share the program's parameters. `sim_checks`: also print the simulator's sanitizer build of the kernels
-    (every global and shared access bounds-checked and seen by the race detector, local arrays poisoned)."""
+    (every global and shared access bounds-checked and seen by the race detector, local arrays poisoned).
+    `line_directives`: a `#line N "file.py"` before the code of each statement (ir/source_lines.py); the sanitizer
+    build has them blanked, so that its reports name the generated line (the kernel object adds the user's)."""
     funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
     arch = arch_of(target)
     printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
     options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
+    if line_directives:
+        options["line_directives"] = True
     devices, checked, launches = [], [], []
     for index, (func, kernel_name) in enumerate(zip(funcs, kernel_names(name, len(funcs)))):
         descriptors = tuple(tme_descriptors(func))
@@ -80,7 +89,8 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
                               tme_descriptors=[d.name for d in descriptors], non_restrict_params=_non_restrict(func))
         devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         if sim_checks:
-            checked.append(str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n")
+            text = str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n"
+            checked.append(blank_line_directives(text) if line_directives else text)
         smem = func.attrs[SIZE_ATTR] if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors))
     params = host_params(funcs[0])

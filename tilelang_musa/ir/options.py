@@ -60,6 +60,8 @@ class CompileOptions:
     disable_fast_math: bool = _flag(K.TL_DISABLE_FAST_MATH, "fast math stays off (wins over enable_fast_math)")
     device_compile_flags: Any = _value(K.TL_DEVICE_COMPILE_FLAGS, "extra device compiler flags (a string or list)")
     # Debugging output.
+    emit_line_directives: bool = _flag(K.TL_EMIT_LINE_DIRECTIVES, "the MUSA C has a `#line N \"file.py\"` before "
+                                       "each statement's code, naming the user's line (ir/source_lines.py)")
     enable_dump_ir: bool = _flag(K.TL_ENABLE_DUMP_IR, "the IR is written after every pass")
     dump_ir_path: Any = _value(K.TL_DUMP_IR_PATH, "where TL_ENABLE_DUMP_IR writes")
     musa_kernels_output_dir: Any = _value(K.MUSA_KERNELS_OUTPUT_DIR,

@@ -195,7 +195,6 @@ WITHOUT_EFFECT = {
     K.TIR_ENABLE_DEBUG: "no debug information is generated for MUSA kernels (use T.print / T.device_assert)",
     K.TL_PTXAS_REGISTER_USAGE_LEVEL: _PTXAS,
     K.TL_ENABLE_PTXAS_VERBOSE_OUTPUT: _PTXAS,
-    K.TL_EMIT_LINE_DIRECTIVES: "the MUSA printer emits no #line directives yet",
     K.TL_AST_PRINT_ENABLE: "no AST printer here; verbose=True prints the lowered IR and TL_ENABLE_DUMP_IR writes "
                            "it after every pass",
     K.TL_LAYOUT_VISUALIZATION_ENABLE: "layout visualization is not implemented here",

@@ -379,7 +379,8 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
     request = work.request
     with work.observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
         work.source = source = generate(work.device_funcs, request.target, request.name,
-                                        sim_checks=request.backend.name == "sim")
+                                        sim_checks=request.backend.name == "sim",
+                                        line_directives=request.pass_options.emit_line_directives)
         if replacement is not None:
             work.text, work.sections = replacement.read_text(), None
         else:
@@ -411,6 +412,11 @@ def _build(work: _Work) -> None:
     if request.backend.name == "sim" and "mu" not in work.replaced and not has_postproc():
         built = work.workdir / f"{file_stem(request.name)}.checked.mu"
         built.write_text(work.source.checked_text)
+    elif request.backend.name == "sim" and "\n#line " in work.text:  # its reports name the lines users read
+        from ..ir.source_lines import blank_line_directives
+
+        built = work.workdir / f"{request.name}.lines.mu"
+        built.write_text(blank_line_directives(work.text))
     prelude = HEADER if work.text.startswith(HEADER) else ""
     with work.observers.stage(f"build.{request.backend.toolchain.name}"):
         request.backend.toolchain.build(BuildRequest(built, work.path("bin"), request.arch, request.fast_math,

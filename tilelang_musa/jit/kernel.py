@@ -13,7 +13,7 @@ import tvm
 from tvm import tirx
 
 from ..errors import TileLangError
-from ..launcher import Launcher, ParamSpec
+from ..launcher import KernelLaunchError, Launcher, ParamSpec
 from .backend import Backend, backend_named
 from .export import unpack_export, write_export
 from .kernel_adapter import KernelAdapter
@@ -73,7 +73,21 @@ class JITKernel:
                    target or tvm.target.Target(metadata.target), program, pass_configs)
 
     def __call__(self, *args: Any) -> Any:
-        return self.launcher(*args)
+        try:
+            return self.launcher(*args)
+        except KernelLaunchError as err:
+            raise self._naming_user_lines(err) from None
+
+    def _naming_user_lines(self, err: KernelLaunchError) -> KernelLaunchError:
+        """A simulator report naming generated lines, with the user's lines added where the source has `#line`
+        directives (pass config `tl.emit_line_directives`); else `err` itself."""
+        from ..ir.source_lines import name_user_lines, user_lines
+
+        source = self.get_kernel_source(kernel_only=False)
+        if "#line " not in source:
+            return err
+        message = name_user_lines(str(err), user_lines(source))
+        return err if message == str(err) else KernelLaunchError(message)
 
     @property
     def adapter(self) -> "KernelAdapter":

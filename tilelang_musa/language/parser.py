@@ -16,8 +16,10 @@ constructs that may carry IR values through the runtime helpers in `runtime.py`,
     f(...)  (a statement)  ->  __tl__.expr_statement(f(...))   (an IR call is evaluated, as in TVMScript)
     range(...) in a for    ->  __tl__.range_(...)        (a serial TIR loop, as in TVMScript)
 
-and every statement is preceded by `__tl__.loc(line, col)` so that IR built by it (and errors raised
-while building or lowering it) point at the user's line. Line numbers are the original file's.
+and every statement runs inside `with __tl__.at(file, line, col):`, so that errors raised while building or
+lowering it point at the user's line, and every TIR statement it builds carries that line as its `span` (the
+line directives of `tl.emit_line_directives` and the simulator's reports read it). Line numbers are the
+original file's.
 """
 
 from __future__ import annotations
@@ -128,18 +130,20 @@ class _Rewriter(ast.NodeTransformer):
         self.counter += 1
         return f"__tl_{prefix}_{self.counter}"
 
-    def _loc(self, node: ast.stmt) -> ast.stmt:
-        return ast.Expr(
-            _call(_helper("loc"), ast.Constant(node.lineno), ast.Constant(node.col_offset + self.col_offset))
-        )
+    def _at(self, node: ast.stmt, body: list[ast.stmt]) -> ast.stmt:
+        """`with __tl__.at(file, line, col): body`: the statement's IR and errors name the user's line."""
+        at = _call(_helper("at"), ast.Constant(self.filename), ast.Constant(node.lineno),
+                   ast.Constant(node.col_offset + self.col_offset))
+        return ast.copy_location(ast.With(items=[ast.withitem(at, None)], body=body or [ast.Pass()]), node)
 
     def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
             new = self.visit(stmt)
-            out.append(ast.copy_location(self._loc(stmt), stmt))
-            for node in new if isinstance(new, list) else [new] if new is not None else []:
-                out.append(ast.copy_location(node, stmt))  # rewritten code reports the user's line
+            # rewritten code reports the user's line
+            nodes = [ast.copy_location(node, stmt) for node in (new if isinstance(new, list) else
+                                                                [new] if new is not None else [])]
+            out.append(self._at(stmt, nodes))
         return out or [ast.Pass()]
 
     # -- definitions: only the kernel's own body is rewritten; nested defs get their bodies rewritten too

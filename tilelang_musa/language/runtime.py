@@ -7,11 +7,13 @@ Python semantics everywhere; IR values become TIR statements of the open trace (
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Iterator
 
 import tvm
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import _ffi_api as _ir_builder_ffi
 from tvm.tirx.script import builder as Tb
 
 from ..errors import SourceLoc
@@ -20,10 +22,32 @@ from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byt
 from .loop import LoopFrame, serial
 from .proxy import declare_param
 
-def loc(lineno: int, col: int) -> None:
-    if _TRACES:
-        trace = _TRACES[-1]
-        trace.loc = SourceLoc(trace.filename, lineno, col)
+class at:  # noqa: N801 - used as `with __tl__.at(...)`, like a keyword
+    """The scope of one user statement: the trace's current location (errors name it), and the source span that
+    the IRBuilder attaches to every TIR node built inside (nested statements give a SequentialSpan whose last
+    element is the innermost statement's line; `ir/source_lines.py` reads it)."""
+
+    __slots__ = ("pushed",)
+
+    def __init__(self, filename: str, lineno: int, col: int):
+        self.pushed = None
+        if _TRACES:
+            _TRACES[-1].loc = SourceLoc(filename, lineno, col)
+            if IRBuilder.is_in_scope():
+                self.pushed = IRBuilder.current()
+                _ir_builder_ffi.IRBuilderPushSourceSpan(self.pushed, _span(filename, lineno, col))
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pushed is not None:
+            _ir_builder_ffi.IRBuilderPopSourceSpan(self.pushed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _span(filename: str, lineno: int, col: int) -> tvm.ir.Span:
+    return tvm.ir.Span(tvm.ir.SourceName(filename), lineno, lineno, col, col)
 
 
 def _operand(x: Any) -> Any:

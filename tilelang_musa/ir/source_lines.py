@@ -1,0 +1,108 @@
+"""The user's source line of a TIR statement, and of a line of generated MUSA C.
+
+The frontend gives every statement it builds the `span` of the user's statement (`language/runtime.py`'s `at`);
+a statement nested in a compound statement or a macro call carries a `SequentialSpan` whose last element is its
+own line. Passes keep a statement's span where they replace it by another (`keep_span`, applied to every
+structural_mutate callback on statements: `_wheel_patches.keep_statement_spans`). With the pass config
+`tl.emit_line_directives` the printer writes `#line N "file.py"` before the code of each statement, and
+`user_lines` reads them back: the one mapping from a generated line to the user's (file, line) that the kernel
+object, the simulator's reports and tests use.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from tvm import ir, tirx
+
+_DIRECTIVE = re.compile(r'^#line (\d+) "((?:[^"\\]|\\.)*)"$')
+
+
+def user_line(span: Any) -> tuple[str, int] | None:
+    """(file, line) of a span: a Span's own, a SequentialSpan's innermost (last); None without one."""
+    if span is None:
+        return None
+    if isinstance(span, ir.SequentialSpan):
+        spans = list(span.spans)
+        if not spans:
+            return None
+        span = spans[-1]
+    if span.source_name is None:
+        return None
+    return str(span.source_name.name), int(span.line)
+
+
+_PARAMS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _constructor_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields a statement type's constructor takes before `span`; None if it takes no span."""
+    if cls not in _PARAMS:
+        params = list(inspect.signature(cls.__init__).parameters)[1:]
+        _PARAMS[cls] = tuple(params[:-1]) if params and params[-1] == "span" else None
+    return _PARAMS[cls]
+
+
+def keep_span(old: Any, new: Any) -> Any:
+    """`new` (what a pass made of statement `old`) with `old`'s span, if `new` is a statement without one."""
+    if new is old or not isinstance(new, tirx.Stmt) or new.span is not None:
+        return new
+    span = getattr(old, "span", None)
+    if span is None:
+        return new
+    fields = _constructor_fields(type(new))
+    if fields is None:
+        return new
+    try:
+        return type(new)(*(getattr(new, f) for f in fields), span=span)
+    except (AttributeError, TypeError):  # a statement type whose constructor does not mirror its fields
+        _PARAMS[type(new)] = None
+        return new
+
+
+def user_lines(text: str) -> dict[int, tuple[str, int]]:
+    """Generated line (1-based, of `text`) -> the user's (file, line), from the `#line` directives in `text`: every
+    line after a directive, as the C compiler numbers it, up to a directive naming a file that is not a Python
+    source (the translation unit's own numbering again)."""
+    out: dict[int, tuple[str, int]] = {}
+    current: tuple[str, int] | None = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        match = _DIRECTIVE.match(line)
+        if match is not None:
+            filename = match.group(2).encode().decode("unicode_escape")
+            current = (filename, int(match.group(1))) if filename.endswith(".py") else None
+            continue
+        if current is not None:
+            out[number] = current
+            current = (current[0], current[1] + 1)
+    return out
+
+
+def blank_line_directives(text: str) -> str:
+    """`text` with each `#line` directive replaced by an empty line: the same line numbers, so that `__LINE__` (the
+    simulator's reports) names the line of the generated source a user reads, not the user's."""
+    return "\n".join("" if _DIRECTIVE.match(line) else line for line in text.split("\n"))
+
+
+_NAMED_LINE = re.compile(r"line (\d+) of the (?:kernel|generated) source")  # bounds, uninitialised reads, watchdog
+_RACE_LINE = re.compile(r"at line (\d+)")  # a race report: "... at line N ... (line numbers of the kernel source)"
+
+
+def name_user_lines(message: str, lines: dict[int, tuple[str, int]]) -> str:
+    """A simulator report that names lines of the generated source, with the user's line added to each: `line N of
+    the kernel source` (bounds, uninitialised reads), `... of the generated source` (the watchdog), and a race
+    report's `at line N` (it ends "(line numbers of the kernel source)")."""
+    def add(match: re.Match) -> str:
+        where = lines.get(int(match.group(1)))
+        return match.group(0) if where is None else f"{match.group(0)}; {where[0]}:{where[1]} in the user's source"
+
+    def add_to_race(match: re.Match) -> str:
+        where = lines.get(int(match.group(1)))
+        return match.group(0) if where is None else f"{match.group(0)} ({where[0]}:{where[1]})"
+
+    message = _NAMED_LINE.sub(add, message)
+    if "(line numbers of the kernel source)" in message:
+        message = _RACE_LINE.sub(add_to_race, message)
+    return message
