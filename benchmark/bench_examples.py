@@ -22,7 +22,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmark"))
-from bench_perf_model import example, flash_attention, flash_attention_ws, readme_gemm  # noqa: E402
+from bench_perf_model import (  # noqa: E402
+    example, flash_attention, flash_attention_ws, gdn_decode, moe_routing, readme_gemm, sparse_mla_decode,
+    sparse_mla_prefill,
+)
 
 
 def readme(arch):
@@ -95,34 +98,12 @@ def robust_sparse_attention(arch, B=2, S=256, SKV=4096, H=64, D=64, topk=512):
                     indices]
 
 
-def sparse_mla(arch, S=256, SKV=4096, H=128, topk=1024):
-    if arch != "mp_31":
-        return None
-    module = example("examples/sparse_mla/sparse_mla_fwd.py")
-    kernel = module.sparse_mla_fwd(S, SKV, H, 512, 64, topk)
-    q, kv = torch.randn(S, H, 576, dtype=torch.bfloat16), torch.randn(SKV, 576, dtype=torch.bfloat16)
-    return kernel, [q, kv, module.make_indices(S, SKV, topk, device="cpu")]
+def sparse_mla(arch):
+    return sparse_mla_prefill(arch, S=256, SKV=4096, H=128, topk=1024)
 
 
-def sparse_mla_decode(arch, S=256, SKV=4096, H=128, topk=1024):
-    if arch != "mp_31":
-        return None
-    module = example("examples/sparse_mla/sparse_mla_decode.py")
-    kernel = module.sparse_mla_decode(S, SKV, H, 512, 64, topk)
-    q = torch.randn(S, H, 576, dtype=torch.bfloat16)
-    cache = module.quantize_cache(torch.randn(SKV, 576, dtype=torch.bfloat16), 512)
-    return kernel, [q, *cache, module.make_indices(S, SKV, topk, device="cpu")]
-
-
-def gdn(arch, B=8, HK=8, HV=16, D=128):
-    module = example("examples/gdn/gdn_decode.py")
-    return module.gdn_decode(B, HK, HV, D, D), list(module.make_inputs(B, HK, HV, D, D))
-
-
-def moe(arch, tokens=8001, experts=256, groups=8):
-    module = example("examples/moe/moe_routing.py")
-    return module.moe_routing(tokens, experts, groups, 4, 8), [torch.randn(tokens, experts),
-                                                                torch.randn(experts) * 0.1]
+def sparse_mla_decode_small(arch):
+    return sparse_mla_decode(arch, S=256, SKV=4096, H=128, topk=1024)
 
 
 def fp8_quant(arch, tokens=4096, hidden=4096):
@@ -148,9 +129,9 @@ CASES = {
                                 robust_sparse_attention),
     "sparse_mla": ("sparse_mla/sparse_mla_fwd.py", "S256 SKV4096 H128 topk1024 bf16", sparse_mla),
     "sparse_mla_decode": ("sparse_mla/sparse_mla_decode.py", "S256 SKV4096 H128 topk1024, FP8 cache",
-                          sparse_mla_decode),
-    "gdn_decode": ("gdn/gdn_decode.py", "B8 Hk8 Hv16 D128", gdn),
-    "moe_routing": ("moe/moe_routing.py", "8001 tokens, 256 experts", moe),
+                          sparse_mla_decode_small),
+    "gdn_decode": ("gdn/gdn_decode.py", "B8 Hk8 Hv16 D128", gdn_decode),
+    "moe_routing": ("moe/moe_routing.py", "8001 tokens, 256 experts", moe_routing),
     "fp8_quant": ("quant/fp8_per_token_quant.py", "4096x4096 fp32", fp8_quant),
 }
 
