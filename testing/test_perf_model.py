@@ -109,6 +109,25 @@ def test_a_tensor_updated_in_place_crosses_dram_twice():
     assert unwritten.resource_seconds["dram"] == pytest.approx(once.resource_seconds["dram"])
 
 
+def test_dependent_latency_lengthens_each_blocks_critical_path_by_its_warps_chains():
+    """A block of 4 warps (128 threads on the S5000) with 4 x 3000 arithmetic instructions: the cycle model charged
+    each warp's 3000 one cycle each; with a dependent latency of 12 every one waits 12, 11 x 3000 cycles more on
+    the critical path (and on the longest block's). 0 (arch_figures.py's value) leaves the model as it was."""
+    f = figures_for("mp_31")
+    assert f.dependent_latency_cycles == 0
+    counters = made_up_counters(grid_blocks=56, threads_per_block=128, blocks=8, block_cycles=8 * 5000,
+                                block_cycles_max=6000, arithmetic_instructions=8 * 4 * 3000)
+    plain = model_launch(counters, f, distinct_bytes=0, registers=32)
+    chained = model_launch(counters, dataclasses.replace(f, dependent_latency_cycles=12.0), 0, 32)
+    assert plain.resource_seconds["critical_path"] == pytest.approx(6000 / f.clock_hz)
+    assert chained.resource_seconds["critical_path"] == pytest.approx((6000 + 11 * 3000) / f.clock_hz)
+    assert chained.seconds - plain.seconds == pytest.approx(11 * 3000 / f.clock_hz)
+    # many waves: each wave's mean block is longer by the same chain
+    many = dataclasses.replace(counters, grid_blocks=56 * 16 * 3, block_cycles_max=5000)
+    assert (model_launch(many, dataclasses.replace(f, dependent_latency_cycles=12.0), 0, 32)
+            .resource_seconds["critical_path"] == pytest.approx(3 * (5000 + 11 * 3000) / f.clock_hz))
+
+
 def decay_state(N, threads=256, per_thread=8):
     """S = 0.5 * S + X, in place."""
     @T.prim_func

@@ -9,7 +9,9 @@ composes what the launch counted into a time on the arch the kernel was compiled
     critical_path  `waves` rounds of the mean block's critical path in simulated cycles (profile.h's cycle model:
                    the overlap the kernel's pipeline and warp specialization allow is in it; one block alone on the
                    MP), never less than the longest sampled block's (blocks that differ: variable-length
-                   sequences, causal masks), and, on the busiest MP, for the ceil(grid / MPs) blocks it runs
+                   sequences, causal masks), each lengthened by its warps' dependent-instruction latency beyond
+                   the one cycle the cycle model charges (`dependent_latency_cycles`, [A]; 0: not modelled),
+                   and, on the busiest MP, for the ceil(grid / MPs) blocks it runs
                    (not blocks_per_mp x waves: a grid smaller than the MPs' slots leaves them empty),
     issue          their warp instructions (arithmetic and memory) at the MP's issue rate,
     tensor         their matrix instructions at the arch's rate per operand width,
@@ -35,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from ..target import ARCHS
 from .arch_figures import ArchFigures
 from .counters import SECTOR_BYTES, Counters
 
@@ -145,7 +148,9 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         "shared": wavefronts * per_block / figures.shared_wavefronts_per_cycle,
         "l2": l2_bytes * per_block / figures.transfer_bytes_per_cycle,
     }
-    resource_seconds = {"critical_path": waves * counters.block_cycles * per_block / clock}
+    chain = dependent_chain_cycles(counters, figures)
+    mean_cycles = counters.block_cycles * per_block + chain
+    resource_seconds = {"critical_path": waves * mean_cycles / clock}
     resource_seconds.update({name: busiest_mp_blocks * cycles / clock for name, cycles in block_cycles.items()})
     # DRAM is the chip's, not an MP's: the launch's bytes at the sustained bandwidth, however few MPs ask for them
     # (how fast few MPs can ask is their l2 term). In-place tensors are read and written back.
@@ -155,11 +160,11 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
     # in one wave takes its longest sampled block, not the mean one; that block's MP also issues, reads shared
     # memory and moves bytes for longer, by as much as its critical path is longer than the mean (its counts are
     # not kept apart, so they are taken in proportion).
-    resource_seconds["critical_path"] = max(resource_seconds["critical_path"], counters.block_cycles_max / clock)
-    mean_cycles = counters.block_cycles * per_block
-    if waves == 1 and mean_cycles > 0 and counters.block_cycles_max > mean_cycles:
+    longest_cycles = counters.block_cycles_max + chain
+    resource_seconds["critical_path"] = max(resource_seconds["critical_path"], longest_cycles / clock)
+    if waves == 1 and mean_cycles > 0 and longest_cycles > mean_cycles:
         for name in ("issue", "tensor", "shared", "l2"):
-            resource_seconds[name] *= counters.block_cycles_max / mean_cycles
+            resource_seconds[name] *= longest_cycles / mean_cycles
     limiter = max(resource_seconds, key=lambda name: resource_seconds[name])
     seconds = resource_seconds[limiter] + figures.launch_seconds
     total = counters.scaled()
@@ -172,6 +177,17 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         occupancy_limit=limit, registers_per_thread=registers, waves=waves, grid_blocks=counters.grid_blocks,
         simulated_blocks=counters.blocks, distinct_bytes=distinct_bytes, l2_bytes=_l2_bytes(total),
         counters=counters)
+
+
+def dependent_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
+    """What the cycle model leaves out of a block's critical path: it charges a warp one cycle per arithmetic
+    instruction, but an instruction that uses its predecessor's result waits `dependent_latency_cycles` for it.
+    Taken as every one of a warp's arithmetic instructions (the block's mean warp's count) waiting that long:
+    (latency - 1) cycles more per instruction; 0 where the figure is 0 or 1 (not modelled)."""
+    if figures.dependent_latency_cycles <= 1 or not counters.blocks:
+        return 0.0
+    warps = counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
+    return (figures.dependent_latency_cycles - 1) * counters.arithmetic_instructions / warps
 
 
 def total_written_bytes(counters: Counters) -> int:
