@@ -26,7 +26,9 @@ the rows of TME_LOADS_KERNELS only (the other families' kernels get the loads th
 then cached apart (a `_tme` suffix).
 
 The cache is keyed by the row, not by the simulator: after a change to the cycle model (src/tl_templates/sim),
-remove the pickles of the rows it concerns.
+remove the pickles of the rows it concerns. The tensors a row's kernel updates in place (in_place_bytes(): GDN
+decode's state) are named from the row when it is composed, not cached. `--stride K` models every K-th row of the
+selection (a spread sample of a family whose rows take minutes each).
 
 Prints a row per modelled measurement, then a table per family of median and worst |modelled - measured| / measured.
 """

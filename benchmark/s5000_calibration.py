@@ -8,7 +8,10 @@ each row serves every candidate: the issue rate (`warp_instructions_per_cycle`),
 (`shared_wavefronts_per_cycle`) and the launch cost (`launch_seconds`). Every combination on the grids below is
 composed for every calibration row (benchmark/s5000_split.py's `calibration_rows()`, as modelled by
 bench_s5000_rows.py and kept in its cache); the one with the smallest median |modelled - measured| / measured wins
-(ties: the earlier on the grids). No held-out row is read. `calibrated_figures()` returns the S5000's figures with
+(ties: the earlier on the grids). No held-out row is read. `dependent_latency_cycles` lengthens the composed
+critical path (model.py), not the simulated one, so it is fitted the same way. `launch_seconds` stops at 8 us: a
+fixed cost above the shortest measured launch (GDN decode B2, 9.4 us) is impossible, although larger values lower
+the median (they stand in for the small launches' missing latency). `calibrated_figures()` returns the S5000's figures with
 the fitted values (CALIBRATED, written here by hand from this script's output so the result is reviewable).
 """
 
