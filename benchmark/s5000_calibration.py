@@ -11,8 +11,9 @@ bench_s5000_rows.py and kept in its cache); the one with the smallest median |mo
 (ties: the earlier on the grids). No held-out row is read. `dependent_latency_cycles` lengthens the composed
 critical path (model.py), not the simulated one, so it is fitted the same way. `launch_seconds` stops at 8 us: a
 fixed cost above the shortest measured launch (GDN decode B2, 9.4 us) is impossible, although larger values lower
-the median (they stand in for the small launches' missing latency). `calibrated_figures()` returns the S5000's figures with
-the fitted values (CALIBRATED, written here by hand from this script's output so the result is reviewable).
+the median (they stand in for the small launches' missing latency). `calibrated_figures()` returns the S5000's
+figures with the fitted values (CALIBRATED, written here by hand from this script's output so the result is
+reviewable).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ GRIDS = {
 }
 
 # The fit's result on the calibration half (this script's output, 2026-12-06; None: not fitted yet).
-CALIBRATED: dict | None = {"warp_instructions_per_cycle": 2.0, "shared_wavefronts_per_cycle": 0.75, "launch_seconds": 8e-06,
-                             "dependent_latency_cycles": 12.0}
+CALIBRATED: dict | None = {"warp_instructions_per_cycle": 2.0, "shared_wavefronts_per_cycle": 0.75,
+                             "launch_seconds": 8e-06, "dependent_latency_cycles": 12.0}
 
 
 def calibrated_figures() -> dict:
