@@ -155,6 +155,10 @@ def test_the_profiler_counts_a_state_named_in_place_twice(arch):
     sustained = f.dram_bytes_per_s * f.dram_efficiency
     assert once.resource_seconds["dram"] == pytest.approx(8 * N / sustained)
     assert twice.seconds - once.seconds == pytest.approx(4 * N / sustained)
+    with pytest.raises(ValueError, match="item 0 is not one of the launch's tensors"):
+        kernel.get_profiler().model([s.clone(), x], sample_blocks=1, in_place=[torch.zeros(N)])
+    with pytest.raises(ValueError, match="pass them in input_tensors"):
+        kernel.get_profiler().model(sample_blocks=1, in_place=[state])
 
 
 def uneven_blocks(n):
