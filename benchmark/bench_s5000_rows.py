@@ -26,7 +26,9 @@ the rows of TME_LOADS_KERNELS only (the other families' kernels get the loads th
 then cached apart (a `_tme` suffix).
 
 The cache is keyed by the row, not by the simulator: after a change to the cycle model (src/tl_templates/sim),
-remove the pickles of the rows it concerns.
+remove the pickles of the rows it concerns. The tensors a row's kernel updates in place (in_place_bytes(): GDN
+decode's state) are named from the row when it is composed, not cached. `--stride K` models every K-th row of the
+selection (a spread sample of a family whose rows take minutes each).
 
 Prints a row per modelled measurement, then a table per family of median and worst |modelled - measured| / measured.
 """
@@ -78,6 +80,18 @@ class Launch:
     arch: str
     distinct_bytes: int
     registers: int
+    in_place_bytes: int = 0  # set from the row (in_place_bytes()), not cached: older pickles lack it
+
+
+def in_place_bytes(row: dict, launch: Launch) -> int:
+    """The bytes of the tensors the row's launch reads and writes back in place, from the peer kernel's signature
+    (the model cannot tell which tensor a store wrote; model_launch caps this by the bytes the stores wrote).
+    GDN decode updates its float32 `state: T.Tensor([batch, head, dim_v, dim_k])` in place (`gdn_decode.py`:
+    "updating ``state`` in-place"); the other families' kernels write their states to separate outputs."""
+    if row["kernel"] == "mate/gdn_decode" and launch.counters.kernel.startswith("gated_deltanet_decode"):
+        p = row["params"]
+        return p["B"] * p["Hv"] * p["D"] * p["D"] * 4
+    return 0
 
 
 def install_hook(sample_blocks: int, launches: list[Launch]) -> None:
@@ -108,7 +122,7 @@ def compose(launches: list[Launch], figures_by_arch=None) -> float:
 
     figures_by_arch = figures_by_arch or {}
     return sum(model_launch(l.counters, figures_by_arch.get(l.arch) or figures_for(l.arch), l.distinct_bytes,
-                            l.registers).seconds for l in launches)
+                            l.registers, getattr(l, "in_place_bytes", 0)).seconds for l in launches)
 
 
 TME_LOADS_KERNELS = ("mate/gdn_prefill",)  # --tme-loads: the programs whose single-thread tile copies it concerns
@@ -154,8 +168,18 @@ def cached_keys(cache: Path, sample_blocks: int) -> set[str]:
 
 def model_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path,
                tme: bool = False) -> dict[str, list[Launch]]:
-    """Each row's launches, from the cache or by running its case; rows whose case is not found are left out.
-    `tme`: --tme-loads for the rows of TME_LOADS_KERNELS (cached apart)."""
+    """Each row's launches, from the cache or by running its case, with their in-place bytes (in_place_bytes());
+    rows whose case is not found are left out. `tme`: --tme-loads for the rows of TME_LOADS_KERNELS (cached
+    apart)."""
+    found = _simulated_rows(peer, rows, sample_blocks, cache, tme)
+    for row in rows:
+        for launch in found.get(row_key(row), ()):
+            launch.in_place_bytes = in_place_bytes(row, launch)
+    return found
+
+
+def _simulated_rows(peer: Path, rows: list[dict], sample_blocks: int, cache: Path,
+                    tme: bool) -> dict[str, list[Launch]]:
     cache.mkdir(parents=True, exist_ok=True)
     stored = {}
     for suffix in ("", "_tme"):
@@ -275,6 +299,8 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "s5000_rows_cache")
     parser.add_argument("--calibrated", action="store_true", help="compose with s5000_calibration.py's figures")
     parser.add_argument("--limit", type=int, default=0, help="model at most this many rows (0: all)")
+    parser.add_argument("--stride", type=int, default=1,
+                        help="model every STRIDE-th row of the selection (in the split's order), for a spread sample")
     parser.add_argument("--tme-loads", action="store_true",
                         help="what-if: plain global -> shared T.copy loads as TME loads (module docstring)")
     parser.add_argument("--only-cached", action="store_true", help="compose the rows already in the cache only")
@@ -287,6 +313,7 @@ def main() -> int:
     if args.only_cached:
         keys = cached_keys(args.cache, args.sample_blocks)
         rows = [r for r in rows if row_key(r) + cache_suffix(r, args.tme_loads) in keys]
+    rows = rows[::args.stride]
     if args.limit:
         rows = rows[:args.limit]
     figures = None

@@ -55,13 +55,110 @@ def test_a_grid_in_one_wave_takes_its_longest_block():
     m = model_launch(counters, f, distinct_bytes=0, registers=64)
     assert m.waves == 1 and m.limiter == "critical_path"
     assert m.resource_seconds["critical_path"] == pytest.approx(3000 / f.clock_hz)
-    # the longer block's MP issues 1.5x the mean block's instructions (per round of blocks_per_mp blocks)
-    assert m.resource_seconds["issue"] == pytest.approx(1.5 * m.blocks_per_mp * 400 / f.warp_instructions_per_cycle
-                                                        / f.clock_hz)
+    # the longer block's MP (one block on each of two MPs) issues 1.5x the mean block's instructions
+    assert m.resource_seconds["issue"] == pytest.approx(1.5 * 400 / f.warp_instructions_per_cycle / f.clock_hz)
     # many waves of equal blocks: the waves' sum, as before
     many = model_launch(made_up_counters(grid_blocks=56 * 8 * 4, threads_per_block=128, blocks=2, block_cycles=2000,
                                          block_cycles_max=1000), f, 0, 64)
     assert many.waves == 4 and many.resource_seconds["critical_path"] == pytest.approx(4 * 1000 / f.clock_hz)
+
+
+def test_a_grid_smaller_than_the_mps_slots_charges_each_mp_for_the_blocks_it_runs():
+    """16 blocks of 128 threads on the S5000: occupancy allows 16 blocks per MP, but the 16 blocks go one to each of
+    16 MPs. The busiest MP issues one block's instructions, not 16 blocks' (issue 40: the round terms used to be
+    multiplied by the occupancy even below one wave)."""
+    f = figures_for("mp_31")
+    counters = made_up_counters(grid_blocks=16, threads_per_block=128, blocks=16, block_cycles=16 * 1000,
+                                block_cycles_max=1000, arithmetic_instructions=16 * 40_000)
+    m = model_launch(counters, f, distinct_bytes=0, registers=32)
+    assert (m.blocks_per_mp, m.waves) == (16, 1)
+    one_block_issue = 40_000 / f.warp_instructions_per_cycle / f.clock_hz
+    assert m.resource_seconds["issue"] == pytest.approx(one_block_issue)  # was 16x
+    assert m.limiter == "issue" and m.seconds == pytest.approx(one_block_issue + f.launch_seconds)
+    # 57 blocks: the busiest MP runs two
+    two = model_launch(dataclasses.replace(counters, grid_blocks=57), f, distinct_bytes=0, registers=32)
+    assert two.resource_seconds["issue"] == pytest.approx(2 * one_block_issue)
+
+
+def test_dram_is_the_chips_bandwidth_however_few_mps_are_busy():
+    """16 blocks reading 64 MiB between them: the DRAM term is the bytes at the chip's sustained bandwidth (it used
+    to give each of the 16 busy MPs 1/56 of it, and multiply by the 16 blocks an MP could hold)."""
+    f = figures_for("mp_31")
+    counters = made_up_counters(grid_blocks=16, threads_per_block=128, blocks=16, block_cycles=16 * 10,
+                                block_cycles_max=10)
+    m = model_launch(counters, f, distinct_bytes=64 << 20, registers=32)
+    assert m.resource_seconds["dram"] == pytest.approx((64 << 20) / (f.dram_bytes_per_s * f.dram_efficiency))
+    assert m.limiter == "dram"
+
+
+def test_a_tensor_updated_in_place_crosses_dram_twice():
+    """A launch that reads a 32 MiB state and writes it back: its DRAM term is 64 MiB plus the other tensors, not
+    the state's storage once; never more than the stores wrote (a tensor named in place but not written)."""
+    f = figures_for("mp_31")
+    state, other = 32 << 20, 1 << 20
+    counters = made_up_counters(grid_blocks=4096, threads_per_block=128, blocks=8, block_cycles=8 * 10,
+                                block_cycles_max=10, global_store_bytes=state * 8 // 4096)
+    sustained = f.dram_bytes_per_s * f.dram_efficiency
+    once = model_launch(counters, f, distinct_bytes=state + other, registers=32)
+    twice = model_launch(counters, f, distinct_bytes=state + other, registers=32, in_place_bytes=state)
+    assert once.resource_seconds["dram"] == pytest.approx((state + other) / sustained)
+    assert twice.resource_seconds["dram"] - once.resource_seconds["dram"] == pytest.approx(state / sustained)
+    assert twice.seconds - once.seconds == pytest.approx(state / sustained)
+    assert twice.roofline_seconds == pytest.approx((2 * state + other) / f.dram_bytes_per_s)
+    unwritten = model_launch(dataclasses.replace(counters, global_store_bytes=0), f, state + other, 32, state)
+    assert unwritten.resource_seconds["dram"] == pytest.approx(once.resource_seconds["dram"])
+
+
+def test_dependent_latency_lengthens_each_blocks_critical_path_by_its_warps_chains():
+    """A block of 4 warps (128 threads on the S5000) with 4 x 3000 arithmetic instructions: the cycle model charged
+    each warp's 3000 one cycle each; with a dependent latency of 12 every one waits 12, 11 x 3000 cycles more on
+    the critical path (and on the longest block's). 0 (arch_figures.py's value) leaves the model as it was."""
+    f = figures_for("mp_31")
+    assert f.dependent_latency_cycles == 0
+    counters = made_up_counters(grid_blocks=56, threads_per_block=128, blocks=8, block_cycles=8 * 5000,
+                                block_cycles_max=6000, arithmetic_instructions=8 * 4 * 3000)
+    plain = model_launch(counters, f, distinct_bytes=0, registers=32)
+    chained = model_launch(counters, dataclasses.replace(f, dependent_latency_cycles=12.0), 0, 32)
+    assert plain.resource_seconds["critical_path"] == pytest.approx(6000 / f.clock_hz)
+    assert chained.resource_seconds["critical_path"] == pytest.approx((6000 + 11 * 3000) / f.clock_hz)
+    assert chained.seconds - plain.seconds == pytest.approx(11 * 3000 / f.clock_hz)
+    # many waves: each wave's mean block is longer by the same chain
+    many = dataclasses.replace(counters, grid_blocks=56 * 16 * 3, block_cycles_max=5000)
+    assert (model_launch(many, dataclasses.replace(f, dependent_latency_cycles=12.0), 0, 32)
+            .resource_seconds["critical_path"] == pytest.approx(3 * (5000 + 11 * 3000) / f.clock_hz))
+
+
+def decay_state(N, threads=256, per_thread=8):
+    """S = 0.5 * S + X, in place."""
+    @T.prim_func
+    def main(S: T.Tensor((N,), "float32"), X: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, threads * per_thread), threads=threads) as b_x:
+            for i, j in T.Parallel(threads, per_thread):
+                offsets = (b_x * threads + i) * per_thread
+                S[offsets + j] = S[offsets + j] * 0.5 + X[offsets + j]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_profiler_counts_a_state_named_in_place_twice(arch):
+    f = figures_for(arch)
+    N = 1 << 22
+    kernel = tilelang.compile(decay_state(N), target=f"musa -arch={arch}")
+    s, x = rand((N,), torch.float32, 1), rand((N,), torch.float32, 2)
+    expected = s[:2048] * 0.5 + x[:2048]
+    once = kernel.get_profiler().model([s.clone(), x], sample_blocks=8)
+    state = s.clone()
+    twice = kernel.get_profiler().model([state, x], sample_blocks=8, in_place=[state])
+    torch.testing.assert_close(state[:2048], expected)
+    assert once.limiter == twice.limiter == "dram"
+    sustained = f.dram_bytes_per_s * f.dram_efficiency
+    assert once.resource_seconds["dram"] == pytest.approx(8 * N / sustained)
+    assert twice.seconds - once.seconds == pytest.approx(4 * N / sustained)
+    with pytest.raises(ValueError, match="item 0 is not one of the launch's tensors"):
+        kernel.get_profiler().model([s.clone(), x], sample_blocks=1, in_place=[torch.zeros(N)])
+    with pytest.raises(ValueError, match="pass them in input_tensors"):
+        kernel.get_profiler().model(sample_blocks=1, in_place=[state])
 
 
 def uneven_blocks(n):

@@ -5,19 +5,24 @@ composes what the launch counted into a time on the arch the kernel was compiled
 
 - occupancy: how many blocks an MP holds at once (`blocks_per_mp`), limited by shared memory, threads, registers
   (estimated from the kernel's per-thread arrays: a lower bound; never below one block) and the MP's block slots;
-- one round on an MP, that many blocks together, takes the longest of
-    critical_path  the mean block's critical path in simulated cycles (profile.h's cycle model: the overlap the
-                   kernel's pipeline and warp specialization allow is in it; one block alone on the MP), and,
-                   shared by the round's blocks,
+- the launch takes the longest of
+    critical_path  `waves` rounds of the mean block's critical path in simulated cycles (profile.h's cycle model:
+                   the overlap the kernel's pipeline and warp specialization allow is in it; one block alone on the
+                   MP), never less than the longest sampled block's (blocks that differ: variable-length
+                   sequences, causal masks), each lengthened by its warps' dependent-instruction latency beyond
+                   the one cycle the cycle model charges (`dependent_latency_cycles`, [A]; 0: not modelled),
+                   and, on the busiest MP, for the ceil(grid / MPs) blocks it runs
+                   (not blocks_per_mp x waves: a grid smaller than the MPs' slots leaves them empty),
     issue          their warp instructions (arithmetic and memory) at the MP's issue rate,
     tensor         their matrix instructions at the arch's rate per operand width,
     shared         their shared-memory wavefronts, bank conflicts included,
-    l2             the bytes they move through the L2 (global sectors, LDLMS, TME),
-    dram           their share of the launch's distinct bytes (the arguments' storage, read or written once: an
-                   L2 that catches every re-read, [A]) at the sustained DRAM bandwidth;
-- the grid runs in `waves` rounds over the MPs, and never in less than its longest sampled block's critical path
-  (blocks that differ: variable-length sequences, causal masks; in one wave the MP terms grow in proportion to
-  that block too); add the launch cost. The longest term names the limiting resource.
+    l2             the bytes they move through the L2 (global sectors, LDLMS, TME);
+    and, for the chip,
+    dram           the launch's distinct bytes (the arguments' storage, read or written once: an L2 that catches
+                   every re-read, [A]), plus the tensors updated in place once more (read, then written back),
+                   at the sustained DRAM bandwidth, however few MPs are busy;
+  in one wave the MP terms grow in proportion to the longest block too; add the launch cost. The longest term
+  names the limiting resource.
 
 `roofline_seconds` is the bound no schedule beats: the matrix work at the tensor pipes' peak, or the distinct bytes
 at peak DRAM bandwidth. Arithmetic is one issue cycle per instruction (no latencies of dependent chains), so
@@ -32,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from ..target import ARCHS
 from .arch_figures import ArchFigures
 from .counters import SECTOR_BYTES, Counters
 
@@ -116,9 +122,12 @@ def occupancy(counters: Counters, figures: ArchFigures, registers: int) -> tuple
     return limits[limit], limit
 
 
-def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, registers: int) -> ModelledTime:
+def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, registers: int,
+                 in_place_bytes: int = 0) -> ModelledTime:
     """The modelled time of the launch `counters` describe (see the module docstring). `distinct_bytes`: the
-    storage of the launch's tensors; `registers`: per thread (registers_per_thread)."""
+    storage of the launch's tensors; `registers`: per thread (registers_per_thread); `in_place_bytes`: the storage
+    of tensors the launch reads and writes back in place (a recurrent state), which DRAM moves twice: read, then
+    written. No more than the launch's stores wrote is counted (its store and TME-store bytes, scaled to the grid)."""
     if counters.blocks == 0:
         raise ValueError(f"the launch of {counters.kernel} ran no block; nothing to model")
     blocks_per_mp, limit = occupancy(counters, figures, registers)
@@ -128,31 +137,39 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
     wavefronts = counters.shared_load_wavefronts + counters.shared_store_wavefronts
     instructions = counters.arithmetic_instructions + counters.global_load_requests + counters.global_store_requests \
         + counters.shared_load_requests + counters.shared_store_requests
-    dram_bytes_per_cycle = figures.dram_bytes_per_s * figures.dram_efficiency / figures.mps / clock
-    round_cycles = {  # one MP running blocks_per_mp blocks together
-        "critical_path": counters.block_cycles * per_block,
-        "issue": blocks_per_mp * instructions * per_block / figures.warp_instructions_per_cycle,
-        "tensor": blocks_per_mp * counters.tensor_cycles * per_block,
-        "shared": blocks_per_mp * wavefronts * per_block / figures.shared_wavefronts_per_cycle,
-        "l2": blocks_per_mp * l2_bytes * per_block / figures.transfer_bytes_per_cycle,
-        "dram": blocks_per_mp * distinct_bytes / counters.grid_blocks / dram_bytes_per_cycle,
-    }
     waves = math.ceil(counters.grid_blocks / (figures.mps * blocks_per_mp))
-    resource_seconds = {name: waves * cycles / clock for name, cycles in round_cycles.items()}
+    # The MP's own resources serve the blocks it runs: the busiest MP runs ceil(grid / MPs) of them (fewer than
+    # blocks_per_mp x waves when the grid leaves MPs or block slots empty: a grid of 16 blocks puts one on each of
+    # 16 MPs, whatever the occupancy allows).
+    busiest_mp_blocks = math.ceil(counters.grid_blocks / figures.mps)
+    block_cycles = {
+        "issue": instructions * per_block / figures.warp_instructions_per_cycle,
+        "tensor": counters.tensor_cycles * per_block,
+        "shared": wavefronts * per_block / figures.shared_wavefronts_per_cycle,
+        "l2": l2_bytes * per_block / figures.transfer_bytes_per_cycle,
+    }
+    chain = dependent_chain_cycles(counters, figures)
+    mean_cycles = counters.block_cycles * per_block + chain
+    resource_seconds = {"critical_path": waves * mean_cycles / clock}
+    resource_seconds.update({name: busiest_mp_blocks * cycles / clock for name, cycles in block_cycles.items()})
+    # DRAM is the chip's, not an MP's: the launch's bytes at the sustained bandwidth, however few MPs ask for them
+    # (how fast few MPs can ask is their l2 term). In-place tensors are read and written back.
+    dram_bytes = distinct_bytes + min(in_place_bytes, total_written_bytes(counters))
+    resource_seconds["dram"] = dram_bytes / (figures.dram_bytes_per_s * figures.dram_efficiency)
     # No launch ends before its longest block: a grid whose blocks differ (variable-length sequences, causal masks)
     # in one wave takes its longest sampled block, not the mean one; that block's MP also issues, reads shared
     # memory and moves bytes for longer, by as much as its critical path is longer than the mean (its counts are
     # not kept apart, so they are taken in proportion).
-    resource_seconds["critical_path"] = max(resource_seconds["critical_path"], counters.block_cycles_max / clock)
-    mean_cycles = counters.block_cycles * per_block
-    if waves == 1 and mean_cycles > 0 and counters.block_cycles_max > mean_cycles:
+    longest_cycles = counters.block_cycles_max + chain
+    resource_seconds["critical_path"] = max(resource_seconds["critical_path"], longest_cycles / clock)
+    if waves == 1 and mean_cycles > 0 and longest_cycles > mean_cycles:
         for name in ("issue", "tensor", "shared", "l2"):
-            resource_seconds[name] *= counters.block_cycles_max / mean_cycles
+            resource_seconds[name] *= longest_cycles / mean_cycles
     limiter = max(resource_seconds, key=lambda name: resource_seconds[name])
     seconds = resource_seconds[limiter] + figures.launch_seconds
     total = counters.scaled()
     tensor_peak_seconds = total.tensor_cycles / figures.mps / clock
-    roofline = max(tensor_peak_seconds, distinct_bytes / figures.dram_bytes_per_s)
+    roofline = max(tensor_peak_seconds, dram_bytes / figures.dram_bytes_per_s)
     return ModelledTime(
         kernel=counters.kernel, arch=figures.arch, device=figures.device, seconds=seconds,
         tflops=total.mma_flops / seconds / 1e12, dram_gbps=distinct_bytes / seconds / 1e9, limiter=limiter,
@@ -160,6 +177,23 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         occupancy_limit=limit, registers_per_thread=registers, waves=waves, grid_blocks=counters.grid_blocks,
         simulated_blocks=counters.blocks, distinct_bytes=distinct_bytes, l2_bytes=_l2_bytes(total),
         counters=counters)
+
+
+def dependent_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
+    """What the cycle model leaves out of a block's critical path: it charges a warp one cycle per arithmetic
+    instruction, but an instruction that uses its predecessor's result waits `dependent_latency_cycles` for it.
+    Taken as every one of a warp's arithmetic instructions (the block's mean warp's count) waiting that long:
+    (latency - 1) cycles more per instruction; 0 where the figure is 0 or 1 (not modelled)."""
+    if figures.dependent_latency_cycles <= 1 or not counters.blocks:
+        return 0.0
+    warps = counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
+    return (figures.dependent_latency_cycles - 1) * counters.arithmetic_instructions / warps
+
+
+def total_written_bytes(counters: Counters) -> int:
+    """The bytes the launch's stores and TME stores wrote, extrapolated from the simulated blocks to the grid."""
+    scale = counters.grid_blocks / counters.blocks if counters.blocks else 0.0
+    return round((counters.global_store_bytes + counters.tme_store_bytes) * scale)
 
 
 def _l2_bytes(counters: Counters) -> int:

@@ -154,15 +154,25 @@ class Profiler:
 
     def model(self, input_tensors: Sequence[Any] | None = None,
               dynamic_symbolic_constraints: dict[str, int] | None = None,
-              sample_blocks: int | None = DEFAULT_MODEL_SAMPLE) -> ModelledTime:
+              sample_blocks: int | None = DEFAULT_MODEL_SAMPLE, in_place: Sequence[Any] = ()) -> ModelledTime:
         """The kernel's modelled time on the arch it was compiled for, from one simulated launch on
         `input_tensors` (default: generated ones) of `sample_blocks` evenly spaced blocks (None: all): seconds,
         TFLOPS, DRAM GB/s, the limiting resource, occupancy and the roofline bound (model.py). A program of
-        several kernels: the last one's launch, with all the program's tensors as its distinct bytes."""
+        several kernels: the last one's launch, with all the program's tensors as its distinct bytes.
+        `in_place`: the input tensors the kernel reads and writes back (a recurrent state): DRAM moves their bytes
+        twice (the counters do not tell which tensor a load or store touched)."""
+        in_place = list(in_place)
+        if in_place and input_tensors is None:
+            raise ValueError("model(in_place=...) names tensors of the launch: pass them in input_tensors too")
         counters, tensors = self._profiled_run("model", input_tensors, dynamic_symbolic_constraints, sample_blocks)
+        storages = {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor)}
+        for i, t in enumerate(in_place):
+            if not isinstance(t, torch.Tensor) or t.untyped_storage().data_ptr() not in storages:
+                raise ValueError(f"model(in_place=...): item {i} is not one of the launch's tensors "
+                                 f"({type(t).__name__})")
         figures = figures_for(self.kernel.target.attrs["arch"])
         registers = registers_per_thread(self.kernel.get_kernel_source())
-        return model_launch(counters, figures, _distinct_bytes(tensors), registers)
+        return model_launch(counters, figures, _distinct_bytes(tensors), registers, _distinct_bytes(in_place))
 
     def trace(self, path: str | Path, sample_blocks: int | None = DEFAULT_TRACE_SAMPLE,
               input_tensors: Sequence[Any] | None = None,
