@@ -90,6 +90,25 @@ def test_layout_inverse_round_trips_on_every_element(shape, fn):
     assert_inverse_round_trips(L)
 
 
+def test_layout_inverse_is_reused_for_the_same_map_under_other_vars():
+    """A map inverted before (up to renaming its Vars) gives the checked inverse again, over fresh output Vars;
+    another map, or the same expressions with the inputs in another order, is inverted on its own."""
+    from tilelang_musa.layout import _inverse
+
+    fn = lambda i, j: [i * 32 + (j ^ (i % 8))]  # noqa: E731
+    first, second = Layout((64, 32), fn), Layout((64, 32), fn)
+    assert not first.forward_vars[0].same_as(second.forward_vars[0])
+    a, b = first.inverse(), second.inverse()
+    assert tvm_ffi.structural_equal(a.forward_index, b.forward_index, map_free_vars=True)
+    assert not a.forward_vars[0].same_as(b.forward_vars[0])  # the hit's expressions are over its own Vars
+    assert_inverse_round_trips(second)
+    assert_inverse_round_trips(Layout((32, 32), lambda i, j: [i * 32 + (j ^ (i % 8))]))
+    assert_inverse_round_trips(Layout((32, 32), lambda j, i: [i * 32 + (j ^ (i % 8))]))  # the inputs swapped
+    held = sum(len(v) for v in _inverse._INVERTED.values())
+    Layout((64, 32), fn).inverse()
+    assert sum(len(v) for v in _inverse._INVERTED.values()) == held  # a hit adds nothing
+
+
 def test_layout_inverse_names_two_colliding_inputs():
     with pytest.raises(LayoutError, match=r"inputs \(0, 1\) and \(1, 0\) map to the same output"):
         Layout((4, 4), lambda i, j: [i + j]).inverse()

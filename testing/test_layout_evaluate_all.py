@@ -66,3 +66,15 @@ def test_the_evaluations_kept_are_bounded():
         f.evaluate_all()
     assert len(module._EVALUATED) == module._EVALUATED_KEEP
     assert fragments[-1].__chandle__() in module._EVALUATED and fragments[0].__chandle__() not in module._EVALUATED
+
+
+def test_injectivity_is_decided_once_per_fragment(monkeypatch):
+    from tilelang_musa.layout import fragment as module
+
+    fragments = [T.Fragment([8, 8], forward_thread_fn=lambda i, j: i),
+                 T.Fragment([8, 8], forward_fn=lambda i, j: (0, 0))]  # every element in one slot
+    answers = [f.is_injective() for f in fragments]
+    assert answers == [True, False]
+    monkeypatch.setattr(module, "all_distinct", lambda keys: pytest.fail("injectivity decided again"))
+    assert [f.is_injective() for f in fragments] == answers
+    assert len(module._INJECTIVE) <= module._EVALUATED_KEEP

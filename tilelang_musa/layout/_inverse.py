@@ -12,11 +12,20 @@ from typing import Any, Sequence
 
 import numpy as np
 import tvm
+import tvm_ffi
 
 from . import _bitlinear
-from ._expr import Expr, Range, Var, all_distinct, as_expr, const_int, evaluate, make_vars, open_grid, simplify
+from ._expr import (Expr, Range, Var, all_distinct, as_expr, const_int, evaluate, make_vars, open_grid, simplify,
+                    substitute)
 
 _CHECK_LIMIT = 1 << 22  # points an exhaustive check may evaluate
+
+# Inverses already computed and checked on every point, up to renaming of the Vars: a kernel's fragments, and every
+# compile of the same tile shapes, invert the same maps (the exhaustive checks are most of a GEMM's layout time).
+# Only checked maps are kept: their outputs use no Var but the inputs, and the inverses none but the output Vars
+# (the numeric checks evaluate them with nothing else bound), so renaming those is all a hit needs.
+_INVERTED: dict[tuple, list[tuple[Any, list[Var], list[Expr]]]] = {}
+_INVERTED_KEEP = 256
 
 
 class NotInvertible(Exception):
@@ -29,6 +38,15 @@ def invert(outputs: Sequence[Expr], inputs: Sequence[Var], input_extents: Sequen
     in_ext = [const_int(e) for e in input_extents]
     out_ext = [const_int(e) for e in output_extents]
     static = all(e is not None for e in in_ext + out_ext)
+    checked = static and int(np.prod(in_ext, dtype=np.int64)) <= _CHECK_LIMIT
+    if checked:
+        key_map = [*inputs, *outputs]
+        key = (out_prefix, tuple(in_ext), tuple(out_ext), tvm_ffi.structural_hash(key_map, map_free_vars=True))
+        for known_map, known_vars, known_exprs in _INVERTED.get(key, ()):
+            if tvm_ffi.structural_equal(known_map, key_map, map_free_vars=True):
+                out_vars = make_vars(len(outputs), out_prefix)
+                rename = dict(zip(known_vars, out_vars))
+                return out_vars, [substitute(e, rename) for e in known_exprs]
     if static:
         _check_bijective(outputs, inputs, in_ext, out_ext)
     out_vars = make_vars(len(outputs), out_prefix)
@@ -45,6 +63,13 @@ def invert(outputs: Sequence[Expr], inputs: Sequence[Var], input_extents: Sequen
         if static and (wrong := _round_trip_error(outputs, inputs, in_ext, out_vars, exprs)) is not None:
             errors.append(f"{attempt.__name__.strip('_')} inverter: {wrong}")  # the wheel's, on `127 - i`
             continue
+        if checked:
+            while len(_INVERTED) >= _INVERTED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
+                try:
+                    _INVERTED.pop(next(iter(_INVERTED)), None)
+                except (StopIteration, RuntimeError):
+                    break
+            _INVERTED.setdefault(key, []).append((key_map, out_vars, exprs))
         return out_vars, exprs
     raise NotInvertible("; ".join(errors))
 

@@ -38,6 +38,8 @@ from .layout import Layout, LayoutError, as_index_list, normalize_shape, output_
 # fragment takes milliseconds to evaluate. Holding the fragment keeps its handle from being reused.
 _EVALUATED: dict[int, tuple["Fragment", tuple[np.ndarray, np.ndarray]]] = {}
 _EVALUATED_KEEP = 8
+# Whether those fragments are injective, by object alike (a GEMM's lowering asks it of its accumulator several times).
+_INJECTIVE: dict[int, tuple["Fragment", bool]] = {}
 
 
 def new_replicate_var() -> Var:
@@ -168,8 +170,18 @@ class Fragment(Layout):
 
     def is_injective(self) -> bool:
         """No two (element, replica) pairs share a (thread, slot): checked on every pair."""
+        known = _INJECTIVE.get(self.__chandle__())
+        if known is not None and known[0].same_as(self):
+            return known[1]
         thread, slot = self.evaluate_all()
-        return all_distinct(thread * int(self.local_size) + slot)
+        injective = all_distinct(thread * int(self.local_size) + slot)
+        while len(_INJECTIVE) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
+            try:
+                _INJECTIVE.pop(next(iter(_INJECTIVE)), None)
+            except (StopIteration, RuntimeError):
+                break
+        _INJECTIVE[self.__chandle__()] = (self, injective)
+        return injective
 
     def is_bijective(self) -> bool:
         """Injective, and every slot of every thread in [first thread, num_threads) is used."""

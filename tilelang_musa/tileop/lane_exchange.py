@@ -68,9 +68,13 @@ class _Elements:
         self.col = np.full((count, plan.local_size), -1, dtype=np.int64)
         self.row[thread, slot] = flat // extents[-1]
         self.col[thread, slot] = flat % extents[-1]
-        self.element = np.full(count * plan.local_size, -1, dtype=np.int64)  # row * columns + column, by thread/slot
+        # row * columns + column, by thread/slot; int32 where it fits (the searches below walk every element of it
+        # several times, and half the bytes is half the time)
+        self.index_dtype = np.int32 if count * plan.local_size < 2**31 else np.int64
+        self.element = np.full(count * plan.local_size, -1, dtype=self.index_dtype)
         self.element[thread * plan.local_size + slot] = flat
         self.count, self.slots, self.extents = count, plan.local_size, extents
+        self._efficiency: dict[tuple, float | None] = {}
 
     def column_weight(self, axis: str, bit: int) -> int | None:
         """What setting `bit` of the thread (axis "thread") or slot index adds to the column, when it is the same for
@@ -89,15 +93,16 @@ class _Elements:
 
     def sources(self, slot_bits: list[int], lane_bits: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The plan's (thread, slot) whose element lands in [thread, group, vector lane] after the trades (the
-        lowering's mapping)."""
+        lowering's mapping), as arrays that broadcast to [thread, group, vector lane]: the thread depends on the
+        thread and vector lane only, so it stays count x width, and only the slot is built at full size."""
         width = 1 << len(slot_bits)
         others = [b for b in range(self.slots.bit_length() - 1) if b not in slot_bits]
-        t = np.arange(self.count)[:, None, None]
-        g = np.arange(self.slots // width)[None, :, None]
-        v = np.arange(width)[None, None, :]
-        slot = sum(((g >> r) & 1) << o for r, o in enumerate(others)) + \
+        t = np.arange(self.count, dtype=self.index_dtype)[:, None, None]
+        g = np.arange(self.slots // width, dtype=self.index_dtype)[None, :, None]
+        v = np.arange(width, dtype=self.index_dtype)[None, None, :]
+        source_slot = sum(((g >> r) & 1) << o for r, o in enumerate(others)) + \
             sum(((v >> i) & 1) << s for i, s in enumerate(slot_bits))
-        source_thread, source_slot = t + 0 * slot, slot + 0 * t
+        source_thread = t
         for i, (s, b) in enumerate(zip(slot_bits, lane_bits)):
             if b < 0:
                 continue
@@ -130,15 +135,23 @@ class _Elements:
     def sector_efficiency(self, slot_bits: list[int], lane_bits: list[int], element_bytes: int,
                           warp: int) -> float | None:
         """Bytes stored over bytes of the 32-byte sectors touched, per warp instruction (a vector store of every
-        lane); None if some vector is not consecutive columns of one row starting at a multiple of its width."""
+        lane); None if some vector is not consecutive columns of one row starting at a multiple of its width.
+        Memoized: the planner asks again for the trades it chose."""
+        key = (tuple(slot_bits), tuple(lane_bits), element_bytes, warp)
+        if key not in self._efficiency:
+            self._efficiency[key] = self._sector_efficiency(slot_bits, lane_bits, element_bytes, warp)
+        return self._efficiency[key]
+
+    def _sector_efficiency(self, slot_bits: list[int], lane_bits: list[int], element_bytes: int,
+                           warp: int) -> float | None:
         threads, slots = self.sources(slot_bits, lane_bits)
         element = self.element.take(threads * self.slots + slots)
         width, columns = element.shape[-1], self.extents[-1]
         first = element[..., :1]
         # Consecutive columns of one row from a multiple of the width (a width that does not divide the row leaves
         # the vectors of the row's last columns short: the plan holds every element, plan_lane_exchange checked).
-        if columns % width or first.min() < 0 or not np.array_equal(element, first + np.arange(width)) \
-                or np.any(first % width):
+        if columns % width or first.min() < 0 or width > 1 and (
+                not np.array_equal(element, first + np.arange(width, dtype=element.dtype)) or np.any(first % width)):
             return None
         stored = element.size * element_bytes
         if SECTOR_BYTES % (width * element_bytes) == 0:

@@ -34,6 +34,7 @@ from ..errors import CompileError, SourceLoc
 from ..ir.attrs import PIPELINED_ATTR
 from ..ir.ops import BARRIER_EXPECT_TX_OP, register_intrinsic
 from ..layout import Layout
+from ..layout._expr import open_grid
 from ..layout.swizzle import SWIZZLE_LINE, swizzle_alignment, swizzle_bytes
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .region import Region, pair_dims
@@ -223,7 +224,7 @@ def _match_layout(s: Region, layout: Layout | None, box_dims: list[int], elem: i
     first = next((d for d, e in enumerate(s.extents) if not _is_one(e)), s.ndim - 1)
     tile_mins = _static(s.mins[first:], f"the start of {s.name}'s region in dimension")
     tile_ext = _static(s.extents[first:], f"the extent of {s.name}'s region:")
-    grid = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+    grid = open_grid(shape)  # one axis each: the layout's subexpressions of one coordinate cost n_d operations
     if layout is None:
         phys = np.zeros(shape, dtype=np.int64)
         for g_, n in zip(grid, shape):

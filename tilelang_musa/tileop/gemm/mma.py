@@ -61,6 +61,22 @@ def _swizzled_layout(region, operand: str, gemm):
     return make_sqmma_swizzled_layout((shape, region.dtype), k_major=k_major(operand, gemm))
 
 
+# Whether an operand tile of (shape, dtype, major-ness) has an SQMMA swizzled layout, and if not why: the choice of
+# a GEMM path asks it of every operand, each time it is asked (the layout itself is built where it is used).
+_SWIZZLE_REFUSALS: dict[tuple, str | None] = {}
+
+
+def _swizzle_refusal(region, operand: str, gemm) -> str | None:
+    key = (operand, tuple(int(e) for e in region.buffer.ty.shape), str(region.dtype), k_major(operand, gemm))
+    if key not in _SWIZZLE_REFUSALS:
+        try:
+            _swizzled_layout(region, operand, gemm)
+            _SWIZZLE_REFUSALS[key] = None
+        except LayoutError as err:
+            _SWIZZLE_REFUSALS[key] = f"operand {operand}: {err}"
+    return _SWIZZLE_REFUSALS[key]
+
+
 def _operand_kind(region) -> str | None:
     return "s" if region.scope in SHARED else "r" if region.scope == FRAGMENT else None
 
@@ -127,10 +143,9 @@ def _declines(path: Path) -> Callable[[Any, GemmContext], str | None]:
                     if region.buffer in ctx.unswizzled:
                         return (f"operand {what} (`{region.name}`) stays unswizzled: it, or a tile it shares a "
                                 "T.gemm with, is read K-major by one T.gemm and MN-major by another")
-                    try:
-                        _swizzled_layout(region, what, gemm)
-                    except LayoutError as err:
-                        return f"operand {what}: {err}"
+                    refusal = _swizzle_refusal(region, what, gemm)
+                    if refusal is not None:
+                        return refusal
                     continue
                 row_bytes = int(region.buffer.ty.shape[-1]) * 2
                 if row_bytes < 8 or row_bytes > 256 or row_bytes & (row_bytes - 1):
