@@ -1,6 +1,7 @@
 """Compile generated MUSA sources with real two-pass GPU compilers, without mcc.
 
     python testing/device_compilers/compile_kernels.py DIR_OR_FILES... [--compiler clang|nvcc|all] [--jobs N]
+        [--select all|distinct|pairs] [--batch N]
     python testing/device_compilers/compile_kernels.py DIR --compiler nvcc --shared OUT   # .so files, for a GPU
 
 mcc is clang with a MUSA target: it parses every kernel twice, once for the host (no __MUSA_ARCH__, no MUSA
@@ -267,12 +268,19 @@ def compile_sources(sources: list[KernelSource], compilers: list[DeviceCompiler]
     return [results[job] for job in work]
 
 
+# --select: the suite's choices of sources (test_device_compilers.py)
+SELECTIONS = {"all": list, "distinct": distinct_by_features, "pairs": covering_feature_pairs}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", type=Path, help="directories of .mu files, or .mu files")
     parser.add_argument("--compiler", choices=[*COMPILERS, "all"], default="all")
     parser.add_argument("--arch", choices=list(MUSA_ARCH), default="mp_31", help="arch of sources named without one")
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: cores)")
+    parser.add_argument("--select", choices=list(SELECTIONS), default="all",
+                        help="which sources: all, one per feature set (the suite's clang check), or covering every "
+                             "pair of features (its nvcc check)")
     parser.add_argument("--batch", type=int, default=None, metavar="N",
                         help="sources per compiler process (default: the compiler's; 1: each source alone)")
     parser.add_argument("--clang", default=None, help="the clang executable (default: clang++ on PATH)")
@@ -291,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         if not c.available():
             print(f"{c.name} was not found", file=sys.stderr)
             return 2
-    sources = collect_sources(args.paths, args.arch)
+    sources = SELECTIONS[args.select](collect_sources(args.paths, args.arch))
     if not sources:
         print("no .mu sources given", file=sys.stderr)
         return 2
