@@ -7,7 +7,9 @@ TILELANG_SOURCE_ARCHIVE_DIR, see conftest.py) are compiled, after every other te
 - nvcc (one host + device compile for an NVIDIA GPU), the MUSA names mapped onto CUDA's by nvcc_musa/;
 clang for one kernel per set of templates, built-ins and element types used (kernels that differ only in plain C++
 compile once), nvcc for kernels covering every pair of them used together (nvcc is slower: the whole suite's kernels
-would take minutes of the CI's 30).
+would take minutes of the CI's 30). Both check up to their batch_size sources per compiler process
+(device_compilers/batch.py: one process spends nearly all its time on the headers); a batch that fails is checked
+again source by source, so each failure is reported with the kernel's own command and the test that generated it.
 A few kernels of every arch and GEMM path are generated here too, so the check covers them whichever tests ran.
 The planted sources in testing/device_compilers/planted/ are bugs the check must catch (and g++ does not).
 
@@ -28,6 +30,7 @@ from conftest import generated_by
 from test_gemm import gemm_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "device_compilers"))
+from batch import BatchShape, batch_shape  # noqa: E402
 from compile_kernels import (  # noqa: E402
     ClangCheck, NvccCheck, collect_sources, compile_sources, covering_feature_pairs, distinct_by_features,
 )
@@ -179,3 +182,47 @@ def test_the_nvcc_selection_covers_every_pair_of_features_used_together(tmp_path
     kept = [s.path.name for s in covering_feature_pairs(collect_sources([tmp_path]))]
     assert kept == ["new_pair.mp_31.2.mu", "same_on_mp_22.mp_22.3.mu", "wide.mp_31.0.mu"]
     assert len(distinct_by_features(collect_sources([tmp_path]))) == 4
+
+
+def generated_like(name, body, includes=('#include "tl_templates/musa/common.h"', "#include <cstdio>")):
+    """A source shaped as the code generator writes one: its includes, then one kernel."""
+    return "\n".join([*includes, "", f'extern "C" __global__ void __launch_bounds__(128, 1) {name}(float* __restrict__ A) {{',
+                      f"  {body}", "}", ""])
+
+
+GOOD_BODY = "A[((int)threadIdx.x)] = A[((int)threadIdx.x)] * 2.0f;"
+
+
+def test_sources_of_one_shape_share_a_compiler_process_and_a_failing_one_is_reported_by_itself(tmp_path):
+    """Three kernels of the same name check in one process per pass; a bug planted in the last of them fails the
+    batch, and is then reported exactly as its own compile reports it, the other two passing."""
+    clang = require(ClangCheck())
+    for k in range(3):
+        (tmp_path / f"k{k}.mp_31.{k}.mu").write_text(generated_like("main_kernel", GOOD_BODY))
+    good = compile_sources(collect_sources([tmp_path]), [clang], batch_size=8)
+    assert [(r.ok, r.batch_size) for r in good] == [(True, 3)] * 6
+    (tmp_path / "k2.mp_31.2.mu").write_text(generated_like("main_kernel", "A[0] = undeclared_name;"))
+    sources = collect_sources([tmp_path])
+    batched = compile_sources(sources, [clang], batch_size=8)
+    alone = compile_sources(sources, [clang], batch_size=1)
+    assert [(r.job.source.path.name, r.job.stage, r.ok) for r in batched] == \
+        [(r.job.source.path.name, r.job.stage, r.ok) for r in alone]
+    assert [r.job.source.path.name for r in batched if not r.ok] == ["k2.mp_31.2.mu"] * 2
+    assert [r.report() for r in batched if not r.ok] == [r.report() for r in alone if not r.ok]
+    assert "undeclared_name" in batched[-1].output and batched[-1].batch_size == 1
+
+
+@pytest.mark.parametrize("text", [
+    generated_like("k", "#define N 4\n  A[0] = N;"),  # a macro would reach the sources after it
+    generated_like("k", GOOD_BODY) + "__device__ float helper;\n",  # anything at top level but kernels
+    generated_like("k", GOOD_BODY) + '#include "tl_templates/musa/reduce.h"\n',  # an include after a kernel
+    generated_like("k", GOOD_BODY) + generated_like("k", GOOD_BODY, includes=()),  # a kernel defined twice
+    generated_like("k", "/* } */ " + GOOD_BODY),  # a comment the scan cannot see through
+])
+def test_a_source_that_could_reach_another_is_compiled_alone(text):
+    assert batch_shape(text) is None
+
+
+def test_a_generated_source_is_batched_by_its_includes_and_kernel_names():
+    shape = batch_shape(generated_like("gemm_kernel", '#pragma unroll\n  printf("{");'))
+    assert shape == BatchShape(('#include "tl_templates/musa/common.h"', "#include <cstdio>"), ("gemm_kernel",))

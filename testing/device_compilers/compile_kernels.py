@@ -1,6 +1,7 @@
 """Compile generated MUSA sources with real two-pass GPU compilers, without mcc.
 
     python testing/device_compilers/compile_kernels.py DIR_OR_FILES... [--compiler clang|nvcc|all] [--jobs N]
+        [--select all|distinct|pairs] [--batch N]
     python testing/device_compilers/compile_kernels.py DIR --compiler nvcc --shared OUT   # .so files, for a GPU
 
 mcc is clang with a MUSA target: it parses every kernel twice, once for the host (no __MUSA_ARCH__, no MUSA
@@ -15,6 +16,12 @@ clang does not. So each source is compiled here by:
 Sources are named `<kernel>.<arch>.<hash>.mu`, as TILELANG_SOURCE_ARCHIVE_DIR keeps them; the arch gives
 __MUSA_ARCH_LIST__ (a name without one uses --arch). Exit status 1 if any compile fails; the last line reads
 "N passed, M failed".
+
+A compiler process spends nearly all its time on the headers (nvcc ~3 s, clang ~0.2 s a pass), a kernel adds little.
+So generated sources of one arch that open with the same `#include` lines, and hold nothing at top level but their
+`extern "C" __global__` kernels, are checked up to `batch_size` per process: one translation unit that includes
+those lines, then each source with its kernels renamed apart (batch.py). A batch that fails is checked again source
+by source, so a failure is reported, and reproduced, with the source's own command (--batch 1: never batch).
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from batch import BatchShape, batch_shape, batch_text, even_chunks
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -64,6 +73,7 @@ class CompileResult:
     job: CompileJob
     returncode: int
     output: str
+    batch_size: int = 1  # how many sources the process that checked this one compiled (batch.py)
 
     @property
     def ok(self) -> bool:
@@ -80,6 +90,7 @@ class DeviceCompiler:
     """A compiler that checks a source in one or more passes; a registry entry, see COMPILERS."""
 
     name = ""
+    batch_size = 1  # sources per process (batch.py)
 
     def executable(self) -> str | None:
         raise NotImplementedError
@@ -95,6 +106,7 @@ class ClangCheck(DeviceCompiler):
     """clang -x cuda, host and device passes as separate syntax-only compiles (mcc parses both)."""
 
     name = "clang"
+    batch_size = 64  # a pass over 64 kernels takes ~3x one over a single kernel
     gpu_arch = "sm_80"  # any NVPTX arch: only the pass structure matters, no code is generated
 
     def __init__(self, clang: str | None = None):
@@ -134,6 +146,7 @@ class NvccCheck(DeviceCompiler):
     """nvcc -c (both passes in one compile); with an output directory, a shared library per source instead."""
 
     name = "nvcc"
+    batch_size = 32  # ~3 s of headers per process, ~0.2 s a kernel
 
     def __init__(self, nvcc: str | None = None, gpu_arch: str = "sm_90"):
         self._nvcc = nvcc
@@ -220,12 +233,43 @@ def _run(job: CompileJob) -> CompileResult:
     return CompileResult(job, proc.returncode, (proc.stderr + proc.stdout).strip())
 
 
+def _batches(sources: list[KernelSource], size: int) -> list[tuple[list[KernelSource], str]]:
+    """The sources that can share a process (batch.py), grouped by arch and includes: (members, batch text)."""
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[KernelSource, BatchShape]]] = {}
+    for source in sources:
+        shape = batch_shape(source.path.read_text())
+        if shape is not None:
+            groups.setdefault((source.arch, shape.includes), []).append((source, shape))
+    return [([s for s, _ in chunk], batch_text(includes, [(s.path, shape) for s, shape in chunk]))
+            for (_, includes), members in groups.items() for chunk in even_chunks(members, size) if len(chunk) > 1]
+
+
 def compile_sources(sources: list[KernelSource], compilers: list[DeviceCompiler], jobs: int | None = None,
-                    output_dir: Path | None = None) -> list[CompileResult]:
-    """Runs every pass of every compiler over every source, `jobs` at a time; results in submission order."""
+                    output_dir: Path | None = None, batch_size: int | None = None) -> list[CompileResult]:
+    """Runs every pass of every compiler over every source, `jobs` at a time; results in submission order (one per
+    source and pass). Without an output directory, each compiler checks up to `batch_size` sources per process
+    (default: its own batch_size); a batch that fails is checked again source by source, whose results stand."""
     work = [job for source in sources for compiler in compilers for job in compiler.jobs(source, output_dir)]
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        return list(pool.map(_run, work))
+    results: dict[CompileJob, CompileResult] = {}
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        batched: list[tuple[list[CompileJob], CompileJob]] = []  # (the members' jobs of one pass, the batch's)
+        for c, compiler in enumerate(compilers if output_dir is None else []):
+            for b, (members, text) in enumerate(_batches(sources, batch_size or compiler.batch_size)):
+                path = Path(tmp) / f"batch{c}_{b}.{members[0].arch}.mu"
+                path.write_text(text)
+                own = [compiler.jobs(member, None) for member in members]
+                for stage, batch_job in enumerate(compiler.jobs(KernelSource(path, members[0].arch), None)):
+                    batched.append(([jobs_of_member[stage] for jobs_of_member in own], batch_job))
+        for (member_jobs, _), outcome in zip(batched, pool.map(_run, [batch_job for _, batch_job in batched])):
+            if outcome.ok:
+                results.update((job, CompileResult(job, 0, outcome.output, len(member_jobs))) for job in member_jobs)
+        rest = [job for job in work if job not in results]
+        results.update(zip(rest, pool.map(_run, rest)))
+    return [results[job] for job in work]
+
+
+# --select: the suite's choices of sources (test_device_compilers.py)
+SELECTIONS = {"all": list, "distinct": distinct_by_features, "pairs": covering_feature_pairs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compiler", choices=[*COMPILERS, "all"], default="all")
     parser.add_argument("--arch", choices=list(MUSA_ARCH), default="mp_31", help="arch of sources named without one")
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: cores)")
+    parser.add_argument("--select", choices=list(SELECTIONS), default="all",
+                        help="which sources: all, one per feature set (the suite's clang check), or covering every "
+                             "pair of features (its nvcc check)")
+    parser.add_argument("--batch", type=int, default=None, metavar="N",
+                        help="sources per compiler process (default: the compiler's; 1: each source alone)")
     parser.add_argument("--clang", default=None, help="the clang executable (default: clang++ on PATH)")
     parser.add_argument("--nvcc", default=None, help="the nvcc executable (default: on PATH, or $CUDA_HOME/bin)")
     parser.add_argument("--cuda-arch", default="sm_90", help="nvcc's -arch (default sm_90)")
@@ -250,11 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         if not c.available():
             print(f"{c.name} was not found", file=sys.stderr)
             return 2
-    sources = collect_sources(args.paths, args.arch)
+    sources = SELECTIONS[args.select](collect_sources(args.paths, args.arch))
     if not sources:
         print("no .mu sources given", file=sys.stderr)
         return 2
-    results = compile_sources(sources, compilers, args.jobs, args.shared)
+    results = compile_sources(sources, compilers, args.jobs, args.shared, args.batch)
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(r.report(), end="\n\n")
