@@ -57,3 +57,47 @@ def test_fiber_stacks_are_reused_by_the_next_launches_within_a_bound():
     # The pool's bound (4096 idle stacks, 128 MiB): at most two mappings per kept stack.
     assert mapping_count() - before < 2 * 4096 + 64
     torch.testing.assert_close(b, a.reshape(4, 1024).flip(1).reshape(-1))
+
+
+UNLOAD_CYCLES = """
+import gc, sys
+import torch
+from tilelang_musa.jit.kernel import JITKernel
+
+counts = []
+for _ in range(4):
+    for directory in sys.argv[1:]:  # one kernel per arch, each loaded, run and dropped in turn
+        kernel = JITKernel.from_database(directory)
+        a, b = torch.randn(4096), torch.full((4096,), float("nan"))
+        kernel(a, b)
+        assert torch.equal(b, a.reshape(4, 1024).flip(1).reshape(-1))
+        del kernel  # its library, then the arch's runtime it alone kept loaded, are unloaded
+        gc.collect()
+    with open("/proc/self/maps") as maps:
+        counts.append(sum(1 for _ in maps))
+print(counts)
+"""
+
+
+def test_an_unloaded_runtime_unmaps_the_fiber_stacks_it_kept():
+    """Kernels compiled with the cache off and dropped (as the fuzzer's joint builds are) unload their library and
+    the arch's runtime with it: the runtime's pool unmaps its idle stacks then. Before, each unload and reload kept
+    a launch's guarded stacks mapped, and a fuzz child hit vm.max_map_count after ~250 programs."""
+    import subprocess
+    import sys
+
+    @T.prim_func
+    def reverse(A: T.Tensor((4096,), "float32"), B: T.Tensor((4096,), "float32")):
+        with T.Kernel(4, threads=1024) as bx:
+            S = T.alloc_shared((1024,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[bx * 1024 + tx]
+            B[bx * 1024 + tx] = S[1023 - tx]
+
+    directories = [str(tilelang.compile(reverse, target=f"musa -arch={arch}").directory)
+                   for arch in ("mp_31", "mp_22")]
+    proc = subprocess.run([sys.executable, "-c", UNLOAD_CYCLES, *directories], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counts = [int(c) for c in proc.stdout.strip().splitlines()[-1].strip("[]").split(",")]
+    # one launch's 1024 guarded stacks are 2048 mappings: none may stay behind per cycle
+    assert counts[-1] - counts[0] < 256, counts

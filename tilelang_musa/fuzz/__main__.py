@@ -48,6 +48,9 @@ def parse_args(argv=None):
                    help="directory for results.jsonl (appended to) and summary.txt")
     p.add_argument("--keep-going", action="store_true", help="run all N programs even after a failure")
     p.add_argument("--workers", type=int, default=1, help="child processes running programs in parallel")
+    p.add_argument("--batch", type=int, default=8,
+                   help="programs a child process lowers before building all their libraries with one host-compiler "
+                        "run per arch (jit/batch_build.py); 1: one build per program (not used with --ray)")
     p.add_argument("--ray", action="store_true",
                    help="run the programs as Ray tasks, on a local Ray instance or the cluster at RAY_ADDRESS, as "
                         "many at a time as it has CPUs (--workers is not used)")
@@ -131,7 +134,7 @@ def _run(args, jobs, index_of, results: Path, start: float) -> None:
                         sim_check=not args.no_sim_check)
         else:
             run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result,
-                     sim_check=not args.no_sim_check)
+                     sim_check=not args.no_sim_check, batch=max(1, args.batch) * len({j.arch for j in jobs}))
 
 
 def _shrink_failures(args, ran, index_of, archs) -> list:
@@ -190,6 +193,10 @@ def summarize(args, archs, programs, ran, failures, written, run_seconds, total_
                      + ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
     if paths:
         lines.append("paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
+    allocated = Counter(job.arch for job in ran if job.result.allocated)
+    if allocated:
+        lines.append("runs whose outputs the launcher allocated (the global-output check): "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(allocated.items())))
     for i, job in failures:
         lines.append(f"FAIL program {i} ({job.desc.family}) on {job.arch}: {job.result.status}: "
                      f"{job.result.detail[:240]}")

@@ -9,13 +9,17 @@
   accesses and similar faults this way);
 - crash: the process running it died (a signal, or no result before the timeout): only `run_jobs` sees these.
 
+`check_batch(items)` gives the same outcomes for many (description, arch) pairs, their libraries built by one
+host-compiler run per arch (jit/batch_build.py; g++ is most of a run's time).
+
 `run_jobs` feeds jobs to `python -m tilelang_musa.fuzz.runner` child processes over stdin (one JSON line per
-job) and reads one result line per job; a child that dies or hangs is replaced, and the job it was running is a
-crash. `run_jobs_on(executor, ...)` runs each job as a task of an executor (tilelang_musa/executors: Ray tasks for
+job, or per batch of jobs) and reads one result line per job; a child that dies or hangs is replaced, and the job
+it was running is a crash (a batch's jobs left without a result run again one by one to find which). `run_jobs_on(executor, ...)` runs each job as a task of an executor (tilelang_musa/executors: Ray tasks for
 `--ray`), with the same outcomes: a task that times out or whose worker dies is a crash."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -50,6 +54,7 @@ class Outcome:
     detail: str = ""
     seconds: float = 0.0
     path: str = ""  # the code path taken (Family.path): the GEMM template family, a pipeline's loads, ...
+    allocated: int = 0  # outputs the launcher allocated and poisoned (launcher_outputs): the global-output check
 
     @property
     def failed(self) -> bool:
@@ -71,59 +76,178 @@ def _one_line(exc: BaseException, limit: int = 400) -> str:
 def check(desc: Any, arch: str, sim_check: bool = True) -> Outcome:
     """Compile `desc`'s program for `arch`, run it in the simulator in checked mode (TILELANG_SIM_CHECK=1, unless
     `sim_check` is False) on fresh random inputs and compare its outputs with the torch reference."""
-    import torch
-
     import tilelang
 
+    from .family import family_of
+
+    fam = family_of(desc)
+    start = time.time()
+    with _simulator(sim_check):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = fam.build(desc)
+                outputs = launcher_outputs(desc, program)
+                kernel = tilelang.compile(program, target=f"musa -arch={arch}", pass_configs=fam.pass_configs(desc),
+                                          out_idx=outputs or None)
+        except Exception as exc:  # noqa: BLE001 - every failure is an outcome
+            return _compile_failed(desc, arch, exc, time.time() - start)
+        return _run_and_compare(desc, arch, kernel, start, outputs)
+
+
+def check_batch(items: list[tuple[Any, str]], sim_check: bool = True,
+                on_outcome: Callable[[int, Outcome], None] = lambda index, outcome: None) -> list[Outcome]:
+    """check() of every (description, arch) of `items`, their libraries built together: one host-compiler run per
+    arch and set of build flags (jit/batch_build.py), a failed joint build split until the program that fails is
+    built alone. Each program is still run, compared and reported on its own (`on_outcome(index, outcome)` as soon
+    as it is known), with the outcome check() gives it."""
+    from ..jit.batch_build import build_together
+    from ..jit.compile import compile_deferred
+    from .family import family_of
+
+    outcomes: list[Outcome | None] = [None] * len(items)
+    pending: list[tuple] = []  # (index, DeferredKernel, seconds spent on it so far, launcher_outputs)
+
+    def settle(index: int, outcome: Outcome) -> None:
+        outcomes[index] = outcome
+        on_outcome(index, outcome)
+
+    with _simulator(sim_check):
+        for index, (desc, arch) in enumerate(items):
+            fam = family_of(desc)
+            start = time.time()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    program = fam.build(desc)
+                    outputs = launcher_outputs(desc, program)
+                    deferred = compile_deferred(program, target=f"musa -arch={arch}",
+                                                pass_configs=fam.pass_configs(desc), out_idx=outputs or None)
+            except Exception as exc:  # noqa: BLE001
+                settle(index, _compile_failed(desc, arch, exc, time.time() - start))
+                continue
+            pending.append((index, deferred, time.time() - start, outputs))
+        start = time.time()
+        errors = build_together([deferred for _, deferred, _, _ in pending])
+        share = (time.time() - start) / max(1, len(pending))
+        for (index, deferred, seconds, outputs), error in zip(pending, errors):
+            desc, arch = items[index]
+            begun = time.time() - seconds - share
+            if error is not None:
+                settle(index, _compile_failed(desc, arch, error, time.time() - begun))
+                continue
+            try:
+                kernel = deferred.finish()
+            except Exception as exc:  # noqa: BLE001
+                settle(index, _compile_failed(desc, arch, exc, time.time() - begun))
+                continue
+            settle(index, _run_and_compare(desc, arch, kernel, begun, outputs))
+    return outcomes
+
+
+class _simulator:
+    """The simulator backend, in checked mode unless `sim_check` is False; the environment restored after."""
+
+    def __init__(self, sim_check: bool):
+        self.sim_check = sim_check
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in ("TILELANG_SIM_CHECK", "TILELANG_EXECUTION_BACKEND")}
+        if self.sim_check:
+            os.environ["TILELANG_SIM_CHECK"] = "1"
+        else:
+            os.environ.pop("TILELANG_SIM_CHECK", None)
+        os.environ["TILELANG_EXECUTION_BACKEND"] = "sim"
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _compile_failed(desc: Any, arch: str, exc: BaseException, seconds: float) -> Outcome:
+    """A failed build or compile: a pass where the family says the arch must refuse the program this way."""
     from ..errors import CompileError
+    from .family import family_of
+
+    refusal = family_of(desc).rejected_on(desc, arch)
+    detail = _one_line(exc)
+    if refusal and isinstance(exc, CompileError) and re.search(refusal, detail):
+        return Outcome("pass", arch, f"refused as expected: {detail}", seconds)
+    return Outcome("compile_error", arch, detail, seconds)
+
+
+def launcher_outputs(desc: Any, program: Any) -> list[int]:
+    """The outputs the launcher allocates (out_idx) instead of the fuzzer, for about half the programs (by a digest
+    of the description). The launcher poisons them, and in checked mode it registers them, so a read of one before
+    it is written is a named error (the global-output check). Only an output that the fuzzer passes all poison,
+    that the kernel must overwrite completely and whose shape is static qualifies."""
+    import torch
+    from tvm import tirx
+
+    from .family import family_of
+    from .tensors import INT_POISON
+
+    if hashlib.sha1(repr(desc).encode()).digest()[0] % 2:
+        return []
+    fam = family_of(desc)
+    args = fam.arguments(desc, torch.Generator().manual_seed(desc.data_seed))
+    if len(args) != len(program.params):
+        return []
+    expected = fam.reference(desc, [a.clone() for a in args])
+
+    def all_poison(t: torch.Tensor) -> bool:
+        return bool(torch.isnan(t.float()).all()) if t.dtype.is_floating_point else \
+            bool((t == INT_POISON.get(str(t.dtype).removeprefix("torch."), -1)).all())
+
+    def some_poison(t: torch.Tensor) -> bool:
+        return bool(torch.isnan(t.float()).any()) if t.dtype.is_floating_point else \
+            bool((t == INT_POISON.get(str(t.dtype).removeprefix("torch."), -1)).any())
+
+    chosen = []
+    for index in sorted(expected):
+        buffer = program.buffer_map.get(program.params[index])
+        static = buffer is not None and all(isinstance(d, (int, tirx.IntImm)) for d in buffer.shape)
+        if static and all_poison(args[index]) and not some_poison(expected[index]):
+            chosen.append(index)
+    return chosen
+
+
+def _run_and_compare(desc: Any, arch: str, kernel: Any, start: float, outputs: list[int] = ()) -> Outcome:
+    """Runs the compiled `kernel` on fresh random inputs with poisoned outputs (those in `outputs` allocated by the
+    launcher), and compares with torch."""
+    import torch
+
     from .family import family_of
     from .tensors import compare
 
     fam = family_of(desc)
     refusal = fam.rejected_on(desc, arch)
-    start = time.time()
-    saved = {k: os.environ.get(k) for k in ("TILELANG_SIM_CHECK", "TILELANG_EXECUTION_BACKEND")}
-    if sim_check:
-        os.environ["TILELANG_SIM_CHECK"] = "1"
-    else:
-        os.environ.pop("TILELANG_SIM_CHECK", None)
-    os.environ["TILELANG_EXECUTION_BACKEND"] = "sim"
+    if refusal:
+        return Outcome("mismatch", arch, f"compiled, where a CompileError matching {refusal!r} was expected",
+                       time.time() - start)
+    path = fam.path(desc, kernel.get_device_source())
+    gen = torch.Generator().manual_seed(desc.data_seed)
+    args = fam.arguments(desc, gen)
+    expected = fam.reference(desc, [a.clone() for a in args])
     try:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                program = fam.build(desc)
-                kernel = tilelang.compile(program, target=f"musa -arch={arch}", pass_configs=fam.pass_configs(desc))
-        except Exception as exc:  # noqa: BLE001 - every failure is an outcome
-            detail = _one_line(exc)
-            if refusal and isinstance(exc, CompileError) and re.search(refusal, detail):
-                return Outcome("pass", arch, f"refused as expected: {detail}", time.time() - start)
-            return Outcome("compile_error", arch, detail, time.time() - start)
-        if refusal:
-            return Outcome("mismatch", arch, f"compiled, where a CompileError matching {refusal!r} was expected",
-                           time.time() - start)
-        path = fam.path(desc, kernel.get_device_source())
-        gen = torch.Generator().manual_seed(desc.data_seed)
-        args = fam.arguments(desc, gen)
-        expected = fam.reference(desc, [a.clone() for a in args])
-        try:
-            kernel(*args)
-        except Exception as exc:  # noqa: BLE001
-            return Outcome("launch_error", arch, _one_line(exc), time.time() - start, path)
-        problems = []
-        for index, want in expected.items():
-            rtol, atol = fam.tolerance(desc, index)
-            msg = compare(f"arg {index}", args[index], want, rtol, atol)
-            if msg:
-                problems.append(msg)
-        status = "mismatch" if problems else "pass"
-        return Outcome(status, arch, "; ".join(problems), time.time() - start, path)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        returned = kernel(*[a for i, a in enumerate(args) if i not in outputs])
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("launch_error", arch, _one_line(exc), time.time() - start, path, len(outputs))
+    if outputs:
+        returned = returned if isinstance(returned, tuple) else (returned,)
+        for index, tensor in zip(outputs, returned):
+            args[index] = tensor
+    problems = []
+    for index, want in expected.items():
+        rtol, atol = fam.tolerance(desc, index)
+        msg = compare(f"arg {index}", args[index], want, rtol, atol)
+        if msg:
+            problems.append(msg)
+    status = "mismatch" if problems else "pass"
+    return Outcome(status, arch, "; ".join(problems), time.time() - start, path, len(outputs))
 
 
 def failure_signature(outcome: Outcome) -> tuple:
@@ -199,6 +323,13 @@ class _Child:
                                           "sim_check": job.sim_check}) + "\n")
         self.proc.stdin.flush()
 
+    def send_batch(self, jobs: list[Job], sim_check: bool):
+        from .family import to_plain
+
+        self.proc.stdin.write(json.dumps({"jobs": [{"id": j.id, "desc": to_plain(j.desc), "arch": j.arch}
+                                                   for j in jobs], "sim_check": sim_check}) + "\n")
+        self.proc.stdin.flush()
+
     def stderr_tail(self, n: int = 600) -> str:
         self.stderr.seek(0)
         text = self.stderr.read()
@@ -267,6 +398,41 @@ class Session:
             return outcome
         return Outcome(**json.loads(line)["outcome"])
 
+    def run_batch(self, jobs: list[Job], on_result: Callable[[Job], None] = lambda job: None) -> None:
+        """Every job's `result`, their libraries built together (check_batch); `on_result(job)` as each arrives.
+        When the child dies or hangs, the jobs it left without a result run again one by one (a fresh child each
+        time one crashes), so that a crash is the outcome of the program that caused it."""
+        if len(jobs) == 1:
+            jobs[0].result = self.run(jobs[0].desc, jobs[0].arch, jobs[0].id)
+            on_result(jobs[0])
+            return
+        if self.child is None:
+            self.child = _Child(self.env)
+        child = self.child
+        by_id = {job.id: job for job in jobs}
+        left = dict(by_id)
+        # the first result waits for every program's lowering and the joint build
+        timeout = self.timeout * len(jobs)
+        try:
+            child.send_batch(jobs, self.sim_check)
+            while left:
+                line = child.lines.get(timeout=timeout)
+                if line is None:
+                    break
+                data = json.loads(line)
+                job = left.pop(data["id"])
+                job.result = Outcome(**data["outcome"])
+                on_result(job)
+                timeout = self.timeout
+        except (BrokenPipeError, OSError, queue.Empty):
+            pass
+        if left:
+            child.kill()
+            self._drop()
+            for job in left.values():
+                job.result = self.run(job.desc, job.arch, job.id)
+                on_result(job)
+
     def _drop(self):
         if self.child is not None:
             self.child.close()
@@ -277,23 +443,23 @@ class Session:
 
 
 def _drive(jobs: list[Job], env: dict, timeout: float, on_result: Callable[[Job], None], stop: threading.Event,
-           sim_check: bool):
+           sim_check: bool, batch: int = 1):
     session = Session(env, timeout, sim_check)
     try:
-        for job in jobs:
+        for first in range(0, len(jobs), batch):
             if stop.is_set():
                 break
-            job.result = session.run(job.desc, job.arch, job.id)
-            on_result(job)
+            session.run_batch(jobs[first:first + batch], on_result)
     finally:
         session.close()
 
 
 def run_jobs(jobs: list[Job], *, workers: int = 1, timeout: float = 600, env: dict | None = None,
              on_result: Callable[[Job], None] = lambda job: None, stop: threading.Event | None = None,
-             sim_check: bool = True) -> list[Job]:
+             sim_check: bool = True, batch: int = 1) -> list[Job]:
     """Run every job in child processes (`workers` of them in parallel); each job gets its `result` (jobs left
-    when `stop` is set keep None)."""
+    when `stop` is set keep None). `batch` > 1: a child takes that many jobs at a time and builds their
+    libraries together (check_batch)."""
     env = child_env(env)
     stop = stop or threading.Event()
     lock = threading.Lock()
@@ -303,7 +469,7 @@ def run_jobs(jobs: list[Job], *, workers: int = 1, timeout: float = 600, env: di
             on_result(job)
 
     shards = [jobs[i::workers] for i in range(max(1, workers))]
-    threads = [threading.Thread(target=_drive, args=(shard, env, timeout, report, stop, sim_check))
+    threads = [threading.Thread(target=_drive, args=(shard, env, timeout, report, stop, sim_check, max(1, batch)))
                for shard in shards if shard]
     for t in threads:
         t.start()
@@ -357,18 +523,33 @@ def _worker_main():
 
     out = sys.stdout
     sys.stdout = sys.stderr  # anything else the compiler or a kernel prints stays out of the protocol
+    def emit(job_id: int, outcome: Outcome) -> None:
+        out.write(PREFIX + json.dumps({"id": job_id, "outcome": asdict(outcome)}) + "\n")
+        out.flush()
+
     for line in sys.stdin:
         if not line.strip():
             continue
-        job = json.loads(line)
+        message = json.loads(line)
+        jobs = message["jobs"] if "jobs" in message else [message]
+        sim_check = message.get("sim_check", True)
+        done: set[int] = set()
+
+        def report(index: int, outcome: Outcome) -> None:
+            done.add(index)
+            emit(jobs[index]["id"], outcome)
+
         try:
-            outcome = check(from_plain(job["desc"]), job["arch"], job.get("sim_check", True))
+            items = [(from_plain(job["desc"]), job["arch"]) for job in jobs]
+            if "jobs" in message:
+                check_batch(items, sim_check, report)
+            else:
+                report(0, check(items[0][0], items[0][1], sim_check))
         except Exception as exc:  # noqa: BLE001 - a fault of the fuzzer itself is reported, not fatal
             traceback.print_exc()
-            outcome = Outcome("crash", job["arch"], f"fuzzer fault: {_one_line(exc)}")
-        out.write(PREFIX + json.dumps({"id": job["id"], "outcome": asdict(outcome)}) + "\n")
-        out.flush()
-
+            for index, job in enumerate(jobs):
+                if index not in done:
+                    emit(job["id"], Outcome("crash", job["arch"], f"fuzzer fault: {_one_line(exc)}"))
 
 if __name__ == "__main__":
     _worker_main()

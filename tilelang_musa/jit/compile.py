@@ -307,6 +307,44 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     return kernel
 
 
+@dataclass
+class DeferredKernel:
+    """A program that `compile_deferred` lowered and printed, with its library not built yet.
+    `batch_build.build_together` builds many of them with one host-compiler run. After that, `finish()` returns the
+    JITKernel."""
+
+    directory: Path
+    build: BuildRequest | None  # None: nothing left to build (a backend that is not the simulator, a replaced bin)
+    request: _Request
+
+    def finish(self) -> JITKernel:
+        request = self.request
+        kernel = JITKernel(self.directory, KernelMetadata.read(self.directory), request.backend, request.target,
+                           request.program, request.pass_options.given)
+        _publish(kernel, request.pass_options)
+        return kernel
+
+
+def compile_deferred(program: tirx.PrimFunc, out_idx: int | Sequence[int] | None = None, target: Any = None,
+                     execution_backend: str = "auto", pass_configs: dict | None = None,
+                     name: str | None = None) -> DeferredKernel:
+    """`tilelang.compile` up to the library: the simulator's host-compiler run is left to the caller
+    (batch_build.py), so that many programs share one. Other backends build here. Not cached: the cache would
+    hold an entry without its library."""
+    if name is not None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"compile_deferred: name must be a C identifier (it names the kernels); got {name!r}")
+        program = program.with_attr("global_symbol", name)
+    request = _settle(program, out_idx, target, execution_backend, pass_configs, None, False, None)
+    observers = CompileObservers(request.name, request.target, request.pass_options)
+    deferred: list | None = [] if request.backend.name == "sim" else None
+    try:
+        directory = cache.store(None, lambda workdir: _run_stages(request, workdir, None, observers, deferred))
+    finally:
+        observers.finish()
+    return DeferredKernel(directory, deferred[0] if deferred else None, request)
+
+
 def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend: str, pass_configs: dict | None,
             instruments: Sequence[Any] | None, verbose: bool, compile_flags: Any) -> _Request:
     target = determine_target(target)
@@ -343,6 +381,7 @@ class _Work:
     text: str = ""  # mu: the translation unit
     sections: dict[str, list[int]] | None = None  # mu: where the kernels and the host wrapper sit (None: replaced)
     host: HostInfo | None = None  # host
+    deferred: list | None = None  # bin: the build request is appended here instead of run (compile_deferred)
 
     def path(self, stage: str) -> Path:
         return self.workdir / stage_file(self.request.name, stage)
@@ -418,9 +457,13 @@ def _build(work: _Work) -> None:
         built = work.workdir / f"{request.name}.lines.mu"
         built.write_text(blank_line_directives(work.text))
     prelude = HEADER if work.text.startswith(HEADER) else ""
+    build = BuildRequest(built, work.path("bin"), request.arch, request.fast_math, request.flags,
+                         work.host.local_bytes, prelude)
+    if work.deferred is not None:  # built later, with other programs (batch_build.py), from `built`
+        work.deferred.append(build)
+        return
     with work.observers.stage(f"build.{request.backend.toolchain.name}"):
-        request.backend.toolchain.build(BuildRequest(built, work.path("bin"), request.arch, request.fast_math,
-                                                     request.flags, work.host.local_bytes, prelude))
+        request.backend.toolchain.build(build)
     if built != work.path("mu"):
         built.unlink()
 
@@ -447,9 +490,11 @@ _STAGE_TABLE = (
 )
 
 
-def _run_stages(request: _Request, workdir: Path, key: str | None, observers: CompileObservers) -> None:
-    """The stage table into `workdir`, each output replaced by its file where one is given; metadata.json last."""
-    work = _Work(request, workdir, observers, cache.replacement_files(request.name))
+def _run_stages(request: _Request, workdir: Path, key: str | None, observers: CompileObservers,
+                deferred: list | None = None) -> None:
+    """The stage table into `workdir`, each output replaced by its file where one is given; metadata.json last.
+    With `deferred`, the bin stage appends its BuildRequest there instead of building."""
+    work = _Work(request, workdir, observers, cache.replacement_files(request.name), deferred=deferred)
     for stage in _STAGE_TABLE:
         replacement = work.replaced.get(stage.name)
         with jit_phase(f"compile.{stage.name}", kernel=request.name, target=str(request.target.attrs["arch"])):

@@ -202,6 +202,10 @@ class StackPool {
   static constexpr uint64_t kMaxIdleStacks = 4096;           // about 8192 mappings at most
   static constexpr uint64_t kMaxIdleBytes = uint64_t{128} << 20;  // of stack, touched pages staying resident
 
+  /*! \brief The runtime is unloaded when the last kernel library linking it is (kernels compiled with the cache
+   *         off, then dropped): its idle sets are unmapped, or each unload and reload would keep up to
+   *         2 x kMaxIdleStacks mappings until the process hits vm.max_map_count (a fuzz child did, ~250 programs). */
+  ~StackPool() { Trim(); }
 
   /*! \brief A set of `count` stacks of `stack_bytes`; null (and `error` filled) on failure. */
   TL_SIM_OUTLINED StackSet* Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size)
