@@ -26,6 +26,7 @@ from typing import Sequence
 
 from .. import env
 from ..errors import BuildError
+from .stages import stage_file
 from .toolchains import BuildRequest, SimToolchain
 
 # What the host wrapper (codegen/host.py) defines at file scope, besides the kernels.
@@ -80,7 +81,7 @@ def _build_alone(kernel) -> BuildError | None:
 
 def _drop_checked_source(kernel) -> None:
     """The checked print is kept only while building (compile.py's _build)."""
-    mu = kernel.directory / f"{kernel.request.name}.mu"
+    mu = kernel.directory / stage_file(kernel.request.name, "mu")
     if kernel.build.source != mu:
         kernel.build.source.unlink(missing_ok=True)
 

@@ -454,7 +454,7 @@ def _build(work: _Work) -> None:
     elif request.backend.name == "sim" and "\n#line " in work.text:  # its reports name the lines users read
         from ..ir.source_lines import blank_line_directives
 
-        built = work.workdir / f"{request.name}.lines.mu"
+        built = work.workdir / f"{file_stem(request.name)}.lines.mu"
         built.write_text(blank_line_directives(work.text))
     prelude = HEADER if work.text.startswith(HEADER) else ""
     build = BuildRequest(built, work.path("bin"), request.arch, request.fast_math, request.flags,
