@@ -16,6 +16,9 @@ import tvm  # noqa: E402  (`from tilelang import tvm`, as upstream scripts do)
 from tvm import DataType  # noqa: E402  (`from tilelang import DataType`, as upstream scripts do)
 
 from . import _wheel_patches  # noqa: E402,F401  (every change to the wheel; at import: tirx.PrimExpr, expr.dtype)
+from .ir.source_lines import keep_span as _keep_span  # noqa: E402
+
+_wheel_patches.keep_statement_spans(_keep_span)  # a statement a pass replaces keeps its span (the user's line)
 
 from . import backend, contrib, env, language, math, profiler, utils  # noqa: E402
 from .math import cdiv, next_power_of_2  # noqa: E402

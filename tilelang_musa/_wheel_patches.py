@@ -215,12 +215,12 @@ def memoize_structural_callbacks() -> None:
 
 # -- the user's source lines: a statement a pass replaces keeps its span
 
-def keep_statement_spans() -> None:
-    """structural_mutate's callbacks on statement types wrapped by `source_lines.keep_span`; once per process."""
+def keep_statement_spans(keep_span: Callable[[Any, Any], Any]) -> None:
+    """structural_mutate's callbacks on statement types wrapped by `keep_span` (ir/source_lines.py's, which the
+    package's __init__ passes: this bottom module imports no layer above it); once per process."""
     target = "tvm_ffi.structural._normalize_callbacks"
     if target in _applied:
         return
-    from .ir.source_lines import keep_span
 
     normalize = tvm_ffi.structural._normalize_callbacks
     accepts_mode = tvm_ffi.structural._callback_accepts_inplace_mode
@@ -246,4 +246,3 @@ def keep_statement_spans() -> None:
 
 add_tir_names()
 memoize_structural_callbacks()
-keep_statement_spans()

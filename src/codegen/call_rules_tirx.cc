@@ -20,6 +20,20 @@ std::string PrintExtern(CallContext& ctx, const CallView& call) {
   return PrintFunctionCall(ctx, name, call.args(), /*first=*/1);
 }
 
+// A pure extern of vector type names a scalar C function (LowerIntrin's `rsqrtf` of a vector T.rsqrt, a user's
+// `expf`): called lane by lane (tl::lanewise, common.h). A vector `call_extern` stays a call of the whole vectors:
+// the project's own vector helpers (tl::mul_half_float_to_bfloat16_x4) and a user's take them.
+std::string PrintPureExtern(CallContext& ctx, const CallView& call) {
+  DataType t = call.dtype();
+  if (!t.is_vector()) return PrintExtern(ctx, call);
+  std::string name = StringArg(ctx, call, 0);
+  std::string out = "tl::lanewise<" + CTypeName(t.with_lanes(1)) + ", " + std::to_string(t.lanes()) +
+                    ">([](auto... x) { return " + name + "(x...); }";
+  Array<ObjectRef> args = call.args();
+  for (size_t i = 1; i < args.size(); ++i) out += ", " + ctx.PrintBare(args[i]);
+  return out + ")";
+}
+
 // tvm_storage_sync(scope[, is_load, num_blocks]): the trailing pair only matters for "global" (grid) sync.
 // "warp" comes from LowerThreadAllreduce's in-warp tree steps; Moore Threads' own TileLang port prints it as
 // __syncwarp() too.
@@ -112,7 +126,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   const auto kExpr = CallPosition::kExpression;
   const auto kStmt = CallPosition::kStatement;
   RegisterCallRule("tirx.call_extern", kExpr, PrintExtern);
-  RegisterCallRule("tirx.call_pure_extern", kExpr, PrintExtern);
+  RegisterCallRule("tirx.call_pure_extern", kExpr, PrintPureExtern);
   RegisterCallRule("tirx.tvm_storage_sync", kStmt, PrintStorageSync);
   RegisterCallRule("tirx.reinterpret", kExpr, PrintReinterpret);
   RegisterCallRule("tirx.address_of", kExpr, PrintAddressOf);

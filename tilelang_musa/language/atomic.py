@@ -16,7 +16,7 @@ from ..diagnostics import warn_once
 from ..tileop import emit_tile_op
 from ..tileop.atomic import MEMORY_ORDERS, Atomic, element_atomic, ordered
 from ..tileop.copy import resolve_extents
-from ..tileop.region import TensorLoad, TensorRegion, is_buffer, pair_dims, to_region
+from ..tileop.region import TensorLoad, TensorRegion, bound_slice, is_buffer, pair_dims, to_region
 from .builder import kernel_trace
 
 
@@ -30,6 +30,7 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: An
     construct = f"T.atomic_{kind}"
     trace = kernel_trace(construct)
     memory_order = _checked_order(trace, construct, memory_order)
+    dst, value = bound_slice(dst), bound_slice(value)
     value_is_tile = is_buffer(value) or isinstance(value, TensorRegion)
     if isinstance(dst, TensorLoad) and not value_is_tile:  # one element
         if isinstance(value, (int, float)):
@@ -78,6 +79,7 @@ def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_pre
 def _check_tma_operands(dst: Any, value: Any, return_prev: bool) -> None:
     construct = "T.atomic_add(use_tma=True)"
     trace = kernel_trace(construct)
+    value = bound_slice(value)
     if return_prev or not (is_buffer(value) or isinstance(value, TensorRegion)):
         raise trace.error(f"{construct} adds a shared tile into global memory: value must be a shared buffer or "
                           "region (and return_prev is not available)")

@@ -56,6 +56,7 @@ class KernelTrace:
     kernels: list = field(default_factory=list)  # every kernel opened, in launch order (per-kernel annotations)
     imported_sources: list = field(default_factory=list)  # T.import_source: C source texts, in first-use order
     named_arrive_ids: set = field(default_factory=set)  # barrier ids of T.named_barrier_arrive calls
+    let_regions: list = field(default_factory=list)  # (vector let var, the slice it loads): `b = A[0, 0:4]`
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)

@@ -9,7 +9,7 @@ from tvm import tirx
 
 from ..tileop.access_ptr import READ, WRITE
 from ..tileop.access_ptr import access_ptr as _marked_address
-from ..tileop.region import TensorLoad, TensorRegion, is_buffer
+from ..tileop.region import TensorLoad, TensorRegion, bound_slice, is_buffer
 from .builder import current_trace
 
 # Inline assembly cannot cross targets: a source carrying it was written for another GPU's ISA.
@@ -47,6 +47,7 @@ def access_ptr(base: Any, access_type: str | int = "r", *extents: Any, offset: A
     trace = current_trace("T.access_ptr")
     if access_type not in _ACCESS:
         raise trace.error(f"T.access_ptr: access_type must be 'r', 'w', 'rw' or 1..3, got {access_type!r}")
+    base = bound_slice(base)
     if is_buffer(base):
         source, indices = base, [tirx.const(0, "int32") for _ in base.ty.shape]
     elif isinstance(base, TensorRegion):

@@ -93,12 +93,29 @@ def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
     if current is not _UNBOUND and is_var_buffer(current) and not is_buffer(value):
         store(current, 0, value)
         return current
+    if isinstance(value, tvm.ir.expr.TensorRegion):
+        return _bind_vector_slice(trace, name, value)
     if isinstance(value, tvm.ir.Expr) and not is_buffer(value) and _needs_bind(value):
         _check_storable(trace, value)
         var = Tb.Bind(value)
         IRBuilder.name(name, var)
         return var
     return value
+
+
+def _bind_vector_slice(trace: KernelTrace, name: str, region: Any) -> Any:
+    """`b = A[0, 0:4]`: as upstream, a vector value bound to `b` (one load, here), where the slice is one: a
+    constant run of the last dimension of a buffer outside fragments (their elements live in other threads).
+    A tile op given `b` (`T.copy(b, ...)`) still sees the slice (trace.let_regions). Any other slice stays one."""
+    vector = _region_as_vector(region)
+    last = len(region.region) - 1
+    if (not isinstance(vector, tvm.ir.expr.TensorLoad) or not isinstance(vector.indices[last], tirx.Ramp)
+            or str(region.source.ty.storage_scope) == "local.fragment"):
+        return region
+    var = Tb.Bind(vector)
+    IRBuilder.name(name, var)
+    trace.let_regions.append((var, region))
+    return var
 
 
 def _needs_bind(value: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from ..ir.trace import current_trace
+from ..ir.trace import OPEN_TRACES, current_trace
 
 TensorRegion = tvm.ir.expr.TensorRegion
 TensorLoad = tvm.ir.expr.TensorLoad
@@ -77,8 +77,19 @@ def is_buffer(value: Any) -> bool:
     return isinstance(value, tvm.ir.expr.Var) and isinstance(value.ty, tirx.BufferType)
 
 
+def bound_slice(value: Any) -> Any:
+    """The slice a name bound to its vector value stands for (`b = A[0, 0:4]`, language/runtime.py), where a
+    tile op takes `b`; any other value as it is."""
+    if isinstance(value, tvm.ir.expr.Var) and OPEN_TRACES:
+        for var, region in getattr(OPEN_TRACES[-1], "let_regions", ()):
+            if var.same_as(value):
+                return region
+    return value
+
+
 def to_region(value: Any, construct: str, what: str) -> tuple[Region, bool]:
     """(region, is_origin) of a tile-op operand; `is_origin` for an element used as the region's corner."""
+    value = bound_slice(value)
     if is_buffer(value):
         shape = tuple(value.ty.shape)
         return Region(value, tuple(tirx.const(0, "int32") for _ in shape), shape), False

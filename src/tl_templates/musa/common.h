@@ -656,6 +656,24 @@ TL_HOST_DEVICE vec<T, N> rsqrtf(const vec<T, N>& a) {
 #undef TL_VEC_MATH_ARGS_3
 }  // namespace vmath
 
+// A pure extern function of vector type (`call_pure_extern("float32x4", "rsqrtf", v)`), which names a scalar C
+// function: the printer calls it lane by lane, `tl::lanewise<float, 4>([](auto... x) { return rsqrtf(x...); }, v)`,
+// each operand evaluated once; a scalar operand is the same in every lane.
+template <typename T, int N>
+TL_HOST_DEVICE T lane_of(const vec<T, N>& v, int i) {
+  return v.data[i];
+}
+template <typename T>
+TL_HOST_DEVICE T lane_of(const T& scalar, int) {
+  return scalar;
+}
+template <typename T, int N, typename F, typename... Args>
+TL_HOST_DEVICE vec<T, N> lanewise(F f, const Args&... args) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.data[i] = static_cast<T>(f(lane_of(args, i)...));
+  return r;
+}
+
 // ---- accelerated ops --------------------------------------------------------------------------------------------
 
 /*! \brief bfloat16(float(x[i]) * y[i]) for 4 lanes, each rounded once to nearest even
