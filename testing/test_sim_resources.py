@@ -32,9 +32,8 @@ def test_a_launch_leaves_no_fiber_stacks_mapped():
     torch.testing.assert_close(b, a * 2.0)
 
 
-def test_fiber_stacks_are_reused_by_the_next_launches_within_a_bound():
-    """A kernel with a barrier runs on fibers, one guarded stack per thread: the runtime keeps the sets a launch
-    released for the next launch (one pool per arch and process), so repeated launches map nothing new."""
+def reverse_through_shared():
+    """1024 threads reversing a tile through shared memory: a barrier, so the kernel runs on fibers."""
 
     @T.prim_func
     def reverse(A: T.Tensor((4096,), "float32"), B: T.Tensor((4096,), "float32")):
@@ -44,6 +43,14 @@ def test_fiber_stacks_are_reused_by_the_next_launches_within_a_bound():
             S[tx] = A[bx * 1024 + tx]
             B[bx * 1024 + tx] = S[1023 - tx]
 
+    return reverse
+
+
+def test_fiber_stacks_are_reused_by_the_next_launches_within_a_bound():
+    """A kernel with a barrier runs on fibers, one guarded stack per thread: the runtime keeps the sets a launch
+    released for the next launch (one pool per arch and process), so repeated launches map nothing new."""
+
+    reverse = reverse_through_shared()
     kernel = tilelang.compile(reverse)
     assert "__syncthreads" in kernel.get_kernel_source()
     a = rand((4096,), torch.float32, 82)
@@ -86,14 +93,7 @@ def test_an_unloaded_runtime_unmaps_the_fiber_stacks_it_kept():
     import subprocess
     import sys
 
-    @T.prim_func
-    def reverse(A: T.Tensor((4096,), "float32"), B: T.Tensor((4096,), "float32")):
-        with T.Kernel(4, threads=1024) as bx:
-            S = T.alloc_shared((1024,), "float32")
-            tx = T.get_thread_binding()
-            S[tx] = A[bx * 1024 + tx]
-            B[bx * 1024 + tx] = S[1023 - tx]
-
+    reverse = reverse_through_shared()
     directories = [str(tilelang.compile(reverse, target=f"musa -arch={arch}").directory)
                    for arch in ("mp_31", "mp_22")]
     proc = subprocess.run([sys.executable, "-c", UNLOAD_CYCLES, *directories], capture_output=True, text=True)
