@@ -86,7 +86,7 @@ print(counts)
 """
 
 
-def test_an_unloaded_runtime_unmaps_the_fiber_stacks_it_kept():
+def test_an_unloaded_runtime_unmaps_the_fiber_stacks_it_kept(tmp_path):
     """Kernels compiled with the cache off and dropped (as the fuzzer's joint builds are) unload their library and
     the arch's runtime with it: the runtime's pool unmaps its idle stacks then. Before, each unload and reload kept
     a launch's guarded stacks mapped, and a fuzz child hit vm.max_map_count after ~250 programs."""
@@ -96,7 +96,10 @@ def test_an_unloaded_runtime_unmaps_the_fiber_stacks_it_kept():
     reverse = reverse_through_shared()
     directories = [str(tilelang.compile(reverse, target=f"musa -arch={arch}").directory)
                    for arch in ("mp_31", "mp_22")]
-    proc = subprocess.run([sys.executable, "-c", UNLOAD_CYCLES, *directories], capture_output=True, text=True)
+    # outside the checkout: `python -c` puts the working directory first on sys.path, and a clean clone's root
+    # holds the package's sources without its built launcher
+    proc = subprocess.run([sys.executable, "-c", UNLOAD_CYCLES, *directories], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     counts = [int(c) for c in proc.stdout.strip().splitlines()[-1].strip("[]").split(",")]
     # one launch's 1024 guarded stacks are 2048 mappings: none may stay behind per cycle
