@@ -4,7 +4,6 @@ operand evaluated once. T.rsqrt of a vector value lowers to one (LowerIntrin's `
 
 import pytest
 import torch
-from tvm import tirx
 
 import tilelang
 import tilelang.language as T
@@ -41,7 +40,7 @@ def pow_program():
     def main(A: T.Tensor((4, 4), "float32"), B: T.Tensor((4, 4), "float32")):
         with T.Kernel(4, threads=32) as bx:
             b = A[bx, 0:4]
-            B[bx, 0:4] = tirx.call_pure_extern("float32x4", "powf", b, T.float32(3.0))  # a scalar operand
+            B[bx, 0:4] = T.call_pure_extern("float32x4", "powf", b, T.float32(3.0))  # a scalar operand
 
     return main
 
@@ -55,3 +54,21 @@ def test_vector_pure_extern_with_a_scalar_operand(arch):
     out = poison((4, 4), torch.float32)
     kernel(a, out)
     torch.testing.assert_close(out, a ** 3)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_scalar_pure_extern_in_a_parallel_loop(arch):
+    """`T.call_pure_extern` as upstream scripts call it: a device math function by name, element by element."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            for i, j in T.Parallel(32, 64):
+                B[bx * 32 + i, j] = T.call_pure_extern("float32", "expf", A[bx * 32 + i, j])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "expf(" in kernel.get_kernel_source()
+    a = rand((64, 64), torch.float32)
+    out = poison((64, 64), torch.float32)
+    kernel(a, out)
+    torch.testing.assert_close(out, torch.exp(a))

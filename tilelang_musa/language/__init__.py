@@ -42,7 +42,7 @@ from .vote import (
 from .pointer import alloc_global, make_tensor
 from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
 from .tir import (
-    Broadcast, Let, PrimExpr, Ramp, Select, Var, address_of, assume, attr, call_extern, call_intrin, comm_reducer, evaluate, func_attr,
+    Broadcast, Let, PrimExpr, Ramp, Select, Var, address_of, assume, attr, call_extern, call_intrin, call_pure_extern, comm_reducer, evaluate, func_attr,
     grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
@@ -103,7 +103,7 @@ __all__ = [
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
     "ballot", "ballot_sync", "bfloat16", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bool", "boolean",
-    "Buffer", "call_extern", "call_intrin", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
+    "Buffer", "call_extern", "call_intrin", "call_pure_extern", "cast", "Cast", "ceil", "ceildiv", "clamp", "clear", "comm_reducer",
     "const", "copy", "cos", "cosh", "cummax", "cumsum", "device_assert", "double", "DType", "dtype", "dynamic", "empty",
     "env_thread",
     "erf", "evaluate", "exp", "exp10", "exp2", "fill", "finalize_reducer", "float", "float16", "float32",

@@ -1,4 +1,5 @@
-"""Low-level TIR names that upstream TileLang scripts use through `T`: `T.call_extern`, `T.call_intrin`,
+"""Low-level TIR names that upstream TileLang scripts use through `T`: `T.call_extern`, `T.call_pure_extern`,
+`T.call_intrin`,
 `T.Select`, `T.Ramp`, `T.Broadcast`, `T.reinterpret`, `T.address_of`, `T.evaluate`, `T.let`, and the types `T.PrimExpr` / `T.Var`.
 
 They build the same IR as TVMScript's; `T.call_extern("float32", "my_device_fn", x)` prints as
@@ -26,6 +27,12 @@ Var = tvm.ir.expr.Var
 def call_extern(dtype: Any, func_name: str, *args: Any) -> Any:
     """A call of the C function `func_name` returning `dtype` ("handle" or "void"-like "int32" for none)."""
     return tirx.call_extern(canonical_dtype(dtype), func_name, *[as_expr(var_value(a)) for a in args])
+
+
+def call_pure_extern(dtype: Any, func_name: str, *args: Any) -> Any:
+    """`call_extern` of a function without side effects (a math function): the compiler may evaluate it once for
+    equal operands and, in a vectorized loop, lane by lane (`rsqrtf` over a float4 is four rsqrtf calls)."""
+    return tirx.call_pure_extern(canonical_dtype(dtype), func_name, *[as_expr(var_value(a)) for a in args])
 
 
 def call_intrin(dtype: Any, op_name: str, *args: Any) -> Any:
