@@ -35,6 +35,7 @@ float32 -> float, float64 -> double).
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 from libcpp cimport bool as cbool
 from posix.dlfcn cimport dlopen, dlsym, dlclose, dlerror, RTLD_NOW, RTLD_LOCAL
 
@@ -754,7 +755,9 @@ cdef class Launcher:
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
                 if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
                     storage = out.untyped_storage()
-                    storage.fill_(0xFF)
+                    # memset, not storage.fill_: torch's fill of a large tensor wakes its OpenMP team, whose
+                    # threads then spin for a while on the cores the simulator's workers are about to use
+                    memset(<void*><uintptr_t>storage.data_ptr(), 0xFF, storage.nbytes())
                     st.poisoned[st.num_poisoned] = <void*><uintptr_t>storage.data_ptr()
                     st.poisoned_bytes[st.num_poisoned] = storage.nbytes()
                     st.num_poisoned += 1
