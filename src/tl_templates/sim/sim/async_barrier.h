@@ -36,6 +36,7 @@
 #include <memory>
 #include <vector>
 
+#include "bit_count.h"
 #include "config.h"
 #include "profile.h"
 #include "race_detector.h"
@@ -118,30 +119,30 @@ inline AsyncOrder* OrderOf(BlockRunner& block) { return block.checked() ? &GetAs
 inline Barrier& Use(BlockRunner& block, uint32_t id, const char* what, const char* file, int line,
                     bool initialising = false) {
   Barriers& all = GetBarriers(block);
-  const char* where = SourceName(file);
+  // SourceName(file) only on a failure: this runs at every barrier operation of every thread
   if (id < 1 || id > kMaxBarriers)
-    block.Fail(musaErrorLaunchFailure, "%s (%s:%d): barrier id %u is not in 1..%u", what, where, line, id,
+    block.Fail(musaErrorLaunchFailure, "%s (%s:%d): barrier id %u is not in 1..%u", what, SourceName(file), line, id,
                kMaxBarriers);
   if (all.recorded < 0)
     block.Fail(musaErrorLaunchFailure,
                "%s (%s:%d): barrier id %u is used, but the kernel did not start with __musa_async_bar_record(n)", what,
-               where, line, id);
+               SourceName(file), line, id);
   if (id > static_cast<uint32_t>(all.recorded))
     block.Fail(musaErrorLaunchFailure,
                "%s (%s:%d): barrier id %u is beyond the %d barriers __musa_async_bar_record (%s:%d) reserved", what,
-               where, line, id, all.recorded, SourceName(all.record_file), all.record_line);
+               SourceName(file), line, id, all.recorded, SourceName(all.record_file), all.record_line);
   Barrier& b = all.barriers[id];
   if (initialising) return b;
   if (!b.initialised)
-    block.Fail(musaErrorLaunchFailure, "%s (%s:%d): barrier %u is used before __musa_async_init_arrival", what, where,
-               line, id);
+    block.Fail(musaErrorLaunchFailure, "%s (%s:%d): barrier %u is used before __musa_async_init_arrival", what,
+               SourceName(file), line, id);
   const uint32_t me = block.current().linear;
   if (block.checked() && me != b.init_thread && block.epoch(Group::kBlock, 0) == b.init_block_epoch) {
     const uint3 init = block.fiber(b.init_thread).idx;
     block.Fail(musaErrorLaunchFailure,
                "%s (%s:%d): barrier %u was initialised by thread (%u,%u,%u) at %s:%d with no block barrier between "
                "that and this use",
-               what, where, line, id, init.x, init.y, init.z, SourceName(b.init_file), b.init_line);
+               what, SourceName(file), line, id, init.x, init.y, init.z, SourceName(b.init_file), b.init_line);
   }
   return b;
 }
@@ -235,13 +236,13 @@ inline bool Barriers::OnQuiescent(BlockRunner& block) {
     const Barrier& b = barriers[id];
     if (fewest.size() < b.warps.size()) fewest.resize(b.warps.size(), 33);
     for (uint32_t w = 0; w < b.warps.size(); ++w)
-      if (b.warps[w].joined != 0) fewest[w] = std::min(fewest[w], __builtin_popcount(b.warps[w].joined));
+      if (b.warps[w].joined != 0) fewest[w] = std::min(fewest[w], static_cast<int>(BitCount(b.warps[w].joined)));
   }
   bool woke = false;
   for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
     Barrier& b = barriers[id];
     for (uint32_t w = 0; w < b.warps.size(); ++w) {
-      if (b.warps[w].joined == 0 || __builtin_popcount(b.warps[w].joined) != fewest[w]) continue;
+      if (b.warps[w].joined == 0 || static_cast<int>(BitCount(b.warps[w].joined)) != fewest[w]) continue;
       CountArrival(block, *this, id, w);
       woke = true;
     }

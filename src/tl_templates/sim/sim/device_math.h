@@ -17,6 +17,8 @@
 #include <cstring>
 #include <limits>
 
+#include "bit_count.h"
+
 #pragma GCC visibility push(hidden)
 
 // Reinterpretation.
@@ -175,8 +177,8 @@ inline float __ll2float_rn(long long x) { return static_cast<float>(x); }
 inline float __double2float_rn(double x) { return static_cast<float>(x); }
 
 // Integer bit built-ins.
-inline int __popc(unsigned int x) { return __builtin_popcount(x); }
-inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __popc(unsigned int x) { return static_cast<int>(tl_sim::BitCount(x)); }
+inline int __popcll(unsigned long long x) { return static_cast<int>(tl_sim::BitCount(x)); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned int>(x)); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
 inline int __ffs(int x) { return __builtin_ffs(x); }

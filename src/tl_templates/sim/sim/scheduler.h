@@ -44,6 +44,7 @@
 #include <memory>
 #include <vector>
 
+#include "bit_count.h"
 #include "config.h"
 #include "fiber.h"
 #include "profile.h"
@@ -66,7 +67,7 @@ class ThreadSet {
   bool Test(uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
   uint32_t Count() const {
     uint32_t n = 0;
-    for (uint64_t w : words_) n += static_cast<uint32_t>(__builtin_popcountll(w));
+    for (uint64_t w : words_) n += BitCount(w);
     return n;
   }
   bool Intersects(const ThreadSet& o) const {
