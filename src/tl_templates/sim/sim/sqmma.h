@@ -281,15 +281,23 @@ inline void ReadOperand(const OperandPlan& plan, DecodedOperand* values) {
       const auto address = static_cast<uint32_t>(OperandAddress(plan.desc, plan.k_major, r, k, eb));
       const uint32_t run = std::min(inner - i, (piece - address % piece) / eb);
       const unsigned char* at = SharedArenaAt(SwizzleAddress(address, plan.desc.swizzle));
-      for (uint32_t j = 0; j < run; ++j, at += eb) {
-        if (shadow != nullptr) shadow->CheckModelRead(at, eb, "an SQMMA operand fetch");
-        const size_t slot = plan.k_major ? static_cast<size_t>(o) * plan.depth + i + j
-                                         : static_cast<size_t>(i + j) * plan.depth + o;
-        switch (eb) {  // little-endian
-          case 1: raw[slot] = at[0]; break;
-          case 2: raw[slot] = at[0] | (uint32_t{at[1]} << 8); break;
-          default: std::memcpy(&raw[slot], at, sizeof(uint32_t)); break;
-        }
+      if (shadow != nullptr)
+        for (uint32_t j = 0; j < run; ++j) shadow->CheckModelRead(at + j * eb, eb, "an SQMMA operand fetch");
+      // the run's slots: consecutive when K-major, a row (depth slots) apart otherwise; the tests on the
+      // element size stay outside the loops (-O1 does not unswitch them)
+      uint32_t* const out = raw.data() + (plan.k_major ? static_cast<size_t>(o) * plan.depth + i
+                                                       : static_cast<size_t>(i) * plan.depth + o);
+      const size_t step = plan.k_major ? 1 : plan.depth;
+      switch (eb) {  // little-endian
+        case 1:
+          for (uint32_t j = 0; j < run; ++j) out[j * step] = at[j];
+          break;
+        case 2:
+          for (uint32_t j = 0; j < run; ++j) out[j * step] = at[2 * j] | (uint32_t{at[2 * j + 1]} << 8);
+          break;
+        default:
+          for (uint32_t j = 0; j < run; ++j) std::memcpy(&out[j * step], at + 4 * j, sizeof(uint32_t));
+          break;
       }
       i += run;
     }
