@@ -42,6 +42,23 @@ _EVALUATED_KEEP = 8
 _INJECTIVE: dict[int, tuple["Fragment", bool]] = {}
 
 
+def _recall(table: dict, fragment: "Fragment") -> Any:
+    """What `table` keeps for this very fragment object, or None."""
+    known = table.get(fragment.__chandle__())
+    return known[1] if known is not None and known[0].same_as(fragment) else None
+
+
+def _remember(table: dict, fragment: "Fragment", value: Any) -> Any:
+    """Keep `value` for `fragment` in `table`, the oldest entries dropped past _EVALUATED_KEEP; returns `value`."""
+    while len(table) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
+        try:
+            table.pop(next(iter(table)), None)
+        except (StopIteration, RuntimeError):
+            break
+    table[fragment.__chandle__()] = (fragment, value)
+    return value
+
+
 def new_replicate_var() -> Var:
     return tvm.tirx.Var("rep", "int32")
 
@@ -127,21 +144,15 @@ class Fragment(Layout):
     def evaluate_all(self) -> tuple[np.ndarray, np.ndarray]:
         """(thread, slot) of every element and replica, as read-only arrays of shape `input_shape +
         [replicate_size]`."""
-        known = _EVALUATED.get(self.__chandle__())
-        if known is not None and known[0].same_as(self):
-            return known[1]
+        known = _recall(_EVALUATED, self)
+        if known is not None:
+            return known
         self._require_static("evaluate_all")
         coords = open_grid(self.input_shape + [self.replicate_size])
         result = tuple(np.ascontiguousarray(a) for a in self.evaluate(*coords[:-1], rep=coords[-1]))
         for a in result:
             a.flags.writeable = False  # shared by every caller through _EVALUATED
-        while len(_EVALUATED) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
-            try:
-                _EVALUATED.pop(next(iter(_EVALUATED)), None)
-            except (StopIteration, RuntimeError):
-                break
-        _EVALUATED[self.__chandle__()] = (self, result)
-        return result
+        return _remember(_EVALUATED, self, result)
 
     # ---- inverse -----------------------------------------------------------------------------------------------------
     def inverse(self, thread: Any = None, local: Any = None, *, return_rep: bool = False) -> Any:
@@ -170,18 +181,11 @@ class Fragment(Layout):
 
     def is_injective(self) -> bool:
         """No two (element, replica) pairs share a (thread, slot): checked on every pair."""
-        known = _INJECTIVE.get(self.__chandle__())
-        if known is not None and known[0].same_as(self):
-            return known[1]
+        known = _recall(_INJECTIVE, self)
+        if known is not None:
+            return known
         thread, slot = self.evaluate_all()
-        injective = all_distinct(thread * int(self.local_size) + slot)
-        while len(_INJECTIVE) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
-            try:
-                _INJECTIVE.pop(next(iter(_INJECTIVE)), None)
-            except (StopIteration, RuntimeError):
-                break
-        _INJECTIVE[self.__chandle__()] = (self, injective)
-        return injective
+        return _remember(_INJECTIVE, self, all_distinct(thread * int(self.local_size) + slot))
 
     def is_bijective(self) -> bool:
         """Injective, and every slot of every thread in [first thread, num_threads) is used."""
