@@ -55,6 +55,9 @@ def parse_args(argv=None):
                    help="run the programs as Ray tasks, on a local Ray instance or the cluster at RAY_ADDRESS, as "
                         "many at a time as it has CPUs (--workers is not used)")
     p.add_argument("--timeout", type=float, default=600, help="seconds one program may take on one arch")
+    p.add_argument("--stop-after", type=float, default=None, metavar="SECONDS",
+                   help="start no new program (batch, task) after this many seconds; the programs started finish, "
+                        "failures are shrunk and the summary counts the programs that ran")
     p.add_argument("--no-shrink", action="store_true", help="do not shrink failures or write regression tests")
     p.add_argument("--shrink-attempts", type=int, default=40)
     p.add_argument("--no-sim-check", action="store_true",
@@ -111,6 +114,10 @@ def _selection(args) -> tuple[list[str], list[str]]:
 def _run(args, jobs, index_of, results: Path, start: float) -> None:
     """Runs the jobs (locally or through Ray), appending each outcome to `results` as it arrives."""
     stop = threading.Event()
+    if args.stop_after is not None:
+        timer = threading.Timer(args.stop_after, stop.set)
+        timer.daemon = True
+        timer.start()
     done = [0]
     with open(results, "a") as log:
         def on_result(job):
