@@ -42,12 +42,18 @@ struct BufferInfo {
   std::string scope;        //!< storage scope ("global", "shared", "shared.dyn", "local", ...)
   /*! \brief sim_checks only: the valid element offsets from `data`, [lo, hi), as C; hi empty when not printable. */
   std::string check_lo, check_hi;
+  /*! \brief sim_checks only: the C identifier of an integer fragment/local array's defined bytes (`N__def`,
+   *         uninit_reads.h); empty when the buffer has none. */
+  std::string defined;
 };
 
 /*! \brief True when `s` is one parenthesised group, e.g. "(a + b)" but not "(a) + (b)". */
 bool IsWrapped(const std::string& s);
 /*! \brief `s` without its outer parentheses when IsWrapped(s). */
 std::string StripParentheses(const std::string& s);
+
+/*! \brief The C conjunction of `conditions` ("1" for none). */
+std::string AllOf(const std::vector<std::string>& conditions);
 
 /*! \brief How PrintAccess reached the elements. */
 enum class AccessForm { kScalar, kContiguous, kGather };
@@ -61,6 +67,10 @@ struct AccessText {
    *         store_close` (tl_sim::CheckedStore, which checks, tells the race detector whether the value changes
    *         memory, and stores). Empty otherwise. */
   std::string store_open, store_close;
+  /*! \brief sim_checks, a store to an integer fragment/local array (BufferInfo::defined): the element offset and
+   *         lanes whose defined bytes the store sets; lanes 0: every element (a scattered store). */
+  std::string defined_offset;
+  int defined_lanes = 0;
 };
 
 class MusaPrinter : public CallContext {
@@ -144,10 +154,17 @@ class MusaPrinter : public CallContext {
                          const std::string& what);
   /*! \brief sim_checks: `index` (element offset from the buffer's data, `lanes` elements) wrapped in the simulator's
    *         bounds check of a global or shared buffer; `index` unchanged for other scopes or without sim_checks. */
-  std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what);
+  std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what,
+                           std::vector<std::string>* carried = nullptr);
   /*! \brief sim_checks: loads of this fragment or local array are checked for poison (CheckedIndex wraps them in
    *         tl_sim::CheckLocalRead, uninit_reads.h): a float type whose poison is a NaN. */
   bool ChecksLocalReads(const BufferInfo& info) const;
+  /*! \brief sim_checks: whether a fragment/local array of `elem` gets defined bytes (an integer, whose poison -1
+   *         is a value: uninit_reads.h). */
+  bool TracksDefined(const std::string& scope, DataType elem, bool is_volatile) const;
+  /*! \brief sim_checks: `data` (a tracked buffer's array), with its whole array counted defined when evaluated:
+   *         its address is handed to a template that may write any element. */
+  std::string HandOut(const BufferInfo& info) const;
   /*! \brief sim_checks: `tl_sim::Compute(n); ` charging a statement's `instructions` arithmetic instructions to the
    *         simulator's cycle model (arithmetic_count.h); empty without sim_checks or for none. */
   std::string ComputeCharge(int64_t instructions) const;
@@ -167,6 +184,10 @@ class MusaPrinter : public CallContext {
   std::ostringstream out_;
   int indent_ = 0;
   bool unchecked_ = false;  // PrintLoadLValueUnchecked in progress: CheckedIndex leaves indices alone
+  // sim_checks, printing the value of a store to an integer fragment/local: the defined-ness of each tracked
+  // element the value carries (C conditions). Loads collected here are not checked (uninit_reads.h). Null
+  // elsewhere, where a tracked load is a use and checked (indices, conditions, other stores, calls' statements).
+  std::vector<std::string>* carried_defined_ = nullptr;
   // line_directives: the user's (file, line) of the statement being printed (its own span's, else the innermost
   // enclosing statement's); and the line the C compiler numbers the next printed line, after the last #line.
   const std::pair<std::string, int64_t>* user_line_ = nullptr;

@@ -120,7 +120,7 @@ std::string MusaPrinter::PrintBare(const ObjectRef& expr) {
 std::string MusaPrinter::VisitVar(const ObjectRef& op) {
   auto it = var_names_.find(op.get());
   if (it != var_names_.end()) return it->second;
-  if (buffers_.count(op.get())) return LookupBuffer(op).data;  // a buffer used as its data pointer
+  if (buffers_.count(op.get())) return HandOut(LookupBuffer(op));  // a buffer used as its data pointer
   Fail("variable `" + DisplayName(op) +
        "` is used but not defined in the kernel (not a parameter, loop variable, Bind or thread index)");
 }
@@ -218,7 +218,21 @@ void MusaPrinter::SetCheckBounds(BufferInfo* info) {
 }
 
 std::string MusaPrinter::CheckedIndex(const BufferInfo& info, const std::string& index, int lanes,
-                                      const std::string& what) {
+                                      const std::string& what, std::vector<std::string>* carried) {
+  if (options_.sim_checks && !info.defined.empty()) {  // an integer fragment/local (uninit_reads.h)
+    const std::string bare = StripParentheses(index);
+    if (what == "address_of") return "tl_sim::HandedOut(" + info.defined + ", " + bare + ")";
+    if (what != "load" || unchecked_) return index;
+    if (carried != nullptr) {  // the value only flows into another integer fragment/local element
+      carried->push_back(lanes == 1 ? info.defined + "[" + bare + "]"
+                                    : "tl_sim::AllDefined(" + info.defined + " + (" + bare + "), " +
+                                          std::to_string(lanes) + ")");
+      return index;
+    }
+    return "tl_sim::UseLocal(" + info.defined + ", " + bare + ", " + std::to_string(lanes) + ", " +
+           StringLiteral(info.scope == "local.fragment" ? "fragment" : "fragment/local") + ", " +
+           StringLiteral(info.name) + ", __LINE__)";
+  }
   if (options_.sim_checks && !unchecked_ && what == "load" && ChecksLocalReads(info)) {
     return "tl_sim::CheckLocalRead(" + info.data + ", " + StripParentheses(index) + ", " + std::to_string(lanes) +
            ", " + StringLiteral(info.scope == "local.fragment" ? "fragment" : "fragment/local") + ", " +
@@ -237,7 +251,25 @@ bool MusaPrinter::ChecksLocalReads(const BufferInfo& info) const {
          !info.is_volatile && PoisonIsNaN(info.elem);
 }
 
-std::string MusaPrinter::PrintBufferPointer(const ObjectRef& buffer) { return LookupBuffer(buffer).data; }
+std::string AllOf(const std::vector<std::string>& conditions) {
+  if (conditions.empty()) return "1";
+  std::string all;
+  for (const std::string& c : conditions) all += (all.empty() ? "" : " && ") + c;
+  return conditions.size() == 1 ? all : "(" + all + ")";
+}
+
+std::string MusaPrinter::PrintBufferPointer(const ObjectRef& buffer) { return HandOut(LookupBuffer(buffer)); }
+
+std::string MusaPrinter::HandOut(const BufferInfo& info) const {
+  if (info.defined.empty()) return info.data;
+  // a comma expression: still the array lvalue (a template deducing the array's extent sees the same type)
+  return "(tl_sim::DefineAll(" + info.defined + "), " + info.data + ")";
+}
+
+bool MusaPrinter::TracksDefined(const std::string& scope, DataType elem, bool is_volatile) const {
+  return options_.sim_checks && (scope == "local" || scope == "local.fragment") && !is_volatile &&
+         elem.lanes() == 1 && (elem.is_int() || elem.is_uint()) && elem.bits() >= 8;
+}
 
 std::vector<std::string> MusaPrinter::ElementStrides(const BufferInfo& info, size_t rank) {
   std::vector<std::string> strides(rank, "1");
@@ -271,6 +303,14 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
                                     DataType value_type, const std::string& what) {
   const BufferInfo& info = LookupBuffer(buffer_var);
   auto fail = [&](const std::string& msg) { Fail(what + " of buffer `" + info.name + "`: " + msg); };
+  // The indices are uses of any integer fragment/local they load (checked), not values carried into a store.
+  struct CarriedScope {
+    std::vector<std::string>*& slot;
+    std::vector<std::string>* saved;
+    ~CarriedScope() { slot = saved; }
+  } carried_scope{carried_defined_, carried_defined_};
+  std::vector<std::string>* const carried = carried_defined_;
+  carried_defined_ = nullptr;
   const size_t rank = indices.size();
   if (rank == 0) fail("has no indices");
   std::vector<std::string> strides = ElementStrides(info, rank);
@@ -321,7 +361,10 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     terms.push_back(scaled(last, rank - 1));
     std::string index = joined();
     if (terms.size() == 1) index = StripParentheses(index);
-    AccessText access{AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what) + "]", "", ""};
+    AccessText access{AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what, carried) + "]", "",
+                      ""};
+    access.defined_offset = index;
+    access.defined_lanes = 1;
     return checked_store(access, ValueTypeName(info.elem), index, 1);
   }
   if (info.is_volatile) fail("vector access to a volatile buffer is not supported");
@@ -330,8 +373,8 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     if (AsConstInt(base).value_or(-1) != 0) terms.push_back(PrintExpr(base));
     std::string ptr = info.data;
     const std::string offset = terms.empty() ? "0" : joined();
-    if (checked || (what == "load" && ChecksLocalReads(info))) {
-      ptr += " + " + CheckedIndex(info, offset, index_lanes, what);
+    if (checked || (what == "load" && ChecksLocalReads(info)) || (!info.defined.empty() && what != "store")) {
+      ptr += " + " + CheckedIndex(info, offset, index_lanes, what, carried);
     } else if (terms.size() == 1) {
       ptr += " + " + terms[0];
     } else if (terms.size() > 1) {
@@ -341,6 +384,8 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     // handed to templates that deduce tl::vec, so it keeps that spelling.
     const std::string unit = what == "address_of" ? ValueTypeName(value_type) : CTypeName(value_type);
     AccessText access{AccessForm::kContiguous, "(*reinterpret_cast<" + unit + "*>(" + ptr + "))", "", ""};
+    access.defined_offset = offset;
+    access.defined_lanes = index_lanes;
     return checked_store(access, unit, offset, index_lanes);
   }
   if (rank != 1) fail("a strided or gathered vector index needs a flat buffer; run FlattenBuffer");
@@ -352,6 +397,8 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     index = CheckedIndex(info, terms.empty() ? index : "(" + index + " + " + terms[0] + ")", 1, what);
     if (!terms.empty()) index = "(" + index + " - " + terms[0] + ")";
   }
+  // A gathered load of an integer fragment/local carries nothing and is not checked; a scattered store counts the
+  // whole array defined (defined_lanes 0).
   return {AccessForm::kGather, "tl::gather(" + ptr + ", " + index + ")", ptr, index};
 }
 
@@ -441,18 +488,46 @@ std::string MusaPrinter::VisitCast(const ObjectRef& op) {
 std::string MusaPrinter::VisitSelect(const ObjectRef& op) {
   SelectView select(op);
   if (DTypeOf(select.condition()).is_vector()) {
+    // Lane-wise: a store carries one defined-ness for all its lanes, so the branches' elements are not carried
+    // (nor checked) here.
+    std::vector<std::string> dropped;
+    struct Restore {
+      std::vector<std::string>*& slot;
+      std::vector<std::string>* saved;
+      ~Restore() { slot = saved; }
+    } restore{carried_defined_, carried_defined_};
+    if (carried_defined_ != nullptr) carried_defined_ = &dropped;
     return "tl::select(" + PrintBare(select.condition()) + ", " + PrintBare(select.true_value()) + ", " +
            PrintBare(select.false_value()) + ")";
   }
-  return "(" + PrintExpr(select.condition()) + " ? " + PrintExpr(select.true_value()) + " : " +
-         PrintExpr(select.false_value()) + ")";
+  if (carried_defined_ == nullptr) {
+    return "(" + PrintExpr(select.condition()) + " ? " + PrintExpr(select.true_value()) + " : " +
+           PrintExpr(select.false_value()) + ")";
+  }
+  // A store's carried defined-ness: the condition is a use; only the chosen branch's elements are carried.
+  std::vector<std::string>* const carried = carried_defined_;
+  carried_defined_ = nullptr;
+  const std::string condition = PrintExpr(select.condition());
+  std::vector<std::string> when_true, when_false;
+  carried_defined_ = &when_true;
+  const std::string true_value = PrintExpr(select.true_value());
+  carried_defined_ = &when_false;
+  const std::string false_value = PrintExpr(select.false_value());
+  carried_defined_ = carried;
+  if (!when_true.empty() || !when_false.empty()) {
+    carried->push_back("(" + condition + " ? " + AllOf(when_true) + " : " + AllOf(when_false) + ")");
+  }
+  return "(" + condition + " ? " + true_value + " : " + false_value + ")";
 }
 
 // An immediately invoked lambda keeps the binding local to the expression, so a Let under a short-circuiting
 // operator or a select branch is only evaluated where TIR evaluates it.
 std::string MusaPrinter::VisitLet(const ObjectRef& op) {
   LetView let(op);
+  std::vector<std::string>* const carried = carried_defined_;
+  carried_defined_ = nullptr;  // a bound value is a use
   std::string value = PrintBare(let.value());
+  carried_defined_ = carried;
   std::string type = ValueTypeName(DTypeOf(let.var()));
   std::string name = DefineVar(let.var());
   return "([&]() -> " + ValueTypeName(DTypeOf(op)) + " { const " + type + " " + name + " = " + value + "; return " +

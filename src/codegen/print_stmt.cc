@@ -183,16 +183,39 @@ void MusaPrinter::VisitAttrStmt(const ObjectRef& op) {
 
 void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   BufferStoreView store(op);
-  std::string value = PrintBare(store.value());
+  // sim_checks, a store to an integer fragment/local: the integer fragment/local elements its value carries
+  // (uninit_reads.h); their defined-ness becomes the stored elements'.
+  const std::string defined = LookupBuffer(store.buffer()).defined;
+  std::vector<std::string> carried;
+  carried_defined_ = defined.empty() ? nullptr : &carried;
+  std::string value;
+  try {
+    value = PrintBare(store.value());
+  } catch (...) {
+    carried_defined_ = nullptr;
+    throw;
+  }
+  carried_defined_ = nullptr;
   AccessText target = PrintAccess(store.buffer(), store.indices(), DTypeOf(store.value()), "store");
   if (target.form != AccessForm::kGather) value = UnwrapBuiltinVectorLoad(store.value(), value);
   const std::string charge = ComputeCharge(CountArithmetic(store.value()));
+  std::string mark;
+  if (!defined.empty() && target.form == AccessForm::kGather) {
+    mark = " tl_sim::DefineAll(" + defined + ");";
+  } else if (!defined.empty() && target.defined_lanes == 1) {
+    mark = " if (tl_sim::UninitChecked()) " + defined + "[" + StripParentheses(target.defined_offset) +
+           "] = " + AllOf(carried) + ";";
+  } else if (!defined.empty()) {
+    mark = " if (tl_sim::UninitChecked()) tl_sim::SetDefined(" + defined + " + (" +
+           StripParentheses(target.defined_offset) + "), " + std::to_string(target.defined_lanes) + ", " +
+           AllOf(carried) + ");";
+  }
   if (target.form == AccessForm::kGather) {
-    Line(charge + "tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");");
+    Line(charge + "tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");" + mark);
   } else if (!target.store_open.empty()) {
-    Line(charge + target.store_open + value + target.store_close + ";");
+    Line(charge + target.store_open + value + target.store_close + ";" + mark);
   } else {
-    Line(charge + StripParentheses(target.text) + " = " + value + ";");
+    Line(charge + StripParentheses(target.text) + " = " + value + ";" + mark);
   }
 }
 
@@ -246,13 +269,18 @@ void MusaPrinter::VisitDeclBuffer(const ObjectRef& op) {
   if (!source.empty() && source_elem == elem) {
     DefineBuffer(buffer, source, source_volatile);
     inherit_bounds(view_bytes);
+    if (storage_info != nullptr) buffers_[buffer.get()].defined = storage_info->defined;
     return;
   }
   std::string qualifier = source_volatile ? "volatile " : "";
   std::string type = qualifier + ValueTypeName(elem) + "*";
   std::string name = names_.Fresh(std::string(VarView(buffer).name()), "buf");
   std::string from = source.empty() ? PrintBare(data) : source;
-  Line(type + " " + name + " = reinterpret_cast<" + type + ">(" + from + ");");
+  // sim_checks: the view's stores are not tracked, so the viewed integer fragment/local counts as defined.
+  const std::string handed = storage_info != nullptr && !storage_info->defined.empty()
+                                 ? " tl_sim::DefineAll(" + storage_info->defined + ");"
+                                 : "";
+  Line(type + " " + name + " = reinterpret_cast<" + type + ">(" + from + ");" + handed);
   DefineBuffer(buffer, name, source_volatile);
   inherit_bounds(view_bytes);
 }
@@ -310,8 +338,15 @@ void MusaPrinter::VisitAllocBuffer(const ObjectRef& op) {
   }
   // 16-byte alignment lets any tl::vec view of the array be loaded with one access.
   std::string align = is_shared || count > 1 ? "__align__(16) " : "";
-  Line((is_shared ? "__shared__ " : "") + align + elem + " " + name + "[" + std::to_string(count) + "];" + poison);
+  // sim_checks: an integer fragment/local's defined bytes (uninit_reads.h), cleared in checked mode.
+  std::string defined;
+  if (!is_shared && TracksDefined(scope, type.dtype(), is_volatile)) defined = names_.Fresh(name + "_defined", "buf");
+  const std::string defined_decl = defined.empty() ? "" : " unsigned char " + defined + "[" + std::to_string(count) +
+                                                              "]; tl_sim::Undefine(" + defined + ");";
+  Line((is_shared ? "__shared__ " : "") + align + elem + " " + name + "[" + std::to_string(count) + "];" + poison +
+       defined_decl);
   DefineBuffer(buffer, name, is_volatile);
+  buffers_[buffer.get()].defined = defined;
 }
 
 void MusaPrinter::VisitEvaluate(const ObjectRef& op) {

@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -331,6 +332,77 @@ template <typename T, typename I>
   WrittenShadow* shadow = g_thread.uninit_shadow;
   if (__builtin_expect(shadow == nullptr, 1)) return;  // default mode
   CheckOperandElements(shadow, p, bytes, count);
+}
+
+// ---- integer fragments and locals: a defined byte per element ------------------------------------------------
+//
+// An integer's poison is a value (-1), so the load alone proves nothing. The checked print declares beside each
+// integer fragment/local array `N` a byte array `N__def` (1: this thread stored a defined value there), cleared at
+// the declaration in checked mode. A store to `N` sets its bytes to whether every integer fragment/local element
+// its value was computed from was defined (the value carries the poison along, as a NaN does); an address of `N`
+// handed to a template (a GEMM accumulator, T.cumsum) counts the whole array defined. A load is checked only where
+// its value is used: an index or address, a condition, a store to shared/global memory or to a float local, a
+// template's argument, a bound variable. A load whose value only flows into another integer fragment/local
+// element is not checked (threads outside a fragment's layout legitimately combine their unwritten slot with an
+// all-reduce result they never use). Default mode never reads `N__def`; every access is behind UninitChecked().
+
+/*! rief Whether the running launch is in checked mode (the detector of uninitialised reads is on). */
+[[gnu::always_inline]] inline bool UninitChecked() { return __builtin_expect(g_thread.uninit_shadow != nullptr, 0); }
+
+/*! rief The array's declaration (checked mode): no element is defined yet. */
+template <size_t n>
+[[gnu::always_inline]] inline void Undefine(unsigned char (&defined)[n]) {
+  if (UninitChecked()) std::memset(defined, 0, n);
+}
+
+/*! rief The array's address is handed out (checked mode): a template may write any element. */
+template <size_t n>
+[[gnu::always_inline]] inline void DefineAll(unsigned char (&defined)[n]) {
+  if (UninitChecked()) std::memset(defined, 1, n);
+}
+
+/*! rief DefineAll, for `&N[index]` handed out: returns `index`. */
+template <size_t n, typename I>
+[[gnu::always_inline]] inline I HandedOut(unsigned char (&defined)[n], I index) {
+  DefineAll(defined);
+  return index;
+}
+
+/*! rief Whether `lanes` elements from `defined` are all defined (checked mode only: a store's carried state). */
+[[gnu::always_inline]] inline bool AllDefined(const unsigned char* defined, int lanes) {
+  for (int lane = 0; lane < lanes; ++lane)
+    if (defined[lane] == 0) return false;
+  return true;
+}
+
+/*! rief A store of `lanes` elements from `defined` (checked mode only), `value`: computed from defined elements. */
+[[gnu::always_inline]] inline void SetDefined(unsigned char* defined, int lanes, bool value) {
+  for (int lane = 0; lane < lanes; ++lane) defined[lane] = value ? 1 : 0;
+}
+
+/*! rief UseLocal's report, out of line (the check inlined at every use stays a load, a test and a branch). */
+[[noreturn, gnu::noinline, gnu::cold]] inline void UndefinedLocalUse(const char* space, const char* name,
+                                                                     int64_t element, int line) {
+  UninitialisedRead(space,
+                    "which this thread has not written (never stored, or stored from a value computed from an "
+                    "unwritten element), where its value is used",
+                    name, element, line);
+}
+
+/*!
+ * rief The checked print of a load of `lanes` integer fragment/local elements at `index` whose value is used
+ *        (not merely carried into another such element): in checked mode, an element not defined is the error.
+ *        Returns `index`.
+ */
+template <typename I>
+[[gnu::always_inline]] inline I UseLocal(const unsigned char* defined, I index, int lanes, const char* space,
+                                         const char* name, int line) {
+  if (UninitChecked()) {
+    const int64_t offset = static_cast<int64_t>(index);
+    for (int lane = 0; lane < lanes; ++lane)
+      if (defined[offset + lane] == 0) UndefinedLocalUse(space, name, offset + lane, line);
+  }
+  return index;
 }
 
 }  // namespace tl_sim
