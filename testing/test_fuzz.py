@@ -125,3 +125,13 @@ def test_a_child_sees_the_variables_forced_by_assignment(monkeypatch):
     monkeypatch.setattr(env.SIM_SEED, "_forced_value", 11)
     got = child_env({"EXTRA": "1"})
     assert got["TILELANG_SIM_SEED"] == "11" and got["EXTRA"] == "1" and got["TILELANG_EXECUTION_BACKEND"] == "sim"
+
+
+def test_stop_after_ends_the_run_on_time_and_still_summarizes(tmp_path, capsys):
+    """--stop-after 0: no program starts; the summary says none of the N ran, and nothing failed."""
+    from tilelang_musa.fuzz.__main__ import main
+
+    assert main(["--n", "3", "--seed", "5", "--stop-after", "0", "--out", str(tmp_path), "--no-shrink"]) == 0
+    summary = (tmp_path / "summary.txt").read_text()
+    assert "0 of 3 programs, 0 runs on mp_31, mp_22" in summary, summary
+    assert not (tmp_path / "results.jsonl").read_text()

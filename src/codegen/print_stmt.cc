@@ -200,15 +200,19 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   if (target.form != AccessForm::kGather) value = UnwrapBuiltinVectorLoad(store.value(), value);
   const std::string charge = ComputeCharge(CountArithmetic(store.value()));
   std::string mark;
-  if (!defined.empty() && target.form == AccessForm::kGather) {
+  const std::string offset = StripParentheses(target.defined_offset);
+  const std::string own = target.defined_lanes == 1 ? defined + "[" + offset + "]"
+                                                     : "tl_sim::AllDefined(" + defined + " + (" + offset + "), " +
+                                                           std::to_string(target.defined_lanes) + ")";
+  if (carried.size() == 1 && carried[0] == own && target.form != AccessForm::kGather) {
+    // `x = x + (defined values)`, an accumulation: the element's state is unchanged, and its hot loop pays nothing
+  } else if (!defined.empty() && target.form == AccessForm::kGather) {
     mark = " tl_sim::DefineAll(" + defined + ");";
   } else if (!defined.empty() && target.defined_lanes == 1) {
-    mark = " if (tl_sim::UninitChecked()) " + defined + "[" + StripParentheses(target.defined_offset) +
-           "] = " + AllOf(carried) + ";";
+    mark = " if (tl_sim::UninitChecked()) " + own + " = " + AllOf(carried) + ";";
   } else if (!defined.empty()) {
-    mark = " if (tl_sim::UninitChecked()) tl_sim::SetDefined(" + defined + " + (" +
-           StripParentheses(target.defined_offset) + "), " + std::to_string(target.defined_lanes) + ", " +
-           AllOf(carried) + ");";
+    mark = " if (tl_sim::UninitChecked()) tl_sim::SetDefined(" + defined + " + (" + offset + "), " +
+           std::to_string(target.defined_lanes) + ", " + AllOf(carried) + ");";
   }
   if (target.form == AccessForm::kGather) {
     Line(charge + "tl::scatter(" + target.pointer + ", " + target.index + ", " + value + ");" + mark);

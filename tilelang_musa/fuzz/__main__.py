@@ -114,7 +114,9 @@ def _selection(args) -> tuple[list[str], list[str]]:
 def _run(args, jobs, index_of, results: Path, start: float) -> None:
     """Runs the jobs (locally or through Ray), appending each outcome to `results` as it arrives."""
     stop = threading.Event()
-    if args.stop_after is not None:
+    if args.stop_after is not None and args.stop_after <= 0:
+        stop.set()
+    elif args.stop_after is not None:  # a long campaign ends on time, still shrinking and summarizing what ran
         timer = threading.Timer(args.stop_after, stop.set)
         timer.daemon = True
         timer.start()

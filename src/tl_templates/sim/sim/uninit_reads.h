@@ -24,7 +24,8 @@
  *   naming the buffer whose address the kernel handed to them (its address-taking access registers it here) and
  *   the line of the generated source that last made a checked access (the call's).
  * - fragments and locals live in the simulated thread's C arrays, written through references by templates (GEMM
- *   accumulators, reductions) that no shadow could follow. The code generator checks their loads only for element
+ *   accumulators, reductions) that no shadow could follow. Integer ones get a defined byte per element (see
+ *   "integer fragments and locals" below). For float ones the code generator checks their loads for element
  *   types whose all-ones bytes are a NaN (float16/32/64, bfloat16, float8 e4m3fn/e5m2/e8m0): arithmetic never
  *   produces that NaN from a value, it only carries the poison one along, so such a load reads an element never
  *   written by this thread, or written with a value computed from one. Generated code legitimately makes such
