@@ -205,3 +205,29 @@ def test_the_checked_print_tracks_integer_locals_and_leaves_the_musa_c_alone():
     assert len(re.findall(r'tl_sim::UseLocal\(M_defined, [01], 1, "fragment/local", "M", __LINE__\)', checked)) == 2
     assert len(checked.splitlines()) == len(source.text.splitlines())
     assert "_defined" not in source.text and "UseLocal" not in source.text
+
+
+def int8_gemm(M=64, N=64, K=64):
+    @T.prim_func
+    def igemm(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"), C: T.Tensor((M, N), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), "int8")
+            B_s = T.alloc_shared((K, N), "int8")
+            C_f = T.alloc_fragment((M, N), "int32")
+            T.clear(C_f)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    return igemm
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_an_int8_gemm_accumulating_into_an_int32_fragment_is_not_reported(arch, monkeypatch):
+    """The accumulator is cleared, then accumulated (`C_f[i] = C_f[i] + a * b`: carried, unchanged) and stored."""
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    kernel = tilelang.compile(int8_gemm(), out_idx=[2], target=f"musa -arch={arch}")
+    a = ints(64 * 64, 4, torch.int8).view(64, 64)
+    b = ints(64 * 64, 5, torch.int8).view(64, 64)
+    torch.testing.assert_close(kernel(a, b), (a.to(torch.int64) @ b.to(torch.int64)).to(torch.int32))
