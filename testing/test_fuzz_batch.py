@@ -189,3 +189,33 @@ def test_the_names_renamed_are_those_the_host_printer_defines():
     text = inspect.getsource(host)
     for name in batch_build._HOST_NAMES:
         assert re.search(rf"\b{name}\(|\b{name}\[", text), name
+
+
+def test_an_executor_task_takes_a_batch_and_a_failed_batch_runs_again_one_program_per_task():
+    """run_jobs_on(batch=B): one CheckBatchTask per B jobs; a task that died has its jobs run again as single
+    CheckTasks (no compile here: the fake executor answers without running the tasks)."""
+    from tilelang_musa.fuzz.runner import DIED, CheckBatchTask, CheckTask, Job, Outcome, run_jobs_on
+
+    calls = []
+
+    class FakeExecutor:
+        def run_tasks(self, n_tasks, task, timeout, on_done, stop=None):
+            calls.append((type(task).__name__, n_tasks, timeout))
+            for i in range(n_tasks):
+                if isinstance(task, CheckBatchTask):
+                    group = task.groups[i]
+                    if i == 1:
+                        on_done(i, None, (DIED, "signal 11"))
+                    else:
+                        on_done(i, [Outcome("pass", arch, f"batched {desc}") for desc, arch in group], None)
+                else:
+                    assert isinstance(task, CheckTask)
+                    desc, arch = task.jobs[i]
+                    on_done(i, Outcome("pass", arch, f"alone {desc}"), None)
+
+    jobs = [Job(k, f"p{k}", "mp_31") for k in range(5)]
+    seen = []
+    run_jobs_on(FakeExecutor(), jobs, timeout=10, batch=2, on_result=lambda job: seen.append(job.id))
+    assert calls == [("CheckBatchTask", 3, 20), ("CheckTask", 2, 10)]
+    assert [job.result.detail for job in jobs] == ["batched p0", "batched p1", "alone p2", "alone p3", "batched p4"]
+    assert sorted(seen) == [0, 1, 2, 3, 4]

@@ -6,9 +6,10 @@ Generates N programs (program i from random.Random(f"{seed}:{i}"), so any one ca
 writes results.jsonl and summary.txt into --out. Each failing program is shrunk (unless --no-shrink) and written
 as a pytest file into --regressions. Without --keep-going the run stops at the first failure.
 
-With --ray the programs run as Ray tasks (tilelang_musa/executors/ray_executor.py), on a local Ray instance or the
-cluster at RAY_ADDRESS, as many at a time as the cluster has CPUs, with the same outcomes and output; shrinking
-then runs here, in a child process, as without it. Ray is an optional extra: pip install "tilelang_musa[ray]"."""
+With --ray the programs run as Ray tasks (tilelang_musa/executors/ray_executor.py) of --batch programs each, their
+libraries built together, on a local Ray instance or the cluster at RAY_ADDRESS, as many at a time as the cluster
+has CPUs, with the same outcomes and output; shrinking then runs here, in a child process, as without it.
+Ray is an optional extra: pip install "tilelang_musa[ray]"."""
 
 import argparse
 import json
@@ -49,8 +50,8 @@ def parse_args(argv=None):
     p.add_argument("--keep-going", action="store_true", help="run all N programs even after a failure")
     p.add_argument("--workers", type=int, default=1, help="child processes running programs in parallel")
     p.add_argument("--batch", type=int, default=8,
-                   help="programs a child process lowers before building all their libraries with one host-compiler "
-                        "run per arch (jit/batch_build.py); 1: one build per program (not used with --ray)")
+                   help="programs a child process (or a Ray task) lowers before building all their libraries with "
+                        "one host-compiler run per arch (jit/batch_build.py); 1: one build per program")
     p.add_argument("--ray", action="store_true",
                    help="run the programs as Ray tasks, on a local Ray instance or the cluster at RAY_ADDRESS, as "
                         "many at a time as it has CPUs (--workers is not used)")
@@ -140,7 +141,7 @@ def _run(args, jobs, index_of, results: Path, start: float) -> None:
             from ..executors import RayExecutor
 
             run_jobs_on(RayExecutor(), jobs, timeout=args.timeout, stop=stop, on_result=on_result,
-                        sim_check=not args.no_sim_check)
+                        sim_check=not args.no_sim_check, batch=max(1, args.batch) * len({j.arch for j in jobs}))
         else:
             run_jobs(jobs, workers=args.workers, timeout=args.timeout, stop=stop, on_result=on_result,
                      sim_check=not args.no_sim_check, batch=max(1, args.batch) * len({j.arch for j in jobs}))

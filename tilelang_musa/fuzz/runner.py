@@ -490,11 +490,42 @@ class CheckTask:
         return check(desc, arch, self.sim_check)
 
 
+@dataclass(frozen=True)
+class CheckBatchTask:
+    """`task(i)`: check_batch() of the i-th group of (description, arch): their libraries built together in the
+    executor's worker (a list of outcomes, in the group's order)."""
+
+    groups: tuple[tuple[tuple[Any, str], ...], ...]
+    sim_check: bool = True
+
+    def __call__(self, index: int) -> list[Outcome]:
+        return check_batch(list(self.groups[index]), self.sim_check)
+
+
 def run_jobs_on(executor: Any, jobs: list[Job], *, timeout: float = 600,
                 on_result: Callable[[Job], None] = lambda job: None, stop: threading.Event | None = None,
-                sim_check: bool = True) -> list[Job]:
+                sim_check: bool = True, batch: int = 1) -> list[Job]:
     """Run every job as a task of `executor` (executors/__init__.py); outcomes as run_jobs gives them (jobs left
-    when `stop` is set keep None)."""
+    when `stop` is set keep None). `batch` > 1: a task takes that many jobs and builds their libraries together
+    (check_batch, as a child of run_jobs does); the jobs of a task that dies, hangs or raises run again one per
+    task, so a crash is reported against the program that caused it."""
+    if batch > 1 and len(jobs) > 1:
+        groups = [jobs[first:first + batch] for first in range(0, len(jobs), batch)]
+        again: list[Job] = []
+
+        def on_group(i: int, outcomes: list[Outcome] | None, failure: tuple[str, str] | None) -> None:
+            if failure is not None or outcomes is None or len(outcomes) != len(groups[i]):
+                again.extend(groups[i])
+                return
+            for job, outcome in zip(groups[i], outcomes):
+                job.result = outcome
+                on_result(job)
+
+        task = CheckBatchTask(tuple(tuple((job.desc, job.arch) for job in group) for group in groups), sim_check)
+        executor.run_tasks(len(groups), task, timeout * batch, on_group, stop)
+        if again and not (stop is not None and stop.is_set()):
+            run_jobs_on(executor, again, timeout=timeout, on_result=on_result, stop=stop, sim_check=sim_check)
+        return jobs
 
     def on_done(i: int, outcome: Outcome | None, failure: tuple[str, str] | None) -> None:
         job = jobs[i]
