@@ -91,7 +91,8 @@ def test_a_planted_uninitialised_read_is_named_in_checked_mode(arch, kind, monke
 
 
 def test_the_checked_print_checks_float_local_loads_only():
-    """Integer locals hold -1 legitimately (the poison's bytes): their loads are not checked; stores never are."""
+    """Integer locals hold -1 legitimately (the poison's bytes): their loads get no NaN check (their defined bytes
+    are test_uninit_integer_reads.py's); stores never are."""
     from tilelang_musa.codegen import generate
     from tilelang_musa.target import determine_target
     from tilelang_musa.transform import lower
