@@ -75,11 +75,20 @@ def _attribute_generated_kernels(kernel_archive, request):
             table.write("".join(f"{name}\t{request.node.nodeid}\n" for name in new))
 
 
+def _run_order(item) -> int:
+    """0: tests on the session's Ray instance (the longest tests: started first, and together, so one worker starts
+    Ray once); 2: tests marked `after_all_kernels`; 1: every other test."""
+    if item.get_closest_marker("after_all_kernels") is not None:
+        return 2
+    return 0 if _uses_ray(item) else 1
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `after_all_kernels` run last (a stable sort keeps every other order). Under xdist the scheduler
-    hands tests out in this order, so they are the last each worker receives; `after_all_kernels_ready` then waits
-    for the other workers to finish theirs."""
-    items.sort(key=lambda item: item.get_closest_marker("after_all_kernels") is not None)
+    """Tests on Ray run first and tests marked `after_all_kernels` last (a stable sort keeps every other order).
+    Under xdist the scheduler hands tests out in this order (`--dist worksteal`, pyproject.toml: each worker starts
+    with one contiguous half and steals from the other's end), so the after-all tests are the last a worker
+    receives; `after_all_kernels_ready` then waits for the other workers to finish theirs."""
+    items.sort(key=_run_order)
 
 
 AFTER_ALL_TIMEOUT_S = 3600
@@ -108,21 +117,47 @@ def pytest_sessionfinish(session):
         _announce_done(session.config._tmp_path_factory.getbasetemp().parent)
 
 
-def start_local_ray(scratch: Path):
-    """Start a local Ray instance of two CPUs unless one runs; returns whether this call started it. Ray puts the
-    driver's working directory first on its workers' sys.path: started from the repository root, they would import
-    its source tree (no built launcher) instead of the installed package, so the driver starts it from `scratch`."""
+_ray_started_here = False  # whether this process started the running Ray instance (and so stops it)
+
+
+@pytest.fixture
+def local_ray(tmp_path_factory):
+    """A local Ray instance of two CPUs, started by the first Ray test a worker runs and stopped after the last of a
+    row of them (`pytest_runtest_teardown`; the Ray tests run first, together): starting Ray, and its worker
+    processes' imports of torch and this package, cost seconds each time, and a warm worker serves the next module's
+    tasks. Sharing is sound: a task runs with the driver's TILELANG_* variables of its own run (RayExecutor ships
+    them with each task), and a task past its timeout is cancelled with its worker killed. Ray puts the driver's
+    working directory first on its workers' sys.path: started from the repository root, they would import its
+    source tree (no built launcher) instead of the installed package, so the driver starts it from a scratch
+    directory. An instance this process did not start is used and left running."""
+    global _ray_started_here
     import ray
 
-    if ray.is_initialized():
-        return False
-    here = os.getcwd()
-    os.chdir(scratch)
-    try:
-        ray.init(num_cpus=2, include_dashboard=False)
-    finally:
-        os.chdir(here)
-    return True
+    if not ray.is_initialized():
+        here = os.getcwd()
+        os.chdir(tmp_path_factory.mktemp("ray_driver"))
+        try:
+            ray.init(num_cpus=2, include_dashboard=False)
+        finally:
+            os.chdir(here)
+        _ray_started_here = True
+    yield
+
+
+def _uses_ray(item) -> bool:
+    return item is not None and "local_ray" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Stops the Ray instance `local_ray` started once the next test does not use it: its daemons would otherwise
+    take CPU time for the rest of the session."""
+    global _ray_started_here
+    if _ray_started_here and _uses_ray(item) and not _uses_ray(nextitem):
+        import ray
+
+        ray.shutdown()
+        _ray_started_here = False
 
 
 @pytest.fixture

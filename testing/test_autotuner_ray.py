@@ -20,7 +20,6 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from conftest import start_local_ray  # noqa: E402
 from tilelang.autotuner import AutoTuner, autotune  # noqa: E402
 from tilelang_musa import env as tl_env  # noqa: E402
 from tilelang_musa.autotuner import workers  # noqa: E402
@@ -32,19 +31,19 @@ import gemm_autotune as readme  # noqa: E402 - the README GEMM under @autotune, 
 M = N = K = 256
 
 
+pytestmark = pytest.mark.usefixtures("local_ray")  # a local Ray instance of two CPUs (conftest.py)
+
+
 @pytest.fixture(scope="module", autouse=True)
-def local_ray(tmp_path_factory):
-    """A local Ray instance of two CPUs; a kernel cache of this module's own; no persisted tuning results (every
-    run tunes)."""
+def ray_autotune_settings(tmp_path_factory):
+    """A kernel cache of this module's own; no persisted tuning results (every run tunes). Ray tasks run with
+    these variables (RayExecutor ships them with each task)."""
     names = ("TILELANG_CACHE_DIR", "TILELANG_AUTO_TUNING_CPU_COUNTS", "TILELANG_AUTO_TUNING_DISABLE_CACHE")
     saved = {k: os.environ.get(k) for k in names}
     os.environ["TILELANG_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray_autotune_cache"))
     os.environ["TILELANG_AUTO_TUNING_CPU_COUNTS"] = "2"
     os.environ["TILELANG_AUTO_TUNING_DISABLE_CACHE"] = "1"
-    started = start_local_ray(tmp_path_factory.mktemp("ray_driver"))
     yield
-    if started:
-        ray.shutdown()
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)

@@ -7,16 +7,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from conftest import start_local_ray  # noqa: E402
 from tilelang_musa.fuzz.__main__ import main  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray(tmp_path_factory):
-    started = start_local_ray(tmp_path_factory.mktemp("ray_driver"))
-    yield
-    if started:
-        ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # a local Ray instance of two CPUs (conftest.py)
 
 
 def results(out):

@@ -4,6 +4,8 @@ source/compile-command environment variables."""
 import json
 import os
 import stat
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -137,3 +139,31 @@ def _run(kernel, a):
     b = torch.full_like(a, float("nan"))
     kernel(a, b)
     return b
+
+
+def test_processes_that_need_one_prelude_at_once_precompile_it_once(tmp_path):
+    """pytest-xdist's workers (or parallel builds) that find the precompiled prelude missing at the same time wait
+    for one precompilation (a lock beside it) instead of each doing its own: a compiler that takes a second or more per
+    header and logs each run is called once by two processes started together, and both get the header."""
+    log = tmp_path / "compiles.log"
+    compiler = tmp_path / "slow-g++"
+    compiler.write_text(f'#!/bin/sh\necho "$@" >> {log}\nsleep 1\nexec g++ "$@"\n')
+    compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    probe = textwrap.dedent(f"""
+        import os, sys, time
+        from tilelang_musa.jit.precompiled_prelude import prelude_header
+        open(os.path.join({str(ready)!r}, str(os.getpid())), "w").close()
+        while len(os.listdir({str(ready)!r})) < 2:  # both imported: they look for the prelude together
+            time.sleep(0.01)
+        header = prelude_header([{str(compiler)!r}], ["-std=c++17"], "#include <vector>\\n", "lock-test")
+        print(header)
+    """)
+    env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", probe], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    headers = [proc.communicate(timeout=300)[0].strip() for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    assert headers[0] == headers[1] != "None" and os.path.isfile(headers[0] + ".gch")
+    assert len(log.read_text().splitlines()) == 1

@@ -8,12 +8,16 @@ beside it). The source's own includes of the same headers are then no-ops (`#pra
 
 Correctness never depends on the precompiled file: a compiler that finds it unusable (different flags or macros)
 parses `prelude.h` itself, which is the text the source starts with anyway. The files live in the kernel cache
-directory under `sim_prelude/<key>/`; they are written to a temporary name and renamed, so concurrent builds
-race harmlessly.
+directory under `sim_prelude/<key>/`; they are written to a temporary name and renamed, so a reader never sees a
+partial file, and a process that finds the file missing precompiles it under a lock (`flock` on `.lock` beside
+it), so concurrent processes (pytest-xdist's workers, parallel builds) wait for one precompilation instead of
+each doing its own.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -40,22 +44,33 @@ def prelude_header(compiler: list[str], flags: list[str], prelude: str, identity
         return None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        _write_atomically(header, prelude.encode())
-        fd, temporary = tempfile.mkstemp(prefix=".", suffix=compiled.suffix, dir=directory)
-        os.close(fd)
-        # clang can also instantiate the templates the headers use once, here, instead of in every build
-        instantiate = ["-fpch-instantiate-templates"] if _is_clang(compiler) else []
-        cmd = compiler + flags + instantiate + ["-x", "c++-header", str(header), "-o", temporary]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            os.unlink(temporary)
-            _failed.add(key)
-            return None
-        os.replace(temporary, compiled)
+        with _locked(directory / ".lock"):
+            if compiled.is_file() and header.is_file():  # precompiled by another process while this one waited
+                return header
+            _write_atomically(header, prelude.encode())
+            fd, temporary = tempfile.mkstemp(prefix=".", suffix=compiled.suffix, dir=directory)
+            os.close(fd)
+            # clang can also instantiate the templates the headers use once, here, instead of in every build
+            instantiate = ["-fpch-instantiate-templates"] if _is_clang(compiler) else []
+            cmd = compiler + flags + instantiate + ["-x", "c++-header", str(header), "-o", temporary]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                os.unlink(temporary)
+                _failed.add(key)
+                return None
+            os.replace(temporary, compiled)
     except OSError:
         _failed.add(key)
         return None
     return header
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """Holds an exclusive flock on `path` (released when the process dies, so a crashed holder blocks no one)."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _is_clang(compiler: list[str]) -> bool:
