@@ -128,6 +128,72 @@ def test_dependent_latency_lengthens_each_blocks_critical_path_by_its_warps_chai
             .resource_seconds["critical_path"] == pytest.approx(3 * (5000 + 11 * 3000) / f.clock_hz))
 
 
+def test_shuffle_latency_lengthens_each_blocks_critical_path_and_shuffles_are_issued():
+    """A block of 4 warps with 4 x 200 warp shuffles: each shuffle is a warp instruction (the issue term), and with a
+    shuffle latency of 30 each warp's 200 shuffles wait 30 cycles each on the critical path (the cycle model lets
+    a shuffle's lanes leave it at once). 0 (arch_figures.py's value) adds nothing to the path."""
+    f = figures_for("mp_31")
+    assert f.shuffle_latency_cycles == 0
+    counters = made_up_counters(grid_blocks=56, threads_per_block=128, blocks=8, block_cycles=8 * 5000,
+                                block_cycles_max=5000, arithmetic_instructions=8 * 4 * 100, warp_shuffles=8 * 4 * 200)
+    plain = model_launch(counters, f, distinct_bytes=0, registers=32)
+    assert plain.resource_seconds["critical_path"] == pytest.approx(5000 / f.clock_hz)
+    assert plain.resource_seconds["issue"] == pytest.approx(4 * (100 + 200) / f.warp_instructions_per_cycle
+                                                             / f.clock_hz)
+    slow = model_launch(counters, dataclasses.replace(f, shuffle_latency_cycles=30.0), 0, 32)
+    assert slow.resource_seconds["critical_path"] == pytest.approx((5000 + 30 * 200) / f.clock_hz)
+    assert slow.seconds - plain.seconds == pytest.approx(30 * 200 / f.clock_hz)
+    # with a dependent latency too, both chains add up
+    both = model_launch(counters, dataclasses.replace(f, shuffle_latency_cycles=30.0, dependent_latency_cycles=5.0),
+                        0, 32)
+    assert both.resource_seconds["critical_path"] == pytest.approx((5000 + 30 * 200 + 4 * 100) / f.clock_hz)
+
+
+def lane_rank(blocks, lanes):
+    """Each thread's rank among the first `lanes` lanes of its warp, by value (ties to the lower lane), read through
+    `lanes` shuffles a warp, as Moore Threads' top-k group kernel ranks its groups."""
+    @T.prim_func
+    def main(X: T.Tensor((blocks, 256), "float32"), R: T.Tensor((blocks, 256), "int32")):
+        with T.Kernel(blocks, threads=256) as b:
+            tx = T.get_thread_binding()
+            lane = tx % lanes
+            mine = T.alloc_var("float32", init=X[b, tx])
+            rank = T.alloc_var("int32", init=0)
+            for i in T.unroll(lanes):
+                other = T.shfl_sync(mine, i)
+                if other > mine or (other == mine and i < lane):
+                    rank += 1
+            R[b, tx] = rank
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_simulator_counts_warp_shuffles_and_the_model_charges_them(arch):
+    """8 blocks of 256 threads, 16 shuffles a warp: the counter says 8 x warps x 16 on both arches (mp_22's warps are
+    128 lanes: 2 a block; mp_31's 32: 8), the ranks match torch, and a shuffle latency moves the modelled time by
+    exactly 16 x the latency (the block's critical path limits this launch)."""
+    f = figures_for(arch)
+    blocks, lanes = 8, 16
+    kernel = tilelang.compile(lane_rank(blocks, lanes), target=f"musa -arch={arch}")
+    assert kernel.get_kernel_source().count("__shfl_sync(") >= 1
+    x = rand((blocks, 256), torch.float32, 5)
+    r = torch.full((blocks, 256), -7, dtype=torch.int32)
+    counters = kernel.get_profiler().counters([x, r])
+    warp = 128 if arch == "mp_22" else 32
+    base = torch.arange(256) // warp * warp  # the lane 0 of each thread's warp
+    candidates = x[:, base[:, None] + torch.arange(lanes)]  # (blocks, thread, i): the value of lane i of its warp
+    mine, lane = x[:, :, None], (torch.arange(256) % lanes)[None, :, None]
+    expected = ((candidates > mine) | ((candidates == mine) & (torch.arange(lanes) < lane))).sum(-1)
+    torch.testing.assert_close(r, expected.to(torch.int32))
+    warps = blocks * 256 // warp
+    assert counters.warp_shuffles == warps * lanes
+    plain = model_launch(counters, f, distinct_bytes=2 * 4 * blocks * 256, registers=32)
+    slow = model_launch(counters, dataclasses.replace(f, shuffle_latency_cycles=40.0), 2 * 4 * blocks * 256, 32)
+    assert plain.limiter == slow.limiter == "critical_path"
+    assert slow.seconds - plain.seconds == pytest.approx(40.0 * lanes / f.clock_hz)
+
+
 def decay_state(N, threads=256, per_thread=8):
     """S = 0.5 * S + X, in place."""
     @T.prim_func
