@@ -2,13 +2,13 @@
 (mp_31) and S4000 (mp_22), and the error against TileLang-MUSA's published S5000 baselines where we model the
 same kernel.
 
-    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16] [--peer TILELANG_MUSA_TREE] [--before-fit]
+    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16] [--peer TILELANG_MUSA_TREE] [--calibrated]
 
 Per kernel and arch: one launch in the simulator on random inputs, `sample_blocks` evenly spaced blocks of its
 grid (profiler.model(); model.py says how the counts become a time), printed as the markdown rows of
-benchmark/RESULTS.md. Each case compiles the example's own kernel at the stated shape and config. `--before-fit`
-adds a column: the same counters composed with the S5000 figures as they were before the calibration
-(benchmark/s5000_calibration.py's BEFORE_FIT), beside the time with arch_figures.py's.
+benchmark/RESULTS.md. Each case compiles the example's own kernel at the stated shape and config. `--calibrated`
+adds a column: the same counters composed with the S5000 figures fitted on Moore Threads' calibration rows
+(benchmark/s5000_calibration.py), beside the time with arch_figures.py's.
 """
 
 from __future__ import annotations
@@ -209,20 +209,20 @@ def main() -> None:
     parser.add_argument("--arch", choices=["mp_31", "mp_22"], action="append")
     parser.add_argument("--sample-blocks", type=int, default=16)
     parser.add_argument("--peer", help="an extracted tile-ai/tilelang-musa checkout: models its FlashAttention too")
-    parser.add_argument("--before-fit", action="store_true",
-                        help="a column with the S5000 figures as they were before the calibration")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="a column with the S5000 figures fitted on the calibration rows (s5000_calibration.py)")
     args = parser.parse_args()
     global PEER
     PEER = args.peer
-    before = None
-    if args.before_fit:
+    fitted = None
+    if args.calibrated:
         sys.path.insert(0, str(ROOT / "benchmark"))
-        from s5000_calibration import before_fit_figures
-        before = before_fit_figures()
-    extra = " before the fit |" if before else ""
+        from s5000_calibration import calibrated_figures
+        fitted = calibrated_figures()
+    extra = " calibrated figures |" if fitted else ""
     print(f"| kernel | config | arch | modelled time |{extra} TFLOPS | DRAM GB/s | limited by | blocks/MP | published "
           "| error |")
-    print("|---|---|---|---|" + ("---|" if before else "") + "---|---|---|---|---|---|")
+    print("|---|---|---|---|" + ("---|" if fitted else "") + "---|---|---|---|---|---|")
     for name in args.only or CASES:
         title, config, build = CASES[name]
         for arch in args.arch or ["mp_31", "mp_22"]:
@@ -238,12 +238,12 @@ def main() -> None:
             published = (CALIBRATED.get(name) or THEIRS.get(name)) if arch == "mp_31" else None
             error = f"{(m.seconds * 1e6 - published) / published:+.0%}" if published else ""
             column = ""
-            if before:
+            if fitted:
                 from tilelang_musa.profiler.model import model_launch
                 from tilelang_musa.profiler.profiler import _distinct_bytes
 
-                old = model_launch(m.counters, before[arch], m.distinct_bytes, m.registers_per_thread,
-                                   _distinct_bytes(IN_PLACE.get(id(kernel), ()))) if arch in before else None
+                old = model_launch(m.counters, fitted[arch], m.distinct_bytes, m.registers_per_thread,
+                                   _distinct_bytes(IN_PLACE.get(id(kernel), ()))) if arch in fitted else None
                 column = f" {old.seconds * 1e6:,.0f} us ({old.limiter}) |" if old else " |"
             print(f"| {title} | {config} | {arch} | {m.seconds * 1e6:,.0f} us |{column} {m.tflops:.0f} "
                   f"| {m.dram_gbps:.0f} "

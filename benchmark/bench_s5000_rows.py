@@ -2,7 +2,7 @@
 run at the row's shape with the row's kernel, modelled instead of timed.
 
     python benchmark/bench_s5000_rows.py PEER_TREE [--family gdn_decode ...] [--half held_out|calibration|all]
-                                         [--sample-blocks 8] [--cache DIR] [--before-fit] [--tme-loads]
+                                         [--sample-blocks 8] [--cache DIR] [--calibrated] [--tme-loads]
 
 PEER_TREE is an extracted tile-ai/tilelang-musa checkout. Its benchmark/ package is staged unchanged but for device
 strings (tools/peer_tests/s5000.py), and its own case builders and runners (benchmark/mp31/mate/benchmark_cases.py)
@@ -13,9 +13,9 @@ modelled only when the record the case returns names the same kernel, operation 
 the peer's heuristics chose included) as the measured row (benchmark/s5000_split.py says which rows are held out).
 
 Each launch's counters are kept under --cache (one pickle a row), so the table can be composed again with other
-figures without running the simulator. The figures are arch_figures.py's, whose S5000 composition figures
-benchmark/s5000_calibration.py fitted on the calibration half only; `--before-fit` composes with the values they
-replaced (the tables' "before" columns).
+figures without running the simulator: `--calibrated` composes with benchmark/s5000_calibration.py's figures,
+which that script fitted on the calibration half only (arch_figures.py's otherwise; that script says why they
+differ).
 
 `--tme-loads`: every plain `T.copy` from global to shared memory (no force_async_copy / robust descriptor /
 disable_tma / prefer_instruction) of the GDN prefill kernels (TME_LOADS_KERNELS) is compiled as if it said
@@ -305,8 +305,7 @@ def main() -> int:
     parser.add_argument("--half", choices=["held_out", "calibration", "all"], default="held_out")
     parser.add_argument("--sample-blocks", type=int, default=8)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "s5000_rows_cache")
-    parser.add_argument("--before-fit", action="store_true",
-                        help="compose with the S5000 figures as they were before the calibration (s5000_calibration.py)")
+    parser.add_argument("--calibrated", action="store_true", help="compose with s5000_calibration.py's figures")
     parser.add_argument("--limit", type=int, default=0, help="model at most this many rows (0: all)")
     parser.add_argument("--stride", type=int, default=1,
                         help="model every STRIDE-th row of the selection (in the split's order), for a spread sample")
@@ -326,9 +325,9 @@ def main() -> int:
     if args.limit:
         rows = rows[:args.limit]
     figures = None
-    if args.before_fit:
-        from s5000_calibration import before_fit_figures
-        figures = before_fit_figures()
+    if args.calibrated:
+        from s5000_calibration import calibrated_figures
+        figures = calibrated_figures()
     sys.modules["__main__"].Launch = Launch
     launches = model_rows(args.peer, rows, args.sample_blocks, args.cache, args.tme_loads)
     results = []

@@ -261,9 +261,7 @@ def eager_add(A, B, threads=256, dtype="float32"):
 
 def test_autotune_over_an_eager_jit_function_tunes_for_sizes_or_tensors():
     kernel = eager_add.compile(N=1024)
-    # the modelled winner: a 128-thread block's warps count one arithmetic instruction each, a 64-thread block's
-    # two, which the S5000's fitted dependent latency charges (the two configs tied before it, and the first won)
-    assert kernel.config == {"threads": 128}
+    assert kernel.config == {"threads": 64}
     a, b = rand((1024,), torch.float32, 7), rand((1024,), torch.float32, 8)
     torch.testing.assert_close(eager_add(a, b), a + b)  # the same sizes: the same tuning, then a run
     assert len(eager_add._tuner_cache) == 1 and eager_add.last_result.kernel is kernel

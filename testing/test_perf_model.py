@@ -199,9 +199,9 @@ def test_the_simulator_counts_warp_shuffles_and_the_model_charges_them(arch):
     assert slow.seconds - plain.seconds == pytest.approx(40.0 * lanes / f.clock_hz)
 
 
-def test_the_s5000_figures_are_the_ones_fitted_on_the_calibration_rows():
-    """One set of figures (issue 40): arch_figures.py's S5000 carries what benchmark/s5000_calibration.py fitted,
-    tagged as fitted there; the S4000 has no measured rows and keeps its unfitted values."""
+def test_the_s5000_calibration_fits_only_assumed_composition_figures_on_its_grids():
+    """benchmark/s5000_calibration.py's fitted figures (kept there, not in arch_figures.py: RESULTS.md says why) are
+    [A] figures of the composition, each a value on its grid."""
     import importlib.util
     from pathlib import Path
 
@@ -209,13 +209,13 @@ def test_the_s5000_figures_are_the_ones_fitted_on_the_calibration_rows():
     spec = importlib.util.spec_from_file_location("s5000_calibration", path)
     calibration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(calibration)
-    s5000, s4000 = figures_for("mp_31"), figures_for("mp_22")
+    s5000 = figures_for("mp_31")
     for name, value in calibration.FITTED.items():
-        assert getattr(s5000, name) == value, name
-        assert "fitted on the S5000 calibration rows" in s5000.provenance[name], name
-        assert name in calibration.GRIDS and value in calibration.GRIDS[name], name
-    assert s5000.warp_instructions_per_cycle == 4.0  # not fitted: the FP32 rate's
-    assert (s4000.dependent_latency_cycles, s4000.shuffle_latency_cycles, s4000.launch_seconds) == (0.0, 0.0, 4e-6)
+        assert s5000.provenance[name].startswith("[A]"), name
+        assert value in calibration.GRIDS[name], name
+    calibrated = calibration.calibrated_figures()["mp_31"]
+    assert {name: getattr(calibrated, name) for name in calibration.FITTED} == calibration.FITTED
+    assert calibrated.warp_instructions_per_cycle == s5000.warp_instructions_per_cycle  # not fitted
 
 
 def decay_state(N, threads=256, per_thread=8):

@@ -62,21 +62,15 @@ class ArchFigures:
         return "\n".join(lines)
 
 
-# The S5000's composition figures marked this way were fitted on the calibration half of Moore Threads' measured
-# S5000 rows (issue 40): a grid search for the smallest median |modelled - measured| / measured, no held-out row
-# read; benchmark/s5000_calibration.py has the method, the grids and the values (FITTED), and reproduces the fit:
-# `python benchmark/s5000_calibration.py PEER_TREE --tme-loads --only-cached`.
-_FITTED = "fitted on the S5000 calibration rows (benchmark/s5000_calibration.py)"
-
 _S5000 = ArchFigures(
     arch="mp_31", device="MTT S5000",
     mps=56, clock_hz=2.0e9,
     tensor_flops_per_cycle=MappingProxyType({8: 8192.0, 16: 4096.0, 32: 2048.0}),
     warp_mma_flops_per_cycle=2048.0,
     dram_bytes_per_s=1.6e12, dram_efficiency=0.82, l2_bytes_per_s=4.8e12,
-    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=0.75,
-    warp_instructions_per_cycle=4.0, dependent_latency_cycles=12.0, shuffle_latency_cycles=0.0,
-    barrier_cycles=20.0, launch_seconds=8e-6, shared_memory_per_mp=196608, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
+    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
+    warp_instructions_per_cycle=4.0, dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0,
+    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=196608, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[S] 56 MPs (TileLang-MUSA's S5000 kernels: mp_count = 56)",
         "clock_hz": "[A] not published; only FLOP/cycle x clock matters for matrix work",
@@ -88,17 +82,15 @@ _S5000 = ArchFigures(
         "l2_bytes_per_s": "[A] 3x DRAM, as on comparable GPUs",
         "global_latency_cycles": "[A] 600 cycles, as on comparable GPUs",
         "async_latency_cycles": "[A] as a global load",
-        "shared_wavefronts_per_cycle": f"[A] {_FITTED} (1.0, one 32 x 4 B bank row a cycle, before)",
+        "shared_wavefronts_per_cycle": "[A] one 32 x 4 B bank row per cycle",
         "warp_instructions_per_cycle": "[A] 4 schedulers of 32 lanes: 56 x 128 lanes x 2 x 2.0 GHz = 29 TFLOPS FP32, "
-                                       "near the one unverified 32 TFLOPS claim [W]; not fitted: on the calibration "
-                                       "half every rate from 2 to 4 gives the same error (lower ones more)",
-        "dependent_latency_cycles": f"[A] not published ([NF], PERF_FACTS.md); {_FITTED} (0, not modelled, before). "
-                                    "An effective figure: no instruction-level parallelism assumed, and it also "
-                                    "carries instructions the code generator does not count (address arithmetic)",
-        "shuffle_latency_cycles": f"[A] not published ([NF]); {_FITTED}: 0, not modelled",
+                                       "near the one unverified 32 TFLOPS claim [W]",
+        "dependent_latency_cycles": "[A] not published ([NF], PERF_FACTS.md); 0: not modelled (the S5000 "
+                                    "calibration fits 10: benchmark/s5000_calibration.py, kept there)",
+        "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled (the S5000 calibration fits 8, kept "
+                                  "there)",
         "barrier_cycles": "[A]",
-        "launch_seconds": f"[A] {_FITTED} (4 us before; the grid stops at 8 us, below the shortest measured "
-                          "launch, 9.4 us)",
+        "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 192 KiB one block may take",
         "threads_per_mp": "[A]", "registers_per_mp": "[A]", "max_blocks_per_mp": "[A]",
     }),
@@ -124,6 +116,7 @@ _S4000 = ArchFigures(
         "warp_instructions_per_cycle": "[I] 8192 FP32 lanes / 32 MPs = two 128-lane warps per cycle (25 TFLOPS "
                                        "FP32 [S-press] at 1.5 GHz)",
         "dependent_latency_cycles": "[A] not published ([NF]); 0: not modelled",
+        "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled",
         "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled",
         "barrier_cycles": "[A]", "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 72 KiB one block may take",
