@@ -70,7 +70,8 @@ _S5000 = ArchFigures(
     dram_bytes_per_s=1.6e12, dram_efficiency=0.82, l2_bytes_per_s=4.8e12,
     global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
     warp_instructions_per_cycle=4.0, dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0,
-    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=196608, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
+    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=196608, threads_per_mp=2048,
+    registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[S] 56 MPs (TileLang-MUSA's S5000 kernels: mp_count = 56)",
         "clock_hz": "[A] not published; only FLOP/cycle x clock matters for matrix work",
@@ -104,7 +105,8 @@ _S4000 = ArchFigures(
     dram_bytes_per_s=768e9, dram_efficiency=0.8, l2_bytes_per_s=2.3e12,
     global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
     warp_instructions_per_cycle=2.0, dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0,
-    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=73728, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
+    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=73728, threads_per_mp=2048,
+    registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[A] not published; 128 tensor cores [W] in groups of 4",
         "clock_hz": "[I] 1.5 GHz reproduces every official S4000 figure (PERF_FACTS.md section 3)",
@@ -116,7 +118,6 @@ _S4000 = ArchFigures(
         "warp_instructions_per_cycle": "[I] 8192 FP32 lanes / 32 MPs = two 128-lane warps per cycle (25 TFLOPS "
                                        "FP32 [S-press] at 1.5 GHz)",
         "dependent_latency_cycles": "[A] not published ([NF]); 0: not modelled",
-        "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled",
         "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled",
         "barrier_cycles": "[A]", "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 72 KiB one block may take",
