@@ -2,11 +2,13 @@
 (mp_31) and S4000 (mp_22), and the error against TileLang-MUSA's published S5000 baselines where we model the
 same kernel.
 
-    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16] [--peer TILELANG_MUSA_TREE]
+    python benchmark/bench_perf_model.py [--only NAME] [--sample-blocks 16] [--peer TILELANG_MUSA_TREE] [--calibrated]
 
 Per kernel and arch: one launch in the simulator on random inputs, `sample_blocks` evenly spaced blocks of its
 grid (profiler.model(); model.py says how the counts become a time), printed as the markdown rows of
-benchmark/RESULTS.md. Each case compiles the example's own kernel at the stated shape and config.
+benchmark/RESULTS.md. Each case compiles the example's own kernel at the stated shape and config. `--calibrated`
+adds a column: the same counters composed with the S5000 figures fitted on Moore Threads' calibration rows
+(benchmark/s5000_calibration.py), beside the time with arch_figures.py's.
 """
 
 from __future__ import annotations
@@ -207,11 +209,20 @@ def main() -> None:
     parser.add_argument("--arch", choices=["mp_31", "mp_22"], action="append")
     parser.add_argument("--sample-blocks", type=int, default=16)
     parser.add_argument("--peer", help="an extracted tile-ai/tilelang-musa checkout: models its FlashAttention too")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="a column with the S5000 figures fitted on the calibration rows (s5000_calibration.py)")
     args = parser.parse_args()
     global PEER
     PEER = args.peer
-    print("| kernel | config | arch | modelled time | TFLOPS | DRAM GB/s | limited by | blocks/MP | published | error |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    fitted = None
+    if args.calibrated:
+        sys.path.insert(0, str(ROOT / "benchmark"))
+        from s5000_calibration import calibrated_figures
+        fitted = calibrated_figures()
+    extra = " calibrated figures |" if fitted else ""
+    print(f"| kernel | config | arch | modelled time |{extra} TFLOPS | DRAM GB/s | limited by | blocks/MP | published "
+          "| error |")
+    print("|---|---|---|---|" + ("---|" if fitted else "") + "---|---|---|---|---|---|")
     for name in args.only or CASES:
         title, config, build = CASES[name]
         for arch in args.arch or ["mp_31", "mp_22"]:
@@ -226,7 +237,16 @@ def main() -> None:
             took = time.perf_counter() - start
             published = (CALIBRATED.get(name) or THEIRS.get(name)) if arch == "mp_31" else None
             error = f"{(m.seconds * 1e6 - published) / published:+.0%}" if published else ""
-            print(f"| {title} | {config} | {arch} | {m.seconds * 1e6:,.0f} us | {m.tflops:.0f} | {m.dram_gbps:.0f} "
+            column = ""
+            if fitted:
+                from tilelang_musa.profiler.model import model_launch
+                from tilelang_musa.profiler.profiler import _distinct_bytes
+
+                old = model_launch(m.counters, fitted[arch], m.distinct_bytes, m.registers_per_thread,
+                                   _distinct_bytes(IN_PLACE.get(id(kernel), ()))) if arch in fitted else None
+                column = f" {old.seconds * 1e6:,.0f} us ({old.limiter}) |" if old else " |"
+            print(f"| {title} | {config} | {arch} | {m.seconds * 1e6:,.0f} us |{column} {m.tflops:.0f} "
+                  f"| {m.dram_gbps:.0f} "
                   f"| {m.limiter} | {m.blocks_per_mp} | {f'{published:,.0f} us' if published else ''} | {error} |",
                   flush=True)
             print(m.table(), f"\n  (modelled in {took:.1f} s)", file=sys.stderr, flush=True)

@@ -2,7 +2,7 @@
 run at the row's shape with the row's kernel, modelled instead of timed.
 
     python benchmark/bench_s5000_rows.py PEER_TREE [--family gdn_decode ...] [--half held_out|calibration|all]
-                                         [--sample-blocks 8] [--cache DIR] [--calibrated]
+                                         [--sample-blocks 8] [--cache DIR] [--calibrated] [--tme-loads]
 
 PEER_TREE is an extracted tile-ai/tilelang-musa checkout. Its benchmark/ package is staged unchanged but for device
 strings (tools/peer_tests/s5000.py), and its own case builders and runners (benchmark/mp31/mate/benchmark_cases.py)
@@ -13,17 +13,19 @@ modelled only when the record the case returns names the same kernel, operation 
 the peer's heuristics chose included) as the measured row (benchmark/s5000_split.py says which rows are held out).
 
 Each launch's counters are kept under --cache (one pickle a row), so the table can be composed again with other
-figures without running the simulator: `--calibrated` composes with benchmark/s5000_calibration.py's figures, which
-that script fitted on the calibration half only.
+figures without running the simulator: `--calibrated` composes with benchmark/s5000_calibration.py's figures,
+which that script fitted on the calibration half only (arch_figures.py's otherwise; that script says why they
+differ).
 
-`--tme-loads` is a what-if, not the model's error on the program as we compile it: a plain `T.copy` from global
-to shared memory (no force_async_copy / robust descriptor / disable_tma / prefer_instruction) is compiled as if it
-said `prefer_instruction="tma"`, a TME load that waits for itself, as Moore Threads' compiler makes such copies
-(with TMA lowering on, what the GDN prefill kernel's pass configs ask). Ours makes them plain loads: in the fused
-GDN prefill kernel the q / k / a / v tiles are each copied by one thread (`if tx == 768: T.copy(...)`), an
-8192-element loop in one thread per chunk, which is what the model charges (RESULTS.md, issue 40). It applies to
-the rows of TME_LOADS_KERNELS only (the other families' kernels get the loads they ask for), whose counters are
-then cached apart (a `_tme` suffix).
+`--tme-loads`: every plain `T.copy` from global to shared memory (no force_async_copy / robust descriptor /
+disable_tma / prefer_instruction) of the GDN prefill kernels (TME_LOADS_KERNELS) is compiled as if it said
+`prefer_instruction="tma"`, as Moore Threads' compiler did for any qualifying copy when the rows were measured
+(d8ffe7f3; RESULTS.md). Our compiler makes the copies that matter TME loads by itself now: the fused kernel's
+q / k / a / v tiles, each copied by one thread (`if tx == 768: T.copy(...)`), are one-thread copies
+(transform/one_thread_tme_loads.py), so the what-if changes only copies that many threads share, and little
+(1x2048 H8: 153.0 us with it, 153.4 us without). It is kept because the GDN prefill rows in the cache were
+simulated with it (their pickles carry a `_tme` suffix): the held-out tables pass it so that those counters are
+used; without it, each prefill row is simulated again as we compile it (minutes a row).
 
 The cache is keyed by the row, not by the simulator: after a change to the cycle model (src/tl_templates/sim),
 remove the pickles of the rows it concerns. The tensors a row's kernel updates in place (in_place_bytes(): GDN
@@ -81,6 +83,12 @@ class Launch:
     distinct_bytes: int
     registers: int
     in_place_bytes: int = 0  # set from the row (in_place_bytes()), not cached: older pickles lack it
+
+
+def counts_shuffles(launches: list[Launch]) -> bool:
+    """Whether the launches' counters were taken by a simulator that counts warp shuffles (older cached pickles
+    lack the counter; the model then charges their shuffles as none)."""
+    return all("warp_shuffles" in vars(launch.counters) for launch in launches)
 
 
 def in_place_bytes(row: dict, launch: Launch) -> int:
@@ -323,6 +331,7 @@ def main() -> int:
     sys.modules["__main__"].Launch = Launch
     launches = model_rows(args.peer, rows, args.sample_blocks, args.cache, args.tme_loads)
     results = []
+    uncounted = 0
     print("| family | params | measured | modelled | error |")
     print("|---|---|---|---|---|")
     for row in rows:
@@ -330,9 +339,11 @@ def main() -> int:
             continue
         seconds = compose(launches[row_key(row)], figures)
         results.append((row, seconds))
+        uncounted += not counts_shuffles(launches[row_key(row)])
         print(f"| {family(row)} | {json.dumps(row['params'], sort_keys=True)} | {row['time_us']:,.1f} us "
               f"| {seconds * 1e6:,.1f} us | {(seconds * 1e6 - row['time_us']) / row['time_us']:+.0%} |")
-    print(f"\n{len(results)} of {len(rows)} rows modelled ({args.half}); sample of {args.sample_blocks} blocks\n")
+    print(f"\n{len(results)} of {len(rows)} rows modelled ({args.half}); sample of {args.sample_blocks} blocks; "
+          f"{uncounted} of them from counters without warp shuffles (charged none)\n")
     print(error_table(results))
     return 0
 

@@ -12,9 +12,16 @@ import tilelang.language as T
 from conftest import poison, rand
 from tilelang_musa.profiler.arch_figures import ARCH_FIGURES, figures_for, sim_timing_flags
 from tilelang_musa.profiler.counters import Counters
-from tilelang_musa.profiler.model import BASE_REGISTERS, RESOURCES, model_launch, occupancy, registers_per_thread
+from tilelang_musa.profiler.model import (BASE_REGISTERS, RESOURCES, dependent_chain_cycles, model_launch, occupancy,
+                                          registers_per_thread, shuffle_chain_cycles)
 
 ARCHS = ["mp_22", "mp_31"]
+
+
+def without_latencies(arch):
+    """The arch's figures without the dependent and shuffle latencies: the tests of the other terms (each latency
+    has its own test)."""
+    return dataclasses.replace(figures_for(arch), dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0)
 
 
 def made_up_counters(**values):
@@ -25,8 +32,8 @@ def made_up_counters(**values):
 def test_a_launch_is_composed_from_its_counters_by_hand():
     """1120 blocks of 256 threads and 48 KiB on the S5000: 4 blocks per MP (192 KiB), 1120 / (56 * 4) = 5 waves;
     per block 1000 cycles of critical path, 800 warp instructions and 400 cycles of tensor work: a round of 4
-    blocks is 1600 tensor cycles."""
-    f = figures_for("mp_31")
+    blocks is 1600 tensor cycles. (No dependent latency: that term has its own test.)"""
+    f = dataclasses.replace(figures_for("mp_31"), dependent_latency_cycles=0.0)
     counters = made_up_counters(grid_blocks=1120, threads_per_block=256, dynamic_smem_bytes=48 * 1024, blocks=16,
                                 block_cycles=16 * 1000, tensor_cycles=16 * 400, sqmma_flops=16 * 400 * 4096,
                                 arithmetic_instructions=16 * 700, shared_load_requests=16 * 100,
@@ -34,7 +41,7 @@ def test_a_launch_is_composed_from_its_counters_by_hand():
     m = model_launch(counters, f, distinct_bytes=1 << 20, registers=64)
     assert (m.blocks_per_mp, m.occupancy_limit, m.waves) == (4, "shared_memory", 5)
     cycles = {"critical_path": 1000, "issue": 4 * (700 + 100) / f.warp_instructions_per_cycle, "tensor": 4 * 400,
-              "shared": 4 * 100, "l2": 4 * 4096 / f.transfer_bytes_per_cycle,
+              "shared": 4 * 100 / f.shared_wavefronts_per_cycle, "l2": 4 * 4096 / f.transfer_bytes_per_cycle,
               "dram": 4 * (1 << 20) / 1120 / (f.dram_bytes_per_s * f.dram_efficiency / f.mps / f.clock_hz)}
     assert set(m.resource_seconds) == set(RESOURCES)
     for name, value in cycles.items():
@@ -49,7 +56,7 @@ def test_a_launch_is_composed_from_its_counters_by_hand():
 def test_a_grid_in_one_wave_takes_its_longest_block():
     """Two blocks on the S5000 (one wave): 1000 and 3000 cycles of critical path. The launch ends with the longer
     one, 3000 cycles, not the mean 2000 (GDN prefill over sequences of different lengths, issue 40)."""
-    f = figures_for("mp_31")
+    f = without_latencies("mp_31")
     counters = made_up_counters(grid_blocks=2, threads_per_block=128, blocks=2, block_cycles=4000,
                                 block_cycles_max=3000, arithmetic_instructions=2 * 400)
     m = model_launch(counters, f, distinct_bytes=0, registers=64)
@@ -67,7 +74,7 @@ def test_a_grid_smaller_than_the_mps_slots_charges_each_mp_for_the_blocks_it_run
     """16 blocks of 128 threads on the S5000: occupancy allows 16 blocks per MP, but the 16 blocks go one to each of
     16 MPs. The busiest MP issues one block's instructions, not 16 blocks' (issue 40: the round terms used to be
     multiplied by the occupancy even below one wave)."""
-    f = figures_for("mp_31")
+    f = without_latencies("mp_31")
     counters = made_up_counters(grid_blocks=16, threads_per_block=128, blocks=16, block_cycles=16 * 1000,
                                 block_cycles_max=1000, arithmetic_instructions=16 * 40_000)
     m = model_launch(counters, f, distinct_bytes=0, registers=32)
@@ -112,9 +119,8 @@ def test_a_tensor_updated_in_place_crosses_dram_twice():
 def test_dependent_latency_lengthens_each_blocks_critical_path_by_its_warps_chains():
     """A block of 4 warps (128 threads on the S5000) with 4 x 3000 arithmetic instructions: the cycle model charged
     each warp's 3000 one cycle each; with a dependent latency of 12 every one waits 12, 11 x 3000 cycles more on
-    the critical path (and on the longest block's). 0 (arch_figures.py's value) leaves the model as it was."""
-    f = figures_for("mp_31")
-    assert f.dependent_latency_cycles == 0
+    the critical path (and on the longest block's). 0 leaves the model as it was."""
+    f = dataclasses.replace(figures_for("mp_31"), dependent_latency_cycles=0.0)
     counters = made_up_counters(grid_blocks=56, threads_per_block=128, blocks=8, block_cycles=8 * 5000,
                                 block_cycles_max=6000, arithmetic_instructions=8 * 4 * 3000)
     plain = model_launch(counters, f, distinct_bytes=0, registers=32)
@@ -126,6 +132,90 @@ def test_dependent_latency_lengthens_each_blocks_critical_path_by_its_warps_chai
     many = dataclasses.replace(counters, grid_blocks=56 * 16 * 3, block_cycles_max=5000)
     assert (model_launch(many, dataclasses.replace(f, dependent_latency_cycles=12.0), 0, 32)
             .resource_seconds["critical_path"] == pytest.approx(3 * (5000 + 11 * 3000) / f.clock_hz))
+
+
+def test_shuffle_latency_lengthens_each_blocks_critical_path_and_shuffles_are_issued():
+    """A block of 4 warps with 4 x 200 warp shuffles: each shuffle is a warp instruction (the issue term), and with a
+    shuffle latency of 30 each warp's 200 shuffles wait 30 cycles each on the critical path (the cycle model lets
+    a shuffle's lanes leave it at once). 0 adds nothing to the path."""
+    f = dataclasses.replace(figures_for("mp_31"), shuffle_latency_cycles=0.0, dependent_latency_cycles=0.0)
+    counters = made_up_counters(grid_blocks=56, threads_per_block=128, blocks=8, block_cycles=8 * 5000,
+                                block_cycles_max=5000, arithmetic_instructions=8 * 4 * 100, warp_shuffles=8 * 4 * 200)
+    plain = model_launch(counters, f, distinct_bytes=0, registers=32)
+    assert plain.resource_seconds["critical_path"] == pytest.approx(5000 / f.clock_hz)
+    assert plain.resource_seconds["issue"] == pytest.approx(4 * (100 + 200) / f.warp_instructions_per_cycle
+                                                             / f.clock_hz)
+    slow = model_launch(counters, dataclasses.replace(f, shuffle_latency_cycles=30.0), 0, 32)
+    assert slow.resource_seconds["critical_path"] == pytest.approx((5000 + 30 * 200) / f.clock_hz)
+    assert slow.seconds - plain.seconds == pytest.approx(30 * 200 / f.clock_hz)
+    # with a dependent latency too, both chains add up
+    both = model_launch(counters, dataclasses.replace(f, shuffle_latency_cycles=30.0, dependent_latency_cycles=5.0),
+                        0, 32)
+    assert both.resource_seconds["critical_path"] == pytest.approx((5000 + 30 * 200 + 4 * 100) / f.clock_hz)
+
+
+def lane_rank(blocks, lanes):
+    """Each thread's rank among the first `lanes` lanes of its warp, by value (ties to the lower lane), read through
+    `lanes` shuffles a warp, as Moore Threads' top-k group kernel ranks its groups."""
+    @T.prim_func
+    def main(X: T.Tensor((blocks, 256), "float32"), R: T.Tensor((blocks, 256), "int32")):
+        with T.Kernel(blocks, threads=256) as b:
+            tx = T.get_thread_binding()
+            lane = tx % lanes
+            mine = T.alloc_var("float32", init=X[b, tx])
+            rank = T.alloc_var("int32", init=0)
+            for i in T.unroll(lanes):
+                other = T.shfl_sync(mine, i)
+                if other > mine or (other == mine and i < lane):
+                    rank += 1
+            R[b, tx] = rank
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_simulator_counts_warp_shuffles_and_the_model_charges_them(arch):
+    """8 blocks of 256 threads, 16 shuffles a warp: the counter says 8 x warps x 16 on both arches (mp_22's warps are
+    128 lanes: 2 a block; mp_31's 32: 8), the ranks match torch, and a shuffle latency moves the modelled time by
+    exactly 16 x the latency (the block's critical path limits this launch)."""
+    f = dataclasses.replace(figures_for(arch), shuffle_latency_cycles=0.0)
+    blocks, lanes = 8, 16
+    kernel = tilelang.compile(lane_rank(blocks, lanes), target=f"musa -arch={arch}")
+    assert kernel.get_kernel_source().count("__shfl_sync(") >= 1
+    x = rand((blocks, 256), torch.float32, 5)
+    r = torch.full((blocks, 256), -7, dtype=torch.int32)
+    counters = kernel.get_profiler().counters([x, r])
+    warp = 128 if arch == "mp_22" else 32
+    base = torch.arange(256) // warp * warp  # the lane 0 of each thread's warp
+    candidates = x[:, base[:, None] + torch.arange(lanes)]  # (blocks, thread, i): the value of lane i of its warp
+    mine, lane = x[:, :, None], (torch.arange(256) % lanes)[None, :, None]
+    expected = ((candidates > mine) | ((candidates == mine) & (torch.arange(lanes) < lane))).sum(-1)
+    torch.testing.assert_close(r, expected.to(torch.int32))
+    warps = blocks * 256 // warp
+    assert counters.warp_shuffles == warps * lanes
+    plain = model_launch(counters, f, distinct_bytes=2 * 4 * blocks * 256, registers=32)
+    slow = model_launch(counters, dataclasses.replace(f, shuffle_latency_cycles=40.0), 2 * 4 * blocks * 256, 32)
+    assert plain.limiter == slow.limiter == "critical_path"
+    assert slow.seconds - plain.seconds == pytest.approx(40.0 * lanes / f.clock_hz)
+
+
+def test_the_s5000_calibration_fits_only_assumed_composition_figures_on_its_grids():
+    """benchmark/s5000_calibration.py's fitted figures (kept there, not in arch_figures.py: RESULTS.md says why) are
+    [A] figures of the composition, each a value on its grid."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmark" / "s5000_calibration.py"
+    spec = importlib.util.spec_from_file_location("s5000_calibration", path)
+    calibration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calibration)
+    s5000 = figures_for("mp_31")
+    for name, value in calibration.FITTED.items():
+        assert s5000.provenance[name].startswith("[A]"), name
+        assert value in calibration.GRIDS[name], name
+    calibrated = calibration.calibrated_figures()["mp_31"]
+    assert {name: getattr(calibrated, name) for name in calibration.FITTED} == calibration.FITTED
+    assert calibrated.warp_instructions_per_cycle == s5000.warp_instructions_per_cycle  # not fitted
 
 
 def decay_state(N, threads=256, per_thread=8):
@@ -183,7 +273,9 @@ def test_a_grid_of_uneven_blocks_is_modelled_by_its_longest(arch):
     m = kernel.get_profiler().model([y])
     c = m.counters
     assert c.block_cycles_max > 1.5 * c.block_cycles / c.blocks  # block 3 is far longer than the mean
-    assert m.waves == 1 and m.resource_seconds["critical_path"] == pytest.approx(c.block_cycles_max / f.clock_hz)
+    chain = dependent_chain_cycles(c, f) + shuffle_chain_cycles(c, f)  # each block's, the mean warp's
+    assert m.waves == 1 and m.resource_seconds["critical_path"] == pytest.approx((c.block_cycles_max + chain)
+                                                                                 / f.clock_hz)
     assert m.seconds == pytest.approx(max(m.resource_seconds.values()) + f.launch_seconds)
 
 

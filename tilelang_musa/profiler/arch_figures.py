@@ -31,6 +31,9 @@ class ArchFigures:
     # cycles from a warp's arithmetic instruction to the next that uses its result (the cycle model charges one:
     # model.py adds the rest to the critical path); 0: not modelled
     dependent_latency_cycles: float
+    # cycles from a warp shuffle's (vote's, match's) issue to its result, which the next step of a reduction or lane
+    # exchange waits for (the cycle model charges none: model.py adds them to the critical path); 0: not modelled
+    shuffle_latency_cycles: float
     barrier_cycles: float  # a block barrier once its last thread arrives
     launch_seconds: float  # a kernel launch's fixed cost
     shared_memory_per_mp: int  # bytes
@@ -66,8 +69,9 @@ _S5000 = ArchFigures(
     warp_mma_flops_per_cycle=2048.0,
     dram_bytes_per_s=1.6e12, dram_efficiency=0.82, l2_bytes_per_s=4.8e12,
     global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
-    warp_instructions_per_cycle=4.0, dependent_latency_cycles=0.0, barrier_cycles=20.0, launch_seconds=4e-6,
-    shared_memory_per_mp=196608, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
+    warp_instructions_per_cycle=4.0, dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0,
+    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=196608, threads_per_mp=2048,
+    registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[S] 56 MPs (TileLang-MUSA's S5000 kernels: mp_count = 56)",
         "clock_hz": "[A] not published; only FLOP/cycle x clock matters for matrix work",
@@ -83,7 +87,9 @@ _S5000 = ArchFigures(
         "warp_instructions_per_cycle": "[A] 4 schedulers of 32 lanes: 56 x 128 lanes x 2 x 2.0 GHz = 29 TFLOPS FP32, "
                                        "near the one unverified 32 TFLOPS claim [W]",
         "dependent_latency_cycles": "[A] not published ([NF], PERF_FACTS.md); 0: not modelled (the S5000 "
-                                    "calibration fits 8: benchmark/s5000_calibration.py)",
+                                    "calibration fits 10: benchmark/s5000_calibration.py, kept there)",
+        "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled (the S5000 calibration fits 8, kept "
+                                  "there)",
         "barrier_cycles": "[A]",
         "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 192 KiB one block may take",
@@ -98,8 +104,9 @@ _S4000 = ArchFigures(
     warp_mma_flops_per_cycle=2048.0,
     dram_bytes_per_s=768e9, dram_efficiency=0.8, l2_bytes_per_s=2.3e12,
     global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
-    warp_instructions_per_cycle=2.0, dependent_latency_cycles=0.0, barrier_cycles=20.0, launch_seconds=4e-6,
-    shared_memory_per_mp=73728, threads_per_mp=2048, registers_per_mp=65536, max_blocks_per_mp=16,
+    warp_instructions_per_cycle=2.0, dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0,
+    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=73728, threads_per_mp=2048,
+    registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[A] not published; 128 tensor cores [W] in groups of 4",
         "clock_hz": "[I] 1.5 GHz reproduces every official S4000 figure (PERF_FACTS.md section 3)",
@@ -111,6 +118,7 @@ _S4000 = ArchFigures(
         "warp_instructions_per_cycle": "[I] 8192 FP32 lanes / 32 MPs = two 128-lane warps per cycle (25 TFLOPS "
                                        "FP32 [S-press] at 1.5 GHz)",
         "dependent_latency_cycles": "[A] not published ([NF]); 0: not modelled",
+        "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled",
         "barrier_cycles": "[A]", "launch_seconds": "[A]",
         "shared_memory_per_mp": "[I] at least the 72 KiB one block may take",
         "threads_per_mp": "[A]", "registers_per_mp": "[A]", "max_blocks_per_mp": "[A]",

@@ -4,13 +4,13 @@
 print) and returns the launch's `Counters`; `TILELANG_SIM_PROFILE=1` prints them to stderr after every launch.
 Counts are exact for the simulated execution: warp-level global requests and the 32-byte sectors they touch, shared
 requests and the bank wavefronts they need, matrix instructions (SQMMA per squad, WMMA / MMA per warp; in all
-and by shape) and their FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), arithmetic
-instructions (per warp, the generated statements' operators: src/codegen/arithmetic_count.h), and the cycle model's
-times: each block's critical path (`block_cycles`), the tensor pipe's busy cycles and the warps' stalls by kind
-(profile.h says what is timed and how; model.py turns them into a device time). The bank and sector sizes are inferred
-(docs/PERF_FACTS.md). With `sample_blocks=N` (TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run,
-evenly spaced: the counts are theirs (`blocks` of `grid_blocks`; `scaled()` extrapolates), and the other blocks'
-outputs are never written.
+and by shape) and their FLOPs, LDLMS and TME bytes, block barriers and async-barrier waits (per warp), warp shuffles
+(per warp instruction; votes and matches too), arithmetic instructions (per warp, the generated statements' operators:
+src/codegen/arithmetic_count.h), and the cycle model's times: each block's critical path (`block_cycles`), the tensor
+pipe's busy cycles and the warps' stalls by kind (profile.h says what is timed and how; model.py turns them into a
+device time). The bank and sector sizes are inferred (docs/PERF_FACTS.md). With `sample_blocks=N`
+(TILELANG_SIM_PROFILE_BLOCKS) only N of the grid's blocks run, evenly spaced: the counts are theirs (`blocks` of
+`grid_blocks`; `scaled()` extrapolates), and the other blocks' outputs are never written.
 """
 
 from __future__ import annotations
@@ -68,6 +68,9 @@ class Counters:
     mma_wait_stall_cycles: int  # warps waiting for their SQMMA groups
     # matrix instructions by kind and shape: {"sqmma m64n128k16": 12, "warp_mma m32n32k16": 8}
     mma_shapes: Mapping[str, int] = field(default_factory=dict)
+    # warp shuffles, votes and matches (per warp instruction), the reduction templates' included; 0 in counters
+    # taken before the simulator counted them
+    warp_shuffles: int = 0
 
     @property
     def global_load_efficiency(self) -> float:

@@ -10,10 +10,11 @@ composes what the launch counted into a time on the arch the kernel was compiled
                    the overlap the kernel's pipeline and warp specialization allow is in it; one block alone on the
                    MP), never less than the longest sampled block's (blocks that differ: variable-length
                    sequences, causal masks), each lengthened by its warps' dependent-instruction latency beyond
-                   the one cycle the cycle model charges (`dependent_latency_cycles`, [A]; 0: not modelled),
+                   the one cycle the cycle model charges (`dependent_latency_cycles`, [A]; 0: not modelled)
+                   and by its warps' shuffle latency (`shuffle_latency_cycles`, [A]; the cycle model charges none),
                    and, on the busiest MP, for the ceil(grid / MPs) blocks it runs
                    (not blocks_per_mp x waves: a grid smaller than the MPs' slots leaves them empty),
-    issue          their warp instructions (arithmetic and memory) at the MP's issue rate,
+    issue          their warp instructions (arithmetic, memory and shuffles) at the MP's issue rate,
     tensor         their matrix instructions at the arch's rate per operand width,
     shared         their shared-memory wavefronts, bank conflicts included,
     l2             the bytes they move through the L2 (global sectors, LDLMS, TME);
@@ -136,7 +137,7 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
     l2_bytes = _l2_bytes(counters)
     wavefronts = counters.shared_load_wavefronts + counters.shared_store_wavefronts
     instructions = counters.arithmetic_instructions + counters.global_load_requests + counters.global_store_requests \
-        + counters.shared_load_requests + counters.shared_store_requests
+        + counters.shared_load_requests + counters.shared_store_requests + counters.warp_shuffles
     waves = math.ceil(counters.grid_blocks / (figures.mps * blocks_per_mp))
     # The MP's own resources serve the blocks it runs: the busiest MP runs ceil(grid / MPs) of them (fewer than
     # blocks_per_mp x waves when the grid leaves MPs or block slots empty: a grid of 16 blocks puts one on each of
@@ -148,7 +149,7 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         "shared": wavefronts * per_block / figures.shared_wavefronts_per_cycle,
         "l2": l2_bytes * per_block / figures.transfer_bytes_per_cycle,
     }
-    chain = dependent_chain_cycles(counters, figures)
+    chain = dependent_chain_cycles(counters, figures) + shuffle_chain_cycles(counters, figures)
     mean_cycles = counters.block_cycles * per_block + chain
     resource_seconds = {"critical_path": waves * mean_cycles / clock}
     resource_seconds.update({name: busiest_mp_blocks * cycles / clock for name, cycles in block_cycles.items()})
@@ -188,6 +189,16 @@ def dependent_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
         return 0.0
     warps = counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
     return (figures.dependent_latency_cycles - 1) * counters.arithmetic_instructions / warps
+
+
+def shuffle_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
+    """What a block's warp shuffles add to its critical path: the cycle model lets a shuffle's lanes leave it at
+    once, but each step of a reduction or lane exchange waits `shuffle_latency_cycles` for its partners' values.
+    Taken as every one of the mean warp's shuffles (votes and matches too) on its chain; 0 where the figure is 0."""
+    if figures.shuffle_latency_cycles <= 0 or not counters.blocks:
+        return 0.0
+    warps = counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
+    return figures.shuffle_latency_cycles * counters.warp_shuffles / warps
 
 
 def total_written_bytes(counters: Counters) -> int:

@@ -14,7 +14,9 @@
  *           a word read by several threads is one access, the broadcast);
  * so a bank conflict is a wavefront beyond that minimum. Matrix instructions, asynchronous copies and TME
  * transfers are counted where the device models issue them (sqmma.h, warp_mma.h, async_copy.h, tme.h); block
- * barriers once per barrier (builtins.h), async-barrier waits once per warp (async_barrier.h).
+ * barriers once per barrier (builtins.h), async-barrier waits once per warp (async_barrier.h), warp shuffles, votes
+ * and matches once per warp instruction (scheduler.h MeetClocks: the generated code's and the reduction templates'
+ * alike; the cycle model does not time them, profiler/model.py charges them).
  *
  * The same hooks drive a cycle model (Recorder, below; docs/PERF_MODEL.md): each block's critical path in
  * simulated cycles, the tensor pipe's busy cycles and the warps' stalls by kind, from per-MP figures the build
@@ -66,7 +68,7 @@ inline constexpr uint32_t kSectorBytes = 32;  // [I] global transaction granular
   X(shared_store_requests) X(shared_store_wavefronts) X(shared_store_ideal_wavefronts)              \
   X(sqmma) X(sqmma_flops) X(warp_mma) X(warp_mma_flops) X(ldlms_bytes) X(tme_load_bytes)            \
   X(tme_store_bytes) X(arithmetic_instructions) X(block_barriers) X(async_barrier_waits) X(blocks)  \
-  X(block_cycles) X(block_cycles_max) X(tensor_cycles) X(barrier_stall_cycles)                      \
+  X(warp_shuffles) X(block_cycles) X(block_cycles_max) X(tensor_cycles) X(barrier_stall_cycles)                      \
   X(async_barrier_stall_cycles) X(copy_wait_stall_cycles) X(mma_wait_stall_cycles)
 
 enum Counter : int {

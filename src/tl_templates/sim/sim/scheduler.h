@@ -388,12 +388,14 @@ class BlockRunner {
   }
 
   /*! \brief The cycle model (profile.h): the participants of a completed rendezvous leave it together, at the
-   *         latest clock among them, a block barrier `barrier_cycles` later; their waits there are barrier stalls. */
+   *         latest clock among them, a block barrier `barrier_cycles` later; their waits there are barrier stalls.
+   *         A warp's shuffle, vote or match is counted once (one warp instruction, whatever its lanes). */
   static void MeetClocks(profile::Recorder& clocks, Group g, const Rendezvous& rv) {
     double at = 0;
     rv.members.ForEach([&](uint32_t i) { at = std::max(at, clocks.Settle(rv.base + i)); });
     const bool block = g == Group::kBlock;
     if (block) at += profile::kTiming.barrier_cycles;
+    if (g == Group::kWarp && rv.op->exchange != nullptr) clocks.Add(profile::k_warp_shuffles, 1);  // not __syncwarp
     rv.members.ForEach([&](uint32_t i) {
       clocks.WaitUntil(rv.base + i, at, block ? profile::k_barrier_stall_cycles : profile::kNumCounters);
     });
