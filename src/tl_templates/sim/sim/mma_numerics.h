@@ -295,7 +295,7 @@ inline void AccumulateRow(float* acc, const float* a_row, const float* b, uint32
 using Float8 = float __attribute__((vector_size(32)));
 
 /*!
- * \brief AccumulateRows' leading rows four at a time, eight lanes per instruction, where the CPU has AVX (the
+ * \brief AccumulateRows' leading rows four at a time, eight lanes per instruction (sixteen lanes per pass over k), where the CPU has AVX (the
  *        simulator builds for baseline x86-64, which has 4-lane SSE only): the same products and sums in the same
  *        order, each rounded to fp32 (`avx` without `fma`, and the fences, so nothing is contracted). Four rows of 8
  *        lanes are four independent sums per step of k. `count` is a multiple of 8; returns the rows done.
@@ -314,7 +314,65 @@ __attribute__((target("avx"))) inline uint32_t AccumulateRowQuadsAvx(float* acc,
     const float* const x1 = x0 + a_stride;
     const float* const x2 = x1 + a_stride;
     const float* const x3 = x2 + a_stride;
-    for (uint32_t j = 0; j < count; j += 8) {
+    uint32_t j = 0;
+    // Sixteen lanes of four rows: eight independent sums per step of k, enough to keep both of a core's adders busy
+    // through their latency (four sums, the 8-lane loop below, leave half of them idle).
+    for (; j + 16 <= count; j += 16) {
+      Float8 s0, s1, s2, s3, t0, t1, t2, t3;
+      std::memcpy(&s0, r0 + j, sizeof(Float8));
+      std::memcpy(&s1, r1 + j, sizeof(Float8));
+      std::memcpy(&s2, r2 + j, sizeof(Float8));
+      std::memcpy(&s3, r3 + j, sizeof(Float8));
+      std::memcpy(&t0, r0 + j + 8, sizeof(Float8));
+      std::memcpy(&t1, r1 + j + 8, sizeof(Float8));
+      std::memcpy(&t2, r2 + j + 8, sizeof(Float8));
+      std::memcpy(&t3, r3 + j + 8, sizeof(Float8));
+      const float* col = b + j;
+      for (uint32_t k = 0; k < depth; ++k, col += stride) {
+        Float8 lo, hi;
+        std::memcpy(&lo, col, sizeof(lo));
+        std::memcpy(&hi, col + 8, sizeof(hi));
+        const Float8 y0 = Float8{x0[k], x0[k], x0[k], x0[k], x0[k], x0[k], x0[k], x0[k]};
+        const Float8 y1 = Float8{x1[k], x1[k], x1[k], x1[k], x1[k], x1[k], x1[k], x1[k]};
+        const Float8 y2 = Float8{x2[k], x2[k], x2[k], x2[k], x2[k], x2[k], x2[k], x2[k]};
+        const Float8 y3 = Float8{x3[k], x3[k], x3[k], x3[k], x3[k], x3[k], x3[k], x3[k]};
+        Float8 p0 = y0 * lo, p1 = y1 * lo, p2 = y2 * lo, p3 = y3 * lo;
+        Float8 q0 = y0 * hi, q1 = y1 * hi, q2 = y2 * hi, q3 = y3 * hi;
+        TL_SIM_FP_FENCE(p0);
+        TL_SIM_FP_FENCE(p1);
+        TL_SIM_FP_FENCE(p2);
+        TL_SIM_FP_FENCE(p3);
+        TL_SIM_FP_FENCE(q0);
+        TL_SIM_FP_FENCE(q1);
+        TL_SIM_FP_FENCE(q2);
+        TL_SIM_FP_FENCE(q3);
+        s0 = s0 + p0;
+        s1 = s1 + p1;
+        s2 = s2 + p2;
+        s3 = s3 + p3;
+        t0 = t0 + q0;
+        t1 = t1 + q1;
+        t2 = t2 + q2;
+        t3 = t3 + q3;
+        TL_SIM_FP_FENCE(s0);
+        TL_SIM_FP_FENCE(s1);
+        TL_SIM_FP_FENCE(s2);
+        TL_SIM_FP_FENCE(s3);
+        TL_SIM_FP_FENCE(t0);
+        TL_SIM_FP_FENCE(t1);
+        TL_SIM_FP_FENCE(t2);
+        TL_SIM_FP_FENCE(t3);
+      }
+      std::memcpy(r0 + j, &s0, sizeof(Float8));
+      std::memcpy(r1 + j, &s1, sizeof(Float8));
+      std::memcpy(r2 + j, &s2, sizeof(Float8));
+      std::memcpy(r3 + j, &s3, sizeof(Float8));
+      std::memcpy(r0 + j + 8, &t0, sizeof(Float8));
+      std::memcpy(r1 + j + 8, &t1, sizeof(Float8));
+      std::memcpy(r2 + j + 8, &t2, sizeof(Float8));
+      std::memcpy(r3 + j + 8, &t3, sizeof(Float8));
+    }
+    for (; j < count; j += 8) {
       Float8 s0, s1, s2, s3;
       std::memcpy(&s0, r0 + j, sizeof(Float8));
       std::memcpy(&s1, r1 + j, sizeof(Float8));
