@@ -261,45 +261,6 @@ void GatherOperand(const OperandPlan& plan, bool columns, Raw* out) {
   }
 }
 
-#if defined(__x86_64__)
-/*! \brief WidenF16's leading groups of eight with F16C (one instruction per group); returns how many it did. The
- *         instruction quiets a signalling NaN, which the simulator keeps as it is: a group holding any NaN is
- *         widened element by element. */
-__attribute__((target("avx,f16c"))) inline size_t WidenF16GroupsF16c(const uint16_t* raw, float* out, size_t count) {
-  using Half8 = short __attribute__((vector_size(16)));
-  size_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    Half8 h;
-    std::memcpy(&h, raw + i, sizeof(h));
-    const Half8 nan = (h & 0x7fff) > 0x7c00;
-    uint64_t any[2];
-    std::memcpy(any, &nan, sizeof(any));
-    if ((any[0] | any[1]) != 0) {
-      for (size_t j = i; j < i + 8; ++j) out[j] = WidenToFloat<5, 10>(raw[j]);
-      continue;
-    }
-    const mma::Float8 f = __builtin_ia32_vcvtph2ps256(h);
-    std::memcpy(out + i, &f, sizeof(f));
-  }
-  __builtin_ia32_vzeroupper();  // back to SSE code (mma_numerics.h, AccumulateRowQuadsAvx)
-  return i;
-}
-
-inline bool CpuHasF16c() {
-  static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c"));
-  return has;
-}
-#endif
-
-/*! \brief out[i] = the exact value of binary16 element raw[i], for i < count (WidenToFloat, NaN payloads kept). */
-inline void WidenF16(const uint16_t* raw, float* out, size_t count) {
-  size_t i = 0;
-#if defined(__x86_64__)
-  if (CpuHasF16c()) i = WidenF16GroupsF16c(raw, out, count);
-#endif
-  for (; i < count; ++i) out[i] = WidenToFloat<5, 10>(raw[i]);
-}
-
 /*! \brief Read an operand's values from shared memory into `f` (floating-point formats) or `i` (integers), in
  *         GatherOperand's order; `negate` (the scale flag) applied, exactly. */
 inline void ReadOperand(const OperandPlan& plan, bool columns, std::unique_ptr<float[]>* f,
@@ -373,8 +334,8 @@ inline void ApplyOldest(InFlight& state, uint32_t linear, uint32_t lane) {
   if (op.is_float) {
     float values[128];
     std::memcpy(values, acc, words * sizeof(float));
-    mma::AccumulateRows(values, per_row, op.a_f.get() + static_cast<size_t>(first_m) * depth, 16 * depth, rows,
-                        op.b_f.get() + column, depth, op.n, per_row);
+    mma::AccumulateRowsWide(values, per_row, op.a_f.get() + static_cast<size_t>(first_m) * depth, 16 * depth, rows,
+                            op.b_f.get() + column, depth, op.n, per_row);
     std::memcpy(acc, values, words * sizeof(float));
   } else {
     for (uint32_t g = 0; g < rows; ++g)
