@@ -60,6 +60,20 @@ struct Shape {
   bool takes_tf32;
 };
 
+/*! \brief One operand of an issued SQMMA: how to find element (r, k) in shared memory. */
+struct OperandPlan {
+  Descriptor desc;
+  bool k_major = true;
+  uint32_t rows = 0, depth = 0, elem_bytes = 0;
+  Elem elem = Elem::kF16;
+  bool negate = false;
+  const unsigned char* arena = nullptr;  // the issuing library's dynamic shared memory (IssueCall::arena)
+
+  uint32_t Address(uint32_t r, uint32_t k) const {
+    return SwizzleAddress(static_cast<uint32_t>(OperandAddress(desc, k_major, r, k, elem_bytes)), desc.swizzle);
+  }
+};
+
 inline constexpr int kNumFlags = 8;  // tnspA, tnspB, scaleA, scaleB, scaleD, sat, k, mma_type
 
 /*! \brief What one thread passes to the issue; it lives in the thread's frame while the thread waits. */

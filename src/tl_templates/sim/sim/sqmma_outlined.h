@@ -27,20 +27,6 @@
 namespace tl_sim {
 namespace sqmma {
 
-/*! \brief One operand of an issued SQMMA: how to find element (r, k) in shared memory. */
-struct OperandPlan {
-  Descriptor desc;
-  bool k_major = true;
-  uint32_t rows = 0, depth = 0, elem_bytes = 0;
-  Elem elem = Elem::kF16;
-  bool negate = false;
-  const unsigned char* arena = nullptr;  // the issuing library's dynamic shared memory (IssueCall::arena)
-
-  uint32_t Address(uint32_t r, uint32_t k) const {
-    return SwizzleAddress(static_cast<uint32_t>(OperandAddress(desc, k_major, r, k, elem_bytes)), desc.swizzle);
-  }
-};
-
 /*! \brief One SQMMA issued by a squad, shared by its 128 threads until each has applied it. */
 struct Operation {
   uint32_t m = 0, n = 0;
