@@ -12,7 +12,8 @@ from tilelang_musa._paths import include_root, simulator_headers
 from tilelang_musa.jit import sim_runtime, sim_runtime_recipe
 from tilelang_musa.jit.toolchains import SimToolchain
 
-OUTLINED = ("profile_outlined.h", "timeline_outlined.h", "fiber_outlined.h")
+OUTLINED = ("profile_outlined.h", "timeline_outlined.h", "fiber_outlined.h", "sqmma_outlined.h",
+            "async_barrier_outlined.h")
 ARCHS = {"mp_22": 220, "mp_31": 310}
 
 
@@ -27,7 +28,8 @@ def preprocessed_files(musa_arch: int, form_flags: list[str]) -> set[str]:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_linked_kernel_library_sees_no_outlined_body(arch):
     linked = preprocessed_files(ARCHS[arch], [sim_runtime_recipe.LINK_FLAG])
-    assert "profile.h" in linked and "timeline.h" in linked and "fiber.h" in linked
+    assert "profile.h" in linked and "timeline.h" in linked and "fiber.h" in linked and "sqmma.h" in linked
+    assert "async_barrier.h" in linked
     assert not linked & set(OUTLINED)
 
 
@@ -47,5 +49,8 @@ def test_the_runtime_exports_the_outlined_functions_under_its_arch(arch):
                               check=True).stdout.split()
     prefix = f"tl_sim_rt{ARCHS[arch]}_"
     for name in ("profile_access", "profile_add_mma_shape", "profile_publish", "timeline_add", "timeline_publish",
-                 "stack_pool_acquire", "stack_pool_release", "stack_pool_trim"):
+                 "stack_pool_acquire", "stack_pool_release", "stack_pool_trim", "sqmma_check_flags",
+                 "sqmma_exchange_issue", "sqmma_complete", "sqmma_commit_group",
+                 "async_record", "async_init_arrival", "async_add_trans", "async_arrive", "async_wait",
+                 "async_issue_load"):
         assert prefix + name in exported

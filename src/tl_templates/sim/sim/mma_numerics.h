@@ -295,7 +295,7 @@ inline void AccumulateRow(float* acc, const float* a_row, const float* b, uint32
 using Float8 = float __attribute__((vector_size(32)));
 
 /*!
- * \brief AccumulateRows' leading rows four at a time, eight lanes per instruction, where the CPU has AVX (the
+ * \brief AccumulateRows' leading rows four at a time, eight lanes per instruction (sixteen lanes per pass over k), where the CPU has AVX (the
  *        simulator builds for baseline x86-64, which has 4-lane SSE only): the same products and sums in the same
  *        order, each rounded to fp32 (`avx` without `fma`, and the fences, so nothing is contracted). Four rows of 8
  *        lanes are four independent sums per step of k. `count` is a multiple of 8; returns the rows done.
@@ -314,7 +314,65 @@ __attribute__((target("avx"))) inline uint32_t AccumulateRowQuadsAvx(float* acc,
     const float* const x1 = x0 + a_stride;
     const float* const x2 = x1 + a_stride;
     const float* const x3 = x2 + a_stride;
-    for (uint32_t j = 0; j < count; j += 8) {
+    uint32_t j = 0;
+    // Sixteen lanes of four rows: eight independent sums per step of k, enough to keep both of a core's adders busy
+    // through their latency (four sums, the 8-lane loop below, leave half of them idle).
+    for (; j + 16 <= count; j += 16) {
+      Float8 s0, s1, s2, s3, t0, t1, t2, t3;
+      std::memcpy(&s0, r0 + j, sizeof(Float8));
+      std::memcpy(&s1, r1 + j, sizeof(Float8));
+      std::memcpy(&s2, r2 + j, sizeof(Float8));
+      std::memcpy(&s3, r3 + j, sizeof(Float8));
+      std::memcpy(&t0, r0 + j + 8, sizeof(Float8));
+      std::memcpy(&t1, r1 + j + 8, sizeof(Float8));
+      std::memcpy(&t2, r2 + j + 8, sizeof(Float8));
+      std::memcpy(&t3, r3 + j + 8, sizeof(Float8));
+      const float* col = b + j;
+      for (uint32_t k = 0; k < depth; ++k, col += stride) {
+        Float8 lo, hi;
+        std::memcpy(&lo, col, sizeof(lo));
+        std::memcpy(&hi, col + 8, sizeof(hi));
+        const Float8 y0 = Float8{x0[k], x0[k], x0[k], x0[k], x0[k], x0[k], x0[k], x0[k]};
+        const Float8 y1 = Float8{x1[k], x1[k], x1[k], x1[k], x1[k], x1[k], x1[k], x1[k]};
+        const Float8 y2 = Float8{x2[k], x2[k], x2[k], x2[k], x2[k], x2[k], x2[k], x2[k]};
+        const Float8 y3 = Float8{x3[k], x3[k], x3[k], x3[k], x3[k], x3[k], x3[k], x3[k]};
+        Float8 p0 = y0 * lo, p1 = y1 * lo, p2 = y2 * lo, p3 = y3 * lo;
+        Float8 q0 = y0 * hi, q1 = y1 * hi, q2 = y2 * hi, q3 = y3 * hi;
+        TL_SIM_FP_FENCE(p0);
+        TL_SIM_FP_FENCE(p1);
+        TL_SIM_FP_FENCE(p2);
+        TL_SIM_FP_FENCE(p3);
+        TL_SIM_FP_FENCE(q0);
+        TL_SIM_FP_FENCE(q1);
+        TL_SIM_FP_FENCE(q2);
+        TL_SIM_FP_FENCE(q3);
+        s0 = s0 + p0;
+        s1 = s1 + p1;
+        s2 = s2 + p2;
+        s3 = s3 + p3;
+        t0 = t0 + q0;
+        t1 = t1 + q1;
+        t2 = t2 + q2;
+        t3 = t3 + q3;
+        TL_SIM_FP_FENCE(s0);
+        TL_SIM_FP_FENCE(s1);
+        TL_SIM_FP_FENCE(s2);
+        TL_SIM_FP_FENCE(s3);
+        TL_SIM_FP_FENCE(t0);
+        TL_SIM_FP_FENCE(t1);
+        TL_SIM_FP_FENCE(t2);
+        TL_SIM_FP_FENCE(t3);
+      }
+      std::memcpy(r0 + j, &s0, sizeof(Float8));
+      std::memcpy(r1 + j, &s1, sizeof(Float8));
+      std::memcpy(r2 + j, &s2, sizeof(Float8));
+      std::memcpy(r3 + j, &s3, sizeof(Float8));
+      std::memcpy(r0 + j + 8, &t0, sizeof(Float8));
+      std::memcpy(r1 + j + 8, &t1, sizeof(Float8));
+      std::memcpy(r2 + j + 8, &t2, sizeof(Float8));
+      std::memcpy(r3 + j + 8, &t3, sizeof(Float8));
+    }
+    for (; j < count; j += 8) {
       Float8 s0, s1, s2, s3;
       std::memcpy(&s0, r0 + j, sizeof(Float8));
       std::memcpy(&s1, r1 + j, sizeof(Float8));
@@ -351,6 +409,88 @@ __attribute__((target("avx"))) inline uint32_t AccumulateRowQuadsAvx(float* acc,
   // halves would slow every SSE instruction after it
   __builtin_ia32_vzeroupper();
   return i;
+}
+
+using Float16 = float __attribute__((vector_size(64)));
+
+/*!
+ * \brief AccumulateRows' leading rows eight at a time, sixteen lanes per instruction, where the CPU has AVX-512F:
+ *        the same products and sums in the same order, each rounded to fp32 (no fma; the fences), eight independent
+ *        sums per step of k. `count` is a multiple of 16; returns the rows done.
+ */
+__attribute__((target("avx512f"))) inline uint32_t AccumulateRowOctetsAvx512(float* acc, uint32_t acc_stride,
+                                                                            const float* a, uint32_t a_stride,
+                                                                            uint32_t rows, const float* b,
+                                                                            uint32_t depth, uint32_t stride,
+                                                                            uint32_t count) {
+  uint32_t i = 0;
+  for (; i + 8 <= rows; i += 8) {
+    float* r[8];
+    const float* x[8];
+    for (int q = 0; q < 8; ++q) {
+      r[q] = acc + static_cast<size_t>(i + q) * acc_stride;
+      x[q] = a + static_cast<size_t>(i + q) * a_stride;
+    }
+    for (uint32_t j = 0; j < count; j += 16) {
+      Float16 s0, s1, s2, s3, s4, s5, s6, s7;  // written out: -O1 keeps no array of vectors in registers
+      std::memcpy(&s0, r[0] + j, sizeof(Float16));
+      std::memcpy(&s1, r[1] + j, sizeof(Float16));
+      std::memcpy(&s2, r[2] + j, sizeof(Float16));
+      std::memcpy(&s3, r[3] + j, sizeof(Float16));
+      std::memcpy(&s4, r[4] + j, sizeof(Float16));
+      std::memcpy(&s5, r[5] + j, sizeof(Float16));
+      std::memcpy(&s6, r[6] + j, sizeof(Float16));
+      std::memcpy(&s7, r[7] + j, sizeof(Float16));
+      const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5], *x6 = x[6], *x7 = x[7];
+      const float* col = b + j;
+      for (uint32_t k = 0; k < depth; ++k, col += stride) {
+        Float16 column;
+        std::memcpy(&column, col, sizeof(column));
+        Float16 p0 = x0[k] * column, p1 = x1[k] * column, p2 = x2[k] * column, p3 = x3[k] * column;
+        Float16 p4 = x4[k] * column, p5 = x5[k] * column, p6 = x6[k] * column, p7 = x7[k] * column;
+        TL_SIM_FP_FENCE(p0);
+        TL_SIM_FP_FENCE(p1);
+        TL_SIM_FP_FENCE(p2);
+        TL_SIM_FP_FENCE(p3);
+        TL_SIM_FP_FENCE(p4);
+        TL_SIM_FP_FENCE(p5);
+        TL_SIM_FP_FENCE(p6);
+        TL_SIM_FP_FENCE(p7);
+        s0 = s0 + p0;
+        s1 = s1 + p1;
+        s2 = s2 + p2;
+        s3 = s3 + p3;
+        s4 = s4 + p4;
+        s5 = s5 + p5;
+        s6 = s6 + p6;
+        s7 = s7 + p7;
+        TL_SIM_FP_FENCE(s0);
+        TL_SIM_FP_FENCE(s1);
+        TL_SIM_FP_FENCE(s2);
+        TL_SIM_FP_FENCE(s3);
+        TL_SIM_FP_FENCE(s4);
+        TL_SIM_FP_FENCE(s5);
+        TL_SIM_FP_FENCE(s6);
+        TL_SIM_FP_FENCE(s7);
+      }
+      std::memcpy(r[0] + j, &s0, sizeof(Float16));
+      std::memcpy(r[1] + j, &s1, sizeof(Float16));
+      std::memcpy(r[2] + j, &s2, sizeof(Float16));
+      std::memcpy(r[3] + j, &s3, sizeof(Float16));
+      std::memcpy(r[4] + j, &s4, sizeof(Float16));
+      std::memcpy(r[5] + j, &s5, sizeof(Float16));
+      std::memcpy(r[6] + j, &s6, sizeof(Float16));
+      std::memcpy(r[7] + j, &s7, sizeof(Float16));
+    }
+  }
+  __builtin_ia32_vzeroupper();  // back to SSE code (as AccumulateRowQuadsAvx)
+  return i;
+}
+
+/*! \brief Whether this CPU runs AccumulateRowOctetsAvx512 (asked once). */
+inline bool CpuHasAvx512() {
+  static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+  return has;
 }
 
 /*! \brief Whether this CPU runs AccumulateRowQuadsAvx (asked once). */
@@ -401,6 +541,24 @@ inline void AccumulateRows(float* acc, uint32_t acc_stride, const float* a, uint
   for (; i < rows; ++i)
     AccumulateRow(acc + static_cast<size_t>(i) * acc_stride, a + static_cast<size_t>(i) * a_stride, b, depth, stride,
                   count);
+}
+
+/*!
+ * \brief AccumulateRows, taking eight rows of sixteen lanes at a time with AVX-512 where the CPU has it (the
+ *        simulator runtime's SQMMA model; kept apart from AccumulateRows so that the kernels that inline the warp
+ *        MMA models do not compile it). `vector_width` as AccumulateRows'; 16 allows AVX-512.
+ */
+inline void AccumulateRowsWide(float* acc, uint32_t acc_stride, const float* a, uint32_t a_stride, uint32_t rows,
+                               const float* b, uint32_t depth, uint32_t stride, uint32_t count,
+                               int vector_width = 16) {
+  uint32_t i = 0;
+#if defined(__x86_64__)
+  if (vector_width == 16 && count % 16 == 0 && rows >= 8 && CpuHasAvx512())
+    i = AccumulateRowOctetsAvx512(acc, acc_stride, a, a_stride, rows, b, depth, stride, count);
+#endif
+  if (i < rows)
+    AccumulateRows(acc + static_cast<size_t>(i) * acc_stride, acc_stride, a + static_cast<size_t>(i) * a_stride,
+                   a_stride, rows - i, b, depth, stride, count, vector_width == 16 ? 8 : vector_width);
 }
 
 /*! \brief AccumulateRow for integer operands: products and sums wrap modulo 2^32 like the s32 accumulator. */
