@@ -5,7 +5,8 @@ semantics for everything static (meta-programming over ints, lists, helper calls
 constructs that may carry IR values through the runtime helpers in `runtime.py`, bound as `__tl__`:
 
     for i, j in ITER:      ->  for i, j in __tl__.iterate(ITER, ("i", "j")):
-    if C: A else: B        ->  with __tl__.if_(C) as __tl_if: for _ in __tl_if.then(): A / .orelse(): B
+    if C: A else: B        ->  __tl_if = __tl__.if_(C, AT); if __tl_if.then(): A; __tl_if.end_then() / same for
+                               .orelse(): B; then __tl_if.end()   (flat: Python's `if` opens no block)
     while C: A             ->  for _ in __tl__.while_(lambda: C): A
     x = V                  ->  x = __tl__.assign("x", lambda: V, __tl__.lookup(lambda: x))
     A[i] = V / A[i] += V   ->  __tl__.store(A, i, V) / __tl__.aug_store(A, i, "+", V)
@@ -16,10 +17,13 @@ constructs that may carry IR values through the runtime helpers in `runtime.py`,
     f(...)  (a statement)  ->  __tl__.expr_statement(f(...))   (an IR call is evaluated, as in TVMScript)
     range(...) in a for    ->  __tl__.range_(...)        (a serial TIR loop, as in TVMScript)
 
-and every statement runs inside `with __tl__.at(file, line, col):`, so that errors raised while building or
-lowering it point at the user's line, and every TIR statement it builds carries that line as its `span` (the
+and every statement runs inside the scope of `__tl__.at(file, line, col)`, so that errors raised while building
+or lowering it point at the user's line, and every TIR statement it builds carries that line as its `span` (the
 line directives of `tl.emit_line_directives` and the simulator's reports read it). Line numbers are the
-original file's.
+original file's. A simple statement is wrapped in `with __tl__.at(...)`; a compound one takes the scope into the
+block it opens anyway (`__tl__.at_iter` around a loop's iterator, `__tl__.at_with` around a `with`'s first item,
+the flat `if` above), because CPython allows only 20 statically nested blocks (`for`, `while`, `with`, `try`) in
+a function: the rewritten kernel nests no deeper than the user's own code, plus one for the innermost statement.
 """
 
 from __future__ import annotations
@@ -130,11 +134,28 @@ class _Rewriter(ast.NodeTransformer):
         self.counter += 1
         return f"__tl_{prefix}_{self.counter}"
 
+    def _location(self, node: ast.stmt) -> list[ast.expr]:
+        return [ast.Constant(self.filename), ast.Constant(node.lineno), ast.Constant(node.col_offset + self.col_offset)]
+
     def _at(self, node: ast.stmt, body: list[ast.stmt]) -> ast.stmt:
         """`with __tl__.at(file, line, col): body`: the statement's IR and errors name the user's line."""
-        at = _call(_helper("at"), ast.Constant(self.filename), ast.Constant(node.lineno),
-                   ast.Constant(node.col_offset + self.col_offset))
+        at = _call(_helper("at"), *self._location(node))
         return ast.copy_location(ast.With(items=[ast.withitem(at, None)], body=body or [ast.Pass()]), node)
+
+    def _scoped(self, stmt: ast.stmt, nodes: list[ast.stmt]) -> list[ast.stmt]:
+        """The statement's nodes inside the scope of its line, opening no block where the statement opens one:
+        a loop takes the scope into its iterator, a `with` into its first item (both end it however the block
+        is left); anything else is wrapped in `with __tl__.at(...)`."""
+        if len(nodes) == 1 and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(nodes[0])):
+            node = nodes[0]
+            if isinstance(node, ast.For) and not node.orelse:
+                node.iter = _call(_helper("at_iter"), *self._location(stmt), _thunk(node.iter))
+                return [node]
+            if isinstance(node, ast.With):
+                first = node.items[0]
+                first.context_expr = _call(_helper("at_with"), *self._location(stmt), _thunk(first.context_expr))
+                return [node]
+        return [self._at(stmt, nodes)]
 
     def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -143,7 +164,10 @@ class _Rewriter(ast.NodeTransformer):
             # rewritten code reports the user's line
             nodes = [ast.copy_location(node, stmt) for node in (new if isinstance(new, list) else
                                                                 [new] if new is not None else [])]
-            out.append(self._at(stmt, nodes))
+            if isinstance(stmt, ast.If) and isinstance(new, list):
+                out.extend(nodes)  # the flat `if`: scoped by its own statements (visit_If)
+            else:
+                out.extend(self._scoped(stmt, nodes))
         return out or [ast.Pass()]
 
     # -- definitions: only the kernel's own body is rewritten; nested defs get their bodies rewritten too
@@ -177,24 +201,24 @@ class _Rewriter(ast.NodeTransformer):
             node.body = self._body(node.body)
             node.orelse = self._body(node.orelse) if node.orelse else []
             return node
+        # Flat, opening no block (an `elif` chain is a nest of `if`s): neither branch can leave early (checked
+        # above), so each branch's end call runs; an exception abandons the whole trace.
         var = self._fresh("if")
-        then_loop = ast.For(
-            target=_name("_", ast.Store()),
-            iter=_call(ast.Attribute(_name(var), "then", ast.Load())),
-            body=self._body(node.body),
-            orelse=[],
-        )
-        body: list[ast.stmt] = [then_loop]
+
+        def method(name: str) -> ast.Expr:
+            return ast.Expr(_call(ast.Attribute(_name(var), name, ast.Load())))
+
+        out: list[ast.stmt] = [
+            ast.Assign(targets=[_name(var, ast.Store())], value=_call(_helper("if_"), *self._location(node), (
+                test if any(isinstance(n, ast.NamedExpr) for n in ast.walk(test)) else _thunk(test)))),
+            ast.If(test=_call(ast.Attribute(_name(var), "then", ast.Load())),
+                   body=self._body(node.body) + [method("end_then")], orelse=[]),
+        ]
         if node.orelse:
-            body.append(
-                ast.For(
-                    target=_name("_", ast.Store()),
-                    iter=_call(ast.Attribute(_name(var), "orelse", ast.Load())),
-                    body=self._body(node.orelse),
-                    orelse=[],
-                )
-            )
-        return ast.With(items=[ast.withitem(_call(_helper("if_"), test), _name(var, ast.Store()))], body=body)
+            out.append(ast.If(test=_call(ast.Attribute(_name(var), "orelse", ast.Load())),
+                              body=self._body(node.orelse) + [method("end_orelse")], orelse=[]))
+        out.append(method("end"))
+        return out
 
     def visit_While(self, node: ast.While):
         if node.orelse:
@@ -417,7 +441,12 @@ def parse_kernel(func: Callable, extra_globals: dict[str, Any] | None = None) ->
     if extra_globals:
         namespace.update(extra_globals)
     namespace[HELPER] = runtime
-    code = compile(module, filename, "exec")
+    try:
+        code = compile(module, filename, "exec")
+    except SyntaxError as err:  # what the rewrite adds is bounded (see the module docstring); the rest is the user's
+        raise CompileError(f"kernel `{func.__name__}` cannot be built: {err.msg} (CPython allows 20 nested `for`, "
+                           "`while`, `with` and `try` blocks in a function; move an inner part into a @T.macro)",
+                           SourceLoc(filename, err.lineno or first_line, 0)) from None
     exec(code, namespace)  # defines the rewritten function in `namespace`
     rewritten = namespace[fdef.name]
     rewritten.__defaults__, rewritten.__kwdefaults__ = func.__defaults__, func.__kwdefaults__

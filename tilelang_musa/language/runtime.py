@@ -8,6 +8,7 @@ Python semantics everywhere; IR values become TIR statements of the open trace (
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any, Callable, Iterator
 
 import tvm
@@ -43,6 +44,52 @@ class at:  # noqa: N801 - used as `with __tl__.at(...)`, like a keyword
     def __exit__(self, *exc: Any) -> None:
         if self.pushed is not None:
             _ir_builder_ffi.IRBuilderPopSourceSpan(self.pushed)
+
+
+def at_iter(filename: str, lineno: int, col: int, make_iter: Callable[[], Any]) -> Iterator[Any]:
+    """A loop's iterator inside the scope of the loop's line: the scope ends when the loop does, however it is
+    left (a `break` or `return` closes the generator). Opens no Python block, unlike a wrapping `with`."""
+    scope = at(filename, lineno, col)
+    try:
+        iterator = iter(make_iter())
+    except BaseException:
+        scope.__exit__(None, None, None)
+        raise
+    return _scoped_iteration(scope, iterator)
+
+
+def _scoped_iteration(scope: at, iterator: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from iterator
+    finally:
+        scope.__exit__(None, None, None)
+
+
+class at_with:  # noqa: N801 - used as a `with` item
+    """A `with` statement's first item inside the scope of the statement's line, as one item (one block)."""
+
+    __slots__ = ("scope", "inner")
+
+    def __init__(self, filename: str, lineno: int, col: int, make_manager: Callable[[], Any]):
+        self.scope = at(filename, lineno, col)
+        try:
+            self.inner = make_manager()
+        except BaseException:
+            self.scope.__exit__(None, None, None)
+            raise
+
+    def __enter__(self) -> Any:
+        try:
+            return type(self.inner).__enter__(self.inner)
+        except BaseException:
+            self.scope.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            return type(self.inner).__exit__(self.inner, *exc)
+        finally:
+            self.scope.__exit__(*exc)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -317,45 +364,56 @@ def static_condition(cond: Any) -> bool:
 
 
 class _IfBuilder:
-    """`if` over a static condition keeps Python semantics; over an IR condition it builds IfThenElse."""
+    """`if` over a static condition keeps Python semantics; over an IR condition it builds IfThenElse.
 
-    def __init__(self, cond: Any):
-        cond = _operand(cond)
-        self.static = static_value(cond)
-        if self.static is None and not isinstance(cond, tvm.ir.Expr):
-            self.static = bool(cond)
-        self.cond = cond
-        self._frame = None
+    Used flat (see parser.py): `then()` / `orelse()` say whether to run a branch (and open its IR frame),
+    `end_then()` / `end_orelse()` close it, `end()` closes the statement and its line's scope."""
 
-    def __enter__(self) -> "_IfBuilder":
-        if self.static is None:
-            self._frame = Tb.If(self.cond)
-            self._frame.__enter__()
-        return self
+    def __init__(self, filename: str, lineno: int, col: int, cond: Any):
+        self.scope = at(filename, lineno, col)
+        try:
+            cond = _operand(cond() if isinstance(cond, types.FunctionType) else cond)
+            self.static = static_value(cond)
+            if self.static is None and not isinstance(cond, tvm.ir.Expr):
+                self.static = bool(cond)
+            self.cond = cond
+            self._frame = self._branch = None
+            if self.static is None:
+                self._frame = Tb.If(cond)
+                self._frame.__enter__()
+        except BaseException:
+            self.scope.__exit__(None, None, None)
+            raise
 
-    def __exit__(self, *exc) -> None:
-        if self._frame is not None:
-            self._frame.__exit__(*exc)
+    def _open(self, branch: Any) -> bool:
+        self._branch = branch
+        branch.__enter__()
+        return True
 
-    def then(self) -> Iterator[None]:
-        if self.static is not None:
-            if self.static:
-                yield
-            return
-        with Tb.Then():
-            yield
+    def _close(self) -> None:
+        if self._branch is not None:
+            branch, self._branch = self._branch, None
+            branch.__exit__(None, None, None)
 
-    def orelse(self) -> Iterator[None]:
-        if self.static is not None:
-            if not self.static:
-                yield
-            return
-        with Tb.Else():
-            yield
+    def then(self) -> bool:
+        return bool(self.static) if self.static is not None else self._open(Tb.Then())
+
+    def orelse(self) -> bool:
+        return not self.static if self.static is not None else self._open(Tb.Else())
+
+    end_then = end_orelse = _close
+
+    def end(self) -> None:
+        try:
+            if self._frame is not None:
+                self._frame.__exit__(None, None, None)
+        finally:
+            self.scope.__exit__(None, None, None)
 
 
-def if_(cond: Any) -> _IfBuilder:
-    return _IfBuilder(cond)
+def if_(filename: str, lineno: int, col: int, cond: Any) -> _IfBuilder:
+    """`cond` is a thunk of the condition (so that it is evaluated in the statement's scope), or its value."""
+    return _IfBuilder(filename, lineno, col, cond)
 
 
 def while_(test: Callable[[], Any]) -> Iterator[None]:
