@@ -91,7 +91,7 @@ class MmaInstruction:
 
     def accumulator_fragment(self) -> Fragment:
         """The m x n accumulator as a Fragment over the group's lanes (the inverse of accumulator_map)."""
-        return _invert_lanes(self.accumulator_map(), f"{self.name} accumulator")
+        return self._atom(("accumulator",), lambda: _invert_lanes(self.accumulator_map(), f"{self.name} accumulator"))
 
     def operand_map(self, operand: str, bits: int, k_major: bool = True) -> Layout:
         """The documented formula as a Layout `(lane, value) -> (row, k)` for operand "A" (rows = m) or "B"
@@ -106,7 +106,16 @@ class MmaInstruction:
     def operand_fragment(self, operand: str, bits: int, k_major: bool = True) -> Fragment:
         """The rows x k operand as a Fragment over the group's lanes."""
         form = "K-major" if k_major else "MN-major"
-        return _invert_lanes(self.operand_map(operand, bits, k_major), f"{self.name} {form} {bits}-bit {operand}")
+        return self._atom((operand, bits, k_major), lambda: _invert_lanes(self.operand_map(operand, bits, k_major),
+                                                                           f"{self.name} {form} {bits}-bit {operand}"))
+
+    def _atom(self, key: tuple, make: Callable[[], Fragment]) -> Fragment:
+        """An instruction-level fragment, inverted once per instruction (every block gemm's layouts compose it, and
+        a Fragment is immutable); a refusal is raised again each time."""
+        atoms = self.__dict__.setdefault("_atoms", {})  # beside the frozen fields: not part of eq or repr
+        if key not in atoms:
+            atoms[key] = make()
+        return atoms[key]
 
     def _rows(self, operand: str) -> int:
         if operand not in ("A", "B"):
