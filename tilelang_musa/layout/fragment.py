@@ -29,6 +29,7 @@ from ..ir.structural_memo import StructuralMemo
 from . import _inverse
 from ._buffer import buffer_shape_dtype
 from ._digits import DigitError, complement, used_digits
+from ._reuse import reuse_fields
 from ._expr import (Expr, Var, all_const, all_distinct, as_expr, bounds, const_int, evaluate, make_vars, open_grid,
                     simplify, substitute)
 from .layout import Layout, LayoutError, as_index_list, normalize_shape, output_extent
@@ -250,13 +251,24 @@ def _fragment_fields(shape: list[Expr], fvars: list[Var], thread: Any, index: An
     replicate = const_int(replicate)
     if replicate is None or replicate < 1:
         raise LayoutError(f"Fragment: replicate must be a positive int, got {replicate!r}")
+    thread = as_index_list(thread, "the fragment's thread map")
+    if index is not None:
+        index = as_index_list(index, "the fragment's index map")
+    maps = thread + (index or [])
+    extra = (replicate, None if index is None else len(index))
+    return reuse_fields("Fragment", shape, [*fvars, rep], maps, extra,
+                        lambda: _build_fragment_fields(shape, fvars, thread, index, rep, replicate))
+
+
+def _build_fragment_fields(shape: list[Expr], fvars: list[Var], thread: list[Expr], index: list[Expr] | None,
+                           rep: Var, replicate: int) -> tuple:
     dom = dict(zip(fvars, shape))
     full = {**dom, rep: replicate}
-    thread = simplify(as_index_list(thread, "the fragment's thread map")[0], full)
+    thread = simplify(thread[0], full)
     inferred = index is None
     if inferred:
-        index = _infer_index(thread, fvars, shape, full)
-    indices = [simplify(e, dom) for e in as_index_list(index, "the fragment's index map")]
+        index = [_infer_index(thread, fvars, shape, full)]
+    indices = [simplify(e, dom) for e in index]
     for e in indices:
         if _uses(e, rep):
             raise LayoutError(f"Fragment: the local index `{e}` depends on the replica; a slot must be the same "
