@@ -145,6 +145,32 @@ def test_layout_fields_are_reused_for_the_same_maps_under_other_vars(monkeypatch
             Layout((4, 4), lambda i, j: [i - j])
 
 
+def test_builders_of_plain_values_give_fresh_copies_of_the_layout_built_before():
+    """A swizzle or accumulator layout is a function of plain values: built once, then copied over new Vars (no
+    Var shared between two compiles' layouts), equal to a fresh build; other values build another; a refusal is
+    raised every time."""
+    from tilelang_musa.layout import _reuse
+    from tilelang_musa.layout.mma_layouts import make_gemm_accumulator_fragment
+    from tilelang_musa.layout.swizzle import make_xor_swizzle_layout
+
+    for make in (lambda: make_xor_swizzle_layout([2, 64, 64], "float16", 32),
+                 lambda: make_gemm_accumulator_fragment("mp_22.mma.m32n32k8", 128, 64, 2, 1)):
+        first, second = make(), make()
+        assert not first.same_as(second) and tvm_ffi.structural_equal(first, second) and str(first) == str(second)
+        bound = lambda f: [*f.forward_vars, *([f.replicate_var] if isinstance(f, Fragment) else [])]  # noqa: E731
+        assert not any(a.same_as(b) for a in bound(first) for b in bound(second))
+        assert _only_vars(list(second.forward_index) + ([second.forward_thread] if isinstance(second, Fragment)
+                                                          else []), bound(second))
+        assert [v.name for v in bound(first)] == [v.name for v in bound(second)]
+    built = len(_reuse._BUILT)
+    other = make_xor_swizzle_layout([2, 64, 64], "float16", 64)
+    assert len(_reuse._BUILT) == built + 1 and not tvm_ffi.structural_equal(other, make_xor_swizzle_layout(
+        [2, 64, 64], "float16", 32))
+    for _ in range(2):
+        with pytest.raises(LayoutError, match="continuity"):
+            make_xor_swizzle_layout([64, 64], "float16", 32, continuity=48)
+
+
 def test_layout_inverse_names_two_colliding_inputs():
     with pytest.raises(LayoutError, match=r"inputs \(0, 1\) and \(1, 0\) map to the same output"):
         Layout((4, 4), lambda i, j: [i + j]).inverse()

@@ -9,9 +9,10 @@ symbolic shape, a loop variable) are built afresh each time, as is a refusal (it
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import tvm_ffi
+from tvm import tirx
 
 from ._expr import Expr, IntImm, Var, all_const, substitute
 
@@ -38,6 +39,38 @@ def reuse_fields(kind: str, shape: Sequence[Expr], inputs: Sequence[Var], maps: 
             break
     _KEPT.setdefault(key, []).append((key_map, list(inputs), fields))
     return fields
+
+
+_LAYOUT_FIELDS = ("input_size", "forward_vars", "forward_index", "output_size")
+_FRAGMENT_FIELDS = _LAYOUT_FIELDS + ("replicate_var", "replicate_size", "forward_thread", "thread_extent")
+_BUILT: dict[tuple, Any] = {}
+
+
+def reuse_layout(key: Hashable, build: Callable[[], Any]) -> Any:
+    """`build()`, a Layout or Fragment made from plain values only (`key`: all of them, with the builder's name), or
+    a copy over new Vars of the one built before for the same key (a layout builder reads nothing else)."""
+    known = _BUILT.get(key)
+    if known is None:
+        while len(_BUILT) >= _KEEP:  # the oldest goes (tolerant of a compile in another thread)
+            try:
+                _BUILT.pop(next(iter(_BUILT)), None)
+            except (StopIteration, RuntimeError):
+                break
+        known = _BUILT[key] = build()
+        return known
+    return fresh_copy(known)
+
+
+def fresh_copy(layout: Any) -> Any:
+    """An equal Layout or Fragment over new Vars named as its own: a copy that shares no Var with it."""
+    names = _FRAGMENT_FIELDS if hasattr(layout, "replicate_var") else _LAYOUT_FIELDS
+    bound = list(layout.forward_vars) + ([layout.replicate_var] if names is _FRAGMENT_FIELDS else [])
+    rename = {v: tirx.Var(v.name, v.ty) for v in bound}
+    fields = [_renamed(list(value) if isinstance(value, tvm_ffi.Array) else value, rename)
+              for value in (getattr(layout, name) for name in names)]
+    copy = type(layout).__new__(type(layout))
+    copy.__ffi_init__(*fields)
+    return copy
 
 
 def _uses_only(maps: Sequence[Expr], inputs: Sequence[Var]) -> bool:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ._expr import make_vars, substitute
+from ._reuse import reuse_layout
 from .fragment import Fragment, new_replicate_var
 from .layout import Layout, LayoutError
 
@@ -272,6 +273,13 @@ def _tile(what: str, extent: Any, groups: Any, atom: int, axis: str, groups_name
 def make_gemm_accumulator_fragment(instruction: Any, M: int, N: int, g_m: int, g_n: int) -> Fragment:
     """The M x N accumulator of a block gemm whose g_m x g_n groups each run `instruction` (module docstring)."""
     inst = get_mma_instruction(instruction)
+    if MMA_INSTRUCTIONS.get(inst.name) is inst and all(type(x) is int for x in (M, N, g_m, g_n)):
+        return reuse_layout(("gemm accumulator", inst.name, M, N, g_m, g_n),
+                            lambda: _gemm_accumulator_fragment(inst, M, N, g_m, g_n))
+    return _gemm_accumulator_fragment(inst, M, N, g_m, g_n)
+
+
+def _gemm_accumulator_fragment(inst: MmaInstruction, M: int, N: int, g_m: int, g_n: int) -> Fragment:
     what = f"gemm accumulator ({inst.name})"
     tile_m, _ = _tile(what, M, g_m, inst.m, "M", "g_m")
     tile_n, atoms_n = _tile(what, N, g_n, inst.n, "N", "g_n")
