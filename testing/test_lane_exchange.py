@@ -192,7 +192,7 @@ def test_a_fresh_equal_fragment_reuses_the_planners_searches(monkeypatch):
     module._TABLES.clear()
     first = plan(make())
     for search in ("_sector_efficiency", "_column_weight", "_first_element"):
-        monkeypatch.setattr(module._Elements, search, lambda *a: pytest.fail(f"{search} searched again"))
+        monkeypatch.setattr(module._Elements, search, lambda *a, _name=search: pytest.fail(f"{_name} searched again"))
     assert plan(make()) == first and first.trades
     transposed = Fragment([4, 16], forward_thread_fn=lambda i, j: j * 2 + i % 2, forward_index_fn=lambda i, j: i // 2)
     with pytest.raises(BaseException, match="searched again"):
