@@ -173,3 +173,27 @@ def test_the_plan_reports_the_sector_efficiency_it_reaches():
                                   tvm.sym.Analyzer())
     assert (exchange.slot_bits, exchange.lane_bits) == ((0,), (0,))
     assert (exchange.efficiency_before, exchange.efficiency) == (0.5, 1.0)
+
+
+def test_a_fresh_equal_fragment_reuses_the_planners_searches(monkeypatch):
+    """Every compile builds the accumulator's fragment afresh: the element table and its searches are kept by the
+    fragment's structure, so the second plan searches nothing and finds the same trades; another fragment searches."""
+    from tilelang_musa.tileop import lane_exchange as module
+
+    def make():
+        return Fragment([4, 16], forward_thread_fn=lambda i, j: i * 8 + j % 8, forward_index_fn=lambda i, j: j // 8)
+
+    def plan(fragment):
+        loop_vars = [tirx.Var("i", "int32"), tirx.Var("j", "int32")]
+        store = tirx.BufferStore(tirx.decl_buffer((4, 16), "float16", "B"), tirx.const(1.0, "float16"), loop_vars)
+        return plan_lane_exchange(loop_vars, store, fragment_plan(fragment, [4, 16]), [4, 16], 32, 32,
+                                  tvm.sym.Analyzer())
+
+    module._TABLES.clear()
+    first = plan(make())
+    for search in ("_sector_efficiency", "_column_weight", "_first_element"):
+        monkeypatch.setattr(module._Elements, search, lambda *a, _name=search: pytest.fail(f"{_name} searched again"))
+    assert plan(make()) == first and first.trades
+    transposed = Fragment([4, 16], forward_thread_fn=lambda i, j: j * 2 + i % 2, forward_index_fn=lambda i, j: i // 2)
+    with pytest.raises(BaseException, match="searched again"):
+        plan(transposed)

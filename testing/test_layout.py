@@ -109,6 +109,68 @@ def test_layout_inverse_is_reused_for_the_same_map_under_other_vars():
     assert sum(len(v) for v in _inverse._INVERTED.values()) == held  # a hit adds nothing
 
 
+def _only_vars(exprs, allowed):
+    """Whether the expressions use no Var but `allowed` (by identity)."""
+    handles, found = {v.__chandle__() for v in allowed}, []
+    tvm_ffi.structural_walk(list(exprs), [(tirx.Var, lambda v: found.append(v.__chandle__() in handles))])
+    return all(found)
+
+
+def test_layout_fields_are_reused_for_the_same_maps_under_other_vars(monkeypatch):
+    """Every compile builds its layouts afresh: a layout (or fragment) whose maps equal, up to renaming its Vars, those
+    of one built before gets that one's simplified maps and extents over its own Vars, without simplifying again;
+    maps over another Var (a symbolic extent) are built each time, and a refusal is raised each time."""
+    from tilelang_musa.layout import fragment as fragment_module
+    from tilelang_musa.layout import layout as layout_module
+
+    swizzle = lambda i, j: [i * 32 + (j ^ (i % 8)) + 0 * j]  # noqa: E731  (the 0 * j is simplified away)
+    threads = lambda i, j: i * 2 + j // 8 + 0 * i  # noqa: E731
+    first, first_fragment = Layout((64, 32), swizzle), Fragment([8, 16], forward_thread_fn=threads)
+    monkeypatch.setattr(layout_module, "simplify", lambda *a: pytest.fail("simplified again"))
+    monkeypatch.setattr(fragment_module, "simplify", lambda *a: pytest.fail("simplified again"))
+    second, second_fragment = Layout((64, 32), swizzle), Fragment([8, 16], forward_thread_fn=threads)
+    for a, b in ((first, second), (first_fragment, second_fragment)):
+        assert not a.forward_vars[0].same_as(b.forward_vars[0]) and a.is_equal(b)
+        assert tvm_ffi.structural_equal(a, b) and str(a) == str(b)
+    assert _only_vars(second.forward_index, second.forward_vars)
+    assert _only_vars([second_fragment.forward_thread, *second_fragment.forward_index],
+                      [*second_fragment.forward_vars, second_fragment.replicate_var])
+    assert str(second.forward_index[0]) == "i0 * 32 + (i1 ^ i0 % 8)"  # simplified: the 0 * j is gone
+    n = tirx.Var("n", "int32")
+    with pytest.raises(BaseException, match="simplified again"):
+        Layout((64, 32), lambda i, j: [i * 32 + j + n])
+    monkeypatch.undo()
+    for _ in range(2):
+        with pytest.raises(LayoutError, match="negative"):
+            Layout((4, 4), lambda i, j: [i - j])
+
+
+def test_builders_of_plain_values_give_fresh_copies_of_the_layout_built_before():
+    """A swizzle or accumulator layout is a function of plain values: built once, then copied over new Vars (no
+    Var shared between two compiles' layouts), equal to a fresh build; other values build another; a refusal is
+    raised every time."""
+    from tilelang_musa.layout import _reuse
+    from tilelang_musa.layout.mma_layouts import make_gemm_accumulator_fragment
+    from tilelang_musa.layout.swizzle import make_xor_swizzle_layout
+
+    for make in (lambda: make_xor_swizzle_layout([2, 64, 64], "float16", 32),
+                 lambda: make_gemm_accumulator_fragment("mp_22.mma.m32n32k8", 128, 64, 2, 1)):
+        first, second = make(), make()
+        assert not first.same_as(second) and tvm_ffi.structural_equal(first, second) and str(first) == str(second)
+        bound = lambda f: [*f.forward_vars, *([f.replicate_var] if isinstance(f, Fragment) else [])]  # noqa: E731
+        assert not any(a.same_as(b) for a in bound(first) for b in bound(second))
+        assert _only_vars(list(second.forward_index) + ([second.forward_thread] if isinstance(second, Fragment)
+                                                          else []), bound(second))
+        assert [v.name for v in bound(first)] == [v.name for v in bound(second)]
+    built = len(_reuse._BUILT)
+    other = make_xor_swizzle_layout([2, 64, 64], "float16", 64)
+    assert len(_reuse._BUILT) == built + 1 and not tvm_ffi.structural_equal(other, make_xor_swizzle_layout(
+        [2, 64, 64], "float16", 32))
+    for _ in range(2):
+        with pytest.raises(LayoutError, match="continuity"):
+            make_xor_swizzle_layout([64, 64], "float16", 32, continuity=48)
+
+
 def test_layout_inverse_names_two_colliding_inputs():
     with pytest.raises(LayoutError, match=r"inputs \(0, 1\) and \(1, 0\) map to the same output"):
         Layout((4, 4), lambda i, j: [i + j]).inverse()

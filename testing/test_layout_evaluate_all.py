@@ -65,7 +65,27 @@ def test_the_evaluations_kept_are_bounded():
     for f in fragments:
         f.evaluate_all()
     assert len(module._EVALUATED) == module._EVALUATED_KEEP
-    assert fragments[-1].__chandle__() in module._EVALUATED and fragments[0].__chandle__() not in module._EVALUATED
+    assert module._EVALUATED.get(fragments[-1]) is not None and module._EVALUATED.get(fragments[0]) is None
+
+
+def test_a_fresh_fragment_of_the_same_structure_reuses_the_evaluation(monkeypatch):
+    """Every compile builds its layouts afresh (new objects, new Vars): equal up to renaming, they share one
+    evaluation and one injectivity answer; a fragment differing in one constant does not."""
+    from tilelang_musa.layout import fragment as module
+
+    make = lambda scale: T.Fragment([8, 16], forward_thread_fn=lambda i, j: i * 2 + j // 8 * scale,  # noqa: E731
+                                    forward_index_fn=lambda i, j: j % 8)
+    first, again, other = make(1), make(1), make(16)
+    assert not first.same_as(again) and not first.forward_vars[0].same_as(again.forward_vars[0])
+    thread, slot = first.evaluate_all()
+    assert first.is_injective()
+    monkeypatch.setattr(module, "all_distinct", lambda keys: pytest.fail("injectivity decided again"))
+    assert again.evaluate_all()[0] is thread and again.evaluate_all()[1] is slot
+    assert again.is_injective()
+    other_thread, _ = other.evaluate_all()
+    assert other_thread is not thread and not np.array_equal(other_thread, thread)
+    expected_thread, _ = _by_definition(other)
+    assert np.array_equal(other_thread, expected_thread)
 
 
 def test_injectivity_is_decided_once_per_fragment(monkeypatch):

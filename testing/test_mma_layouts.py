@@ -126,6 +126,25 @@ def test_accumulator_fragment_matches_the_documented_formula(name):
                                inst.regs_per_atom, inst.m, inst.n)
 
 
+def test_instruction_fragments_are_inverted_once_per_instruction():
+    """Every block gemm composes its instruction's fragments: they are kept on the instruction (by operand, bits and
+    major-ness), equal to a fresh inversion of the documented formula, and kept apart from each other."""
+    import dataclasses
+
+    inst = get_mma_instruction("mp_22.mma.m32n32k8")
+    assert inst.accumulator_fragment() is inst.accumulator_fragment()
+    fresh = dataclasses.replace(inst)  # the same instruction, nothing kept yet
+    assert fresh == inst and fresh.accumulator_fragment() is not inst.accumulator_fragment()
+    assert fresh.accumulator_fragment().is_equal(inst.accumulator_fragment())
+    a, b = inst.operand_fragment("A", 32, True), inst.operand_fragment("B", 32, True)
+    assert a is inst.operand_fragment("A", 32, True) and a is not b
+    assert inst.operand_fragment("A", 32, False) is not a
+    with pytest.raises(LayoutError, match="no 16-bit operands"):  # a refusal is raised every time
+        inst.operand_fragment("A", 16, True)
+    with pytest.raises(LayoutError, match="no 16-bit operands"):
+        inst.operand_fragment("A", 16, True)
+
+
 REGISTER_OPERANDS = [(name, op, bits, k_major) for name, inst in sorted(MMA_INSTRUCTIONS.items())
                      if inst.operand_lanes is not None for bits in inst.ks for op in "AB" for k_major in (True, False)]
 

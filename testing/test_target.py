@@ -430,3 +430,15 @@ def test_loading_a_second_copy_of_the_library_is_idempotent(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
     assert "tilelang_musa:" not in result.stderr
+
+
+def test_targets_are_built_from_a_map_without_the_generic_conversion(monkeypatch):
+    """Target(dict) converts the dict through tvm_ffi.convert, whose first `isinstance(dict, numbers.Number)` in a
+    process walks every registered Number subclass (~1 ms of the first compile, a cache hit's largest item): the
+    config goes in as a Map, and the Target is the one a dict gives."""
+    import tvm.target.target as wheel_target
+
+    expected = str(Target({"kind": "musa", "arch": "mp_22", "max_num_threads": 512}))
+    monkeypatch.setattr(wheel_target, "convert", lambda value: pytest.fail(f"generic conversion of {value!r}"))
+    assert str(determine_target("musa -arch=mp_22 -max_num_threads=512")) == expected
+    assert str(determine_target({"arch": "mp_22", "max_num_threads": 512})) == expected

@@ -100,3 +100,24 @@ def test_tma_copy_on_mp22_is_an_error_naming_it():
 
 def test_a_kernel_without_tme_copies_is_unchanged():
     assert lower_tme_copy(plain_store_expected, {}).same_as(plain_store_expected)
+
+
+def test_a_fresh_equal_shared_layout_reuses_the_plan(monkeypatch):
+    """Every compile builds the shared tiles' layouts afresh: the plan found for a layout is kept by its structure and
+    the tile, so planning the same copy again searches nothing; another tile of the buffer searches."""
+    from tvm import tirx
+
+    from tilelang_musa.layout.swizzle import make_sqmma_swizzled_layout
+    from tilelang_musa.tileop import tme_copy as module
+    from tilelang_musa.tileop.region import Region
+
+    S = tirx.decl_buffer((32, 64), "float16", "S", scope="shared.dyn")
+    whole = Region(S, (T.int32(0), T.int32(0)), (T.int32(32), T.int32(64)))
+    module._PLANS.clear()
+    first = module._match_layout(whole, make_sqmma_swizzled_layout(S), [32, 64], 2)
+    assert first.sg and first.bytes_total == 32 * 64 * 2  # the swizzle was matched
+    monkeypatch.setattr(module, "_search_plan", lambda *a: pytest.fail("searched again"))
+    assert module._match_layout(whole, make_sqmma_swizzled_layout(S), [32, 64], 2) is first
+    lower_half = Region(S, (T.int32(16), T.int32(0)), (T.int32(16), T.int32(64)))
+    with pytest.raises(BaseException, match="searched again"):
+        module._match_layout(lower_half, make_sqmma_swizzled_layout(S), [16, 64], 2)

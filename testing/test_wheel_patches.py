@@ -25,7 +25,7 @@ EXPECTED = {
                                                     "__rxor__")),
     "tvm.ir.transform.Pass.__call__",
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
-    "tvm_ffi.structural._normalize_callbacks",
+    "tvm_ffi.structural._normalize_callbacks", "tvm_ffi.container.Array.__iter__",
 }
 
 
@@ -131,3 +131,37 @@ def test_memoized_structural_callbacks_answer_as_the_wheel_does():
     index = structural._callback_type_to_type_index
     wheel_index = _wheel_patches.applied()["tvm_ffi.structural._callback_type_to_type_index"]
     assert index(tirx.Var, api_name="structural_mutate") == wheel_index(tirx.Var, api_name="structural_mutate") >= 0
+
+
+def test_arrays_iterate_their_elements_in_order():
+    wheel_iter = _wheel_patches.applied()["tvm_ffi.container.Array.__iter__"]
+    for values in ([], [tirx.const(3, "int32")], [tirx.Var("x", "int32"), tirx.const(1, "int64"), "s", 7]):
+        array = tvm_ffi.Array(values)
+        mine, wheel = list(array), list(wheel_iter(array))
+        assert len(mine) == len(wheel) == len(values)
+        assert all(type(a) is type(b) and (a == b if isinstance(a, (str, int)) else a.same_as(b))
+                   for a, b in zip(mine, wheel))
+
+
+def test_normalized_callbacks_are_the_wheels_for_every_form():
+    import typing
+
+    import tvm_ffi.structural as structural
+
+    wheel = _wheel_patches.applied()["tvm_ffi.structural._normalize_callbacks"]
+    f, g = (lambda v: v), (lambda v: None)
+    forms = [(), [], [(tirx.Var, f)], [(tirx.Var, f), (tirx.Add, g)], [((tirx.Var, tirx.Add), f)],
+             [(tirx.Var, f), ((tirx.Add, tirx.Sub), g)], (tirx.Var, f), ((tirx.Var, tirx.Add), g), f,
+             [(typing.Any, f)], ((tirx.Var, f), (tirx.Add, g))]
+    for form in forms:
+        assert structural._normalize_callbacks(form, api_name="structural_walk") == wheel(form,
+                                                                                          api_name="structural_walk")
+    for bad in ([(tirx.Var, f, 1)], [(tirx.Var, 3)], "callbacks", 3):
+        for normalize in (structural._normalize_callbacks, wheel):
+            try:
+                normalize(bad, api_name="structural_walk")
+            except TypeError as err:
+                message = str(err)
+            else:
+                message = None
+            assert message is not None and "structural_walk callbacks" in message, (bad, message)

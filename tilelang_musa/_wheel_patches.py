@@ -10,7 +10,8 @@ Applied when `tilelang` is imported: the older TIR names (`add_tir_names`, here 
 tilelang.language the typed integer operands (`wrap_int_operators`) and `PrimFunc.buffer_map` (`add_buffer_map`).
 Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (`replace_pass_call`).
 Applied at import too, for speed only: the memoized callback inspection of tvm_ffi's structural visitors
-(`memoize_structural_callbacks`); and the spans a statement a pass replaces keeps (`keep_statement_spans`).
+(`memoize_structural_callbacks`) and the direct iteration of FFI Arrays (`iterate_arrays_directly`); and the spans a
+statement a pass replaces keeps (`keep_statement_spans`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import tvm
+import tvm_ffi.container
 import tvm_ffi.structural
 from tvm import ir, tirx
 
@@ -66,8 +68,15 @@ PATCHES: tuple[WheelPatch, ...] = (
     WheelPatch("tvm_ffi.structural._normalize_callbacks", "replaces",
                "a structural_mutate callback on statements that returns a new statement without a span gives it the "
                "replaced statement's (ir/source_lines.py keep_span): the user's line survives a pass, for "
-               "tl.emit_line_directives and the simulator's reports; other callbacks and visitors are unchanged",
+               "tl.emit_line_directives and the simulator's reports; other callbacks and visitors are unchanged. "
+               "The common forms (a list of (class, callback) pairs, no callbacks) are normalized without the "
+               "wheel's per-entry ABC checks (~1,000 calls a GEMM lowering); others go to the wheel's",
                "structural_mutate carrying a replaced node's span over to its replacement"),
+    WheelPatch("tvm_ffi.container.Array.__iter__", "replaces",
+               "the wheel's iteration goes through Array.__getitem__, which asks the size and normalizes the index "
+               "for every element (three FFI calls and an ABC check each, ~2,000 elements a GEMM lowering); the "
+               "size is asked once and each element fetched with one call, the same elements in the same order",
+               "Array.__iter__ fetching the elements directly"),
     WheelPatch("tvm.ir.transform.Pass.__call__", "replaces",
                "TILELANG_PASS_DIFF diffs every pass a program goes through, the pipeline's and those a script calls "
                "itself; only while it is set (restored by restore_pass_call)",
@@ -213,6 +222,36 @@ def memoize_structural_callbacks() -> None:
          "tvm_ffi.structural._callback_type_to_type_index")
 
 
+def _plain_entries(callbacks: Any) -> list | None:
+    """The wheel's normalization of the common forms, without its per-entry ABC checks: no callbacks (`()`), or a
+    list of (type, callback) pairs with one type each; None for any other form (the wheel's normalizes it)."""
+    if type(callbacks) is tuple and not callbacks:
+        return []
+    if type(callbacks) is not list:
+        return None
+    for entry in callbacks:
+        if type(entry) is not tuple or len(entry) != 2 or type(entry[0]) is tuple or not callable(entry[1]):
+            return None
+    return list(callbacks)
+
+
+def iterate_arrays_directly() -> None:
+    """`iter(array)` on an FFI Array: the size asked once, one call per element (the same elements in order);
+    once per process."""
+    target = "tvm_ffi.container.Array.__iter__"
+    if target in _applied:
+        return
+    array = tvm_ffi.container.Array
+    size, get_item = tvm_ffi.container._ffi_api.ArraySize, tvm_ffi.container._ffi_api.ArrayGetItem
+
+    def __iter__(self):  # noqa: N807
+        for i in range(size(self)):
+            yield get_item(self, i)
+
+    __iter__.__doc__ = array.__iter__.__doc__
+    _set(array, "__iter__", __iter__, target)
+
+
 # -- the user's source lines: a statement a pass replaces keeps its span
 
 def keep_statement_spans(keep_span: Callable[[Any, Any], Any]) -> None:
@@ -235,14 +274,28 @@ def keep_statement_spans(keep_span: Callable[[Any, Any], Any]) -> None:
                 return keep_span(value, _fn(value, mutator))
         return keeping
 
+    statement_types: dict[Any, bool] = {}
+
+    def is_statement_type(t: Any) -> bool:
+        try:
+            known = statement_types.get(t)
+        except TypeError:  # unhashable: asked afresh
+            return isinstance(t, type) and issubclass(t, tirx.Stmt)
+        if known is None:
+            known = statement_types[t] = isinstance(t, type) and issubclass(t, tirx.Stmt)
+        return known
+
     def normalize_callbacks(callbacks: Any, *, api_name: str) -> list:
-        entries = normalize(callbacks, api_name=api_name)
+        entries = _plain_entries(callbacks)
+        if entries is None:
+            entries = normalize(callbacks, api_name=api_name)
         if api_name != "structural_mutate":
             return entries
-        return [(t, wrap(fn)) if isinstance(t, type) and issubclass(t, tirx.Stmt) else (t, fn) for t, fn in entries]
+        return [(t, wrap(fn)) if is_statement_type(t) else (t, fn) for t, fn in entries]
 
     _set(tvm_ffi.structural, "_normalize_callbacks", normalize_callbacks, target)
 
 
 add_tir_names()
 memoize_structural_callbacks()
+iterate_arrays_directly()

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, Union
 
 import tvm
+import tvm_ffi
 from tvm.target import Target
 
 from . import _native, env
@@ -112,9 +113,9 @@ def determine_target(target: TargetLike = None) -> Target:
     if target is None or (isinstance(target, str) and target.strip() == "auto"):
         return _default_target()
     if isinstance(target, str):
-        return Target(_config_from_string(target))
+        return _target(_config_from_string(target))
     if isinstance(target, Mapping):
-        return Target(_checked_config(dict(target), target))
+        return _target(_checked_config(dict(target), target))
     raise TypeError(
         "target must be None, 'auto', a string, a config dict or a tvm.target.Target; "
         f"got {type(target).__name__}: {target!r}"
@@ -145,10 +146,18 @@ def _default_target() -> Target:
     configured = (env.TARGET.raw() or "").strip()
     if configured and configured != "auto":
         try:
-            return Target(_config_from_string(configured))
+            return _target(_config_from_string(configured))
         except ValueError as err:
             raise ValueError(f"{ENV_TARGET}={configured!r}: {err}") from None
-    return Target({"kind": KIND, "arch": current_device_arch()})
+    return _target({"kind": KIND, "arch": current_device_arch()})
+
+
+def _target(config: dict[str, Any]) -> Target:
+    """Target(config), with the config passed as an FFI Map. Given a dict, Target() converts it through
+    tvm_ffi.convert, whose first test is `isinstance(value, numbers.Number)`: the first time a process asks it of a
+    dict, the ABC walks every registered Number subclass (numpy's scalars among them), ~1 ms of the first compile
+    of every process, the largest single item of a cache hit. The Map is what that conversion builds."""
+    return Target(tvm_ffi.Map(config))
 
 
 def current_device_arch() -> str:

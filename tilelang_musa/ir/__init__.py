@@ -7,6 +7,7 @@
 - `pass_config.py`: `PassConfigKey` and the validation of a user's `pass_configs`.
 - `options.py`: `CompileOptions`, the typed options the passes and tile ops read, built once from the pass configs.
 - `utils.py`: small IR helpers (dtype sizes, flat indices, statement sequences, thread extents).
+- `structural_memo.py`: values computed from immutable IR objects, kept by structure across compiles.
 - `trace.py`: the frontend's open kernel traces, for code below it that builds IR on its behalf (tile ops).
 
 Import the submodules directly (`from ..ir.attrs import WS_ATTR`); this package re-exports nothing.

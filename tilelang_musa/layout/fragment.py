@@ -25,38 +25,23 @@ import tvm
 import tvm_ffi
 from tvm_ffi.dataclasses import field, py_class
 
+from ..ir.structural_memo import StructuralMemo
 from . import _inverse
 from ._buffer import buffer_shape_dtype
 from ._digits import DigitError, complement, used_digits
+from ._reuse import reuse_fields
 from ._expr import (Expr, Var, all_const, all_distinct, as_expr, bounds, const_int, evaluate, make_vars, open_grid,
                     simplify, substitute)
 from .layout import Layout, LayoutError, as_index_list, normalize_shape, output_extent
 
 
-# The (thread, slot) arrays of the last few fragments evaluated, by object: one lowering asks them of the same
-# accumulator fragment in several places (its loop plan, bijectivity, vector width, lane exchange), and a 256x256
-# fragment takes milliseconds to evaluate. Holding the fragment keeps its handle from being reused.
-_EVALUATED: dict[int, tuple["Fragment", tuple[np.ndarray, np.ndarray]]] = {}
+# The (thread, slot) arrays of the last few fragments evaluated, by structure: one lowering asks them of the same
+# accumulator fragment in several places (its loop plan, bijectivity, vector width, lane exchange), every compile of
+# the same tile shapes builds that fragment afresh, and a 256x256 fragment takes milliseconds to evaluate.
 _EVALUATED_KEEP = 8
-# Whether those fragments are injective, by object alike (a GEMM's lowering asks it of its accumulator several times).
-_INJECTIVE: dict[int, tuple["Fragment", bool]] = {}
-
-
-def _recall(table: dict, fragment: "Fragment") -> Any:
-    """What `table` keeps for this very fragment object, or None."""
-    known = table.get(fragment.__chandle__())
-    return known[1] if known is not None and known[0].same_as(fragment) else None
-
-
-def _remember(table: dict, fragment: "Fragment", value: Any) -> Any:
-    """Keep `value` for `fragment` in `table`, the oldest entries dropped past _EVALUATED_KEEP; returns `value`."""
-    while len(table) >= _EVALUATED_KEEP:  # the oldest goes (tolerant of a compile in another thread)
-        try:
-            table.pop(next(iter(table)), None)
-        except (StopIteration, RuntimeError):
-            break
-    table[fragment.__chandle__()] = (fragment, value)
-    return value
+_EVALUATED = StructuralMemo(_EVALUATED_KEEP)
+# Whether those fragments are injective, alike (a GEMM's lowering asks it of its accumulator several times).
+_INJECTIVE = StructuralMemo(_EVALUATED_KEEP)
 
 
 def new_replicate_var() -> Var:
@@ -144,7 +129,7 @@ class Fragment(Layout):
     def evaluate_all(self) -> tuple[np.ndarray, np.ndarray]:
         """(thread, slot) of every element and replica, as read-only arrays of shape `input_shape +
         [replicate_size]`."""
-        known = _recall(_EVALUATED, self)
+        known = _EVALUATED.get(self)
         if known is not None:
             return known
         self._require_static("evaluate_all")
@@ -152,7 +137,7 @@ class Fragment(Layout):
         result = tuple(np.ascontiguousarray(a) for a in self.evaluate(*coords[:-1], rep=coords[-1]))
         for a in result:
             a.flags.writeable = False  # shared by every caller through _EVALUATED
-        return _remember(_EVALUATED, self, result)
+        return _EVALUATED.put(self, result)
 
     # ---- inverse -----------------------------------------------------------------------------------------------------
     def inverse(self, thread: Any = None, local: Any = None, *, return_rep: bool = False) -> Any:
@@ -181,11 +166,11 @@ class Fragment(Layout):
 
     def is_injective(self) -> bool:
         """No two (element, replica) pairs share a (thread, slot): checked on every pair."""
-        known = _recall(_INJECTIVE, self)
+        known = _INJECTIVE.get(self)
         if known is not None:
             return known
         thread, slot = self.evaluate_all()
-        return _remember(_INJECTIVE, self, all_distinct(thread * int(self.local_size) + slot))
+        return _INJECTIVE.put(self, all_distinct(thread * int(self.local_size) + slot))
 
     def is_bijective(self) -> bool:
         """Injective, and every slot of every thread in [first thread, num_threads) is used."""
@@ -266,13 +251,24 @@ def _fragment_fields(shape: list[Expr], fvars: list[Var], thread: Any, index: An
     replicate = const_int(replicate)
     if replicate is None or replicate < 1:
         raise LayoutError(f"Fragment: replicate must be a positive int, got {replicate!r}")
+    thread = as_index_list(thread, "the fragment's thread map")
+    if index is not None:
+        index = as_index_list(index, "the fragment's index map")
+    maps = thread + (index or [])
+    extra = (replicate, None if index is None else len(index))
+    return reuse_fields("Fragment", shape, [*fvars, rep], maps, extra,
+                        lambda: _build_fragment_fields(shape, fvars, thread, index, rep, replicate))
+
+
+def _build_fragment_fields(shape: list[Expr], fvars: list[Var], thread: list[Expr], index: list[Expr] | None,
+                           rep: Var, replicate: int) -> tuple:
     dom = dict(zip(fvars, shape))
     full = {**dom, rep: replicate}
-    thread = simplify(as_index_list(thread, "the fragment's thread map")[0], full)
+    thread = simplify(thread[0], full)
     inferred = index is None
     if inferred:
-        index = _infer_index(thread, fvars, shape, full)
-    indices = [simplify(e, dom) for e in as_index_list(index, "the fragment's index map")]
+        index = [_infer_index(thread, fvars, shape, full)]
+    indices = [simplify(e, dom) for e in index]
     for e in indices:
         if _uses(e, rep):
             raise LayoutError(f"Fragment: the local index `{e}` depends on the replica; a slot must be the same "

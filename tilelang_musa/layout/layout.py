@@ -29,6 +29,7 @@ from tvm_ffi.dataclasses import field, py_class
 
 from ..errors import TileLangError
 from . import _inverse
+from ._reuse import reuse_fields
 from ._expr import (Expr, IntImm, Var, all_const, all_distinct, analyzer_for, as_expr, bounds, const_int, evaluate,
                     fold_bitwise, grid, make_vars, open_grid, simplify, substitute)
 
@@ -293,7 +294,9 @@ class Layout(Object):
 
 
 def _layout_fields(shape: list[Expr], fvars: list[Var], index: list[Expr]) -> tuple:
-    dom = dict(zip(fvars, shape))
-    index = [simplify(e, dom) for e in index]
-    out = [output_extent(e, dom, f"Layout output {k}") for k, e in enumerate(index)]
-    return shape, fvars, index, out
+    def build() -> tuple:
+        dom = dict(zip(fvars, shape))
+        simplified = [simplify(e, dom) for e in index]
+        return shape, fvars, simplified, [output_extent(e, dom, f"Layout output {k}") for k, e in enumerate(simplified)]
+
+    return reuse_fields("Layout", shape, fvars, index, None, build)

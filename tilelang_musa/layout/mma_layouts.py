@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ._expr import make_vars, substitute
+from ._reuse import reuse_layout
 from .fragment import Fragment, new_replicate_var
 from .layout import Layout, LayoutError
 
@@ -91,7 +92,7 @@ class MmaInstruction:
 
     def accumulator_fragment(self) -> Fragment:
         """The m x n accumulator as a Fragment over the group's lanes (the inverse of accumulator_map)."""
-        return _invert_lanes(self.accumulator_map(), f"{self.name} accumulator")
+        return self._atom(("accumulator",), lambda: _invert_lanes(self.accumulator_map(), f"{self.name} accumulator"))
 
     def operand_map(self, operand: str, bits: int, k_major: bool = True) -> Layout:
         """The documented formula as a Layout `(lane, value) -> (row, k)` for operand "A" (rows = m) or "B"
@@ -106,7 +107,16 @@ class MmaInstruction:
     def operand_fragment(self, operand: str, bits: int, k_major: bool = True) -> Fragment:
         """The rows x k operand as a Fragment over the group's lanes."""
         form = "K-major" if k_major else "MN-major"
-        return _invert_lanes(self.operand_map(operand, bits, k_major), f"{self.name} {form} {bits}-bit {operand}")
+        return self._atom((operand, bits, k_major), lambda: _invert_lanes(self.operand_map(operand, bits, k_major),
+                                                                           f"{self.name} {form} {bits}-bit {operand}"))
+
+    def _atom(self, key: tuple, make: Callable[[], Fragment]) -> Fragment:
+        """An instruction-level fragment, inverted once per instruction (every block gemm's layouts compose it, and
+        a Fragment is immutable); a refusal is raised again each time."""
+        atoms = self.__dict__.setdefault("_atoms", {})  # beside the frozen fields: not part of eq or repr
+        if key not in atoms:
+            atoms[key] = make()
+        return atoms[key]
 
     def _rows(self, operand: str) -> int:
         if operand not in ("A", "B"):
@@ -263,6 +273,13 @@ def _tile(what: str, extent: Any, groups: Any, atom: int, axis: str, groups_name
 def make_gemm_accumulator_fragment(instruction: Any, M: int, N: int, g_m: int, g_n: int) -> Fragment:
     """The M x N accumulator of a block gemm whose g_m x g_n groups each run `instruction` (module docstring)."""
     inst = get_mma_instruction(instruction)
+    if MMA_INSTRUCTIONS.get(inst.name) is inst and all(type(x) is int for x in (M, N, g_m, g_n)):
+        return reuse_layout(("gemm accumulator", inst.name, M, N, g_m, g_n),
+                            lambda: _gemm_accumulator_fragment(inst, M, N, g_m, g_n))
+    return _gemm_accumulator_fragment(inst, M, N, g_m, g_n)
+
+
+def _gemm_accumulator_fragment(inst: MmaInstruction, M: int, N: int, g_m: int, g_n: int) -> Fragment:
     what = f"gemm accumulator ({inst.name})"
     tile_m, _ = _tile(what, M, g_m, inst.m, "M", "g_m")
     tile_n, atoms_n = _tile(what, N, g_n, inst.n, "N", "g_n")

@@ -26,6 +26,7 @@ import numpy as np
 
 from ._buffer import buffer_shape_dtype, dtype_bits
 from ._expr import Expr, as_expr, const_int, make_vars
+from ._reuse import reuse_layout
 from .layout import Layout, LayoutError
 
 SWIZZLE_LINE = 256  # bytes: the SQMMA swizzle line and stride (fixed by the hardware)
@@ -94,8 +95,17 @@ def make_xor_swizzle_layout(shape: Any, dtype: str, granularity: int, *, continu
                             stride: int = SWIZZLE_LINE, line: int = SWIZZLE_LINE) -> Layout:
     """The tile `shape` of `dtype`, stored densely in column blocks of `continuity` elements (default: the whole
     last dim), then byte-swizzled with granularity/stride/line (see the module docstring)."""
-    what = "make_xor_swizzle_layout"
     shape = [shape] if isinstance(shape, int) else list(shape)
+    arguments = (*shape, granularity, continuity, stride, line)
+    if all(type(x) is int for x in arguments if x is not None) and isinstance(dtype, str):
+        return reuse_layout(("xor swizzle", tuple(shape), dtype, granularity, continuity, stride, line),
+                            lambda: _xor_swizzle_layout(shape, dtype, granularity, continuity, stride, line))
+    return _xor_swizzle_layout(shape, dtype, granularity, continuity, stride, line)
+
+
+def _xor_swizzle_layout(shape: list, dtype: Any, granularity: int, continuity: int | None, stride: int,
+                        line: int) -> Layout:
+    what = "make_xor_swizzle_layout"
     lead, rows, cols = _matrix_shape(shape, what)
     bits = dtype_bits(dtype)
     if bits % 8:

@@ -26,12 +26,17 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..ir.structural_memo import StructuralMemo
 from ..ir.utils import as_int, buffer_size, dtype_bytes, flat_index, scope_of, substitute
 from .loop_plan import MAX_VECTOR_BYTES, LoopPlan, provably_aligned
 
 SECTOR_BYTES = 32  # a global memory transaction's granule (docs/PERF_FACTS.md)
 MAX_SHUFFLE_LANE_BIT = 5  # shuffles stay within 32 lanes (lane_exchange.h)
 EXCHANGE_FUNCTION = "tl::exchange_lane_bits"
+# The element tables of the last few plans, by the plan's fragment (structurally), extents and thread count: every
+# compile of the same tile shapes plans the same accumulator store, and the searches over its elements (with what
+# they found) are most of the planner's time.
+_TABLES = StructuralMemo(4)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,14 @@ class LaneExchange:
 
 class _Elements:
     """Which element (row, column) each (thread, slot) of a plan holds: row = the other loop coordinates, column =
-    the innermost one."""
+    the innermost one. A function of the plan's fragment, extents and thread count alone (`of` shares one table among
+    plans equal in those); its answers are memoized."""
+
+    @classmethod
+    def of(cls, plan: LoopPlan, extents: list[int], count: int) -> "_Elements":
+        key = (tuple(extents), count, plan.local_size)
+        known = _TABLES.get(plan.fragment, key)
+        return known if known is not None else _TABLES.put(plan.fragment, cls(plan, extents, count), key)
 
     def __init__(self, plan: LoopPlan, extents: list[int], count: int):
         thread, slot = plan.fragment.evaluate_all()
@@ -73,12 +85,20 @@ class _Elements:
         self.index_dtype = np.int32 if count * plan.local_size < 2**31 else np.int64
         self.element = np.full(count * plan.local_size, -1, dtype=self.index_dtype)
         self.element[thread * plan.local_size + slot] = flat
-        self.count, self.slots, self.extents = count, plan.local_size, extents
+        self.count, self.slots, self.extents = count, plan.local_size, list(extents)
         self._efficiency: dict[tuple, float | None] = {}
+        self._weights: dict[tuple, int | None] = {}
+        self._first: dict[tuple, tuple | None] = {}
 
     def column_weight(self, axis: str, bit: int) -> int | None:
         """What setting `bit` of the thread (axis "thread") or slot index adds to the column, when it is the same for
         every element and keeps the row; else None."""
+        key = (axis, bit)
+        if key not in self._weights:
+            self._weights[key] = self._column_weight(axis, bit)
+        return self._weights[key]
+
+    def _column_weight(self, axis: str, bit: int) -> int | None:
         size = self.count if axis == "thread" else self.slots
         index = np.arange(size)
         low = index[(index & (1 << bit)) == 0]
@@ -114,6 +134,12 @@ class _Elements:
     def first_element(self, slot_bits: list[int], lane_bits: list[int]) -> tuple | None:
         """Each loop coordinate of vector lane 0's element as a function of the thread's and the group's bits
         (LaneExchange.first_element), or None if one is not such a sum of bit weights."""
+        key = (tuple(slot_bits), tuple(lane_bits))
+        if key not in self._first:
+            self._first[key] = self._first_element(slot_bits, lane_bits)
+        return self._first[key]
+
+    def _first_element(self, slot_bits: list[int], lane_bits: list[int]) -> tuple | None:
         threads, slots = self.sources(slot_bits, lane_bits)
         flat = self.row[threads[..., 0], slots[..., 0]] * self.extents[-1] + self.col[threads[..., 0], slots[..., 0]]
         coords = np.unravel_index(flat, self.extents)
@@ -184,7 +210,7 @@ def plan_lane_exchange(loop_vars: list[Any], body: Any, plan: LoopPlan, extents:
             or not analyzer.can_prove_equal(last - substitute(last, zero), inner):
         return None
     element_bytes = dtype_bytes(body.buffer.dtype)
-    elements = _Elements(plan, extents, count)
+    elements = _Elements.of(plan, extents, count)
     before = elements.sector_efficiency([], [], element_bytes, warp)
     slot_bits: list[int] = []
     lane_bits: list[int] = []

@@ -33,6 +33,7 @@ from tvm import tirx
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import PIPELINED_ATTR
 from ..ir.ops import BARRIER_EXPECT_TX_OP, register_intrinsic
+from ..ir.structural_memo import StructuralMemo
 from ..layout import Layout
 from ..layout._expr import open_grid
 from ..layout.swizzle import SWIZZLE_LINE, swizzle_alignment, swizzle_bytes
@@ -57,6 +58,9 @@ EVICTION_POLICIES = {"evict_normal": 2, "evict_first": 1, "evict_last": 3}
 DEFAULT_HINT = CACHE_POLICIES["cache_normal"]
 _SG_CODE = {0: 0, 16: 1, 32: 2, 64: 3}  # swizzle granularity bytes -> the instruction's sg
 _SS_256, _SL_256 = 3, 1  # swizzle stride and line 256 bytes: the SQMMA swizzle (layout/swizzle.py)
+# The plans found for the last few shared layouts (structurally) and tiles: every compile of the same tile shapes
+# searches them again on the layout evaluated at every element of the buffer.
+_PLANS = StructuralMemo(16)
 
 for _name, _doc in ((TME_LOAD, "TME tile load"), (TME_STORE, "TME tile store"),
                     (TME_STORE_ARRIVE, "commit TME stores"), (TME_STORE_WAIT, "wait for committed TME stores")):
@@ -224,6 +228,18 @@ def _match_layout(s: Region, layout: Layout | None, box_dims: list[int], elem: i
     first = next((d for d, e in enumerate(s.extents) if not _is_one(e)), s.ndim - 1)
     tile_mins = _static(s.mins[first:], f"the start of {s.name}'s region in dimension")
     tile_ext = _static(s.extents[first:], f"the extent of {s.name}'s region:")
+    if layout is None:
+        return _search_plan(s, layout, shape, first, tile_mins, tile_ext, box_dims, elem)
+    key = (tuple(shape), first, tuple(tile_mins), tuple(tile_ext), tuple(box_dims), elem)
+    known = _PLANS.get(layout, key)
+    if known is None:  # a refusal is not kept: its message names the buffer
+        known = _PLANS.put(layout, _search_plan(s, layout, shape, first, tile_mins, tile_ext, box_dims, elem), key)
+    return known
+
+
+def _search_plan(s: Region, layout: Layout | None, shape: list[int], first: int, tile_mins: list[int],
+                 tile_ext: list[int], box_dims: list[int], elem: int) -> TmePlan:
+    """_match_layout's search, on the layout evaluated at every element of the shared buffer."""
     grid = open_grid(shape)  # one axis each: the layout's subexpressions of one coordinate cost n_d operations
     if layout is None:
         phys = np.zeros(shape, dtype=np.int64)
