@@ -50,6 +50,7 @@ from ..transform import lower_program, normalize_pass_configs
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
+from ..instrumentation.session import session_has_tools
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .diagnostics import jit_phase
@@ -295,10 +296,8 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
                 return kernel
     if env.PRINT_ON_COMPILATION.flag():
         logger.info("TileLang begins to compile kernel `%s` with `out_idx=%s`", request.name, out_idx)
-    try:
+    with observers.compiling():
         directory = cache.store(key, lambda workdir: _run_stages(request, workdir, key, observers))
-    finally:
-        observers.finish()
     kernel = JITKernel(directory, KernelMetadata.read(directory), request.backend, request.target, program,
                        request.pass_options.given)
     if key is not None:
@@ -338,10 +337,8 @@ def compile_deferred(program: tirx.PrimFunc, out_idx: int | Sequence[int] | None
     request = _settle(program, out_idx, target, execution_backend, pass_configs, None, False, None)
     observers = CompileObservers(request.name, request.target, request.pass_options)
     deferred: list | None = [] if request.backend.name == "sim" else None
-    try:
+    with observers.compiling():
         directory = cache.store(None, lambda workdir: _run_stages(request, workdir, None, observers, deferred))
-    finally:
-        observers.finish()
     return DeferredKernel(directory, deferred[0] if deferred else None, request)
 
 
@@ -417,9 +414,10 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
 
     request = work.request
     with work.observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
-        work.source = source = generate(work.device_funcs, request.target, request.name,
-                                        sim_checks=request.backend.name == "sim",
-                                        line_directives=request.pass_options.emit_line_directives)
+        work.source = source = work.observers.print_source(
+            tvm.IRModule(dict(zip(work.names, work.device_funcs))) if session_has_tools() else None,
+            lambda: generate(work.device_funcs, request.target, request.name, sim_checks=request.backend.name == "sim",
+                             line_directives=request.pass_options.emit_line_directives))
         if replacement is not None:
             work.text, work.sections = replacement.read_text(), None
         else:
@@ -558,17 +556,15 @@ def lower(program: tirx.PrimFunc, target: Any = "auto", target_host: Any = None,
 
     request = _settle(program, None, target, "auto", pass_configs, None, False, None)
     observers = CompileObservers(request.name, request.target, request.pass_options)
-    try:
+    with observers.compiling():
         device_funcs = _lower_kernels(request, observers)
         device_mod = tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)), device_funcs)))
         with observers.stage("codegen.MUSASource"):
-            source = generate(device_funcs, request.target, request.name)
+            source = observers.print_source(device_mod, lambda: generate(device_funcs, request.target, request.name))
             text = source.text
             text, host_at = postprocess(text, text.rindex(source.host), request.target)
         if observers.trace is not None:
             observers.codegen(_script(device_mod), text)
-    finally:
-        observers.finish()
     accessed, widest = parameter_accesses(device_funcs)
     params = None if runtime_only else param_specs(program, _output_indices(program, None), widest, accessed)
     return CompiledArtifact(None, device_mod, params, text[:host_at], text[host_at:], None, request.target,

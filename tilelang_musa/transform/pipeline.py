@@ -14,6 +14,7 @@ import tvm
 from tvm import tirx
 
 from ..diagnostics import warn_once
+from ..instrumentation import create_pass_instruments, pass_pipeline
 from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
@@ -213,7 +214,11 @@ def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: Co
         if on_kernel is not None:
             on_kernel(index, len(kernels))
         kernel_dump = dump if dump is None or index == 0 else (lambda n, m, i=index: dump(f"kernel{i}_{n}", m))
-        lowered.append(lower(kernel, target, configs, instruments, kernel_dump))
+        # The open tilelang.instrumentation session's tools: fresh instruments for each kernel's PassContext.
+        context = f"stage=lower, kernel={kernel.attrs['global_symbol']}" + (f"#{index}" if len(kernels) > 1 else "")
+        with pass_pipeline("musa"):
+            lowered.append(lower(kernel, target, configs,
+                                 [*(instruments or []), *create_pass_instruments(context=context)], kernel_dump))
     return lowered
 
 

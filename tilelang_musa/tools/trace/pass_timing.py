@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping
 import tvm
 
 from ... import env
+from ...instrumentation import PassInstrumentationTool, current_pass_instrument_context
 from ...ir.options import CompileOptions
 
 
@@ -215,4 +216,53 @@ def timing_for_compile(options: CompileOptions | Mapping[Any, Any]) -> TileLangP
     return TileLangPassTimingInstrument(threshold)
 
 
-__all__ = ["PassTimingRecord", "TileLangPassTimingInstrument", "timing_for_compile"]
+class PassTimingTool(PassInstrumentationTool):
+    """Pass timing as a tool of a compile session (tilelang.instrumentation): a fresh TileLangPassTimingInstrument
+    for each PassContext the session instruments (tilelang.compile: one per kernel lowered), named by the context
+    the session gave it; one report of them all, on stderr, when the session finishes (also when it failed)."""
+
+    pass_instrument_priority = -100  # its clock runs inside the other instruments' callbacks, not around them
+
+    def __init__(self, threshold_ms: float = 0.0) -> None:
+        self.threshold_ms = float(threshold_ms)
+        self._runs: list[tuple[str | None, TileLangPassTimingInstrument]] = []
+        self._finished = False
+
+    def create_pass_instrument(self) -> Any:
+        timing = TileLangPassTimingInstrument(self.threshold_ms)
+        self._runs.append((current_pass_instrument_context(), timing))
+        return timing.instrument
+
+    @property
+    def timings(self) -> tuple[TileLangPassTimingInstrument, ...]:
+        return tuple(timing for _, timing in self._runs)
+
+    @property
+    def contexts(self) -> tuple[str | None, ...]:
+        return tuple(context for context, _ in self._runs)
+
+    @property
+    def records(self) -> list[PassTimingRecord]:
+        return [record for _, timing in self._runs for record in timing.records]
+
+    def report(self) -> str:
+        return "\n\n".join(timing.report(context) for context, timing in self._runs)
+
+    def print_report(self, file: Any = None) -> None:
+        if self._runs:
+            print(self.report(), file=file or sys.stderr, flush=True)
+
+    def finish(self, error: BaseException | None) -> None:
+        if not self._finished:
+            self._finished = True
+            self.print_report()
+
+
+def create_pass_timing_tool(pass_configs: CompileOptions | Mapping[Any, Any] | None) -> PassTimingTool | None:
+    """A PassTimingTool when the pass configs or the environment ask for pass timing (as `timing_for_compile`)."""
+    timing = timing_for_compile(pass_configs or {})
+    return None if timing is None else PassTimingTool(timing.threshold_ms)
+
+
+__all__ = ["PassTimingRecord", "PassTimingTool", "TileLangPassTimingInstrument", "create_pass_timing_tool",
+           "timing_for_compile"]
