@@ -40,6 +40,7 @@ from ..ir.attrs import (
     WORKSPACES_ATTR,
 )
 from ..ir.options import CompileOptions
+from ..ir.source_lines import table_to_json
 from ..ir.utils import thread_info
 from ..launcher import DimExpr, ParamSpec
 from ..launcher.spec import unsolvable_symbols
@@ -373,6 +374,7 @@ class _Work:
     replaced: dict[str, Path]  # stage -> the file that replaces its output (TILELANG_REPLACE_*)
     device_funcs: list = field(default_factory=list)  # lowered
     names: list[str] = field(default_factory=list)  # lowered: the kernels' names, in launch order
+    user_lines: dict | None = None  # mu: line of the unit -> the user's line, for a source without `#line`
     lowered_text: str = ""  # lowered, as TVMScript
     source: Any = None  # mu: the printer's MusaSource of the device functions (local bytes, the checked print)
     text: str = ""  # mu: the translation unit
@@ -417,7 +419,8 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
         work.source = source = work.observers.print_source(
             tvm.IRModule(dict(zip(work.names, work.device_funcs))) if session_has_tools() else None,
             lambda: generate(work.device_funcs, request.target, request.name, sim_checks=request.backend.name == "sim",
-                             line_directives=request.pass_options.emit_line_directives))
+                             line_directives=request.pass_options.emit_line_directives,
+                             user_line_table=request.backend.name == "sim"))
         if replacement is not None:
             work.text, work.sections = replacement.read_text(), None
         else:
@@ -429,6 +432,11 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
             else:
                 device_end = device_at + len(source.device)
             work.text, work.sections = text, {"device": [device_at, device_end], "host": [host_at, len(text)]}
+            if source.device_user_lines and text.find(source.device) == device_at:
+                # The simulator's reports name lines of the unit: the table, renumbered so, goes in the metadata
+                # (JITKernel reads it when a launch fails; the printed source has no `#line` directives).
+                offset = text[:device_at].count("\n")
+                work.user_lines = table_to_json({offset + n: at for n, at in source.device_user_lines.items()})
     work.observers.codegen(work.lowered_text, work.text)
     return work.text
 
@@ -502,7 +510,7 @@ def _run_stages(request: _Request, workdir: Path, key: str | None, observers: Co
     KernelMetadata(request.name, json.loads(str(request.target)), request.backend.name,
                    request.backend.toolchain.identity(), request.options(), work.host, work.sections,
                    tuple(s for s in STAGES if s in work.replaced), key, __version__,
-                   {stage: stage_file(request.name, stage) for stage in STAGES}).write(workdir)
+                   {stage: stage_file(request.name, stage) for stage in STAGES}, work.user_lines).write(workdir)
 
 
 def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.PrimFunc]:
