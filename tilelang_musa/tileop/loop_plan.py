@@ -244,7 +244,7 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     which every global/shared access of `body` is contiguous in `inner_var`, V-aligned, and inside a V-aligned
     piece of its buffer. With `piece_invariant_loads`, a load whose index is the same for the V lanes of every
     piece (`C[col // K]` with V dividing K) is read once per piece and admitted too."""
-    if disable or _has_call_statement(body) or _stores_a_lane_invariant_private(body, inner_var):
+    if disable or _has_call_statement(body) or stores_a_lane_invariant_private(body, inner_var):
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
     # A load that every lane shares (`kv[indices[i], d]`'s `indices[i]` with d innermost: a gathered row) is read
@@ -306,7 +306,7 @@ def _reads_lane(access: Any, varying: set) -> bool:
     return any(_mentions(index, varying) for index in access.indices)
 
 
-def _stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:
+def stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:
     """Whether `body` stores to a thread-private element that every lane would share (`idx = i` into a
     T.alloc_var): the lanes' writes would collide and the reads after them need each lane's own value."""
     for access in collect_accesses(body):

@@ -53,7 +53,7 @@ from .safe_memory_access import SafeMemoryAccess
 from .serialize_dynamic_parallel_levels import SerializeDynamicParallelLevels
 from .split_kernels import split_kernels
 from .stage_gemm_operands import StageGemmOperands
-from .split_wide_vector_loops import SplitWideVectorLoops
+from .legalize_vectorized_loops import LegalizeVectorizedLoops
 from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
@@ -139,9 +139,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LowerFragmentAccess(),
             # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
             PartitionParallelLoop(options),
-            # An explicit T.vectorized loop wider than 128 bits: 128-bit pieces (built-in vector types), while its
-            # indices are still N-D (the same alignment rule as the partitioned loops).
-            SplitWideVectorLoops(options),
+            # Explicit T.vectorized loops: wider than 128 bits, 128-bit pieces (built-in vector types), while the
+            # indices are still N-D (the partitioned loops' alignment rule); serial where lanes share a private store.
+            LegalizeVectorizedLoops(options),
             # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
             SafeMemoryAccess(options),
             # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout

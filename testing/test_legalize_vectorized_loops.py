@@ -1,7 +1,7 @@
-"""SplitWideVectorLoops: an explicit `T.vectorized(N)` wider than 128 bits runs as 128-bit pieces where the piece
+"""LegalizeVectorizedLoops: an explicit `T.vectorized(N)` wider than 128 bits runs as 128-bit pieces where the piece
 has a MUSA built-in vector type (`float4`, `int4`, `longlong2`, `double2`), each piece as wide as the accesses'
 alignment allows (`float2` where rows are 8-byte aligned); 8- and 16-bit elements keep one `tl::vec` access, and
-`T.vectorized(1)` is a serial loop. Moore Threads' test_tilelang_language_vectorize.py expects the same."""
+`T.vectorized(1)` and a loop whose lanes share a private element are serial loops. Moore Threads' test_tilelang_language_vectorize.py expects the same."""
 
 import pytest
 import torch
@@ -10,13 +10,13 @@ import tvm
 import tilelang
 import tilelang.language as T
 from conftest import rand, without_locations
-from tilelang_musa.transform.split_wide_vector_loops import split_wide_vector_loops
+from tilelang_musa.transform.legalize_vectorized_loops import legalize_vectorized_loops
 
 ARCHS = ["mp_22", "mp_31"]
 
 
 def _assert_splits_to(before, expected):
-    after = without_locations(split_wide_vector_loops(before))
+    after = without_locations(legalize_vectorized_loops(before))
     tvm.ir.assert_structural_equal(after, without_locations(expected).with_attr("global_symbol",
                                                                                  before.attrs["global_symbol"]))
 
@@ -149,3 +149,37 @@ def test_the_printed_accesses_and_the_numbers(arch, dtype, stride_a, stride_b, v
     b = torch.as_strided(base_b, (64, 128), (1, stride_b))
     kernel(a, b)
     torch.testing.assert_close(b, a + a)
+
+
+@T.prim_func
+def shared_private_before(A: T.Tensor((128, 4), "float32"), B: T.Tensor((128, 4), "float32")):
+    with T.Kernel(1, threads=128):
+        tx = T.get_thread_binding()
+        for v in T.vectorized(4):
+            t = T.alloc_local((1,), "float32")
+            t[0] = A[tx, v]
+            B[tx, v] = t[0] * 3.0
+
+
+@T.prim_func
+def shared_private_expected(A: T.Tensor((128, 4), "float32"), B: T.Tensor((128, 4), "float32")):
+    with T.Kernel(1, threads=128):
+        tx = T.get_thread_binding()
+        for v in T.serial(4):
+            t = T.alloc_local((1,), "float32")
+            t[0] = A[tx, v]
+            B[tx, v] = t[0] * 3.0
+
+
+def test_lanes_sharing_a_private_element_run_serially():
+    _assert_splits_to(shared_private_before, shared_private_expected)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_sharing_a_private_element_compute_each_lanes_value(arch):
+    # VectorizeLoop alone stored the four lanes into t[0] and gave every lane the last one.
+    kernel = tilelang.compile(shared_private_before, target=f"musa -arch={arch}")
+    a = rand((128, 4), torch.float32)
+    b = torch.full((128, 4), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 3.0)

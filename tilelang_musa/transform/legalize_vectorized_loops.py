@@ -1,5 +1,12 @@
-"""SplitWideVectorLoops: an explicit `T.vectorized(N)` loop whose accesses are wider than 128 bits becomes a serial
-loop over vectorized pieces of at most 128 bits, where the piece has a MUSA built-in vector type.
+"""LegalizeVectorizedLoops: explicit `T.vectorized` loops made into what the wheel's VectorizeLoop turns into correct
+MUSA vector code.
+
+- A loop whose body stores a thread-private element that every lane shares (`t[0] = A[tx, v]` into a local
+  `t`, an `T.alloc_var`) runs serially: VectorizeLoop would write all lanes into the one element and let every
+  lane read the last one, a wrong result. (T.Parallel's per-thread loops stay scalar for the same reason.)
+- `T.vectorized(1)` is a serial loop (VectorizeLoop fails on a vector of one lane).
+- A loop whose accesses are wider than 128 bits becomes a serial loop over vectorized pieces of at most 128 bits,
+  where the piece has a MUSA built-in vector type (below).
 
 The wheel's VectorizeLoop turns a vectorized loop into one access of N lanes, which the printer spells
 `tl::vec<float, 128>`: an access wider than any MUSA load or store, whose address is aligned only as far as the
@@ -12,7 +19,7 @@ vectorized(4)` with the index `i_o * 4 + i`, printed as `float4` accesses, or `f
 order). Left as they are: loops of at most 128 bits (every loop the compiler partitions itself), loops whose
 widest dtype has no 128-bit built-in type (8- and 16-bit elements: 16 chars or 8 halves are `tl::vec` anyway),
 and loops for which no piece of two lanes or more is contiguous and aligned. A `T.vectorized(1)` loop becomes
-serial (the wheel's VectorizeLoop fails on a vector of one lane).
+serial (see above).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from tvm import tirx
 
 from ..ir.options import CompileOptions
 from ..ir.utils import as_int, collect_accesses, dtype_bytes, substitute, thread_info
-from ..tileop.loop_plan import MAX_VECTOR_BYTES, vector_width
+from ..tileop.loop_plan import MAX_VECTOR_BYTES, stores_a_lane_invariant_private, vector_width
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
@@ -39,7 +46,7 @@ def has_builtin_piece(dtype: Any) -> bool:
                                                                         tvm.runtime.DataTypeCode.FLOAT)
 
 
-def split_wide_vector_loops(func: tirx.PrimFunc, disable_vectorize: bool = False) -> tirx.PrimFunc:
+def legalize_vectorized_loops(func: tirx.PrimFunc, disable_vectorize: bool = False) -> tirx.PrimFunc:
     analyzer = thread_analyzer(thread_info(func))
 
     def on_for(node, mutator):
@@ -47,7 +54,7 @@ def split_wide_vector_loops(func: tirx.PrimFunc, disable_vectorize: bool = False
         if not isinstance(node, tirx.For) or node.kind != tirx.ForKind.VECTORIZED:
             return node
         extent = as_int(node.extent)
-        if extent == 1:  # `T.vectorized(1)`: the wheel's VectorizeLoop rejects a vector of one lane
+        if extent == 1 or stores_a_lane_invariant_private(node.body, node.loop_var):
             return tirx.For(node.loop_var, node.min, node.extent, tirx.ForKind.SERIAL, node.body,
                             annotations=node.annotations)
         accesses = collect_accesses(node.body)
@@ -70,6 +77,6 @@ def split_wide_vector_loops(func: tirx.PrimFunc, disable_vectorize: bool = False
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.For, on_for)]))
 
 
-def SplitWideVectorLoops(configs):  # noqa: N802 - a pass constructor, named like TVM's
+def LegalizeVectorizedLoops(configs):  # noqa: N802 - a pass constructor, named like TVM's
     disable = CompileOptions.of(configs).disable_vectorize
-    return tl_pass("SplitWideVectorLoops", lambda func: split_wide_vector_loops(func, disable))
+    return tl_pass("LegalizeVectorizedLoops", lambda func: legalize_vectorized_loops(func, disable))
