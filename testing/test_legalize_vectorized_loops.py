@@ -183,3 +183,26 @@ def test_lanes_sharing_a_private_element_compute_each_lanes_value(arch):
     b = torch.full((128, 4), float("nan"))
     kernel(a, b)
     torch.testing.assert_close(b, a * 3.0)
+
+
+def bound_select():
+    @T.prim_func
+    def select(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128, 8), "float16")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            for v in T.vectorized(8):
+                x = A[tx, v]
+                B[tx, v] = T.cast(T.if_then_else(x > 0, x, x * 0.5), "float16")
+
+    return select
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_bound_lane_value_chosen_by_a_lane_condition_runs_serially(arch):
+    # VectorizeLoop alone scalarized it around a never-bound copy of `x`: the printer rejected the kernel.
+    kernel = tilelang.compile(bound_select(), target=f"musa -arch={arch}")
+    assert "for (int v = 0; v < 8; ++v)" in kernel.get_kernel_source()
+    a = rand((128, 8), torch.float32)
+    b = torch.full((128, 8), float("nan"), dtype=torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.where(a > 0, a, a * 0.5).half())

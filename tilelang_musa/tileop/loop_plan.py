@@ -251,7 +251,7 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     # once and broadcast; the vector rule is for the accesses that move with the lanes.
     varying = lane_varying_vars(body, inner_var)
     accesses = [a for a in accesses if a.is_store or _reads_lane(a, varying)]
-    if not accesses or _select_of_lanes_under_a_binding(body, varying, inner_var):
+    if not accesses or select_of_lanes_under_a_binding(body, varying, inner_var):
         return 1
     widest = max(dtype_bytes(a.buffer.dtype) for a in accesses)
     width = max(1, MAX_VECTOR_BYTES // widest)
@@ -280,7 +280,7 @@ def lane_varying_vars(body: Any, inner_var: Any) -> set:
     return varying
 
 
-def _select_of_lanes_under_a_binding(body: Any, varying: set, inner_var: Any) -> bool:
+def select_of_lanes_under_a_binding(body: Any, varying: set, inner_var: Any) -> bool:
     """Whether `body` binds a lane-varying value and chooses with `T.if_then_else` on a lane-varying condition.
     The wheel's VectorizeLoop turns such a store back into a loop over lanes that reads a fresh, never-bound copy
     of the binding's variable (the kernel would not compile), so the loop stays scalar."""
