@@ -226,3 +226,20 @@ def test_instrument_current_pass_context_adds_the_session_instruments_for_the_bo
     assert [e.name for e in tool.observers[0].finished] == ["tirx.RemoveNoOp"]
     with pass_pipeline("x"):
         assert current_pass_phase() == "pipeline_x"
+
+
+def test_upstream_0_1_13s_pass_timing_path_and_helpers(capsys):
+    from tilelang.utils.pass_timing import (TileLangPassTimingInstrument as Timing, build_pass_instruments,
+                                            report_pass_timing_on_exit)
+
+    marker = object()
+    instruments, timing = build_pass_instruments([marker], 0.0)
+    assert isinstance(timing, Timing) and instruments == [timing.instrument, marker]
+    assert build_pass_instruments([marker], None) == ([marker], None)
+    with pytest.raises(RuntimeError):
+        with report_pass_timing_on_exit(timing, "ctx=failing"):
+            with tvm.transform.PassContext(instruments=[timing.instrument]):
+                tvm.tirx.transform.RemoveNoOp()(_module())
+            raise RuntimeError("after the passes")
+    assert [r.name for r in timing.records] == ["tirx.RemoveNoOp"]
+    assert "ctx=failing" in capsys.readouterr().err

@@ -216,6 +216,27 @@ def timing_for_compile(options: CompileOptions | Mapping[Any, Any]) -> TileLangP
     return TileLangPassTimingInstrument(threshold)
 
 
+def build_pass_instruments(base_instruments: Any, threshold_ms: float | None
+                           ) -> tuple[list[Any], TileLangPassTimingInstrument | None]:
+    """Upstream 0.1.13's helper: `base_instruments` with a pass-timing instrument first (so that the others'
+    after-pass callbacks are not timed), and that timing; no timing when `threshold_ms` is None."""
+    instruments = list(base_instruments)
+    if threshold_ms is None:
+        return instruments, None
+    timing = TileLangPassTimingInstrument(threshold_ms)
+    return [timing.instrument, *instruments], timing
+
+
+@contextlib.contextmanager
+def report_pass_timing_on_exit(timing: TileLangPassTimingInstrument | None, context: str) -> Iterator[None]:
+    """Upstream 0.1.13's helper: print `timing`'s report when the body ends, also when it raised."""
+    try:
+        yield
+    finally:
+        if timing is not None:
+            timing.print_report(context)
+
+
 class PassTimingTool(PassInstrumentationTool):
     """Pass timing as a tool of a compile session (tilelang.instrumentation): a fresh TileLangPassTimingInstrument
     for each PassContext the session instruments (tilelang.compile: one per kernel lowered), named by the context
@@ -264,5 +285,5 @@ def create_pass_timing_tool(pass_configs: CompileOptions | Mapping[Any, Any] | N
     return None if timing is None else PassTimingTool(timing.threshold_ms)
 
 
-__all__ = ["PassTimingRecord", "PassTimingTool", "TileLangPassTimingInstrument", "create_pass_timing_tool",
-           "timing_for_compile"]
+__all__ = ["PassTimingRecord", "PassTimingTool", "TileLangPassTimingInstrument", "build_pass_instruments",
+           "create_pass_timing_tool", "report_pass_timing_on_exit", "timing_for_compile"]
