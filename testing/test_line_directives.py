@@ -216,3 +216,33 @@ def test_the_side_table_is_the_directives_mapping_renumbered():
     table = user_lines_of_plain(lined)
     assert table == {2: ("k.py", 40), 3: ("k.py", 41), 4: ("k.py", 12)}
     assert table_from_json(table_to_json(table)) == table
+
+
+def binds_in_a_vectorized_loop():
+    @T.prim_func
+    def bound(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128, 8), "float16")):
+        with T.Kernel(1, threads=128):
+            for i, j in T.Parallel(128, 8):
+
+                y = A[i, j] * 2.0  # the binding
+
+                B[i, j] = T.cast(y, "float16")  # the store
+
+    return bound
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_binding_that_vectorize_loop_rebuilds_keeps_its_line(arch):
+    kernel = tilelang.compile(binds_in_a_vectorized_loop(), target=f"musa -arch={arch}", pass_configs=LINES)
+    source = kernel.get_kernel_source(kernel_only=False)
+    lines, first = inspect.getsourcelines(binds_in_a_vectorized_loop)
+    user = {tag: first + next(k for k, text in enumerate(lines) if tag in text)
+            for tag in ("# the binding", "# the store")}
+    mapping = user_lines(source)
+    assert "const float4 y" in source
+    assert mapping[generated_line_of(source, "const float4 y")] == (HERE, user["# the binding"])
+    assert mapping[generated_line_of(source, "vec_cast<half_t>")] == (HERE, user["# the store"])
+    a = rand((128, 8), torch.float32)
+    b = torch.full((128, 8), float("nan"), dtype=torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, (a * 2.0).half())

@@ -57,6 +57,7 @@ from .legalize_vectorized_loops import LegalizeVectorizedLoops
 from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
+from .vectorize_keeping_lines import VectorizeLoop
 from .warp_specialize_pipeline import WarpSpecializePipeline
 from .widen_walked_fragments import WidenWalkedFragments
 
@@ -163,7 +164,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before
             # VectorizeLoop (the helpers are scalar calls: loops over fp4 elements run lane by lane).
             LowerFP4Storage(),
-            tirx.transform.VectorizeLoop(True),
+            # TVM's VectorizeLoop (nested), the bindings and allocations it rebuilds given back their user lines.
+            VectorizeLoop(),
             # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
             FuseAcceleratedOps(),
             tirx.transform.UnrollLoop(),
