@@ -23,7 +23,7 @@ EXPECTED = {
     "tvm.tirx.PrimExpr", "tvm.ir.Expr.dtype", "tvm.ir.Var.dtype", "tvm.tirx.PrimFunc.buffer_map",
     *(f"tvm.ir._overload_prim_expr.{op}" for op in ("__and__", "__rand__", "__or__", "__ror__", "__xor__",
                                                     "__rxor__")),
-    "tvm.ir.transform.Pass.__call__",
+    "tvm.ir.transform.Pass.__call__", "tvm.arith", "tvm.ir.structural_equal",
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
     "tvm_ffi.structural._normalize_callbacks",
 }
@@ -131,3 +131,15 @@ def test_memoized_structural_callbacks_answer_as_the_wheel_does():
     index = structural._callback_type_to_type_index
     wheel_index = _wheel_patches.applied()["tvm_ffi.structural._callback_type_to_type_index"]
     assert index(tirx.Var, api_name="structural_mutate") == wheel_index(tirx.Var, api_name="structural_mutate") >= 0
+
+
+def test_upstream_tests_analyzer_and_structural_equal_names():
+    x = tirx.Var("x", "int32")
+    assert tvm.arith.Analyzer().can_prove_equal(x * 4 + x, x * 5)
+    from tvm.arith import Analyzer  # noqa: F401 - the import form upstream's tests use
+
+    assert tvm.ir.structural_equal(x + 1, x + 1) and not tvm.ir.structural_equal(x + 1, x + 2)
+    from tilelang.layout import cute
+
+    assert tvm.ir.structural_equal(cute.make_layout((2, 3)), cute.make_layout((2, 3), (1, 2)))
+    assert not tvm.ir.structural_equal(cute.make_layout((2, 3)), cute.make_layout((2, 3), (3, 1)))

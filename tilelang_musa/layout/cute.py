@@ -66,8 +66,10 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, PrimExpr) or isinstance(b, PrimExpr):
         import tvm
 
-        return tvm.ir.structural_equal(tirx.const(a, "int32") if isinstance(a, int) else a,
-                                       tirx.const(b, "int32") if isinstance(b, int) else b)
+        import tvm_ffi
+
+        return tvm_ffi.structural_equal(tirx.const(a, "int32") if isinstance(a, int) else a,
+                                        tirx.const(b, "int32") if isinstance(b, int) else b)
     return a == b
 
 
@@ -127,7 +129,7 @@ def compatible(a: IntTupleLike, b: IntTupleLike) -> bool:
         return a == size_b
     import tvm
 
-    return bool(tvm.arith.Analyzer().can_prove_equal(_expr(a), _expr(size_b)))
+    return bool(tvm.sym.Analyzer().can_prove_equal(_expr(a), _expr(size_b)))
 
 
 def _expr(v: Any) -> PrimExpr:
