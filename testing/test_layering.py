@@ -41,7 +41,7 @@ ROOT = "<root>"
 
 RANKS = {
     "_version": 0, "_paths": 0, "_wheel_patches": 0, "env": 0, "errors": 0, "diagnostics": 0, "log": 0, "math": 0, "rocm": 0,
-    "_native": 1, "executors": 1,
+    "_native": 1, "executors": 1, "instrumentation": 1,  # pass events and compile sessions: read by transform, jit
     "target": 2,
     "backend": 3, "musa": 3,  # musa: target predicates under Moore Threads' names
     "ir": 4,

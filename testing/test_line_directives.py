@@ -175,3 +175,74 @@ def test_a_statement_of_a_macro_names_the_macro_bodys_line(arch):
     expected = a.clone()
     expected[:, 0] += 5.0
     torch.testing.assert_close(b, expected)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_without_the_option_a_bounds_report_still_names_the_users_line(arch):
+    kernel = tilelang.compile(shifted_read(), target=f"musa -arch={arch}",
+                              pass_configs={"tl.disable_safe_memory_legalize": True})
+    source = kernel.get_kernel_source(kernel_only=False)
+    assert "#line" not in source  # the printed C is as before; the mapping is a side table beside the stages
+    with pytest.raises(KernelLaunchError) as info:
+        kernel(rand((256,), torch.float32), torch.full((256,), float("nan")))
+    message = str(info.value)
+    lines, first = inspect.getsourcelines(shifted_read)
+    user = first + next(k for k, text in enumerate(lines) if "# reads past A" in text)
+    generated = generated_line_of(source, "A[")
+    assert f"line {generated} of the kernel source; {HERE}:{user} in the user's source" in message, message
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_without_the_option_an_uninitialised_read_names_the_users_line(arch, monkeypatch):
+    kernel = tilelang.compile(fragment_never_written(), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source(kernel_only=False)
+    assert "#line" not in source
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    with pytest.raises(KernelLaunchError) as info:
+        kernel(rand((256,), torch.float32), torch.full((256,), float("nan")))
+    message = str(info.value)
+    lines, first = inspect.getsourcelines(fragment_never_written)
+    user = first + next(k for k, text in enumerate(lines) if "# F is never written" in text)
+    generated = int(re.search(r"line (\d+) of the kernel source", message).group(1))
+    assert "F" in source.splitlines()[generated - 1]
+    assert f"line {generated} of the kernel source; {HERE}:{user} in the user's source" in message, message
+
+
+def test_the_side_table_is_the_directives_mapping_renumbered():
+    from tilelang_musa.ir.source_lines import table_from_json, table_to_json, user_lines_of_plain
+
+    lined = "\n".join(['int a;', '#line 40 "k.py"', 'x = 1;', 'y = 2;', '#line 12 "k.py"', 'z = 3;',
+                       '#line 9 "k_kernel.mu"', 'host();'])
+    table = user_lines_of_plain(lined)
+    assert table == {2: ("k.py", 40), 3: ("k.py", 41), 4: ("k.py", 12)}
+    assert table_from_json(table_to_json(table)) == table
+
+
+def binds_in_a_vectorized_loop():
+    @T.prim_func
+    def bound(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128, 8), "float16")):
+        with T.Kernel(1, threads=128):
+            for i, j in T.Parallel(128, 8):
+
+                y = A[i, j] * 2.0  # the binding
+
+                B[i, j] = T.cast(y, "float16")  # the store
+
+    return bound
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_binding_that_vectorize_loop_rebuilds_keeps_its_line(arch):
+    kernel = tilelang.compile(binds_in_a_vectorized_loop(), target=f"musa -arch={arch}", pass_configs=LINES)
+    source = kernel.get_kernel_source(kernel_only=False)
+    lines, first = inspect.getsourcelines(binds_in_a_vectorized_loop)
+    user = {tag: first + next(k for k, text in enumerate(lines) if tag in text)
+            for tag in ("# the binding", "# the store")}
+    mapping = user_lines(source)
+    assert "const float4 y" in source
+    assert mapping[generated_line_of(source, "const float4 y")] == (HERE, user["# the binding"])
+    assert mapping[generated_line_of(source, "vec_cast<half_t>")] == (HERE, user["# the store"])
+    a = rand((128, 8), torch.float32)
+    b = torch.full((128, 8), float("nan"), dtype=torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, (a * 2.0).half())

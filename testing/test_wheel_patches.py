@@ -23,7 +23,7 @@ EXPECTED = {
     "tvm.tirx.PrimExpr", "tvm.ir.Expr.dtype", "tvm.ir.Var.dtype", "tvm.tirx.PrimFunc.buffer_map",
     *(f"tvm.ir._overload_prim_expr.{op}" for op in ("__and__", "__rand__", "__or__", "__ror__", "__xor__",
                                                     "__rxor__")),
-    "tvm.ir.transform.Pass.__call__",
+    "tvm.ir.transform.Pass.__call__", "tvm.arith", "tvm.ir.structural_equal",
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
     "tvm_ffi.structural._normalize_callbacks", "tvm_ffi.container.Array.__iter__",
 }
@@ -165,3 +165,15 @@ def test_normalized_callbacks_are_the_wheels_for_every_form():
             else:
                 message = None
             assert message is not None and "structural_walk callbacks" in message, (bad, message)
+
+
+def test_upstream_tests_analyzer_and_structural_equal_names():
+    x = tirx.Var("x", "int32")
+    assert tvm.arith.Analyzer().can_prove_equal(x * 4 + x, x * 5)
+    from tvm.arith import Analyzer  # noqa: F401 - the import form upstream's tests use
+
+    assert tvm.ir.structural_equal(x + 1, x + 1) and not tvm.ir.structural_equal(x + 1, x + 2)
+    from tilelang.layout import cute
+
+    assert tvm.ir.structural_equal(cute.make_layout((2, 3)), cute.make_layout((2, 3), (1, 2)))
+    assert not tvm.ir.structural_equal(cute.make_layout((2, 3)), cute.make_layout((2, 3), (3, 1)))

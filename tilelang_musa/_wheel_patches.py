@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import tvm
+import tvm_ffi
 import tvm_ffi.container
 import tvm_ffi.structural
 from tvm import ir, tirx
@@ -37,6 +38,12 @@ class WheelPatch:
 _INT_OPERATORS = ("__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__")
 
 PATCHES: tuple[WheelPatch, ...] = (
+    WheelPatch("tvm.arith", "adds",
+               "upstream scripts and tests build `tvm.arith.Analyzer()`; the wheel's analysis module is `tvm.sym`",
+               "a `tvm.arith` alias of tvm.sym"),
+    WheelPatch("tvm.ir.structural_equal", "adds",
+               "upstream tests compare IR with `tvm.ir.structural_equal`; the wheel has it as tvm_ffi.structural_equal",
+               "`structural_equal` re-exported by tvm.ir"),
     WheelPatch("tvm.tirx.PrimExpr", "adds",
                "upstream scripts name the expression class tirx.PrimExpr; the wheel calls it tvm.ir.Expr (tirx.Expr)",
                "a `PrimExpr` alias in tvm.tirx"),
@@ -110,10 +117,27 @@ def _prim_dtype(expr: Any) -> Any:
     return tvm.DataType(str(ty.dtype))
 
 
+def _structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
+    """tvm_ffi.structural_equal; values it cannot hash (plain Python objects, such as tilelang.layout.cute's
+    layouts) compare with `==`."""
+    try:
+        return bool(tvm_ffi.structural_equal(lhs, rhs, map_free_vars))
+    except TypeError:
+        return bool(lhs == rhs)
+
+
 def add_tir_names() -> None:
-    """`tirx.PrimExpr`, `expr.dtype` on every expression, `var.dtype` on scalar variables; only where missing."""
+    """`tirx.PrimExpr`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
+    `tvm.ir.structural_equal`; only where missing."""
     if not hasattr(tirx, "PrimExpr"):
         _set(tirx, "PrimExpr", tirx.Expr, "tvm.tirx.PrimExpr")
+    if not hasattr(tvm, "arith"):
+        import sys
+
+        _set(tvm, "arith", tvm.sym, "tvm.arith")
+        sys.modules.setdefault("tvm.arith", tvm.sym)  # `import tvm.arith`, `from tvm.arith import Analyzer`
+    if not hasattr(ir, "structural_equal"):
+        _set(ir, "structural_equal", _structural_equal, "tvm.ir.structural_equal")
     if "dtype" not in vars(ir.Expr):
         _set(ir.Expr, "dtype", property(_prim_dtype), "tvm.ir.Expr.dtype")
     var_dtype = vars(ir.Var).get("dtype")

@@ -11,7 +11,7 @@ from tvm import tirx
 
 from .. import _native
 from ..ir.attrs import IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, SIZE_ATTR
-from ..ir.source_lines import blank_line_directives
+from ..ir.source_lines import blank_line_directives, strip_line_directives, user_lines_of_plain
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
 from .host import HostParam, KernelLaunch, LaunchConfig, host_params, launch_config, print_host, tme_descriptors
@@ -42,6 +42,9 @@ class KernelSource:
     local_bytes: int  # per-thread local arrays (registers / local memory)
     checked_device: str | None = None  # `device` as the simulator's sanitizer build prints it (same lines)
     imported: str = ""  # the program's T.import_source texts, placed between the headers and the kernels
+    # For a source printed without `#line` directives: line of `device` (1-based) -> the user's (file, line), so the
+    # simulator's reports name the user's line without the directives in the printed C (user_line_table=True).
+    device_user_lines: dict | None = None
 
     @property
     def text(self) -> str:
@@ -70,33 +73,43 @@ def kernel_names(name: str, count: int) -> list[str]:
 
 
 def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Target, name: str,
-             sim_checks: bool = False, line_directives: bool = False) -> KernelSource:
+             sim_checks: bool = False, line_directives: bool = False, user_line_table: bool = False) -> KernelSource:
     """One translation unit for the device functions of one program (one per T.Kernel scope, launched in order);
     they share the program's parameters. `sim_checks`: also print the simulator's sanitizer build of the kernels
     (every global and shared access bounds-checked and seen by the race detector, local arrays poisoned).
     `line_directives`: a `#line N "file.py"` before the code of each statement (ir/source_lines.py); the sanitizer
-    build has them blanked, so that its reports name the generated line (the kernel object adds the user's)."""
+    build has them blanked, so that its reports name the generated line (the kernel object adds the user's).
+    `user_line_table` (without `line_directives`): the kernels are printed a second time with directives, which
+    gives `device_user_lines`, the same mapping for the source printed without them."""
     funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
     arch = arch_of(target)
     printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
     options = {"arch": arch.name, "warp_size": int(target.attrs["thread_warp_size"])}
     if line_directives:
         options["line_directives"] = True
-    devices, checked, launches = [], [], []
+    devices, checked, launches, lined = [], [], [], []
     for index, (func, kernel_name) in enumerate(zip(funcs, kernel_names(name, len(funcs)))):
         descriptors = tuple(tme_descriptors(func))
         kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index),
                               tme_descriptors=[d.name for d in descriptors], non_restrict_params=_non_restrict(func))
         devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
+        if user_line_table and not line_directives:
+            lined.append(str(printer(func, kernel_name, dict(kernel_options, line_directives=True))).rstrip() + "\n")
         if sim_checks:
             text = str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n"
             checked.append(blank_line_directives(text) if line_directives else text)
         smem = func.attrs[SIZE_ATTR] if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors))
     params = host_params(funcs[0])
-    return KernelSource(launches[0].name, "\n".join(devices), print_host(launches, params), params,
+    device = "\n".join(devices)
+    table = None
+    if lined:
+        lined_device = "\n".join(lined)
+        # Only the directives may differ; anything else and the table would name wrong lines: none then.
+        table = user_lines_of_plain(lined_device) if strip_line_directives(lined_device) == device else None
+    return KernelSource(launches[0].name, device, print_host(launches, params), params,
                         launches[0].launch, max(_local_bytes(f) for f in funcs),
-                        "\n".join(checked) if sim_checks else None, _imported_sources(funcs))
+                        "\n".join(checked) if sim_checks else None, _imported_sources(funcs), table)
 
 
 def _imported_sources(funcs: list[tirx.PrimFunc]) -> str:

@@ -80,6 +80,36 @@ def user_lines(text: str) -> dict[int, tuple[str, int]]:
     return out
 
 
+def user_lines_of_plain(lined: str) -> dict[int, tuple[str, int]]:
+    """`user_lines` numbered as the lines of `lined` with its `#line` directives removed: the side table of a source
+    printed without directives (the same text, directive lines left out), from its print with them."""
+    out: dict[int, tuple[str, int]] = {}
+    mapping, plain = user_lines(lined), 0
+    for number, line in enumerate(lined.split("\n"), start=1):
+        if _DIRECTIVE.match(line):
+            continue
+        plain += 1
+        if number in mapping:
+            out[plain] = mapping[number]
+    return out
+
+
+def strip_line_directives(text: str) -> str:
+    return "\n".join(line for line in text.split("\n") if not _DIRECTIVE.match(line))
+
+
+def table_to_json(lines: dict[int, tuple[str, int]]) -> dict:
+    """The side table as JSON: the files once, then [generated line, file index, user line] rows."""
+    files = sorted({f for f, _ in lines.values()})
+    index = {f: k for k, f in enumerate(files)}
+    return {"files": files, "lines": [[g, index[f], u] for g, (f, u) in sorted(lines.items())]}
+
+
+def table_from_json(data: dict) -> dict[int, tuple[str, int]]:
+    files = data["files"]
+    return {int(g): (files[k], int(u)) for g, k, u in data["lines"]}
+
+
 def blank_line_directives(text: str) -> str:
     """`text` with each `#line` directive replaced by an empty line: the same line numbers, so that `__LINE__` (the
     simulator's reports) names the line of the generated source a user reads, not the user's."""

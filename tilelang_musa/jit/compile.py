@@ -40,6 +40,7 @@ from ..ir.attrs import (
     WORKSPACES_ATTR,
 )
 from ..ir.options import CompileOptions
+from ..ir.source_lines import table_to_json
 from ..ir.utils import thread_info
 from ..launcher import DimExpr, ParamSpec
 from ..launcher.spec import unsolvable_symbols
@@ -50,6 +51,7 @@ from ..transform import lower_program, normalize_pass_configs
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
+from ..instrumentation.session import session_has_tools
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .diagnostics import jit_phase
@@ -295,10 +297,8 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
                 return kernel
     if env.PRINT_ON_COMPILATION.flag():
         logger.info("TileLang begins to compile kernel `%s` with `out_idx=%s`", request.name, out_idx)
-    try:
+    with observers.compiling():
         directory = cache.store(key, lambda workdir: _run_stages(request, workdir, key, observers))
-    finally:
-        observers.finish()
     kernel = JITKernel(directory, KernelMetadata.read(directory), request.backend, request.target, program,
                        request.pass_options.given)
     if key is not None:
@@ -338,10 +338,8 @@ def compile_deferred(program: tirx.PrimFunc, out_idx: int | Sequence[int] | None
     request = _settle(program, out_idx, target, execution_backend, pass_configs, None, False, None)
     observers = CompileObservers(request.name, request.target, request.pass_options)
     deferred: list | None = [] if request.backend.name == "sim" else None
-    try:
+    with observers.compiling():
         directory = cache.store(None, lambda workdir: _run_stages(request, workdir, None, observers, deferred))
-    finally:
-        observers.finish()
     return DeferredKernel(directory, deferred[0] if deferred else None, request)
 
 
@@ -376,6 +374,7 @@ class _Work:
     replaced: dict[str, Path]  # stage -> the file that replaces its output (TILELANG_REPLACE_*)
     device_funcs: list = field(default_factory=list)  # lowered
     names: list[str] = field(default_factory=list)  # lowered: the kernels' names, in launch order
+    user_lines: dict | None = None  # mu: line of the unit -> the user's line, for a source without `#line`
     lowered_text: str = ""  # lowered, as TVMScript
     source: Any = None  # mu: the printer's MusaSource of the device functions (local bytes, the checked print)
     text: str = ""  # mu: the translation unit
@@ -417,9 +416,11 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
 
     request = work.request
     with work.observers.stage("codegen.MUSASource"):  # the C++ device printer, the host wrapper, postproc callbacks
-        work.source = source = generate(work.device_funcs, request.target, request.name,
-                                        sim_checks=request.backend.name == "sim",
-                                        line_directives=request.pass_options.emit_line_directives)
+        work.source = source = work.observers.print_source(
+            tvm.IRModule(dict(zip(work.names, work.device_funcs))) if session_has_tools() else None,
+            lambda: generate(work.device_funcs, request.target, request.name, sim_checks=request.backend.name == "sim",
+                             line_directives=request.pass_options.emit_line_directives,
+                             user_line_table=request.backend.name == "sim"))
         if replacement is not None:
             work.text, work.sections = replacement.read_text(), None
         else:
@@ -431,6 +432,11 @@ def _print_source(work: _Work, replacement: Path | None) -> str:
             else:
                 device_end = device_at + len(source.device)
             work.text, work.sections = text, {"device": [device_at, device_end], "host": [host_at, len(text)]}
+            if source.device_user_lines and text.find(source.device) == device_at:
+                # The simulator's reports name lines of the unit: the table, renumbered so, goes in the metadata
+                # (JITKernel reads it when a launch fails; the printed source has no `#line` directives).
+                offset = text[:device_at].count("\n")
+                work.user_lines = table_to_json({offset + n: at for n, at in source.device_user_lines.items()})
     work.observers.codegen(work.lowered_text, work.text)
     return work.text
 
@@ -504,7 +510,7 @@ def _run_stages(request: _Request, workdir: Path, key: str | None, observers: Co
     KernelMetadata(request.name, json.loads(str(request.target)), request.backend.name,
                    request.backend.toolchain.identity(), request.options(), work.host, work.sections,
                    tuple(s for s in STAGES if s in work.replaced), key, __version__,
-                   {stage: stage_file(request.name, stage) for stage in STAGES}).write(workdir)
+                   {stage: stage_file(request.name, stage) for stage in STAGES}, work.user_lines).write(workdir)
 
 
 def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.PrimFunc]:
@@ -558,17 +564,15 @@ def lower(program: tirx.PrimFunc, target: Any = "auto", target_host: Any = None,
 
     request = _settle(program, None, target, "auto", pass_configs, None, False, None)
     observers = CompileObservers(request.name, request.target, request.pass_options)
-    try:
+    with observers.compiling():
         device_funcs = _lower_kernels(request, observers)
         device_mod = tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)), device_funcs)))
         with observers.stage("codegen.MUSASource"):
-            source = generate(device_funcs, request.target, request.name)
+            source = observers.print_source(device_mod, lambda: generate(device_funcs, request.target, request.name))
             text = source.text
             text, host_at = postprocess(text, text.rindex(source.host), request.target)
         if observers.trace is not None:
             observers.codegen(_script(device_mod), text)
-    finally:
-        observers.finish()
     accessed, widest = parameter_accesses(device_funcs)
     params = None if runtime_only else param_specs(program, _output_indices(program, None), widest, accessed)
     return CompiledArtifact(None, device_mod, params, text[:host_at], text[host_at:], None, request.target,

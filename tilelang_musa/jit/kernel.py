@@ -79,14 +79,19 @@ class JITKernel:
             raise self._naming_user_lines(err) from None
 
     def _naming_user_lines(self, err: KernelLaunchError) -> KernelLaunchError:
-        """A simulator report naming generated lines, with the user's lines added where the source has `#line`
-        directives (pass config `tl.emit_line_directives`); else `err` itself."""
-        from ..ir.source_lines import name_user_lines, user_lines
+        """A simulator report naming generated lines, with the user's lines added: from the source's `#line`
+        directives (pass config `tl.emit_line_directives`), else from the side table in the kernel's metadata;
+        `err` itself where neither names a line."""
+        from ..ir.source_lines import name_user_lines, table_from_json, user_lines
 
         source = self.get_kernel_source(kernel_only=False)
-        if "#line " not in source:
+        if "#line " in source:
+            lines = user_lines(source)
+        elif self.metadata.user_lines:
+            lines = table_from_json(self.metadata.user_lines)
+        else:
             return err
-        message = name_user_lines(str(err), user_lines(source))
+        message = name_user_lines(str(err), lines)
         return err if message == str(err) else KernelLaunchError(message)
 
     @property

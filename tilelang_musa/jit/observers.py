@@ -1,6 +1,8 @@
 """The debugging tools that watch one compile: pass timing (TILELANG_PASS_TIMING, tl.pass_profile) and the lower
 trace (TL_LOWER_TRACE, tilelang.tools.lower_trace.enable()). Both are PassInstruments of the pipeline's PassContext;
-the compile also times its codegen and build stages and hands the trace the generated source."""
+the compile also times its codegen and build stages and hands the trace the generated source. The compile also
+runs in a tilelang.instrumentation session (`compiling()`): the pipeline gives its tools their instruments, the
+source printer runs through their codegen hooks."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import contextlib
 import sys
 from typing import Any, Iterator
 
+from ..instrumentation import compile_pass_instrumentation, run_codegen_with_instrumentation
+from ..instrumentation.session import session_has_tools
 from ..ir.options import CompileOptions
 from ..tools.trace.lower_trace import LowerTraceSession, session_for_compile
 from ..tools.trace.pass_timing import TileLangPassTimingInstrument, timing_for_compile
@@ -22,7 +26,21 @@ class CompileObservers:
     @property
     def active(self) -> bool:
         """Something watches: the compile must lower, whatever the cache holds."""
-        return self.timing is not None or self.trace is not None
+        return self.timing is not None or self.trace is not None or session_has_tools()
+
+    @contextlib.contextmanager
+    def compiling(self) -> Iterator[None]:
+        """The compile's lowering, printing and build: inside its instrumentation session (the one open already,
+        or a new one with the registered tools), then `finish()`, whether it succeeded or not."""
+        try:
+            with compile_pass_instrumentation(name=self.name):
+                yield
+        finally:
+            self.finish()
+
+    def print_source(self, device_mod: Any, call: Any) -> Any:
+        """The source printer `call()`, through the instrumentation tools' codegen hooks."""
+        return run_codegen_with_instrumentation("target.build.tilelang_musa", device_mod, self.target, call)
 
     def instruments(self) -> list[Any]:
         # The trace's snapshots first, timing last: its clock starts after the trace's before-snapshot.

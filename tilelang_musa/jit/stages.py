@@ -90,6 +90,9 @@ class KernelMetadata:
     key: str | None = None  # the cache key (None: built with the cache off)
     version: str = ""  # of tilelang_musa
     stages: dict[str, str] = field(default_factory=dict)  # stage -> file name in the entry
+    # Line of `mu` -> the user's (file, line) where `mu` has no `#line` directives (source_lines.table_to_json):
+    # the simulator's reports name the user's line from it. None: no table (another backend, a replaced source).
+    user_lines: dict | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

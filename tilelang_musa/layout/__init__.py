@@ -4,10 +4,12 @@
 - `Fragment` (fragment.py): logical element -> (thread, local slot), with replication; its reduction
   (fragment_reduce.py).
 - Shared-memory swizzles (swizzle.py): the MUSA SQMMA/TME xor swizzles, `make_sqmma_swizzled_layout`.
+- CuTe's layout algebra (cute.py, upstream's `tilelang.layout.cute`), with `to_tilelang` / `from_tilelang`.
 - MMA layouts (mma_layouts.py): the register fragments of every MUSA matrix instruction and their block-level
   composition for `T.gemm`; the group partition policy (gemm_partition.py).
 """
 
+from . import cute  # upstream's tilelang.layout.cute: CuTe's layout algebra
 from .fragment import (Fragment, make_fully_replicated_fragment, make_fully_replicated_layout_fragment,
                        make_one_per_thread_fragment)
 from .fragment_reduce import ReduceThreads, ThreadSplit, reduce_fragment, reduce_threads

@@ -239,18 +239,19 @@ def region_plan(whole: LoopPlan, fragment: Fragment, origin: list[int], position
 
 
 def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer: Callable[[], Any],
-                 disable: bool, cap: int | None = None) -> int:
+                 disable: bool, cap: int | None = None, piece_invariant_loads: bool = False) -> int:
     """The widest V (16 bytes per access at most, and at most `cap` elements: the loop's coalesced_width) for
     which every global/shared access of `body` is contiguous in `inner_var`, V-aligned, and inside a V-aligned
-    piece of its buffer."""
-    if disable or _has_call_statement(body) or _stores_a_lane_invariant_private(body, inner_var):
+    piece of its buffer. With `piece_invariant_loads`, a load whose index is the same for the V lanes of every
+    piece (`C[col // K]` with V dividing K) is read once per piece and admitted too."""
+    if disable or _has_call_statement(body) or stores_a_lane_invariant_private(body, inner_var):
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
     # A load that every lane shares (`kv[indices[i], d]`'s `indices[i]` with d innermost: a gathered row) is read
     # once and broadcast; the vector rule is for the accesses that move with the lanes.
     varying = lane_varying_vars(body, inner_var)
     accesses = [a for a in accesses if a.is_store or _reads_lane(a, varying)]
-    if not accesses or _select_of_lanes_under_a_binding(body, varying, inner_var):
+    if not accesses or select_of_lanes_under_a_binding(body, varying, inner_var):
         return 1
     widest = max(dtype_bytes(a.buffer.dtype) for a in accesses)
     width = max(1, MAX_VECTOR_BYTES // widest)
@@ -258,7 +259,10 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
         while width > cap:
             width //= 2
     while width > 1:
-        if extents[-1] % width == 0 and all(_vectorizable(a, inner_var, width, threads_analyzer) for a in accesses):
+        if extents[-1] % width == 0 and all(
+                _vectorizable(a, inner_var, width, threads_analyzer)
+                or (piece_invariant_loads and not a.is_store and _piece_invariant(a, inner_var, width, threads_analyzer))
+                for a in accesses):
             return width
         width //= 2
     return 1
@@ -276,7 +280,7 @@ def lane_varying_vars(body: Any, inner_var: Any) -> set:
     return varying
 
 
-def _select_of_lanes_under_a_binding(body: Any, varying: set, inner_var: Any) -> bool:
+def select_of_lanes_under_a_binding(body: Any, varying: set, inner_var: Any) -> bool:
     """Whether `body` binds a lane-varying value and chooses with `T.if_then_else` on a lane-varying condition.
     The wheel's VectorizeLoop turns such a store back into a loop over lanes that reads a fresh, never-bound copy
     of the binding's variable (the kernel would not compile), so the loop stays scalar."""
@@ -302,7 +306,7 @@ def _reads_lane(access: Any, varying: set) -> bool:
     return any(_mentions(index, varying) for index in access.indices)
 
 
-def _stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:
+def stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:
     """Whether `body` stores to a thread-private element that every lane would share (`idx = i` into a
     T.alloc_var): the lanes' writes would collide and the reads after them need each lane's own value."""
     for access in collect_accesses(body):
@@ -354,6 +358,17 @@ def _vectorizable(access, inner, width: int, threads_analyzer) -> bool:
     if not ana.can_prove_equal(at_lane - at_zero, lane):
         return False
     return provably_aligned(ana.simplify(at_zero), width, ana)
+
+
+def _piece_invariant(access, inner, width: int, threads_analyzer) -> bool:
+    """The access's index is the same for every lane of each V-aligned piece of the loop."""
+    ana = threads_analyzer()
+    lane, group = tirx.Var("lane", "int32"), tirx.Var("group", "int32")
+    ana.bind(lane, tvm.ir.Range(0, width))
+    ana.bind(group, tvm.ir.Range(0, 1 << 24))
+    index = flat_index(access.buffer, access.indices)
+    at_lane = substitute(index, {inner: group * width + lane})
+    return bool(ana.can_prove_equal(at_lane, substitute(at_lane, {lane: tirx.const(0, "int32")})))
 
 
 def provably_aligned(expr: Any, width: int, ana: Any) -> bool:

@@ -14,6 +14,7 @@ import tvm
 from tvm import tirx
 
 from ..diagnostics import warn_once
+from ..instrumentation import create_pass_instruments, pass_pipeline
 from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
@@ -52,9 +53,11 @@ from .safe_memory_access import SafeMemoryAccess
 from .serialize_dynamic_parallel_levels import SerializeDynamicParallelLevels
 from .split_kernels import split_kernels
 from .stage_gemm_operands import StageGemmOperands
+from .legalize_vectorized_loops import LegalizeVectorizedLoops
 from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
+from .vectorize_keeping_lines import VectorizeLoop
 from .warp_specialize_pipeline import WarpSpecializePipeline
 from .widen_walked_fragments import WidenWalkedFragments
 
@@ -137,6 +140,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LowerFragmentAccess(),
             # T.Parallel nests become per-thread loops with a vectorized inner loop, while indices are still N-D.
             PartitionParallelLoop(options),
+            # Explicit T.vectorized loops: wider than 128 bits, 128-bit pieces (built-in vector types), while the
+            # indices are still N-D (the partitioned loops' alignment rule); serial where lanes share a private store.
+            LegalizeVectorizedLoops(options),
             # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
             SafeMemoryAccess(options),
             # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout
@@ -158,7 +164,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before
             # VectorizeLoop (the helpers are scalar calls: loops over fp4 elements run lane by lane).
             LowerFP4Storage(),
-            tirx.transform.VectorizeLoop(True),
+            # TVM's VectorizeLoop (nested), the bindings and allocations it rebuilds given back their user lines.
+            VectorizeLoop(),
             # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).
             FuseAcceleratedOps(),
             tirx.transform.UnrollLoop(),
@@ -213,7 +220,11 @@ def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: Co
         if on_kernel is not None:
             on_kernel(index, len(kernels))
         kernel_dump = dump if dump is None or index == 0 else (lambda n, m, i=index: dump(f"kernel{i}_{n}", m))
-        lowered.append(lower(kernel, target, configs, instruments, kernel_dump))
+        # The open tilelang.instrumentation session's tools: fresh instruments for each kernel's PassContext.
+        context = f"stage=lower, kernel={kernel.attrs['global_symbol']}" + (f"#{index}" if len(kernels) > 1 else "")
+        with pass_pipeline("musa"):
+            lowered.append(lower(kernel, target, configs,
+                                 [*(instruments or []), *create_pass_instruments(context=context)], kernel_dump))
     return lowered
 
 

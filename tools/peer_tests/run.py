@@ -1,9 +1,10 @@
 """Run another project's TileLang test files unchanged but for the device string, in the simulator.
 
-    python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S]
+    python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S] [--ref REF]
 
 PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda), or a
-bare git directory of one (a mirror): its HEAD's testing/ and examples/ are then extracted under --out first.
+bare git directory of one (a mirror): its testing/ and examples/ at --ref (default HEAD; a tag such as v0.1.13
+for a release's tests) are then extracted under --out first.
 Each test file's folder is staged under --out with the device strings rewritten (tensors on "musa" or "cuda" go
 to "cpu"; with --cuda, target "cuda" becomes "musa"), next to a conftest.py that stands in
 for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
@@ -136,11 +137,11 @@ def outcome(returncode: int, counts: str) -> str:
     return "pass" if re.search(r"\b[1-9]\d* passed\b", counts) else "skipped"
 
 
-def extract(git_dir: Path, dest: Path) -> Path:
-    """HEAD's testing/ and examples/ of a bare repository, written under `dest` (replacing an older extraction)."""
+def extract(git_dir: Path, dest: Path, ref: str = "HEAD") -> Path:
+    """testing/ and examples/ at `ref` of a bare repository, written under `dest` (replacing an older extraction)."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "HEAD", "testing", "examples"],
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", ref, "testing", "examples"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
@@ -154,13 +155,14 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--cuda", action="store_true", help="the tree is upstream TileLang's (CUDA device strings)")
+    parser.add_argument("--ref", default="HEAD", help="of a bare repository: the commit or tag whose tests run")
     parser.add_argument("--max-cases", type=int, default=0,
                         help="run at most this many cases of a file, evenly spaced (0: all); the table says so")
     args = parser.parse_args()
 
     peer = args.peer.resolve()
     if (peer / "HEAD").is_file() and not (peer / "testing").exists():  # a bare repository: extract its tests
-        peer = extract(peer, args.out / "src")
+        peer = extract(peer, args.out / "src", args.ref)
     tests = sorted({p for pattern in args.patterns for p in peer.glob(pattern)})
     root = args.out / "tree"
     root.mkdir(parents=True, exist_ok=True)

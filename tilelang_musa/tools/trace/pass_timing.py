@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping
 import tvm
 
 from ... import env
+from ...instrumentation import PassInstrumentationTool, current_pass_instrument_context
 from ...ir.options import CompileOptions
 
 
@@ -215,4 +216,74 @@ def timing_for_compile(options: CompileOptions | Mapping[Any, Any]) -> TileLangP
     return TileLangPassTimingInstrument(threshold)
 
 
-__all__ = ["PassTimingRecord", "TileLangPassTimingInstrument", "timing_for_compile"]
+def build_pass_instruments(base_instruments: Any, threshold_ms: float | None
+                           ) -> tuple[list[Any], TileLangPassTimingInstrument | None]:
+    """Upstream 0.1.13's helper: `base_instruments` with a pass-timing instrument first (so that the others'
+    after-pass callbacks are not timed), and that timing; no timing when `threshold_ms` is None."""
+    instruments = list(base_instruments)
+    if threshold_ms is None:
+        return instruments, None
+    timing = TileLangPassTimingInstrument(threshold_ms)
+    return [timing.instrument, *instruments], timing
+
+
+@contextlib.contextmanager
+def report_pass_timing_on_exit(timing: TileLangPassTimingInstrument | None, context: str) -> Iterator[None]:
+    """Upstream 0.1.13's helper: print `timing`'s report when the body ends, also when it raised."""
+    try:
+        yield
+    finally:
+        if timing is not None:
+            timing.print_report(context)
+
+
+class PassTimingTool(PassInstrumentationTool):
+    """Pass timing as a tool of a compile session (tilelang.instrumentation): a fresh TileLangPassTimingInstrument
+    for each PassContext the session instruments (tilelang.compile: one per kernel lowered), named by the context
+    the session gave it; one report of them all, on stderr, when the session finishes (also when it failed)."""
+
+    pass_instrument_priority = -100  # its clock runs inside the other instruments' callbacks, not around them
+
+    def __init__(self, threshold_ms: float = 0.0) -> None:
+        self.threshold_ms = float(threshold_ms)
+        self._runs: list[tuple[str | None, TileLangPassTimingInstrument]] = []
+        self._finished = False
+
+    def create_pass_instrument(self) -> Any:
+        timing = TileLangPassTimingInstrument(self.threshold_ms)
+        self._runs.append((current_pass_instrument_context(), timing))
+        return timing.instrument
+
+    @property
+    def timings(self) -> tuple[TileLangPassTimingInstrument, ...]:
+        return tuple(timing for _, timing in self._runs)
+
+    @property
+    def contexts(self) -> tuple[str | None, ...]:
+        return tuple(context for context, _ in self._runs)
+
+    @property
+    def records(self) -> list[PassTimingRecord]:
+        return [record for _, timing in self._runs for record in timing.records]
+
+    def report(self) -> str:
+        return "\n\n".join(timing.report(context) for context, timing in self._runs)
+
+    def print_report(self, file: Any = None) -> None:
+        if self._runs:
+            print(self.report(), file=file or sys.stderr, flush=True)
+
+    def finish(self, error: BaseException | None) -> None:
+        if not self._finished:
+            self._finished = True
+            self.print_report()
+
+
+def create_pass_timing_tool(pass_configs: CompileOptions | Mapping[Any, Any] | None) -> PassTimingTool | None:
+    """A PassTimingTool when the pass configs or the environment ask for pass timing (as `timing_for_compile`)."""
+    timing = timing_for_compile(pass_configs or {})
+    return None if timing is None else PassTimingTool(timing.threshold_ms)
+
+
+__all__ = ["PassTimingRecord", "PassTimingTool", "TileLangPassTimingInstrument", "build_pass_instruments",
+           "create_pass_timing_tool", "report_pass_timing_on_exit", "timing_for_compile"]
