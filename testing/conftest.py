@@ -85,9 +85,11 @@ def _run_order(item) -> int:
 
 def pytest_collection_modifyitems(config, items):
     """Tests on Ray run first and tests marked `after_all_kernels` last (a stable sort keeps every other order).
-    Under xdist the scheduler hands tests out in this order (`--dist worksteal`, pyproject.toml: each worker starts
-    with one contiguous half and steals from the other's end), so the after-all tests are the last a worker
-    receives; `after_all_kernels_ready` then waits for the other workers to finish theirs."""
+    Under xdist the default `--dist load` scheduler hands tests out in this order, in small chunks, so the after-all
+    tests are the last a worker receives; `after_all_kernels_ready` then waits for the other workers to finish
+    theirs. (`--dist worksteal` gives each worker one contiguous half up front: the worker whose half ends with the
+    after-all tests blocks in them, idle, while the other runs the rest of its half alone: a full run took 24 min
+    at 122% CPU, against 17 min at 187% with `load`.)"""
     items.sort(key=_run_order)
 
 

@@ -163,7 +163,7 @@ def test_checked_mode_names_the_programs_own_source_line_in_a_joint_build(arch, 
     line = next(n for n, text in enumerate(alone.get_kernel_source().splitlines(), 1) if "= S[" in text)
     for message in messages:
         assert "uninitialised read: shared load of `S`" in message, message
-        assert f"(line {line} of the kernel source)" in message, message
+        assert f"(line {line} of the kernel source" in message, message
 
 
 def test_the_fuzzers_batched_outcomes_equal_its_one_by_one_outcomes():

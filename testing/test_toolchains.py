@@ -161,7 +161,7 @@ def test_processes_that_need_one_prelude_at_once_precompile_it_once(tmp_path):
         print(header)
     """)
     env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path / "cache"))
-    procs = [subprocess.Popen([sys.executable, "-c", probe], env=env, stdout=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([sys.executable, "-c", probe], env=env, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
              for _ in range(2)]
     headers = [proc.communicate(timeout=300)[0].strip() for proc in procs]
     assert all(proc.returncode == 0 for proc in procs)

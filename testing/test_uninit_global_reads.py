@@ -49,7 +49,8 @@ def test_a_read_of_an_output_before_any_write_is_named_in_checked_mode(arch, mon
     assert re.search(r"block \(\d,0,0\), thread \(\d+,0,0\): uninitialised read: global load of `B` at element "
                      r"\d+, which the launcher poisoned \(an output or workspace allocated for this call\) and no "
                      r"thread has written yet", message), message
-    assert f"(line {line_of(source, '+ A[')} of the kernel source)" in message, message
+    assert f"(line {line_of(source, '+ A[')} of the kernel source" in message, message
+    assert "test_uninit_global_reads.py:" in message, message  # and the user's line
 
 
 def int_output_written_with_poison_bytes_then_read():

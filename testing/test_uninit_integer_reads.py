@@ -110,7 +110,7 @@ def test_a_planted_integer_uninitialised_read_is_named_in_checked_mode(arch, kin
     message = str(info.value)
     assert re.search(r"block \(0,0,0\), thread \(\d+,0,0\): uninitialised read: fragment(/local)? " + what +
                      r", which this thread has not written", message), message
-    line = int(re.search(r"\(line (\d+) of the kernel source\)", message).group(1))
+    line = int(re.search(r"\(line (\d+) of the kernel source[;)]", message).group(1))
     assert line == line_of(source, snippet) if kind != "fragment" else snippet in source.splitlines()[line - 1]
 
 

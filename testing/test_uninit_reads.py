@@ -87,7 +87,8 @@ def test_a_planted_uninitialised_read_is_named_in_checked_mode(arch, kind, monke
         kernel(a, torch.zeros(256))
     message = str(info.value)
     assert re.search(r"block \(0,0,0\), thread \(\d+,0,0\): uninitialised read: " + what, message), message
-    assert f"(line {line_of(source, snippet)} of the kernel source)" in message, message
+    assert f"(line {line_of(source, snippet)} of the kernel source" in message, message
+    assert "test_uninit_reads.py:" in message, message  # and the user's line
 
 
 def test_the_checked_print_checks_float_local_loads_only():
@@ -216,7 +217,7 @@ def test_the_chunk_state_kernel_without_initial_state_names_the_unwritten_state_
         bad(*gen, h, v)
     message = str(info.value)
     assert re.search(r"uninitialised read: shared load of `h_s` at element \d+, (read by a TME store, )?which no "
-                     r"thread of this block has written \(line \d+ of the kernel source\)", message), message
+                     r"thread of this block has written \(line \d+ of the kernel source[;)]", message), message
     line = int(re.search(r"line (\d+) of the kernel source", message).group(1))
     assert "h_s" in bad.get_kernel_source().splitlines()[line - 1]
 
