@@ -272,3 +272,38 @@ def test_a_long_kernel_name_gets_a_file_stem_that_fits_and_stays_distinct():
     assert file_stem("gemm") == "gemm" and stage_file("gemm", "mu") == "gemm.mu"
     assert len(file_stem(a).encode()) <= MAX_STEM_BYTES and file_stem(a) != file_stem(b)
     assert max(len(stage_file(a, stage)) for stage in ("tir", "lowered", "mu", "host", "bin")) < 255
+
+
+def _same_kernel_here():
+    @T.prim_func
+    def twin(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A[T.get_thread_binding()] = 1.0
+
+    return twin
+
+
+def _same_kernel_there():
+    @T.prim_func
+    def twin(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A[T.get_thread_binding()] = 1.0
+
+    return twin
+
+
+def test_identical_kernels_written_in_two_places_do_not_share_a_cache_entry():
+    """A cached kernel keeps its generated-line -> user-line table (simulator reports name the user's line): a
+    structurally identical kernel written elsewhere must get its own entry, or its reports name the other's lines
+    (seen: a race in test_sim_sanitizer.py reported at test_sim_exec_modes.py's line)."""
+    import tvm
+
+    here, there = _same_kernel_here(), _same_kernel_there()
+    assert tvm.ir.structural_equal(here, there)
+    target, sim = determine_target("musa"), backend_named("sim")
+
+    def cache_key(program):
+        return cache.kernel_key(program, "twin", target, sim, normalize_pass_configs(None), (), None)
+
+    assert cache_key(here) != cache_key(there)
+    assert cache_key(_same_kernel_here()) == cache_key(here)  # the same place: the same key

@@ -105,9 +105,18 @@ def kernel_key(program: Any, kernel: str, target: Any, backend: Any, configs: di
         tvm_ffi.structural_hash(program), [p.name for p in program.params],
         str(target), backend.name, backend.toolchain.identity(),
         sorted((key.value, repr(value)) for key, value in configs.items()), list(flags), repr(out_idx),
-        env.MCC_EXTRA_ARGS.raw(), replaced,
+        env.MCC_EXTRA_ARGS.raw(), replaced, _source_anchor(program),
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
+def _source_anchor(program: Any) -> tuple:
+    """The user's file and line of the program's first statement. The structural hash ignores spans, but a cached
+    kernel keeps its table of generated lines -> user lines (simulator reports name them): two identical kernels
+    written in different places must not share it."""
+    span = getattr(getattr(program, "body", None), "span", None)
+    source = getattr(span, "source_name", None)
+    return (source.name, span.line) if source is not None else ()
 
 
 def memo_get(key: str) -> Any:
