@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -211,7 +212,11 @@ def main() -> None:
     parser.add_argument("--peer", help="an extracted tile-ai/tilelang-musa checkout: models its FlashAttention too")
     parser.add_argument("--calibrated", action="store_true",
                         help="a column with the S5000 figures fitted on the calibration rows (s5000_calibration.py)")
+    parser.add_argument("--save", type=Path,
+                        help="pickle each launch's counters and model inputs here (s5000_calibration.py --examples "
+                             "composes them again with other figures without simulating)")
     args = parser.parse_args()
+    saved = []
     global PEER
     PEER = args.peer
     fitted = None
@@ -236,6 +241,13 @@ def main() -> None:
                                             in_place=IN_PLACE.get(id(kernel), ()))
             took = time.perf_counter() - start
             published = (CALIBRATED.get(name) or THEIRS.get(name)) if arch == "mp_31" else None
+            if args.save:
+                from tilelang_musa.profiler.profiler import _distinct_bytes
+
+                saved.append(dict(name=name, arch=arch, counters=m.counters, distinct_bytes=m.distinct_bytes,
+                                  registers=m.registers_per_thread, published=published,
+                                  in_place_bytes=_distinct_bytes(IN_PLACE.get(id(kernel), ()))))
+                args.save.write_bytes(pickle.dumps(saved))
             error = f"{(m.seconds * 1e6 - published) / published:+.0%}" if published else ""
             column = ""
             if fitted:

@@ -1,12 +1,14 @@
 """Fits the S5000's assumed ([A]) composition figures to the calibration half of Moore Threads' measured rows.
 
     python benchmark/s5000_calibration.py PEER_TREE [--cache DIR] [--sample-blocks 8] [--tme-loads] [--only-cached]
+                                          [--examples COUNTERS.pkl]
 
 Method (issue 40): only figures tagged [A] in tilelang_musa/profiler/arch_figures.py that enter the composition of
 the simulator's counters (profiler/model.py), not the simulated critical path, are fitted, so one simulation of
 each row serves every candidate: the shared-memory rate (`shared_wavefronts_per_cycle`), the launch cost
 (`launch_seconds`), the dependent latency (`dependent_latency_cycles`) and the shuffle latency
-(`shuffle_latency_cycles`; the latter two lengthen the composed critical path, not the simulated one). Every
+(`shuffle_latency_cycles`; the latter two lengthen the composed critical path, not the simulated one, by the
+mean warp's chains beyond its asynchronous waits: model.py `latency_chain_cycles`). Every
 combination on the grids below is composed for every calibration row (benchmark/s5000_split.py's
 `calibration_rows()`, as modelled by bench_s5000_rows.py and kept in its cache); the one with the smallest median
 |modelled - measured| / measured wins (ties: the earlier on the grids). No held-out row is read. Rows whose cached
@@ -20,13 +22,18 @@ The issue rate (`warp_instructions_per_cycle`) is not fitted: with the fitted fi
 so the data do not determine it: the 4.0 the S5000's FP32 rate implies stands. (The first fits had it on their
 grid and, on that tie, took the earlier 2.0, which contradicted the FP32 rate.)
 
-The result (FITTED, copied here by hand from this script's output, so that it is reviewable) is NOT arch_figures.py's:
-`calibrated_figures()` applies it for `bench_s5000_rows.py --calibrated` and `bench_perf_model.py --calibrated`.
-Why not (benchmark/RESULTS.md, issue 40's fourth stop): 91 of the 100 calibration rows fitted are GDN decode and MTP,
-whose warps run one dependent chain, so the fit puts a latency on every arithmetic instruction as if no kernel had
-instruction-level parallelism; composed with it, Moore Threads' FlashAttention forward (a measured calibration row,
-5,610 us, that the harness does not run) goes from 4,248 us (-24%) to 8,397 us (+50%), and our sparse MLA examples
-to 2-3x their modelled time.
+The result (FITTED, copied here by hand from this script's output, so that it is reviewable) is arch_figures.py's
+S5000 figures since issue 40's fifth stop: `calibrated_figures()` (`bench_s5000_rows.py --calibrated`,
+`bench_perf_model.py --calibrated`) now gives the committed figures, and a test checks that they agree. Before
+that it was kept apart: the dependent latency was charged on every arithmetic instruction of the mean warp, right
+for GDN decode and MTP (one recurrence chain a warp, nothing beside it) and wrong for kernels whose warps wait
+for SQMMA and copies between their arithmetic (Moore Threads' FlashAttention forward went from 24% fast to 50%
+slow). The chain is now charged only beyond the mean warp's asynchronous waits, which the counters already hold.
+
+`--examples COUNTERS.pkl` (written by `bench_perf_model.py --save`): after the fit, composes those launches with
+the fitted figures beside arch_figures.py's and prints them, the published time where there is one. That is the
+check that the figures fitted on these families do not break the others (Moore Threads' FlashAttention forward is
+a calibration-half row the harness does not run, so it is checked there, never fitted).
 """
 
 from __future__ import annotations
@@ -95,6 +102,7 @@ def main() -> int:
     parser.add_argument("--sample-blocks", type=int, default=8)
     parser.add_argument("--tme-loads", action="store_true", help="GDN prefill as bench_s5000_rows.py --tme-loads")
     parser.add_argument("--only-cached", action="store_true", help="fit on the rows already in the cache only")
+    parser.add_argument("--examples", type=Path, help="bench_perf_model.py --save's counters, composed after the fit")
     args = parser.parse_args()
 
     # every calibration row of the families the harness models (KERNELS) that is in the cache or can be modelled;
@@ -115,7 +123,29 @@ def main() -> int:
     for rate in ISSUE_RATES:
         figures = dataclasses.replace(fitted, warp_instructions_per_cycle=rate)
         print(f"  issue rate {rate}: median error {median_error(counted, figures):.2%}")
+    if args.examples:
+        print_examples(args.examples, candidate)
     return 0
+
+
+def print_examples(path: Path, candidate: dict) -> None:
+    """bench_perf_model.py --save's launches composed with arch_figures.py's figures and with `candidate`."""
+    import pickle
+
+    from tilelang_musa.profiler.arch_figures import figures_for
+    from tilelang_musa.profiler.model import model_launch
+
+    print("| kernel | arch | arch_figures.py | fitted | published |")
+    print("|---|---|---|---|---|")
+    for case in pickle.loads(path.read_bytes()):
+        times = []
+        for figures in (figures_for(case["arch"]), dataclasses.replace(figures_for(case["arch"]), **candidate)):
+            m = model_launch(case["counters"], figures, case["distinct_bytes"], case["registers"],
+                             case["in_place_bytes"])
+            times.append(f"{m.seconds * 1e6:,.1f} us ({m.limiter})")
+        published = case["published"]
+        print(f"| {case['name']} | {case['arch']} | {times[0]} | {times[1]} | "
+              f"{f'{published:,.0f} us' if published else ''} |")
 
 
 if __name__ == "__main__":

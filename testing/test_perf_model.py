@@ -12,8 +12,8 @@ import tilelang.language as T
 from conftest import poison, rand
 from tilelang_musa.profiler.arch_figures import ARCH_FIGURES, figures_for, sim_timing_flags
 from tilelang_musa.profiler.counters import Counters
-from tilelang_musa.profiler.model import (BASE_REGISTERS, RESOURCES, dependent_chain_cycles, model_launch, occupancy,
-                                          registers_per_thread, shuffle_chain_cycles)
+from tilelang_musa.profiler.model import (BASE_REGISTERS, RESOURCES, asynchronous_wait_cycles, latency_chain_cycles,
+                                          model_launch, occupancy, registers_per_thread)
 
 ARCHS = ["mp_22", "mp_31"]
 
@@ -154,6 +154,31 @@ def test_shuffle_latency_lengthens_each_blocks_critical_path_and_shuffles_are_is
     assert both.resource_seconds["critical_path"] == pytest.approx((5000 + 30 * 200 + 4 * 100) / f.clock_hz)
 
 
+def test_latency_chains_hide_behind_a_warps_waits_for_work_that_runs_beside_it():
+    """The same 4 warps of 3000 arithmetic instructions and 200 shuffles (11 x 3000 + 30 x 200 = 39,000 cycles of
+    chain a warp at latencies 12 and 30), now each waiting 10,000 cycles for its SQMMA, 8,000 for its copies and
+    6,000 for a producer's async-barrier phases: the chain reaches those waits later and the work behind them has
+    gone on meanwhile, so only 39,000 - 24,000 cycles lengthen the path. Block-barrier waits hide nothing (the warps
+    waited for are as late); a chain shorter than the waits adds nothing."""
+    f = dataclasses.replace(figures_for("mp_31"), dependent_latency_cycles=12.0, shuffle_latency_cycles=30.0)
+    waits = dict(mma_wait_stall_cycles=8 * 4 * 10000, copy_wait_stall_cycles=8 * 4 * 8000,
+                 async_barrier_stall_cycles=8 * 4 * 6000)
+    counters = made_up_counters(grid_blocks=56, threads_per_block=128, blocks=8, block_cycles=8 * 50000,
+                                block_cycles_max=50000, arithmetic_instructions=8 * 4 * 3000,
+                                warp_shuffles=8 * 4 * 200, barrier_stall_cycles=8 * 4 * 20000, **waits)
+    assert asynchronous_wait_cycles(counters, f) == pytest.approx(24000)
+    assert latency_chain_cycles(counters, f) == pytest.approx(39000 - 24000)
+    m = model_launch(counters, f, distinct_bytes=0, registers=32)
+    assert m.resource_seconds["critical_path"] == pytest.approx((50000 + 15000) / f.clock_hz)
+    # without the asynchronous waits the whole chain is paid; with longer ones none of it
+    bare = dataclasses.replace(counters, mma_wait_stall_cycles=0, copy_wait_stall_cycles=0,
+                               async_barrier_stall_cycles=0)
+    assert latency_chain_cycles(bare, f) == pytest.approx(39000)
+    hidden = dataclasses.replace(counters, mma_wait_stall_cycles=8 * 4 * 40000)
+    assert latency_chain_cycles(hidden, f) == 0.0
+    assert model_launch(hidden, f, 0, 32).resource_seconds["critical_path"] == pytest.approx(50000 / f.clock_hz)
+
+
 def lane_rank(blocks, lanes):
     """Each thread's rank among the first `lanes` lanes of its warp, by value (ties to the lower lane), read through
     `lanes` shuffles a warp, as Moore Threads' top-k group kernel ranks its groups."""
@@ -273,7 +298,7 @@ def test_a_grid_of_uneven_blocks_is_modelled_by_its_longest(arch):
     m = kernel.get_profiler().model([y])
     c = m.counters
     assert c.block_cycles_max > 1.5 * c.block_cycles / c.blocks  # block 3 is far longer than the mean
-    chain = dependent_chain_cycles(c, f) + shuffle_chain_cycles(c, f)  # each block's, the mean warp's
+    chain = latency_chain_cycles(c, f)  # each block's, the mean warp's
     assert m.waves == 1 and m.resource_seconds["critical_path"] == pytest.approx((c.block_cycles_max + chain)
                                                                                  / f.clock_hz)
     assert m.seconds == pytest.approx(max(m.resource_seconds.values()) + f.launch_seconds)

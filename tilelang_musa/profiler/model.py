@@ -149,7 +149,7 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         "shared": wavefronts * per_block / figures.shared_wavefronts_per_cycle,
         "l2": l2_bytes * per_block / figures.transfer_bytes_per_cycle,
     }
-    chain = dependent_chain_cycles(counters, figures) + shuffle_chain_cycles(counters, figures)
+    chain = latency_chain_cycles(counters, figures)
     mean_cycles = counters.block_cycles * per_block + chain
     resource_seconds = {"critical_path": waves * mean_cycles / clock}
     resource_seconds.update({name: busiest_mp_blocks * cycles / clock for name, cycles in block_cycles.items()})
@@ -180,25 +180,49 @@ def model_launch(counters: Counters, figures: ArchFigures, distinct_bytes: int, 
         counters=counters)
 
 
+def _warps(counters: Counters, figures: ArchFigures) -> int:
+    return counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
+
+
 def dependent_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
-    """What the cycle model leaves out of a block's critical path: it charges a warp one cycle per arithmetic
-    instruction, but an instruction that uses its predecessor's result waits `dependent_latency_cycles` for it.
-    Taken as every one of a warp's arithmetic instructions (the block's mean warp's count) waiting that long:
-    (latency - 1) cycles more per instruction; 0 where the figure is 0 or 1 (not modelled)."""
+    """The dependent latency the cycle model leaves out: it charges a warp one cycle per arithmetic instruction,
+    but an instruction that uses its predecessor's result waits `dependent_latency_cycles` for it. Taken as every
+    one of the mean warp's arithmetic instructions waiting that long, (latency - 1) cycles more each, before the
+    overlap latency_chain_cycles() takes off; 0 where the figure is 0 or 1 (not modelled)."""
     if figures.dependent_latency_cycles <= 1 or not counters.blocks:
         return 0.0
-    warps = counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
-    return (figures.dependent_latency_cycles - 1) * counters.arithmetic_instructions / warps
+    return (figures.dependent_latency_cycles - 1) * counters.arithmetic_instructions / _warps(counters, figures)
 
 
 def shuffle_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
-    """What a block's warp shuffles add to its critical path: the cycle model lets a shuffle's lanes leave it at
-    once, but each step of a reduction or lane exchange waits `shuffle_latency_cycles` for its partners' values.
-    Taken as every one of the mean warp's shuffles (votes and matches too) on its chain; 0 where the figure is 0."""
+    """The shuffle latency the cycle model leaves out: it lets a shuffle's lanes leave it at once, but each step of
+    a reduction or lane exchange waits `shuffle_latency_cycles` for its partners' values. Taken as every one of the
+    mean warp's shuffles (votes and matches too) on its chain, before the overlap latency_chain_cycles() takes
+    off; 0 where the figure is 0."""
     if figures.shuffle_latency_cycles <= 0 or not counters.blocks:
         return 0.0
-    warps = counters.blocks * -(-counters.threads_per_block // ARCHS[figures.arch].warp_size)
-    return figures.shuffle_latency_cycles * counters.warp_shuffles / warps
+    return figures.shuffle_latency_cycles * counters.warp_shuffles / _warps(counters, figures)
+
+
+def asynchronous_wait_cycles(counters: Counters, figures: ArchFigures) -> float:
+    """The mean warp's cycles waiting for work that runs beside it: its SQMMA groups on the tensor pipe, its
+    LDLMS copies and TME stores, the async-barrier phases a producer's transfers complete. Not its block-barrier
+    waits (those wait for other warps, whose chains are as long)."""
+    if not counters.blocks:
+        return 0.0
+    waits = counters.mma_wait_stall_cycles + counters.copy_wait_stall_cycles + counters.async_barrier_stall_cycles
+    return waits / _warps(counters, figures)
+
+
+def latency_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
+    """What the dependent and shuffle latencies add to a block's critical path: the mean warp's chains
+    (dependent_chain_cycles + shuffle_chain_cycles) beyond its asynchronous waits. A warp whose instructions take
+    longer reaches its next wait for the tensor pipe, a copy or a producer later, and that work, which runs beside
+    it, has gone on meanwhile: it waits as much less. So a warp that spends its time waiting for SQMMA or copies
+    (FlashAttention's softmax between two GEMMs, a dequantizing loop fed by copies) hides its latency there, and a
+    warp that runs one chain with nothing beside it (GDN decode's and MTP's recurrences) pays all of it."""
+    chain = dependent_chain_cycles(counters, figures) + shuffle_chain_cycles(counters, figures)
+    return max(0.0, chain - asynchronous_wait_cycles(counters, figures))
 
 
 def total_written_bytes(counters: Counters) -> int:
