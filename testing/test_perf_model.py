@@ -225,8 +225,8 @@ def test_the_simulator_counts_warp_shuffles_and_the_model_charges_them(arch):
 
 
 def test_the_s5000_calibration_fits_only_assumed_composition_figures_on_its_grids():
-    """benchmark/s5000_calibration.py's fitted figures (kept there, not in arch_figures.py: RESULTS.md says why) are
-    [A] figures of the composition, each a value on its grid."""
+    """benchmark/s5000_calibration.py's fitted figures are [A] figures of the composition, each a value on its grid,
+    and arch_figures.py's S5000 figures are exactly them (one set of figures: the fit is what is committed)."""
     import importlib.util
     from pathlib import Path
 
@@ -238,6 +238,7 @@ def test_the_s5000_calibration_fits_only_assumed_composition_figures_on_its_grid
     for name, value in calibration.FITTED.items():
         assert s5000.provenance[name].startswith("[A]"), name
         assert value in calibration.GRIDS[name], name
+        assert getattr(s5000, name) == value, name
     calibrated = calibration.calibrated_figures()["mp_31"]
     assert {name: getattr(calibrated, name) for name in calibration.FITTED} == calibration.FITTED
     assert calibrated.warp_instructions_per_cycle == s5000.warp_instructions_per_cycle  # not fitted

@@ -2,7 +2,10 @@
 
 Every figure carries its provenance (docs/PERF_FACTS.md has the sources): [S] a source states it, [I] inferred
 (the reasoning is given), [A] assumed: nothing public says, so the value is a conventional one, a parameter of the
-model to correct when a card is measured. The simulator's cycle model (src/tl_templates/sim/sim/profile.h) gets the
+model to correct when a card is measured. The S5000's composition figures marked "fitted" (shared-memory rate,
+launch cost, dependent and shuffle latency) were fitted on the calibration half of Moore Threads' measured S5000
+rows, never on a held-out row: benchmark/s5000_calibration.py has the method and the command, and its FITTED must
+equal them (testing/test_perf_model.py). The simulator's cycle model (src/tl_templates/sim/sim/profile.h) gets the
 per-MP figures it needs through `sim_timing_flags`, so these tables are the one place they are written.
 """
 
@@ -68,9 +71,9 @@ _S5000 = ArchFigures(
     tensor_flops_per_cycle=MappingProxyType({8: 8192.0, 16: 4096.0, 32: 2048.0}),
     warp_mma_flops_per_cycle=2048.0,
     dram_bytes_per_s=1.6e12, dram_efficiency=0.82, l2_bytes_per_s=4.8e12,
-    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=1.0,
-    warp_instructions_per_cycle=4.0, dependent_latency_cycles=0.0, shuffle_latency_cycles=0.0,
-    barrier_cycles=20.0, launch_seconds=4e-6, shared_memory_per_mp=196608, threads_per_mp=2048,
+    global_latency_cycles=600.0, async_latency_cycles=600.0, shared_wavefronts_per_cycle=0.75,
+    warp_instructions_per_cycle=4.0, dependent_latency_cycles=10.0, shuffle_latency_cycles=8.0,
+    barrier_cycles=20.0, launch_seconds=8e-6, shared_memory_per_mp=196608, threads_per_mp=2048,
     registers_per_mp=65536, max_blocks_per_mp=16,
     provenance=MappingProxyType({
         "mps": "[S] 56 MPs (TileLang-MUSA's S5000 kernels: mp_count = 56)",
@@ -83,15 +86,15 @@ _S5000 = ArchFigures(
         "l2_bytes_per_s": "[A] 3x DRAM, as on comparable GPUs",
         "global_latency_cycles": "[A] 600 cycles, as on comparable GPUs",
         "async_latency_cycles": "[A] as a global load",
-        "shared_wavefronts_per_cycle": "[A] one 32 x 4 B bank row per cycle",
+        "shared_wavefronts_per_cycle": "[A] fitted: 0.75 bank rows (32 x 4 B) a cycle (1.0 before the fit)",
         "warp_instructions_per_cycle": "[A] 4 schedulers of 32 lanes: 56 x 128 lanes x 2 x 2.0 GHz = 29 TFLOPS FP32, "
                                        "near the one unverified 32 TFLOPS claim [W]",
-        "dependent_latency_cycles": "[A] not published ([NF], PERF_FACTS.md); 0: not modelled (the S5000 "
-                                    "calibration fits 10: benchmark/s5000_calibration.py, kept there)",
-        "shuffle_latency_cycles": "[A] not published ([NF]); 0: not modelled (the S5000 calibration fits 8, kept "
-                                  "there)",
+        "dependent_latency_cycles": "[A] not published ([NF], PERF_FACTS.md); fitted: 10, an effective figure that "
+                                    "also carries uncounted instructions",
+        "shuffle_latency_cycles": "[A] not published ([NF]); fitted: 8",
         "barrier_cycles": "[A]",
-        "launch_seconds": "[A]",
+        "launch_seconds": "[A] fitted: 8 us (4 us before the fit), the grid's top: no fixed cost may exceed the "
+                          "shortest measured launch, 9.4 us",
         "shared_memory_per_mp": "[I] at least the 192 KiB one block may take",
         "threads_per_mp": "[A]", "registers_per_mp": "[A]", "max_blocks_per_mp": "[A]",
     }),
