@@ -8,7 +8,9 @@ Per kernel and arch: one launch in the simulator on random inputs, `sample_block
 grid (profiler.model(); model.py says how the counts become a time), printed as the markdown rows of
 benchmark/RESULTS.md. Each case compiles the example's own kernel at the stated shape and config. `--calibrated`
 adds a column: the same counters composed with the S5000 figures fitted on Moore Threads' calibration rows
-(benchmark/s5000_calibration.py), beside the time with arch_figures.py's.
+(benchmark/s5000_calibration.py; arch_figures.py's own since issue 40's fifth stop), beside the time with
+arch_figures.py's. `--save FILE` pickles each launch's counters, which `s5000_calibration.py --examples FILE`
+composes again with other figures without simulating.
 """
 
 from __future__ import annotations

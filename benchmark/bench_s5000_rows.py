@@ -14,8 +14,8 @@ the peer's heuristics chose included) as the measured row (benchmark/s5000_split
 
 Each launch's counters are kept under --cache (one pickle a row), so the table can be composed again with other
 figures without running the simulator: `--calibrated` composes with benchmark/s5000_calibration.py's figures,
-which that script fitted on the calibration half only (arch_figures.py's otherwise; that script says why they
-differ).
+which that script fitted on the calibration half only (since issue 40's fifth stop they are arch_figures.py's, so
+both give the same table; a test keeps them equal).
 
 `--tme-loads`: every plain `T.copy` from global to shared memory (no force_async_copy / robust descriptor /
 disable_tma / prefer_instruction) of the GDN prefill kernels (TME_LOADS_KERNELS) is compiled as if it said
