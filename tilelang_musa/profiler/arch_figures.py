@@ -32,7 +32,7 @@ class ArchFigures:
     shared_wavefronts_per_cycle: float  # per MP: one bank row (32 banks x 4 B) per cycle
     warp_instructions_per_cycle: float  # per MP: warp instructions issued (arithmetic and memory)
     # cycles from a warp's arithmetic instruction to the next that uses its result (the cycle model charges one:
-    # model.py adds the rest to the critical path); 0: not modelled
+    # model.py adds the rest to the critical path, less what asynchronous waits hide); 0: not modelled
     dependent_latency_cycles: float
     # cycles from a warp shuffle's (vote's, match's) issue to its result, which the next step of a reduction or lane
     # exchange waits for (the cycle model charges none: model.py adds them to the critical path); 0: not modelled

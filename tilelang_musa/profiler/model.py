@@ -9,9 +9,10 @@ composes what the launch counted into a time on the arch the kernel was compiled
     critical_path  `waves` rounds of the mean block's critical path in simulated cycles (profile.h's cycle model:
                    the overlap the kernel's pipeline and warp specialization allow is in it; one block alone on the
                    MP), never less than the longest sampled block's (blocks that differ: variable-length
-                   sequences, causal masks), each lengthened by its warps' dependent-instruction latency beyond
-                   the one cycle the cycle model charges (`dependent_latency_cycles`, [A]; 0: not modelled)
-                   and by its warps' shuffle latency (`shuffle_latency_cycles`, [A]; the cycle model charges none),
+                   sequences, causal masks), each lengthened by its mean warp's dependent-instruction latency
+                   beyond the one cycle the cycle model charges (`dependent_latency_cycles`, [A]) and shuffle
+                   latency (`shuffle_latency_cycles`, [A]; the cycle model charges none), less what the warp's
+                   waits for SQMMA, copies and async-barrier phases hide (`latency_chain_cycles`),
                    and, on the busiest MP, for the ceil(grid / MPs) blocks it runs
                    (not blocks_per_mp x waves: a grid smaller than the MPs' slots leaves them empty),
     issue          their warp instructions (arithmetic, memory and shuffles) at the MP's issue rate,
@@ -26,8 +27,9 @@ composes what the launch counted into a time on the arch the kernel was compiled
   names the limiting resource.
 
 `roofline_seconds` is the bound no schedule beats: the matrix work at the tensor pipes' peak, or the distinct bytes
-at peak DRAM bandwidth. Arithmetic is one issue cycle per instruction (no latencies of dependent chains), so
-kernels dominated by it are modelled fast; the figures marked [A] in arch_figures.py are what a measurement on a
+at peak DRAM bandwidth. The latency term cannot see instruction-level parallelism (every counted instruction of
+a warp is taken as one chain), so kernels whose warps run many independent elements with nothing asynchronous
+to wait for are modelled slow; the figures marked [A] in arch_figures.py are what a measurement on a
 card should correct. docs/PERF_MODEL.md has the method, the calibration and the gaps.
 """
 
