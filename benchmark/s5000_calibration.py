@@ -56,10 +56,10 @@ GRIDS = {
 }
 ISSUE_RATES = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # the check that the data leave the issue rate open
 
-# The fit's result on the calibration half (this script's output, 2026-12-06, fifth stop: 106 rows, GDN prefill's
-# re-simulated ones among them, median error 7.0%); arch_figures.py's S5000 figures are these.
-FITTED = {"shared_wavefronts_per_cycle": 0.75, "launch_seconds": 8e-06, "dependent_latency_cycles": 10.0,
-          "shuffle_latency_cycles": 8.0}
+# The fit's result on the calibration half (this script's output, 2026-12-06, fifth stop: 122 rows, 22 of GDN
+# prefill's re-simulated among them, median error 6.4%); arch_figures.py's S5000 figures are these.
+FITTED = {"shared_wavefronts_per_cycle": 0.75, "launch_seconds": 6e-06, "dependent_latency_cycles": 6.0,
+          "shuffle_latency_cycles": 32.0}
 
 
 def calibrated_figures() -> dict:

@@ -261,8 +261,8 @@ def eager_add(A, B, threads=256, dtype="float32"):
 
 def test_autotune_over_an_eager_jit_function_tunes_for_sizes_or_tensors():
     kernel = eager_add.compile(N=1024)
-    # modelled: 8 blocks of 4 warps end 9 cycles before 16 blocks of 2 (each warp's one arithmetic instruction
-    # fewer, at the S5000's fitted dependent latency); both take one round of the MPs
+    # modelled: 8 blocks of 4 warps end a dependent latency before 16 blocks of 2 (each warp has one arithmetic
+    # instruction fewer, at the S5000's fitted latency); both take one round of the MPs
     assert kernel.config == {"threads": 128}
     a, b = rand((1024,), torch.float32, 7), rand((1024,), torch.float32, 8)
     torch.testing.assert_close(eager_add(a, b), a + b)  # the same sizes: the same tuning, then a run
