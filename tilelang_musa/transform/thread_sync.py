@@ -26,7 +26,7 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
-from ..ir.utils import TensorLoad, Var, collect_accesses, is_buffer, loc_of, scope_of, thread_info
+from ..ir.utils import TensorLoad, Var, by_identity, collect_accesses, is_buffer, loc_of, scope_of, thread_info
 from ..tileop.access_ptr import access_ptr, as_access
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
@@ -246,7 +246,7 @@ def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> ti
 
     marking = [(tirx.IfThenElse, mark_if), (tvm.ir.Call, lambda n, m: _exposed(m.default_mutate(n), as_scope))]
     if retagged is not None:
-        marking.append((Var, lambda v, mutator: retagged.get(v, v)))
+        marking.append((Var, by_identity(retagged)))
     stock = tvm.s_tir.transform.ThreadSync(as_scope)
     (result,) = stock(tvm.IRModule({"main": func.with_body(tvm_ffi.structural_mutate(body, marking))}))\
         .functions.values()
@@ -261,7 +261,7 @@ def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> ti
 
     unmarking = [(tvm.ir.Call, unmark_call)]
     if back is not None:
-        unmarking.append((Var, lambda v, mutator: back.get(v, v)))
+        unmarking.append((Var, by_identity(back)))
     return result.with_body(tvm_ffi.structural_mutate(result.body, unmarking))
 
 
