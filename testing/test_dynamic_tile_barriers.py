@@ -47,6 +47,24 @@ def test_a_loop_between_two_tiles_gets_its_barrier_before_it():
     tvm.ir.assert_structural_equal(got, expected)
 
 
+def test_the_pass_of_a_scope_the_kernel_has_no_buffer_of_leaves_it_as_it_is():
+    """ThreadSync("shared") on a kernel of "shared.dyn" tiles only: no access for a barrier to order, so the
+    function comes back unchanged (the same object: no rewrite ran), while the "shared.dyn" pass places barriers."""
+    @S.prim_func(private=True)
+    def before(A: S.handle("float32", "global")):
+        Ag = S.decl_buffer((128,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 128)
+        W = S.alloc_buffer((128,), "float32", scope="shared.dyn")
+        if tx < 64:
+            W[tx] = Ag[tx]
+        Ag[tx] = W[127 - tx]
+
+    got = ThreadSync("shared")(tvm.IRModule({"main": before}))["main"]
+    assert got.same_as(before)
+    tvm.ir.assert_structural_equal(got, before)
+    assert "tvm_storage_sync" in ThreadSync("shared.dyn")(tvm.IRModule({"main": before}))["main"].script()
+
+
 def test_a_dependence_carried_by_the_loop_keeps_its_barrier_inside():
     @S.prim_func(private=True)
     def before(A: S.handle("float32", "global")):

@@ -218,6 +218,43 @@ def test_the_side_table_is_the_directives_mapping_renumbered():
     assert table_from_json(table_to_json(table)) == table
 
 
+def small_gemm():
+    @T.prim_func
+    def gemm(A: T.Tensor((128, 64), "float16"), B: T.Tensor((64, 128), "float16"), C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            a = T.alloc_shared((64, 32), "float16")
+            b = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(A[by * 64, k * 32], a)
+                T.copy(B[k * 32, bx * 64], b)
+                T.gemm(a, b, acc)
+            T.copy(acc, C[by * 64, bx * 64])
+
+    return gemm
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("program", [scale_rows, shifted_read, calls_a_macro, small_gemm])
+def test_the_one_print_with_directives_gives_the_plain_source(program, arch):
+    """The simulator's compile prints each kernel once, with directives, and takes the plain source from it (the
+    directive lines left out): byte for byte the printer's own print without directives, on kernels with tile
+    copies, a pipelined GEMM, a macro's lines and a guarded store."""
+    from tilelang_musa.codegen import generate
+    from tilelang_musa.target import determine_target
+    from tilelang_musa.transform import lower_program, normalize_pass_configs
+
+    target = determine_target(f"musa -arch={arch}")
+    funcs = lower_program(program(), target, normalize_pass_configs({}))
+    plain = generate(funcs, target, "k", sim_checks=True)
+    one_print = generate(funcs, target, "k", sim_checks=True, user_line_table=True)
+    assert one_print.device_user_lines, "the table of user lines is empty"
+    assert "#line" not in one_print.device
+    assert (one_print.device, one_print.checked_text, one_print.host) == (plain.device, plain.checked_text,
+                                                                          plain.host)
+
+
 def binds_in_a_vectorized_loop():
     @T.prim_func
     def bound(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128, 8), "float16")):

@@ -26,6 +26,7 @@ EXPECTED = {
     "tvm.ir.transform.Pass.__call__", "tvm.arith", "tvm.ir.structural_equal",
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
     "tvm_ffi.structural._normalize_callbacks", "tvm_ffi.container.Array.__iter__",
+    *(f"{module}.is_prim_expr" for module in ("tvm.ir", "tvm.ir.expr", "tvm.ir._overload_prim_expr")),
 }
 
 
@@ -177,3 +178,17 @@ def test_upstream_tests_analyzer_and_structural_equal_names():
 
     assert tvm.ir.structural_equal(cute.make_layout((2, 3)), cute.make_layout((2, 3), (1, 2)))
     assert not tvm.ir.structural_equal(cute.make_layout((2, 3)), cute.make_layout((2, 3), (3, 1)))
+
+
+def test_is_prim_expr_answers_as_the_wheels():
+    """The memoized is_prim_expr gives the wheel's answer on scalar, buffer and pointer Vars, constants, calls,
+    strings and plain Python values, asked twice each (the second from the memo)."""
+    wheel = _wheel_patches.applied()["tvm.ir.expr.is_prim_expr"]
+    buffer = tirx.decl_buffer((4,), "float32")
+    x = tirx.Var("x", "int32")
+    values = [x, x + 1, tirx.const(2.0, "float32"), buffer, buffer[0], tirx.Var("p", tvm.ir.PointerType(
+        tvm.ir.PrimType("float32"), "shared")), tvm.ir.StringImm("s"), tirx.call_extern("int32", "f", x),
+              1, 2.5, "s", None]
+    for value in values * 2:
+        assert tvm.ir.expr.is_prim_expr(value) == wheel(value), value
+        assert tvm.ir.is_prim_expr is tvm.ir.expr.is_prim_expr is tvm.ir._overload_prim_expr.is_prim_expr

@@ -10,12 +10,14 @@ Applied when `tilelang` is imported: the older TIR names (`add_tir_names`, here 
 tilelang.language the typed integer operands (`wrap_int_operators`) and `PrimFunc.buffer_map` (`add_buffer_map`).
 Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (`replace_pass_call`).
 Applied at import too, for speed only: the memoized callback inspection of tvm_ffi's structural visitors
-(`memoize_structural_callbacks`) and the direct iteration of FFI Arrays (`iterate_arrays_directly`); and the spans a
+(`memoize_structural_callbacks`), the direct iteration of FFI Arrays (`iterate_arrays_directly`) and `is_prim_expr`
+without ABC instance checks (`memoize_prim_expr_checks`); and the spans a
 statement a pass replaces keeps (`keep_statement_spans`).
 """
 
 from __future__ import annotations
 
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -84,6 +86,13 @@ PATCHES: tuple[WheelPatch, ...] = (
                "for every element (three FFI calls and an ABC check each, ~2,000 elements a GEMM lowering); the "
                "size is asked once and each element fetched with one call, the same elements in the same order",
                "Array.__iter__ fetching the elements directly"),
+    *(WheelPatch(f"{module}.is_prim_expr", "replaces",
+                 "`is_prim_expr` (every comparison operator of an expression, and so every dict lookup of a Var key "
+                 "through another Python object of the same Var: ~900 calls a GEMM lowering) asks two isinstance "
+                 "questions of classes whose metaclass is an ABCMeta (~1 us each); their answers depend on the "
+                 "class alone, so they are memoized by class (the same answers; `.ty` is still read every time)",
+                 "is_prim_expr without ABC instance checks") for module in ("tvm.ir", "tvm.ir.expr",
+                                                                            "tvm.ir._overload_prim_expr")),
     WheelPatch("tvm.ir.transform.Pass.__call__", "replaces",
                "TILELANG_PASS_DIFF diffs every pass a program goes through, the pipeline's and those a script calls "
                "itself; only while it is set (restored by restore_pass_call)",
@@ -276,6 +285,34 @@ def iterate_arrays_directly() -> None:
     _set(array, "__iter__", __iter__, target)
 
 
+def memoize_prim_expr_checks() -> None:
+    """tvm.ir's `is_prim_expr` with its two instance checks memoized by class (see PATCHES); once per process."""
+    target = "tvm.ir.expr.is_prim_expr"
+    if target in _applied:
+        return
+    expr_class, prim_type = ir.expr.Expr, ir.PrimType
+    is_expr: dict[type, bool] = {}
+    is_prim: dict[type, bool] = {}
+
+    def is_prim_expr(value: object) -> bool:
+        kind = type(value)
+        known = is_expr.get(kind)
+        if known is None:
+            known = is_expr[kind] = isinstance(value, expr_class)
+        if not known:
+            return False
+        ty = value.ty
+        kind = type(ty)
+        known = is_prim.get(kind)
+        if known is None:
+            known = is_prim[kind] = isinstance(ty, prim_type)
+        return known
+
+    is_prim_expr.__doc__ = ir.expr.is_prim_expr.__doc__
+    for module in ("tvm.ir", "tvm.ir.expr", "tvm.ir._overload_prim_expr"):
+        _set(sys.modules[module], "is_prim_expr", is_prim_expr, f"{module}.is_prim_expr")
+
+
 # -- the user's source lines: a statement a pass replaces keeps its span
 
 def keep_statement_spans(keep_span: Callable[[Any, Any], Any]) -> None:
@@ -323,3 +360,4 @@ def keep_statement_spans(keep_span: Callable[[Any, Any], Any]) -> None:
 add_tir_names()
 memoize_structural_callbacks()
 iterate_arrays_directly()
+memoize_prim_expr_checks()

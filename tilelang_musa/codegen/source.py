@@ -79,8 +79,10 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
     (every global and shared access bounds-checked and seen by the race detector, local arrays poisoned).
     `line_directives`: a `#line N "file.py"` before the code of each statement (ir/source_lines.py); the sanitizer
     build has them blanked, so that its reports name the generated line (the kernel object adds the user's).
-    `user_line_table` (without `line_directives`): the kernels are printed a second time with directives, which
-    gives `device_user_lines`, the same mapping for the source printed without them."""
+    `user_line_table` (without `line_directives`): the kernels are printed with directives once, and both the
+    source without them and `device_user_lines` (its lines -> the user's) come from that print. The printer writes
+    a directive as a line of its own and changes nothing else (MusaPrinter::Line), so the directives' lines left
+    out are the print without them, byte for byte (testing/test_line_directives.py checks it on real kernels)."""
     funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
     arch = arch_of(target)
     printer = _native.get_global_func("tilelang_musa.codegen.print_device_kernel")
@@ -92,9 +94,11 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
         descriptors = tuple(tme_descriptors(func))
         kernel_options = dict(options, min_blocks_per_sm=_min_blocks_per_sm(func, index),
                               tme_descriptors=[d.name for d in descriptors], non_restrict_params=_non_restrict(func))
-        devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         if user_line_table and not line_directives:
             lined.append(str(printer(func, kernel_name, dict(kernel_options, line_directives=True))).rstrip() + "\n")
+            devices.append(strip_line_directives(lined[-1]))
+        else:
+            devices.append(str(printer(func, kernel_name, kernel_options)).rstrip() + "\n")
         if sim_checks:
             text = str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n"
             checked.append(blank_line_directives(text) if line_directives else text)
@@ -102,11 +106,7 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
         launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors))
     params = host_params(funcs[0])
     device = "\n".join(devices)
-    table = None
-    if lined:
-        lined_device = "\n".join(lined)
-        # Only the directives may differ; anything else and the table would name wrong lines: none then.
-        table = user_lines_of_plain(lined_device) if strip_line_directives(lined_device) == device else None
+    table = user_lines_of_plain("\n".join(lined)) if lined else None
     return KernelSource(launches[0].name, device, print_host(launches, params), params,
                         launches[0].launch, max(_local_bytes(f) for f in funcs),
                         "\n".join(checked) if sim_checks else None, _imported_sources(funcs), table)

@@ -15,11 +15,19 @@ TensorLoad = tvm.ir.expr.TensorLoad
 Var = tvm.ir.expr.Var
 
 
-def substitute(node: Any, vmap: dict) -> Any:
+def substitute(node: Any, vmap: Any) -> Any:
     """Replace the Vars in `vmap` (by identity) inside an expression or statement."""
     if not vmap:
         return node
-    return tvm_ffi.structural_mutate(node, [(Var, lambda v, m: vmap.get(v, v))])
+    return tvm_ffi.structural_mutate(node, [(Var, by_identity(vmap))])
+
+
+def by_identity(vmap: Any) -> Any:
+    """A structural_mutate callback on Vars: `vmap`'s value for a Var, else the Var. Keyed by the object's handle:
+    a Var that reaches Python again is another Python object, and a dict finds it only through `==`, which builds
+    and tests an expression (~4 us a lookup)."""
+    by_handle = {key.__chandle__(): value for key, value in vmap.items()}
+    return lambda v, m: by_handle.get(v.__chandle__(), v)
 
 
 def is_buffer(value: Any) -> bool:

@@ -4,8 +4,8 @@ The key is computed without lowering anything: the program's structural hash (at
 names, the target, the backend and its toolchain's identity (compiler binary path, size, mtime: no process is
 run), the options (pass configs, compile flags, out_idx), the settings that change the build
 (TILELANG_MCC_EXTRA_ARGS, the content of TILELANG_REPLACE_MUSAC and of the TILELANG_REPLACE_STAGES files), the
-package version and the identity of the package's own code (build_identity.py: an installed wheel's RECORD, or a
-checkout's sources hashed by content, memoized by their stat; once per process). A hit reloads the entry's
+package version and the identity of the package's own code (build_identity.py: the digest an installed wheel's
+build wrote into it, or a checkout's sources hashed by content, memoized by their stat; once per process). A hit reloads the entry's
 `metadata.json` and library (`JITKernel.from_database`); a repeated compile in the same process returns the same
 JITKernel from memory.
 
@@ -66,8 +66,8 @@ def cache_dir() -> Path:
 @cache
 def package_digest() -> str:
     """The identity of the package's own code (Python modules, templates, native library): any change to them may
-    change what a compile produces. Installed: its wheel's RECORD; a checkout: its sources' content, memoized in the
-    cache directory by their stat (build_identity.py)."""
+    change what a compile produces. Installed: the digest its wheel's build wrote; a checkout: its sources' content,
+    memoized in the cache directory by their stat (build_identity.py)."""
     return package_identity(cache_dir())
 
 

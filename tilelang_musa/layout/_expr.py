@@ -15,6 +15,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.utils import by_identity
+
 Expr = tvm.ir.Expr
 Var = tvm.ir.expr.Var
 Range = tvm.ir.Range
@@ -55,7 +57,7 @@ def substitute(expr: Expr, vmap: Mapping[Var, Expr]) -> Expr:
     """Replace the Vars of `vmap` (by identity) in `expr`."""
     if not vmap:
         return expr
-    return tvm_ffi.structural_mutate(expr, [(Var, lambda v, m: vmap.get(v, v))])
+    return tvm_ffi.structural_mutate(expr, [(Var, by_identity(vmap))])
 
 
 _FOLD = {

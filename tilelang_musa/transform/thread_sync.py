@@ -17,7 +17,8 @@ barriers over that range.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import tvm
 from tvm import tirx
@@ -25,11 +26,11 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
-from ..ir.utils import TensorLoad, Var, collect_accesses, loc_of, scope_of, thread_info
+from ..ir.utils import TensorLoad, Var, by_identity, collect_accesses, is_buffer, loc_of, scope_of, thread_info
 from ..tileop.access_ptr import access_ptr, as_access
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
-from .uniform_conditions import THREAD_INVARIANT, mark_uniform_conditions, unmark_uniform_conditions
+from .uniform_conditions import marked_invariant, uniform_conditions, without_invariant_mark
 
 
 def _shared_in_both(stmt: Any, scope: str) -> list[str]:
@@ -39,7 +40,7 @@ def _shared_in_both(stmt: Any, scope: str) -> list[str]:
     return sorted(written & read)
 
 
-def _divergent_branch_error(func: tirx.PrimFunc, scope: str) -> CompileError:
+def _divergent_branch_error(body: Any, scope: str) -> CompileError:
     found: list = []
     loops: list = []
 
@@ -64,7 +65,7 @@ def _divergent_branch_error(func: tirx.PrimFunc, scope: str) -> CompileError:
         for child in _children(node):
             visit(child)
 
-    visit(func.body)
+    visit(body)
     if not found:
         return CompileError(f"a branch whose condition may differ between the block's threads needs a barrier for "
                             f"{scope} memory inside it; make the condition the same in every thread",
@@ -85,9 +86,8 @@ def _children(node: Any) -> list:
     return [body] if isinstance(body, tirx.Stmt) else []
 
 
-def mark_thread_ranges(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """Mark as thread-invariant every `if` whose condition reads thread indices and constants only and admits a
-    contiguous range of thread ids: the range's threads all take the branch, so a barrier over them may go inside."""
+def _thread_range_test(func: tirx.PrimFunc) -> Callable[[Any], bool]:
+    """Whether a condition reads thread indices and constants only and admits a contiguous range of thread ids."""
     threads = thread_info(func)
     thread_vars = {v for tag, v in threads.vars.items() if tag.startswith("threadIdx.")}
     analyzer = thread_analyzer(threads)
@@ -104,30 +104,49 @@ def mark_thread_ranges(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return False
         return True
 
+    return is_range
+
+
+def mark_thread_ranges(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Mark as thread-invariant every `if` whose condition reads thread indices and constants only and admits a
+    contiguous range of thread ids: the range's threads all take the branch, so a barrier over them may go inside."""
+    is_range = _thread_range_test(func)
+
     def on_if(node, mutator):
         node = mutator.default_mutate(node)
-        if not is_range(node.condition):
-            return node
-        return tirx.IfThenElse(tirx.call_intrin("bool", THREAD_INVARIANT, node.condition), node.then_case,
-                               node.else_case)
+        return marked_invariant(node) if is_range(node.condition) else node
 
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
 
 
+def _exposed(node: Any, scope: str) -> Any:
+    """A `tl.access_ptr(&X[i], rw)` of a `scope` buffer as `tvm_access_ptr(X's dtype, X.data, i, rest, rw)`, the form
+    TVM's analysis reads (X from i on: the analysis treats any range as a conflict anyway); any other call as it is."""
+    access = as_access(node)
+    if access is None or scope_of(access.element.source) != scope:
+        return node
+    buffer = access.element.source
+    if len(access.element.indices) != 1:  # ThreadSync runs after FlattenBuffer
+        raise CompileError(f"ThreadSync: `{buffer.name}` is not flat", stage="ThreadSync")
+    (index,) = access.element.indices
+    return tirx.call_intrin("handle", "tirx.tvm_access_ptr", tirx.type_annotation(buffer.ty.dtype), buffer.data,
+                            index, buffer.ty.shape[0] - index, tirx.const(access.rw, "int32"))
+
+
+def _hidden(node: Any) -> Any:
+    """_exposed's inverse: one of our `tvm_access_ptr` calls as the marker again; any other call as it is."""
+    if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_access_ptr"):
+        return node
+    _, data, index, _, rw = node.args
+    if not (isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+        return node  # not one of ours (ours take `X.data`, which is buffer_data(X))
+    return access_ptr(data.args[0][index], int(rw.value))
+
+
 def expose_marked_accesses(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
-    """Each `tl.access_ptr(&X[i], rw)` of a `scope` buffer becomes `tvm_access_ptr(X's dtype, X.data, i, rest, rw)`,
-    the form TVM's analysis reads (X from i on: the analysis treats any range as a conflict anyway)."""
+    """Each `tl.access_ptr(&X[i], rw)` of a `scope` buffer in the form TVM's analysis reads (_exposed)."""
     def on_call(node, mutator):
-        node = mutator.default_mutate(node)
-        access = as_access(node)
-        if access is None or scope_of(access.element.source) != scope:
-            return node
-        buffer = access.element.source
-        if len(access.element.indices) != 1:  # ThreadSync runs after FlattenBuffer
-            raise CompileError(f"ThreadSync: `{buffer.name}` is not flat", stage="ThreadSync")
-        (index,) = access.element.indices
-        return tirx.call_intrin("handle", "tirx.tvm_access_ptr", tirx.type_annotation(buffer.ty.dtype), buffer.data,
-                                index, buffer.ty.shape[0] - index, tirx.const(access.rw, "int32"))
+        return _exposed(mutator.default_mutate(node), scope)
 
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
 
@@ -135,18 +154,12 @@ def expose_marked_accesses(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
 def hide_marked_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """The inverse of expose_marked_accesses: the markers again, as the later passes and the printer expect."""
     def on_call(node, mutator):
-        node = mutator.default_mutate(node)
-        if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_access_ptr"):
-            return node
-        _, data, index, _, rw = node.args
-        if not (isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data"):
-            return node  # not one of ours (ours take `X.data`, which is buffer_data(X))
-        return access_ptr(data.args[0][index], int(rw.value))
+        return _hidden(mutator.default_mutate(node))
 
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
 
 
-def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
+def _hoisted_condition_reads(body: Any, scope: str) -> Any:
     """`if s[i] > 0:` with `s` a `scope` buffer becomes `cond = s[i] > 0; if cond:`. The stock analysis (TVM 0.27)
     visits an `if`'s condition outside any statement and fails on a load of the scope it syncs ("allow_append_");
     in a statement of its own, the read is seen, and ordered after the writes before it. The whole condition is
@@ -166,77 +179,105 @@ def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
         return tirx.SeqStmt([tirx.Bind(cond, node.condition),
                              tirx.IfThenElse(cond, node.then_case, node.else_case)])
 
-    return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
+    return tvm_ffi.structural_mutate(body, [(tirx.IfThenElse, on_if)])
 
 
-def _distinct_dynamic_tiles(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, dict] | None:
-    """The function with its "shared.dyn" tiles retagged "shared", and the map back; None where a tile is also
-    declared under another name (a view), whose accesses only the conservative rule would relate.
+def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
+    """The function with its branch conditions' `scope` reads bound first (_hoisted_condition_reads)."""
+    return func.with_body(_hoisted_condition_reads(func.body, scope))
+
+
+@dataclass
+class _Buffers:
+    """The buffers a function allocates (by scope), and the scopes of its views (DeclBuffer) and parameters."""
+    allocated: dict = field(default_factory=dict)
+    views: set = field(default_factory=set)
+    params: set = field(default_factory=set)
+
+    @classmethod
+    def of(cls, func: tirx.PrimFunc) -> _Buffers:
+        found = cls(params={scope_of(p) for p in func.params if is_buffer(p)})
+        tvm_ffi.structural_walk(func.body, [
+            (tirx.AllocBuffer, lambda n: found.allocated.setdefault(scope_of(n.buffer), []).append(n.buffer)),
+            (tirx.DeclBuffer, lambda n: found.views.add(scope_of(n.buffer)))])
+        return found
+
+    def has(self, scope: str) -> bool:
+        return scope in self.allocated or scope in self.views or scope in self.params
+
+
+def _distinct_dynamic_tiles(buffers: _Buffers) -> dict | None:
+    """Each "shared.dyn" tile -> the same tile retagged "shared"; None where a tile is also declared under another
+    name (a view), whose accesses only the conservative rule would relate.
 
     TVM's analysis takes every two "shared.dyn" accesses to overlap (the tiles of one dynamic arena may share bytes),
     so a loop that reads one tile and writes another (`for it: B[...] = A[...]`, every T.Parallel copy between
     tiles) got a barrier in each iteration. Here tiles have bytes of their own until PlanDynamicSharedMemory, which
     places a barrier wherever it lets two of them share bytes: to the analysis they are distinct "shared" tiles."""
-    mapping: dict = {}
-    views: list = []
-
-    def on_alloc(node):
-        buf = node.buffer
-        if scope_of(buf) == "shared.dyn":
-            mapping[buf] = tirx.decl_buffer(list(buf.ty.shape), str(buf.ty.dtype), str(buf.name), scope="shared")
-
-    def on_decl(node):
-        if scope_of(node.buffer) == "shared.dyn":
-            views.append(node)
-
-    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.DeclBuffer, on_decl)])
-    if views or not mapping:
+    tiles = buffers.allocated.get("shared.dyn")
+    if "shared.dyn" in buffers.views or not tiles:
         return None
-    body = tvm_ffi.structural_mutate(func.body, [(Var, lambda v, mutator: mapping.get(v, v))])
-    return func.with_body(body), {new: old for old, new in mapping.items()}
+    return {buf: tirx.decl_buffer(list(buf.ty.shape), str(buf.ty.dtype), str(buf.name), scope="shared")
+            for buf in tiles}
 
 
-def _as_dynamic_barriers(body: Any) -> Any:
-    """The barriers of the retagged analysis, named for the scope they order ("shared.dyn"), unless the kernel
-    has static "shared" tiles too (then a barrier's scope is ambiguous and stays "shared": both are __syncthreads)."""
-    static = []
-    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda n: static.append(n) if scope_of(n.buffer) == "shared"
-                                    else None)])
-    if static:
-        return body
+def _as_dynamic_barrier(node: Any) -> Any:
+    """A barrier of the retagged analysis named for the scope it orders ("shared.dyn"); any other call as it is."""
+    if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_storage_sync" and \
+            isinstance(node.args[0], tvm.ir.StringImm) and node.args[0].value == "shared":
+        # (the attributes stay: a user's named barrier keeps its mark, so its id stays the user's)
+        return tvm.ir.Call(node.op, [tvm.ir.expr.StringImm("shared.dyn"), *node.args[1:]], attrs=node.attrs,
+                           ret_ty="int32")
+    return node
 
-    def on_call(node, mutator):
+
+def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> tirx.PrimFunc:
+    """The stock analysis over `body` (conditions hoisted), marked for it in one rewrite and unmarked in
+    another: uniform and thread-range conditions, exposed accesses, dynamic tiles retagged (and back)."""
+    retagged = _distinct_dynamic_tiles(buffers) if scope == "shared.dyn" else None
+    as_scope = "shared" if retagged is not None else scope
+    # Decided on each condition as written: neither the retagging nor the exposed accesses change the answer.
+    is_uniform, is_range = uniform_conditions(body), _thread_range_test(func)
+
+    def mark_if(node, mutator):
+        marked = is_uniform(node.condition) or is_range(node.condition)
         node = mutator.default_mutate(node)
-        if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.tvm_storage_sync" and \
-                isinstance(node.args[0], tvm.ir.StringImm) and node.args[0].value == "shared":
-            # (the attributes stay: a user's named barrier keeps its mark, so its id stays the user's)
-            return tvm.ir.Call(node.op, [tvm.ir.expr.StringImm("shared.dyn"), *node.args[1:]], attrs=node.attrs,
-                               ret_ty="int32")
-        return node
+        return marked_invariant(node) if marked else node
 
-    return tvm_ffi.structural_mutate(body, [(tvm.ir.Call, on_call)])
+    marking = [(tirx.IfThenElse, mark_if), (tvm.ir.Call, lambda n, m: _exposed(m.default_mutate(n), as_scope))]
+    if retagged is not None:
+        marking.append((Var, by_identity(retagged)))
+    stock = tvm.s_tir.transform.ThreadSync(as_scope)
+    (result,) = stock(tvm.IRModule({"main": func.with_body(tvm_ffi.structural_mutate(body, marking))}))\
+        .functions.values()
+
+    back = {new: old for old, new in retagged.items()} if retagged is not None else None
+    # With static "shared" tiles too, a barrier's scope is ambiguous and stays "shared" (both __syncthreads).
+    rename_barriers = back is not None and "shared" not in buffers.allocated
+
+    def unmark_call(node, mutator):
+        node = mutator.default_mutate(node)  # (each rule below matches calls of its own op)
+        return without_invariant_mark(_hidden(_as_dynamic_barrier(node) if rename_barriers else node))
+
+    unmarking = [(tvm.ir.Call, unmark_call)]
+    if back is not None:
+        unmarking.append((Var, by_identity(back)))
+    return result.with_body(tvm_ffi.structural_mutate(result.body, unmarking))
 
 
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
     """`s_tir.ThreadSync(scope)`, seeing the accesses of marked addresses (tileop/access_ptr.py), whose refusal
     to place a barrier under a divergent branch is a CompileError."""
     def run(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
+        buffers = _Buffers.of(func)
+        if not buffers.has(scope):
+            return func  # no buffer of the scope: no access for a barrier to order
+        body = _hoisted_condition_reads(func.body, scope)
         try:
-            func = hoist_condition_reads(func, scope)
-            analyzed, back, as_scope = func, None, scope
-            if scope == "shared.dyn" and (retagged := _distinct_dynamic_tiles(func)) is not None:
-                (analyzed, back), as_scope = retagged, "shared"
-            marked = expose_marked_accesses(mark_thread_ranges(mark_uniform_conditions(analyzed)), as_scope)
-            stock = tvm.s_tir.transform.ThreadSync(as_scope)
-            (result,) = stock(tvm.IRModule({"main": marked})).functions.values()
-            result = unmark_uniform_conditions(hide_marked_accesses(result))
-            if back is not None:
-                result = result.with_body(_as_dynamic_barriers(tvm_ffi.structural_mutate(
-                    result.body, [(Var, lambda v, mutator: back.get(v, v))])))
-            return result
+            return _synced(func, body, buffers, scope)
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):
                 raise
-            raise _divergent_branch_error(func, scope) from None
+            raise _divergent_branch_error(body, scope) from None
 
     return tirx.transform.prim_func_pass(run, opt_level=0, name=f"tl.ThreadSync.{scope}")

@@ -17,7 +17,7 @@ arguments are.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import tvm
 import tvm_ffi
@@ -32,11 +32,11 @@ _PRIVATE_SCOPES = ("local", "local.var", "local.fragment")
 
 
 class _Uniformity:
-    def __init__(self, func: tirx.PrimFunc):
+    def __init__(self, body: Any):
         self.varying_vars: set = set()
         self.private: set = set()  # thread-private arrays
         self.varying_arrays: set = set()  # ... of those, the ones that may differ between threads
-        self.func = func
+        self.body = body
 
     def expr_varies(self, expr: Any) -> bool:
         found = []
@@ -64,10 +64,10 @@ class _Uniformity:
             if isinstance(node, tirx.AllocBuffer) and scope_of(node.buffer) in _PRIVATE_SCOPES:
                 self.private.add(node.buffer)
 
-        tvm_ffi.structural_walk(self.func.body, [(tirx.AllocBuffer, collect)])
+        tvm_ffi.structural_walk(self.body, [(tirx.AllocBuffer, collect)])
         while True:
             before = (len(self.varying_vars), len(self.varying_arrays))
-            self.visit(self.func.body, False)
+            self.visit(self.body, False)
             if (len(self.varying_vars), len(self.varying_arrays)) == before:
                 return
 
@@ -113,27 +113,40 @@ class _Uniformity:
                 self.visit(body, divergent)
 
 
+def uniform_conditions(body: Any) -> Callable[[Any], bool]:
+    """Whether a branch condition of `body` is evaluated alike by all threads (the analysis runs once)."""
+    analysis = _Uniformity(body)
+    analysis.analyse()
+    return lambda condition: not analysis.expr_varies(condition)
+
+
+def marked_invariant(node: tirx.IfThenElse) -> tirx.IfThenElse:
+    """The branch with its condition wrapped in `tvm_thread_invariant`."""
+    return tirx.IfThenElse(tirx.call_intrin("bool", THREAD_INVARIANT, node.condition), node.then_case,
+                           node.else_case)
+
+
+def without_invariant_mark(node: Any) -> Any:
+    """A `tvm_thread_invariant(c)` call as `c`; any other call as it is."""
+    if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == THREAD_INVARIANT:
+        return node.args[0]
+    return node
+
+
 def mark_uniform_conditions(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """Wrap the condition of every `if` that all threads evaluate alike in `tvm_thread_invariant`."""
-    analysis = _Uniformity(func)
-    analysis.analyse()
+    is_uniform = uniform_conditions(func.body)
 
     def on_if(node, mutator):
         node = mutator.default_mutate(node)
-        if analysis.expr_varies(node.condition):
-            return node
-        condition = tirx.call_intrin("bool", THREAD_INVARIANT, node.condition)
-        return tirx.IfThenElse(condition, node.then_case, node.else_case)
+        return marked_invariant(node) if is_uniform(node.condition) else node
 
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tirx.IfThenElse, on_if)]))
 
 
 def unmark_uniform_conditions(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def on_call(node, mutator):
-        node = mutator.default_mutate(node)
-        if isinstance(node.op, tvm.ir.Op) and str(node.op.name) == THREAD_INVARIANT:
-            return node.args[0]
-        return node
+        return without_invariant_mark(mutator.default_mutate(node))
 
     return func.with_body(tvm_ffi.structural_mutate(func.body, [(tvm.ir.Call, on_call)]))
 
@@ -142,7 +155,7 @@ def warp_uniform_statements(func: tirx.PrimFunc, threads: Any, wanted: Any) -> s
     """The handles of the statements satisfying `wanted(stmt)` that every lane of a warp reaches alike: no branch
     or loop bound around them differs between threads, except conditions on the thread index itself (ranges of
     threads, which the caller checks against warp boundaries). Warp shuffles may go there."""
-    analysis = _Uniformity(func)
+    analysis = _Uniformity(func.body)
     analysis.analyse()
     found: set = set()
 
