@@ -58,6 +58,9 @@ class CallContext {
   /*! \brief PrintLoadLValue without the simulator's bounds check (sim_checks): for an element whose address may
    *         lie outside its tensor by design (a robust copy's source: its descriptor bounds the bytes read). */
   virtual std::string PrintLoadLValueUnchecked(const ObjectRef& load) = 0;
+  /*! \brief `(cond ? a : b)` for a scalar condition (TIR's Select and if_then_else alike): in the checked print
+   *         of a store to an integer fragment/local, only the chosen branch's defined-ness is carried. */
+  virtual std::string PrintConditional(const ObjectRef& cond, const ObjectRef& a, const ObjectRef& b) = 0;
   virtual const CodegenOptions& options() const = 0;
   virtual const std::string& kernel_name() const = 0;
   /*! \brief Throws a ValueError that names the kernel and the call's operator. */

@@ -100,7 +100,7 @@ std::string PrintIfThenElse(CallContext& ctx, const CallView& call) {
   if (DTypeOf(args[0]).is_vector()) {
     ctx.Fail(call, "a vector condition cannot guard its branches lane by lane; scalarize the loop instead");
   }
-  return "(" + ctx.PrintExpr(args[0]) + " ? " + ctx.PrintExpr(args[1]) + " : " + ctx.PrintExpr(args[2]) + ")";
+  return ctx.PrintConditional(args[0], args[1], args[2]);
 }
 
 std::string PrintLikely(CallContext& ctx, const CallView& call) {

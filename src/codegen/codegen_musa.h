@@ -55,6 +55,25 @@ std::string StripParentheses(const std::string& s);
 /*! \brief The C conjunction of `conditions` ("1" for none). */
 std::string AllOf(const std::vector<std::string>& conditions);
 
+/*!
+ * \brief sim_checks: whether the tracked (integer, bool, FNUZ float8) fragment/local elements a stored value is
+ *        computed from are defined (uninit_reads.h), as C conditions: `all`, of every lane; and for a vector value
+ *        of `lanes` lanes, `lane`, of lane `tl_sim_lane` (a loop variable the store's mark declares), so that a
+ *        store sets each lane's defined byte from the elements that lane was computed from.
+ */
+struct CarriedDefined {
+  std::string all;
+  std::string lane;  // empty: the same for every lane (a scalar's)
+  int lanes = 1;
+};
+/*! \brief The conjunction of the entries' `all` conditions ("1" for none). */
+std::string AllOf(const std::vector<CarriedDefined>& carried);
+/*! \brief The conjunction for lane `tl_sim_lane` of a value of `lanes` lanes: an entry of those lanes gives its
+ *         `lane` condition, any other its `all`. */
+std::string AllOfLane(const std::vector<CarriedDefined>& carried, int lanes);
+/*! \brief Whether some entry has a condition of its own per lane of a `lanes`-lane value. */
+bool HasLaneConditions(const std::vector<CarriedDefined>& carried, int lanes);
+
 /*! \brief How PrintAccess reached the elements. */
 enum class AccessForm { kScalar, kContiguous, kGather };
 
@@ -86,6 +105,7 @@ class MusaPrinter : public CallContext {
   std::string PrintBufferPointer(const ObjectRef& buffer) override;
   std::string PrintLoadLValue(const ObjectRef& load) override;
   std::string PrintLoadLValueUnchecked(const ObjectRef& load) override;
+  std::string PrintConditional(const ObjectRef& cond, const ObjectRef& a, const ObjectRef& b) override;
   const CodegenOptions& options() const override { return options_; }
   const std::string& kernel_name() const override { return kernel_name_; }
   using CallContext::Fail;
@@ -134,6 +154,7 @@ class MusaPrinter : public CallContext {
   std::string VisitShuffle(const ObjectRef& op);
   std::string VisitCast(const ObjectRef& op);
   std::string VisitSelect(const ObjectRef& op);
+  std::string PrintLaneSelect(const SelectView& select);
   std::string VisitLet(const ObjectRef& op);
   std::string VisitNot(const ObjectRef& op);
   std::string VisitBitwiseNot(const ObjectRef& op);
@@ -155,12 +176,12 @@ class MusaPrinter : public CallContext {
   /*! \brief sim_checks: `index` (element offset from the buffer's data, `lanes` elements) wrapped in the simulator's
    *         bounds check of a global or shared buffer; `index` unchanged for other scopes or without sim_checks. */
   std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what,
-                           std::vector<std::string>* carried = nullptr);
+                           std::vector<CarriedDefined>* carried = nullptr, const std::string& guard = "");
   /*! \brief sim_checks: loads of this fragment or local array are checked for poison (CheckedIndex wraps them in
    *         tl_sim::CheckLocalRead, uninit_reads.h): a float type whose poison is a NaN. */
   bool ChecksLocalReads(const BufferInfo& info) const;
-  /*! \brief sim_checks: whether a fragment/local array of `elem` gets defined bytes (an integer, whose poison -1
-   *         is a value: uninit_reads.h). */
+  /*! \brief sim_checks: whether a fragment/local array of `elem` gets defined bytes (an integer, bool or FNUZ
+   *         float8, whose poison is a value: uninit_reads.h). */
   bool TracksDefined(const std::string& scope, DataType elem, bool is_volatile) const;
   /*! \brief sim_checks: `data` (a tracked buffer's array), with its whole array counted defined when evaluated:
    *         its address is handed to a template that may write any element. */
@@ -187,7 +208,11 @@ class MusaPrinter : public CallContext {
   // sim_checks, printing the value of a store to an integer fragment/local: the defined-ness of each tracked
   // element the value carries (C conditions). Loads collected here are not checked (uninit_reads.h). Null
   // elsewhere, where a tracked load is a use and checked (indices, conditions, other stores, calls' statements).
-  std::vector<std::string>* carried_defined_ = nullptr;
+  std::vector<CarriedDefined>* carried_defined_ = nullptr;
+  // sim_checks, printing a branch of a lane-wise select (tl::select) whose value is used: a tl_sim::LaneMask of the
+  // lanes that take the branch, so that its tracked loads are checked in those lanes only; empty elsewhere.
+  std::string lane_guard_;
+  int lane_selects_ = 0;  // lane-wise selects being printed with a guard (names their lambdas' parameters)
   // line_directives: the user's (file, line) of the statement being printed (its own span's, else the innermost
   // enclosing statement's); and the line the C compiler numbers the next printed line, after the last #line.
   const std::pair<std::string, int64_t>* user_line_ = nullptr;

@@ -7,6 +7,7 @@
  * Vector values are `tl::vec<T, N>` (common.h), whose operators work lane by lane.
  */
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -178,6 +179,32 @@ bool PoisonIsNaN(const DataType& t) {
          t.code() == DataType::kFloat8E8M0FNU;
 }
 
+// Element types whose poison bytes are an ordinary value, so that a fragment or local of one gets a defined byte per
+// element in checked mode (uninit_reads.h): integers (-1, or the unsigned maximum), the FNUZ float8s (0xFF is
+// -240 in e4m3fnuz, -57344 in e5m2fnuz; their only NaN is 0x80) and bool (the byte 0xFF, neither false nor true:
+// g++ reads it as true in a condition and as 255 in arithmetic).
+// The report's name for a fragment/local array's storage, as a C string literal.
+std::string LocalSpace(const BufferInfo& info) {
+  return StringLiteral(info.scope == "local.fragment" ? "fragment" : "fragment/local");
+}
+
+// The element count of a buffer of constant shape.
+std::optional<int64_t> ConstElements(const BufferInfo& info) {
+  int64_t n = 1;
+  for (const ObjectRef& dim : info.shape) {
+    std::optional<int64_t> extent = AsConstInt(dim);
+    if (!extent) return std::nullopt;
+    n *= *extent;
+  }
+  return n;
+}
+
+bool PoisonIsAValue(const DataType& t) {
+  if (t.is_bool()) return true;
+  if (t.is_int() || t.is_uint()) return t.bits() >= 8;
+  return t.bits() == 8 && (t.code() == DataType::kFloat8E4M3FNUZ || t.code() == DataType::kFloat8E5M2FNUZ);
+}
+
 }  // namespace
 
 // Valid offsets: [elem_offset, elem_offset + span), span = prod(shape) when compact, else 1 + sum((n_k - 1) * s_k).
@@ -218,25 +245,40 @@ void MusaPrinter::SetCheckBounds(BufferInfo* info) {
 }
 
 std::string MusaPrinter::CheckedIndex(const BufferInfo& info, const std::string& index, int lanes,
-                                      const std::string& what, std::vector<std::string>* carried) {
+                                      const std::string& what, std::vector<CarriedDefined>* carried,
+                                      const std::string& guard) {
   if (options_.sim_checks && !info.defined.empty()) {  // an integer fragment/local (uninit_reads.h)
     const std::string bare = StripParentheses(index);
     if (what == "address_of") return "tl_sim::HandedOut(" + info.defined + ", " + bare + ")";
     if (what != "load" || unchecked_) return index;
     if (carried != nullptr) {  // the value only flows into another integer fragment/local element
-      carried->push_back(lanes == 1 ? info.defined + "[" + bare + "]"
-                                    : "tl_sim::AllDefined(" + info.defined + " + (" + bare + "), " +
-                                          std::to_string(lanes) + ")");
+      if (lanes == 1) {
+        carried->push_back({info.defined + "[" + bare + "]", "", 1});
+      } else {
+        carried->push_back({"tl_sim::AllDefined(" + info.defined + " + (" + bare + "), " + std::to_string(lanes) +
+                                ")",
+                            info.defined + "[(" + bare + ") + tl_sim_lane]", lanes});
+      }
       return index;
     }
+    if (!guard.empty()) {  // in a branch of a lane-wise select: checked in the lanes that take it
+      return "tl_sim::UseLocalWhere(" + info.defined + ", " + bare + ", " + std::to_string(lanes) + ", " + guard +
+             ", " + LocalSpace(info) + ", " + StringLiteral(info.name) + ", __LINE__)";
+    }
     return "tl_sim::UseLocal(" + info.defined + ", " + bare + ", " + std::to_string(lanes) + ", " +
-           StringLiteral(info.scope == "local.fragment" ? "fragment" : "fragment/local") + ", " +
-           StringLiteral(info.name) + ", __LINE__)";
+           LocalSpace(info) + ", " + StringLiteral(info.name) + ", __LINE__)";
+  }
+  if (options_.sim_checks && !unchecked_ && what == "address_of" && ChecksLocalReads(info)) {
+    // handed to a template (a GEMM's accumulator or register operand): named if it reads poison from the array
+    const std::optional<int64_t> elements = ConstElements(info);
+    if (elements) {
+      return "tl_sim::HandOutLocal(" + info.data + ", " + std::to_string(*elements) + ", " + StripParentheses(index) +
+             ", " + LocalSpace(info) + ", " + StringLiteral(info.name) + ", __LINE__)";
+    }
   }
   if (options_.sim_checks && !unchecked_ && what == "load" && ChecksLocalReads(info)) {
     return "tl_sim::CheckLocalRead(" + info.data + ", " + StripParentheses(index) + ", " + std::to_string(lanes) +
-           ", " + StringLiteral(info.scope == "local.fragment" ? "fragment" : "fragment/local") + ", " +
-           StringLiteral(info.name) + ", __LINE__)";
+           ", " + LocalSpace(info) + ", " + StringLiteral(info.name) + ", __LINE__)";
   }
   if (!options_.sim_checks || unchecked_ || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
   const char* space = info.scope.rfind("shared", 0) == 0 ? "Shared" : "Global";
@@ -258,6 +300,23 @@ std::string AllOf(const std::vector<std::string>& conditions) {
   return conditions.size() == 1 ? all : "(" + all + ")";
 }
 
+std::string AllOf(const std::vector<CarriedDefined>& carried) {
+  std::vector<std::string> all;
+  for (const CarriedDefined& c : carried) all.push_back(c.all);
+  return AllOf(all);
+}
+
+std::string AllOfLane(const std::vector<CarriedDefined>& carried, int lanes) {
+  std::vector<std::string> conditions;
+  for (const CarriedDefined& c : carried) conditions.push_back(c.lanes == lanes && !c.lane.empty() ? c.lane : c.all);
+  return AllOf(conditions);
+}
+
+bool HasLaneConditions(const std::vector<CarriedDefined>& carried, int lanes) {
+  return std::any_of(carried.begin(), carried.end(),
+                     [lanes](const CarriedDefined& c) { return c.lanes == lanes && !c.lane.empty(); });
+}
+
 std::string MusaPrinter::PrintBufferPointer(const ObjectRef& buffer) { return HandOut(LookupBuffer(buffer)); }
 
 std::string MusaPrinter::HandOut(const BufferInfo& info) const {
@@ -268,7 +327,7 @@ std::string MusaPrinter::HandOut(const BufferInfo& info) const {
 
 bool MusaPrinter::TracksDefined(const std::string& scope, DataType elem, bool is_volatile) const {
   return options_.sim_checks && (scope == "local" || scope == "local.fragment") && !is_volatile &&
-         elem.lanes() == 1 && (elem.is_int() || elem.is_uint()) && elem.bits() >= 8;
+         elem.lanes() == 1 && PoisonIsAValue(elem);
 }
 
 std::vector<std::string> MusaPrinter::ElementStrides(const BufferInfo& info, size_t rank) {
@@ -305,12 +364,19 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
   auto fail = [&](const std::string& msg) { Fail(what + " of buffer `" + info.name + "`: " + msg); };
   // The indices are uses of any integer fragment/local they load (checked), not values carried into a store.
   struct CarriedScope {
-    std::vector<std::string>*& slot;
-    std::vector<std::string>* saved;
+    std::vector<CarriedDefined>*& slot;
+    std::vector<CarriedDefined>* saved;
     ~CarriedScope() { slot = saved; }
   } carried_scope{carried_defined_, carried_defined_};
-  std::vector<std::string>* const carried = carried_defined_;
+  std::vector<CarriedDefined>* const carried = carried_defined_;
   carried_defined_ = nullptr;
+  // Both branches of a lane-wise select compute their addresses in every lane: the indices are checked in all.
+  struct GuardScope {
+    std::string& slot;
+    std::string saved;
+    ~GuardScope() { slot = saved; }
+  } guard_scope{lane_guard_, std::exchange(lane_guard_, std::string())};
+  const std::string& guard = guard_scope.saved;
   const size_t rank = indices.size();
   if (rank == 0) fail("has no indices");
   std::vector<std::string> strides = ElementStrides(info, rank);
@@ -361,8 +427,8 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     terms.push_back(scaled(last, rank - 1));
     std::string index = joined();
     if (terms.size() == 1) index = StripParentheses(index);
-    AccessText access{AccessForm::kScalar, info.data + "[" + CheckedIndex(info, index, 1, what, carried) + "]", "",
-                      ""};
+    AccessText access{AccessForm::kScalar,
+                      info.data + "[" + CheckedIndex(info, index, 1, what, carried, guard) + "]", "", ""};
     access.defined_offset = index;
     access.defined_lanes = 1;
     return checked_store(access, ValueTypeName(info.elem), index, 1);
@@ -374,7 +440,7 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     std::string ptr = info.data;
     const std::string offset = terms.empty() ? "0" : joined();
     if (checked || (what == "load" && ChecksLocalReads(info)) || (!info.defined.empty() && what != "store")) {
-      ptr += " + " + CheckedIndex(info, offset, index_lanes, what, carried);
+      ptr += " + " + CheckedIndex(info, offset, index_lanes, what, carried, guard);
     } else if (terms.size() == 1) {
       ptr += " + " + terms[0];
     } else if (terms.size() > 1) {
@@ -396,9 +462,22 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     // every lane's offset from the data pointer: the element offset (if any) plus the lane's index
     index = CheckedIndex(info, terms.empty() ? index : "(" + index + " + " + terms[0] + ")", 1, what);
     if (!terms.empty()) index = "(" + index + " - " + terms[0] + ")";
+  } else if (options_.sim_checks && !unchecked_ && what == "load" && !info.defined.empty()) {
+    // a gathered load of an integer fragment/local: carried when every lane's element is defined, else a use of
+    // each lane's element (in a lane-wise select's branch, of the lanes that take it)
+    const std::string defined = terms.empty() ? info.defined : "(" + info.defined + " + " + terms[0] + ")";
+    if (carried != nullptr) {
+      carried->push_back({"tl_sim::AllDefinedAt(" + defined + ", " + index + ")",
+                          defined + "[(" + index + ").data[tl_sim_lane]]", index_lanes});
+    } else {
+      index = "tl_sim::UseGathered(" + defined + ", " + index + (guard.empty() ? "" : ", " + guard) + ", " +
+              LocalSpace(info) + ", " + StringLiteral(info.name) + ", __LINE__)";
+    }
+  } else if (options_.sim_checks && !unchecked_ && what == "load" && ChecksLocalReads(info)) {
+    index = "tl_sim::CheckGatheredRead(" + ptr + ", " + index + ", " + LocalSpace(info) + ", " +
+            StringLiteral(info.name) + ", __LINE__)";
   }
-  // A gathered load of an integer fragment/local carries nothing and is not checked; a scattered store counts the
-  // whole array defined (defined_lanes 0).
+  // A scattered store to an integer fragment/local counts the whole array defined (defined_lanes 0).
   return {AccessForm::kGather, "tl::gather(" + ptr + ", " + index + ")", ptr, index};
 }
 
@@ -453,6 +532,20 @@ std::string MusaPrinter::VisitBroadcast(const ObjectRef& op) {
 // Lanes are picked from the concatenation of `vectors`; the result is a scalar or a tl::make_vec of the picks.
 std::string MusaPrinter::VisitShuffle(const ObjectRef& op) {
   ShuffleView shuffle(op);
+  // A store's carried defined-ness: a shuffle moves lanes, so what it picks from carries for every lane.
+  std::vector<CarriedDefined>* const carried = carried_defined_;
+  std::vector<CarriedDefined> picked;
+  struct Collapse {
+    std::vector<CarriedDefined>*& slot;
+    std::vector<CarriedDefined>* carried;
+    std::vector<CarriedDefined>& picked;
+    ~Collapse() {
+      slot = carried;
+      if (carried != nullptr)
+        for (const CarriedDefined& c : picked) carried->push_back({c.all, "", 1});
+    }
+  } collapse{carried_defined_, carried, picked};
+  if (carried != nullptr) carried_defined_ = &picked;
   std::vector<std::pair<std::string, int>> sources;  // printed vector (or scalar) and its lane count
   for (const ObjectRef& v : shuffle.vectors()) sources.emplace_back(PrintExpr(v), DTypeOf(v).lanes());
   std::vector<std::string> picks;
@@ -487,35 +580,85 @@ std::string MusaPrinter::VisitCast(const ObjectRef& op) {
 
 std::string MusaPrinter::VisitSelect(const ObjectRef& op) {
   SelectView select(op);
-  if (DTypeOf(select.condition()).is_vector()) {
-    // Lane-wise: a store carries one defined-ness for all its lanes, so the branches' elements are not carried
-    // (nor checked) here.
-    std::vector<std::string> dropped;
-    struct Restore {
-      std::vector<std::string>*& slot;
-      std::vector<std::string>* saved;
-      ~Restore() { slot = saved; }
-    } restore{carried_defined_, carried_defined_};
-    if (carried_defined_ != nullptr) carried_defined_ = &dropped;
+  if (DTypeOf(select.condition()).is_vector()) return PrintLaneSelect(select);
+  return PrintConditional(select.condition(), select.true_value(), select.false_value());
+}
+
+// Lane-wise `tl::select`: both branches are evaluated in every lane. sim_checks: the condition is a use; in a store's
+// carried defined-ness, every lane's chosen branch must be defined (the lanes collapse, as a vector load's do);
+// where the value is used, a branch's tracked loads are checked in the lanes that take it (lane_guard_), the
+// condition bound once as a lambda's parameter.
+std::string MusaPrinter::PrintLaneSelect(const SelectView& select) {
+  if (!options_.sim_checks) {
     return "tl::select(" + PrintBare(select.condition()) + ", " + PrintBare(select.true_value()) + ", " +
            PrintBare(select.false_value()) + ")";
   }
-  if (carried_defined_ == nullptr) {
-    return "(" + PrintExpr(select.condition()) + " ? " + PrintExpr(select.true_value()) + " : " +
-           PrintExpr(select.false_value()) + ")";
-  }
-  // A store's carried defined-ness: the condition is a use; only the chosen branch's elements are carried.
-  std::vector<std::string>* const carried = carried_defined_;
+  std::vector<CarriedDefined>* const carried = carried_defined_;
+  struct Restore {
+    MusaPrinter& p;
+    std::vector<CarriedDefined>* carried;
+    std::string guard;
+    ~Restore() {
+      p.carried_defined_ = carried;
+      p.lane_guard_ = guard;
+    }
+  } restore{*this, carried, lane_guard_};
   carried_defined_ = nullptr;
-  const std::string condition = PrintExpr(select.condition());
-  std::vector<std::string> when_true, when_false;
+  const std::string condition = PrintBare(select.condition());
+  if (carried != nullptr) {  // lane l carries its chosen branch's lane l
+    std::vector<CarriedDefined> when_true, when_false;
+    carried_defined_ = &when_true;
+    const std::string true_value = PrintBare(select.true_value());
+    carried_defined_ = &when_false;
+    const std::string false_value = PrintBare(select.false_value());
+    if (!when_true.empty() || !when_false.empty()) {
+      const int lanes = DTypeOf(select.condition()).lanes();
+      const std::string lane = "((" + condition + ").data[tl_sim_lane] ? " + AllOfLane(when_true, lanes) + " : " +
+                               AllOfLane(when_false, lanes) + ")";
+      carried->push_back({"tl_sim::AllLanes(" + std::to_string(lanes) + ", [&](int tl_sim_lane) { return " + lane +
+                              "; })",
+                          lane, lanes});
+    }
+    return "tl::select(" + condition + ", " + true_value + ", " + false_value + ")";
+  }
+  const std::string outer = lane_guard_;
+  const std::string lanes = "tl_sim_lanes" + std::to_string(lane_selects_++);
+  auto taking = [&](bool branch) {
+    return "tl_sim::Taking(" + (outer.empty() ? "" : outer + ", ") + lanes + ", " + (branch ? "true" : "false") +
+           ")";
+  };
+  lane_guard_ = taking(true);
+  const std::string true_value = PrintBare(select.true_value());
+  lane_guard_ = taking(false);
+  const std::string false_value = PrintBare(select.false_value());
+  --lane_selects_;
+  if (true_value.find(lanes) == std::string::npos && false_value.find(lanes) == std::string::npos) {
+    return "tl::select(" + condition + ", " + true_value + ", " + false_value + ")";
+  }
+  return "([&](const auto& " + lanes + ") { return tl::select(" + lanes + ", " + true_value + ", " + false_value +
+         "); }(" + condition + "))";
+}
+
+std::string MusaPrinter::PrintConditional(const ObjectRef& cond, const ObjectRef& a, const ObjectRef& b) {
+  if (carried_defined_ == nullptr) return "(" + PrintExpr(cond) + " ? " + PrintExpr(a) + " : " + PrintExpr(b) + ")";
+  // A store's carried defined-ness: the condition is a use; only the chosen branch's elements are carried.
+  std::vector<CarriedDefined>* const carried = carried_defined_;
+  carried_defined_ = nullptr;
+  const std::string condition = PrintExpr(cond);
+  std::vector<CarriedDefined> when_true, when_false;
   carried_defined_ = &when_true;
-  const std::string true_value = PrintExpr(select.true_value());
+  const std::string true_value = PrintExpr(a);
   carried_defined_ = &when_false;
-  const std::string false_value = PrintExpr(select.false_value());
+  const std::string false_value = PrintExpr(b);
   carried_defined_ = carried;
   if (!when_true.empty() || !when_false.empty()) {
-    carried->push_back("(" + condition + " ? " + AllOf(when_true) + " : " + AllOf(when_false) + ")");
+    CarriedDefined chosen{"(" + condition + " ? " + AllOf(when_true) + " : " + AllOf(when_false) + ")", "", 1};
+    const int lanes = DTypeOf(a).lanes();  // a vector value: per lane, the chosen branch's lane
+    if (HasLaneConditions(when_true, lanes) || HasLaneConditions(when_false, lanes)) {
+      chosen.lane = "(" + condition + " ? " + AllOfLane(when_true, lanes) + " : " + AllOfLane(when_false, lanes) + ")";
+      chosen.lanes = lanes;
+    }
+    carried->push_back(chosen);
   }
   return "(" + condition + " ? " + true_value + " : " + false_value + ")";
 }
@@ -524,7 +667,7 @@ std::string MusaPrinter::VisitSelect(const ObjectRef& op) {
 // operator or a select branch is only evaluated where TIR evaluates it.
 std::string MusaPrinter::VisitLet(const ObjectRef& op) {
   LetView let(op);
-  std::vector<std::string>* const carried = carried_defined_;
+  std::vector<CarriedDefined>* const carried = carried_defined_;
   carried_defined_ = nullptr;  // a bound value is a use
   std::string value = PrintBare(let.value());
   carried_defined_ = carried;

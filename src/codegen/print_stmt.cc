@@ -186,7 +186,7 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   // sim_checks, a store to an integer fragment/local: the integer fragment/local elements its value carries
   // (uninit_reads.h); their defined-ness becomes the stored elements'.
   const std::string defined = LookupBuffer(store.buffer()).defined;
-  std::vector<std::string> carried;
+  std::vector<CarriedDefined> carried;
   carried_defined_ = defined.empty() ? nullptr : &carried;
   std::string value;
   try {
@@ -204,12 +204,17 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   const std::string own = target.defined_lanes == 1 ? defined + "[" + offset + "]"
                                                      : "tl_sim::AllDefined(" + defined + " + (" + offset + "), " +
                                                            std::to_string(target.defined_lanes) + ")";
-  if (carried.size() == 1 && carried[0] == own && target.form != AccessForm::kGather) {
+  if (carried.size() == 1 && carried[0].all == own && target.form != AccessForm::kGather) {
     // `x = x + (defined values)`, an accumulation: the element's state is unchanged, and its hot loop pays nothing
   } else if (!defined.empty() && target.form == AccessForm::kGather) {
     mark = " tl_sim::DefineAll(" + defined + ");";
   } else if (!defined.empty() && target.defined_lanes == 1) {
     mark = " if (tl_sim::UninitChecked()) " + own + " = " + AllOf(carried) + ";";
+  } else if (!defined.empty() && HasLaneConditions(carried, target.defined_lanes)) {
+    // each lane's defined byte from the elements that lane was computed from
+    mark = " if (tl_sim::UninitChecked()) for (int tl_sim_lane = 0; tl_sim_lane < " +
+           std::to_string(target.defined_lanes) + "; ++tl_sim_lane) " + defined + "[(" + offset +
+           ") + tl_sim_lane] = " + AllOfLane(carried, target.defined_lanes) + ";";
   } else if (!defined.empty()) {
     mark = " if (tl_sim::UninitChecked()) tl_sim::SetDefined(" + defined + " + (" + offset + "), " +
            std::to_string(target.defined_lanes) + ", " + AllOf(carried) + ");";

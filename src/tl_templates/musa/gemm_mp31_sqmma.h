@@ -206,6 +206,10 @@ TL_DEVICE void sqmma_issue(const A_t* A_smem, const B_t* B_smem, C_t* C_frag, in
   const GroupCoord at = group_coord<GM, 128, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
   const uint32_t a_base = shared_address(A_smem), b_base = shared_address(B_smem);
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-in takes fp32 accumulators as 32-bit words
+#if defined(TL_SIMULATOR)
+  // checked mode: an accumulator element nothing wrote, read by the first k step (uninit_reads.h)
+  if constexpr (!ClearAccum) tl_sim::CheckAccumulatorRead(C_frag, Tiling::kAccumulatorSlots);
+#endif
 #pragma unroll 1
   for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
     const int k0 = ak * kK;

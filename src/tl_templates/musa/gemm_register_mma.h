@@ -37,6 +37,10 @@ TL_DEVICE void register_mma_block(const A_t* A, const B_t* B, C_t* C_frag, int f
   constexpr bool kBKMajor = BRegs || TransB;
   const GroupCoord at = group_coord<GM, Atom::kGroup, Tiling::kTileM, Tiling::kTileN, Tiling::kThreads>(first);
   if constexpr (ClearAccum) clear_accumulator<Tiling::kAccumulatorSlots>(C_frag);
+#if defined(TL_SIMULATOR)
+  // checked mode: an accumulator element nothing wrote, read before the first MMA adds to it (uninit_reads.h)
+  if constexpr (!ClearAccum) tl_sim::CheckAccumulatorRead(C_frag, Tiling::kAccumulatorSlots);
+#endif
   int32_t* acc = reinterpret_cast<int32_t*>(C_frag);  // the built-ins take fp32 accumulators as 32-bit words
 #pragma unroll 1
   for (int ak = 0; ak < Tiling::kAtomsK; ++ak) {
@@ -45,6 +49,10 @@ TL_DEVICE void register_mma_block(const A_t* A, const B_t* B, C_t* C_frag, int f
 #pragma unroll
     for (int ai = 0; ai < Tiling::kAtomsM; ++ai) {
       if constexpr (ARegs) {
+#if defined(TL_SIMULATOR)
+        // checked mode: an operand element of the thread's fragment that nothing wrote (uninit_reads.h)
+        tl_sim::CheckOperandRead(A + (ai * Tiling::kAtomsK + ak) * 2 * Atom::kRegsA, sizeof(A_t), 2 * Atom::kRegsA);
+#endif
         __builtin_memcpy(a[ai], A + (ai * Tiling::kAtomsK + ak) * 2 * Atom::kRegsA, sizeof(a[ai]));
       } else {
         Atom::template load<Atom::kM, TransA, TransA ? M : K>(A, at.lane, at.row0 + Atom::kM * ai, k0, a[ai]);
@@ -53,6 +61,10 @@ TL_DEVICE void register_mma_block(const A_t* A, const B_t* B, C_t* C_frag, int f
 #pragma unroll
     for (int aj = 0; aj < Tiling::kAtomsN; ++aj) {
       if constexpr (BRegs) {
+#if defined(TL_SIMULATOR)
+        // checked mode: an operand element of the thread's fragment that nothing wrote (uninit_reads.h)
+        tl_sim::CheckOperandRead(B + (aj * Tiling::kAtomsK + ak) * 2 * Atom::kRegsB, sizeof(B_t), 2 * Atom::kRegsB);
+#endif
         __builtin_memcpy(b[aj], B + (aj * Tiling::kAtomsK + ak) * 2 * Atom::kRegsB, sizeof(b[aj]));
       } else {
         Atom::template load<Atom::kN, !TransB, TransB ? K : N>(B, at.lane, at.col0 + Atom::kN * aj, k0, b[aj]);

@@ -24,8 +24,10 @@
  *   naming the buffer whose address the kernel handed to them (its address-taking access registers it here) and
  *   the line of the generated source that last made a checked access (the call's).
  * - fragments and locals live in the simulated thread's C arrays, written through references by templates (GEMM
- *   accumulators, reductions) that no shadow could follow. Integer ones get a defined byte per element (see
- *   "integer fragments and locals" below). For float ones the code generator checks their loads for element
+ *   accumulators, reductions) that no shadow could follow. Integer, bool and FNUZ float8 ones get a defined byte
+ *   per element (see "integer fragments and locals" below). A GEMM template that reads a float fragment handed to
+ *   it (its accumulator without ClearAccum, a register operand) checks it for the poison and names the array
+ *   (HandOutLocal, CheckAccumulatorRead). For float ones the code generator checks their loads for element
  *   types whose all-ones bytes are a NaN (float16/32/64, bfloat16, float8 e4m3fn/e5m2/e8m0): arithmetic never
  *   produces that NaN from a value, it only carries the poison one along, so such a load reads an element never
  *   written by this thread, or written with a value computed from one. Generated code legitimately makes such
@@ -160,6 +162,41 @@ class WrittenShadow {
     }
   }
 
+  /*! \brief Thread `thread` hands the address of its fragment/local `name` (`space`; `bytes` bytes at `base`) to a
+   *         template at line `line`: remembered (the thread's hand-outs at its latest such line) to name the array
+   *         when the template reads an element of it that holds the poison (CheckAccumulatorRead). */
+  void NoteLocalHandOut(uint32_t thread, const void* base, size_t bytes, const char* space, const char* name,
+                        int line) {
+    if (thread >= hand_outs_.size()) hand_outs_.resize(thread + 1);
+    HandOuts& h = hand_outs_[thread];
+    if (h.serial != serial_ || h.line != line) h = HandOuts{serial_, line, 0, {}};
+    const auto* b = static_cast<const unsigned char*>(base);
+    int slot = 0;
+    while (slot < h.count && h.arrays[slot].base != b) ++slot;
+    if (slot == kHandOutsPerLine) return;  // more arrays than a call takes: the later ones go unnamed
+    h.arrays[slot] = LocalArray{b, bytes, space, name};
+    if (slot == h.count) ++h.count;
+  }
+
+  /*!
+   * \brief The fragment/local array of thread `thread` that holds the element at `p`, as NoteLocalHandOut named it
+   *        at `*line`; nullptr when none does (then `*line` is untouched).
+   */
+  const char* FindLocal(uint32_t thread, const void* p, const char** space, int64_t* byte_offset, int* line) const {
+    if (thread >= hand_outs_.size() || hand_outs_[thread].serial != serial_) return nullptr;
+    const HandOuts& h = hand_outs_[thread];
+    const auto* a = static_cast<const unsigned char*>(p);
+    for (int i = 0; i < h.count; ++i) {
+      const LocalArray& array = h.arrays[i];
+      if (a < array.base || a >= array.base + array.bytes) continue;
+      *space = array.space;
+      *byte_offset = a - array.base;
+      *line = h.line;
+      return array.name;
+    }
+    return nullptr;
+  }
+
   /*! \brief The running block wrote [address, address + bytes), or, `handed_out`, handed its address to a template
    *         that may write it: the generated code's later loads count it written, a template's own reads
    *         (CheckModelRead: a GEMM's operand fetch of the tile whose element 0 the kernel handed over) do not. */
@@ -275,6 +312,20 @@ class WrittenShadow {
     int line = 0;
   };
   std::vector<LocalRead> local_reads_;  // per thread of the running block, its first unwritten fragment/local load
+  static constexpr int kHandOutsPerLine = 4;  // a GEMM call hands out at most three
+  struct LocalArray {
+    const unsigned char* base;
+    size_t bytes;
+    const char* space;
+    const char* name;
+  };
+  struct HandOuts {
+    uint32_t serial = 0;  // the block that made them; other serials are stale
+    int line = 0;
+    int count = 0;
+    LocalArray arrays[kHandOutsPerLine];
+  };
+  std::vector<HandOuts> hand_outs_;  // per thread of the running block, its fragment/local hand-outs at one line
   uint32_t* serials_ = nullptr;
   const unsigned char* base_ = nullptr;
   size_t bytes_ = 0;
@@ -310,6 +361,38 @@ template <typename T, typename I>
   return index;
 }
 
+/*! \brief The checked print of `&data[index]`, a float fragment/local's address handed to a template (a GEMM's
+ *         accumulator or register operand): remembered, to name the array if the template reads poison from it.
+ *         Returns `index`. */
+template <typename T, typename I>
+[[gnu::always_inline]] inline I HandOutLocal(const T* data, size_t elements, I index, const char* space,
+                                             const char* name, int line) {
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return index;  // default mode
+  shadow->NoteLocalHandOut(CurrentBlock("a fragment/local hand-out").current().linear, data, elements * sizeof(T),
+                           space, name, line);
+  return index;
+}
+
+/*! \brief A template (`reader`) read the element of `bytes` bytes at `p`, in the thread's fragment/local, that
+ *         holds the poison: the error, naming the array the kernel handed it (HandOutLocal) where known. */
+[[noreturn, gnu::noinline, gnu::cold]] inline void TemplateReadPoison(WrittenShadow* shadow, const void* p,
+                                                                      size_t bytes, const char* reader,
+                                                                      const char* unnamed) {
+  const char* space = "fragment";
+  int64_t byte_offset = 0;
+  int line = g_thread.last_access_line;
+  const char* name = shadow->FindLocal(CurrentBlock("a template's read").current().linear, p, &space,
+                                       &byte_offset, &line);
+  char why[256];
+  std::snprintf(why, sizeof(why),
+                "read by %s, which this thread has not written (it holds the poison: never stored, or stored from a "
+                "value computed from unwritten memory)",
+                reader);
+  UninitialisedRead(space, why, name != nullptr ? name : unnamed,
+                    name != nullptr ? byte_offset / static_cast<int64_t>(bytes) : 0, line);
+}
+
 /*! \brief CheckOperandRead's checks (checked mode only), out of line as NoteLocalRead is. */
 [[gnu::noinline, gnu::cold]] inline void CheckOperandElements(WrittenShadow* shadow, const void* p, size_t bytes,
                                                               int count) {
@@ -318,11 +401,24 @@ template <typename T, typename I>
     if (shadow->Covers(element, bytes)) {
       shadow->CheckModelRead(element, bytes, "a GEMM operand fetch");
     } else if (IsPoison(element, bytes)) {
-      UninitialisedRead("fragment", "read by a GEMM operand fetch, which this thread has not written (it holds the "
-                        "poison: never stored, or stored from a value computed from unwritten memory)",
-                        "(a register operand of the GEMM)", 0, g_thread.last_access_line);
+      TemplateReadPoison(shadow, element, bytes, "a GEMM operand fetch", "(a register operand of the GEMM)");
     }
   }
+}
+
+/*!
+ * \brief A GEMM template without ClearAccum reads its `count` accumulator elements at `c` (the thread's fragment)
+ *        before adding to them: one that holds the poison was never written (T.gemm without clear_accum and no
+ *        T.clear or T.fill before it), and the error names it at the GEMM's line.
+ */
+template <typename C>
+[[gnu::always_inline]] inline void CheckAccumulatorRead(const C* c, int count) {
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return;  // default mode
+  for (int i = 0; i < count; ++i)
+    if (IsPoison(c + i, sizeof(C)))
+      TemplateReadPoison(shadow, c + i, sizeof(C), "the GEMM as its accumulator (T.gemm adds to it: clear_accum is "
+                         "off)", "(the GEMM's accumulator)");
 }
 
 /*!
@@ -337,7 +433,8 @@ template <typename T, typename I>
 
 // ---- integer fragments and locals: a defined byte per element ------------------------------------------------
 //
-// An integer's poison is a value (-1), so the load alone proves nothing. The checked print declares beside each
+// An integer's poison is a value (-1), so the load alone proves nothing; so is a FNUZ float8's (0xFF: -240 in
+// e4m3fnuz, -57344 in e5m2fnuz) and a bool's (0xFF, read as true). The checked print declares beside each
 // integer fragment/local array `N` a byte array `N__def` (1: this thread stored a defined value there), cleared at
 // the declaration in checked mode. A store to `N` sets its bytes to whether every integer fragment/local element
 // its value was computed from was defined (the value carries the poison along, as a NaN does); an address of `N`
@@ -402,6 +499,119 @@ template <typename I>
     const int64_t offset = static_cast<int64_t>(index);
     for (int lane = 0; lane < lanes; ++lane)
       if (defined[offset + lane] == 0) UndefinedLocalUse(space, name, offset + lane, line);
+  }
+  return index;
+}
+
+// ---- vector forms: gathered loads and lane-wise selects (checked print only) ----------------------------------
+//
+// A gathered load of an integer fragment/local reads `defined[index[l]]` per lane. A lane-wise select (tl::select)
+// evaluates both branches in every lane: a branch's loads are checked, where used, in the lanes that take that
+// branch (a LaneMask). A vector store sets each lane's defined byte from that lane's carried elements (the checked
+// print's loop over `tl_sim_lane`): a contiguous load's lane l, a gather's index[l], a select's chosen branch.
+
+/*! \brief The lane count of a tl::vec (any type with a `data` array). */
+template <typename V>
+inline constexpr int kLanesOf = static_cast<int>(std::extent<decltype(V::data)>::value);
+
+/*! \brief The lanes of a lane-wise select that take one of its branches (and every enclosing select's). */
+template <int N>
+struct LaneMask {
+  bool take[N];
+};
+
+/*! \brief The lanes where `cond` is `branch` (true: the select's first branch). */
+template <typename V>
+inline LaneMask<kLanesOf<V>> Taking(const V& cond, bool branch) {
+  LaneMask<kLanesOf<V>> mask;
+  for (int l = 0; l < kLanesOf<V>; ++l) mask.take[l] = static_cast<bool>(cond.data[l]) == branch;
+  return mask;
+}
+
+/*! \brief Taking, inside a branch of an enclosing select of as many lanes (its `outer` mask). */
+template <int N, typename V>
+inline LaneMask<N> Taking(const LaneMask<N>& outer, const V& cond, bool branch) {
+  static_assert(kLanesOf<V> == N, "a nested lane-wise select has the lanes of the enclosing one");
+  LaneMask<N> mask = Taking(cond, branch);
+  for (int l = 0; l < N; ++l) mask.take[l] = mask.take[l] && outer.take[l];
+  return mask;
+}
+
+/*! \brief UseLocal of `lanes` elements in a branch of a lane-wise select of N lanes: element l is checked where
+ *         lane l takes the branch; a scalar load (or one of other lanes) where any lane does. */
+template <typename I, int N>
+[[gnu::always_inline]] inline I UseLocalWhere(const unsigned char* defined, I index, int lanes,
+                                              const LaneMask<N>& mask, const char* space, const char* name,
+                                              int line) {
+  if (UninitChecked()) {
+    const int64_t offset = static_cast<int64_t>(index);
+    bool any = false;
+    for (int l = 0; l < N; ++l) any = any || mask.take[l];
+    for (int lane = 0; lane < lanes; ++lane) {
+      const bool taken = lanes == N ? mask.take[lane] : any;
+      if (taken && defined[offset + lane] == 0) UndefinedLocalUse(space, name, offset + lane, line);
+    }
+  }
+  return index;
+}
+
+/*! \brief The checked print of a gathered load `tl::gather(data, index)` of an integer fragment/local whose value
+ *         is used: every lane's element must be defined. Returns `index`. */
+template <typename V>
+[[gnu::always_inline]] inline const V& UseGathered(const unsigned char* defined, const V& index, const char* space,
+                                                    const char* name, int line) {
+  if (UninitChecked()) {
+    for (int l = 0; l < kLanesOf<V>; ++l) {
+      const int64_t element = static_cast<int64_t>(index.data[l]);
+      if (defined[element] == 0) UndefinedLocalUse(space, name, element, line);
+    }
+  }
+  return index;
+}
+
+/*! \brief UseGathered in a branch of a lane-wise select: lane l is checked where it takes the branch. */
+template <typename V, int N>
+[[gnu::always_inline]] inline const V& UseGathered(const unsigned char* defined, const V& index,
+                                                    const LaneMask<N>& mask, const char* space, const char* name,
+                                                    int line) {
+  if (UninitChecked()) {
+    for (int l = 0; l < kLanesOf<V>; ++l) {
+      const int64_t element = static_cast<int64_t>(index.data[l]);
+      if ((kLanesOf<V> != N || mask.take[l]) && defined[element] == 0)
+        UndefinedLocalUse(space, name, element, line);
+    }
+  }
+  return index;
+}
+
+/*! \brief Whether every lane's element of a gathered load is defined (checked mode only: a store's carried state). */
+template <typename V>
+inline bool AllDefinedAt(const unsigned char* defined, const V& index) {
+  for (int l = 0; l < kLanesOf<V>; ++l)
+    if (defined[static_cast<int64_t>(index.data[l])] == 0) return false;
+  return true;
+}
+
+/*! \brief Whether `defined(lane)` holds for every lane of `lanes` (checked mode only: a store's carried state). */
+template <typename F>
+inline bool AllLanes(int lanes, const F& defined) {
+  for (int lane = 0; lane < lanes; ++lane)
+    if (!defined(lane)) return false;
+  return true;
+}
+
+/*! \brief CheckLocalRead for a gathered load `tl::gather(data, index)` of a float fragment/local. Returns `index`. */
+template <typename T, typename V>
+[[gnu::always_inline]] inline const V& CheckGatheredRead(const T* data, const V& index, const char* space,
+                                                          const char* name, int line) {
+  WrittenShadow* shadow = g_thread.uninit_shadow;
+  if (__builtin_expect(shadow == nullptr, 1)) return index;  // default mode
+  for (int l = 0; l < kLanesOf<V>; ++l) {
+    const int64_t element = static_cast<int64_t>(index.data[l]);
+    if (IsPoison(data + element, sizeof(T))) {
+      NoteLocalRead(shadow, space, name, element, line);
+      break;
+    }
   }
   return index;
 }
