@@ -26,6 +26,7 @@ EXPECTED = {
     "tvm.ir.transform.Pass.__call__", "tvm.arith", "tvm.ir.structural_equal",
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
     "tvm_ffi.structural._normalize_callbacks", "tvm_ffi.container.Array.__iter__",
+    *(f"tvm.ir.transform.PassContext.{name}" for name in ("__init__", "__enter__", "__exit__")),
 }
 
 
