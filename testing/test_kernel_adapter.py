@@ -39,3 +39,20 @@ def test_adapter_describes_and_runs_the_kernel(arch):
     a = rand((10, 128), torch.float32, 41)
     torch.testing.assert_close(adapter(a), a * 3.0)
     torch.testing.assert_close(adapter.func(a), a * 3.0)
+
+
+def test_adapter_references_can_be_released():
+    # Moore Threads' TME tests release a kernel by hand before gc.collect(): adapter.func = None,
+    # kernel.torch_function = None, kernel.adapter = None. The kernel itself keeps running.
+    kernel = tilelang.compile(_scale(128), out_idx=[1], target="musa -arch=mp_31")
+    adapter = kernel.adapter
+    assert kernel.adapter is adapter  # one adapter per kernel, so an assignment to it sticks
+    adapter.func = None
+    assert adapter.func is None
+    with pytest.raises(RuntimeError, match="func was set to None"):
+        adapter(rand((4, 128), torch.float32, 42))
+    kernel.torch_function = None
+    kernel.adapter = None
+    assert kernel.adapter is None
+    a = rand((6, 128), torch.float32, 43)
+    torch.testing.assert_close(kernel(a), a * 3.0)

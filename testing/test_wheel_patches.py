@@ -27,6 +27,7 @@ EXPECTED = {
     "tvm_ffi.structural._callback_accepts_inplace_mode", "tvm_ffi.structural._callback_type_to_type_index",
     "tvm_ffi.structural._normalize_callbacks", "tvm_ffi.container.Array.__iter__",
     *(f"{module}.is_prim_expr" for module in ("tvm.ir", "tvm.ir.expr", "tvm.ir._overload_prim_expr")),
+    *(f"tvm.ir.transform.PassContext.{name}" for name in ("__init__", "__enter__", "__exit__")),
 }
 
 

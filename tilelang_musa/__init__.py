@@ -19,6 +19,9 @@ from . import _wheel_patches  # noqa: E402,F401  (every change to the wheel; at 
 from .ir.source_lines import keep_span as _keep_span  # noqa: E402
 
 _wheel_patches.keep_statement_spans(_keep_span)  # a statement a pass replaces keeps its span (the user's line)
+from .ir.pass_config import is_pass_config_key as _is_pass_config_key  # noqa: E402
+
+_wheel_patches.keep_tilelang_configs(_is_pass_config_key)  # PassContext(config={"tl.*": ...}) as upstream's
 
 from . import backend, contrib, env, language, math, profiler, utils  # noqa: E402
 from .math import cdiv, next_power_of_2  # noqa: E402

@@ -12,12 +12,15 @@ Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (
 Applied at import too, for speed only: the memoized callback inspection of tvm_ffi's structural visitors
 (`memoize_structural_callbacks`), the direct iteration of FFI Arrays (`iterate_arrays_directly`) and `is_prim_expr`
 without ABC instance checks (`memoize_prim_expr_checks`); and the spans a
-statement a pass replaces keeps (`keep_statement_spans`).
+statement a pass replaces keeps (`keep_statement_spans`). Applied at import, for scripts that set pass configs through
+TVM: `PassContext(config={"tl.*": ...})` keeps the keys TVM does not know for tilelang.compile / tilelang.lower
+(`keep_tilelang_configs`, read back by `entered_tilelang_configs`).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -93,6 +96,13 @@ PATCHES: tuple[WheelPatch, ...] = (
                  "class alone, so they are memoized by class (the same answers; `.ty` is still read every time)",
                  "is_prim_expr without ABC instance checks") for module in ("tvm.ir", "tvm.ir.expr",
                                                                             "tvm.ir._overload_prim_expr")),
+    *(WheelPatch(f"tvm.ir.transform.PassContext.{name}", "replaces",
+                 "upstream registers its `tl.*` pass configs with TVM, so scripts set them with "
+                 "`with tvm.transform.PassContext(config={...}): tilelang.lower(...)`; the wheel rejects keys it "
+                 "does not know. The keys tilelang knows are kept aside for the context (TVM gets the others, and "
+                 "those it knows itself) and tilelang.compile / tilelang.lower read the innermost entered context's "
+                 "under their own pass_configs", "the tl.* pass config options registered with the wheel")
+      for name in ("__init__", "__enter__", "__exit__")),
     WheelPatch("tvm.ir.transform.Pass.__call__", "replaces",
                "TILELANG_PASS_DIFF diffs every pass a program goes through, the pipeline's and those a script calls "
                "itself; only while it is set (restored by restore_pass_call)",
@@ -361,3 +371,52 @@ add_tir_names()
 memoize_structural_callbacks()
 iterate_arrays_directly()
 memoize_prim_expr_checks()
+
+
+# -- pass configs given to a PassContext
+
+_configs_pending: dict[int, tuple[int, dict]] = {}  # id of a PassContext -> (its handle, its tilelang configs)
+_entered = threading.local()  # .stack: the tilelang configs of the PassContexts entered on this thread, innermost last
+
+
+def keep_tilelang_configs(is_tilelang_key: Callable[[Any], bool]) -> None:
+    """`PassContext(config=...)` takes the keys `is_tilelang_key` accepts (tilelang's pass configs) besides TVM's;
+    `entered_tilelang_configs()` gives those of the innermost PassContext entered on this thread."""
+    context = tvm.ir.transform.PassContext
+    if "tvm.ir.transform.PassContext.__init__" in _applied:
+        return
+    wheel_init, wheel_enter, wheel_exit = context.__init__, context.__enter__, context.__exit__
+    known_to_tvm = set(context.list_configs())
+
+    def __init__(self, opt_level=2, required_pass=None, disabled_pass=None, instruments=None, config=None):
+        config = dict(config or {})
+        ours = {key: value for key, value in config.items() if is_tilelang_key(key)}
+        theirs = {key: value for key, value in config.items()
+                  if key not in ours or str(getattr(key, "value", key)) in known_to_tvm}
+        wheel_init(self, opt_level, required_pass, disabled_pass, instruments, theirs or None)
+        if ours:
+            _configs_pending[id(self)] = (self.__chandle__(), ours)
+        else:  # a new context where a freed one lived: never its configs
+            _configs_pending.pop(id(self), None)
+
+    def __enter__(self):
+        result = wheel_enter(self)
+        handle, ours = _configs_pending.get(id(self), (None, {}))
+        stack = _entered.__dict__.setdefault("stack", [])
+        stack.append(ours if handle == self.__chandle__() else {})
+        return result
+
+    def __exit__(self, ptype, value, trace):
+        stack = _entered.__dict__.get("stack")
+        if stack:
+            stack.pop()
+        return wheel_exit(self, ptype, value, trace)
+
+    for name, value in (("__init__", __init__), ("__enter__", __enter__), ("__exit__", __exit__)):
+        _set(context, name, value, f"tvm.ir.transform.PassContext.{name}")
+
+
+def entered_tilelang_configs() -> dict:
+    """The tilelang pass configs of the innermost PassContext entered on this thread ({} outside one)."""
+    stack = _entered.__dict__.get("stack")
+    return dict(stack[-1]) if stack else {}

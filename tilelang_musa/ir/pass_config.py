@@ -223,6 +223,14 @@ def _is_set(value: Any) -> bool:
     return bool(value)
 
 
+def is_pass_config_key(key: Any) -> bool:
+    """A key normalize_pass_configs takes: an enum member, its value or its name."""
+    if isinstance(key, PassConfigKey):
+        return True
+    text = str(key)
+    return text in _BY_VALUE or text in _BY_NAME or text in _OLD_VALUES
+
+
 def normalize_pass_configs(configs: Mapping[Any, Any] | None) -> dict[PassConfigKey, Any]:
     """Map user keys (enum members, their values, or their names) to PassConfigKey; reject unknown keys."""
     out: dict[PassConfigKey, Any] = {}

@@ -31,7 +31,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .. import env
+from .. import _wheel_patches, env
 from .._version import __version__
 from ..diagnostics import warn_once
 from ..errors import CompileError
@@ -347,8 +347,10 @@ def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend
             instruments: Sequence[Any] | None, verbose: bool, compile_flags: Any) -> _Request:
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
-    # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's.
-    options = CompileOptions.of({**normalize_pass_configs(pass_configs),
+    # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's, the
+    # caller's over those of the PassContext it entered (`with PassContext(config={"tl.*": ...})`, as upstream).
+    options = CompileOptions.of({**normalize_pass_configs(_wheel_patches.entered_tilelang_configs()),
+                                 **normalize_pass_configs(pass_configs),
                                  **normalize_pass_configs(_annotated(attrs, PASS_CONFIGS_ATTR, {}))})
     flags = (_split_flags(compile_flags) + _split_flags([str(f) for f in _annotated(attrs, COMPILE_FLAGS_ATTR, [])])
              + _split_flags(options.device_compile_flags))

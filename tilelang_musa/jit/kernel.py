@@ -95,9 +95,16 @@ class JITKernel:
         return err if message == str(err) else KernelLaunchError(message)
 
     @property
-    def adapter(self) -> "KernelAdapter":
-        """Upstream's `kernel.adapter`: parameters, outputs, program, library and source (kernel_adapter.py)."""
-        return KernelAdapter(self)
+    def adapter(self) -> "KernelAdapter | None":
+        """Upstream's `kernel.adapter`: parameters, outputs, program, library and source (kernel_adapter.py).
+        One per kernel; assignable, as upstream's attribute is (`kernel.adapter = None` drops it)."""
+        if "_adapter" not in self.__dict__:
+            self._adapter = KernelAdapter(self)
+        return self._adapter
+
+    @adapter.setter
+    def adapter(self, value: "KernelAdapter | None") -> None:
+        self._adapter = value
 
     @property
     def name(self) -> str:

@@ -1,7 +1,8 @@
 """`JITKernel.adapter`: the view of a compiled kernel that upstream's adapter objects give (`kernel.adapter.params`,
 `.result_idx`, `.prim_func`, `.libpath`, `.get_kernel_source()`, calling it). Upstream's adapters are per-backend
-classes (tvm_ffi, cython, nvrtc, cutedsl) whose internals scripts should not need; this one is a thin, read-only
-view over the kernel: the same launcher, parameters and source."""
+classes (tvm_ffi, cython, nvrtc, cutedsl) whose internals scripts should not need; this one is a thin view over
+the kernel: the same launcher, parameters and source. Scripts that release a kernel by hand (`adapter.func = None`,
+`kernel.adapter = None`, as Moore Threads' TME tests do before `gc.collect()`) may drop these references."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ class KernelAdapter:
     result_idx  the indices of the outputs the kernel allocates and returns (upstream's name for out_idx)
     prim_func   the TIR program compiled (None for a kernel reloaded from the cache by directory)
     libpath     the shared library the kernel runs from
-    func        the callable that runs the kernel (the adapter itself is callable too)"""
+    func        the callable that runs the kernel (the adapter itself is callable too); assigning it replaces
+                what this adapter calls (None: the adapter no longer runs; the kernel itself still does)"""
+
+    _RELEASED = object()
 
     def __init__(self, kernel: Any):  # a JITKernel (kernel.py, which imports this module)
         self._kernel = kernel
+        self._func: Any = self._RELEASED  # the kernel's launcher unless assigned
 
     @property
     def params(self) -> list:
@@ -40,10 +45,16 @@ class KernelAdapter:
 
     @property
     def func(self) -> Any:
-        return self._kernel.launcher
+        return self._kernel.launcher if self._func is self._RELEASED else self._func
+
+    @func.setter
+    def func(self, value: Any) -> None:
+        self._func = value
 
     def __call__(self, *args: Any) -> Any:
-        return self._kernel.launcher(*args)
+        if self.func is None:
+            raise RuntimeError("this kernel adapter's func was set to None: call the kernel itself")
+        return self.func(*args)
 
     def get_kernel_source(self, kernel_only: bool = True) -> str:
         return self._kernel.get_kernel_source(kernel_only)
