@@ -49,7 +49,7 @@ if not hasattr(torch, "musa"):
 
 # The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
 for _name in ("Stream", "stream", "default_stream", "current_stream", "synchronize", "current_device",
-              "device_count", "get_device_properties", "get_device_name", "is_available"):
+              "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
 torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
 
@@ -100,6 +100,7 @@ def rewrite(text: str, cuda: bool) -> str:
     text = text.replace("torch.cuda.synchronize()", "torch.musa.synchronize()")  # as their "cuda" tensors are
     if cuda:
         text = re.sub(r"""target\s*=\s*(["'])cuda\1""", 'target="musa"', text)
+        text = re.sub(r"""Target\((["'])cuda\1\)""", 'Target("musa")', text)  # tvm.target.Target("cuda")
     return text
 
 
