@@ -6,7 +6,8 @@ PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream til
 bare git directory of one (a mirror): its testing/ and examples/ at --ref (default HEAD; a tag such as v0.1.13
 for a release's tests) are then extracted under --out first.
 Each test file's folder is staged under --out with the device strings rewritten (tensors on "musa" or "cuda" go
-to "cpu"; with --cuda, target "cuda" becomes "musa"), next to a conftest.py that stands in
+to "cpu"; with --cuda, target "cuda" becomes "musa", and upstream's requires_cuda* gates answer as a GPU of
+compute capability --cuda-as, default 9.0), next to a conftest.py that stands in
 for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
 its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives each file's outcome
 and the first error line. Nothing of the peer's tree is kept in this repository.
