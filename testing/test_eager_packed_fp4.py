@@ -96,3 +96,24 @@ def test_an_fp4_element_only_read_lowers_to_a_decoded_read():
 
     tvm.ir.assert_structural_equal(lower_fp4_storage(before),
                                    expected.with_attr("global_symbol", before.attrs["global_symbol"]))
+
+
+@tilelang.jit
+def doubled(A):
+    M, N = T.const("M N")
+    A: T.Tensor((M, N), T.float32)
+    B = T.empty(M, N, dtype=A.dtype)  # upstream's dims one by one
+    with T.Kernel(M, threads=32) as bx:
+        for j in T.Parallel(N):
+            B[bx, j] = A[bx, j] * 2.0
+    return B
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_t_empty_takes_its_dims_one_by_one(arch, monkeypatch):
+    monkeypatch.setenv("TILELANG_TARGET", f"musa -arch={arch}")
+    a = torch.randn(5, 48, generator=torch.Generator().manual_seed(3))
+    assert doubled.compile(a).get_kernel_source().count("float* __restrict__") == 2  # A and the float32 output
+    out = doubled(a)
+    assert out.shape == (5, 48) and out.dtype == torch.float32
+    torch.testing.assert_close(out, a * 2)
