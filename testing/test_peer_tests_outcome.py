@@ -1,5 +1,6 @@
 """tools/peer_tests: a file passes only if one of its cases passed; an all-skipped file (exit status 0, nothing
-tested) is reported as `skipped`, not `pass`."""
+tested) is reported as `skipped`, not `pass`. With --cuda, CUDA targets become MUSA ones and upstream's CUDA gates
+are answered as a device of the --cuda-as capability."""
 
 import importlib.util
 from pathlib import Path
@@ -23,3 +24,49 @@ _spec.loader.exec_module(run)
 ])
 def test_outcome(returncode, counts, expected):
     assert run.outcome(returncode, counts) == expected
+
+
+def test_cuda_rewrite_turns_cuda_targets_into_musa():
+    text = 'k = tilelang.compile(f, target="cuda")\nwith Target("cuda"):\n    x = torch.randn(4, device="cuda")'
+    assert run.rewrite(text, cuda=True) == ('k = tilelang.compile(f, target="musa")\nwith Target("musa"):\n'
+                                            '    x = torch.randn(4, device="cpu")')
+
+
+PEER_TEST = '''
+import tilelang.testing
+
+
+@tilelang.testing.requires_cuda
+def test_plain_gpu():
+    pass
+
+
+@tilelang.testing.requires_cuda
+@tilelang.testing.requires_cuda_compute_version_eq(9, 0)
+def test_hopper():
+    pass
+
+
+@tilelang.testing.requires_cuda_compute_version(10)
+def test_blackwell():
+    pass
+'''
+
+
+@pytest.mark.parametrize("cuda_as, outcomes", [("9.0", {"test_plain_gpu": "PASSED", "test_hopper": "PASSED",
+                                                         "test_blackwell": "SKIPPED"}),
+                                               ("", {"test_plain_gpu": "SKIPPED", "test_hopper": "SKIPPED",
+                                                     "test_blackwell": "SKIPPED"})])
+def test_cuda_gates_are_answered_as_the_capability_cuda_as_names(tmp_path, monkeypatch, cuda_as, outcomes):
+    """With --cuda-as X.Y upstream's requires_cuda gates let the simulated device run a case, and its
+    compute-version gates compare X.Y; without it they skip, as the package's own gates do."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_gated.py").write_text(PEER_TEST)
+    env = dict(__import__("os").environ, TL_PEER_CUDA_AS=cuda_as, TILELANG_EXECUTION_BACKEND="sim")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_gated.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    for name, outcome in outcomes.items():
+        assert f"test_gated.py::{name} {outcome}" in proc.stdout, proc.stdout

@@ -26,8 +26,8 @@ def transpose_through(layout_fn):
 
 def test_a_many_to_one_shared_layout_is_rejected_with_the_colliding_coordinates():
     with pytest.raises(tilelang.CompileError, match=r"test_shared_layout_injective.py:\d+(.*\n)+.*the layout of shared "
-                                                    r"buffer `s` is not injective: s\[0, 0\] and s\[0, 8\] map to the "
-                                                    r"same location \[0, 0\]"):
+                                                    r"buffer `s` must be injective \(each element its own place\), but "
+                                                    r"s\[0, 0\] and s\[0, 8\] both map to physical coordinates \[0, 0\]"):
         transpose_through(lambda i, j: [i, j % 8])
 
 

@@ -119,10 +119,13 @@ class JITFunction:
                                 f"T.Tensor(shape, dtype); got {type(value).__name__}")
         if any(k in sig.tensor_params for k in tensors):
             shapes = {k: tuple(int(d) for d in v.shape) for k, v in tensors.items() if k in sig.tensor_params}
-            ckey = self._eager_key(values, shapes)
+            dtypes = {k: str(v.dtype) for k, v in tensors.items() if isinstance(v, torch.Tensor) and k in shapes}
+            strides = {k: tuple(int(s) for s in v.stride()) for k, v in tensors.items()
+                       if isinstance(v, torch.Tensor) and k in shapes}
+            ckey = self._eager_key(values, shapes), tuple(sorted(dtypes.items())), tuple(sorted(strides.items()))
             found = self._consts.get(ckey)
             if found is None:
-                found = discover_consts(parsed, values, shapes)
+                found = discover_consts(parsed, values, shapes, dtypes, strides)
                 self._consts[ckey] = found
             for name, size in found.items():
                 if consts.setdefault(name, size) != size:

@@ -21,6 +21,7 @@ from .barrier import (
 from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
 from .register_alloc import (annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg,
                              disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg)
+from .pdl import pdl_sync, pdl_trigger
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .view import reshape, view
 from .warp_specialize import ws
@@ -118,7 +119,7 @@ __all__ = [
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
-    "ninf", "no_set_max_nreg", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
+    "ninf", "no_set_max_nreg", "pdl_sync", "pdl_trigger", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
     "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "PersistentTileScheduler", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",

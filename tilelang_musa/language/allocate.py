@@ -11,7 +11,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import VAR_SCOPE, Param, current_trace, kernel_trace, take_name, value
-from .dtypes import FP4_DTYPE, canonical_dtype, reject_sub_byte_int
+from .dtypes import FP4_DTYPE, DType, canonical_dtype, reject_sub_byte_int
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
 FRAGMENT_SCOPE = "local.fragment"
@@ -141,9 +141,15 @@ def const(names: str, dtype: str = "int32") -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def empty(shape: Any, dtype: Any = "float32") -> Any:
+def empty(shape: Any, *more: Any, dtype: Any = None) -> Any:
     """An output tensor the kernel allocates and returns (`C = T.empty((M, N), dtype)` ... `return C`), in the
-    eager @tilelang.jit style or in a @T.prim_func."""
+    eager @tilelang.jit style or in a @T.prim_func. The dims may also be given one by one, as upstream allows:
+    `T.empty(M, N, dtype=A.dtype)` (or `T.empty(M, N, "float16")`)."""
+    if more and isinstance(more[-1], (str, DType)) and dtype is None:  # T.empty(shape, dtype) / T.empty(M, N, dtype)
+        more, dtype = more[:-1], more[-1]
+    if more:
+        shape = (shape, *more)
+    dtype = "float32" if dtype is None else dtype
     trace = current_trace("T.empty")
     if trace.kernel is not None:
         raise trace.error("T.empty must be used before `with T.Kernel(...)`: it declares an output of the kernel")

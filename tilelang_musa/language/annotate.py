@@ -89,10 +89,9 @@ def annotate_layout(layout_map: dict, allow_buffer_region: bool = False, allow_r
             collision = layout.first_collision()
             if collision is not None:  # two elements would share one address
                 a, b = collision
-                raise trace.error(f"T.annotate_layout: the layout of shared buffer `{key.name}` is not injective: "
-                                  f"{key.name}{list(a)} and {key.name}{list(b)} map to the same location "
-                                  f"{[int(v) for v in layout.evaluate(*a)]}; a shared layout must give each element "
-                                  "its own place")
+                raise trace.error(f"T.annotate_layout: the layout of shared buffer `{key.name}` must be injective "
+                                  f"(each element its own place), but {key.name}{list(a)} and {key.name}{list(b)} both "
+                                  f"map to physical coordinates {[int(v) for v in layout.evaluate(*a)]}")
         if key in trace.layout_annotations and not allow_reannotation:
             raise trace.error(f"T.annotate_layout: `{key.name}` is already annotated; pass allow_reannotation=True "
                               "to replace its layout")

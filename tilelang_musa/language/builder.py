@@ -42,6 +42,8 @@ class KernelTrace:
     pending_tensors: dict[str, Any] = field(default_factory=dict)  # eager: tensor param name -> placeholder
     params: list[Param] = field(default_factory=list)
     discovered_shapes: dict[str, tuple] = field(default_factory=dict)  # discover: param -> shape exprs
+    discovered_dtypes: dict[str, str] = field(default_factory=dict)  # discover: param -> its annotated dtype
+    discovered_strides: dict[str, tuple] = field(default_factory=dict)  # discover: param -> stride exprs, if given
     loc: SourceLoc | None = None
     naming_hint: str | None = None
     kernel: Any = None  # the open kernel (language.kernel.Kernel): `with T.Kernel`, or thread bindings

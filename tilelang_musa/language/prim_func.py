@@ -25,7 +25,7 @@ from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
-from .dtypes import DType, Pointer
+from .dtypes import DType, Pointer, canonical_dtype
 from .proxy import TensorType, declare_param, make_param
 
 
@@ -405,9 +405,36 @@ def trace_eager(parsed: ParsedKernel, values: dict[str, Any], consts: dict[str, 
     return _finish(func, parsed.name, trace, _returned_outputs(parsed, trace, result))
 
 
-def discover_consts(parsed: ParsedKernel, values: dict[str, Any], shapes: dict[str, tuple]) -> dict[str, int]:
+# A tensor of these torch dtypes passed for a parameter annotated with the key holds that many values a byte: two
+# float4_e2m1fn values a byte (upstream's packed fp4 tensors: uint8, int8 or torch.float4_e2m1fn_x2).
+PACKED_TORCH_DTYPES = {"float4_e2m1fn": (2, ("torch.uint8", "torch.int8", "torch.float4_e2m1fn_x2"))}
+
+
+def _values_per_item(annotated: str | None, torch_dtype: str | None) -> int:
+    per_byte, packed = PACKED_TORCH_DTYPES.get(canonical_dtype(annotated) if annotated else "", (1, ()))
+    return per_byte if torch_dtype in packed else 1
+
+
+def logical_shape(shape: tuple, annotated: str | None, torch_dtype: str | None) -> tuple:
+    """The shape in annotated elements of a tensor of `shape` and `torch_dtype`: a packed last dim counts every
+    value of its bytes."""
+    per_item = _values_per_item(annotated, torch_dtype)
+    return (*shape[:-1], shape[-1] * per_item) if shape and per_item > 1 else shape
+
+
+def logical_strides(strides: tuple, annotated: str | None, torch_dtype: str | None) -> tuple:
+    """The strides in annotated elements of a tensor of `strides` (in its items) and `torch_dtype`: every stride
+    but a packed last dim's (1) counts the values of its bytes."""
+    per_item = _values_per_item(annotated, torch_dtype)
+    return (*(s * per_item for s in strides[:-1]), strides[-1]) if strides and per_item > 1 else strides
+
+
+def discover_consts(parsed: ParsedKernel, values: dict[str, Any], shapes: dict[str, tuple],
+                    dtypes: dict[str, str] | None = None, strides: dict[str, tuple] | None = None) -> dict[str, int]:
     """Run an eager function up to its `T.Kernel` to learn its tensor annotations, then bind each `T.const`
-    size that appears as a dimension to the corresponding dimension of the given tensor shapes."""
+    size that appears as a dimension (or, in a `T.StridedTensor`, a stride) to the corresponding dimension (stride)
+    of the given tensors, of the torch dtypes `dtypes` names where given: a byte tensor for an fp4 parameter holds
+    two values a byte."""
     sig = eager_signature(parsed)
     trace = KernelTrace(parsed.filename, mode="discover")
 
@@ -423,16 +450,22 @@ def discover_consts(parsed: ParsedKernel, values: dict[str, Any], shapes: dict[s
         actual = shapes.get(name)
         if actual is None:
             continue
+        annotated, passed = trace.discovered_dtypes.get(name), (dtypes or {}).get(name)
+        actual = logical_shape(actual, annotated, passed)
+        pairs = list(zip(dims, actual))
+        if name in trace.discovered_strides and (strides or {}).get(name) is not None:
+            pairs += zip(trace.discovered_strides[name], logical_strides(strides[name], annotated, passed))
         if len(actual) != len(dims):
             raise CompileError(f"`{parsed.name}`: tensor `{name}` has {len(actual)} dims but is annotated with "
                                f"{len(dims)}: {dims}", SourceLoc(parsed.filename, parsed.tree.lineno))
-        for k, (dim, size) in enumerate(zip(dims, actual)):
+        for k, (dim, size) in enumerate(pairs):
             if isinstance(dim, tvm.ir.expr.Var) and dim.name in trace.consts:
                 previous = consts.setdefault(dim.name, int(size))
                 if previous != int(size):
                     raise CompileError(
                         f"`{parsed.name}`: size `{dim.name}` is {previous} from one tensor but {int(size)} from "
-                        f"dim {k} of `{name}`", SourceLoc(parsed.filename, parsed.tree.lineno))
+                        f"{f'dim {k}' if k < len(dims) else f'stride {k - len(dims)}'} of `{name}`",
+                        SourceLoc(parsed.filename, parsed.tree.lineno))
     return consts
 
 

@@ -182,6 +182,9 @@ def declare_param(trace: KernelTrace, name: str, annotation: Any, current: Any) 
                           f"{annotation!r}")
     if trace.mode == "discover":
         trace.discovered_shapes[name] = annotation.shape
+        trace.discovered_dtypes[name] = str(annotation.dtype)
+        if annotation.strides is not None:
+            trace.discovered_strides[name] = annotation.strides
         trace.pending_tensors.pop(name)
         return annotation  # until discovery stops, `A.dtype` / `A.shape` read the annotation
     trace.pending_tensors.pop(name)

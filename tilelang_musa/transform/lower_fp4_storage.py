@@ -13,7 +13,8 @@ index i, and
 with x now a uint8 buffer (the parameter's last dim halved, its other strides halved). `tl::fp4_e2m1_store` updates
 the nibble with atomics on the aligned 32-bit word holding the byte, so threads writing the two nibbles of one byte
 do not race (src/tl_templates/musa/atomic.h). A select between fp4 values (a bounds guard's `if_then_else(c, x[i],
-0)`) is decoded or encoded branch by branch. Any other use of an fp4 value is fp4 arithmetic: a CompileError.
+0)`) is decoded or encoded branch by branch, and an element only read (`T.evaluate(x[i])`) is decoded for nothing.
+Any other use of an fp4 value is fp4 arithmetic: a CompileError.
 
 Runs after FlattenBuffer (flat indices) and before VectorizeLoop: the helpers are scalar calls, so a loop vectorized
 over fp4 elements is run lane by lane.
@@ -113,7 +114,8 @@ class _Fp4Rewriter:
         self.unpacked = unpacked
         self.kernel = kernel
         self.handlers = [(tirx.Cast, self.on_cast), (tirx.BufferStore, self.on_store), (tirx.DeclBuffer, self.on_decl),
-                         (tirx.AllocBuffer, self.on_alloc), (TensorLoad, self.on_load), (Var, self.on_var)]
+                         (tirx.AllocBuffer, self.on_alloc), (tirx.Evaluate, self.on_evaluate),
+                         (TensorLoad, self.on_load), (Var, self.on_var)]
 
     def fail(self, node: Any, what: str) -> CompileError:
         return CompileError(f"kernel `{self.kernel}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic "
@@ -207,6 +209,12 @@ class _Fp4Rewriter:
         if byte.source in self.unpacked:  # this thread's own register: a plain store of the code
             return tirx.BufferStore(byte.source, code, list(byte.indices))
         return tirx.Evaluate(tirx.call_extern("int32", "tl::fp4_e2m1_store", tirx.address_of(byte), odd, code))
+
+    def on_evaluate(self, node: Any, mutator: Any) -> Any:
+        # `T.evaluate(x[i])`: an element read for nothing but the read; its value is never used, so no arithmetic
+        if not _is_fp4(_dtype(node.value)):
+            return mutator.default_mutate(node)
+        return tirx.Evaluate(self.decode(node.value))
 
     def on_decl(self, node: Any, mutator: Any) -> Any:
         if node.buffer not in self.remap:

@@ -6,7 +6,8 @@ PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream til
 bare git directory of one (a mirror): its testing/ and examples/ at --ref (default HEAD; a tag such as v0.1.13
 for a release's tests) are then extracted under --out first.
 Each test file's folder is staged under --out with the device strings rewritten (tensors on "musa" or "cuda" go
-to "cpu"; with --cuda, target "cuda" becomes "musa"), next to a conftest.py that stands in
+to "cpu"; with --cuda, target "cuda" becomes "musa", and upstream's requires_cuda* gates answer as a GPU of
+compute capability --cuda-as, default 9.0), next to a conftest.py that stands in
 for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
 its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives each file's outcome
 and the first error line. Nothing of the peer's tree is kept in this repository.
@@ -49,9 +50,35 @@ if not hasattr(torch, "musa"):
 
 # The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
 for _name in ("Stream", "stream", "default_stream", "current_stream", "synchronize", "current_device",
-              "device_count", "get_device_properties", "get_device_name", "is_available"):
+              "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
 torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
+
+
+# --cuda: upstream gates its GPU tests on CUDA; the simulated MUSA device answers them as an NVIDIA GPU of compute
+# capability TL_PEER_CUDA_AS (e.g. "9.0"), so a case runs unless it asks for another generation's features.
+if os.environ.get("TL_PEER_CUDA_AS"):
+    import operator
+    import tilelang.testing as _testing
+
+    _AS = tuple(int(part) for part in os.environ["TL_PEER_CUDA_AS"].split("."))
+    _MODES = {"ge": operator.ge, "gt": operator.gt, "eq": operator.eq, "lt": operator.lt, "le": operator.le}
+
+    def _cuda_version(major_version, minor_version=0, mode="ge"):
+        import pytest
+        ok = _MODES[mode](_AS, (int(major_version), int(minor_version)))
+        why = (f"requires CUDA compute {mode} {major_version}.{minor_version}; the harness answers as "
+               f"sm_{_AS[0]}{_AS[1]} (--cuda-as)")
+        return lambda func: _testing.requires_musa(pytest.mark.skipif(not ok, reason=why)(func))
+
+    _testing.requires_cuda = _testing.requires_cuda_or_cdna = _testing.requires_musa
+    _testing.requires_cuda_compute_version = _cuda_version
+    for _mode in _MODES:
+        setattr(_testing, f"requires_cuda_compute_version_{_mode}",
+                lambda major_version, minor_version=0, _mode=_mode: _cuda_version(major_version, minor_version, _mode))
+    torch.cuda.get_device_capability = lambda *a: _AS
+    if "_Props" in globals():  # the stand-in device: get_device_properties(0).major, as Hopper checks read it
+        _Props.major, _Props.minor = _AS
 
 
 def pytest_collection_modifyitems(config, items):
@@ -76,6 +103,7 @@ def rewrite(text: str, cuda: bool) -> str:
     text = text.replace("torch.cuda.synchronize()", "torch.musa.synchronize()")  # as their "cuda" tensors are
     if cuda:
         text = re.sub(r"""target\s*=\s*(["'])cuda\1""", 'target="musa"', text)
+        text = re.sub(r"""Target\((["'])cuda\1\)""", 'Target("musa")', text)  # tvm.target.Target("cuda")
     return text
 
 
@@ -104,17 +132,22 @@ def summarize(output: str) -> tuple[str, str]:
     return counts, (errors[0][:200] if errors else "")
 
 
-def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0) -> tuple[str, str, str]:
+def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as: str = "",
+            peer: Path | None = None) -> tuple[str, str, str]:
     # A test that asks for a device launcher (execution_backend="cython" / "tvm_ffi") runs in the simulator, as
     # a user without a MUSA device would run it (the switch Triton's TRITON_INTERPRET=1 is for Triton).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
+    if peer is not None:  # tests import helpers from the peer's examples/ (`from examples.x import ...`), as from its root
+        env["PYTHONPATH"] += os.pathsep + str(peer)
     # Moore Threads' per-arch folders (testing/musa/mp22, mp31) run on a simulated device of that arch.
     arch_dirs = [part for part in path.parts if re.fullmatch(r"mp\d\d", part)]
     if arch_dirs:
         env["TILELANG_SIM_ARCH"] = f"mp_{arch_dirs[-1][2:]}"
     if max_cases:
         env["TL_PEER_MAX_CASES"] = str(max_cases)
+    if cuda_as:
+        env["TL_PEER_CUDA_AS"] = cuda_as
     # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--rootdir", str(root), str(path)]
@@ -158,7 +191,11 @@ def main() -> int:
     parser.add_argument("--ref", default="HEAD", help="of a bare repository: the commit or tag whose tests run")
     parser.add_argument("--max-cases", type=int, default=0,
                         help="run at most this many cases of a file, evenly spaced (0: all); the table says so")
+    parser.add_argument("--cuda-as", default="9.0", metavar="MAJOR.MINOR",
+                        help="with --cuda: the compute capability upstream's requires_cuda* gates see (the simulated "
+                             "MUSA device runs the cases they let through); 'none' skips every CUDA-gated case")
     args = parser.parse_args()
+    cuda_as = args.cuda_as if args.cuda and args.cuda_as != "none" else ""
 
     peer = args.peer.resolve()
     if (peer / "HEAD").is_file() and not (peer / "testing").exists():  # a bare repository: extract its tests
@@ -171,7 +208,8 @@ def main() -> int:
 
     results = {}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases): test for test, path in staged.items()}
+        jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases, cuda_as, peer): test
+                for test, path in staged.items()}
         for job in futures.as_completed(jobs):
             test = jobs[job]
             results[test] = job.result()
