@@ -177,9 +177,10 @@ class RaceDetector {
   /*!
    * \brief Mark [address, address + bytes) of shared memory as in flight for transfer `id` (nothing outside this
    *        worker's shared memory). Two transfers in flight on one byte, one of them writing it, end the launch.
+   *        `arena` is the issuing library's dynamic shared memory, which the message gives shared addresses in.
    */
   void MarkTransfer(BlockRunner& block, uint32_t id, const unsigned char* address, size_t bytes,
-                    const AsyncTransfer& transfer) {
+                    const AsyncTransfer& transfer, const unsigned char* arena) {
     if (address < base_ || address + bytes > base_ + bytes_) return;
     auto& writes = *static_cast<AsyncWrites*>(block.extension(ExtensionKind::kAsyncWrites).get());
     Cell* cell = cells_ + (address - base_);
@@ -194,8 +195,8 @@ class RaceDetector {
       const uint3 a = block.fiber(other->thread).idx;
       const unsigned char* byte = address + i;
       char where[64] = "static shared memory";
-      if (byte >= buf_dyn_shmem && byte < buf_dyn_shmem + kDynamicSmemCapacity)
-        std::snprintf(where, sizeof(where), "shared address %zu", static_cast<size_t>(byte - buf_dyn_shmem));
+      if (byte >= arena && byte < arena + kDynamicSmemCapacity)
+        std::snprintf(where, sizeof(where), "shared address %zu", static_cast<size_t>(byte - arena));
       block.Fail(musaErrorLaunchFailure,
                  "%s (%s:%d) %s %s while %s issued at %s:%d by thread (%u,%u,%u) is still in flight there (%s)",
                  transfer.what, SourceName(transfer.file), transfer.line, transfer.engine_reads ? "reads" : "writes",
