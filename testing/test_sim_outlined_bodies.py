@@ -13,7 +13,7 @@ from tilelang_musa.jit import sim_runtime, sim_runtime_recipe
 from tilelang_musa.jit.toolchains import SimToolchain
 
 OUTLINED = ("profile_outlined.h", "timeline_outlined.h", "fiber_outlined.h", "sqmma_outlined.h",
-            "async_barrier_outlined.h", "tme_outlined.h")
+            "async_barrier_outlined.h", "tme_outlined.h", "scheduler_outlined.h")
 ARCHS = {"mp_22": 220, "mp_31": 310}
 
 
@@ -52,7 +52,9 @@ def test_the_runtime_exports_the_outlined_functions_under_its_arch(arch):
                  "stack_pool_acquire", "stack_pool_release", "stack_pool_trim", "sqmma_check_flags",
                  "sqmma_exchange_issue", "sqmma_complete", "sqmma_commit_group",
                  "async_record", "async_init_arrival", "async_add_trans", "async_arrive", "async_wait",
-                 "async_issue_load", "tme_load", "tme_store", "tme_commit", "tme_read_wait"):
+                 "async_issue_load", "tme_load", "tme_store", "tme_commit", "tme_read_wait",
+                 "block_runner_construct", "block_runner_run", "block_runner_join", "block_runner_sleep_until_woken",
+                 "block_runner_fail", "block_runner_suspend", "block_runner_meet_clocks"):
         assert prefix + name in exported
 
 

@@ -316,3 +316,4 @@ TL_SIM_OUTLINED_DEF void ReadWait(int line) {
 
 }  // namespace tme
 }  // namespace tl_sim
+#pragma GCC visibility pop
