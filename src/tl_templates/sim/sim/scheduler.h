@@ -203,8 +203,32 @@ inline const char* SourceName(const char* file) {
 class BlockRunner {
  public:
   /*! \brief `stacks` holds one stack per thread for kFibers, one for kLoop. */
-  TL_SIM_OUTLINED BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options,
-                              ExecMode mode) TL_SIM_OUTLINED_AS("block_runner_construct");
+  // Inline: gcc ignores an asm name on a constructor, which would export it under its mangled name from every
+  // arch's runtime (TL_SIM_OUTLINED), and a launch could then bind to another arch's.
+  BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options, ExecMode mode)
+      : kernel_(kernel),
+        mode_(mode),
+        stacks_(stacks),
+        checked_(options.check),
+        seed_(options.seed),
+        watchdog_seconds_(options.watchdog_seconds),
+        n_(block_dim.x * block_dim.y * block_dim.z),
+        fibers_(n_),
+        ready_(n_),
+        rendezvous_(n_ + 1) {  // each pending rendezvous has a waiting thread, plus the one being completed
+    for (uint32_t i = 0; i < n_; ++i) {
+      Fiber& f = fibers_[i];
+      f.block = this;
+      f.linear = i;
+      f.idx = uint3{i % block_dim.x, (i / block_dim.x) % block_dim.y, i / (block_dim.x * block_dim.y)};
+      all_.Set(i);
+    }
+    for (int g = 0; g < kNumGroupKinds; ++g) {
+      uint32_t size = GroupSize(static_cast<Group>(g));
+      heads_[g].assign((n_ + size - 1) / size, nullptr);
+      epochs_[g].assign((n_ + size - 1) / size, 0);
+    }
+  }
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 

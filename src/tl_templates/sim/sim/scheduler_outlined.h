@@ -93,32 +93,6 @@ TL_SIM_OUTLINED_DEF void BlockRunner::SleepUntilWoken(const char* what, const ch
   Suspend(self);
 }
 
-TL_SIM_OUTLINED_DEF BlockRunner::BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks,
-                                             const SimOptions& options, ExecMode mode)
-    : kernel_(kernel),
-      mode_(mode),
-      stacks_(stacks),
-      checked_(options.check),
-      seed_(options.seed),
-      watchdog_seconds_(options.watchdog_seconds),
-      n_(block_dim.x * block_dim.y * block_dim.z),
-      fibers_(n_),
-      ready_(n_),
-      rendezvous_(n_ + 1) {  // each pending rendezvous has a waiting thread, plus the one being completed
-  for (uint32_t i = 0; i < n_; ++i) {
-    Fiber& f = fibers_[i];
-    f.block = this;
-    f.linear = i;
-    f.idx = uint3{i % block_dim.x, (i / block_dim.x) % block_dim.y, i / (block_dim.x * block_dim.y)};
-    all_.Set(i);
-  }
-  for (int g = 0; g < kNumGroupKinds; ++g) {
-    uint32_t size = GroupSize(static_cast<Group>(g));
-    heads_[g].assign((n_ + size - 1) / size, nullptr);
-    epochs_[g].assign((n_ + size - 1) / size, 0);
-  }
-}
-
 TL_SIM_OUTLINED_DEF bool BlockRunner::Run(uint3 block_idx, uint64_t block_id) {
   OsThreadState& t = g_thread;
   NoteProgress();
