@@ -71,24 +71,13 @@ template <typename I, typename F>
 }
 
 /*!
- * \brief Checked mode, a global access of `lanes` elements of `name` at element `offset`: a load of an element the
- *        launcher poisoned and nothing wrote is the error (poisoned_globals.h); a store or an address handed out
- *        marks the elements written.
+ * \brief Checked mode, a global access of `lanes` elements of `elem_bytes` bytes of `name`, element `offset` at
+ *        `first`: a load of an element the launcher poisoned and nothing wrote is the error (poisoned_globals.h); a
+ *        store or an address handed out marks the elements written. The runtime's (access_checks_outlined.h).
  */
-template <typename T>
-inline void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, T* data, int64_t offset, int lanes,
-                            const char* name, int line) {
-  if (kind != kLoad) {
-    globals.MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes));
-    return;
-  }
-  for (int lane = 0; lane < lanes; ++lane) {
-    if (globals.Unwritten(data + offset + lane, sizeof(T))) {
-      UninitialisedRead("global", "which the launcher poisoned (an output or workspace allocated for this call) and "
-                        "no thread has written yet", name, offset + lane, line);
-    }
-  }
-}
+TL_SIM_OUTLINED void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, const volatile void* first,
+                                     size_t elem_bytes, int64_t offset, int lanes, const char* name, int line)
+    TL_SIM_OUTLINED_AS("check_global_init");
 
 /*!
  * \brief Checked mode's part of CheckAccess for one offset: the race detector's record, the uninitialised-read
@@ -110,11 +99,11 @@ template <AccessKind kind, bool shared, typename T>
         }
       }
       if constexpr (!shared) {
-        if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
+        if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data + offset, sizeof(T), offset, lanes, name, line);
       }
     }
   } else if constexpr (!shared) {
-    if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data, offset, lanes, name, line);
+    if (t.global_shadow != nullptr) CheckGlobalInit(*t.global_shadow, kind, data + offset, sizeof(T), offset, lanes, name, line);
   }
   // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
   if constexpr (shared) {
@@ -201,3 +190,7 @@ inline void Compute(uint32_t instructions) {
 
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "access_checks_outlined.h"
+#endif

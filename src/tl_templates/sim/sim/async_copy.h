@@ -134,7 +134,7 @@ inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, 
     transfer.thread = block.current().linear;
     transfer.hint = "missing __musa_memcpy_g2s_wait?";
     c.transfer = t.race_detector->BeginTransfer(block, transfer);
-    t.race_detector->MarkTransfer(block, c.transfer, c.dst, bytes, transfer);
+    t.race_detector->MarkTransfer(block, c.transfer, c.dst, bytes, transfer, buf_dyn_shmem);
   }
   std::memset(c.dst, kPoisonByte, bytes);
   mine.pending.push_back(c);

@@ -129,119 +129,44 @@ class RaceDetector {
   ~RaceDetector() { Release(); }
 
   /*! \brief Shadow [base, base + bytes): the OS thread's shared memory. False when the shadow cannot be mapped. */
-  bool Cover(const unsigned char* base, size_t bytes) {
-    Release();
-    void* p = mmap(nullptr, bytes * sizeof(Cell), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) return false;
-    cells_ = static_cast<Cell*>(p);
-    base_ = base;
-    bytes_ = bytes;
-    return true;
-  }
+  TL_SIM_OUTLINED bool Cover(const unsigned char* base, size_t bytes) TL_SIM_OUTLINED_AS("race_detector_cover");
 
   /*! \brief The running thread loads (`store` false) or stores `bytes` bytes of shared memory at `address`, in
    *         buffer `name` that starts at `buffer`. */
-  void AccessShared(const unsigned char* address, uint32_t bytes, bool store, const char* name, const void* buffer,
-                    int line) {
-    if (address < base_ || address + bytes > base_ + bytes_) return;  // not this worker's shared memory
-    BlockRunner& block = CurrentBlock("a shared-memory access");
-    AccessSharedBy(block, block.current().linear, address, bytes, store, name, buffer, line);
-  }
+  TL_SIM_OUTLINED void AccessShared(const unsigned char* address, uint32_t bytes, bool store, const char* name,
+                                    const void* buffer, int line)
+      TL_SIM_OUTLINED_AS("race_detector_access_shared");
 
   /*! \brief The same for an access made on behalf of thread `thread` (an asynchronous copy landing). */
-  void AccessSharedBy(BlockRunner& block, uint32_t thread, const unsigned char* address, uint32_t bytes, bool store,
-                      const char* name, const void* buffer, int line) {
-    if (address < base_ || address + bytes > base_ + bytes_) return;
-    const Stamp now = StampOf(block, thread, line);
-    Cell* cell = cells_ + (address - base_);
-    const auto* order = static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get());
-    for (uint32_t i = 0; i < bytes; ++i) {
-      if (cell[i].transfer != 0) CheckTransfer(block, cell[i].transfer, store, name, address + i, buffer, line);
-      Update(block, order, cell[i], now, store, "shared", name,
-             address + i - static_cast<const unsigned char*>(buffer));
-    }
-  }
+  TL_SIM_OUTLINED void AccessSharedBy(BlockRunner& block, uint32_t thread, const unsigned char* address,
+                                      uint32_t bytes, bool store, const char* name, const void* buffer, int line)
+      TL_SIM_OUTLINED_AS("race_detector_access_shared_by");
 
   /*! \brief Register an asynchronous transfer of the running block; returns its id for MarkTransfer/EndTransfer. */
-  uint32_t BeginTransfer(BlockRunner& block, const AsyncTransfer& transfer) {
-    std::unique_ptr<BlockExtension>& slot = block.extension(ExtensionKind::kAsyncWrites);
-    if (slot == nullptr) slot.reset(new AsyncWrites(next_transfer_));
-    auto& writes = *static_cast<AsyncWrites*>(slot.get());
-    const uint32_t id = writes.base + static_cast<uint32_t>(writes.transfers.size());
-    writes.transfers.push_back(transfer);
-    next_transfer_ = id + 1;
-    return id;
-  }
+  TL_SIM_OUTLINED uint32_t BeginTransfer(BlockRunner& block, const AsyncTransfer& transfer)
+      TL_SIM_OUTLINED_AS("race_detector_begin_transfer");
 
   /*!
    * \brief Mark [address, address + bytes) of shared memory as in flight for transfer `id` (nothing outside this
    *        worker's shared memory). Two transfers in flight on one byte, one of them writing it, end the launch.
+   *        `arena` is the issuing library's dynamic shared memory, which the message gives shared addresses in.
    */
-  void MarkTransfer(BlockRunner& block, uint32_t id, const unsigned char* address, size_t bytes,
-                    const AsyncTransfer& transfer) {
-    if (address < base_ || address + bytes > base_ + bytes_) return;
-    auto& writes = *static_cast<AsyncWrites*>(block.extension(ExtensionKind::kAsyncWrites).get());
-    Cell* cell = cells_ + (address - base_);
-    for (size_t i = 0; i < bytes; ++i) {
-      const AsyncTransfer* other =
-          cell[i].transfer != 0 && cell[i].transfer != id ? writes.Find(cell[i].transfer) : nullptr;
-      if (other == nullptr) {
-        cell[i].transfer = id;
-        continue;
-      }
-      if (other->engine_reads && transfer.engine_reads) continue;
-      const uint3 a = block.fiber(other->thread).idx;
-      const unsigned char* byte = address + i;
-      char where[64] = "static shared memory";
-      if (byte >= buf_dyn_shmem && byte < buf_dyn_shmem + kDynamicSmemCapacity)
-        std::snprintf(where, sizeof(where), "shared address %zu", static_cast<size_t>(byte - buf_dyn_shmem));
-      block.Fail(musaErrorLaunchFailure,
-                 "%s (%s:%d) %s %s while %s issued at %s:%d by thread (%u,%u,%u) is still in flight there (%s)",
-                 transfer.what, SourceName(transfer.file), transfer.line, transfer.engine_reads ? "reads" : "writes",
-                 where, other->what, SourceName(other->file), other->line, a.x, a.y, a.z, other->hint);
-    }
-  }
+  TL_SIM_OUTLINED void MarkTransfer(BlockRunner& block, uint32_t id, const unsigned char* address, size_t bytes,
+                                    const AsyncTransfer& transfer, const unsigned char* arena)
+      TL_SIM_OUTLINED_AS("race_detector_mark_transfer");
 
   /*! \brief Transfer `id` completed: its bytes are no longer in flight. */
-  void EndTransfer(BlockRunner& block, uint32_t id, const unsigned char* address, size_t bytes) {
-    if (id == 0) return;
-    auto* writes = static_cast<AsyncWrites*>(block.extension(ExtensionKind::kAsyncWrites).get());
-    if (writes == nullptr || writes->Find(id) == nullptr) return;
-    writes->Find(id)->active = false;
-    Cell* cell = cells_ + (address - base_);
-    for (size_t i = 0; i < bytes; ++i)
-      if (cell[i].transfer == id) cell[i].transfer = 0;
-  }
+  TL_SIM_OUTLINED void EndTransfer(BlockRunner& block, uint32_t id, const unsigned char* address, size_t bytes)
+      TL_SIM_OUTLINED_AS("race_detector_end_transfer");
 
   /*!
    * \brief The same for global memory, within the running block. Global memory has no fixed extent to shadow:
    *        accesses are keyed by their first byte in a table that each block starts afresh, so accesses of
    *        different widths overlapping at other bytes are not compared, and a full table stops recording.
    */
-  void AccessGlobal(const unsigned char* address, bool store, const char* name, const void* buffer, int line) {
-    BlockRunner& block = CurrentBlock("a global-memory access");
-    const OsThreadState& t = g_thread;
-    const uint64_t generation = 1 + t.block_idx.x + static_cast<uint64_t>(t.grid_dim.x) *
-                                        (t.block_idx.y + static_cast<uint64_t>(t.grid_dim.y) * t.block_idx.z);
-    if (global_ == nullptr && !MapGlobalTable()) return;
-    const uintptr_t key = reinterpret_cast<uintptr_t>(address);
-    size_t slot = (key * 0x9E3779B97F4A7C15ull) >> (64 - kGlobalTableBits);
-    for (int probe = 0; probe < kMaxProbes; ++probe, slot = (slot + 1) & (kGlobalTableSize - 1)) {
-      GlobalEntry& e = global_[slot];
-      if (e.generation != generation) {  // free (or an earlier block's): this access is the first at `address`
-        e.generation = generation;
-        e.key = key;
-        e.cell = Cell{};
-      } else if (e.key != key) {
-        continue;
-      }
-      Update(block, static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get()), e.cell,
-             StampOf(block, block.current().linear, line), store, "global", name,
-             address - static_cast<const unsigned char*>(buffer));
-      return;
-    }
-  }
+  TL_SIM_OUTLINED void AccessGlobal(const unsigned char* address, bool store, const char* name, const void* buffer,
+                                    int line)
+      TL_SIM_OUTLINED_AS("race_detector_access_global");
 
  private:
   /*! \brief An access: the thread (linear id + 1; 0 = none) and the epochs of its block, squad and warp (their low
@@ -259,18 +184,9 @@ class RaceDetector {
   };
 
   /*! \brief An access of `store` kind meets a byte marked in flight by transfer `id`: fail if it conflicts. */
-  void CheckTransfer(BlockRunner& block, uint32_t id, bool store, const char* name, const unsigned char* address,
-                     const void* buffer, int line) {
-    auto* writes = static_cast<AsyncWrites*>(block.extension(ExtensionKind::kAsyncWrites).get());
-    const AsyncTransfer* t = writes != nullptr ? writes->Find(id) : nullptr;
-    if (t == nullptr || (t->engine_reads && !store)) return;
-    const uint3 issuer = block.fiber(t->thread).idx;
-    block.Fail(musaErrorLaunchFailure,
-               "%s of shared memory at byte %td of `%s` (line %d) while an asynchronous copy (%s) issued at %s:%d by "
-               "thread (%u,%u,%u) has not completed (%s)",
-               store ? "write" : "read", address - static_cast<const unsigned char*>(buffer), name, line, t->what,
-               SourceName(t->file), t->line, issuer.x, issuer.y, issuer.z, t->hint);
-  }
+  TL_SIM_OUTLINED void CheckTransfer(BlockRunner& block, uint32_t id, bool store, const char* name,
+                                     const unsigned char* address, const void* buffer, int line)
+      TL_SIM_OUTLINED_AS("race_detector_check_transfer");
 
   struct GlobalEntry {
     uint64_t generation;  // 1 + the linear id of the block that recorded it; 0 = never used
@@ -282,33 +198,11 @@ class RaceDetector {
   static constexpr int kMaxProbes = 32;
 
   /*! \brief Compare the access stamped `now` with the earlier ones of `cell`, then record it there. */
-  void Update(BlockRunner& block, const AsyncOrder* order, Cell& cell, const Stamp& now, bool store,
-              const char* space, const char* name, ptrdiff_t byte) {
-    const Stamp* other = nullptr;
-    if (Unordered(order, cell.store, now)) other = &cell.store;
-    if (store && other == nullptr) {
-      if (Unordered(order, cell.loads[0], now)) other = &cell.loads[0];
-      else if (Unordered(order, cell.loads[1], now)) other = &cell.loads[1];
-    }
-    if (other != nullptr) Report(block, *other, other == &cell.store, now, store, space, name, byte);
-    if (store) {
-      cell.store = now;
-      cell.loads[0] = cell.loads[1] = Stamp{};
-    } else if (cell.loads[0].thread == 0 || cell.loads[0].thread == now.thread ||
-               cell.loads[0].block_epoch != now.block_epoch) {
-      cell.loads[0] = now;
-    } else {
-      cell.loads[1] = now;
-    }
-  }
+  TL_SIM_OUTLINED void Update(BlockRunner& block, const AsyncOrder* order, Cell& cell, const Stamp& now, bool store,
+                              const char* space, const char* name, ptrdiff_t byte)
+      TL_SIM_OUTLINED_AS("race_detector_update");
 
-  bool MapGlobalTable() {
-    void* p = mmap(nullptr, kGlobalTableSize * sizeof(GlobalEntry), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return false;
-    global_ = static_cast<GlobalEntry*>(p);
-    return true;
-  }
+  TL_SIM_OUTLINED bool MapGlobalTable() TL_SIM_OUTLINED_AS("race_detector_map_global_table");
 
   static Stamp StampOf(BlockRunner& block, uint32_t me, int line) {
     Stamp s;
@@ -333,24 +227,12 @@ class RaceDetector {
     return true;
   }
 
-  [[noreturn]] static void Report(BlockRunner& block, const Stamp& earlier, bool earlier_stored, const Stamp& now,
-                                  bool now_stores, const char* space, const char* name, ptrdiff_t byte) {
-    const uint3 other = block.fiber(earlier.thread - 1u).idx;
-    block.Fail(musaErrorLaunchFailure,
-               "data race on byte %td of %s `%s`: this thread %s it at line %d while thread (%u,%u,%u) %s it at line "
-               "%d, with no barrier between them (line numbers of the kernel source)",
-               byte, space, name, now_stores ? "stores" : "loads", now.line, other.x, other.y, other.z,
-               earlier_stored ? "stored" : "loaded", earlier.line);
-  }
+  [[noreturn]] TL_SIM_OUTLINED static void Report(BlockRunner& block, const Stamp& earlier, bool earlier_stored,
+                                                  const Stamp& now, bool now_stores, const char* space,
+                                                  const char* name, ptrdiff_t byte)
+      TL_SIM_OUTLINED_AS("race_detector_report");
 
-  void Release() {
-    if (cells_ != nullptr) munmap(cells_, bytes_ * sizeof(Cell));
-    if (global_ != nullptr) munmap(global_, kGlobalTableSize * sizeof(GlobalEntry));
-    global_ = nullptr;
-    cells_ = nullptr;
-    base_ = nullptr;
-    bytes_ = 0;
-  }
+  TL_SIM_OUTLINED void Release() TL_SIM_OUTLINED_AS("race_detector_release");
 
   Cell* cells_ = nullptr;  // one per byte of shared memory
   uint32_t next_transfer_ = 1;  // ids of asynchronous transfers grow across blocks: stale marks never match
@@ -361,3 +243,7 @@ class RaceDetector {
 
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "race_detector_outlined.h"
+#endif

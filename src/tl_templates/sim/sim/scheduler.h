@@ -203,6 +203,8 @@ inline const char* SourceName(const char* file) {
 class BlockRunner {
  public:
   /*! \brief `stacks` holds one stack per thread for kFibers, one for kLoop. */
+  // Inline: gcc ignores an asm name on a constructor, which would export it under its mangled name from every
+  // arch's runtime (TL_SIM_OUTLINED), and a launch could then bind to another arch's.
   BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options, ExecMode mode)
       : kernel_(kernel),
         mode_(mode),
@@ -232,60 +234,7 @@ class BlockRunner {
 
   /*! \brief Run block `block_idx` (linear index `block_id` in the grid) to completion. False on error;
    *         error_code()/error_message() describe it. */
-  bool Run(uint3 block_idx, uint64_t block_id) {
-    OsThreadState& t = g_thread;
-    NoteProgress();
-    t.block_idx = block_idx;
-    t.last_access_line = 0;
-    t.last_access_what = nullptr;
-    block_idx_ = block_idx;
-    aborted_ = false;
-    interruption_ = Interruption::kNone;
-    if (checked_) random_.Seed(seed_, block_id);
-    for (auto& epochs : epochs_) std::fill(epochs.begin(), epochs.end(), t.next_sync_epoch);
-    code_ = musaSuccess;
-    message_[0] = '\0';
-    live_ = n_;
-    ready_head_ = ready_size_ = 0;
-    free_ = nullptr;
-    for (Rendezvous& rv : rendezvous_) {
-      rv.next = free_;
-      free_ = &rv;
-    }
-    for (auto& heads : heads_) std::fill(heads.begin(), heads.end(), nullptr);
-    for (auto& extension : extensions_) extension.reset();
-    const size_t usable = stacks_->stride - stacks_->guard_bytes;
-    for (uint32_t i = 0; i < n_; ++i) {
-      Fiber& f = fibers_[i];
-      f.state = FiberState::kReady;
-      f.waiting_on = nullptr;
-      f.wait_what = nullptr;
-      f.activemask_calls = 0;
-      if (mode_ == ExecMode::kFibers) PrepareContext(&f.ctx, stacks_->StackLow(i), usable, &FiberMain, &f);
-      Push(f);
-    }
-    t.block = this;
-    if (mode_ == ExecMode::kLoop) {
-      PrepareContext(&loop_, stacks_->StackLow(0), usable, &LoopMain, this);
-      SwitchContext(&scheduler_, &loop_);
-    } else {
-      Fiber* first = Pop();
-      Activate(*first);
-      SwitchContext(&scheduler_, &first->ctx);
-    }
-    // Back on the OS thread's own stack: every thread exited, or none can proceed, or one failed or was interrupted.
-    t.block = nullptr;
-    t.fiber = nullptr;
-    t.next_sync_epoch = LastEpoch() + 1;
-    NoteProgress();
-    if (interruption_ != Interruption::kNone) DescribeInterruption(t);
-    if (aborted_) return false;
-    if (live_ > 0) {
-      DescribeDeadlock();
-      return false;
-    }
-    return true;
-  }
+  TL_SIM_OUTLINED bool Run(uint3 block_idx, uint64_t block_id) TL_SIM_OUTLINED_AS("block_runner_run");
 
   musaError_t error_code() const { return code_; }
   const char* error_message() const { return message_; }
@@ -329,77 +278,15 @@ class BlockRunner {
    */
   uint64_t Arrive(const Collective& op, Group g, const ThreadSet& members, CollectiveSlot in, const char* file,
                   int line) {
-    TL_SIM_MAY_BLOCK();
-    if (mode_ == ExecMode::kLoop) CannotWaitInLoop(op.name, file, line);
-    Fiber& self = current();
-    const uint32_t index = GroupIndex(g, self.linear);
-    const uint32_t base = GroupBase(g, index);
-    const uint32_t me = self.linear - base;
-    if (!members.Test(me))
-      Fail(musaErrorLaunchFailure, "%s (%s:%d): the calling thread is not in its own participant mask", op.name,
-           SourceName(file), line);
-    Rendezvous* rv = nullptr;
-    for (Rendezvous* r = heads_[static_cast<int>(g)][index]; r != nullptr; r = r->next) {
-      if (r->members.Test(me)) {
-        rv = r;
-        break;
-      }
-      if (r->members.Intersects(members))
-        Fail(musaErrorLaunchFailure,
-             "%s (%s:%d) names threads of %s that wait at %s (%s:%d) over a different set of threads", op.name,
-             SourceName(file), line, GroupName(g, index), r->op->name, SourceName(r->file), r->line);
-    }
-    if (rv == nullptr) {
-      rv = Open(op, g, index, base, members, file, line);
-    } else if (rv->op != &op) {
-      Fail(musaErrorLaunchFailure,
-           "divergent collective: this thread reaches %s (%s:%d) while %u of %u threads of %s wait at %s (%s:%d)",
-           op.name, SourceName(file), line, rv->count, rv->expected, GroupName(g, index), rv->op->name,
-           SourceName(rv->file), rv->line);
-    } else if (!(rv->members == members)) {
-      Fail(musaErrorLaunchFailure, "%s (%s:%d): threads of %s disagree on the set of participating threads",
-           op.name, SourceName(file), line, GroupName(g, index));
-    }
-    self.slot = in;
-    rv->arrived.Set(me);
-    if (++rv->count == rv->expected) {
-      ++epochs_[static_cast<int>(g)][index];
-      NoteProgress();
-      if (g_thread.profile != nullptr) MeetClocks(*g_thread.profile, g, *rv);
-      if (op.exchange != nullptr) op.exchange(*this, *rv);
-      if (g != Group::kBlock)
-        for (auto& extension : extensions_)
-          if (extension != nullptr) extension->OnRendezvous(*this, *rv);
-      rv->members.ForEach([&](uint32_t i) {
-        if (i == me) return;
-        Fiber& f = fibers_[base + i];
-        f.state = FiberState::kReady;
-        f.waiting_on = nullptr;
-        Push(f);
-      });
-      Close(rv);
-      if (checked_) Yield(self);
-      return self.slot.out;
-    }
-    self.state = FiberState::kWaiting;
-    self.waiting_on = rv;
-    Suspend(self);
-    return self.slot.out;
+    TL_SIM_MAY_BLOCK();  // in the library whose code calls it (the body is the runtime's)
+    return Join(op, g, members, in, file, line);
   }
 
   /*! \brief The cycle model (profile.h): the participants of a completed rendezvous leave it together, at the
    *         latest clock among them, a block barrier `barrier_cycles` later; their waits there are barrier stalls.
    *         A warp's shuffle, vote or match is counted once (one warp instruction, whatever its lanes). */
-  static void MeetClocks(profile::Recorder& clocks, Group g, const Rendezvous& rv) {
-    double at = 0;
-    rv.members.ForEach([&](uint32_t i) { at = std::max(at, clocks.Settle(rv.base + i)); });
-    const bool block = g == Group::kBlock;
-    if (block) at += profile::kTiming.barrier_cycles;
-    if (g == Group::kWarp && rv.op->exchange != nullptr) clocks.Add(profile::k_warp_shuffles, 1);  // not __syncwarp
-    rv.members.ForEach([&](uint32_t i) {
-      clocks.WaitUntil(rv.base + i, at, block ? profile::k_barrier_stall_cycles : profile::kNumCounters);
-    });
-  }
+  TL_SIM_OUTLINED static void MeetClocks(profile::Recorder& clocks, Group g, const Rendezvous& rv)
+      TL_SIM_OUTLINED_AS("block_runner_meet_clocks");
 
   /*!
    * \brief The running thread blocks until a device model wakes it (Wake). `what`, `file` and `line` say where it
@@ -407,15 +294,8 @@ class BlockRunner {
    *        deadlock.
    */
   void WaitForWake(const char* what, const char* file, int line) {
-    TL_SIM_MAY_BLOCK();
-    if (mode_ == ExecMode::kLoop) CannotWaitInLoop(what, file, line);
-    Fiber& self = current();
-    self.state = FiberState::kWaiting;
-    self.waiting_on = nullptr;
-    self.wait_what = what;
-    self.wait_file = file;
-    self.wait_line = line;
-    Suspend(self);
+    TL_SIM_MAY_BLOCK();  // in the library whose code calls it (the body is the runtime's)
+    SleepUntilWoken(what, file, line);
   }
   /*! \brief Make `thread`, blocked in WaitForWake, ready again. */
   void Wake(Fiber& thread) {
@@ -429,149 +309,51 @@ class BlockRunner {
   uint32_t live() const { return live_; }
 
   /*! \brief Append to the error message, truncating at its end (for DescribeWaits). */
-  __attribute__((format(printf, 2, 3))) void Append(const char* fmt, ...) {
-    const size_t used = std::strlen(message_);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(message_ + used, sizeof(message_) - used, fmt, ap);
-    va_end(ap);
-  }
+  __attribute__((format(printf, 2, 3))) TL_SIM_OUTLINED void Append(const char* fmt, ...)
+      TL_SIM_OUTLINED_AS("block_runner_append");
 
   /*! \brief Abort the block from the running thread: record the error and return to the scheduler for good. */
-  [[noreturn]] __attribute__((format(printf, 3, 4))) void Fail(musaError_t code, const char* fmt, ...) {
-    Fiber& self = current();
-    int k = std::snprintf(message_, sizeof(message_), "block (%u,%u,%u), thread (%u,%u,%u): ", block_idx_.x,
-                          block_idx_.y, block_idx_.z, self.idx.x, self.idx.y, self.idx.z);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(message_ + k, sizeof(message_) - static_cast<size_t>(k), fmt, ap);
-    va_end(ap);
-    code_ = code;
-    aborted_ = true;
-    SwitchContext(&self.ctx, &scheduler_);
-    __builtin_unreachable();  // an aborted block's fibers are never resumed
-  }
+  [[noreturn]] __attribute__((format(printf, 3, 4))) TL_SIM_OUTLINED void Fail(musaError_t code, const char* fmt, ...)
+      TL_SIM_OUTLINED_AS("block_runner_fail");
 
   /*!
    * \brief Abandon the block from a signal handler that interrupted `thread` on its own stack (signal_guard.h):
    *        record why and return to the scheduler for good. `address` is the faulting address, if any. The
    *        thread's stack is discarded with whatever it held; Run() composes the message.
    */
-  [[noreturn]] void Interrupt(Interruption why, const Fiber& thread, uintptr_t address) {
-    interruption_ = why;
-    interrupted_ = thread.linear;
-    fault_address_ = address;
-    aborted_ = true;
-    FiberContext abandoned;
-    SwitchContext(&abandoned, &scheduler_);
-    __builtin_unreachable();
-  }
+  [[noreturn]] TL_SIM_OUTLINED void Interrupt(Interruption why, const Fiber& thread, uintptr_t address)
+      TL_SIM_OUTLINED_AS("block_runner_interrupt");
 
  private:
-  static void FiberMain(void* arg) {
-    Fiber& f = *static_cast<Fiber*>(arg);
-    BlockRunner& b = *f.block;
-    b.RunThread();
-    b.OnExit(f);
-  }
+  /*! \brief Arrive's body: join (or open) the rendezvous, run the exchange if last, else wait. */
+  TL_SIM_OUTLINED uint64_t Join(const Collective& op, Group g, const ThreadSet& members, CollectiveSlot in,
+                                const char* file, int line) TL_SIM_OUTLINED_AS("block_runner_join");
+  /*! \brief WaitForWake's body. */
+  TL_SIM_OUTLINED void SleepUntilWoken(const char* what, const char* file, int line)
+      TL_SIM_OUTLINED_AS("block_runner_sleep_until_woken");
+  TL_SIM_OUTLINED static void FiberMain(void* arg) TL_SIM_OUTLINED_AS("block_runner_fiber_main");
 
   /*! \brief kLoop: run the threads one after another, in the order a fiber schedule would, on this one fiber. */
-  static void LoopMain(void* arg) {
-    BlockRunner& b = *static_cast<BlockRunner*>(arg);
-    for (Fiber* f = b.Pop(); f != nullptr; f = b.Pop()) {
-      b.Activate(*f);
-      b.RunThread();
-      b.FinishThread(*f);
-    }
-    // What the last thread's exit does in kFibers: no thread waits here, so no model can wake one.
-    if (b.Quiesce()) b.Fail(musaErrorLaunchFailure, "internal simulator error: a thread woke in loop execution");
-    SwitchContext(&b.loop_, &b.scheduler_);
-    __builtin_unreachable();  // a finished block's loop is never resumed
-  }
+  TL_SIM_OUTLINED static void LoopMain(void* arg) TL_SIM_OUTLINED_AS("block_runner_loop_main");
 
   /*! \brief The running thread's whole kernel. */
-  void RunThread() {
-#if defined(__cpp_exceptions)
-    bool threw = false;
-    try {
-      kernel_.invoke(kernel_.bound);
-    } catch (...) {
-      threw = true;  // fail outside the handler: switching stacks inside one would corrupt the EH state
-    }
-    if (threw) Fail(musaErrorLaunchFailure, "the kernel threw a C++ exception");
-#else
-    kernel_.invoke(kernel_.bound);
-#endif
-  }
+  TL_SIM_OUTLINED void RunThread() TL_SIM_OUTLINED_AS("block_runner_run_thread");
 
   /*! \brief A loop-executed kernel reached code that waits: its library was judged unable to wait
    *         (LibraryMayBlock), so this is the simulator's bug; fail loudly rather than run on without waiting. */
-  [[noreturn]] void CannotWaitInLoop(const char* what, const char* file, int line) {
-    Fail(musaErrorLaunchFailure,
-         "internal simulator error: %s (%s:%d) can wait, but the block runs as a loop over its threads, where no "
-         "thread may wait; set TILELANG_SIM_EXEC=fibers to work around it",
-         what, SourceName(file), line);
-  }
+  [[noreturn]] TL_SIM_OUTLINED void CannotWaitInLoop(const char* what, const char* file, int line)
+      TL_SIM_OUTLINED_AS("block_runner_cannot_wait_in_loop");
 
-  [[noreturn]] void OnExit(Fiber& self) {
-    FinishThread(self);
-    Suspend(self);
-    __builtin_unreachable();  // an exited fiber is never resumed
-  }
+  [[noreturn]] TL_SIM_OUTLINED void OnExit(Fiber& self) TL_SIM_OUTLINED_AS("block_runner_on_exit");
 
   /*! \brief `self` finished the kernel: count it out and check that no collective still waits for it. */
-  void FinishThread(Fiber& self) {
-    self.state = FiberState::kExited;
-    --live_;
-    for (auto& extension : extensions_)
-      if (extension != nullptr) extension->OnThreadExit(*this, self);
-    if (mode_ == ExecMode::kLoop) return;  // no rendezvous ever opens in a loop (Arrive refuses it)
-    for (int g = 0; g < kNumGroupKinds; ++g) {
-      const uint32_t index = GroupIndex(static_cast<Group>(g), self.linear);
-      for (Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
-        if (r->members.Test(self.linear - r->base))
-          Fail(musaErrorLaunchFailure,
-               "divergent %s: this thread exited while %u of %u threads of %s wait at %s (%s:%d)", r->op->name,
-               r->count, r->expected, GroupName(r->group, r->group_index), r->op->name, SourceName(r->file), r->line);
-      }
-    }
-  }
+  TL_SIM_OUTLINED void FinishThread(Fiber& self) TL_SIM_OUTLINED_AS("block_runner_finish_thread");
 
-  Rendezvous* Open(const Collective& op, Group g, uint32_t index, uint32_t base, const ThreadSet& members,
-                   const char* file, int line) {
-    members.ForEach([&](uint32_t i) {
-      if (base + i >= n_)
-        Fail(musaErrorLaunchFailure, "%s (%s:%d) names thread %u of %s, which does not exist", op.name,
-             SourceName(file), line, i, GroupName(g, index));
-      const Fiber& f = fibers_[base + i];
-      if (f.state == FiberState::kExited)
-        Fail(musaErrorLaunchFailure, "divergent %s (%s:%d): thread (%u,%u,%u) of %s has exited and can never arrive",
-             op.name, SourceName(file), line, f.idx.x, f.idx.y, f.idx.z, GroupName(g, index));
-    });
-    Rendezvous* rv = free_;
-    free_ = rv->next;
-    rv->op = &op;
-    rv->group = g;
-    rv->group_index = index;
-    rv->base = base;
-    rv->members = members;
-    rv->arrived.Clear();
-    rv->expected = members.Count();
-    rv->count = 0;
-    rv->file = file;
-    rv->line = line;
-    rv->next = heads_[static_cast<int>(g)][index];
-    heads_[static_cast<int>(g)][index] = rv;
-    return rv;
-  }
+  TL_SIM_OUTLINED Rendezvous* Open(const Collective& op, Group g, uint32_t index, uint32_t base,
+                                   const ThreadSet& members, const char* file, int line)
+      TL_SIM_OUTLINED_AS("block_runner_open");
 
-  void Close(Rendezvous* rv) {
-    Rendezvous** link = &heads_[static_cast<int>(rv->group)][rv->group_index];
-    while (*link != rv) link = &(*link)->next;
-    *link = rv->next;
-    rv->next = free_;
-    free_ = rv;
-  }
+  TL_SIM_OUTLINED void Close(Rendezvous* rv) TL_SIM_OUTLINED_AS("block_runner_close");
 
   /*! \brief `ready_head_ + offset` wrapped into the ring (offset < n_): no division on this hot path. */
   uint32_t RingSlot(uint32_t offset) const {
@@ -601,118 +383,25 @@ class BlockRunner {
   }
   /*! \brief Hand the OS thread to the next ready fiber (possibly `self`, if it is ready), or back to the scheduler
    *         if none is ready. */
-  void Suspend(Fiber& self) {
-    if (mode_ == ExecMode::kLoop) CannotWaitInLoop("a thread switch", __FILE__, __LINE__);
-    Fiber* next = Pop();
-    if (next == nullptr && Quiesce()) next = Pop();
-    if (next == &self) {
-      Activate(self);
-    } else if (next != nullptr) {
-      Activate(*next);
-      SwitchContext(&self.ctx, &next->ctx);
-    } else {
-      SwitchContext(&self.ctx, &scheduler_);
-    }
-  }
+  TL_SIM_OUTLINED void Suspend(Fiber& self) TL_SIM_OUTLINED_AS("block_runner_suspend");
   /*! \brief No thread is ready: let the device models make progress. True if one woke a thread. */
-  bool Quiesce() {
-    bool woke = false;
-    for (auto& extension : extensions_)
-      if (extension != nullptr && ready_size_ == 0) woke = extension->OnQuiescent(*this) || woke;
-    return woke && ready_size_ > 0;
-  }
+  TL_SIM_OUTLINED bool Quiesce() TL_SIM_OUTLINED_AS("block_runner_quiesce");
   /*! \brief Checked mode: the running thread rejoins the ready threads and a random one continues. */
-  void Yield(Fiber& self) {
-    self.state = FiberState::kReady;
-    Push(self);
-    Suspend(self);
-  }
-  uint64_t LastEpoch() const {
-    uint64_t last = 0;
-    for (const auto& epochs : epochs_)
-      for (uint64_t e : epochs) last = std::max(last, e);
-    return last;
-  }
+  TL_SIM_OUTLINED void Yield(Fiber& self) TL_SIM_OUTLINED_AS("block_runner_yield");
+  TL_SIM_OUTLINED uint64_t LastEpoch() const TL_SIM_OUTLINED_AS("block_runner_last_epoch");
 
-  const char* GroupName(Group g, uint32_t index) {
-    if (g == Group::kBlock) return "the block";
-    std::snprintf(group_name_, sizeof(group_name_), "%s %u", g == Group::kWarp ? "warp" : "squad", index);
-    return group_name_;
-  }
+  TL_SIM_OUTLINED const char* GroupName(Group g, uint32_t index) TL_SIM_OUTLINED_AS("block_runner_group_name");
 
   /*! \brief Every live thread waits: name up to three pending rendezvous and, for each, a thread it lacks. */
-  void DescribeDeadlock() {
-    code_ = musaErrorLaunchFailure;
-    message_[0] = '\0';
-    Append("block (%u,%u,%u): deadlock, no thread can proceed:", block_idx_.x, block_idx_.y, block_idx_.z);
-    AppendWaiting(3);
-    for (auto& extension : extensions_)
-      if (extension != nullptr) extension->DescribeWaits(*this);
-  }
+  TL_SIM_OUTLINED void DescribeDeadlock() TL_SIM_OUTLINED_AS("block_runner_describe_deadlock");
 
   /*! \brief Name up to `limit` pending rendezvous and, for each, a thread it lacks that waits elsewhere. */
-  void AppendWaiting(int limit) {
-    int shown = 0, more = 0;
-    for (int g = 0; g < kNumGroupKinds; ++g) {
-      for (uint32_t index = 0; index < heads_[g].size(); ++index) {
-        for (const Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
-          if (shown == limit) {
-            ++more;
-            continue;
-          }
-          ++shown;
-          Append(" %u of %u threads of %s wait at %s (%s:%d)", r->count, r->expected, GroupName(r->group, index),
-                 r->op->name, SourceName(r->file), r->line);
-          const Fiber* missing = nullptr;
-          r->members.ForEach([&](uint32_t i) {
-            if (missing == nullptr && !r->arrived.Test(i)) missing = &fibers_[r->base + i];
-          });
-          // Open() and OnExit() rule out exited members, so a missing thread waits elsewhere or runs.
-          if (missing != nullptr && missing->waiting_on != nullptr) {
-            const Rendezvous* w = missing->waiting_on;
-            Append(", while thread (%u,%u,%u) waits at %s (%s:%d)", missing->idx.x, missing->idx.y, missing->idx.z,
-                   w->op->name, SourceName(w->file), w->line);
-          }
-          Append(";");
-        }
-      }
-    }
-    if (more > 0) Append(" and %d more", more);
-  }
+  TL_SIM_OUTLINED void AppendWaiting(int limit) TL_SIM_OUTLINED_AS("block_runner_append_waiting");
 
   /*! \brief The message of a block a signal handler abandoned; `t` still holds the interrupted thread's last
    *         checked access (Activate clears it at every resumption). */
-  void DescribeInterruption(const OsThreadState& t) {
-    const Fiber& f = fibers_[interrupted_];
-    code_ = musaErrorLaunchFailure;
-    message_[0] = '\0';
-    Append("block (%u,%u,%u), thread (%u,%u,%u)", block_idx_.x, block_idx_.y, block_idx_.z, f.idx.x, f.idx.y,
-           f.idx.z);
-    switch (interruption_) {
-      case Interruption::kStackOverflow:
-        Append(" overflowed its %zu KiB stack; raise %s", stacks_->stack_bytes / 1024, kStackEnvVar);
-        break;
-      case Interruption::kInvalidAccess:
-        Append(": invalid memory access at address 0x%" PRIxPTR " (the kernel touched memory outside its tensors)",
-               fault_address_);
-        break;
-      case Interruption::kStalled:
-        Append(" made no progress for %g s (%s): it runs without reaching a barrier or other collective, and the "
-               "simulator switches threads only there, so a loop waiting for another thread of its block spins "
-               "forever", watchdog_seconds_, kWatchdogEnvVar);
-        break;
-      case Interruption::kNone:
-        break;
-    }
-    if (t.last_access_line > 0)
-      Append("; its last checked memory access was %s at line %d of the generated source",
-             t.last_access_what != nullptr ? t.last_access_what : "an access", t.last_access_line);
-    if (interruption_ == Interruption::kStalled) {
-      Append(";");
-      AppendWaiting(3);
-      if (ready_size_ > 0) Append(" %u other threads are ready to run;", ready_size_);
-    }
-  }
+  TL_SIM_OUTLINED void DescribeInterruption(const OsThreadState& t)
+      TL_SIM_OUTLINED_AS("block_runner_describe_interruption");
 
   KernelCall kernel_;
   ExecMode mode_;
@@ -756,3 +445,7 @@ inline BlockRunner& CurrentBlock(const char* what) {
 
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "scheduler_outlined.h"
+#endif

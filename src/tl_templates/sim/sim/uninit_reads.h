@@ -113,15 +113,7 @@ class WrittenShadow {
 
   /*! \brief Shadow [base, base + bytes), the OS thread's shared memory; false when the shadow cannot be mapped
    *         (then shared loads go unchecked, and fragments and locals are still checked). */
-  bool Cover(const unsigned char* base, size_t bytes) {
-    void* p = mmap(nullptr, bytes * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return false;
-    serials_ = static_cast<uint32_t*>(p);
-    base_ = base;
-    bytes_ = bytes;
-    return true;
-  }
+  TL_SIM_OUTLINED bool Cover(const unsigned char* base, size_t bytes) TL_SIM_OUTLINED_AS("written_shadow_cover");
 
   /*! \brief A block starts on this worker: nothing of its shared memory is written yet (poisoned afresh). */
   void StartBlock() {
@@ -135,12 +127,8 @@ class WrittenShadow {
 
   /*! \brief Thread `thread` loaded an unwritten element `element` of fragment/local `name` (`space`) at `line`:
    *         kept (its first) until the thread stores a NaN to memory (CheckStoredValue). */
-  void NoteLocalRead(uint32_t thread, const char* space, const char* name, int64_t element, int line) {
-    if (thread >= local_reads_.size()) local_reads_.resize(thread + 1);
-    LocalRead& r = local_reads_[thread];
-    if (r.serial == serial_) return;
-    r = LocalRead{serial_, space, name, element, line};
-  }
+  TL_SIM_OUTLINED void NoteLocalRead(uint32_t thread, const char* space, const char* name, int64_t element, int line)
+      TL_SIM_OUTLINED_AS("written_shadow_note_local_read");
 
   /*!
    * \brief Thread `thread` stores `lanes` elements (`values`) to `target` at element `offset`, line `line`: the
@@ -200,14 +188,8 @@ class WrittenShadow {
   /*! \brief The running block wrote [address, address + bytes), or, `handed_out`, handed its address to a template
    *         that may write it: the generated code's later loads count it written, a template's own reads
    *         (CheckModelRead: a GEMM's operand fetch of the tile whose element 0 the kernel handed over) do not. */
-  void MarkWritten(const volatile void* address, size_t bytes, bool handed_out = false) {
-    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
-    if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
-    uint32_t* s = serials_ + (a - base_);
-    for (size_t i = 0; i < bytes; ++i)
-      if (!handed_out) s[i] = serial_;
-      else if (s[i] != serial_) s[i] = serial_ | kHandedOut;
-  }
+  TL_SIM_OUTLINED void MarkWritten(const volatile void* address, size_t bytes, bool handed_out = false)
+      TL_SIM_OUTLINED_AS("written_shadow_mark_written");
 
   /*!
    * \brief The kernel handed an address of shared buffer `name` (elements of `elem_bytes` at `data`, [lo, hi)) to
@@ -216,49 +198,16 @@ class WrittenShadow {
    *        pointer it derives (T.cumsum's, a reduction's), which the generated code may then load, and which may
    *        hold the poison's bytes (an int32 sum of -1). `line`: the handing call's (CheckModelRead).
    */
-  void NoteBuffer(const volatile void* data, size_t elem_bytes, int64_t lo, int64_t hi, const char* name,
-                  int line) {
-    const auto* base = static_cast<const unsigned char*>(const_cast<const void*>(data));
-    Buffer* found = nullptr;
-    for (Buffer& b : buffers_)
-      if (b.base == base && b.name == name) found = &b;
-    if (found == nullptr) {
-      buffers_.push_back(Buffer{base, base + lo * static_cast<int64_t>(elem_bytes),
-                                base + hi * static_cast<int64_t>(elem_bytes), elem_bytes, name, 0, 0, false});
-      found = &buffers_.back();
-    }
-    if (found->handed == serial_) {  // marked once per block
-      if (line != found->handed_line) found->handed_elsewhere = true;
-      return;
-    }
-    found->handed = serial_;
-    found->handed_line = line;
-    found->handed_elsewhere = false;
-    MarkWritten(found->begin, static_cast<size_t>(found->end - found->begin), true);
-  }
+  TL_SIM_OUTLINED void NoteBuffer(const volatile void* data, size_t elem_bytes, int64_t lo, int64_t hi,
+                                  const char* name, int line)
+      TL_SIM_OUTLINED_AS("written_shadow_note_buffer");
 
   /*!
    * \brief A template or device model (`reader`, e.g. "a GEMM operand fetch") reads `bytes` bytes of shared memory
    *        at `address`, an element of that many bytes: the error when it holds poison and nothing wrote it.
    */
-  void CheckModelRead(const void* address, size_t bytes, const char* reader) {
-    const auto* a = static_cast<const unsigned char*>(address);
-    if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
-    if (!IsPoison(a, bytes) || Written(a, bytes, false) || deferred_[0] != '\0') return;
-    const Buffer* buffer = nullptr;
-    for (const Buffer& b : buffers_)  // the innermost (latest registered) buffer that holds the element
-      if (a >= b.begin && a + bytes <= b.end) buffer = &b;
-    // handed to templates at two lines or more: one of them may have written it through a pointer it derived
-    if (buffer != nullptr && buffer->handed == serial_ && buffer->handed_elsewhere) return;
-    const int line = g_thread.last_access_line;
-    char why[160];
-    std::snprintf(why, sizeof(why), "read by %s, which no thread of this block has written", reader);
-    if (buffer != nullptr) {
-      Defer(why, buffer->name, (a - buffer->base) / static_cast<int64_t>(buffer->elem), line);
-    } else {
-      Defer(why, "shared memory (byte offset in its arena)", a - base_, line);
-    }
-  }
+  TL_SIM_OUTLINED void CheckModelRead(const void* address, size_t bytes, const char* reader)
+      TL_SIM_OUTLINED_AS("written_shadow_check_model_read");
 
   /*! \brief A load of `lanes` elements of shared buffer `name` at element `offset` (its address `address`). */
   template <typename T>
@@ -618,3 +567,7 @@ template <typename T, typename V>
 
 }  // namespace tl_sim
 #pragma GCC visibility pop
+
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "uninit_reads_outlined.h"
+#endif
