@@ -52,7 +52,7 @@ struct __attribute__((aligned(2))) TL_SIM_F16 {
 
   TL_SIM_F16() = default;
   TL_SIM_HIDDEN constexpr TL_SIM_F16(const TL_SIM_F16_RAW& raw) : __x(raw.x) {}
-  TL_SIM_HIDDEN TL_SIM_F16(float f) : __x(tl_sim::NarrowRne<TL_SIM_F16_EXP_BITS, TL_SIM_F16_MAN_BITS>(f)) {}
+  TL_SIM_HIDDEN TL_SIM_F16(float f) : __x(tl_sim::NarrowFromFloat<TL_SIM_F16_EXP_BITS, TL_SIM_F16_MAN_BITS>(f)) {}
   TL_SIM_HIDDEN TL_SIM_F16(double d) : __x(tl_sim::NarrowRne<TL_SIM_F16_EXP_BITS, TL_SIM_F16_MAN_BITS>(d)) {}
   // Integers below 2^53 are exact in double; larger ones overflow a 16-bit format either way.
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>

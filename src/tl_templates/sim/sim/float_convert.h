@@ -142,6 +142,31 @@ inline bool CpuHasF16c() {
 }
 #endif
 
+/*!
+ * \brief NarrowRne from float, with F16C's vcvtps2ph for binary16 where the CPU has it: the same bits (round to
+ *        nearest even by the immediate, whatever MXCSR says; a NaN keeps its sign and top payload bits and is made
+ *        quiet; float subnormals round to signed zero with or without DAZ), in one instruction instead of ~30.
+ *        Inline asm, since a kernel's baseline build cannot inline a target("f16c") function; the test of the flag
+ *        reads a variable initialised when the library loads (false until then: the portable path).
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+inline const bool kNarrowWithF16c = (__builtin_cpu_init(), __builtin_cpu_supports("f16c"));
+#endif
+template <int kExp, int kMan>
+inline uint16_t NarrowFromFloat(float value) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (kExp == 5 && kMan == 10) {
+    if (kNarrowWithF16c) {
+      using Half8 = short __attribute__((vector_size(16)));
+      Half8 bits;
+      asm("vcvtps2ph $0, %1, %0" : "=x"(bits) : "x"(value));
+      return static_cast<uint16_t>(bits[0]);
+    }
+  }
+#endif
+  return NarrowRne<kExp, kMan>(value);
+}
+
 /*! \brief out[i] = the exact value of binary16 element raw[i], for i < count (WidenToFloat, NaN payloads kept). */
 inline void WidenF16(const uint16_t* raw, float* out, size_t count) {
   size_t i = 0;
