@@ -393,41 +393,41 @@ template <typename C>
 // element is not checked (threads outside a fragment's layout legitimately combine their unwritten slot with an
 // all-reduce result they never use). Default mode never reads `N__def`; every access is behind UninitChecked().
 
-/*! rief Whether the running launch is in checked mode (the detector of uninitialised reads is on). */
+/*! \brief Whether the running launch is in checked mode (the detector of uninitialised reads is on). */
 [[gnu::always_inline]] inline bool UninitChecked() { return __builtin_expect(g_thread.uninit_shadow != nullptr, 0); }
 
-/*! rief The array's declaration (checked mode): no element is defined yet. */
+/*! \brief The array's declaration (checked mode): no element is defined yet. */
 template <size_t n>
 [[gnu::always_inline]] inline void Undefine(unsigned char (&defined)[n]) {
   if (UninitChecked()) std::memset(defined, 0, n);
 }
 
-/*! rief The array's address is handed out (checked mode): a template may write any element. */
+/*! \brief The array's address is handed out (checked mode): a template may write any element. */
 template <size_t n>
 [[gnu::always_inline]] inline void DefineAll(unsigned char (&defined)[n]) {
   if (UninitChecked()) std::memset(defined, 1, n);
 }
 
-/*! rief DefineAll, for `&N[index]` handed out: returns `index`. */
+/*! \brief DefineAll, for `&N[index]` handed out: returns `index`. */
 template <size_t n, typename I>
 [[gnu::always_inline]] inline I HandedOut(unsigned char (&defined)[n], I index) {
   DefineAll(defined);
   return index;
 }
 
-/*! rief Whether `lanes` elements from `defined` are all defined (checked mode only: a store's carried state). */
+/*! \brief Whether `lanes` elements from `defined` are all defined (checked mode only: a store's carried state). */
 [[gnu::always_inline]] inline bool AllDefined(const unsigned char* defined, int lanes) {
   for (int lane = 0; lane < lanes; ++lane)
     if (defined[lane] == 0) return false;
   return true;
 }
 
-/*! rief A store of `lanes` elements from `defined` (checked mode only), `value`: computed from defined elements. */
+/*! \brief A store of `lanes` elements from `defined` (checked mode only), `value`: computed from defined elements. */
 [[gnu::always_inline]] inline void SetDefined(unsigned char* defined, int lanes, bool value) {
   for (int lane = 0; lane < lanes; ++lane) defined[lane] = value ? 1 : 0;
 }
 
-/*! rief UseLocal's report, out of line (the check inlined at every use stays a load, a test and a branch). */
+/*! \brief UseLocal's report, out of line (the check inlined at every use stays a load, a test and a branch). */
 [[noreturn, gnu::noinline, gnu::cold]] inline void UndefinedLocalUse(const char* space, const char* name,
                                                                      int64_t element, int line) {
   UninitialisedRead(space,
@@ -437,7 +437,7 @@ template <size_t n, typename I>
 }
 
 /*!
- * rief The checked print of a load of `lanes` integer fragment/local elements at `index` whose value is used
+ * \brief The checked print of a load of `lanes` integer fragment/local elements at `index` whose value is used
  *        (not merely carried into another such element): in checked mode, an element not defined is the error.
  *        Returns `index`.
  */
