@@ -181,6 +181,22 @@ def test_layout_inverse_rejects_a_non_surjective_map():
         Layout((4, 4), lambda i, j: [i * 5 + j]).inverse()
 
 
+def test_fragment_inverse_pads_a_fragment_that_leaves_slots_unused_only_when_asked():
+    # 40 rows on 32 threads x 2 slots (a cumsum's fragment; fuzz program 6950): 24 (thread, slot) pairs hold nothing
+    frag = Fragment([40, 1], forward_thread_fn=lambda i, j: i % 32, forward_index_fn=lambda i, j: [i // 32])
+    with pytest.raises(LayoutError, match="cannot cover"):
+        frag.inverse(tirx.Var("t", "int32"), tirx.Var("s", "int32"))
+    for t in range(32):
+        for s in range(2):
+            i, j = (int(x) for x in frag.inverse(tirx.const(t, "int32"), tirx.const(s, "int32"), padded=True))
+            assert (i, j) == (s * 32 + t, 0)  # out of range (i >= 40) exactly for the unused pairs
+            if i < 40:
+                assert int(frag.thread([i, j])) == t and int(frag.index([i, j])) == s
+    not_a_bijection = Fragment([40], forward_thread_fn=lambda i: i % 16, forward_index_fn=lambda i: [i // 32])
+    with pytest.raises(LayoutError, match="cannot invert"):
+        not_a_bijection.inverse(tirx.const(0, "int32"), tirx.const(0, "int32"), padded=True)
+
+
 def test_layout_is_equal_compares_the_maps_not_the_expressions():
     a = Layout((8, 8), lambda i, j: [i * 8 + j])
     b = Layout((8, 8), lambda x, y: [(x * 64 + y * 8) // 8 + y - y // 8 * 8 - y])  # same map, other form

@@ -140,22 +140,34 @@ class Fragment(Layout):
         return _EVALUATED.put(self, result)
 
     # ---- inverse -----------------------------------------------------------------------------------------------------
-    def inverse(self, thread: Any = None, local: Any = None, *, return_rep: bool = False) -> Any:
+    def inverse(self, thread: Any = None, local: Any = None, *, return_rep: bool = False,
+                padded: bool = False) -> Any:
         """With no arguments: the inverse Layout `(local, thread - first_thread) -> (*x, rep)` (upstream's form).
 
         With `thread` and `local`: the logical indices held in slot `local` of `thread` (plus the replica number
         if `return_rep`). Needs every (thread, slot) of the covered thread range to hold exactly one element.
+        `padded`: a fragment that leaves (thread, slot) pairs unused (40 rows on 32 threads x 2 slots) is inverted as
+        if its outermost extent were padded to cover them all, where the forward map stays a bijection on the
+        padded shape; the indices of an unused pair are then out of range, so the caller must guard them (as
+        fragment_plan does with its range and round-trip condition).
         """
         first = self._first_thread()
         thread_rel = self.forward_thread if first.value == 0 else self.forward_thread - first
+        extents = list(self.input_size) + [self.replicate_size]
+        box = [self.output_size[0], self.thread_extent - first]
         try:
             out_vars, exprs = _inverse.invert(
-                [self.forward_index[0], thread_rel],
-                list(self.forward_vars) + [self.replicate_var],
-                list(self.input_size) + [self.replicate_size],
-                [self.output_size[0], self.thread_extent - first])
+                [self.forward_index[0], thread_rel], list(self.forward_vars) + [self.replicate_var], extents, box)
         except _inverse.NotInvertible as err:
-            raise LayoutError(f"cannot invert {self!r}: {err}") from None
+            outer = self._padded_outer_extent(box) if padded else None
+            if outer is None:
+                raise LayoutError(f"cannot invert {self!r}: {err}") from None
+            try:
+                out_vars, exprs = _inverse.invert(
+                    [self.forward_index[0], thread_rel], list(self.forward_vars) + [self.replicate_var],
+                    [outer] + extents[1:], box)
+            except _inverse.NotInvertible:
+                raise LayoutError(f"cannot invert {self!r}: {err}") from None
         if thread is None and local is None:
             return Layout.from_exprs([self.output_size[0], self.thread_extent - first], out_vars, exprs)
         if thread is None or local is None:
@@ -163,6 +175,19 @@ class Fragment(Layout):
         vmap = {out_vars[0]: as_expr(local), out_vars[1]: as_expr(thread) - first}
         result = [tvm.sym.Analyzer().simplify(substitute(e, vmap)) for e in exprs]
         return result if return_rep else result[:-1]
+
+    def _padded_outer_extent(self, box: list) -> int | None:
+        """The outermost input extent that makes the inputs exactly as many as the (slot, thread) box, where the
+        fragment has fewer (None where that is no larger whole number)."""
+        extents = [const_int(e) for e in list(self.input_size) + [self.replicate_size]] + [const_int(e) for e in box]
+        if any(e is None for e in extents):
+            return None
+        inputs, (slots, threads) = extents[:-2], extents[-2:]
+        rest = int(np.prod(inputs[1:], dtype=np.int64))
+        total = slots * threads
+        if total % rest or total // rest <= inputs[0]:
+            return None
+        return total // rest
 
     def is_injective(self) -> bool:
         """No two (element, replica) pairs share a (thread, slot): checked on every pair."""

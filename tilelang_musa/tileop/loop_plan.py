@@ -134,7 +134,7 @@ def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
     bijective = fragment.is_bijective()
 
     def inverse(t, s):
-        xs = fragment.inverse(t, s)
+        xs = fragment.inverse(t, s, padded=not bijective)
         if bijective:
             return xs, None
         # Not every (thread, slot) holds an element: run only the pairs that map back to themselves.
