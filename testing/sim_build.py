@@ -6,10 +6,24 @@ as generated kernels do."""
 from __future__ import annotations
 
 import ctypes
+import subprocess
 from pathlib import Path
 
 from tilelang_musa.jit.toolchains import BuildRequest, SimToolchain
 from tilelang_musa.target import ARCHS
+
+SIM_HEADERS = Path(__file__).resolve().parents[1] / "src" / "tl_templates" / "sim" / "sim"
+
+
+def run_header_program(program: str, workdir: Path, *, flags: tuple[str, ...] = ("-O1",), stdin: str | None = None
+                       ) -> list[str]:
+    """Build a standalone C++ `program` against the simulator's own headers (baseline x86-64, as kernels build),
+    run it, and return its stdout split into words: how the tests of one header's numerics check it in isolation."""
+    source, binary = workdir / "program.cc", workdir / "program"
+    source.write_text(program)
+    subprocess.run(["g++", "-std=c++17", *flags, "-march=x86-64", f"-I{SIM_HEADERS}", str(source), "-o", str(binary)],
+                   check=True)
+    return subprocess.run([str(binary)], input=stdin, capture_output=True, text=True, check=True).stdout.split()
 
 
 def sim_compile_command(source: Path, output: Path, arch: int, extra: tuple[str, ...] = ()) -> list[str]:

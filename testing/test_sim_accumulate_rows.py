@@ -5,14 +5,11 @@ product and sum each rounded to fp32 in k order, with and without the simulator'
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from tilelang_musa.jit.toolchains import SIM_FAST_MATH_FLAGS
 
-HEADERS = Path(__file__).resolve().parents[1] / "src" / "tl_templates" / "sim" / "sim"
+from sim_build import run_header_program
 
 PROGRAM = r"""
 #include <cstdio>
@@ -61,9 +58,5 @@ int main() {
 
 @pytest.mark.parametrize("fast_math", [False, True])
 def test_avx_and_sse_paths_equal_the_scalar_sum_bit_for_bit(tmp_path, fast_math):
-    source, binary = tmp_path / "rows.cc", tmp_path / "rows"
-    source.write_text(PROGRAM)
-    flags = ["-std=c++17", "-O1", "-march=x86-64", f"-I{HEADERS}"] + (SIM_FAST_MATH_FLAGS if fast_math else [])
-    subprocess.run(["g++", *flags, str(source), "-o", str(binary)], check=True)
-    out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout.split()
+    out = run_header_program(PROGRAM, tmp_path, flags=("-O1", *(SIM_FAST_MATH_FLAGS if fast_math else ())))
     assert out[:2] == ["mismatches", "0"], out

@@ -6,10 +6,7 @@ rest, and the special values (zeros, subnormals, infinities, quiet and signallin
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-HEADERS = Path(__file__).resolve().parents[1] / "src" / "tl_templates" / "sim" / "sim"
+from sim_build import run_header_program
 
 PROGRAM = r"""
 #include <cstdint>
@@ -49,10 +46,6 @@ int main() {
 
 
 def test_narrow_from_float_equals_narrow_rne(tmp_path):
-    source, binary = tmp_path / "narrow.cc", tmp_path / "narrow"
-    source.write_text(PROGRAM)
-    subprocess.run(["g++", "-std=c++17", "-O1", "-march=x86-64", f"-I{HEADERS}", str(source), "-o", str(binary)],
-                   check=True)
-    out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout.split()
+    out = run_header_program(PROGRAM, tmp_path)
     assert out[:2] == ["mismatches", "0"], out
     assert int(out[3]) > 12_000_000, out

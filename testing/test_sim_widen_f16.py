@@ -4,10 +4,7 @@ path (eight at a time, taken where the CPU has F16C) gives bit for bit what Wide
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-HEADERS = Path(__file__).resolve().parents[1] / "src" / "tl_templates" / "sim" / "sim"
+from sim_build import run_header_program
 
 PROGRAM = r"""
 #include <cstdio>
@@ -38,9 +35,5 @@ int main() {
 
 
 def test_widen_f16_equals_widen_to_float_for_every_pattern(tmp_path):
-    source, binary = tmp_path / "widen.cc", tmp_path / "widen"
-    source.write_text(PROGRAM)
-    subprocess.run(["g++", "-std=c++17", "-O1", "-march=x86-64", f"-I{HEADERS}", str(source), "-o", str(binary)],
-                   check=True)
-    out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout.split()
+    out = run_header_program(PROGRAM, tmp_path)
     assert out[:2] == ["mismatches", "0"], out
