@@ -52,6 +52,9 @@ PATCHES: tuple[WheelPatch, ...] = (
     WheelPatch("tvm.tirx.PrimExpr", "adds",
                "upstream scripts name the expression class tirx.PrimExpr; the wheel calls it tvm.ir.Expr (tirx.Expr)",
                "a `PrimExpr` alias in tvm.tirx"),
+    WheelPatch("tvm.tirx.Call", "adds",
+               "upstream tests check built expressions with `isinstance(e, tirx.Call)`; the wheel has the class as "
+               "tvm.ir.Call only", "a `Call` re-export in tvm.tirx"),
     WheelPatch("tvm.ir.Expr.dtype", "adds",
                "scripts' helpers read `expr.dtype` (`assert val.dtype == T.uint8`); the wheel keeps it in `expr.ty`",
                "a `dtype` property on PrimType-typed expressions"),
@@ -146,10 +149,12 @@ def _structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
 
 
 def add_tir_names() -> None:
-    """`tirx.PrimExpr`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
+    """`tirx.PrimExpr`, `tirx.Call`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
     `tvm.ir.structural_equal`; only where missing."""
     if not hasattr(tirx, "PrimExpr"):
         _set(tirx, "PrimExpr", tirx.Expr, "tvm.tirx.PrimExpr")
+    if not hasattr(tirx, "Call"):
+        _set(tirx, "Call", ir.Call, "tvm.tirx.Call")
     if not hasattr(tvm, "arith"):
         import sys
 

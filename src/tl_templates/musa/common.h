@@ -569,6 +569,19 @@ TL_GLOBAL_ACCESS(128, 4)
 TL_GLOBAL_ACCESS(256, 8)
 #undef TL_GLOBAL_ACCESS
 
+// ---- explicit shared-memory loads and stores (T.lds32/64/128, T.sts32/64/128) ------------------------------------
+#define TL_SHARED_ACCESS(BITS, WORDS)                                                                        \
+  TL_DEVICE global_word_t<WORDS> load_shared_##BITS(const void* p) {                                        \
+    return *reinterpret_cast<const global_word_t<WORDS>*>(p);                                             \
+  }                                                                                                        \
+  TL_DEVICE void store_shared_##BITS(void* p, const global_word_t<WORDS>& v) {                              \
+    *reinterpret_cast<global_word_t<WORDS>*>(p) = v;                                                       \
+  }
+TL_SHARED_ACCESS(32, 1)
+TL_SHARED_ACCESS(64, 2)
+TL_SHARED_ACCESS(128, 4)
+#undef TL_SHARED_ACCESS
+
 /*! \brief T.all_of: whether all `n` elements from `p` are nonzero. Each calling thread reads them all. */
 template <typename T>
 TL_DEVICE bool all_of(const T* p, int n) {
