@@ -156,3 +156,41 @@ def test_tvmscript_style_eager_kernel_without_arguments():
     expected[0, 4:8] = a[0, 0:4]
     test_tvmscript_style(a)
     torch.testing.assert_close(a, expected)
+
+
+def _fns_reference(mask: int, base: int, offset: int) -> int:
+    if offset == 0:
+        return base if (mask >> base) & 1 else 0xFFFFFFFF
+    count, pos, step = abs(offset) - 1, base, 1 if offset > 0 else -1
+    while 0 <= pos < 32:
+        if (mask >> pos) & 1:
+            if count == 0:
+                return pos
+            count -= 1
+        pos += step
+    return 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fns_finds_the_nth_set_bit(arch):
+    @T.prim_func
+    def main(Mask: T.Tensor((64,), "int32"), Base: T.Tensor((64,), "int32"), Offset: T.Tensor((64,), "int32"),
+             Out: T.Tensor((64,), "int64")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            Out[tx] = T.Cast("int64", T.__fns(T.reinterpret(Mask[tx], T.uint32), Base[tx], Offset[tx]))
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "tl::fns(" in kernel.get_kernel_source()
+    g = torch.Generator().manual_seed(5)
+    mask = torch.randint(-2**31, 2**31 - 1, (64,), dtype=torch.int32, generator=g)
+    mask[:4] = torch.tensor([0, -1, 0x55555555, -0x55555556], dtype=torch.int32)  # 0xAAAAAAAA
+    base = torch.randint(0, 32, (64,), dtype=torch.int32, generator=g)
+    offset = torch.randint(-6, 7, (64,), dtype=torch.int32, generator=g)
+    out = torch.full((64,), -7, dtype=torch.int64)
+    kernel(mask, base, offset, out)
+    expected = [_fns_reference(int(m) & 0xFFFFFFFF, int(b), int(o)) for m, b, o in zip(mask, base, offset)]
+    assert out.tolist() == expected
+    assert _fns_reference(0xAAAAAAAA, 2, -1) == 1 and _fns_reference(0xAAAAAAAA, 3, 1) == 3  # PTX's examples
+    with pytest.raises(TypeError, match="T.__fns: offset must be an integer"):
+        T.__fns(1, 0, 0.5)

@@ -37,7 +37,7 @@ from .transpose import transpose
 from .im2col import c2d_im2col, im2col
 from .logical import all_of, any_of
 from .vote import (
-    __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
+    __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
     syncthreads_count, syncthreads_or,
 )
 from .pointer import alloc_global, make_tensor
@@ -98,7 +98,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear er
 
 __all__ = [
     "align_up", "annotate_l2_hit_ratio",
-    "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
+    "__cos", "__exp", "__exp10", "__ffs", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",

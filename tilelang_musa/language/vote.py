@@ -1,5 +1,5 @@
 """Warp votes and block-wide predicate reductions, TileLang-MUSA's names: `T.any_sync`, `T.all_sync`,
-`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.match_any_sync`, `T.match_all_sync`, `T.__ffs`,
+`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.match_any_sync`, `T.match_all_sync`, `T.__ffs`, `T.__fns`,
 `T.syncthreads_count/and/or`.
 
 They call the CUDA-named MUSA built-ins. A ballot or active mask is the built-in's 32-bit lane mask zero-extended
@@ -100,6 +100,22 @@ def __ffs(value: Any) -> Any:  # noqa: N807 - upstream's name
     else:  # narrower: widening keeps the lowest set bit
         value = tirx.Cast(signed, value)
     return tirx.call_extern("int32", "__ffsll" if signed == "int64" else "__ffs", value)
+
+
+def __fns(mask: Any, base: Any, offset: Any) -> Any:  # noqa: N807 - upstream's name
+    """The position (0-31) of the |offset|-th set bit of the 32-bit `mask` from bit `base` (upward for a positive
+    offset, downward for a negative one; 0 asks whether bit `base` is set), 0xFFFFFFFF (uint32) if there is none."""
+    expression_trace("T.__fns")
+    args = []
+    for what, arg, dtype in (("mask", mask, "uint32"), ("base", base, "uint32"), ("offset", offset, "int32")):
+        arg = as_expr(arg)
+        if isinstance(arg, int) and not isinstance(arg, bool):
+            arg = tirx.const(arg & 0xFFFFFFFF if dtype == "uint32" else arg, dtype)
+        if not isinstance(arg, tvm.ir.Expr) or tvm.DataType(str(arg.ty.dtype)).type_code not in (
+                tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT):
+            raise operand_type_error("T.__fns", f"T.__fns: {what} must be an integer; got {arg!r}")
+        args.append(arg if str(arg.ty.dtype) == dtype else tirx.Cast(dtype, arg))
+    return tirx.call_extern("uint32", "tl::fns", *args)
 
 
 def _block_vote(construct: str, builtin: str, predicate: Any) -> Any:

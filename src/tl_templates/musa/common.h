@@ -600,6 +600,22 @@ TL_DEVICE bool any_of(const T* p, int n) {
   return false;
 }
 
+/*! \brief T.__fns: the position of the |offset|-th set bit of `mask` counting from bit `base` (upward for offset > 0,
+ * downward for offset < 0; offset 0 asks whether bit `base` itself is set), 0xFFFFFFFF if there is none. PTX's
+ * `fns` semantics, in portable code (no MUSA built-in is documented for it). */
+TL_DEVICE uint32_t fns(uint32_t mask, uint32_t base, int offset) {
+  if (offset == 0) return (mask >> (base & 31u)) & 1u ? base : 0xFFFFFFFFu;
+  int count = (offset > 0 ? offset : -offset) - 1;
+  const int step = offset > 0 ? 1 : -1;
+  for (int pos = static_cast<int>(base); pos >= 0 && pos < 32; pos += step) {
+    if ((mask >> pos) & 1u) {
+      if (count == 0) return static_cast<uint32_t>(pos);
+      --count;
+    }
+  }
+  return 0xFFFFFFFFu;
+}
+
 /*! \brief T.match_all_sync: __match_all_sync without its predicate output (the result is nonzero exactly when the
  *         predicate would be set). */
 template <typename T>
