@@ -194,3 +194,29 @@ def test_fns_finds_the_nth_set_bit(arch):
     assert _fns_reference(0xAAAAAAAA, 2, -1) == 1 and _fns_reference(0xAAAAAAAA, 3, 1) == 3  # PTX's examples
     with pytest.raises(TypeError, match="T.__fns: offset must be an integer"):
         T.__fns(1, 0, 0.5)
+
+
+def test_stmt_functor_walks_statements_and_expressions():
+    """`tvm.tirx.stmt_functor.post_order_visit` as upstream's TVM fork has it: every statement and expression,
+    children before their parent (`pre_order_visit`: parents first)."""
+    from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
+
+    @T.prim_func
+    def main(A: T.Tensor((2,), "float64")):
+        with T.Kernel(1):
+            value = T.alloc_var(T.float64, init=1e300)
+            A[1] = value + T.float64(2.5)
+
+    post, pre = [], []
+    post_order_visit(main.body, post.append)
+    pre_order_visit(main.body, pre.append)
+    floats = [n.value for n in post if isinstance(n, tirx.FloatImm)]
+    assert 1e300 in floats and 2.5 in floats
+    assert all(isinstance(n, (tirx.PrimExpr, tirx.Stmt)) for n in post) and len(pre) == len(post)
+    store = next(k for k, n in enumerate(post) if isinstance(n, tirx.BufferStore) and n.buffer.name == "A")
+    added = next(k for k, n in enumerate(post) if isinstance(n, tirx.FloatImm) and n.value == 2.5)
+    assert added < store  # a child before its parent
+    def position(nodes, node):
+        return next(k for k, n in enumerate(nodes) if n.same_as(node))
+
+    assert position(pre, post[store]) < position(pre, post[added])
