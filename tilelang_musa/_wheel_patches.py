@@ -52,6 +52,13 @@ PATCHES: tuple[WheelPatch, ...] = (
     WheelPatch("tvm.tirx.PrimExpr", "adds",
                "upstream scripts name the expression class tirx.PrimExpr; the wheel calls it tvm.ir.Expr (tirx.Expr)",
                "a `PrimExpr` alias in tvm.tirx"),
+    WheelPatch("tvm.tirx.Call", "adds",
+               "upstream tests check built expressions with `isinstance(e, tirx.Call)`; the wheel has the class as "
+               "tvm.ir.Call only", "a `Call` re-export in tvm.tirx"),
+    WheelPatch("tvm.tirx.stmt_functor", "adds",
+               "upstream tests walk IR with `tvm.tirx.stmt_functor.post_order_visit(stmt, fvisit)` (its TVM fork's "
+               "module); the wheel walks IR with tvm_ffi.structural_walk",
+               "a `stmt_functor` module in tvm.tirx with post_order_visit / pre_order_visit"),
     WheelPatch("tvm.ir.Expr.dtype", "adds",
                "scripts' helpers read `expr.dtype` (`assert val.dtype == T.uint8`); the wheel keeps it in `expr.ty`",
                "a `dtype` property on PrimType-typed expressions"),
@@ -145,14 +152,30 @@ def _structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
         return bool(lhs == rhs)
 
 
+def _visit_ir(node: Any, fvisit: Callable[[Any], Any], order: str) -> None:
+    """fvisit on every statement and expression under `node` (itself included), children first for "post"."""
+    def on_node(n: Any) -> None:
+        if isinstance(n, (ir.Expr, tirx.Stmt)):
+            fvisit(n)
+
+    tvm_ffi.structural_walk(node, [(object, on_node)], order=order)
+
+
 def add_tir_names() -> None:
-    """`tirx.PrimExpr`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
+    """`tirx.PrimExpr`, `tirx.Call`, `tirx.stmt_functor`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
     `tvm.ir.structural_equal`; only where missing."""
     if not hasattr(tirx, "PrimExpr"):
         _set(tirx, "PrimExpr", tirx.Expr, "tvm.tirx.PrimExpr")
+    if not hasattr(tirx, "Call"):
+        _set(tirx, "Call", ir.Call, "tvm.tirx.Call")
+    if not hasattr(tirx, "stmt_functor"):
+        functor = types.ModuleType("tvm.tirx.stmt_functor", "IR walks as upstream's TVM names them (tilelang's "
+                                   "wheel patch, over tvm_ffi.structural_walk).")
+        functor.post_order_visit = lambda node, fvisit: _visit_ir(node, fvisit, "post")
+        functor.pre_order_visit = lambda node, fvisit: _visit_ir(node, fvisit, "pre")
+        _set(tirx, "stmt_functor", functor, "tvm.tirx.stmt_functor")
+        sys.modules.setdefault("tvm.tirx.stmt_functor", functor)  # `from tvm.tirx.stmt_functor import ...`
     if not hasattr(tvm, "arith"):
-        import sys
-
         _set(tvm, "arith", tvm.sym, "tvm.arith")
         sys.modules.setdefault("tvm.arith", tvm.sym)  # `import tvm.arith`, `from tvm.arith import Analyzer`
     if not hasattr(ir, "structural_equal"):

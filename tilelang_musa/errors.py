@@ -77,5 +77,10 @@ class ViewSizeError(CompileError, AssertionError):
     """T.view / T.reshape to a size other than the viewed storage's: an AssertionError too, as upstream asserts it."""
 
 
+class OperandTypeError(CompileError, TypeError):
+    """An operand of a dtype the construct does not take (`T.__exp` of an int8): a TypeError too, as upstream
+    raises it."""
+
+
 class UnsupportedError(CompileError):
     """A construct TileLang-MUSA does not support (e.g. NVIDIA-only IR): always names the construct."""

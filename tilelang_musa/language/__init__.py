@@ -37,14 +37,14 @@ from .transpose import transpose
 from .im2col import c2d_im2col, im2col
 from .logical import all_of, any_of
 from .vote import (
-    __ffs, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
+    __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
     syncthreads_count, syncthreads_or,
 )
 from .pointer import alloc_global, make_tensor
-from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, stg32, stg64, stg128, stg256
+from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64, stg128, stg256, sts32, sts64, sts128
 from .tir import (
     Broadcast, Let, PrimExpr, Ramp, Select, Var, address_of, assume, attr, call_extern, call_intrin, call_pure_extern, comm_reducer, evaluate, func_attr,
-    grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
+    extract_lane, grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
 from .random import rng_init, rng_rand, rng_rand_float
@@ -98,7 +98,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear er
 
 __all__ = [
     "align_up", "annotate_l2_hit_ratio",
-    "__cos", "__exp", "__exp10", "__ffs", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
+    "__cos", "__exp", "__exp10", "__ffs", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
@@ -115,18 +115,18 @@ __all__ = [
     "get_thread_binding", "get_thread_bindings", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int2", "int32", "int4", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",
-    "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "Let", "let", "LocalBuffer", "log", "log10",
+    "launch_thread", "Layout", "ldg128", "ldg256", "ldg32", "ldg64", "lds128", "lds32", "lds64", "Let", "let", "LocalBuffer", "log", "log10",
     "log1p", "log2", "macro", "make_tensor", "match_all_sync", "match_any_sync", "match_buffer", "max", "max_value",
     "min",
     "min_value", "mul_half_float_to_bfloat16_x4", "nearbyint",
     "ninf", "no_set_max_nreg", "pdl_sync", "pdl_trigger", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
     "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "PersistentTileScheduler", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
-    "reducer_init", "reducer_update", "reinterpret", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
+    "reducer_init", "reducer_update", "reinterpret", "extract_lane", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
     "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
-    "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "StridedTensor", "symbolic", "sync_threads", "named_barrier_arrive", "sync_warp",
+    "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "named_barrier_arrive", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",

@@ -16,7 +16,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..errors import CompileError, SourceLoc
+from ..errors import CompileError, OperandTypeError, SourceLoc
 from ..ir.trace import OPEN_TRACES, current_trace as _current_trace
 
 # ----------------------------------------------------------------------------------------------------
@@ -80,6 +80,23 @@ def kernel_trace(construct: str) -> KernelTrace:
         raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)` (or below the "
                           "T.thread_binding / T.launch_thread bindings of a TVMScript-style kernel)")
     return trace
+
+
+def expression_trace(construct: str) -> KernelTrace | None:
+    """For a built-in that only builds an expression (`T.any_sync(p)`, `T.__exp(x)`): outside every kernel, None,
+    and the caller builds the plain expression (upstream builds them there, for inspection); inside a kernel's
+    function, the trace after kernel_trace's check."""
+    return kernel_trace(construct) if _TRACES else None
+
+
+def operand_error(construct: str, message: str) -> CompileError:
+    """A bad operand of an expression built-in (see expression_trace): at the user's line inside a kernel."""
+    return CompileError(message, _TRACES[-1].loc if _TRACES else None)
+
+
+def operand_type_error(construct: str, message: str) -> OperandTypeError:
+    """`construct` was given an operand of a dtype it does not take: at the user's line inside a kernel."""
+    return OperandTypeError(message, _TRACES[-1].loc if _TRACES else None)
 
 
 @contextlib.contextmanager

@@ -206,15 +206,26 @@ class DType(tvm.DataType):
         """An fp4 type: float4_e2m1fn, or upstream's packed pair float4_e2m1fnx2."""
         return str.__str__(self) in (FP4_DTYPE, FP4X2_DTYPE)
 
-    def __call__(self, value: Any = None) -> Any:
+    def __call__(self, value: Any = None, *more: Any) -> Any:
         dtype = str.__str__(self)
         if dtype == FP4X2_DTYPE:
             raise TypeError(f"T.{FP4X2_DTYPE} is a dtype name here: no constants or casts of packed fp4 pairs")
+        if more:  # `T.float16x2(a, b)`: the vector of one value per lane
+            return self._vector_of((value, *more))
         if value is None:  # `v = T.int32()`: a fresh variable, bound later (T.let) or used as a size
             return tirx.Var(take_name("v"), dtype)
         if isinstance(value, tvm.ir.Expr):
             return tirx.Cast(dtype, value)
         return tirx.const(value, dtype)
+
+    def _vector_of(self, values: tuple) -> Any:
+        dtype = tvm.DataType(str.__str__(self))
+        if dtype.lanes != len(values):
+            raise TypeError(f"T.{self}(...) takes one value per lane ({dtype.lanes}); got {len(values)}")
+        element = str(dtype.element_of) if hasattr(dtype, "element_of") else str.__str__(self).rsplit("x", 1)[0]
+        lanes = [v if isinstance(v, tvm.ir.Expr) and str(v.ty.dtype) == element else DType(element)(v)
+                 for v in values]
+        return tirx.Shuffle(lanes, [tirx.const(k, "int32") for k in range(len(lanes))])
 
     def __repr__(self) -> str:
         return f"T.{str.__str__(self)}"

@@ -14,7 +14,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..ir.trace import OPEN_TRACES
-from .builder import as_expr, current_trace, value
+from .builder import as_expr, current_trace, expression_trace, operand_type_error, value
 
 ROUNDING_MODES = ("rn", "rz", "ru", "rd")
 _HALF_LIKE = ("float16", "bfloat16")
@@ -22,16 +22,22 @@ _HALF_LIKE = ("float16", "bfloat16")
 
 def _fast(name: str, builtin: str):
     def fn(x: Any) -> Any:
+        expression_trace(f"T.{name}")  # an expression outside a kernel too, as upstream
         x = as_expr(value(x))
+        if isinstance(x, (int, float)):
+            x = tirx.const(x, "float32")
         dtype = str(x.ty.dtype)
         if dtype == "float32":
             return tirx.call_extern("float32", builtin, x)
         if dtype in _HALF_LIKE:
             return tirx.Cast(dtype, tirx.call_extern("float32", builtin, tirx.Cast("float32", x)))
-        raise current_trace(f"T.{name}").error(f"T.{name} takes float32, float16 or bfloat16; got {dtype}")
+        if dtype == "float64":  # no fast double built-in exists (upstream's CUDA printer calls the exact one too)
+            return tirx.call_extern("float64", builtin[2:-1], x)
+        raise operand_type_error(f"T.{name}", f"T.{name} only supports floating-point inputs, but got {dtype}")
 
     fn.__name__ = name
-    fn.__doc__ = f"`{builtin}`: the device's fast approximation (float32; 16-bit floats through float32)."
+    fn.__doc__ = (f"`{builtin}`: the device's fast approximation (float32; 16-bit floats through float32; float64 "
+                  f"is the exact `{builtin[2:-1]}`).")
     return fn
 
 

@@ -480,7 +480,10 @@ def contains_kernel_scope(tree: ast.FunctionDef) -> bool:
                 continue
             if isinstance(stmt, ast.With):
                 found["kernel"] |= any(isinstance(item.context_expr, ast.Call)
-                                       and attr_name(item.context_expr.func) == "Kernel" for item in stmt.items)
+                                       and attr_name(item.context_expr.func) in ("Kernel", "launch_thread")
+                                       for item in stmt.items)
+            if isinstance(stmt, ast.For) and isinstance(stmt.iter, ast.Call):  # a TVMScript-style kernel
+                found["kernel"] |= attr_name(stmt.iter.func) == "thread_binding"
             if isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name):
                 found["marker"] = True  # `A: T.Tensor[[M, K], T.float16]` in the body
             value = getattr(stmt, "value", None)

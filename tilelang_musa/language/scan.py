@@ -17,14 +17,15 @@ from .builder import kernel_trace
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: dict | None = None) -> None:
     """dst = inclusive prefix sums of src along `dim` (in place when dst is None); `reverse` sums from the end.
-    src and dst are whole 1-D or 2-D shared tiles or fragments of the same shape. `annotations` ({str: value}) are
+    src and dst are 1-D or 2-D shared tiles, or boxes of them (`A_shared[r0:r1, :]`), or whole fragments, of the
+    same shape. `annotations` ({str: value}) are
     carried on the scan's IR call for the user's own passes and tools, as upstream does; the scan ignores them."""
     _scan(CumSum, "T.cumsum", src, dst, dim, reverse, annotations)
 
 
 def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: dict | None = None) -> None:
     """dst = running maxima of src along `dim` (in place when dst is None); `reverse` runs from the end. A NaN
-    loses to any number (as in T.reduce_max). src and dst are whole 1-D or 2-D shared tiles or fragments."""
+    loses to any number (as in T.reduce_max). src and dst are as for T.cumsum."""
     _scan(CumMax, "T.cummax", src, dst, dim, reverse, annotations)
 
 
@@ -43,8 +44,13 @@ def _scan(op: type[Scan], name: str, src: Any, dst: Any, dim: int, reverse: bool
     for what, r in (("src", src_r), ("dst", dst_r)):
         if r.scope not in ("shared", "shared.dyn", FRAGMENT_SCOPE):
             raise trace.error(f"{name}: {what} `{r.name}` must be a shared tile or a fragment; it is {r.scope}")
-        if r.static_extents() != [int(e) for e in r.buffer.ty.shape] or r.ndim > 2:
-            raise trace.error(f"{name}: {what} must be a whole 1-D or 2-D tile; got {r.describe()}")
+        whole = r.static_extents() == [int(e) for e in r.buffer.ty.shape]
+        if r.ndim > 2 or None in r.static_extents() or (r.scope == FRAGMENT_SCOPE and not whole):
+            raise trace.error(f"{name}: {what} must be a whole 1-D or 2-D fragment, or a constant-size box of a 1-D "
+                              f"or 2-D shared tile; got {r.describe()}")
+    if src_r.buffer.same_as(dst_r.buffer) and [str(m) for m in src_r.mins] != [str(m) for m in dst_r.mins]:
+        raise trace.error(f"{name}: src and dst are different boxes of `{src_r.name}`: the scan would overwrite "
+                          "elements it has still to read; scan in place or into another tile")
     if src_r.static_extents() != dst_r.static_extents() or src_r.dtype != dst_r.dtype:
         raise trace.error(f"{name}: src {src_r.describe()} and dst {dst_r.describe()} must match in shape and dtype")
     if not -src_r.ndim <= dim < src_r.ndim:

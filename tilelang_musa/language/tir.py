@@ -15,6 +15,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import REDUCERS_ATTR
+from ..ir.trace import OPEN_TRACES
 from .builder import as_expr, current_trace, kernel_trace
 from .builder import value as var_value  # a T.alloc_var operand reads as its element
 from .dtypes import canonical_dtype
@@ -89,6 +90,23 @@ def reinterpret(value: Any, dtype: Any) -> Any:
     if isinstance(value, str) or (isinstance(dtype, tvm.ir.Expr) and not isinstance(value, tvm.ir.Expr)):
         value, dtype = dtype, value
     return tirx.reinterpret(canonical_dtype(dtype), as_expr(var_value(value)))
+
+
+def extract_lane(vector: Any, lane: Any) -> Any:
+    """Lane `lane` (a compile-time int, 0-based) of the vector expression `vector`: `T.extract_lane(v, 1)`."""
+    vector = as_expr(var_value(vector))
+    if not isinstance(vector, tvm.ir.Expr):
+        raise TypeError(f"T.extract_lane expects a PrimExpr vector; got {type(vector).__name__}")
+    lanes = tvm.DataType(str(vector.ty.dtype)).lanes
+    if lanes <= 1:
+        raise ValueError(f"T.extract_lane expects a vector expression; got {vector.ty.dtype}")
+    if isinstance(lane, tirx.IntImm):
+        lane = int(lane.value)
+    if not isinstance(lane, int) or isinstance(lane, bool):
+        raise TypeError(f"T.extract_lane: the lane must be a compile-time integer; got {lane!r}")
+    if not 0 <= lane < lanes:
+        raise IndexError(f"T.extract_lane: lane {lane} is out of bounds for {vector.ty.dtype} ({lanes} lanes)")
+    return tirx.Shuffle([vector], [tirx.const(lane, "int32")])
 
 
 def address_of(element: Any) -> Any:
@@ -197,6 +215,8 @@ def attr(node: Any, attr_key: str, value: Any):
 def assume(condition: Any) -> None:
     """`T.assume(cond)`: the compiler may assume `cond` holds here (it simplifies with it; nothing is checked).
     Before `with T.Kernel(...)` too, as upstream allows (a fact about the parameters, e.g. `stride % 2 == 0`)."""
+    if not OPEN_TRACES:  # outside every kernel: the plain expression, as upstream builds it
+        return tirx.assume(as_expr(condition))
     current_trace("T.assume")
     Tb.evaluate(tirx.assume(as_expr(condition)))
 

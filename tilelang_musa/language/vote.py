@@ -1,5 +1,5 @@
 """Warp votes and block-wide predicate reductions, TileLang-MUSA's names: `T.any_sync`, `T.all_sync`,
-`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.match_any_sync`, `T.match_all_sync`, `T.__ffs`,
+`T.ballot_sync`, `T.ballot`, `T.activemask`, `T.match_any_sync`, `T.match_all_sync`, `T.__ffs`, `T.__fns`,
 `T.syncthreads_count/and/or`.
 
 They call the CUDA-named MUSA built-ins. A ballot or active mask is the built-in's 32-bit lane mask zero-extended
@@ -14,14 +14,20 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from .builder import as_expr, current_trace, kernel_trace
+from .builder import as_expr, expression_trace, operand_type_error
 
 _FULL_MASK = 0xFFFFFFFF
 
 
 def _predicate(construct: str, predicate: Any) -> Any:
-    kernel_trace(construct)
+    expression_trace(construct)  # an expression outside a kernel too, as upstream
     predicate = as_expr(predicate)
+    if isinstance(predicate, float) or (isinstance(predicate, tvm.ir.Expr) and str(predicate.ty.dtype) != "bool"
+                                        and tvm.DataType(str(predicate.ty.dtype)).type_code
+                                        not in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT)):
+        # a float's truth would be lost in the built-in's int predicate (0.5 becomes 0)
+        got = "float" if isinstance(predicate, float) else predicate.ty.dtype
+        raise operand_type_error(construct, f"{construct} requires an integer or boolean predicate; got {got}")
     if not isinstance(predicate, tvm.ir.Expr):
         return tirx.const(int(bool(predicate)), "int32")
     return predicate if str(predicate.ty.dtype) == "int32" else tirx.Cast("int32", predicate)
@@ -53,15 +59,15 @@ def ballot(predicate: Any) -> Any:
 
 
 def _match_value(construct: str, value: Any) -> Any:
-    kernel_trace(construct)
+    expression_trace(construct)
     value = as_expr(value)
     if not isinstance(value, tvm.ir.Expr):
         value = tirx.const(value, "int32" if isinstance(value, int) else "float32")
     dtype = tvm.DataType(str(value.ty.dtype))
     if dtype.lanes != 1 or dtype.bits not in (32, 64) or dtype.type_code not in (
             tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT, tvm.DataTypeCode.FLOAT):
-        raise current_trace(construct).error(f"{construct} compares 32- or 64-bit integers or floats; got "
-                                             f"{value.ty.dtype}")
+        raise operand_type_error(construct, f"{construct} compares 32- or 64-bit integers or floats; got "
+                                            f"{value.ty.dtype}")
     return value
 
 
@@ -78,7 +84,7 @@ def match_all_sync(value: Any, mask: Any = _FULL_MASK) -> Any:
 
 def activemask() -> Any:
     """uint64 with a bit set for each lane of the warp that is running this call (`__activemask`)."""
-    kernel_trace("T.activemask")
+    expression_trace("T.activemask")
     return tirx.Cast("uint64", tirx.call_extern("uint32", "__activemask"))
 
 
@@ -87,13 +93,29 @@ def __ffs(value: Any) -> Any:  # noqa: N807 - upstream's name
     value = as_expr(value)
     dtype = tvm.DataType(str(value.ty.dtype))
     if dtype.type_code not in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT) or dtype.lanes != 1:
-        raise current_trace("T.__ffs").error(f"T.__ffs takes an integer; got {value.ty.dtype}")
+        raise operand_type_error("T.__ffs", f"T.__ffs takes an integer; got {value.ty.dtype}")
     signed = "int64" if dtype.bits > 32 else "int32"
     if dtype.bits == 64 or dtype.bits == 32:  # same width: keep the bits
         value = value if dtype.type_code == tvm.DataTypeCode.INT else tirx.reinterpret(signed, value)
     else:  # narrower: widening keeps the lowest set bit
         value = tirx.Cast(signed, value)
     return tirx.call_extern("int32", "__ffsll" if signed == "int64" else "__ffs", value)
+
+
+def __fns(mask: Any, base: Any, offset: Any) -> Any:  # noqa: N807 - upstream's name
+    """The position (0-31) of the |offset|-th set bit of the 32-bit `mask` from bit `base` (upward for a positive
+    offset, downward for a negative one; 0 asks whether bit `base` is set), 0xFFFFFFFF (uint32) if there is none."""
+    expression_trace("T.__fns")
+    args = []
+    for what, arg, dtype in (("mask", mask, "uint32"), ("base", base, "uint32"), ("offset", offset, "int32")):
+        arg = as_expr(arg)
+        if isinstance(arg, int) and not isinstance(arg, bool):
+            arg = tirx.const(arg & 0xFFFFFFFF if dtype == "uint32" else arg, dtype)
+        if not isinstance(arg, tvm.ir.Expr) or tvm.DataType(str(arg.ty.dtype)).type_code not in (
+                tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT):
+            raise operand_type_error("T.__fns", f"T.__fns: {what} must be an integer; got {arg!r}")
+        args.append(arg if str(arg.ty.dtype) == dtype else tirx.Cast(dtype, arg))
+    return tirx.call_extern("uint32", "tl::fns", *args)
 
 
 def _block_vote(construct: str, builtin: str, predicate: Any) -> Any:

@@ -14,18 +14,18 @@ from typing import Any
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from .builder import as_expr, kernel_trace
+from .builder import as_expr, expression_trace, kernel_trace, operand_error
 from .builder import value as var_value  # a T.alloc_var operand reads as its element
 
 _FULL_MASK = 0xFFFFFFFF
 
 
 def _warp_template(construct: str, name: str, warp_size: Any) -> Any:
-    trace = kernel_trace(construct)
+    expression_trace(construct)  # an expression outside a kernel too, as upstream
     if warp_size is None:
         return tirx.call_extern("int32", f"tl::{name}")
     if not isinstance(warp_size, int) or warp_size <= 0:
-        raise trace.error(f"{construct}: warp_size={warp_size!r} must be a positive int")
+        raise operand_error(construct, f"{construct}: warp_size={warp_size!r} must be a positive int")
     return tirx.call_extern("int32", f"tl::{name}<{warp_size}>")
 
 
@@ -49,7 +49,7 @@ def get_warp_group_idx(warp_size: int | None = None, warps_per_group: int | None
     mp_31 a group is 128 threads, one squad)."""
     warps_per_group = 4 if warps_per_group is None else warps_per_group
     if not isinstance(warps_per_group, int) or warps_per_group <= 0:
-        raise kernel_trace("T.get_warp_group_idx").error(
+        raise operand_error("T.get_warp_group_idx",
             f"T.get_warp_group_idx: warps_per_group={warps_per_group!r} must be a positive int")
     return _warp_template("T.get_warp_group_idx", "get_warp_idx", warp_size) // warps_per_group
 
@@ -62,7 +62,7 @@ def sync_warp(mask: int | None = None) -> None:
 
 
 def _shuffle(construct: str, builtin: str, value: Any, lane_arg: Any, width: Any, mask: Any) -> Any:
-    kernel_trace(construct)
+    expression_trace(construct)
     value = as_expr(var_value(value))
     mask = tirx.const(mask, "uint32") if isinstance(mask, int) else as_expr(var_value(mask))
     args = [mask, value, as_expr(var_value(lane_arg))] + ([] if width is None else [as_expr(var_value(width))])
@@ -110,7 +110,7 @@ def tvm_warp_shuffle_up(mask: Any, value: Any, offset: Any, width: Any, warp_siz
 
 
 def _warp_reduce(construct: str, op: str, value: Any) -> Any:
-    kernel_trace(construct)
+    expression_trace(construct)
     value = as_expr(value)
     return tirx.call_extern(str(value.ty.dtype), f"tl::WarpReduce<tl::{op}>", value)
 

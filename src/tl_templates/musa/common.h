@@ -569,6 +569,19 @@ TL_GLOBAL_ACCESS(128, 4)
 TL_GLOBAL_ACCESS(256, 8)
 #undef TL_GLOBAL_ACCESS
 
+// ---- explicit shared-memory loads and stores (T.lds32/64/128, T.sts32/64/128) ------------------------------------
+#define TL_SHARED_ACCESS(BITS, WORDS)                                                                        \
+  TL_DEVICE global_word_t<WORDS> load_shared_##BITS(const void* p) {                                        \
+    return *reinterpret_cast<const global_word_t<WORDS>*>(p);                                             \
+  }                                                                                                        \
+  TL_DEVICE void store_shared_##BITS(void* p, const global_word_t<WORDS>& v) {                              \
+    *reinterpret_cast<global_word_t<WORDS>*>(p) = v;                                                       \
+  }
+TL_SHARED_ACCESS(32, 1)
+TL_SHARED_ACCESS(64, 2)
+TL_SHARED_ACCESS(128, 4)
+#undef TL_SHARED_ACCESS
+
 /*! \brief T.all_of: whether all `n` elements from `p` are nonzero. Each calling thread reads them all. */
 template <typename T>
 TL_DEVICE bool all_of(const T* p, int n) {
@@ -585,6 +598,22 @@ TL_DEVICE bool any_of(const T* p, int n) {
     if (static_cast<bool>(p[i])) return true;
   }
   return false;
+}
+
+/*! \brief T.__fns: the position of the |offset|-th set bit of `mask` counting from bit `base` (upward for offset > 0,
+ * downward for offset < 0; offset 0 asks whether bit `base` itself is set), 0xFFFFFFFF if there is none. PTX's
+ * `fns` semantics, in portable code (no MUSA built-in is documented for it). */
+TL_DEVICE uint32_t fns(uint32_t mask, uint32_t base, int offset) {
+  if (offset == 0) return (mask >> (base & 31u)) & 1u ? base : 0xFFFFFFFFu;
+  int count = (offset > 0 ? offset : -offset) - 1;
+  const int step = offset > 0 ? 1 : -1;
+  for (int pos = static_cast<int>(base); pos >= 0 && pos < 32; pos += step) {
+    if ((mask >> pos) & 1u) {
+      if (count == 0) return static_cast<uint32_t>(pos);
+      --count;
+    }
+  }
+  return 0xFFFFFFFFu;
 }
 
 /*! \brief T.match_all_sync: __match_all_sync without its predicate output (the result is nonzero exactly when the

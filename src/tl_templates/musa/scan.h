@@ -99,7 +99,8 @@ TL_DEVICE Acc group_exclusive_prefix(Acc value, int group, int rank, Acc* slice_
  *        l * line_stride + k * elem_stride, and a reverse scan runs from the line's end.
  */
 template <int Threads, typename Op, bool Reverse, typename T>
-TL_DEVICE void scan_lines(const T* src, T* dst, int lines, int length, int line_stride, int elem_stride) {
+TL_DEVICE void scan_lines(const T* src, T* dst, int lines, int length, int line_stride, int elem_stride,
+                          int dst_line_stride, int dst_elem_stride) {
   static_assert(Threads >= 1 && Threads <= 1024, "tl::Scan: Threads must be in [1, 1024]");
   using Acc = scan_acc_t<T>;
   __shared__ Acc slice_totals[1024 / kMaxShuffleOffset];
@@ -118,6 +119,7 @@ TL_DEVICE void scan_lines(const T* src, T* dst, int lines, int length, int line_
     const int line = round * groups + tid / group;
     const bool active = tid < groups * group && line < lines;
     const int base = line * line_stride;
+    const int dst_base = line * dst_line_stride;
     Acc chunk_total = scan_identity<Op, Acc>();
     if (active) {
       for (int p = begin; p < end; ++p) {
@@ -128,9 +130,9 @@ TL_DEVICE void scan_lines(const T* src, T* dst, int lines, int length, int line_
     Acc running = group_exclusive_prefix<Threads, Op>(chunk_total, group, rank, slice_totals);
     if (active) {
       for (int p = begin; p < end; ++p) {
-        const int i = base + (Reverse ? length - 1 - p : p) * elem_stride;
-        running = Op()(running, cast<Acc>(src[i]));  // read before the write: src may be dst
-        dst[i] = cast<T>(running);
+        const int k = Reverse ? length - 1 - p : p;
+        running = Op()(running, cast<Acc>(src[base + k * elem_stride]));  // read before the write: src may be dst
+        dst[dst_base + k * dst_elem_stride] = cast<T>(running);
       }
     }
   }
@@ -146,7 +148,7 @@ template <int Threads, typename Op, bool Reverse = false>
 struct Scan1D {
   template <typename T>
   static TL_DEVICE void run(const T* src, T* dst, int N) {
-    detail::scan_lines<Threads, Op, Reverse>(src, dst, 1, N, 0, 1);
+    detail::scan_lines<Threads, Op, Reverse>(src, dst, 1, N, 0, 1, 0, 1);
   }
 };
 
@@ -160,10 +162,16 @@ struct Scan2D {
   static_assert(Axis == 0 || Axis == 1, "tl::Scan2D: Axis must be 0 or 1");
   template <typename T>
   static TL_DEVICE void run(const T* src, T* dst, int H, int W) {
+    run_pitched(src, W, dst, W, H, W);
+  }
+  /*! \brief The same over an H x W box of tiles whose rows are `src_pitch` / `dst_pitch` elements apart
+   *         (`A_shared[r0:r1, c0:c1]`: src points at its first element). */
+  template <typename T>
+  static TL_DEVICE void run_pitched(const T* src, int src_pitch, T* dst, int dst_pitch, int H, int W) {
     if constexpr (Axis == 0) {
-      detail::scan_lines<Threads, Op, Reverse>(src, dst, W, H, 1, W);
+      detail::scan_lines<Threads, Op, Reverse>(src, dst, W, H, 1, src_pitch, 1, dst_pitch);
     } else {
-      detail::scan_lines<Threads, Op, Reverse>(src, dst, H, W, W, 1);
+      detail::scan_lines<Threads, Op, Reverse>(src, dst, H, W, src_pitch, 1, dst_pitch, 1);
     }
   }
 };
