@@ -200,3 +200,89 @@ def test_conditions_the_host_cannot_evaluate_stay_compiler_facts():
     assert _host_expr(tirx.LT(tirx.Cast("int32", n), 5), host, {}) is None  # a narrowing cast wraps
     assert _host_expr(tirx.LT(tx, 5), host, {}) is None  # a thread index
     assert _host_expr(tirx.LT(tx, 5), host, {tx: n + 1}) == HostExpr("lt", (HostExpr("add", ("n", 1)), 5))
+
+
+AOT_MAIN = r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include "offset.h"
+
+int main(int argc, char** argv) {
+  int32_t n = atoi(argv[1]), l = atoi(argv[2]);
+  float* a = (float*)malloc(sizeof(float) * n);
+  float b[64];
+  for (int i = 0; i < n; ++i) a[i] = (float)i * 0.5f;
+  for (int i = 0; i < 64; ++i) b[i] = 0.0f / 0.0f;
+  if (offset(a, b, l, n, NULL) != 0) { printf("%s\n", offset_last_error()); return 1; }
+  for (int i = 0; i < 64; ++i) printf("%.9g\n", b[i]);
+  return 0;
+}
+'''
+
+
+def test_the_aot_entry_point_checks_the_assumes_over_its_integer_parameters(tmp_path):
+    import shutil
+    import subprocess
+
+    from tilelang.jit.aot import write_aot
+
+    cc = next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    if cc is None:
+        pytest.skip("no C compiler")
+    kernel = tilelang.compile(offset_read("kernel"), target="musa -arch=mp_22")
+    header, source = write_aot(kernel, tmp_path, "offset")
+    assert "int offset(float* A, float* B, int32_t l, int32_t N, void* stream);" in header.read_text()
+    plain = tilelang.compile(offset_read(None), target="musa -arch=mp_22")
+    assert "Assume" not in write_aot(plain, tmp_path / "plain", "offset")[1].read_text()  # nothing to check
+    (tmp_path / "main.c").write_text(AOT_MAIN)
+    subprocess.run([cc, "-std=c11", "-Wall", "-Werror", str(tmp_path / "main.c"), str(source), f"-I{tmp_path}",
+                    "-ldl", "-lpthread", "-o", str(tmp_path / "main")], check=True)
+    good = subprocess.run([str(tmp_path / "main"), "100", "30"], capture_output=True, text=True)
+    assert good.returncode == 0, good.stdout + good.stderr
+    torch.testing.assert_close(torch.tensor([float(x) for x in good.stdout.split()]), torch.arange(30, 94) * 0.5)
+    for args, shown in ((["100", "-1"], "l = -1, N = 100"), (["50", "0"], "l = 0, N = 50")):
+        bad = subprocess.run([str(tmp_path / "main"), *args], capture_output=True, text=True)
+        assert bad.returncode == 1
+        assert bad.stdout.startswith(f"offset: Assume: l >= 0 and l + 64 <= N does not hold for this call: {shown} "
+                                     f"(T.assume at {__file__}:{ASSUME_LINES[1]})")
+
+
+def test_the_aot_division_helpers_round_as_tir(tmp_path):
+    import shutil
+    import subprocess
+
+    from tilelang.jit.aot import _assume_source
+    from tilelang_musa.launcher import ParamSpec
+
+    cc = next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    if cc is None:
+        pytest.skip("no C compiler")
+    params = [ParamSpec("a", "scalar", "int32"), ParamSpec("b", "scalar", "int64")]
+    ops = ["floordiv", "floormod", "div", "mod"]
+    # an assume per op: `op(a, b) == 0`; the C prints each op's value instead of checking it
+    helpers, _ = _assume_source("t", params, tuple(HostAssume(HostExpr("eq", (HostExpr(op, ("a", "b")), 0)), op)
+                                                   for op in ops))
+    calls = " ".join(f'printf("%lld ", (long long)t_{"trunc" if op in ("div", "mod") else "floor"}'
+                     f'{"div" if "div" in op else "mod"}(a, b, &zero));' for op in ops)
+    (tmp_path / "t.c").write_text(f"""#include <stdint.h>
+#include <stdio.h>
+{helpers}
+int main(void) {{
+  for (int64_t a = -7; a <= 7; ++a)
+    for (int64_t b = -3; b <= 3; ++b) {{
+      int zero = 0;
+      {calls}
+      printf("%d\\n", zero);
+    }}
+  return 0;
+}}
+""")
+    subprocess.run([cc, "-std=c11", "-Wall", "-Werror", str(tmp_path / "t.c"), "-o", str(tmp_path / "t")], check=True)
+    rows = iter(subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout.splitlines())
+    for a in range(-7, 8):
+        for b in range(-3, 4):
+            got = [int(x) for x in next(rows).split()]
+            if b == 0:
+                assert got[-1] == 1  # a zero divisor breaks the assume, as the launcher's ZeroDivisionError does
+                continue
+            assert got == [HostExpr(op, ("a", "b")).evaluate({"a": a, "b": b}) for op in ops] + [0], (a, b)
