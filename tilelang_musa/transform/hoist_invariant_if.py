@@ -67,13 +67,13 @@ def hoist_invariant_if(stmt: Any) -> Any:
 
         def loop(var: Any, body: Any) -> Any:
             return tirx.For(var, node.min, node.extent, node.kind, body, node.thread_binding, node.annotations,
-                            node.step)
+                            node.step, node.span)  # the user's lines stay on the loop and the branch
 
         other = None
         if branch.else_case is not None:  # a loop of its own: a variable is bound by one loop only
             var = Var(node.loop_var.name, str(node.loop_var.ty.dtype))
             other = loop(var, substitute(branch.else_case, {node.loop_var: var}))
-        return tirx.IfThenElse(branch.condition, loop(node.loop_var, branch.then_case), other)
+        return tirx.IfThenElse(branch.condition, loop(node.loop_var, branch.then_case), other, branch.span)
 
     return tvm_ffi.structural_mutate(stmt, [(tirx.For, on_for)])
 
