@@ -65,6 +65,10 @@ def test_a_condition_that_may_change_inside_the_loop_stays():
         for i in range(4):  # a barrier in the loop: shared memory may change
             if Ag[0] >= S.float32(0):
                 S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        Av = S.decl_buffer((8,), "float32", data=A)
+        for i in range(4):  # writes what the condition reads, through another view of A
+            if Av[0] >= S.float32(0):
+                Ag[i] = S.float32(1)
         for i in range(n):  # may not run: the condition would be evaluated where it was not
             if Ag[7] >= S.float32(0):
                 b[0] = Ag[0]
