@@ -137,3 +137,19 @@ def test_upstreams_program_compiles_without_a_barrier_and_a_variant_matches_torc
     want = a.clone()
     want[1::2] = a[0::2] * 2
     torch.testing.assert_close(b, want)
+
+
+def test_a_branch_reaching_a_tile_through_a_view_is_not_analysed():
+    @S.prim_func(private=True)
+    def before(A: S.handle("float32", "global")):
+        Ag = S.decl_buffer((32,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 32)
+        Sh = S.alloc_buffer((32,), "float32", scope="shared")
+        View = S.decl_buffer((32,), "float32", data=Sh.data, scope="shared")
+        if tx % 2 == 0:
+            a: S.let[S.float32] = Sh[tx]
+            View[S.bitwise_xor(tx, 1)] = a
+        Ag[tx] = Sh[tx]
+
+    with pytest.raises((CompileError, RuntimeError), match="needs a barrier for shared memory inside it"):
+        run(before)

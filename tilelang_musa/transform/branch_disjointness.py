@@ -8,7 +8,8 @@ threads. We decide that by enumeration, as only a prover of bitwise arithmetic c
 extents and loop bounds, every (thread, element) each access of the branch reaches under the conditions around it
 (the branch's, enclosing branches', loop ranges), over every iteration of the loops around it; the branch is
 disjoint when no element is reached by two threads with one of them writing. Anything else (a load or a kernel
-parameter in an index or a condition, a run-time extent, an address handed to a template, an `else` case whose
+parameter in an index or a condition, a run-time extent, an address handed to a template, a view of a buffer
+(another name may reach its elements), an `else` case whose
 threads run beside the `then` case's, more than _MAX_POINTS points) is not proven.
 """
 
@@ -57,12 +58,15 @@ def disjoint_branches(body: Any, scope: str, thread_vars: dict[Any, int]) -> lis
     branches: list[Any] = []
     opaque: set = set()  # branches that hand an address of the scope to a template: not analysed
     _collect(body, scope, (), (), (), (), accesses, branches, opaque)
+    allocated: list = []  # a view (DeclBuffer) may share elements with another name: not analysed
+    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda n: allocated.append(n.buffer))])
     found = []
     for branch in branches:
         if branch.else_case is not None or any(b.same_as(branch) for b in opaque):
             continue
         inside = [a for a in accesses if any(b.same_as(branch) for b in a.branches)]
-        if inside and _disjoint(inside, thread_vars):
+        if inside and all(any(a.buffer.same_as(b) for b in allocated) for a in inside) and \
+                _disjoint(inside, thread_vars):
             found.append(branch)
     return found
 
