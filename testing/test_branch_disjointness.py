@@ -153,3 +153,13 @@ def test_a_branch_reaching_a_tile_through_a_view_is_not_analysed():
 
     with pytest.raises((CompileError, RuntimeError), match="needs a barrier for shared memory inside it"):
         run(before)
+
+
+def test_int64_indices_too():
+    kernel = tilelang.compile(pair_copy(), target="musa -arch=mp_31", pass_configs={"tl.config_index_bitwidth": 64})
+    assert kernel.get_kernel_source().count("__syncthreads()") == 2
+    a, b = rand((64,), torch.float32, 12), poison((64,), torch.float32)
+    kernel(a, b)
+    want = a.clone()
+    want[1::2] = a[0::2] * 2
+    torch.testing.assert_close(b, want)

@@ -284,7 +284,8 @@ def _synced_around_disjoint(func: tirx.PrimFunc, body: Any, buffers: _Buffers, s
     originals = {}
 
     def shown(index: Any, k: Any) -> Any:
-        return per_thread.astype(index.ty.dtype) + k if index.ty.dtype != per_thread.ty.dtype else per_thread + k
+        value = per_thread + k
+        return value.astype(index.ty.dtype) if index.ty.dtype != value.ty.dtype else value
 
     def hide(branch: Any) -> Any:
         k = Var(f"disjoint{len(originals)}", "int32")
