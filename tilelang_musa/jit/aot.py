@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..errors import TileLangError
-from ..launcher import ParamSpec
+from ..launcher import HostAssume, HostExpr, ParamSpec
 from .kernel import JITKernel
 
 # C types of tensor elements a C program spells natively; the others (16- and 8-bit floats) are `void*`.
@@ -142,6 +142,83 @@ def _checks(name: str, params: list[ParamSpec]) -> list[str]:
     return lines
 
 
+# T.assume conditions over integer scalars in C (int64_t, as the launcher's unbounded integers for the sizes C can
+# pass); the dividing ops are helpers that note a zero divisor, which breaks the assume as in the launcher.
+_C_OPS = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "floordiv": "{n}_floordiv({}, {}, &zero)",
+          "floormod": "{n}_floormod({}, {}, &zero)", "div": "{n}_truncdiv({}, {}, &zero)",
+          "mod": "{n}_truncmod({}, {}, &zero)", "min": "{n}_min({}, {})", "max": "{n}_max({}, {})",
+          "eq": "({} == {})", "ne": "({} != {})", "lt": "({} < {})", "le": "({} <= {})", "gt": "({} > {})",
+          "ge": "({} >= {})", "and": "({} && {})", "or": "({} || {})", "not": "(!{})", "select": "({} ? {} : {})",
+          "int": "{}", "bool": "({} != 0)"}
+
+
+def _c_expr(name: str, x: object) -> str | None:
+    """`x` as C over the integer scalar parameters, or None where it is not integer arithmetic."""
+    if isinstance(x, HostExpr):
+        args = [_c_expr(name, a) for a in x.args]
+        if x.op not in _C_OPS or None in args:
+            return None
+        return _C_OPS[x.op].format(*args, n=name)
+    if isinstance(x, str):
+        return f"(int64_t){x}"
+    return f"(int64_t){x}" if isinstance(x, int) else None
+
+
+def _percent(text: str) -> str:
+    return text.replace("%", "%%")  # a literal in a printf format
+
+
+def _assume_source(name: str, params: list[ParamSpec], assumes: tuple[HostAssume, ...]) -> tuple[str, list[str]]:
+    """The helpers and the entry's checks of the kernel's host-evaluable `T.assume`s (launcher/assume.py) whose
+    symbols are all integer scalar parameters (the sizes among them); an assume over a floating-point scalar is
+    left to the caller, and the header's comment says so."""
+    ints = {p.name for p in params if p.kind == "scalar" and p.dtype in _C_SCALAR
+            and not p.dtype.startswith(("float", "bfloat"))}
+    lines = []
+    for assume in assumes:
+        condition = _c_expr(name, assume.condition) if set(assume.symbols) <= ints else None
+        text = assume.text.replace("\\", "\\\\").replace('"', '\\"').replace("*/", "* /")
+        if condition is None:
+            lines.append(f"  /* not checked here (not integer arithmetic over the parameters): Assume: {text} */")
+            continue
+        shown = ", ".join(f"{s} = %lld" for s in assume.symbols)
+        values = "".join(f", (long long){s}" for s in assume.symbols)
+        where = f" (T.assume at {assume.where})".replace("\\", "/").replace('"', "'") if assume.where else ""
+        lines += ["  {",
+                  "    int zero = 0;",
+                  f"    if (!{condition} || zero) {{",
+                  f"      snprintf({name}_error, sizeof {name}_error, \"{name}: Assume: {_percent(text)} does not "
+                  f"hold for this call: {shown}{_percent(where)}\"{values});",
+                  "      return -1;",
+                  "    }",
+                  "  }"]
+    if not lines:
+        return "", []
+    helpers = f"""\
+/* TIR's integer division and remainder for the T.assume checks: floor rounding, or C's truncating one. */
+static inline int64_t {name}_floordiv(int64_t a, int64_t b, int* zero) {{
+  if (b == 0) {{ *zero = 1; return 0; }}
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}}
+static inline int64_t {name}_floormod(int64_t a, int64_t b, int* zero) {{
+  if (b == 0) {{ *zero = 1; return 0; }}
+  return a % b + (((a % b != 0) && ((a % b < 0) != (b < 0))) ? b : 0);
+}}
+static inline int64_t {name}_truncdiv(int64_t a, int64_t b, int* zero) {{
+  if (b == 0) {{ *zero = 1; return 0; }}
+  return a / b;
+}}
+static inline int64_t {name}_truncmod(int64_t a, int64_t b, int* zero) {{
+  if (b == 0) {{ *zero = 1; return 0; }}
+  return a % b;
+}}
+static inline int64_t {name}_min(int64_t a, int64_t b) {{ return a < b ? a : b; }}
+static inline int64_t {name}_max(int64_t a, int64_t b) {{ return a > b ? a : b; }}
+
+"""
+    return helpers, lines
+
+
 def print_source(kernel: JITKernel, name: str) -> str:
     params = kernel.params
     library = kernel.library_path.read_bytes()
@@ -188,7 +265,7 @@ static int {name}_write_all(int fd) {{
   return 0;
 }}
 
-{_loader_source(name)}{_entry_source(name, params)}"""
+{_loader_source(name)}{_entry_source(name, params, kernel.metadata.host.assumes)}"""
 
 
 def _loader_source(name: str) -> str:
@@ -254,14 +331,16 @@ const char* {name}_last_error(void) {{
 """
 
 
-def _entry_source(name: str, params: list) -> str:
-    """The C entry point: the checks of the arguments, then the call through the loaded library."""
+def _entry_source(name: str, params: list, assumes: tuple[HostAssume, ...] = ()) -> str:
+    """The C entry point: the checks of the arguments and of the kernel's `T.assume`s, then the call through the
+    loaded library."""
     signature = ", ".join([_c_param(p) for p in params] + ["void* stream"])
     args = ", ".join(f"(void*)&{p.name}" for p in params)
     arg_array = f"void* args[] = {{{args}}};" if params else "void** args = NULL;"
-    checks = "\n".join(_checks(name, params))
+    helpers, assume_checks = _assume_source(name, params, assumes)
+    checks = "\n".join(_checks(name, params) + assume_checks)
     return f"""\
-int {name}({signature}) {{
+{helpers}int {name}({signature}) {{
   if ({name}_load() != 0) return -1;
 {checks}
   {arg_array}

@@ -55,6 +55,7 @@ from ..instrumentation.session import session_has_tools
 from .observers import CompileObservers
 from .postproc import has_postproc, postprocess
 from .diagnostics import jit_phase
+from .host_assumes import host_assumes
 from .stages import METADATA, STAGES, HostInfo, KernelMetadata, Launch, file_stem, plain, stage_file
 from .toolchains import BuildRequest
 
@@ -635,7 +636,7 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
         smem = func.attrs[SIZE_ATTR] if func.attrs is not None and SIZE_ATTR in func.attrs else 0
         config = launch_config(func, thread_info(func).extents, smem)
         launches.append(Launch(kernel_name, tuple(config.grid), tuple(config.block), config.dynamic_smem_bytes))
-    return HostInfo(tuple(specs), bound, tuple(launches), local_bytes)
+    return HostInfo(tuple(specs), bound, tuple(launches), local_bytes, host_assumes(program))
 
 
 def _publish(kernel: JITKernel, options: CompileOptions) -> None:

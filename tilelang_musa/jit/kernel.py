@@ -59,7 +59,7 @@ class JITKernel:
         self._source: str | None = None
         # size parameters (T.dynamic) are taken from the tensors' shapes, not passed by the caller
         self.launcher = Launcher(str(self.library_path), self.params, backend.device, self.kernel_name,
-                                 scalar_bindings=metadata.host.size_params)
+                                 scalar_bindings=metadata.host.size_params, assumes=metadata.host.assumes)
 
     @classmethod
     def from_database(cls, directory: str | Path, program: tirx.PrimFunc | None = None,

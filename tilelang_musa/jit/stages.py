@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..launcher import ParamSpec
+from ..launcher.assume import HostAssume
 
 STAGES = ("tir", "lowered", "mu", "host", "bin")
 STAGE_SUFFIX = {"tir": "tir.py", "lowered": "lowered.py", "mu": "mu", "host": "host.json", "bin": "so"}
@@ -64,17 +65,19 @@ class HostInfo:
     size_params: tuple[str, ...]  # scalar parameters (T.dynamic sizes) taken from the tensors' shapes
     launches: tuple[Launch, ...]  # in launch order
     local_bytes: int = 0  # per-thread local arrays (the simulator sizes its fiber stacks by it)
+    assumes: tuple[HostAssume, ...] = ()  # the `T.assume`s the launcher checks at every call (host_assumes.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"params": [asdict(p) for p in self.params], "size_params": list(self.size_params),
-                "launches": [asdict(launch) for launch in self.launches], "local_bytes": self.local_bytes}
+                "launches": [asdict(launch) for launch in self.launches], "local_bytes": self.local_bytes,
+                "assumes": [asdict(a) for a in self.assumes]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "HostInfo":
         return cls(tuple(ParamSpec(**p) for p in data["params"]), tuple(data["size_params"]),
                    tuple(Launch(d["name"], tuple(d["grid"]), tuple(d["block"]), d["dynamic_smem_bytes"])
                          for d in data["launches"]),
-                   int(data.get("local_bytes", 0)))
+                   int(data.get("local_bytes", 0)), tuple(HostAssume(**a) for a in data.get("assumes", ())))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ calls the compiled library's `call_packed` on the right stream. See `_launcher.p
     c = launcher(a)   # N = a.shape[0]; C allocated and returned
 """
 
+from .assume import AssumeViolation, HostAssume, HostExpr
 from .spec import SCALAR_DTYPES, DimExpr, KernelLaunchError, ParamSpec, torch_dtype
 
 try:
@@ -18,4 +19,4 @@ except ImportError as _err:  # the extension is built by CMake at install time
         "`pip install .` so that CMake compiles it"
     ) from _err
 
-__all__ = ["DimExpr", "KernelLaunchError", "Launcher", "ParamSpec", "SCALAR_DTYPES", "torch_dtype"]
+__all__ = ["AssumeViolation", "DimExpr", "HostAssume", "HostExpr", "KernelLaunchError", "Launcher", "ParamSpec", "SCALAR_DTYPES", "torch_dtype"]

@@ -7,7 +7,7 @@ linkage `int call_packed(void** args, int num_args, void* stream)` and `const ch
 dtype for a scalar (bool -> 1-byte bool, intN/uintN -> intN_t/uintN_t, float16/bfloat16 -> their 16 bits,
 float32 -> float, float64 -> double).
 
-    Launcher(lib_path, params, device, kernel_name="kernel", scalar_bindings=())
+    Launcher(lib_path, params, device, kernel_name="kernel", scalar_bindings=(), assumes=())
         lib_path         the kernel library, opened once with dlopen(RTLD_NOW | RTLD_LOCAL)
         params           Sequence[ParamSpec] in `call_packed` order
         device           "cpu" (simulator: CPU torch tensors, NULL stream) or
@@ -15,6 +15,8 @@ float32 -> float, float64 -> double).
         kernel_name      named in every error message
         scalar_bindings  integer scalar parameters whose value is the same-named symbolic dim of the input tensors
                          rather than a caller argument (the kernel takes `int N` and N is also a tensor dim)
+        assumes          Sequence[HostAssume]: the kernel's `T.assume`s over scalar parameters and size symbols,
+                         checked once the arguments are bound (assume.py); none: nothing is evaluated
     launcher(*args) -> Tensor | tuple[Tensor, ...] | None
         `args` are the parameters that are neither outputs, workspaces nor bound scalars, in order: torch.Tensors for
         tensor parameters, Python numbers for scalars, a torch.Tensor (its data pointer; device checked, nothing
@@ -28,9 +30,10 @@ float32 -> float, float64 -> double).
         kernel never writes, shows (NaN, -1). The kernel runs, and the outputs
         are returned (one -> the tensor, several -> a tuple in parameter order, none -> None).
         Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
-        symbol conflict, layout, scalar range), KernelLaunchError (call_packed returned non-zero).
+        symbol conflict, layout, scalar range), AssumeViolation (a ValueError and a RuntimeError: the call
+        breaks a `T.assume`), KernelLaunchError (call_packed returned non-zero).
     launcher.bind_shapes(*args) -> dict[str, int]   the symbol values the arguments imply, without launching
-    launcher.params, .lib_path, .kernel_name, .device, .scalar_bindings, .arg_names (read-only)
+    launcher.params, .lib_path, .kernel_name, .device, .scalar_bindings, .assumes, .arg_names (read-only)
 """
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
@@ -47,6 +50,7 @@ import os
 import numpy
 import torch
 
+from .assume import HostAssume, check_assumes, compile_checks
 from .poison_hint import hint_if_poison
 from .spec import KernelLaunchError, ParamSpec, accepted_torch_dtypes, solve_dim, unsolvable_symbols
 
@@ -151,11 +155,14 @@ cdef class Launcher:
     cdef tuple _exprs            # DimExpr dims and strides, indexed by their code
     cdef tuple _static_shapes    # output shape tuple when all dims are static, else None
     cdef tuple _symbol_names
+    cdef tuple _assume_args      # (argument position, parameter index) of the scalar arguments assumes read
+    cdef tuple _assume_checks    # compile_checks(assumes)
     cdef readonly str lib_path
     cdef readonly tuple params
     cdef readonly str device
     cdef readonly str kernel_name
     cdef readonly tuple scalar_bindings
+    cdef readonly tuple assumes
     cdef readonly tuple arg_names
 
     def __cinit__(self):
@@ -175,7 +182,8 @@ cdef class Launcher:
             dlclose(self._handle)
             self._handle = NULL
 
-    def __init__(self, lib_path, params, str device, str kernel_name not None="kernel", scalar_bindings=()):
+    def __init__(self, lib_path, params, str device, str kernel_name not None="kernel", scalar_bindings=(),
+                 assumes=()):
         self._release()
         if device not in ("cpu", "musa"):
             raise ValueError(f"kernel '{kernel_name}': device must be 'cpu' (simulator) or 'musa'; got {device!r}")
@@ -184,7 +192,9 @@ cdef class Launcher:
         self._musa = device == "musa"
         self.params = tuple(params)
         self.scalar_bindings = tuple(scalar_bindings)
+        self.assumes = tuple(assumes)
         self._build_tables()
+        self._build_assumes()
         # A bare file name would make dlopen search LD_LIBRARY_PATH instead of the working directory.
         self.lib_path = os.path.abspath(os.fspath(lib_path))
         self._open()
@@ -314,6 +324,26 @@ cdef class Launcher:
         self._static_shapes = tuple(static_shapes)
         self.arg_names = tuple(arg_names)
 
+    cdef _build_assumes(self):
+        """Checks that every assume reads only symbols and scalar parameters; notes the scalar arguments they read
+        (symbols, bound scalars included, come from the symbol table)."""
+        cdef str k = self.kernel_name
+        positions = {name: a for a, name in enumerate(self.arg_names)}
+        scalars = {p.name: i for i, p in enumerate(self.params) if p.kind == "scalar"}
+        read = {}
+        for n, assume in enumerate(self.assumes):
+            if not isinstance(assume, HostAssume):
+                raise TypeError(f"kernel '{k}': assumes[{n}] must be a HostAssume; got {type(assume).__name__}")
+            for s in assume.symbols:
+                if s in self._symbol_names:
+                    continue
+                if s not in scalars:
+                    raise ValueError(f"kernel '{k}': the assume `{assume.text}` reads {s}, which is neither a "
+                                     "scalar parameter nor a symbol of the tensors' dims or strides")
+                read[s] = (positions[s], scalars[s])
+        self._assume_args = tuple(read.values())
+        self._assume_checks = compile_checks(self.assumes)
+
     cdef _open(self):
         cdef str k = self.kernel_name
         if not os.path.isfile(self.lib_path):
@@ -351,6 +381,8 @@ cdef class Launcher:
             device = self._check_inputs(args, &st, pending)
             if pending:
                 self._solve_and_check(&st, pending)
+            if self.assumes:
+                self._check_assumes(args, &st)
             ctx = None
             if self._musa:
                 raw_stream, current_device, device_ctx = _musa_runtime()
@@ -392,6 +424,8 @@ cdef class Launcher:
             self._check_inputs(args, &st, pending)
             if pending:
                 self._solve_and_check(&st, pending)
+            if self.assumes:
+                self._check_assumes(args, &st)
             return {name: st.sym_values[j] for j, name in enumerate(self._symbol_names) if st.sym_param[j] >= 0}
         finally:
             free(mem)
@@ -643,6 +677,17 @@ cdef class Launcher:
                              f"got {shown}")
         return 0
 
+    cdef int _check_assumes(self, tuple args, CallState* st) except -1:
+        """Raises AssumeViolation if the bound symbols and the scalar arguments break one of the assumes."""
+        values = self._symbol_values(st)
+        for a, i in self._assume_args:
+            code = self._info[i].scalar
+            v = args[a]  # _pack_scalar has checked its type and range
+            values[self.params[i].name] = (bool(v) if code == S_BOOL else operator.index(v)
+                                           if _INT_BOUNDS[code] is not None else float(v))
+        check_assumes(self.kernel_name, self.assumes, self._assume_checks, values)
+        return 0
+
     cdef int _bind(self, CallState* st, int sym, int64_t value, int param, int where) except -1:
         if st.sym_param[sym] < 0:
             st.sym_values[sym] = value
@@ -812,7 +857,8 @@ cdef class Launcher:
     def __reduce__(self):
         # Rebuilt from its spec (reopening the library); through a module-level function because the class's
         # compiled-in name depends on how the build invoked cython, while a function's __module__ is the real one.
-        return (_rebuild_launcher, (self.lib_path, self.params, self.device, self.kernel_name, self.scalar_bindings))
+        return (_rebuild_launcher, (self.lib_path, self.params, self.device, self.kernel_name, self.scalar_bindings,
+                                    self.assumes))
 
     def __repr__(self):
         params = ", ".join([p.describe() for p in self.params])
@@ -830,8 +876,8 @@ def _dim_code(d, dict symbols, list exprs):
     return -len(symbols) - len(exprs)
 
 
-def _rebuild_launcher(lib_path, params, device, kernel_name, scalar_bindings):
-    return Launcher(lib_path, params, device, kernel_name, scalar_bindings)
+def _rebuild_launcher(lib_path, params, device, kernel_name, scalar_bindings, assumes=()):
+    return Launcher(lib_path, params, device, kernel_name, scalar_bindings, assumes)
 
 
 _rebuild_launcher.__module__ = __name__  # the name this module was imported under, which pickle resolves

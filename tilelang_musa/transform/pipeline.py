@@ -26,6 +26,7 @@ from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
+from .hoist_invariant_if import HoistInvariantIf
 from .inline_unit_loops import InlineUnitLoops
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
@@ -164,6 +165,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before
             # VectorizeLoop (the helpers are scalar calls: loops over fp4 elements run lane by lane).
             LowerFP4Storage(),
+            # `for i: if c:` with c the same at every iteration: `if c: for i:` (upstream issue 1734), a loop that
+            # VectorizeLoop below can make vector accesses of.
+            HoistInvariantIf(),
             # TVM's VectorizeLoop (nested), the bindings and allocations it rebuilds given back their user lines.
             VectorizeLoop(),
             # Vector patterns MUSA runs as one accelerated op (bf16(f16 x f32) x4).

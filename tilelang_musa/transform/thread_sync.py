@@ -13,6 +13,10 @@ whose condition every thread evaluates alike (uniform_conditions.py) are marked 
 So are branches whose condition admits a contiguous range of thread ids known at compile time (a T.ws region,
 `if tx < 128:`): every thread of the range takes them, and RangeBarriers (range_barriers.py) makes their barriers
 barriers over that range.
+A divergent branch that TVM's analysis would want a barrier in, but whose threads reach disjoint elements of the
+scope (branch_disjointness.py: `if tx % 2 == 0: a = s[tx]; s[tx ^ 1] = a`), needs none: only where the analysis
+fails, its accesses are shown to it as one index per thread (no conflict among them, a conflict with every access
+outside the branch), and put back afterwards.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import tvm_ffi
 from ..errors import CompileError
 from ..ir.utils import TensorLoad, Var, by_identity, collect_accesses, is_buffer, loc_of, scope_of, thread_info
 from ..tileop.access_ptr import access_ptr, as_access
+from .branch_disjointness import constant_thread_extents, disjoint_branches
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
 from .uniform_conditions import marked_invariant, uniform_conditions, without_invariant_mark
@@ -265,6 +270,83 @@ def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> ti
     return result.with_body(tvm_ffi.structural_mutate(result.body, unmarking))
 
 
+def _synced_around_disjoint(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> tirx.PrimFunc | None:
+    """The stock analysis with the `scope` accesses of each disjoint divergent branch shown as `s[tx + k]` (one
+    index per thread, k a fresh variable: the same index for all of them, unequal to every index outside), the
+    branches restored afterwards; None if no branch is disjoint or the analysis placed a barrier inside one."""
+    extents = constant_thread_extents(thread_info(func))
+    if not extents:
+        return None
+    branches = disjoint_branches(body, scope, extents)
+    if not branches:
+        return None
+    per_thread = sum(extents, tirx.const(0, "int32"))
+    originals = {}
+
+    def shown(index: Any, k: Any) -> Any:
+        value = per_thread + k
+        return value.astype(index.ty.dtype) if index.ty.dtype != value.ty.dtype else value
+
+    def hide(branch: Any) -> Any:
+        k = Var(f"disjoint{len(originals)}", "int32")
+        originals[k] = branch.then_case
+
+        def on_load(node, mutator):
+            node = mutator.default_mutate(node)
+            return node.source[shown(node.indices[0], k)] if scope_of(node.source) == scope else node
+
+        def on_store(node, mutator):
+            node = mutator.default_mutate(node)
+            if scope_of(node.buffer) != scope:
+                return node
+            return tirx.BufferStore(node.buffer, node.value, [shown(node.indices[0], k)])
+
+        then_case = tvm_ffi.structural_mutate(branch.then_case, [(TensorLoad, on_load), (tirx.BufferStore, on_store)])
+        return tirx.IfThenElse(branch.condition, then_case, None)
+
+    # (the branches are found on `body`; rewrite them before anything inside changes their identity)
+    hidden = tvm_ffi.structural_mutate(body, [(tirx.IfThenElse, lambda node, m: hide(node) if any(
+        node.same_as(b) for b in branches) else m.default_mutate(node))])
+    result = _synced(func, hidden, buffers, scope)
+    restored_all = []
+
+    def restore(node, mutator):
+        node = mutator.default_mutate(node)
+        mine = [k for k in originals if _mentions(node.then_case, k)]
+        if not mine or (node.condition is not None and any(_mentions(node.condition, k) for k in mine)):
+            return node
+        (k,) = mine
+        if _has_barrier(node.then_case):
+            raise _BarrierInside
+        restored_all.append(k)
+        return tirx.IfThenElse(node.condition, originals[k], node.else_case)
+
+    try:
+        restored = tvm_ffi.structural_mutate(result.body, [(tirx.IfThenElse, restore)])
+    except _BarrierInside:
+        return None
+    if len(restored_all) != len(originals):
+        return None
+    return result.with_body(restored)
+
+
+class _BarrierInside(Exception):
+    """The analysis placed a barrier inside a branch shown as disjoint."""
+
+
+def _mentions(node: Any, var: Any) -> bool:
+    found = []
+    tvm_ffi.structural_walk(node, [(Var, lambda v: found.append(v) if v.same_as(var) else None)])
+    return bool(found)
+
+
+def _has_barrier(node: Any) -> bool:
+    found = []
+    tvm_ffi.structural_walk(node, [(tvm.ir.Call, lambda c: found.append(c) if isinstance(c.op, tvm.ir.Op) and str(
+        c.op.name) == "tirx.tvm_storage_sync" else None)])
+    return bool(found)
+
+
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
     """`s_tir.ThreadSync(scope)`, seeing the accesses of marked addresses (tileop/access_ptr.py), whose refusal
     to place a barrier under a divergent branch is a CompileError."""
@@ -278,6 +360,14 @@ def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):
                 raise
+        try:
+            result = _synced_around_disjoint(func, body, buffers, scope)
+        except tvm.error.InternalError as err:
+            if "Cannot insert syncs inside condition" not in str(err):
+                raise
+            result = None
+        if result is None:
             raise _divergent_branch_error(body, scope) from None
+        return result
 
     return tirx.transform.prim_func_pass(run, opt_level=0, name=f"tl.ThreadSync.{scope}")

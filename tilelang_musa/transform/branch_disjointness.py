@@ -1,0 +1,222 @@
+"""Branches whose threads reach disjoint elements of a shared scope: they need no barrier inside, whatever their
+condition (upstream issue 1026: `if tx % 2 == 0: a = s[tx]; s[tx ^ 1] = a`).
+
+TVM's barrier analysis takes two accesses of one buffer to conflict unless their indices are the same expression
+of the thread index, so it wants a barrier between `s[tx]` and `s[tx ^ 1]`, and fails since the branch is divergent.
+Under the branch's condition the even threads read even elements and write odd ones: no element is reached by two
+threads. We decide that by enumeration, as only a prover of bitwise arithmetic could otherwise: with constant thread
+extents and loop bounds, every (thread, element) each access of the branch reaches under the conditions around it
+(the branch's, enclosing branches', loop ranges), over every iteration of the loops around it; the branch is
+disjoint when no element is reached by two threads with one of them writing. Anything else (a load or a kernel
+parameter in an index or a condition, a run-time extent, an address handed to a template, a view of a buffer
+(another name may reach its elements), an `else` case whose
+threads run beside the `then` case's, more than _MAX_POINTS points) is not proven.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..ir.utils import TensorLoad, as_int, scope_of
+from .uniform_conditions import THREAD_INVARIANT
+
+_MAX_POINTS = 1 << 16  # thread x iteration points enumerated per branch, at most
+
+_BINARY = {tirx.Add: operator.add, tirx.Sub: operator.sub, tirx.Mul: operator.mul,
+           tirx.FloorDiv: operator.floordiv, tirx.FloorMod: operator.mod, tirx.Min: min, tirx.Max: max,
+           tirx.EQ: operator.eq, tirx.NE: operator.ne, tirx.LT: operator.lt, tirx.LE: operator.le,
+           tirx.GT: operator.gt, tirx.GE: operator.ge, tirx.BitwiseAnd: operator.and_,
+           tirx.BitwiseOr: operator.or_, tirx.BitwiseXor: operator.xor, tirx.LShift: operator.lshift,
+           tirx.RShift: operator.rshift}
+
+
+class _NotConstant(Exception):
+    """An expression reads something enumeration does not fix (a load, a parameter, a block index)."""
+
+
+@dataclass(frozen=True)
+class _Access:
+    is_store: bool
+    buffer: Any
+    index: Any
+    loops: tuple  # (var, min, extent) of every loop around it, outermost first
+    conditions: tuple  # the conditions of the branches around it (negated for an else case)
+    bindings: tuple  # (var, value) of the bindings in scope
+    branches: tuple  # the `if` nodes around it
+
+
+def disjoint_branches(body: Any, scope: str, thread_vars: dict[Any, int]) -> list[Any]:
+    """The `if` nodes (no else case) of `body` inside which no two threads reach one `scope` element with one of
+    them writing it. `thread_vars`: each thread index var -> its constant extent."""
+    accesses: list[_Access] = []
+    branches: list[Any] = []
+    opaque: set = set()  # branches that hand an address of the scope to a template: not analysed
+    _collect(body, scope, (), (), (), (), accesses, branches, opaque)
+    allocated: list = []  # a view (DeclBuffer) may share elements with another name: not analysed
+    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda n: allocated.append(n.buffer))])
+    found = []
+    for branch in branches:
+        if branch.else_case is not None or any(b.same_as(branch) for b in opaque):
+            continue
+        inside = [a for a in accesses if any(b.same_as(branch) for b in a.branches)]
+        if inside and all(any(a.buffer.same_as(b) for b in allocated) for a in inside) and \
+                _disjoint(inside, thread_vars):
+            found.append(branch)
+    return found
+
+
+def _collect(node: Any, scope: str, loops: tuple, conditions: tuple, bindings: tuple, branches: tuple,
+             out: list, all_branches: list, opaque: set) -> tuple:
+    """Appends the `scope` accesses of `node` with their context; returns the bindings in scope after it."""
+    if isinstance(node, tirx.SeqStmt):
+        for stmt in node.seq:
+            bindings = _collect(stmt, scope, loops, conditions, bindings, branches, out, all_branches, opaque)
+        return bindings
+    if isinstance(node, tirx.Bind):
+        _note_expr(node.value, scope, loops, conditions, bindings, branches, out, opaque)
+        return bindings + ((node.var, node.value),)
+    if isinstance(node, tirx.For):
+        bounds = (node.loop_var, node.min, node.extent)
+        _collect(node.body, scope, loops + (bounds,), conditions, bindings, branches, out, all_branches, opaque)
+        return bindings
+    if isinstance(node, tirx.IfThenElse):
+        _note_expr(node.condition, scope, loops, conditions, bindings, branches, out, opaque)
+        all_branches.append(node)
+        inner = branches + (node,)
+        _collect(node.then_case, scope, loops, conditions + (node.condition,), bindings, inner, out, all_branches,
+                 opaque)
+        if node.else_case is not None:
+            _collect(node.else_case, scope, loops, conditions + (tirx.Not(node.condition),), bindings, inner, out,
+                     all_branches, opaque)
+        return bindings
+    if isinstance(node, tirx.BufferStore):
+        _note_expr(node.value, scope, loops, conditions, bindings, branches, out, opaque)
+        if scope_of(node.buffer) == scope:
+            out.append(_Access(True, node.buffer, _flat(node.indices), loops, conditions, bindings, branches))
+        return bindings
+    if isinstance(node, tirx.Evaluate):
+        _note_expr(node.value, scope, loops, conditions, bindings, branches, out, opaque)
+        return bindings
+    body = getattr(node, "body", None)
+    if isinstance(body, tirx.Stmt):
+        _collect(body, scope, loops, conditions, bindings, branches, out, all_branches, opaque)
+    return bindings
+
+
+def _note_expr(expr: Any, scope: str, loops: tuple, conditions: tuple, bindings: tuple, branches: tuple,
+               out: list, opaque: set) -> None:
+    """The `scope` loads of `expr`; a call taking an address of the scope makes the branches around it opaque."""
+    def on_load(load: Any) -> None:
+        if scope_of(load.source) == scope:
+            out.append(_Access(False, load.source, _flat(load.indices), loops, conditions, bindings, branches))
+
+    def on_call(call: Any) -> None:
+        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) in ("tirx.tvm_access_ptr", "tl.access_ptr",
+                                                                    "tirx.address_of"):
+            opaque.update(branches)
+
+    tvm_ffi.structural_walk(expr, [(TensorLoad, on_load), (tvm.ir.Call, on_call)])
+
+
+def _flat(indices: Any) -> Any:
+    indices = list(indices)
+    return indices[0] if len(indices) == 1 else None  # ThreadSync runs on flat buffers
+
+
+def _disjoint(accesses: list[_Access], thread_vars: dict[Any, int]) -> bool:
+    """No element reached by two threads with one writing, over every point of the accesses' domains."""
+    readers: dict = {}
+    writers: dict = {}
+    budget = _MAX_POINTS
+    threads = list(thread_vars.items())
+    try:
+        for access in accesses:
+            if access.index is None:
+                return False
+            for thread, env in _points(access, threads):
+                budget -= 1
+                if budget < 0:
+                    return False
+                key = (access.buffer, _eval(access.index, env, access.bindings))
+                (writers if access.is_store else readers).setdefault(key, set()).add(thread)
+    except _NotConstant:
+        return False
+    for key, who in writers.items():
+        if len(who | readers.get(key, set())) > 1:
+            return False
+    return True
+
+
+def _points(access: _Access, threads: list) -> Any:
+    """(thread id, environment) for every thread and loop iteration at which `access` runs."""
+    envs = [({}, ())]
+    for var, extent in threads:
+        envs = [({**env, var: t}, tid + (t,)) for env, tid in envs for t in range(extent)]
+    for var, lo, extent in access.loops:
+        expanded = []
+        for env, tid in envs:
+            start, count = _eval(lo, env, access.bindings), _eval(extent, env, access.bindings)
+            expanded += [({**env, var: v}, tid) for v in range(start, start + count)]
+            if len(expanded) > _MAX_POINTS:
+                raise _NotConstant
+        envs = expanded
+    for env, tid in envs:
+        if all(_eval(c, env, access.bindings) for c in access.conditions):
+            yield tid, env
+
+
+def _eval(expr: Any, env: dict, bindings: tuple) -> Any:
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    if isinstance(expr, tvm.ir.Var):
+        if expr in env:
+            return env[expr]
+        for var, value in reversed(bindings):
+            if var.same_as(expr):
+                return _eval(value, env, bindings)
+        raise _NotConstant
+    op = _BINARY.get(type(expr))
+    if op is not None:
+        a, b = _eval(expr.a, env, bindings), _eval(expr.b, env, bindings)
+        if op in (operator.floordiv, operator.mod) and b == 0:
+            raise _NotConstant
+        return op(a, b)
+    if isinstance(expr, tirx.And):
+        return bool(_eval(expr.a, env, bindings)) and bool(_eval(expr.b, env, bindings))
+    if isinstance(expr, tirx.Or):
+        return bool(_eval(expr.a, env, bindings)) or bool(_eval(expr.b, env, bindings))
+    if isinstance(expr, tirx.Not):
+        return not _eval(expr.a, env, bindings)
+    if isinstance(expr, tirx.Select):
+        cond = _eval(expr.condition, env, bindings)
+        return _eval(expr.true_value if cond else expr.false_value, env, bindings)
+    if isinstance(expr, tirx.Cast) and str(expr.ty.dtype).startswith(("int", "uint", "bool")):
+        value = _eval(expr.value, env, bindings)
+        if str(expr.ty.dtype) == "bool":
+            return bool(value)
+        bits = expr.ty.dtype.bits
+        low = -(1 << (bits - 1)) if str(expr.ty.dtype).startswith("int") else 0
+        if not low <= value < low + (1 << bits):
+            raise _NotConstant  # a cast that wraps
+        return value
+    if isinstance(expr, tvm.ir.Call) and isinstance(expr.op, tvm.ir.Op) and str(expr.op.name) == THREAD_INVARIANT:
+        return _eval(expr.args[0], env, bindings)
+    raise _NotConstant
+
+
+def constant_thread_extents(threads: Any) -> dict[Any, int] | None:
+    """Each threadIdx var -> its extent, or None if one is not a constant."""
+    found = {}
+    for tag, var in threads.vars.items():
+        if tag.startswith("threadIdx."):
+            extent = as_int(threads.extents[tag])
+            if extent is None:
+                return None
+            found[var] = extent
+    return found
