@@ -30,7 +30,8 @@ composes what the launch counted into a time on the arch the kernel was compiled
 at peak DRAM bandwidth. The latency term charges a warp's dependent chain of arithmetic: each statement's
 dependence depth, shared by the independent loop iterations it runs beside (src/codegen/dependence_depth.h);
 statements in sequence are taken as dependent, so straight-line independent work is still modelled slow. The
-figures marked [A] in arch_figures.py are what a measurement on a card should correct. docs/PERF_MODEL.md has the method, the calibration and the gaps.
+figures marked [A] in arch_figures.py are what a measurement on a card should correct. docs/PERF_MODEL.md has
+the method, the calibration and the gaps.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ inline constexpr uint64_t kChainUnits = 65536;
   X(shared_load_requests) X(shared_load_wavefronts) X(shared_load_ideal_wavefronts)                 \
   X(shared_store_requests) X(shared_store_wavefronts) X(shared_store_ideal_wavefronts)              \
   X(sqmma) X(sqmma_flops) X(warp_mma) X(warp_mma_flops) X(ldlms_bytes) X(tme_load_bytes)            \
-  X(tme_store_bytes) X(arithmetic_instructions) X(arithmetic_chain_units) X(block_barriers) X(async_barrier_waits) X(blocks)  \
+  X(tme_store_bytes) X(arithmetic_instructions) X(arithmetic_chain_units) X(block_barriers)         \
+  X(async_barrier_waits) X(blocks)                                                                  \
   X(warp_shuffles) X(block_cycles) X(block_cycles_max) X(tensor_cycles) X(barrier_stall_cycles)                      \
   X(async_barrier_stall_cycles) X(copy_wait_stall_cycles) X(mma_wait_stall_cycles)
 
@@ -192,8 +193,8 @@ struct RequestHash {
  * \brief A worker's counters: its blocks' totals, the block in progress's requests, and its threads' clocks.
  *
  * The cycle model: each simulated thread has a clock. A memory access it makes advances it by one, and so does
- * each arithmetic instruction of its statements (counted by the code generator, `tl_sim::Compute(n)` in the
- * sanitizer build); a global load's data is ready `global_latency` later, and the thread waits for its loads only
+ * each arithmetic instruction of its statements (counted by the code generator, `tl_sim::Compute(n, depth,
+ * iterations)` in the sanitizer build); a global load's data is ready `global_latency` later, and the thread waits for its loads only
  * where it must (a barrier, an arrival, an MMA, its exit), as a compiler batches independent loads. Threads that
  * meet in a rendezvous leave it at the latest clock of them (plus `barrier_cycles` for a block barrier); what each
  * waited is a barrier stall. The block's tensor pipe runs one matrix instruction at a time (FLOPs / the arch's rate for the
