@@ -58,8 +58,9 @@ ISSUE_RATES = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # the check that the data leave th
 
 # The fit's result on the calibration half (this script's output, 2026-12-06, issue 40's sixth stop: 122 rows, the
 # 100 GDN decode, MTP, mHC and top-k group rows simulated again with the dependent-chain count, GDN prefill's 22
-# with their fifth-stop counters; median error 6.7%); arch_figures.py's S5000 figures are these. (Fifth stop,
-# every arithmetic instruction on the chain: 0.75, 6 us, 6, 32; 6.4%.)
+# with their fifth-stop counters; median error 6.7%; the same figures and 6.7% on 126 rows once 9 prefill rows
+# were simulated with the chain count too); arch_figures.py's S5000 figures are these. (Fifth stop, every
+# arithmetic instruction on the chain: 0.75, 6 us, 6, 32; 6.4%.)
 FITTED = {"shared_wavefronts_per_cycle": 0.75, "launch_seconds": 6e-06, "dependent_latency_cycles": 10.0,
           "shuffle_latency_cycles": 48.0}
 
