@@ -91,6 +91,13 @@ def counts_shuffles(launches: list[Launch]) -> bool:
     return all("warp_shuffles" in vars(launch.counters) for launch in launches)
 
 
+def counts_chain(launches: list[Launch]) -> bool:
+    """Whether the launches' counters were taken by a simulator that counts the dependent chain of arithmetic
+    (src/codegen/dependence_depth.h; older pickles lack it, and the model then puts every arithmetic instruction
+    on the chain)."""
+    return all(getattr(launch.counters, "arithmetic_chain_units", -1) >= 0 for launch in launches)
+
+
 def in_place_bytes(row: dict, launch: Launch) -> int:
     """The bytes of the tensors the row's launch reads and writes back in place, from the peer kernel's signature
     (the model cannot tell which tensor a store wrote; model_launch caps this by the bytes the stores wrote).
@@ -331,7 +338,7 @@ def main() -> int:
     sys.modules["__main__"].Launch = Launch
     launches = model_rows(args.peer, rows, args.sample_blocks, args.cache, args.tme_loads)
     results = []
-    uncounted = 0
+    uncounted = unchained = 0
     print("| family | params | measured | modelled | error |")
     print("|---|---|---|---|---|")
     for row in rows:
@@ -340,10 +347,12 @@ def main() -> int:
         seconds = compose(launches[row_key(row)], figures)
         results.append((row, seconds))
         uncounted += not counts_shuffles(launches[row_key(row)])
+        unchained += not counts_chain(launches[row_key(row)])
         print(f"| {family(row)} | {json.dumps(row['params'], sort_keys=True)} | {row['time_us']:,.1f} us "
               f"| {seconds * 1e6:,.1f} us | {(seconds * 1e6 - row['time_us']) / row['time_us']:+.0%} |")
     print(f"\n{len(results)} of {len(rows)} rows modelled ({args.half}); sample of {args.sample_blocks} blocks; "
-          f"{uncounted} of them from counters without warp shuffles (charged none)\n")
+          f"{uncounted} of them from counters without warp shuffles (charged none), {unchained} without the "
+          f"dependent chain (every arithmetic instruction on it)\n")
     print(error_table(results))
     return 0
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "codegen/call_rules.h"
+#include "codegen/dependence_depth.h"
 #include "codegen/ir_view.h"
 #include "codegen/launch_info.h"
 #include "codegen/name_table.h"
@@ -186,9 +187,12 @@ class MusaPrinter : public CallContext {
   /*! \brief sim_checks: `data` (a tracked buffer's array), with its whole array counted defined when evaluated:
    *         its address is handed to a template that may write any element. */
   std::string HandOut(const BufferInfo& info) const;
-  /*! \brief sim_checks: `tl_sim::Compute(n); ` charging a statement's `instructions` arithmetic instructions to the
-   *         simulator's cycle model (arithmetic_count.h); empty without sim_checks or for none. */
-  std::string ComputeCharge(int64_t instructions) const;
+  /*! \brief sim_checks: `tl_sim::Compute(n, depth, iterations); ` charging a statement's arithmetic instructions
+   *         (arithmetic_count.h) to the simulator's cycle model, with the dependent chain of its `value`, stored to
+   *         `buffer` at `indices` (null: a bound variable), among the enclosing loops (dependence_depth.h); empty
+   *         without sim_checks or for none. */
+  std::string ComputeCharge(const ObjectRef& value, const ObjectRef& buffer = ObjectRef(),
+                            const Array<ObjectRef>* indices = nullptr) const;
   /*! \brief sim_checks: fills BufferInfo::check_lo/check_hi from the buffer's shape, strides and elem_offset. */
   void SetCheckBounds(BufferInfo* info);
   /*! \brief Element stride of each dimension as C text ("1" for unit); empty when the rank does not match. */
@@ -198,6 +202,8 @@ class MusaPrinter : public CallContext {
 
   std::string kernel_name_;
   CodegenOptions options_;
+  // sim_checks: what each enclosing loop's iterations share, outermost first (dependence_depth.h)
+  std::vector<LoopDependence> loops_;
   NameTable names_;
   std::unordered_map<const ffi::Object*, std::string> var_names_;
   std::unordered_map<const ffi::Object*, BufferInfo> buffers_;

@@ -155,7 +155,7 @@ void MusaPrinter::VisitBind(const ObjectRef& op) {
     value = UnwrapBuiltinVectorLoad(bind.value(), value);
     var_names_[var.get()] = "tl::vec_of(" + name + ")";
   }
-  Line((arithmetic ? ComputeCharge(CountArithmetic(bind.value())) : "") + type + " " + name + " = " + value + ";");
+  Line((arithmetic ? ComputeCharge(bind.value()) : "") + type + " " + name + " = " + value + ";");
 }
 
 void MusaPrinter::VisitAttrStmt(const ObjectRef& op) {
@@ -198,7 +198,8 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   carried_defined_ = nullptr;
   AccessText target = PrintAccess(store.buffer(), store.indices(), DTypeOf(store.value()), "store");
   if (target.form != AccessForm::kGather) value = UnwrapBuiltinVectorLoad(store.value(), value);
-  const std::string charge = ComputeCharge(CountArithmetic(store.value()));
+  const Array<ObjectRef> indices = store.indices();
+  const std::string charge = ComputeCharge(store.value(), store.buffer(), &indices);
   std::string mark;
   const std::string offset = StripParentheses(target.defined_offset);
   const std::string own = target.defined_lanes == 1 ? defined + "[" + offset + "]"
@@ -228,9 +229,14 @@ void MusaPrinter::VisitBufferStore(const ObjectRef& op) {
   }
 }
 
-std::string MusaPrinter::ComputeCharge(int64_t instructions) const {
-  if (!options_.sim_checks || instructions == 0) return "";
-  return "tl_sim::Compute(" + std::to_string(instructions) + "); ";
+std::string MusaPrinter::ComputeCharge(const ObjectRef& value, const ObjectRef& buffer,
+                                       const Array<ObjectRef>* indices) const {
+  if (!options_.sim_checks) return "";
+  const int64_t instructions = CountArithmetic(value);
+  if (instructions == 0) return "";
+  const StatementChain chain = ChainOf(value, buffer, indices, loops_);
+  return "tl_sim::Compute(" + std::to_string(instructions) + ", " + std::to_string(chain.depth) + ", " +
+         std::to_string(chain.iterations) + "); ";
 }
 
 // DeclBuffer(buffer, data): a new view of existing storage. Same element type: reuse the storage's identifier.
@@ -439,9 +445,12 @@ void MusaPrinter::VisitFor(const ObjectRef& op) {
     Line(k ? "#pragma unroll " + std::to_string(*k) : std::string("#pragma unroll"));
   }
   Line("for (" + CTypeName(t) + " " + name + " = " + begin + "; " + name + " < " + end + "; " + increment + ") {");
+  // sim_checks: what the iterations share decides which statements' chains run side by side (dependence_depth.h)
+  if (options_.sim_checks) loops_.push_back(AnalyzeLoop(loop));
   ++indent_;
   PrintStmt(loop.body());
   --indent_;
+  if (options_.sim_checks) loops_.pop_back();
   Line("}");
 }
 

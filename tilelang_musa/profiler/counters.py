@@ -26,6 +26,7 @@ from typing import Iterator, Mapping
 PROFILE_ENV = "TILELANG_SIM_PROFILE"
 SAMPLE_ENV = "TILELANG_SIM_PROFILE_BLOCKS"
 SECTOR_BYTES = 32
+CHAIN_UNITS = 65536  # profile.h kChainUnits
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,18 @@ class Counters:
     # warp shuffles, votes and matches (per warp instruction), the reduction templates' included; 0 in counters
     # taken before the simulator counted them
     warp_shuffles: int = 0
+    # the mean warp's dependent chain of arithmetic, per warp summed as arithmetic_instructions is, in
+    # 1/CHAIN_UNITS of an instruction: each statement's dependence depth over the independent loop iterations it
+    # runs beside (src/codegen/dependence_depth.h); -1 in counters taken before the simulator counted it
+    arithmetic_chain_units: int = -1
+
+    @property
+    def arithmetic_chain(self) -> float:
+        """The arithmetic instructions on the warps' dependent chains (summed over warps as
+        arithmetic_instructions is); every instruction where the counters predate the chain count."""
+        if self.arithmetic_chain_units < 0:
+            return float(self.arithmetic_instructions)
+        return self.arithmetic_chain_units / CHAIN_UNITS
 
     @property
     def global_load_efficiency(self) -> float:
@@ -99,8 +112,8 @@ class Counters:
             return self
         shape = ("kernel", "grid_blocks", "threads_per_block", "dynamic_smem_bytes", "block_cycles_max")
         factor = self.grid_blocks / self.blocks
-        counts = {f.name: getattr(self, f.name) if f.name in shape else round(getattr(self, f.name) * factor)
-                  for f in fields(self) if f.name != "mma_shapes"}
+        counts = {f.name: getattr(self, f.name) if f.name in shape or getattr(self, f.name) < 0
+                  else round(getattr(self, f.name) * factor) for f in fields(self) if f.name != "mma_shapes"}
         return Counters(**counts, mma_shapes={k: round(v * factor) for k, v in self.mma_shapes.items()})
 
     def table(self) -> str:

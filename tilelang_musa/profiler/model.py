@@ -27,10 +27,11 @@ composes what the launch counted into a time on the arch the kernel was compiled
   names the limiting resource.
 
 `roofline_seconds` is the bound no schedule beats: the matrix work at the tensor pipes' peak, or the distinct bytes
-at peak DRAM bandwidth. The latency term cannot see instruction-level parallelism (every counted instruction of
-a warp is taken as one chain), so kernels whose warps run many independent elements with nothing asynchronous
-to wait for are modelled slow; the figures marked [A] in arch_figures.py are what a measurement on a
-card should correct. docs/PERF_MODEL.md has the method, the calibration and the gaps.
+at peak DRAM bandwidth. The latency term charges a warp's dependent chain of arithmetic: each statement's
+dependence depth, shared by the independent loop iterations it runs beside (src/codegen/dependence_depth.h);
+statements in sequence are taken as dependent, so straight-line independent work is still modelled slow. The
+figures marked [A] in arch_figures.py are what a measurement on a card should correct. docs/PERF_MODEL.md has
+the method, the calibration and the gaps.
 """
 
 from __future__ import annotations
@@ -189,11 +190,13 @@ def _warps(counters: Counters, figures: ArchFigures) -> int:
 def dependent_chain_cycles(counters: Counters, figures: ArchFigures) -> float:
     """The dependent latency the cycle model leaves out: it charges a warp one cycle per arithmetic instruction,
     but an instruction that uses its predecessor's result waits `dependent_latency_cycles` for it. Taken as every
-    one of the mean warp's arithmetic instructions waiting that long, (latency - 1) cycles more each, before the
-    overlap latency_chain_cycles() takes off; 0 where the figure is 0 or 1 (not modelled)."""
+    instruction on the mean warp's dependent chain (`arithmetic_chain`: each statement's dependence depth, shared
+    by the independent loop iterations it runs beside, which the warp overlaps) waiting that long, (latency - 1)
+    cycles more each, before the overlap latency_chain_cycles() takes off; 0 where the figure is 0 or 1 (not
+    modelled). Counters taken before the chain was counted put every arithmetic instruction on it."""
     if figures.dependent_latency_cycles <= 1 or not counters.blocks:
         return 0.0
-    return (figures.dependent_latency_cycles - 1) * counters.arithmetic_instructions / _warps(counters, figures)
+    return (figures.dependent_latency_cycles - 1) * counters.arithmetic_chain / _warps(counters, figures)
 
 
 def shuffle_chain_cycles(counters: Counters, figures: ArchFigures) -> float:

@@ -181,11 +181,12 @@ inline void CheckedStore(T* data, I index, const V& value, int lanes, int64_t lo
 }
 
 /*! \brief A statement's arithmetic (`instructions`, counted by the code generator: arithmetic_count.h), charged to
- *         the running thread's clock when profiling (profile.h). */
-inline void Compute(uint32_t instructions) {
+ *         the running thread's clock when profiling (profile.h), with its dependence `depth` and the independent
+ *         `iterations` it runs beside (dependence_depth.h), which the performance model's latency term reads. */
+inline void Compute(uint32_t instructions, uint32_t depth, uint64_t iterations) {
   if (profile::g_profiled_launches.load(std::memory_order_relaxed) == 0) return;  // the common case, cheaply
   OsThreadState& t = g_thread;
-  if (t.profile != nullptr) t.profile->Compute(t.block->current().linear, instructions);
+  if (t.profile != nullptr) t.profile->Compute(t.block->current().linear, instructions, depth, iterations);
 }
 
 }  // namespace tl_sim

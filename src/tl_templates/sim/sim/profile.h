@@ -60,6 +60,8 @@ namespace profile {
 inline constexpr uint32_t kSharedBanks = 32;
 inline constexpr uint32_t kBankBytes = 4;
 inline constexpr uint32_t kSectorBytes = 32;  // [I] global transaction granularity (PERF_FACTS.md section 2)
+// arithmetic_chain_units counts a warp's dependent chain of arithmetic in 1/kChainUnits of an instruction.
+inline constexpr uint64_t kChainUnits = 65536;
 
 #define TL_SIM_PROFILE_COUNTERS(X)                                                                  \
   X(global_load_requests) X(global_load_sectors) X(global_load_bytes)                               \
@@ -67,7 +69,8 @@ inline constexpr uint32_t kSectorBytes = 32;  // [I] global transaction granular
   X(shared_load_requests) X(shared_load_wavefronts) X(shared_load_ideal_wavefronts)                 \
   X(shared_store_requests) X(shared_store_wavefronts) X(shared_store_ideal_wavefronts)              \
   X(sqmma) X(sqmma_flops) X(warp_mma) X(warp_mma_flops) X(ldlms_bytes) X(tme_load_bytes)            \
-  X(tme_store_bytes) X(arithmetic_instructions) X(block_barriers) X(async_barrier_waits) X(blocks)  \
+  X(tme_store_bytes) X(arithmetic_instructions) X(arithmetic_chain_units) X(block_barriers)         \
+  X(async_barrier_waits) X(blocks)                                                                  \
   X(warp_shuffles) X(block_cycles) X(block_cycles_max) X(tensor_cycles) X(barrier_stall_cycles)                      \
   X(async_barrier_stall_cycles) X(copy_wait_stall_cycles) X(mma_wait_stall_cycles)
 
@@ -190,8 +193,8 @@ struct RequestHash {
  * \brief A worker's counters: its blocks' totals, the block in progress's requests, and its threads' clocks.
  *
  * The cycle model: each simulated thread has a clock. A memory access it makes advances it by one, and so does
- * each arithmetic instruction of its statements (counted by the code generator, `tl_sim::Compute(n)` in the
- * sanitizer build); a global load's data is ready `global_latency` later, and the thread waits for its loads only
+ * each arithmetic instruction of its statements (counted by the code generator, `tl_sim::Compute(n, depth,
+ * iterations)` in the sanitizer build); a global load's data is ready `global_latency` later, and the thread waits for its loads only
  * where it must (a barrier, an arrival, an MMA, its exit), as a compiler batches independent loads. Threads that
  * meet in a rendezvous leave it at the latest clock of them (plus `barrier_cycles` for a block barrier); what each
  * waited is a barrier stall. The block's tensor pipe runs one matrix instruction at a time (FLOPs / the arch's rate for the
@@ -217,15 +220,20 @@ class Recorder {
   /*! \brief One matrix instruction of this kind and shape (sqmma.h per squad, warp_mma.h per warp). */
   TL_SIM_OUTLINED void AddMmaShape(bool squad, uint32_t m, uint32_t n, uint32_t k) TL_SIM_OUTLINED_AS("profile_add_mma_shape");
 
-  /*! \brief Thread `thread` executes `instructions` arithmetic instructions: one cycle each; counted per warp. */
-  void Compute(uint32_t thread, uint32_t instructions) {
+  /*! \brief Thread `thread` executes `instructions` arithmetic instructions: one cycle each; counted per warp, and
+   *         so is their dependent chain: `depth` of them in sequence, shared by `iterations` that run side by side
+   *         (in units of 1/kChainUnits of an instruction: dependence_depth.h). */
+  void Compute(uint32_t thread, uint32_t instructions, uint32_t depth, uint64_t iterations) {
     if (thread < clocks_.size()) {
       double& cycle = clocks_[thread].cycle;
       if (timeline_ != nullptr && thread % kWarpSize == 0)
         timeline_->Add(thread / kWarpSize, SliceKind::kArithmetic, cycle, cycle + instructions, instructions);
       cycle += instructions;
     }
-    if (thread % kWarpSize == 0) totals_.value[k_arithmetic_instructions] += instructions;
+    if (thread % kWarpSize == 0) {
+      totals_.value[k_arithmetic_instructions] += instructions;
+      totals_.value[k_arithmetic_chain_units] += (uint64_t{depth} * kChainUnits + iterations / 2) / iterations;
+    }
   }
 
   /*! \brief Thread `thread`'s clock once its outstanding global loads have arrived. */
