@@ -144,10 +144,16 @@ inline Tile Plan(BlockRunner& block, const unsigned char* arena, const char* wha
                what, where(), line, static_cast<unsigned long long>(t.bytes), static_cast<size_t>(p - arena),
                SharedArenaBytes());
   t.chunks.resize(t.bytes / kChunk);
-  for (uint64_t i = 0; i < t.chunks.size(); ++i) {
-    const auto a = static_cast<uint32_t>(p - arena + i * kChunk);
-    t.chunks[i] = const_cast<unsigned char*>(arena) +
-                  SwizzledAddress(a, swizzle.granularity, swizzle.stride, swizzle.line);
+  // SwizzledAddress(a, granularity, stride, line), its terms computed once rather than per chunk
+  const uint32_t line_shift = Log2(swizzle.line);
+  const uint32_t mask = swizzle.granularity == 0 ? 0 : swizzle.stride / swizzle.granularity - 1;
+  const uint32_t shift = swizzle.granularity == 0 ? 0 : Log2(swizzle.granularity);
+  unsigned char* const base = const_cast<unsigned char*>(arena);
+  const auto first = static_cast<uint32_t>(p - arena);
+  unsigned char** chunk = t.chunks.data();
+  for (uint64_t i = 0, n = t.chunks.size(); i < n; ++i) {
+    const auto a = static_cast<uint32_t>(first + i * kChunk);
+    chunk[i] = base + (a ^ (((a >> line_shift) & mask) << shift));
   }
   return t;
 }
