@@ -109,16 +109,15 @@ TL_SIM_OUTLINED void CommitGroup() TL_SIM_OUTLINED_AS("sqmma_commit_group");
 /*! \brief Issue one SQMMA for the calling thread. */
 inline void Issue(const Collective& op, IssueCall& call, const int32_t* desc_a, const int32_t* desc_b) {
   BlockRunner& block = CurrentBlock(op.name);
-  const char* where = SourceName(call.file);
   const uint32_t squad = block.GroupIndex(Group::kSquad, block.current().linear);
   const uint32_t extent = block.GroupExtent(Group::kSquad, squad);
   if (extent != kSquadSize)
     block.Fail(musaErrorLaunchFailure,
                "%s (%s:%d) needs all %u threads of squad %u (4 warps), but the block's last squad has only %u", op.name,
-               where, call.line, kSquadSize, squad, extent);
+               SourceName(call.file), call.line, kSquadSize, squad, extent);
   if (call.d == nullptr || call.c == nullptr || desc_a == nullptr || desc_b == nullptr)
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): a pointer argument (d, desc_a, desc_b or c) is null",
-               op.name, where, call.line);
+               op.name, SourceName(call.file), call.line);  // the file's name only on a failure: a hot path
   std::memcpy(&call.desc_a, desc_a, sizeof(call.desc_a));
   std::memcpy(&call.desc_b, desc_b, sizeof(call.desc_b));
   call.arena = SharedArenaAt(0);

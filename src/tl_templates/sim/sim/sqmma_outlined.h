@@ -83,55 +83,57 @@ inline const IssueCall& IssueCallOf(BlockRunner& block, const Rendezvous& rv, ui
 }
 
 TL_SIM_OUTLINED_DEF void CheckFlags(BlockRunner& block, const char* name, IssueCall& call) {
-  const char* where = SourceName(call.file);
+  // the file's name only on a failure (strrchr): this runs at every issue
+  auto where = [&call] { return SourceName(call.file); };
   const int* f = call.flags;
   for (int i = 0; i < 5; ++i)
     if (f[i] != 0 && f[i] != 1)
-      block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): %s is %d; it must be 0 or 1", name, where, call.line,
+      block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): %s is %d; it must be 0 or 1", name, where(), call.line,
                  kFlagNames[i], f[i]);
   if (f[5] != 0)
-    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): sat is %d; saturation is not modelled, pass 0", name, where,
+    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): sat is %d; saturation is not modelled, pass 0", name, where(),
                call.line, f[5]);
   if (!mma::DecodeMmaType(f[7], &call.types))
     block.Fail(musaErrorIllegalInstruction,
                "%s (%s:%d): mma_type %d is not modelled (U8U8 0, S8S8 1, F16F16 2, BF16BF16 3, TF32TF32 4, "
                "E4M3E4M3 5, E5M2E5M2 6, E4M3E5M2 11, E5M2E4M3 12)",
-               name, where, call.line, f[7]);
+               name, where(), call.line, f[7]);
   const Shape& s = *call.shape;
   const uint32_t bytes = mma::ElemBits(call.types.a) / 8;
   const int k = f[6];
   if (k != static_cast<int>(32 / bytes) && k != static_cast<int>(64 / bytes) && k != static_cast<int>(128 / bytes))
-    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): k = %d is not %u, %u or %u for %s operands", name, where,
+    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): k = %d is not %u, %u or %u for %s operands", name, where(),
                call.line, k, 32 / bytes, 64 / bytes, 128 / bytes, mma::ElemName(call.types.a));
   const bool a_k_major = f[0] == 0, b_k_major = f[1] == 1;
   if (call.types.a == Elem::kTF32) {
     if (!s.takes_tf32)
       block.Fail(musaErrorIllegalInstruction, "%s (%s:%d) has no tf32 form (tf32 lacks m32n128, m64n128, m128n32)",
-                 name, where, call.line);
+                 name, where(), call.line);
     if (s.m == 128 && !(a_k_major && b_k_major))
-      block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): tf32 at M = 128 needs both operands K-major", name, where,
+      block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): tf32 at M = 128 needs both operands K-major", name, where(),
                  call.line);
   }
   if (!a_k_major && s.m * bytes > kSwizzleLineBytes)
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): an M-major A spans %u bytes per k, more than %u", name,
-               where, call.line, s.m * bytes, kSwizzleLineBytes);
+               where(), call.line, s.m * bytes, kSwizzleLineBytes);
   if (!b_k_major && s.n * bytes > kSwizzleLineBytes)
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): an N-major B spans %u bytes per k, more than %u", name,
-               where, call.line, s.n * bytes, kSwizzleLineBytes);
+               where(), call.line, s.n * bytes, kSwizzleLineBytes);
   if ((f[2] != 0 || f[3] != 0) && !call.types.is_float())
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): scaleA/scaleB negate floating-point operands only [I]",
-               name, where, call.line);
+               name, where(), call.line);
 }
 
 /*! \brief Decode one operand's descriptor and check every element it reads against the launch's arena. */
 inline OperandPlan PlanOperand(BlockRunner& block, const char* name, const IssueCall& call, char which) {
-  const char* where = SourceName(call.file);
+  // the file's name only on a failure (strrchr): this runs at every issue
+  auto where = [&call] { return SourceName(call.file); };
   const bool is_a = which == 'A';
   const uint32_t raw = is_a ? call.desc_a : call.desc_b;
   OperandPlan plan;
   char why[160];
   if (!DecodeDescriptor(raw, &plan.desc, why, sizeof(why)))
-    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): descriptor %c (0x%08x): %s", name, where, call.line, which,
+    block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): descriptor %c (0x%08x): %s", name, where(), call.line, which,
                raw, why);
   plan.k_major = is_a ? call.flags[0] == 0 : call.flags[1] == 1;
   plan.rows = is_a ? call.shape->m : call.shape->n;
@@ -152,7 +154,7 @@ inline OperandPlan PlanOperand(BlockRunner& block, const char* name, const Issue
         block.Fail(musaErrorLaunchFailure,
                    "%s (%s:%d): descriptor %c (0x%08x: start %u, leading stride %u B, swizzle %u B, %s-major) reads "
                    "element (%u, k %u) at shared address %u, outside the launch's %zu bytes of dynamic shared memory",
-                   name, where, call.line, which, raw, plan.desc.start, plan.desc.leading_stride, plan.desc.swizzle,
+                   name, where(), call.line, which, raw, plan.desc.start, plan.desc.leading_stride, plan.desc.swizzle,
                    plan.k_major ? "K" : (is_a ? "M" : "N"), r, k, phys, arena);
     }
   }
@@ -215,7 +217,7 @@ inline uint32_t BColumnSlot(uint32_t n, uint32_t col) { return (col % 8) * (n / 
  *        bytes move in runs that stay inside one swizzle granule, which the swizzle moves as a whole.
  */
 template <class Raw>
-void GatherOperand(const OperandPlan& plan, bool columns, Raw* out) {
+void GatherOperandRuns(const OperandPlan& plan, bool columns, Raw* out) {
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "shared memory holds little-endian elements");
   constexpr uint32_t eb = sizeof(Raw);
   const uint32_t piece = plan.desc.swizzle != 0 ? plan.desc.swizzle : kSwizzleLineBytes;
@@ -238,13 +240,88 @@ void GatherOperand(const OperandPlan& plan, bool columns, Raw* out) {
       } else if (!columns) {  // rows r .. r + run - 1 of k
         Raw* dst = out + static_cast<size_t>(r) * depth + k;
         for (uint32_t j = 0; j < run; ++j) std::memcpy(dst + static_cast<size_t>(j) * depth, at + j * eb, eb);
-      } else {
+      } else {  // columns r + j of one residue mod 8 lie in adjacent slots: one pass per residue
         Raw* dst = out + static_cast<size_t>(k) * rows;
-        for (uint32_t j = 0; j < run; ++j) std::memcpy(dst + BColumnSlot(rows, r + j), at + j * eb, eb);
+        for (uint32_t q = 0; q < 8 && q < run; ++q) {
+          Raw* slot = dst + BColumnSlot(rows, r + q);
+          for (uint32_t j = q; j < run; j += 8, ++slot) std::memcpy(slot, at + j * eb, eb);
+        }
       }
       i += run;
     }
   }
+}
+
+/*!
+ * \brief GatherOperand where every run of the contiguous dimension is whole 16-byte chunks (its length in bytes, the
+ *        descriptor's leading stride and its start multiples of 16): the swizzle moves a chunk as a whole
+ *        (its granularity is 16 bytes or more), so each chunk is found once and its elements placed, instead of
+ *        planning runs element by element. The same elements in the same places, checked (checked mode) in the
+ *        same order. Returns false, doing nothing, where it does not apply.
+ */
+template <class Raw>
+bool GatherOperandChunks(const OperandPlan& plan, bool columns, Raw* out) {
+  constexpr uint32_t eb = sizeof(Raw), per_chunk = 16 / eb;
+  const uint32_t rows = plan.rows, depth = plan.depth;
+  const uint32_t outer = plan.k_major ? rows : depth, inner = plan.k_major ? depth : rows;
+  const uint32_t stride = plan.desc.leading_stride;  // from one outer index to the next (OperandAddress)
+  const uint32_t start = plan.desc.start, granularity = plan.desc.swizzle;
+  if (inner * eb % 16 != 0 || stride % 16 != 0 || start % 16 != 0) return false;
+  // SwizzleAddress(a) = a ^ (((a >> log2(line)) & (line / granularity - 1)) << log2(granularity)), its terms once
+  const uint32_t line_mask = granularity == 0 ? 0 : kSwizzleLineBytes / granularity - 1;
+  const uint32_t shift = granularity == 0 ? 0 : Log2(granularity);
+  const unsigned char* const arena = plan.arena;
+  WrittenShadow* const shadow = g_thread.uninit_shadow;
+  // Calls place(o, i, chunk) for every chunk: outer index o, inner indices i .. i + per_chunk - 1.
+  auto each_chunk = [=](auto place) {
+    for (uint32_t o = 0; o < outer; ++o) {
+      const uint32_t first = start + o * stride;
+      for (uint32_t i = 0; i < inner; i += per_chunk) {
+        const uint32_t a = first + i * eb;
+        const unsigned char* at = arena + (a ^ (((a >> Log2(kSwizzleLineBytes)) & line_mask) << shift));
+        if (shadow != nullptr)
+          for (uint32_t j = 0; j < per_chunk; ++j) shadow->CheckModelRead(at + j * eb, eb, "an SQMMA operand fetch");
+        place(o, i, at);
+      }
+    }
+  };
+  const uint32_t lanes = rows / 8;  // BColumnSlot(rows, c) = (c % 8) * lanes + c / 8
+  if (plan.k_major && !columns) {  // row o's elements k = i .. i + per_chunk - 1, in place
+    each_chunk([=](uint32_t o, uint32_t i, const unsigned char* at) {
+      std::memcpy(out + static_cast<size_t>(o) * depth + i, at, 16);
+    });
+  } else if (plan.k_major) {  // column o of B at each k = i + j
+    each_chunk([=](uint32_t o, uint32_t i, const unsigned char* at) {
+      Raw* dst = out + static_cast<size_t>(i) * rows + (o % 8) * lanes + o / 8;
+#pragma GCC unroll 16
+      for (uint32_t j = 0; j < per_chunk; ++j) std::memcpy(dst + static_cast<size_t>(j) * rows, at + j * eb, eb);
+    });
+  } else if (!columns) {  // rows r = i + j of A at k = o
+    each_chunk([=](uint32_t o, uint32_t i, const unsigned char* at) {
+      Raw* dst = out + static_cast<size_t>(i) * depth + o;
+#pragma GCC unroll 16
+      for (uint32_t j = 0; j < per_chunk; ++j) std::memcpy(dst + static_cast<size_t>(j) * depth, at + j * eb, eb);
+    });
+  } else {  // columns c = i + j of B at k = o
+    each_chunk([=](uint32_t o, uint32_t i, const unsigned char* at) {
+      Raw* dst = out + static_cast<size_t>(o) * rows;
+#pragma GCC unroll 16
+      for (uint32_t j = 0; j < per_chunk; ++j) {
+        const uint32_t c = i + j;
+        std::memcpy(dst + (c % 8) * lanes + c / 8, at + j * eb, eb);
+      }
+    });
+  }
+  return true;
+}
+
+/*!
+ * \brief Copy an operand's elements from shared memory into `out` in the order ReadOperands keeps the values
+ *        (GatherOperandRuns): by whole chunks where they apply, else in runs.
+ */
+template <class Raw>
+void GatherOperand(const OperandPlan& plan, bool columns, Raw* out) {
+  if (!GatherOperandChunks(plan, columns, out)) GatherOperandRuns(plan, columns, out);
 }
 
 /*! \brief Read an operand's values from shared memory into `f` (floating-point formats) or `i` (integers), in
@@ -313,23 +390,22 @@ inline void ApplyOldest(InFlight& state, uint32_t linear, uint32_t lane) {
   // file comment): each row g is N/8 adjacent words, and lane s of B's reordered column block l % 8.
   const uint32_t words = op.m * op.n / kSquadSize;
   const uint32_t warp = lane / 32, l = lane % 32, per_row = op.n / 8;
-  uint32_t acc[128];  // all of C is read before D, which may alias it, is written
-  for (uint32_t v = 0; v < words; ++v) acc[v] = op.overwrite ? 0u : mma::PackedElement(p.c, v, 32);
+  // D is computed in place: C is moved into D first (memmove: all of C is read before any of D is written, D may
+  // alias it, in part or whole), then the products are added to D.
+  if (op.overwrite) std::memset(p.d, 0, words * sizeof(uint32_t));
+  else if (p.d != p.c) std::memmove(p.d, p.c, words * sizeof(uint32_t));
   const uint32_t rows = words / per_row, first_m = l / 8 + 4 * warp;  // row g is m = first_m + 16 g
   const size_t column = static_cast<size_t>(l % 8) * per_row;
   if (op.is_float) {
-    float values[128];
-    std::memcpy(values, acc, words * sizeof(float));
-    mma::AccumulateRowsWide(values, per_row, op.a_f.get() + static_cast<size_t>(first_m) * depth, 16 * depth, rows,
+    mma::AccumulateRowsWide(reinterpret_cast<float*>(p.d), per_row,
+                            op.a_f.get() + static_cast<size_t>(first_m) * depth, 16 * depth, rows,
                             op.b_f.get() + column, depth, op.n, per_row);
-    std::memcpy(acc, values, words * sizeof(float));
   } else {
+    uint32_t* const acc = reinterpret_cast<uint32_t*>(p.d);
     for (uint32_t g = 0; g < rows; ++g)
       mma::AccumulateRow(acc + g * per_row, op.a_i.get() + static_cast<size_t>(first_m + 16 * g) * depth,
-                         op.b_i.get() + column,
-                         depth, op.n, per_row);
+                         op.b_i.get() + column, depth, op.n, per_row);
   }
-  std::memcpy(p.d, acc, words * sizeof(uint32_t));
   --op.unapplied;
   auto& squad = state.squads[linear / kSquadSize];
   while (!squad.empty() && squad.front()->unapplied == 0) squad.pop_front();

@@ -90,26 +90,26 @@ inline Tile Plan(BlockRunner& block, const unsigned char* arena, const char* wha
                  uint32_t rank,
                  const int32_t* box, const int32_t* coord, int sg, int ss, int sl, const int* hints, int hint_count,
                  const char* file, int line) {
-  const char* where = SourceName(file);
+  auto where = [file] { return SourceName(file); };  // the file's name only on a failure (strrchr)
   Tile t;
   if (desc_addr == 0)
-    block.Fail(musaErrorIllegalAddress, "%s (%s:%d): the descriptor address is 0", what, where, line);
+    block.Fail(musaErrorIllegalAddress, "%s (%s:%d): the descriptor address is 0", what, where(), line);
   std::memcpy(&t.desc, reinterpret_cast<const void*>(desc_addr), sizeof(t.desc));
   if (t.desc.magic != TensorDescriptor::kMagic)
     block.Fail(musaErrorIllegalInstruction,
                "%s (%s:%d): 0x%llx is not the address of a MUtensorDescriptor filled by muTensorDescriptorEncode",
-               what, where, line, static_cast<unsigned long long>(desc_addr));
+               what, where(), line, static_cast<unsigned long long>(desc_addr));
   if (t.desc.rank != rank)
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): the descriptor is of rank %u, the built-in of rank %u", what,
-               where, line, t.desc.rank, rank);
+               where(), line, t.desc.rank, rank);
   if (sg < 0 || sg > 3 || ss < 0 || ss > 3 || sl < 0 || sl > 1 || !(sg < ss + 2) || !(ss <= sl + 2))
     block.Fail(musaErrorIllegalInstruction,
                "%s (%s:%d): swizzle sg=%d ss=%d sl=%d is invalid (sg 0..3, ss 0..3, sl 0..1, sg < ss + 2, "
-               "ss <= sl + 2)", what, where, line, sg, ss, sl);
+               "ss <= sl + 2)", what, where(), line, sg, ss, sl);
   for (int i = 0; i < hint_count; ++i)
     if (hints[i] < 0 || hints[i] > 3)
       block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): cache hint %d is not 0..3 (NONE, ONCE, NORMAL, PERSIST)",
-                 what, where, line, hints[i]);
+                 what, where(), line, hints[i]);
   Swizzle swizzle;
   swizzle.granularity = sg == 0 ? 0 : 8u << sg;
   swizzle.stride = 32u << ss;
@@ -119,7 +119,7 @@ inline Tile Plan(BlockRunner& block, const unsigned char* arena, const char* wha
   for (uint32_t d = 0; d < rank; ++d) {
     if (box[d] < 1)
       block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): box extent %d of dimension %u is not positive", what,
-                 where, line, box[d], d);
+                 where(), line, box[d], d);
     t.extent[d] = box[d];
     t.coord[d] = coord[d];
     elems *= static_cast<uint64_t>(box[d]);
@@ -128,26 +128,32 @@ inline Tile Plan(BlockRunner& block, const unsigned char* arena, const char* wha
   t.arena = arena;
   if (static_cast<uint64_t>(box[0]) * t.desc.elem_bytes % kChunk != 0)
     block.Fail(musaErrorIllegalInstruction, "%s (%s:%d): the box's innermost extent is %d elements of %u bytes, not a "
-               "multiple of 16 bytes [I]", what, where, line, box[0], t.desc.elem_bytes);
+               "multiple of 16 bytes [I]", what, where(), line, box[0], t.desc.elem_bytes);
   auto* p = static_cast<unsigned char*>(smem);
   if (p == nullptr || reinterpret_cast<uintptr_t>(p) % kChunk != 0)
-    block.Fail(musaErrorIllegalAddress, "%s (%s:%d): shared address %p is not 16-byte aligned [I]", what, where, line,
+    block.Fail(musaErrorIllegalAddress, "%s (%s:%d): shared address %p is not 16-byte aligned [I]", what, where(), line,
                smem);
   if (!(p >= arena && p < arena + kDynamicSmemCapacity))
     block.Fail(musaErrorIllegalAddress,
                "%s (%s:%d): the tile at %p is not in the dynamic shared buffer (buf_dyn_shmem), the only shared "
-               "memory with shared addresses in the simulator (shared_address.h)", what, where, line, smem);
+               "memory with shared addresses in the simulator (shared_address.h)", what, where(), line, smem);
   if (static_cast<uint64_t>(p - arena) + t.bytes > SharedArenaBytes())
     block.Fail(musaErrorIllegalAddress,
                "%s (%s:%d): the %llu-byte box at shared address %zu ends past the launch's %zu bytes of dynamic "
                "shared memory",
-               what, where, line, static_cast<unsigned long long>(t.bytes), static_cast<size_t>(p - arena),
+               what, where(), line, static_cast<unsigned long long>(t.bytes), static_cast<size_t>(p - arena),
                SharedArenaBytes());
   t.chunks.resize(t.bytes / kChunk);
-  for (uint64_t i = 0; i < t.chunks.size(); ++i) {
-    const auto a = static_cast<uint32_t>(p - arena + i * kChunk);
-    t.chunks[i] = const_cast<unsigned char*>(arena) +
-                  SwizzledAddress(a, swizzle.granularity, swizzle.stride, swizzle.line);
+  // SwizzledAddress(a, granularity, stride, line), its terms computed once rather than per chunk
+  const uint32_t line_shift = Log2(swizzle.line);
+  const uint32_t mask = swizzle.granularity == 0 ? 0 : swizzle.stride / swizzle.granularity - 1;
+  const uint32_t shift = swizzle.granularity == 0 ? 0 : Log2(swizzle.granularity);
+  unsigned char* const base = const_cast<unsigned char*>(arena);
+  const auto first = static_cast<uint32_t>(p - arena);
+  unsigned char** chunk = t.chunks.data();
+  for (uint64_t i = 0, n = t.chunks.size(); i < n; ++i) {
+    const auto a = static_cast<uint32_t>(first + i * kChunk);
+    chunk[i] = base + (a ^ (((a >> line_shift) & mask) << shift));
   }
   return t;
 }
@@ -191,7 +197,8 @@ TL_SIM_OUTLINED_DEF void Load(uint32_t rank, const unsigned char* arena, uint32_
   const int hints[2] = {inner, outer};
   auto tile = std::make_shared<Tile>(Plan(block, arena, what, smem, desc_addr, rank, box, coord, sg, ss, sl, hints,
                                           2, file, line));
-  auto image = std::make_shared<std::vector<unsigned char>>(tile->bytes);
+  // ForEachRun writes every byte of the box: no zero-fill
+  const std::shared_ptr<unsigned char[]> image(new unsigned char[tile->bytes]);
   const uint32_t elem = tile->desc.elem_bytes;
   const uint64_t fill = tile->desc.oob_fill;
   tile->ForEachRun([&](uint64_t offset, const unsigned char* global, uint64_t count) {
@@ -203,10 +210,10 @@ TL_SIM_OUTLINED_DEF void Load(uint32_t rank, const unsigned char* arena, uint32_
                               "workspace allocated for this call) that no thread has written yet",
                               "(the TME load's tile)", static_cast<int64_t>(offset / elem + i), line);
       }
-      std::memcpy(image->data() + offset, global, count * elem);
+      std::memcpy(image.get() + offset, global, count * elem);
     } else {
       for (uint64_t i = 0; i < count; ++i)
-        std::memcpy(image->data() + offset + i * elem, &fill, elem);  // little-endian: the low bytes [I]
+        std::memcpy(image.get() + offset + i * elem, &fill, elem);  // little-endian: the low bytes [I]
     }
   });
   const uint32_t id =
@@ -221,7 +228,7 @@ TL_SIM_OUTLINED_DEF void Load(uint32_t rank, const unsigned char* arena, uint32_
   load.line = line;
   const uint32_t issuer = load.thread;
   load.land = [tile, image, id, issuer, line](BlockRunner& b) {
-    for (uint64_t i = 0; i < tile->chunks.size(); ++i) std::memcpy(tile->chunks[i], image->data() + i * kChunk, kChunk);
+    for (uint64_t i = 0; i < tile->chunks.size(); ++i) std::memcpy(tile->chunks[i], image.get() + i * kChunk, kChunk);
     EndTransfer(b, *tile, id, issuer, true, line);
   };
   async::IssueLoad(bar, std::move(load));
@@ -303,11 +310,11 @@ TL_SIM_OUTLINED_DEF void ReadWait(int line) {
           shadow->CheckModelRead(t.chunks[b / kChunk] + b % kChunk, elem, "a TME store");
       });
     }
-    std::vector<unsigned char> image(t.bytes);
-    for (uint64_t i = 0; i < t.chunks.size(); ++i) std::memcpy(image.data() + i * kChunk, t.chunks[i], kChunk);
+    const std::unique_ptr<unsigned char[]> image(new unsigned char[t.bytes]);  // every chunk is copied in
+    for (uint64_t i = 0; i < t.chunks.size(); ++i) std::memcpy(image.get() + i * kChunk, t.chunks[i], kChunk);
     t.ForEachRun([&](uint64_t offset, unsigned char* global, uint64_t count) {
       if (global == nullptr) return;
-      std::memcpy(global, image.data() + offset, count * t.desc.elem_bytes);
+      std::memcpy(global, image.get() + offset, count * t.desc.elem_bytes);
       if (g_thread.global_shadow != nullptr) g_thread.global_shadow->MarkWritten(global, count * t.desc.elem_bytes);
     });
     mine.pop_front();
