@@ -70,3 +70,38 @@ def test_cuda_gates_are_answered_as_the_capability_cuda_as_names(tmp_path, monke
                            str(tmp_path / "test_gated.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
     for name, outcome in outcomes.items():
         assert f"test_gated.py::{name} {outcome}" in proc.stdout, proc.stdout
+
+
+PEER_RNG_TEST = '''
+import torch
+
+
+def test_fork_rng_over_the_stand_in_devices():
+    devices = list(range(torch.cuda.device_count()))
+    assert devices == [0]
+    torch.manual_seed(1)
+    state = torch.get_rng_state()
+    draws = []
+    for _ in range(2):
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(0)
+            if devices:
+                torch.cuda.manual_seed_all(0)
+            draws.append(torch.randn(8, device="cpu"))
+        assert torch.equal(torch.get_rng_state(), state)  # the fork gave the generator back as it was
+    assert torch.equal(draws[0], draws[1])
+'''
+
+
+def test_stand_in_device_forks_the_rng(tmp_path):
+    """Moore Threads' flash_decoding example forks torch's RNG over every CUDA device the stand-in reports (one):
+    the fork saves and restores the CPU generator the stand-in device's tensors are drawn from."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_rng.py").write_text(PEER_RNG_TEST)
+    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_rng.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "test_rng.py::test_fork_rng_over_the_stand_in_devices PASSED" in proc.stdout, proc.stdout + proc.stderr

@@ -136,3 +136,29 @@ def test_raw_ptx_cp_async_names_the_musa_form():
             with T.Kernel(1, threads=64):
                 S = T.alloc_shared((64,), "float16")
                 T.ptx_cp_async(T.access_ptr(S[0], "w", 8), T.access_ptr(A[0], "r", 8), 8)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_call_extern_family_takes_dtype_as_a_keyword(arch):
+    """Upstream's T.call_extern / T.call_pure_extern / T.call_intrin move a `dtype=` keyword in front of the
+    function name (`T.call_extern(func_name, *args, dtype=in_dtype)` in the dequantize examples)."""
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            x = T.call_pure_extern("expf", A[tx], dtype="float32")
+            y = T.call_extern("fmaxf", x, B[tx], dtype=T.float32)
+            C[tx] = T.call_intrin("tirx.fabs", y - 4.0, dtype="float32") + T.call_extern("float32", "fminf", x, 1.0)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "expf(A[" in src and "fmaxf(" in src and "fminf(" in src, src
+    a, b, c = rand((128,), torch.float32), rand((128,), torch.float32, seed=1), poison((128,), torch.float32)
+    kernel(a, b, c)
+    x = torch.exp(a)
+    torch.testing.assert_close(c, (torch.maximum(x, b) - 4.0).abs() + torch.minimum(x, torch.ones(1)))
+
+
+def test_call_extern_without_a_dtype_says_what_it_needs():
+    with pytest.raises(TypeError, match=r"T.call_extern\(dtype, name, \*args\).*got 1 argument"):
+        T.call_extern("fmaxf")

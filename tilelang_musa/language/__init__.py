@@ -55,6 +55,7 @@ from .fastmath import (
 )
 from .fill import clear, fill
 from .gemm import gemm, wgmma_gemm, wgmma_mma
+from .gemm_sp import gemm_sp
 from .dtypes import (
     VECTOR_DTYPES, DType, bfloat16, boolean, double, dtype, float, float4_e2m1fn, float4_e2m1fnx2, float8_e4m3, float8_e4m3fn,
     float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64, half, int, int2, int4,
@@ -111,7 +112,7 @@ __all__ = [
     "float4_e2m1fn", "float4_e2m1fnx2", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
     "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fmod", "func_attr",
-    "Fragment", "FragmentBuffer", "gemm", "wgmma_gemm", "wgmma_mma", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
+    "Fragment", "FragmentBuffer", "gemm", "gemm_sp", "wgmma_gemm", "wgmma_mma", "GemmWarpPolicy", "get_block_binding", "get_block_bindings", "get_lane_idx",
     "get_thread_binding", "get_thread_bindings", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "grid", "half", "handle",
     "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt", "ieee_fsqrt", "ieee_mul", "ieee_sub",
     "if_then_else", "infinity", "int", "int16", "int2", "int32", "int4", "int64", "int8", "isfinite", "isinf", "isnan", "Kernel",

@@ -25,20 +25,37 @@ PrimExpr = tvm.ir.Expr
 Var = tvm.ir.expr.Var
 
 
-def call_extern(dtype: Any, func_name: str, *args: Any) -> Any:
-    """A call of the C function `func_name` returning `dtype` ("handle" or "void"-like "int32" for none)."""
-    return tirx.call_extern(canonical_dtype(dtype), func_name, *[as_expr(var_value(a)) for a in args])
+def _dtype_name_operands(construct: str, args: tuple, dtype: Any) -> tuple[str, str, list]:
+    """(dtype, name, operands) of `f(dtype, name, *operands)`, or of upstream's other spelling
+    `f(name, *operands, dtype=dtype)` (its T.call_extern family moves a `dtype=` keyword to the front)."""
+    if dtype is not None:
+        args = (dtype, *args)
+    if len(args) < 2:
+        raise TypeError(f"{construct}(dtype, name, *args) (or {construct}(name, *args, dtype=...)): the result dtype "
+                        f"and the function name are both required; got {len(args)} argument(s)")
+    return canonical_dtype(args[0]), args[1], [as_expr(var_value(a)) for a in args[2:]]
 
 
-def call_pure_extern(dtype: Any, func_name: str, *args: Any) -> Any:
+def call_extern(*args: Any, dtype: Any = None) -> Any:
+    """A call of the C function `func_name` returning `dtype` ("handle" or "void"-like "int32" for none):
+    `T.call_extern(dtype, func_name, *args)` or `T.call_extern(func_name, *args, dtype=dtype)`."""
+    dtype, func_name, operands = _dtype_name_operands("T.call_extern", args, dtype)
+    return tirx.call_extern(dtype, func_name, *operands)
+
+
+def call_pure_extern(*args: Any, dtype: Any = None) -> Any:
     """`call_extern` of a function without side effects (a math function): the compiler may evaluate it once for
-    equal operands and, in a vectorized loop, lane by lane (`rsqrtf` over a float4 is four rsqrtf calls)."""
-    return tirx.call_pure_extern(canonical_dtype(dtype), func_name, *[as_expr(var_value(a)) for a in args])
+    equal operands and, in a vectorized loop, lane by lane (`rsqrtf` over a float4 is four rsqrtf calls).
+    `T.call_pure_extern(dtype, func_name, *args)` or `T.call_pure_extern(func_name, *args, dtype=dtype)`."""
+    dtype, func_name, operands = _dtype_name_operands("T.call_pure_extern", args, dtype)
+    return tirx.call_pure_extern(dtype, func_name, *operands)
 
 
-def call_intrin(dtype: Any, op_name: str, *args: Any) -> Any:
-    """A call of the TIR intrinsic `op_name` (e.g. "tirx.exp")."""
-    return tirx.call_intrin(canonical_dtype(dtype), op_name, *[as_expr(var_value(a)) for a in args])
+def call_intrin(*args: Any, dtype: Any = None) -> Any:
+    """A call of the TIR intrinsic `op_name` (e.g. "tirx.exp"): `T.call_intrin(dtype, op_name, *args)` or
+    `T.call_intrin(op_name, *args, dtype=dtype)`."""
+    dtype, op_name, operands = _dtype_name_operands("T.call_intrin", args, dtype)
+    return tirx.call_intrin(dtype, op_name, *operands)
 
 
 def Select(cond: Any, true_value: Any, false_value: Any) -> Any:  # noqa: N802 - TVMScript's name

@@ -53,6 +53,10 @@ for _name in ("Stream", "stream", "default_stream", "current_stream", "synchroni
               "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
 torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
+# torch.random.fork_rng(devices=range(torch.cuda.device_count())) saves and restores each device's generator. The
+# stand-in device's tensors are CPU tensors drawn from the CPU generator, which fork_rng saves and restores itself.
+torch.cuda.get_rng_state = lambda device="cuda": torch.get_rng_state()
+torch.cuda.set_rng_state = lambda new_state, device="cuda": None
 
 
 # --cuda: upstream gates its GPU tests on CUDA; the simulated MUSA device answers them as an NVIDIA GPU of compute
