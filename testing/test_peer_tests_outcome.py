@@ -26,6 +26,13 @@ def test_outcome(returncode, counts, expected):
     assert run.outcome(returncode, counts) == expected
 
 
+def test_a_timed_out_file_says_what_passed_and_what_was_running():
+    partial = ("collected 3 items\n\ntest_x.py::test_small PASSED        [ 33%]\n"
+               "test_x.py::test_skip SKIPPED (needs sm_100)   [ 66%]\ntest_x.py::test_large[4096] ")
+    assert run.timed_out(partial, 300) == ("over 300 s, 1 passed before", "still running test_large[4096]")
+    assert run.timed_out("collecting ... ", 300) == ("over 300 s, 0 passed before", "")
+
+
 def test_cuda_rewrite_turns_cuda_targets_into_musa():
     text = 'k = tilelang.compile(f, target="cuda")\nwith Target("cuda"):\n    x = torch.randn(4, device="cuda")'
     assert run.rewrite(text, cuda=True) == ('k = tilelang.compile(f, target="musa")\nwith Target("musa"):\n'

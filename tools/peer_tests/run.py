@@ -127,7 +127,7 @@ def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
 
 def summarize(output: str) -> tuple[str, str]:
     tail = [line for line in output.strip().splitlines() if line.strip()]
-    counts = tail[-1] if tail else ""
+    counts = tail[-1].strip("= ") if tail else ""  # pytest -v frames its last line in "="
     errors = [line for line in output.splitlines() if line.startswith("E ") or line.startswith("FAILED")]
     return counts, (errors[0][:200] if errors else "")
 
@@ -149,15 +149,28 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
     if cuda_as:
         env["TL_PEER_CUDA_AS"] = cuda_as
     # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
+    # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
+    cmd = [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--rootdir", str(root), str(path)]
     try:
         proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "timeout", f"over {timeout:.0f} s", ""
+    except subprocess.TimeoutExpired as stopped:
+        partial = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
+        (path.parent / (path.name + ".log")).write_text(partial)
+        return ("timeout",) + timed_out(partial, timeout)
     (path.parent / (path.name + ".log")).write_text(proc.stdout + proc.stderr)
     counts, first_error = summarize(proc.stdout + proc.stderr)
     return outcome(proc.returncode, counts), counts, first_error
+
+
+def timed_out(partial: str, timeout: float) -> tuple[str, str]:
+    """(counts, running case) of a file stopped after `timeout` s, from pytest -v's partial output."""
+    ended = re.findall(r"::(\S+) (PASSED|FAILED|SKIPPED|ERROR)", partial)
+    started = re.findall(r"::(\S+) ", partial)
+    passed = sum(result == "PASSED" for _, result in ended)
+    running = started[-1] if started and len(started) > len(ended) else ""
+    return (f"over {timeout:.0f} s, {passed} passed before",
+            f"still running {running}" if running else "")
 
 
 def outcome(returncode: int, counts: str) -> str:
