@@ -37,6 +37,7 @@ def test_cuda_rewrite_turns_cuda_targets_into_musa():
     text = 'k = tilelang.compile(f, target="cuda")\nwith Target("cuda"):\n    x = torch.randn(4, device="cuda")'
     assert run.rewrite(text, cuda=True) == ('k = tilelang.compile(f, target="musa")\nwith Target("musa"):\n'
                                             '    x = torch.randn(4, device="cpu")')
+    assert run.rewrite('def data(n, device: str = "cuda"):', cuda=True) == 'def data(n, device: str = "cpu"):'
 
 
 PEER_TEST = '''

@@ -93,7 +93,8 @@ def pytest_collection_modifyitems(config, items):
 
 def rewrite(text: str, cuda: bool) -> str:
     devices = "musa|cuda"  # the peer's examples/ still allocate on "cuda"
-    text = re.sub(rf"""device\s*=\s*(["'])({devices})(:\d+)?\1""", 'device="cpu"', text)
+    # device="cuda", and a parameter's default `device: str = "cuda"`
+    text = re.sub(rf"""device(\s*:\s*str)?(\s*=\s*)(["'])({devices})(:\d+)?\3""", r'device\1\2"cpu"', text)
     text = re.sub(rf"""\b(DEVICE\s*=\s*)(["'])({devices})(:\d+)?\2""", r'\1"cpu"', text)  # module constants
     text = re.sub(rf"""torch\.device\((["'])({devices})(:\d+)?\1\)""", 'torch.device("cpu")', text)
     text = re.sub(rf"""\.({devices})\(\)""", ".cpu()", text)
