@@ -78,3 +78,16 @@ def test_cuda_gates_are_answered_as_the_capability_cuda_as_names(tmp_path, monke
                            str(tmp_path / "test_gated.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
     for name, outcome in outcomes.items():
         assert f"test_gated.py::{name} {outcome}" in proc.stdout, proc.stdout
+
+
+def test_a_helper_package_next_to_a_test_is_staged_with_it(tmp_path):
+    peer, out = tmp_path / "peer", tmp_path / "out"
+    (peer / "examples" / "dq" / "quantize").mkdir(parents=True)
+    (peer / "examples" / "dq" / "quantize" / "__init__.py").write_text('DEVICE = "cuda"\n')
+    (peer / "examples" / "dq" / "test_dq.py").write_text("from quantize import DEVICE\n")
+    (peer / "examples" / "dq" / "other").mkdir()  # a folder of tests: staged with its own tests, not here
+    (peer / "examples" / "dq" / "other" / "__init__.py").write_text("")
+    (peer / "examples" / "dq" / "other" / "test_other.py").write_text("")
+    staged = run.stage(peer, peer / "examples" / "dq" / "test_dq.py", out, cuda=True)
+    assert (staged.parent / "quantize" / "__init__.py").read_text() == 'DEVICE = "cpu"\n'
+    assert not (staged.parent / "other").exists()

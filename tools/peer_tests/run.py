@@ -123,7 +123,17 @@ def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
                 (dest_dir / src.name).write_text(rewrite(src.read_text(), cuda))
             else:
                 shutil.copy(src, dest_dir / src.name)
+        elif is_helper_package(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`
+            shutil.copytree(src, dest_dir / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+            for module in (dest_dir / src.name).rglob("*.py"):
+                module.write_text(rewrite(module.read_text(), cuda))
     return dest_dir / rel.name
+
+
+def is_helper_package(folder: Path) -> bool:
+    """A Python package next to a test file that its examples import: it holds no tests of its own (a folder
+    that does is staged when its tests are)."""
+    return folder.is_dir() and (folder / "__init__.py").is_file() and not any(folder.rglob("test_*.py"))
 
 
 def summarize(output: str) -> tuple[str, str]:
