@@ -8,7 +8,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
-from tilelang.carver.arch import CDNA, CUDA
+from tilelang.carver.arch import CDNA, CUDA, auto_infer_current_arch
 from tilelang.carver.roller.rasterization import NoRasterization
 from tilelang.carver.template import MatmulTemplate
 from tilelang_musa.errors import UnsupportedError
@@ -62,3 +62,9 @@ def test_an_amd_device_is_an_error_and_sizes_are_checked():
         MatmulTemplate(M=16, N=16, K=0)
     with pytest.raises(ValueError, match="with_arch"):
         MatmulTemplate(M=16, N=16, K=16).recommend_hints()
+
+
+def test_auto_infer_current_arch_is_the_device_in_use(monkeypatch):
+    for arch in ("mp_22", "mp_31"):
+        monkeypatch.setenv("TILELANG_SIM_ARCH", arch)
+        assert auto_infer_current_arch().arch == arch == CUDA("cuda").arch

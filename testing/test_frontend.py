@@ -199,7 +199,8 @@ def test_parallel_extent_over_a_fragment_must_be_constant():
                 F[i] = 0.0
             T.copy(F, A)
 
-    with pytest.raises(tilelang.CompileError, match="T.Parallel extents must be compile-time constants") as info:
+    with pytest.raises(tilelang.CompileError, match="it indexes fragment buffer `F`, whose layout places each "
+                       "iteration on a thread, so its extents must be compile-time constants") as info:
         tilelang.compile(k)
     assert "for i in T.Parallel(m):" in str(info.value)
 

@@ -26,10 +26,18 @@ def test_outcome(returncode, counts, expected):
     assert run.outcome(returncode, counts) == expected
 
 
+def test_a_timed_out_file_says_what_passed_and_what_was_running():
+    partial = ("collected 3 items\n\ntest_x.py::test_small PASSED        [ 33%]\n"
+               "test_x.py::test_skip SKIPPED (needs sm_100)   [ 66%]\ntest_x.py::test_large[4096] ")
+    assert run.timed_out(partial, 300) == ("over 300 s, 1 passed before", "still running test_large[4096]")
+    assert run.timed_out("collecting ... ", 300) == ("over 300 s, 0 passed before", "")
+
+
 def test_cuda_rewrite_turns_cuda_targets_into_musa():
     text = 'k = tilelang.compile(f, target="cuda")\nwith Target("cuda"):\n    x = torch.randn(4, device="cuda")'
     assert run.rewrite(text, cuda=True) == ('k = tilelang.compile(f, target="musa")\nwith Target("musa"):\n'
                                             '    x = torch.randn(4, device="cpu")')
+    assert run.rewrite('def data(n, device: str = "cuda"):', cuda=True) == 'def data(n, device: str = "cpu"):'
 
 
 PEER_TEST = '''
@@ -105,3 +113,16 @@ def test_stand_in_device_forks_the_rng(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                            str(tmp_path / "test_rng.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "test_rng.py::test_fork_rng_over_the_stand_in_devices PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_helper_package_next_to_a_test_is_staged_with_it(tmp_path):
+    peer, out = tmp_path / "peer", tmp_path / "out"
+    (peer / "examples" / "dq" / "quantize").mkdir(parents=True)
+    (peer / "examples" / "dq" / "quantize" / "__init__.py").write_text('DEVICE = "cuda"\n')
+    (peer / "examples" / "dq" / "test_dq.py").write_text("from quantize import DEVICE\n")
+    (peer / "examples" / "dq" / "other").mkdir()  # a folder of tests: staged with its own tests, not here
+    (peer / "examples" / "dq" / "other" / "__init__.py").write_text("")
+    (peer / "examples" / "dq" / "other" / "test_other.py").write_text("")
+    staged = run.stage(peer, peer / "examples" / "dq" / "test_dq.py", out, cuda=True)
+    assert (staged.parent / "quantize" / "__init__.py").read_text() == 'DEVICE = "cpu"\n'
+    assert not (staged.parent / "other").exists()

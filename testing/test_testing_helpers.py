@@ -9,6 +9,7 @@ rest checks each helper: the gates (what skips, when, and why), the comparisons,
 import importlib
 import random
 import runpy
+import subprocess
 import sys
 import warnings
 
@@ -138,6 +139,19 @@ def test_importing_tilelang_testing_does_not_import_pytest(monkeypatch):
             del sys.modules[name]
         sys.modules.update(saved)  # monkeypatch restores pytest; keep the module objects this file uses
         tilelang_musa.testing = saved["tilelang_musa.testing"]
+
+
+def test_under_pytest_tvm_testing_is_reachable_from_tvm():
+    # upstream's test files (`from tilelang import tvm; import tilelang.testing`) use `tvm.testing.parameter` at
+    # module level without importing tvm.testing: upstream's tilelang.testing imports it
+    code = ("import pytest, tilelang.testing; from tilelang import tvm; "
+            "print(callable(tvm.testing.parameter), callable(tvm.testing.fixture))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True"]
+    # without pytest loaded, importing tilelang.testing still leaves it (and tvm.testing) alone
+    code = "import sys, tilelang.testing; print('pytest' in sys.modules, 'tvm.testing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
 
 
 def test_main_passes_the_callers_file_and_the_command_line_to_pytest(monkeypatch):

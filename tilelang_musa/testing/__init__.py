@@ -16,7 +16,9 @@ torch_assert_close (upstream's mismatch-ratio check), assert_allclose (numpy's).
 matmul_naive, matmul_reference, cast_to_output_dtype, is_fp8_dtype, get_tolerance, list_tolerance_profiles,
 get_tilelang_type. Running: main, set_random_seed, process_func and regression (perf_regression.py).
 
-Importing this package does not import pytest: a gate imports it when it decorates, `main` when it runs.
+Importing this package does not import pytest: a gate imports it when it decorates, `main` when it runs. Under
+pytest it also imports `tvm.testing`, so that test files written for upstream (whose `tilelang.testing` imports it)
+can say `tvm.testing.parameter(...)` after `import tvm`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ from .gates import (
 from .perf_regression import process_func, regression
 from .reference import cast_to_output_dtype, is_fp8_dtype, matmul_naive, matmul_reference
 from .tolerance import get_tolerance, list_tolerance_profiles
+
+if sys.modules.get("pytest") is not None:  # under pytest, a test file's `tvm.testing.parameter(...)` finds tvm.testing,
+    import tvm.testing  # noqa: F401  as upstream's tilelang.testing imports it (free: pytest is already loaded)
 
 __all__ = [
     "assert_allclose", "cast_to_output_dtype", "get_tilelang_type", "get_tolerance", "is_fp8_dtype",

@@ -75,7 +75,8 @@ class Collection:
                                                   [], reach))
                 if accesses:
                     reach = self._reach(guards.get(node.__chandle__()), node, "T.Parallel", loc_of(node))
-                    loop_vars, extents = [n.loop_var for n in nest], nest_extents(nest, STAGE)
+                    names = tuple(dict.fromkeys(buf.name for buf, _ in accesses))
+                    loop_vars, extents = [n.loop_var for n in nest], nest_extents(nest, STAGE, names)
                     self.nests.append(NestDecision(node, loop_vars, extents, body, accesses, reach, inner=inner_loops(body)))
                     user = planned_by_user(node, extents, body, loop_vars[-1], reach, self.threads.num_threads,
                                            self.analyzer, self.disable_vectorize, STAGE)

@@ -48,14 +48,20 @@ def collect_nest(loop: tirx.For) -> tuple[list[tirx.For], Any]:
     return nest, body
 
 
-def nest_extents(nest: list[tirx.For], stage: str) -> list[int]:
+def nest_extents(nest: list[tirx.For], stage: str, fragments: tuple[str, ...] = ()) -> list[int]:
+    """The nest's constant extents; a CompileError at its line otherwise (naming the `fragments` the nest indexes,
+    whose layout is what needs the extents, as upstream's check names the fragment buffer)."""
     extents = []
     for level in nest:
         extent = as_int(level.extent)
         if extent is None or as_int(level.min) != 0:
-            raise CompileError(
-                f"T.Parallel: loop `{level.loop_var.name}` has extent {level.extent}; T.Parallel extents must be "
-                "compile-time constants", loc_of(nest[0]), stage)
+            why = "T.Parallel extents must be compile-time constants"
+            if fragments:
+                why = (f"it indexes fragment buffer {', '.join(f'`{name}`' for name in fragments)}, whose layout places "
+                       "each iteration on a thread, so its extents must be compile-time constants (a level whose "
+                       "variable indexes no fragment may have a run-time extent)")
+            raise CompileError(f"T.Parallel: loop `{level.loop_var.name}` has extent {level.extent}; {why}",
+                               loc_of(nest[0]), stage)
         extents.append(extent)
     return extents
 

@@ -97,7 +97,8 @@ def pytest_collection_modifyitems(config, items):
 
 def rewrite(text: str, cuda: bool) -> str:
     devices = "musa|cuda"  # the peer's examples/ still allocate on "cuda"
-    text = re.sub(rf"""device\s*=\s*(["'])({devices})(:\d+)?\1""", 'device="cpu"', text)
+    # device="cuda", and a parameter's default `device: str = "cuda"`
+    text = re.sub(rf"""device(\s*:\s*str)?(\s*=\s*)(["'])({devices})(:\d+)?\3""", r'device\1\2"cpu"', text)
     text = re.sub(rf"""\b(DEVICE\s*=\s*)(["'])({devices})(:\d+)?\2""", r'\1"cpu"', text)  # module constants
     text = re.sub(rf"""torch\.device\((["'])({devices})(:\d+)?\1\)""", 'torch.device("cpu")', text)
     text = re.sub(rf"""\.({devices})\(\)""", ".cpu()", text)
@@ -126,12 +127,22 @@ def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
                 (dest_dir / src.name).write_text(rewrite(src.read_text(), cuda))
             else:
                 shutil.copy(src, dest_dir / src.name)
+        elif is_helper_package(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`
+            shutil.copytree(src, dest_dir / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+            for module in (dest_dir / src.name).rglob("*.py"):
+                module.write_text(rewrite(module.read_text(), cuda))
     return dest_dir / rel.name
+
+
+def is_helper_package(folder: Path) -> bool:
+    """A Python package next to a test file that its examples import: it holds no tests of its own (a folder
+    that does is staged when its tests are)."""
+    return folder.is_dir() and (folder / "__init__.py").is_file() and not any(folder.rglob("test_*.py"))
 
 
 def summarize(output: str) -> tuple[str, str]:
     tail = [line for line in output.strip().splitlines() if line.strip()]
-    counts = tail[-1] if tail else ""
+    counts = tail[-1].strip("= ") if tail else ""  # pytest -v frames its last line in "="
     errors = [line for line in output.splitlines() if line.startswith("E ") or line.startswith("FAILED")]
     return counts, (errors[0][:200] if errors else "")
 
@@ -153,15 +164,28 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
     if cuda_as:
         env["TL_PEER_CUDA_AS"] = cuda_as
     # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
+    # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
+    cmd = [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--rootdir", str(root), str(path)]
     try:
         proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "timeout", f"over {timeout:.0f} s", ""
+    except subprocess.TimeoutExpired as stopped:
+        partial = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
+        (path.parent / (path.name + ".log")).write_text(partial)
+        return ("timeout",) + timed_out(partial, timeout)
     (path.parent / (path.name + ".log")).write_text(proc.stdout + proc.stderr)
     counts, first_error = summarize(proc.stdout + proc.stderr)
     return outcome(proc.returncode, counts), counts, first_error
+
+
+def timed_out(partial: str, timeout: float) -> tuple[str, str]:
+    """(counts, running case) of a file stopped after `timeout` s, from pytest -v's partial output."""
+    ended = re.findall(r"::(\S+) (PASSED|FAILED|SKIPPED|ERROR)", partial)
+    started = re.findall(r"::(\S+) ", partial)
+    passed = sum(result == "PASSED" for _, result in ended)
+    running = started[-1] if started and len(started) > len(ended) else ""
+    return (f"over {timeout:.0f} s, {passed} passed before",
+            f"still running {running}" if running else "")
 
 
 def outcome(returncode: int, counts: str) -> str:

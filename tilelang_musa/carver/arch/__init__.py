@@ -2,4 +2,4 @@
 describe the arch a config helper (tilelang.carver.template) sizes tiles for."""
 
 from . import driver  # noqa: F401
-from .device import CDNA, CUDA, MUSA  # noqa: F401
+from .device import CDNA, CUDA, MUSA, auto_infer_current_arch  # noqa: F401

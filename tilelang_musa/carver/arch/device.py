@@ -41,3 +41,8 @@ CUDA = MUSA  # upstream's name for "the (non-AMD) GPU in use"
 def CDNA(target: Any = "hip") -> None:  # noqa: N802 - upstream's class name
     raise UnsupportedError(f"tilelang.carver.arch.CDNA({target!r}): an AMD device; TileLang-MUSA tunes for the "
                            "MUSA device in use (tilelang.carver.arch.CUDA / MUSA)")
+
+
+def auto_infer_current_arch() -> MUSA:
+    """Upstream's "the arch of the GPU this runs on": the MUSA device in use (the default target's arch)."""
+    return MUSA("auto")
