@@ -75,6 +75,26 @@ TL_DEVICE T shfl_xor_bits(const T& value, int lane_mask, int width) {
   }
 }
 
+/*!
+ * \brief values[b] = op(values[b], values[b] of lane ^ offset) for b < Batch, for offset = kFirst, then doubling
+ *        while below kLimit (kAscending) or halving while above it: the xor butterfly of AllReduce and WarpReduce.
+ *        The simulator runs the whole butterfly as one rendezvous of the warp, with the same operands in the same
+ *        order (sim/warp.h, XorButterfly), outside checked mode and profiling.
+ */
+template <class Op, int kFirst, int kLimit, bool kAscending, int kWidth, int Batch, typename T>
+TL_DEVICE void xor_butterfly(T* values) {
+#if defined(TL_SIMULATOR)
+  if (tl_sim::RunXorButterfly<Op, T, Batch, kFirst, kLimit, kAscending, kWidth>(values, __FILE__, __LINE__)) return;
+#endif
+  const Op op{};
+#pragma unroll
+  for (int offset = kFirst; kAscending ? offset < kLimit : offset > kLimit;
+       offset = kAscending ? offset * 2 : offset / 2) {
+#pragma unroll
+    for (int b = 0; b < Batch; ++b) values[b] = op(values[b], shfl_xor_bits(values[b], offset, kWidth));
+  }
+}
+
 /*! \brief |x|; for floating point the sign bit is cleared (exact, and NaN stays NaN). */
 template <typename T>
 TL_DEVICE T abs_value(T x) {
@@ -247,13 +267,10 @@ struct BatchAllReduce {
                   "tl::AllReduce: WarpSize differs from the warp size of the architecture being compiled");
 #endif
     constexpr int kSpan = Threads * Scale;
-    const Op op{};
-#pragma unroll
-    for (int offset = Scale; offset < kSpan && offset < detail::kMaxShuffleOffset; offset *= 2) {
-#pragma unroll
-      for (int b = 0; b < Batch; ++b) values[b] = op(values[b], detail::shfl_xor_bits(values[b], offset, WarpSize));
-    }
+    constexpr int kShuffleLimit = kSpan < detail::kMaxShuffleOffset ? kSpan : detail::kMaxShuffleOffset;
+    detail::xor_butterfly<Op, Scale, kShuffleLimit, true, WarpSize, Batch>(values);
     if constexpr (kSpan > detail::kMaxShuffleOffset) {
+      const Op op{};
       constexpr int kStep = Scale > detail::kMaxShuffleOffset ? Scale : detail::kMaxShuffleOffset;
       constexpr int kPartials = kSpan / kStep;
       const int tid = static_cast<int>(threadIdx.x);
@@ -282,12 +299,8 @@ struct BatchAllReduce {
   template <class T>
   TL_DEVICE static void shuffle_and_store(T* values, T* red_buf, int tid, int threads) {
     constexpr int kSpan = Threads * Scale;
-    const Op op{};
-#pragma unroll
-    for (int offset = Scale; offset < kSpan && offset < detail::kMaxShuffleOffset; offset *= 2) {
-#pragma unroll
-      for (int b = 0; b < Batch; ++b) values[b] = op(values[b], detail::shfl_xor_bits(values[b], offset, WarpSize));
-    }
+    constexpr int kShuffleLimit = kSpan < detail::kMaxShuffleOffset ? kSpan : detail::kMaxShuffleOffset;
+    detail::xor_butterfly<Op, Scale, kShuffleLimit, true, WarpSize, Batch>(values);
     if constexpr (kSpan > detail::kMaxShuffleOffset) {
 #pragma unroll
       for (int b = 0; b < Batch; ++b) red_buf[b * threads + tid] = values[b];
@@ -353,11 +366,7 @@ TL_DEVICE T AllReduce(T value, T* red_buf) {
  */
 template <class Op, class T>
 TL_DEVICE T WarpReduce(T value) {
-  const Op op{};
-#pragma unroll
-  for (int offset = detail::kMaxShuffleOffset / 2; offset > 0; offset /= 2) {
-    value = op(value, detail::shfl_xor_bits(value, offset, detail::kMaxShuffleOffset));
-  }
+  detail::xor_butterfly<Op, detail::kMaxShuffleOffset / 2, 0, false, detail::kMaxShuffleOffset, 1>(&value);
   return value;
 }
 

@@ -51,6 +51,9 @@ struct Barriers final : BlockExtension {
   Barrier barriers[kMaxBarriers + 1];  // by id; 0 unused
   std::vector<uint32_t> wait_parity;   // per thread blocked in wait: the parity it waits for
 
+  /*! \brief The highest id a use may name (Use refuses the others, so they never hold state). */
+  uint32_t last_id() const { return recorded < 0 ? 0 : static_cast<uint32_t>(recorded); }
+
   // Declared inline (defined below): a virtual function declared non-inline in the class would be its key
   // function, which makes every translation unit that includes this header emit the vtable and all it reaches.
   inline bool OnQuiescent(BlockRunner& block) override;
@@ -169,6 +172,9 @@ inline void CountArrival(BlockRunner& block, Barriers& all, uint32_t id, uint32_
 
 /*! \brief Whether every live lane of `warp` joined its pending arrival on `b`. */
 inline bool AllLanesJoined(BlockRunner& block, const Barrier& b, uint32_t warp) {
+  // A lane that joined waits until the arrival counts, so it has not exited: fewer joined lanes than live ones
+  // means one is missing, without walking the lanes at each of the warp's calls.
+  if (BitCount(b.warps[warp].joined) < block.live_in_warp(warp)) return false;
   const uint32_t extent = block.GroupExtent(Group::kWarp, warp);
   for (uint32_t lane = 0; lane < extent; ++lane) {
     if (block.fiber(warp * kWarpSize + lane).state == FiberState::kExited) continue;
@@ -183,14 +189,14 @@ inline bool Barriers::OnQuiescent(BlockRunner& block) {
   // after it (`arrive(b)`), so only the arrival the fewest lanes joined counts now; the others count once those
   // lanes have come along [I: the branch is the narrower path].
   std::vector<int> fewest;
-  for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
+  for (uint32_t id = 1; id <= last_id(); ++id) {
     const Barrier& b = barriers[id];
     if (fewest.size() < b.warps.size()) fewest.resize(b.warps.size(), 33);
     for (uint32_t w = 0; w < b.warps.size(); ++w)
       if (b.warps[w].joined != 0) fewest[w] = std::min(fewest[w], static_cast<int>(BitCount(b.warps[w].joined)));
   }
   bool woke = false;
-  for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
+  for (uint32_t id = 1; id <= last_id(); ++id) {
     Barrier& b = barriers[id];
     for (uint32_t w = 0; w < b.warps.size(); ++w) {
       if (b.warps[w].joined == 0 || static_cast<int>(BitCount(b.warps[w].joined)) != fewest[w]) continue;
@@ -203,13 +209,13 @@ inline bool Barriers::OnQuiescent(BlockRunner& block) {
 
 inline void Barriers::OnThreadExit(BlockRunner& block, Fiber& thread) {
   const uint32_t warp = thread.linear / kWarpSize;
-  for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
+  for (uint32_t id = 1; id <= last_id(); ++id) {
     Barrier& b = barriers[id];
     if (warp < b.warps.size() && b.warps[warp].joined != 0 && AllLanesJoined(block, b, warp))
       CountArrival(block, *this, id, warp);
   }
   if (block.live() > 0 || !block.checked()) return;
-  for (uint32_t id = 1; id <= kMaxBarriers; ++id) {  // the block ends: every load should have landed
+  for (uint32_t id = 1; id <= last_id(); ++id) {  // the block ends: every load should have landed
     const Barrier& b = barriers[id];
     if (b.loads.empty()) continue;
     const BarrierLoad& load = b.loads.front();
@@ -222,7 +228,7 @@ inline void Barriers::OnThreadExit(BlockRunner& block, Fiber& thread) {
 }
 
 inline void Barriers::DescribeWaits(BlockRunner& block) {
-  for (uint32_t id = 1; id <= kMaxBarriers; ++id) {
+  for (uint32_t id = 1; id <= last_id(); ++id) {
     const Barrier& b = barriers[id];
     if (b.waiters.empty()) continue;
     block.Append(" async barrier %u in phase %" PRIu64 " (parity %u): %u of %u warp arrivals pending", id,

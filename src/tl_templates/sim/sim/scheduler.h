@@ -55,37 +55,68 @@
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
 
-/*! \brief A set of threads of one group, by index relative to the group's first thread. */
+/*!
+ * \brief A set of threads of one group, by index relative to the group's first thread. Only the words below
+ *        `used_` are meaningful (those above are stale, read as empty): a warp's set touches one or two words of
+ *        the sixteen, so clearing, copying, comparing and walking it cost that, not 128 bytes.
+ */
 class ThreadSet {
  public:
   static constexpr uint32_t kWords = kMaxThreadsPerBlock / 64;
 
-  ThreadSet() { Clear(); }
-  void Clear() { std::memset(words_, 0, sizeof(words_)); }
-  void Set(uint32_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
-  void SetWord(uint32_t w, uint64_t bits) { words_[w] = bits; }
-  bool Test(uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
+  ThreadSet() = default;
+  ThreadSet(const ThreadSet& o) { *this = o; }
+  ThreadSet& operator=(const ThreadSet& o) {
+    used_ = o.used_;
+    for (uint32_t w = 0; w < used_; ++w) words_[w] = o.words_[w];
+    return *this;
+  }
+  void Clear() { used_ = 0; }
+  void Set(uint32_t i) {
+    Grow((i >> 6) + 1);
+    words_[i >> 6] |= uint64_t{1} << (i & 63);
+  }
+  void SetWord(uint32_t w, uint64_t bits) {
+    Grow(w + 1);
+    words_[w] = bits;
+  }
+  bool Test(uint32_t i) const { return (i >> 6) < used_ && ((words_[i >> 6] >> (i & 63)) & 1); }
   uint32_t Count() const {
     uint32_t n = 0;
-    for (uint64_t w : words_) n += BitCount(w);
+    for (uint32_t w = 0; w < used_; ++w) n += BitCount(words_[w]);
     return n;
   }
   bool Intersects(const ThreadSet& o) const {
-    for (uint32_t i = 0; i < kWords; ++i)
+    const uint32_t common = used_ < o.used_ ? used_ : o.used_;
+    for (uint32_t i = 0; i < common; ++i)
       if (words_[i] & o.words_[i]) return true;
     return false;
   }
-  bool operator==(const ThreadSet& o) const { return std::memcmp(words_, o.words_, sizeof(words_)) == 0; }
+  bool operator==(const ThreadSet& o) const {
+    const ThreadSet& longer = used_ >= o.used_ ? *this : o;
+    const uint32_t common = used_ < o.used_ ? used_ : o.used_;
+    for (uint32_t i = 0; i < common; ++i)
+      if (words_[i] != o.words_[i]) return false;
+    for (uint32_t i = common; i < longer.used_; ++i)
+      if (longer.words_[i] != 0) return false;
+    return true;
+  }
   /*! \brief Call f(i) for each member, in increasing order. */
   template <class F>
   void ForEach(F&& f) const {
-    for (uint32_t w = 0; w < kWords; ++w) {
+    for (uint32_t w = 0; w < used_; ++w) {
       for (uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
         f(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
     }
   }
 
  private:
+  /*! \brief Make words below `n` meaningful, the new ones empty. */
+  void Grow(uint32_t n) {
+    for (; used_ < n; ++used_) words_[used_] = 0;
+  }
+
+  uint32_t used_ = 0;
   uint64_t words_[kWords];
 };
 
@@ -307,6 +338,8 @@ class BlockRunner {
   }
   /*! \brief Threads that have not exited. */
   uint32_t live() const { return live_; }
+  /*! \brief Threads of warp `warp` that have not exited. */
+  uint32_t live_in_warp(uint32_t warp) const { return warp_live_[warp]; }
 
   /*! \brief Append to the error message, truncating at its end (for DescribeWaits). */
   __attribute__((format(printf, 2, 3))) TL_SIM_OUTLINED void Append(const char* fmt, ...)
@@ -425,6 +458,7 @@ class BlockRunner {
   FiberContext loop_;       // kLoop: the one fiber that runs every thread
   uint3 block_idx_{0, 0, 0};
   uint32_t live_ = 0;
+  std::vector<uint32_t> warp_live_;  // per warp: threads that have not exited
   bool aborted_ = false;
   Interruption interruption_ = Interruption::kNone;
   uint32_t interrupted_ = 0;  // the interrupted thread's linear id

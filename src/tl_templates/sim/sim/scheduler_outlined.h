@@ -107,6 +107,8 @@ TL_SIM_OUTLINED_DEF bool BlockRunner::Run(uint3 block_idx, uint64_t block_id) {
   code_ = musaSuccess;
   message_[0] = '\0';
   live_ = n_;
+  warp_live_.resize(heads_[static_cast<int>(Group::kWarp)].size());
+  for (uint32_t w = 0; w < warp_live_.size(); ++w) warp_live_[w] = GroupExtent(Group::kWarp, w);
   ready_head_ = ready_size_ = 0;
   free_ = nullptr;
   for (Rendezvous& rv : rendezvous_) {
@@ -241,6 +243,7 @@ TL_SIM_OUTLINED_DEF void BlockRunner::OnExit(Fiber& self) {
 TL_SIM_OUTLINED_DEF void BlockRunner::FinishThread(Fiber& self) {
   self.state = FiberState::kExited;
   --live_;
+  --warp_live_[GroupIndex(Group::kWarp, self.linear)];
   for (auto& extension : extensions_)
     if (extension != nullptr) extension->OnThreadExit(*this, self);
   if (mode_ == ExecMode::kLoop) return;  // no rendezvous ever opens in a loop (Arrive refuses it)

@@ -158,6 +158,84 @@ uint64_t WarpMatch(const Collective& op, int kind, unsigned mask, T value, const
   return WarpCollective(op, mask, in, file, line);
 }
 
+/*!
+ * \brief A butterfly of xor shuffles as ONE rendezvous of the warp (tl::AllReduce, tl::WarpReduce: reduce.h).
+ *
+ * Each lane hands over the address of its `kBatch` values; the last lane to arrive runs every round for every lane,
+ * in the rounds' order: round by round, value b of each lane becomes op(own, partner's) with the partner chosen by
+ * the xor rule of ExchangeShuffle (the round's offset, `kWidth`), and a partner that is not a member gives all-one
+ * bits, as __shfl_xor_sync does. Op is the caller's functor, compiled in the kernel's library, and each lane's
+ * operands and their order are those of its own shuffles, so every result is bit for bit what the round-by-round
+ * shuffles give; the lanes pay one thread switch each instead of one per shuffle.
+ *
+ * Offsets run from kFirst, doubling while below kLimit (kAscending) or halving while above it.
+ */
+template <class Op, class T, int kBatch, int kFirst, int kLimit, bool kAscending, int kWidth>
+struct XorButterfly {
+  static constexpr bool InRange(int offset) { return kAscending ? offset < kLimit : offset > kLimit; }
+  static constexpr int Next(int offset) { return kAscending ? offset * 2 : offset / 2; }
+  static constexpr int Rounds() {
+    int n = 0;
+    for (int offset = kFirst; offset > 0 && InRange(offset); offset = Next(offset)) ++n;
+    return n;
+  }
+  // A width __shfl_xor_sync would reject takes the round-by-round path, which fails with its message.
+  static constexpr bool kModelled = kWidth > 0 && kWidth <= static_cast<int>(kWarpSize) &&
+                                    (kWidth & (kWidth - 1)) == 0 && kFirst > 0 && kBatch >= 1;
+
+  static T* LaneValues(BlockRunner& block, const Rendezvous& rv, uint32_t lane) {
+    return reinterpret_cast<T*>(static_cast<uintptr_t>(block.fiber(rv.base + lane).slot.in));
+  }
+
+  static void Exchange(BlockRunner& block, Rendezvous& rv) {
+    static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
+                  "warp shuffles move trivially copyable values of at most 8 bytes");
+    const Op op{};
+    T absent;  // what a shuffle reads from a lane outside the mask
+    std::memset(static_cast<void*>(&absent), 0xff, sizeof(T));
+    T cur[kWarpSize], next[kWarpSize];
+    for (int b = 0; b < kBatch; ++b) {
+      rv.members.ForEach([&](uint32_t lane) { cur[lane] = LaneValues(block, rv, lane)[b]; });
+      for (int offset = kFirst; offset > 0 && InRange(offset); offset = Next(offset)) {
+        const uint32_t mask_bits = static_cast<uint32_t>(offset) & (kWarpSize - 1);
+        rv.members.ForEach([&](uint32_t lane) {
+          const uint32_t segment_last = (lane & ~(static_cast<uint32_t>(kWidth) - 1)) + kWidth - 1;
+          const uint32_t src = (lane ^ mask_bits) <= segment_last ? lane ^ mask_bits : lane;
+          next[lane] = op(cur[lane], rv.members.Test(src) ? cur[src] : absent);
+        });
+        rv.members.ForEach([&](uint32_t lane) { cur[lane] = next[lane]; });
+      }
+      rv.members.ForEach([&](uint32_t lane) { LaneValues(block, rv, lane)[b] = cur[lane]; });
+    }
+  }
+
+  static constexpr Collective kCollective{"__shfl_xor_sync", &Exchange};
+};
+
+/*!
+ * \brief Run the butterfly of XorButterfly over the full warp mask on `values` (the calling lane's kBatch values),
+ *        or return false and leave it to the caller's shuffles: in checked mode (whose seeded schedules, race
+ *        detector and uninitialised-value checks see each shuffle as the device issues it) and when profiling
+ *        (which counts each shuffle and meets the lanes' clocks at each).
+ */
+template <class Op, class T, int kBatch, int kFirst, int kLimit, bool kAscending, int kWidth>
+bool RunXorButterfly(T* values, const char* file, int line) {
+  using Butterfly = XorButterfly<Op, T, kBatch, kFirst, kLimit, kAscending, kWidth>;
+  if constexpr (!Butterfly::kModelled || Butterfly::Rounds() == 0) {
+    return false;
+  } else {
+    BlockRunner& block = CurrentBlock("__shfl_xor_sync");
+    if (block.checked() || g_thread.profile != nullptr) return false;
+    const uint32_t warp = block.GroupIndex(Group::kWarp, block.current().linear);
+    CollectiveSlot in;
+    in.in = reinterpret_cast<uintptr_t>(values);
+    in.arg = kFirst;
+    in.width = kWidth;
+    block.Arrive(Butterfly::kCollective, Group::kWarp, WarpLanes(block, warp, 0xffffffffu), in, file, line);
+    return true;
+  }
+}
+
 }  // namespace tl_sim
 
 template <class T>
