@@ -141,16 +141,18 @@ def test_importing_tilelang_testing_does_not_import_pytest(monkeypatch):
         tilelang_musa.testing = saved["tilelang_musa.testing"]
 
 
-def test_under_pytest_tvm_testing_is_reachable_from_tvm():
+def test_under_pytest_tvm_testing_is_reachable_from_tvm(tmp_path):
     # upstream's test files (`from tilelang import tvm; import tilelang.testing`) use `tvm.testing.parameter` at
     # module level without importing tvm.testing: upstream's tilelang.testing imports it
     code = ("import pytest, tilelang.testing; from tilelang import tvm; "
             "print(callable(tvm.testing.parameter), callable(tvm.testing.fixture))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout  # not the checkout: the installed package
     assert out.split() == ["True", "True"]
     # without pytest loaded, importing tilelang.testing still leaves it (and tvm.testing) alone
     code = "import sys, tilelang.testing; print('pytest' in sys.modules, 'tvm.testing' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout  # not the checkout: the installed package
     assert out.split() == ["False", "False"]
 
 

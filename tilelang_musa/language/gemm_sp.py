@@ -65,7 +65,7 @@ def gemm_sp(A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: bool = False, tr
         raise trace.error(f"T.gemm_sp: A_sparse {a_region.name} is ({m}, {half_k}), so A is ({m}, {k}) and E must be "
                           f"({m}, {k} // {factor}) of {meta_dtype} (get_e_factor); got E {e_region.name} {e_shape}")
 
-    from . import gemm_sp_decompress  # it imports `tilelang.language` whole: imported once that exists
+    from . import gemm_sp_decompress  # parses its macro at import: only programs that use T.gemm_sp pay for it
     from .allocate import alloc_shared
     from .gemm import gemm
 
