@@ -9,10 +9,8 @@
 namespace tilelang_musa {
 namespace codegen {
 
-namespace {
-
 // The two-operand `prim.*` nodes: one instruction each.
-bool IsOperator(const ObjectRef& e) {
+bool IsBinaryOperator(const ObjectRef& e) {
   static const std::unordered_set<int32_t> operators = [] {
     std::unordered_set<int32_t> s;
     for (const char* key : {"prim.Add", "prim.Sub", "prim.Mul", "prim.Div", "prim.Mod", "prim.FloorDiv",
@@ -25,9 +23,11 @@ bool IsOperator(const ObjectRef& e) {
   return operators.count(e->type_index()) != 0;
 }
 
+namespace {
+
 int64_t Count(const ObjectRef& e) {
   static const TypeKey not_key("prim.Not"), bitwise_not_key("prim.BitwiseNot");
-  if (IsOperator(e)) return 1 + Count(OperandA(e)) + Count(OperandB(e));
+  if (IsBinaryOperator(e)) return 1 + Count(OperandA(e)) + Count(OperandB(e));
   if (IsA(e, not_key) || IsA(e, bitwise_not_key)) return 1 + Count(OperandA(e));
   if (IsA(e, CastView::Key())) {
     CastView cast(e);

@@ -17,5 +17,8 @@ namespace codegen {
 
 int64_t CountArithmetic(const ObjectRef& expr);
 
+// Whether `expr` is one of the two-operand `prim.*` nodes (Add ... Or): one instruction each.
+bool IsBinaryOperator(const ObjectRef& expr);
+
 }  // namespace codegen
 }  // namespace tilelang_musa

@@ -4,6 +4,8 @@
  */
 #include "codegen/dependence_depth.h"
 
+#include "codegen/arithmetic_count.h"
+
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
@@ -14,20 +16,6 @@ namespace tilelang_musa {
 namespace codegen {
 
 namespace {
-
-// The two-operand `prim.*` nodes (the ones arithmetic_count.cc counts).
-bool IsOperator(const ObjectRef& e) {
-  static const std::unordered_set<int32_t> operators = [] {
-    std::unordered_set<int32_t> s;
-    for (const char* key : {"prim.Add", "prim.Sub", "prim.Mul", "prim.Div", "prim.Mod", "prim.FloorDiv",
-                            "prim.FloorMod", "prim.Min", "prim.Max", "prim.LShift", "prim.RShift", "prim.BitwiseAnd",
-                            "prim.BitwiseOr", "prim.BitwiseXor", "prim.EQ", "prim.NE", "prim.LT", "prim.LE",
-                            "prim.GT", "prim.GE", "prim.And", "prim.Or"})
-      s.insert(LookupTypeIndex(key));
-    return s;
-  }();
-  return operators.count(e->type_index()) != 0;
-}
 
 // Operators through which an index stops moving one-to-one with a variable in it.
 bool IsFolding(const ObjectRef& e) {
@@ -52,7 +40,7 @@ const TypeKey& BitwiseNotKey() {
 }
 
 int64_t Depth(const ObjectRef& e) {
-  if (IsOperator(e)) return 1 + std::max(Depth(OperandA(e)), Depth(OperandB(e)));
+  if (IsBinaryOperator(e)) return 1 + std::max(Depth(OperandA(e)), Depth(OperandB(e)));
   if (IsA(e, NotKey()) || IsA(e, BitwiseNotKey())) return 1 + Depth(OperandA(e));
   if (IsA(e, CastView::Key())) {
     CastView cast(e);
@@ -83,7 +71,7 @@ int64_t PathDepth(const ObjectRef& e, const ObjectRef& buffer, const Array<Objec
   }
   std::vector<ObjectRef> operands;
   int64_t step = 1;
-  if (IsOperator(e)) {
+  if (IsBinaryOperator(e)) {
     operands = {OperandA(e), OperandB(e)};
   } else if (IsA(e, NotKey()) || IsA(e, BitwiseNotKey())) {
     operands = {OperandA(e)};
@@ -112,7 +100,7 @@ bool SameIndex(const ObjectRef& a, const ObjectRef& b) {
   if (a.get() == b.get()) return true;
   if (a->type_index() != b->type_index()) return false;
   if (IsA(a, IntImmView::Key())) return IntImmView(a).value() == IntImmView(b).value();
-  if (IsOperator(a)) return SameIndex(OperandA(a), OperandA(b)) && SameIndex(OperandB(a), OperandB(b));
+  if (IsBinaryOperator(a)) return SameIndex(OperandA(a), OperandA(b)) && SameIndex(OperandB(a), OperandB(b));
   if (IsA(a, CastView::Key()))
     return DTypeOf(a) == DTypeOf(b) && SameIndex(CastView(a).value(), CastView(b).value());
   if (IsA(a, RampView::Key())) {
@@ -137,7 +125,7 @@ bool SameIndices(const Array<ObjectRef>& a, const Array<ObjectRef>& b) {
 bool MovesWith(const ObjectRef& e, const ObjectRef& var) {
   if (e.get() == var.get()) return true;
   if (IsFolding(e) || IsA(e, SelectView::Key()) || IsA(e, CallView::Key()) || IsA(e, LetView::Key())) return false;
-  if (IsOperator(e)) return MovesWith(OperandA(e), var) || MovesWith(OperandB(e), var);
+  if (IsBinaryOperator(e)) return MovesWith(OperandA(e), var) || MovesWith(OperandB(e), var);
   if (IsA(e, CastView::Key())) return MovesWith(CastView(e).value(), var);
   if (IsA(e, RampView::Key())) return MovesWith(RampView(e).base(), var);
   if (IsA(e, BroadcastView::Key())) return MovesWith(BroadcastView(e).value(), var);
@@ -161,7 +149,7 @@ struct BodyAccesses {
       for (const ObjectRef& arg : CallView(e).args()) Expr(arg);
       return;
     }
-    if (IsOperator(e)) {
+    if (IsBinaryOperator(e)) {
       Expr(OperandA(e));
       Expr(OperandB(e));
     } else if (IsA(e, NotKey()) || IsA(e, BitwiseNotKey())) {

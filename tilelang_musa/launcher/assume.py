@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .spec import symbols_of
+
 __all__ = ["AssumeViolation", "HostAssume", "HostExpr", "check_assumes", "compile_checks"]
 
 
@@ -70,13 +72,7 @@ class HostExpr:
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        found: dict[str, None] = {}
-        for a in self.args:
-            if isinstance(a, str):
-                found[a] = None
-            elif isinstance(a, HostExpr):
-                found.update(dict.fromkeys(a.symbols))
-        return tuple(found)
+        return symbols_of(self.args)
 
     def __str__(self) -> str:
         args = [f"({a})" if isinstance(a, HostExpr) and a.op in _SYMBOL else str(a) for a in self.args]

@@ -77,6 +77,18 @@ def torch_dtype(dtype: str) -> torch.dtype:
 _OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%", "min": "min", "max": "max"}
 
 
+def symbols_of(args: Any) -> tuple[str, ...]:
+    """The symbol names an expression's operands read, in first-use order: a str operand is one, an operand
+    expression (anything with `.symbols`) contributes its own, numbers none."""
+    found: dict[str, None] = {}
+    for a in args:
+        if isinstance(a, str):
+            found[a] = None
+        elif hasattr(a, "symbols"):
+            found.update(dict.fromkeys(a.symbols))
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class DimExpr:
     """A dim or stride computed from size symbols: `op` applied to two operands, each an int, a symbol name or a
@@ -109,13 +121,7 @@ class DimExpr:
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        found: dict[str, None] = {}
-        for a in self.args:
-            if isinstance(a, str):
-                found[a] = None
-            elif isinstance(a, DimExpr):
-                found.update(dict.fromkeys(a.symbols))
-        return tuple(found)
+        return symbols_of(self.args)
 
     def linear(self) -> tuple[dict[str, int], int] | None:
         """({symbol: coefficient}, constant) when the expression is an integer linear form, else None."""
