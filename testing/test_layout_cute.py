@@ -117,6 +117,22 @@ def test_dynamic_extents_evaluate():
     assert str(cute.size(layout)) == "4 * n" or str(cute.size(layout)) == "n * 4"
 
 
+def test_filter_and_coalesce_keep_run_time_strides():
+    """Upstream's symbolic filter: a run-time stride stays a mode of its own; a constant 0 stride is dropped; modes
+    merge only where the strides provably continue each other."""
+    import tvm
+
+    s = T.dynamic("s")
+    filtered = cute.filter(L((4, 1, 8), (s, 0, 1)))
+    assert tvm.ir.structural_equal(filtered, L((4, 8), (s, 1)))
+    merged = cute.coalesce(L((4, 8), (s, 4 * s)))
+    assert merged.shape == 32 and merged.stride.same_as(s)
+    for c in range(32):  # the same function
+        assert tvm.sym.Analyzer().can_prove_equal(merged(c), L((4, 8), (s, 4 * s))(c))
+    with pytest.raises(LayoutError, match="static"):
+        cute.filter(L((T.dynamic("n"), 8), (1, 4)))  # extents stay static
+
+
 def tile_through(layout_fn):
     @T.prim_func
     def through(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):

@@ -378,10 +378,22 @@ def flatten(layout: Layout) -> Layout:
     return Layout(shape, stride) if len(shape) > 1 else Layout(shape[0], stride[0])
 
 
-def _modes(layout: Layout, what: str) -> list[tuple[int, int]]:
-    """The (extent, stride) leaves, static ints."""
-    return [(_static(s, what), _static(d, what))
+def _modes(layout: Layout, what: str, symbolic_strides: bool = False) -> list[tuple[int, Any]]:
+    """The (extent, stride) leaves, static ints; with `symbolic_strides`, a stride may be a PrimExpr."""
+    def stride(d: Any) -> Any:
+        return d if symbolic_strides and isinstance(d, PrimExpr) and not isinstance(d, tirx.IntImm) else \
+            _static(d, what)
+
+    return [(_static(s, what), stride(d))
             for s, d in zip(flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride))]
+
+
+def _provably_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    import tvm
+
+    return bool(tvm.sym.Analyzer().can_prove_equal(_expr(a), _expr(b)))
 
 
 def _of_modes(modes: list[tuple[int, int]]) -> Layout:
@@ -414,12 +426,12 @@ def coalesce(layout: Layout, max_extent: int | None = None) -> Layout:
     """The same function with the fewest modes: unit modes dropped, mode k+1 merged into mode k where
     stride[k+1] == extent[k] * stride[k]. `max_extent` caps a merged mode's extent."""
     merged: list[tuple[int, int]] = []
-    for s, d in _modes(layout, "coalesce"):
+    for s, d in _modes(layout, "coalesce", symbolic_strides=True):  # run-time strides merge where provable
         if s == 1:
             continue
         if merged:
             ps, pd = merged[-1]
-            if d == ps * pd and (max_extent is None or ps * s <= max_extent):
+            if _provably_equal(d, ps * pd) and (max_extent is None or ps * s <= max_extent):
                 merged[-1] = (ps * s, pd)
                 continue
         merged.append((s, d))
@@ -428,7 +440,8 @@ def coalesce(layout: Layout, max_extent: int | None = None) -> Layout:
 
 def filter(layout: Layout) -> Layout:  # noqa: A001 - CuTe's name
     """`coalesce` after dropping the modes of stride 0 (broadcasts) and of extent 1."""
-    return coalesce(_of_modes([(s, d) for s, d in _modes(layout, "filter") if d != 0 and s != 1]))
+    return coalesce(_of_modes([(s, d) for s, d in _modes(layout, "filter", symbolic_strides=True)
+                               if not (isinstance(d, int) and d == 0) and s != 1]))
 
 
 def composition(lhs: Layout, rhs: Any) -> Layout:
