@@ -131,6 +131,10 @@ def test_filter_and_coalesce_keep_run_time_strides():
         assert tvm.sym.Analyzer().can_prove_equal(merged(c), L((4, 8), (s, 4 * s))(c))
     with pytest.raises(LayoutError, match="static"):
         cute.filter(L((T.dynamic("n"), 8), (1, 4)))  # extents stay static
+    # cosize is 1 + sum((extent - 1) * |stride|): a run-time stride of either sign
+    cosize = cute.cosize(L((4, 8), (s, 1)))
+    for value in (5, -5):
+        assert int(tvm.sym.Analyzer().simplify(tvm.tirx.stmt_functor.substitute(cosize, {s: value}))) == 3 * 5 + 8
 
 
 def tile_through(layout_fn):

@@ -405,9 +405,15 @@ def _of_modes(modes: list[tuple[int, int]]) -> Layout:
 
 
 def cosize(layout: Layout) -> Any:
-    """One past the largest offset (int strides); the product of `coshape` for ScaledBasis strides."""
+    """1 + sum((extent - 1) * |stride|) over the modes (CuTe's, a run-time stride's |stride| as `abs`); the
+    product of `coshape` for ScaledBasis strides."""
     last = layout(size(layout) - 1)
-    return product(coshape(layout)) if _is_tuple(last) or isinstance(last, ScaledBasis) else last + 1
+    if _is_tuple(last) or isinstance(last, ScaledBasis):
+        return product(coshape(layout))
+    total: Any = 1
+    for extent, stride in zip(flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride)):
+        total = total + (extent - 1) * (abs(stride) if isinstance(stride, int) else tirx.abs(_expr(stride)))
+    return total
 
 
 def coshape(layout: Layout) -> Any:
