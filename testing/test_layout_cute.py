@@ -137,6 +137,25 @@ def test_filter_and_coalesce_keep_run_time_strides():
         assert int(tvm.sym.Analyzer().simplify(tvm.tirx.stmt_functor.substitute(cosize, {s: value}))) == 3 * 5 + 8
 
 
+def test_int_tuples_add_as_cutes_and_parse_back():
+    """from_python's tuples add component-wise (the shorter zero-padded), bases as their arithmetic tuples; the text
+    of a layout or IntTuple with basis strides parses back to it."""
+    a = cute.from_python([2, (3, 4)])
+    assert cute.to_python(a + cute.from_python([10, (1, 1), 7])) == (12, (4, 5), 7)
+    assert cute.to_python(a + 0) == (2, (3, 4)) and type(cute.to_python(a)) is tuple
+    assert cute.to_python(cute.E(0) + 2 * cute.E(0)) == (3,)
+    assert cute.to_python(cute.E(1) + cute.E((0, 1))) == ((0, 1), 1)  # 1@1 + 1@1@0: axis 1 of axis 0, and axis 1
+    with pytest.raises(LayoutError, match="cannot add"):
+        a + 3
+    assert cute.make_layout(a).shape == (2, (3, 4))  # a layout keeps plain tuples (its algebra concatenates them)
+    for text in ("(((2,2,8),4),2):(((8@0,1@1,1@0),32@0),16@0)", "(128,64):(1@0,1@1)", "8:1", "(2,(3,4)):(1,(2,-6))"):
+        assert str(cute.Layout.parse(text)) == text
+    basis = cute.ScaledBasis(2, (1, 0))
+    assert cute.IntTuple.parse(str(basis)) == basis
+    with pytest.raises(LayoutError, match="not an int or a basis"):
+        cute.Layout.parse("(2,x):(1,2)")
+
+
 def tile_through(layout_fn):
     @T.prim_func
     def through(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):
