@@ -117,6 +117,45 @@ def test_dynamic_extents_evaluate():
     assert str(cute.size(layout)) == "4 * n" or str(cute.size(layout)) == "n * 4"
 
 
+def test_filter_and_coalesce_keep_run_time_strides():
+    """Upstream's symbolic filter: a run-time stride stays a mode of its own; a constant 0 stride is dropped; modes
+    merge only where the strides provably continue each other."""
+    import tvm
+
+    s = T.dynamic("s")
+    filtered = cute.filter(L((4, 1, 8), (s, 0, 1)))
+    assert tvm.ir.structural_equal(filtered, L((4, 8), (s, 1)))
+    merged = cute.coalesce(L((4, 8), (s, 4 * s)))
+    assert merged.shape == 32 and merged.stride.same_as(s)
+    for c in range(32):  # the same function
+        assert tvm.sym.Analyzer().can_prove_equal(merged(c), L((4, 8), (s, 4 * s))(c))
+    with pytest.raises(LayoutError, match="static"):
+        cute.filter(L((T.dynamic("n"), 8), (1, 4)))  # extents stay static
+    # cosize is 1 + sum((extent - 1) * |stride|): a run-time stride of either sign
+    cosize = cute.cosize(L((4, 8), (s, 1)))
+    for value in (5, -5):
+        assert int(tvm.sym.Analyzer().simplify(tvm.tirx.stmt_functor.substitute(cosize, {s: value}))) == 3 * 5 + 8
+
+
+def test_int_tuples_add_as_cutes_and_parse_back():
+    """from_python's tuples add component-wise (the shorter zero-padded), bases as their arithmetic tuples; the text
+    of a layout or IntTuple with basis strides parses back to it."""
+    a = cute.from_python([2, (3, 4)])
+    assert cute.to_python(a + cute.from_python([10, (1, 1), 7])) == (12, (4, 5), 7)
+    assert cute.to_python(a + 0) == (2, (3, 4)) and type(cute.to_python(a)) is tuple
+    assert cute.to_python(cute.E(0) + 2 * cute.E(0)) == (3,)
+    assert cute.to_python(cute.E(1) + cute.E((0, 1))) == ((0, 1), 1)  # 1@1 + 1@1@0: axis 1 of axis 0, and axis 1
+    with pytest.raises(LayoutError, match="cannot add"):
+        a + 3
+    assert cute.make_layout(a).shape == (2, (3, 4))  # a layout keeps plain tuples (its algebra concatenates them)
+    for text in ("(((2,2,8),4),2):(((8@0,1@1,1@0),32@0),16@0)", "(128,64):(1@0,1@1)", "8:1", "(2,(3,4)):(1,(2,-6))"):
+        assert str(cute.Layout.parse(text)) == text
+    basis = cute.ScaledBasis(2, (1, 0))
+    assert cute.IntTuple.parse(str(basis)) == basis
+    with pytest.raises(LayoutError, match="not an int or a basis"):
+        cute.Layout.parse("(2,x):(1,2)")
+
+
 def tile_through(layout_fn):
     @T.prim_func
     def through(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):

@@ -303,3 +303,30 @@ def test_assume_removes_the_bounds_guards_it_implies(arch):
     expected[5:20] = 1.0
     kernel(a, 5, 19)
     torch.testing.assert_close(a, expected)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_assume_bounds_a_thread_through_expressions_the_loop_ranges_fold(arch):
+    """Upstream's test_assume_complex_indexing: T.assume(i_src < M) with i_src = min(j + 233, tid + 2) proves
+    tid < M (the min is tid + 2 for 32 threads), so the kernel has no guard at all; run where the assumes hold."""
+    M, N = T.dynamic("M"), T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), T.float32), B: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=32):
+            tid = T.get_thread_binding()
+            for j in T.serial(N):
+                i_src = T.min(j + 233, tid + 2)
+                j_src = (j * 3 + 1) % N
+                T.assume(i_src >= 0 and i_src < M)
+                T.assume(j_src >= 0 and j_src < N)
+                B[tid, j] = A[i_src, j_src]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "if (" not in kernel.get_kernel_source()
+    a = rand((40, 24), torch.float32, 83)
+    b = torch.full((40, 24), float("nan"))
+    kernel(a, b)
+    cols = (torch.arange(24) * 3 + 1) % 24
+    torch.testing.assert_close(b[:32], a[2:34][:, cols])
+    assert torch.isnan(b[32:]).all()  # rows no thread writes

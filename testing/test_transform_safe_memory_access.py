@@ -82,3 +82,34 @@ def test_disabled_the_pass_leaves_plain_accesses_unguarded():
     mod = tvm.IRModule({"main": scalar_before})
     after = run_pass(SafeMemoryAccess({tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: True}), mod)["main"]
     tvm.ir.assert_structural_equal(after, scalar_before)
+
+
+@T.prim_func
+def assumed_through_a_min(a: T.handle, b: T.handle):
+    M, N = T.int32(), T.int32()
+    A = T.match_buffer(a, (M, N), "float32")
+    B = T.match_buffer(b, (M, N), "float32")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        for j in T.serial(N):
+            T.assume(T.min(j + 233, tx + 2) < M)
+            B[tx, j] = A[T.min(j + 233, tx + 2), j]
+
+
+@T.prim_func
+def assumed_as_written(a: T.handle, b: T.handle):
+    M, N = T.int32(), T.int32()
+    A = T.match_buffer(a, (M, N), "float32")
+    B = T.match_buffer(b, (M, N), "float32")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        for j in T.serial(N):
+            T.assume(T.min(j + 233, tx + 2) < M)
+            if tx < M:
+                B[tx, j] = A[T.min(j + 233, tx + 2), j]
+
+
+def test_an_assumption_is_simplified_before_it_is_used():
+    """Upstream's test_assume_complex_indexing: `min(j + 233, tx + 2) < M` bounds tx once the loop ranges fold the
+    min to `tx + 2`; taken as written, the analyzer cannot use it and the store's guard `tx < M` stayed."""
+    after = safe_memory_access(assumed_through_a_min)
+    tvm.ir.assert_structural_equal(after, assumed_through_a_min)
+    assert not tvm.ir.structural_equal(after, assumed_as_written)

@@ -84,6 +84,13 @@ def test_linearized_forward_index_is_the_row_major_offset_in_the_output_shape(la
     got = evaluate(layout.get_linearized_forward_index(), dict(zip(layout.get_forward_vars(), grid)))
     want = evaluate(linear.get_linearized_forward_index(), dict(zip(linear.get_forward_vars(), grid)))
     assert np.array_equal(np.broadcast_to(got, grid.shape[1:]), np.broadcast_to(want, grid.shape[1:]))
+    # Upstream's accessors speak of shared input placeholders: two layouts' indices compare symbolically.
+    import tvm
+
+    assert [v.same_as(w) for v, w in zip(layout.get_forward_vars(), linear.get_forward_vars())] == [True] * layout.input_dim
+    assert tvm.sym.Analyzer().can_prove_equal(layout.get_linearized_forward_index(), linear.get_linearized_forward_index())
+    assert not tvm.sym.Analyzer().can_prove_equal(layout.get_linearized_forward_index(),
+                                                  linear.get_linearized_forward_index() + 1)
 
 
 def test_jit_diagnostics_log_each_compile_stage(caplog, monkeypatch):

@@ -58,7 +58,7 @@ PATCHES: tuple[WheelPatch, ...] = (
     WheelPatch("tvm.tirx.stmt_functor", "adds",
                "upstream tests walk IR with `tvm.tirx.stmt_functor.post_order_visit(stmt, fvisit)` (its TVM fork's "
                "module); the wheel walks IR with tvm_ffi.structural_walk",
-               "a `stmt_functor` module in tvm.tirx with post_order_visit / pre_order_visit"),
+               "a `stmt_functor` module in tvm.tirx with post_order_visit / pre_order_visit / substitute"),
     WheelPatch("tvm.ir.Expr.dtype", "adds",
                "scripts' helpers read `expr.dtype` (`assert val.dtype == T.uint8`); the wheel keeps it in `expr.ty`",
                "a `dtype` property on PrimType-typed expressions"),
@@ -161,6 +161,26 @@ def _visit_ir(node: Any, fvisit: Callable[[Any], Any], order: str) -> None:
     tvm_ffi.structural_walk(node, [(object, on_node)], order=order)
 
 
+def _substitute_ir(node: Any, vmap: Any) -> Any:
+    """`node` with each Var of `vmap` (a mapping by identity, or a function answering a Var's replacement or None)
+    replaced, as upstream's TVM `stmt_functor.substitute`."""
+    if callable(vmap):
+        lookup = vmap
+    else:
+        pairs = list(vmap.items())
+
+        def lookup(var: Any) -> Any:
+            return next((value for key, value in pairs if key.same_as(var)), None)
+
+    def on_var(var: Any, mutator: Any) -> Any:
+        value = lookup(var)
+        if value is None:
+            return var
+        return tirx.const(value, var.ty.dtype) if isinstance(value, (int, float)) else value
+
+    return tvm_ffi.structural_mutate(node, [(ir.Var, on_var)])
+
+
 def add_tir_names() -> None:
     """`tirx.PrimExpr`, `tirx.Call`, `tirx.stmt_functor`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
     `tvm.ir.structural_equal`; only where missing."""
@@ -173,6 +193,7 @@ def add_tir_names() -> None:
                                    "wheel patch, over tvm_ffi.structural_walk).")
         functor.post_order_visit = lambda node, fvisit: _visit_ir(node, fvisit, "post")
         functor.pre_order_visit = lambda node, fvisit: _visit_ir(node, fvisit, "pre")
+        functor.substitute = _substitute_ir
         _set(tirx, "stmt_functor", functor, "tvm.tirx.stmt_functor")
         sys.modules.setdefault("tvm.tirx.stmt_functor", functor)  # `from tvm.tirx.stmt_functor import ...`
     if not hasattr(tvm, "arith"):

@@ -30,6 +30,9 @@ TME_HEADER = '#include "tl_templates/musa/tme.h"\n'
 TME_MARKERS = ("tl::tma_", "MUtensorDescriptor")
 # And the lane exchange of fragment stores (tileop/lane_exchange.py).
 LANE_EXCHANGE_HEADER = '#include "tl_templates/musa/lane_exchange.h"\n'
+# And the conversions with a chosen rounding (T.cast(..., round=, sat=, rbits=)).
+CAST_ROUNDING_HEADER = '#include "tl_templates/musa/cast_rounding.h"\n'
+CAST_ROUNDING_MARKERS = ("tl::convert_rounded<", "tl::convert_stochastic<")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class KernelSource:
         header += ASYNC_COPY_HEADER if any(m in self.device for m in ASYNC_COPY_MARKERS) else ""
         header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
         header += LANE_EXCHANGE_HEADER if "tl::exchange_lane_bits<" in self.device else ""
+        header += CAST_ROUNDING_HEADER if any(m in self.device for m in CAST_ROUNDING_MARKERS) else ""
         unit = f"{header}{self.imported}\n{device}\n"
         if "\n#line " in self.device:  # the host wrapper is numbered as the unit's own lines again (the sanitizer
             # build, whose directives are blanked, gets the same directive: it keeps the two line for line)

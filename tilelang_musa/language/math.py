@@ -15,6 +15,7 @@ from tvm import tirx
 
 from ..ir.trace import OPEN_TRACES
 from .builder import as_expr, static_value
+from .cast_rounding import rounded_cast
 from .dtypes import canonical_dtype
 from .int_operands import typed_operand
 
@@ -81,8 +82,13 @@ def if_then_else(cond: Any, then: Any, otherwise: Any) -> Any:
     return tirx.if_then_else(cond, then, otherwise)
 
 
-def cast(value: Any, dtype: Any) -> Any:
+def cast(value: Any, dtype: Any, round: str = "", sat: bool | None = None, rbits: Any = None,  # noqa: A002
+         span: Any = None) -> Any:
+    """`value` converted to `dtype`. `round=`, `sat=`, `rbits=` choose the rounding and saturation (upstream's
+    keywords; language/cast_rounding.py). `span` (TVM's source location) is taken, not used."""
     dtype = canonical_dtype(dtype)
+    if round != "" or sat is not None or rbits is not None:
+        return rounded_cast(value, dtype, round, sat, rbits)
     if isinstance(value, tvm.ir.Expr):
         return tirx.Cast(dtype, value)
     return tirx.const(value, dtype)

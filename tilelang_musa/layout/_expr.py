@@ -31,6 +31,18 @@ def make_vars(count: int, prefix: str = "i") -> list[Var]:
     return [tirx.Var(f"{prefix}{k}", INDEX_DTYPE) for k in range(count)]
 
 
+_PLACEHOLDERS: list[Var] = []
+
+
+def input_placeholders(count: int) -> list[Var]:
+    """The index variables every layout's upstream accessors (`get_forward_vars`, `get_forward_index`, ...) are
+    written over: the same Var objects for every layout, as upstream's shared input placeholders, so that two layouts'
+    expressions can be compared (`can_prove_equal`). A layout's own fields keep variables of its own."""
+    while len(_PLACEHOLDERS) < count:
+        _PLACEHOLDERS.append(tirx.Var(f"_i{len(_PLACEHOLDERS)}", INDEX_DTYPE))
+    return _PLACEHOLDERS[:count]
+
+
 def as_expr(value: Any) -> Expr:
     """An int32 index expression from a Python int, a numpy integer or an expression (cast to int32 if wider)."""
     if isinstance(value, (bool, np.bool_)):

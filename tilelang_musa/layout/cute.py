@@ -9,7 +9,9 @@ one (None when it is not affine, e.g. swizzled).
 
 IntTuples are plain Python values: an int, a PrimExpr (a run-time extent: evaluation and `size` accept it, the
 algebra that must divide extents needs them static and says so), a `ScaledBasis` (a stride that moves along one
-axis of a coordinate tuple, as `make_identity_layout` builds), or a tuple of IntTuples. Upstream's FFI node
+axis of a coordinate tuple, as `make_identity_layout` builds), or a tuple of IntTuples. `from_python` gives its
+tuples as `ArithmeticTuple`s, tuples with CuTe's IntTuple addition (component-wise, a basis counting as the tuple
+with its value at its axis); `IntTuple.parse` and `Layout.parse` read the text `str()` writes. Upstream's FFI node
 classes for them (`IntTuple`, `IntTupleConst`, ...), the swizzle recovery `ComposedLayout.from_tilelang`, the
 hierarchical recovery and `restrict` belong to upstream's C++ layout inference for NVIDIA's TMA / tcgen05
 descriptors; MUSA's shared-memory swizzles are described by `tilelang.layout.make_sqmma_swizzled_layout` and
@@ -18,8 +20,8 @@ friends instead. Using one of those names raises UnsupportedError naming it.
 
 from __future__ import annotations
 
-import ast
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, Union
 
@@ -39,6 +41,12 @@ class ScaledBasis:
     def __init__(self, value: Any, mode: int | Sequence[int]):
         self.value = value
         self.mode = (int(mode),) if isinstance(mode, int) else tuple(int(m) for m in mode)
+
+    def __add__(self, other: Any) -> Any:
+        return _add(self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _add(other, self)
 
     def __mul__(self, other: Any) -> "ScaledBasis":
         if isinstance(other, (tuple, list, ScaledBasis)):
@@ -77,10 +85,10 @@ def _is_tuple(t: Any) -> bool:
     return isinstance(t, (tuple, list))
 
 
-def from_python(value: IntTupleLike) -> Any:
-    """The canonical IntTuple of a Python value: lists become tuples, constant PrimExprs ints."""
+def _canonical(value: IntTupleLike) -> Any:
+    """The canonical IntTuple of a Python value: lists become (plain) tuples, constant PrimExprs ints."""
     if _is_tuple(value):
-        return tuple(from_python(v) for v in value)
+        return tuple(_canonical(v) for v in value)
     if isinstance(value, bool):
         raise LayoutError(f"cute: {value!r} is not an IntTuple")
     if isinstance(value, int):
@@ -92,9 +100,50 @@ def from_python(value: IntTupleLike) -> Any:
     raise LayoutError(f"cute: cannot make an IntTuple of {value!r} (an int, a PrimExpr, a ScaledBasis or a tuple)")
 
 
+def from_python(value: IntTupleLike) -> Any:
+    """The canonical IntTuple of a Python value, whose tuples add as CuTe's IntTuples do (`ArithmeticTuple`)."""
+    return _arithmetic(_canonical(value))
+
+
 def to_python(value: IntTupleLike) -> Any:
-    """IntTuples are Python values already: the canonical form (as `from_python`)."""
-    return from_python(value)
+    """The canonical IntTuple as plain Python values (tuples, ints, PrimExprs, ScaledBases)."""
+    return _canonical(value)
+
+
+class ArithmeticTuple(tuple):
+    """A tuple IntTuple with CuTe's arithmetic: `+` adds component-wise, the shorter operand zero-padded (so
+    `(2, 3) + (10,)` is `(12, 3)`), and adding 0 is the identity. A ScaledBasis added to it (or to another basis)
+    counts as the tuple with its value at its axis (CuTe's as_arithmetic_tuple: `1@0 + 1@1` is `(1, 1)`)."""
+
+    def __add__(self, other: Any) -> Any:
+        return _add(self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _add(other, self)
+
+
+def _arithmetic(value: Any) -> Any:
+    return ArithmeticTuple(_arithmetic(v) for v in value) if _is_tuple(value) else value
+
+
+def _as_arithmetic_tuple(value: Any) -> Any:
+    if isinstance(value, ScaledBasis):
+        return _arithmetic(_zeros_for_none(_add_at(None, value.mode, value.value)))
+    return value
+
+
+def _add(a: Any, b: Any) -> Any:
+    a, b = _as_arithmetic_tuple(_canonical(a)), _as_arithmetic_tuple(_canonical(b))
+    if _is_tuple(a) and _is_tuple(b):
+        width = max(len(a), len(b))
+        a, b = tuple(a) + (0,) * (width - len(a)), tuple(b) + (0,) * (width - len(b))
+        return ArithmeticTuple(_add(x, y) for x, y in zip(a, b))
+    for x, y in ((a, b), (b, a)):
+        if isinstance(y, int) and y == 0:
+            return _arithmetic(x)
+    if _is_tuple(a) or _is_tuple(b):
+        raise LayoutError(f"cute: cannot add {_text(a)} and {_text(b)} (a tuple adds a tuple, or 0)")
+    return a + b
 
 
 def flatten_to_tuple(value: IntTupleLike) -> tuple:
@@ -105,14 +154,14 @@ def flatten_to_tuple(value: IntTupleLike) -> tuple:
 
 def product(shape: IntTupleLike) -> Any:
     result: Any = 1
-    for leaf in flatten_to_tuple(from_python(shape)):
+    for leaf in flatten_to_tuple(_canonical(shape)):
         result = result * leaf
     return result
 
 
 def congruent(a: IntTupleLike, b: IntTupleLike) -> bool:
     """Same nesting (profile), whatever the leaves."""
-    a, b = from_python(a), from_python(b)
+    a, b = _canonical(a), _canonical(b)
     if _is_tuple(a) and _is_tuple(b):
         return len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
     return not _is_tuple(a) and not _is_tuple(b)
@@ -121,7 +170,7 @@ def congruent(a: IntTupleLike, b: IntTupleLike) -> bool:
 def compatible(a: IntTupleLike, b: IntTupleLike) -> bool:
     """Every coordinate of shape `a` is one of shape `b` (a is a leaf of the same size as b, or a tuple like b's,
     mode by mode). Directional, as CuTe's; symbolic sizes compare structurally."""
-    a, b = from_python(a), from_python(b)
+    a, b = _canonical(a), _canonical(b)
     if _is_tuple(a):
         return _is_tuple(b) and len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
     size_b = product(b)
@@ -153,7 +202,7 @@ class Layout:
     """A CuTe layout: `Layout(shape, stride)` (both nested tuples of the same profile, or scalars)."""
 
     def __init__(self, shape: IntTupleLike, stride: IntTupleLike):
-        self._shape, self._stride = from_python(shape), from_python(stride)
+        self._shape, self._stride = _canonical(shape), _canonical(stride)
         if not congruent(self._shape, self._stride):
             raise LayoutError(f"cute.Layout: shape {self._shape} and stride {self._stride} are not congruent")
 
@@ -180,7 +229,7 @@ class Layout:
         coordinate tuple whose leaves may be indices into the sub-shape they stand for. Strides that are ints
         give an offset; ScaledBasis strides give a coordinate tuple."""
         terms = []
-        _accumulate(from_python(coord), self._shape, self._stride, terms)
+        _accumulate(_canonical(coord), self._shape, self._stride, terms)
         return _sum_terms(terms)
 
     def with_shape(self, shape: IntTupleLike) -> "Layout":
@@ -206,9 +255,10 @@ class Layout:
             depth += {"(": 1, ")": -1}.get(char, 0)
             if char == ":" and depth == 0:
                 try:
-                    return Layout(ast.literal_eval(text[:at].strip()), ast.literal_eval(text[at + 1:].strip()))
-                except (ValueError, SyntaxError) as error:
-                    raise LayoutError(f"cute.Layout.parse: {text!r} is not 'shape:stride' of ints") from error
+                    return Layout(parse_int_tuple(text[:at]), parse_int_tuple(text[at + 1:]))
+                except LayoutError as error:
+                    raise LayoutError(f"cute.Layout.parse: {text!r} is not 'shape:stride' of ints and "
+                                      f"bases ({error})") from error
         raise LayoutError(f"cute.Layout.parse: {text!r} has no ':' between shape and stride")
 
     @staticmethod
@@ -246,6 +296,43 @@ class Layout:
             return list(image) if _is_tuple(image) else [image]
 
         return TileLangLayout(shape, forward)
+
+
+def parse_int_tuple(text: str) -> Any:
+    """The inverse of an IntTuple's text: ints, bases `v@m0@m1` (innermost axis first) and nested tuples."""
+    tokens = re.findall(r"\(|\)|,|[^(),\s]+", text)
+    position = 0
+
+    def atom(token: str) -> Any:
+        try:
+            parts = [int(p) for p in token.split("@")]
+        except ValueError as error:
+            raise LayoutError(f"cute: {token!r} in {text!r} is not an int or a basis v@m") from error
+        return parts[0] if len(parts) == 1 else ScaledBasis(parts[0], tuple(reversed(parts[1:])))
+
+    def value() -> Any:
+        nonlocal position
+        if position >= len(tokens):
+            raise LayoutError(f"cute: {text!r} ends early")
+        token = tokens[position]
+        position += 1
+        if token != "(":
+            if token in (")", ","):
+                raise LayoutError(f"cute: unexpected {token!r} in {text!r}")
+            return atom(token)
+        items = [value()]
+        while position < len(tokens) and tokens[position] == ",":
+            position += 1
+            items.append(value())
+        if position >= len(tokens) or tokens[position] != ")":
+            raise LayoutError(f"cute: {text!r} has an unclosed '('")
+        position += 1
+        return tuple(items)
+
+    result = value()
+    if position != len(tokens):
+        raise LayoutError(f"cute: {text!r} has text after its IntTuple")
+    return result
 
 
 def _text(t: Any) -> str:
@@ -328,12 +415,12 @@ def _compact(shape: Any, acc: list, reverse: bool) -> Any:
 
 
 def make_column_major_layout(shape: IntTupleLike) -> Layout:
-    shape = from_python(shape)
+    shape = _canonical(shape)
     return Layout(shape, _compact(shape, [1], reverse=False))
 
 
 def make_row_major_layout(shape: IntTupleLike) -> Layout:
-    shape = from_python(shape)
+    shape = _canonical(shape)
     return Layout(shape, _compact(shape, [1], reverse=True))
 
 
@@ -342,7 +429,7 @@ def make_identity_layout(shape: IntTupleLike) -> Layout:
     def strides(s: Any, path: tuple) -> Any:
         return tuple(strides(x, path + (i,)) for i, x in enumerate(s)) if _is_tuple(s) else E(path)
 
-    shape = from_python(shape)
+    shape = _canonical(shape)
     return Layout(shape, strides(shape, ()) if _is_tuple(shape) else E(0))
 
 
@@ -378,10 +465,22 @@ def flatten(layout: Layout) -> Layout:
     return Layout(shape, stride) if len(shape) > 1 else Layout(shape[0], stride[0])
 
 
-def _modes(layout: Layout, what: str) -> list[tuple[int, int]]:
-    """The (extent, stride) leaves, static ints."""
-    return [(_static(s, what), _static(d, what))
+def _modes(layout: Layout, what: str, symbolic_strides: bool = False) -> list[tuple[int, Any]]:
+    """The (extent, stride) leaves, static ints; with `symbolic_strides`, a stride may be a PrimExpr."""
+    def stride(d: Any) -> Any:
+        return d if symbolic_strides and isinstance(d, PrimExpr) and not isinstance(d, tirx.IntImm) else \
+            _static(d, what)
+
+    return [(_static(s, what), stride(d))
             for s, d in zip(flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride))]
+
+
+def _provably_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    import tvm
+
+    return bool(tvm.sym.Analyzer().can_prove_equal(_expr(a), _expr(b)))
 
 
 def _of_modes(modes: list[tuple[int, int]]) -> Layout:
@@ -393,9 +492,15 @@ def _of_modes(modes: list[tuple[int, int]]) -> Layout:
 
 
 def cosize(layout: Layout) -> Any:
-    """One past the largest offset (int strides); the product of `coshape` for ScaledBasis strides."""
+    """1 + sum((extent - 1) * |stride|) over the modes (CuTe's, a run-time stride's |stride| as `abs`); the
+    product of `coshape` for ScaledBasis strides."""
     last = layout(size(layout) - 1)
-    return product(coshape(layout)) if _is_tuple(last) or isinstance(last, ScaledBasis) else last + 1
+    if _is_tuple(last) or isinstance(last, ScaledBasis):
+        return product(coshape(layout))
+    total: Any = 1
+    for extent, stride in zip(flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride)):
+        total = total + (extent - 1) * (abs(stride) if isinstance(stride, int) else tirx.abs(_expr(stride)))
+    return total
 
 
 def coshape(layout: Layout) -> Any:
@@ -414,12 +519,12 @@ def coalesce(layout: Layout, max_extent: int | None = None) -> Layout:
     """The same function with the fewest modes: unit modes dropped, mode k+1 merged into mode k where
     stride[k+1] == extent[k] * stride[k]. `max_extent` caps a merged mode's extent."""
     merged: list[tuple[int, int]] = []
-    for s, d in _modes(layout, "coalesce"):
+    for s, d in _modes(layout, "coalesce", symbolic_strides=True):  # run-time strides merge where provable
         if s == 1:
             continue
         if merged:
             ps, pd = merged[-1]
-            if d == ps * pd and (max_extent is None or ps * s <= max_extent):
+            if _provably_equal(d, ps * pd) and (max_extent is None or ps * s <= max_extent):
                 merged[-1] = (ps * s, pd)
                 continue
         merged.append((s, d))
@@ -428,7 +533,8 @@ def coalesce(layout: Layout, max_extent: int | None = None) -> Layout:
 
 def filter(layout: Layout) -> Layout:  # noqa: A001 - CuTe's name
     """`coalesce` after dropping the modes of stride 0 (broadcasts) and of extent 1."""
-    return coalesce(_of_modes([(s, d) for s, d in _modes(layout, "filter") if d != 0 and s != 1]))
+    return coalesce(_of_modes([(s, d) for s, d in _modes(layout, "filter", symbolic_strides=True)
+                               if not (isinstance(d, int) and d == 0) and s != 1]))
 
 
 def composition(lhs: Layout, rhs: Any) -> Layout:
@@ -648,12 +754,13 @@ def _ffi_node(name: str) -> type:
 
 
 IntTuple = _ffi_node("IntTuple")
+IntTuple.parse = staticmethod(parse_int_tuple)  # upstream's IntTuple.parse(str(t)): the plain value
 IntTupleConst = _ffi_node("IntTupleConst")
 IntTuplePrimExpr = _ffi_node("IntTuplePrimExpr")
 IntTupleScaledBasis = _ffi_node("IntTupleScaledBasis")
 IntTupleTuple = _ffi_node("IntTupleTuple")
 
-__all__ = ["ComposedLayout", "E", "IntTuple", "IntTupleConst", "IntTuplePrimExpr", "IntTupleScaledBasis",
+__all__ = ["ArithmeticTuple", "ComposedLayout", "E", "IntTuple", "IntTupleConst", "IntTuplePrimExpr", "IntTupleScaledBasis",
            "IntTupleTuple", "Layout", "ScaledBasis", "Swizzle", "blocked_product", "coalesce", "compatible",
            "complement", "composition", "congruent", "coshape", "cosize", "filter", "flatten", "flatten_to_tuple",
            "from_python", "left_inverse", "logical_divide", "logical_product", "make_column_major_layout",

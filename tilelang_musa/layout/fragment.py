@@ -107,7 +107,7 @@ class Fragment(Layout):
         return self.num_threads
 
     def get_forward_thread(self) -> Expr:
-        return self.forward_thread
+        return self._to_placeholders(self.forward_thread)
 
     # ---- applying ----------------------------------------------------------------------------------------------------
     def thread(self, indices: Sequence[Any], rep: Any = 0, analyzer: tvm.sym.Analyzer | None = None) -> Expr:

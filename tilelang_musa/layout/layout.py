@@ -31,7 +31,7 @@ from ..errors import TileLangError
 from . import _inverse
 from ._reuse import reuse_fields
 from ._expr import (Expr, IntImm, Var, all_const, all_distinct, analyzer_for, as_expr, bounds, const_int, evaluate,
-                    fold_bitwise, grid, make_vars, open_grid, simplify, substitute)
+                    fold_bitwise, grid, input_placeholders, make_vars, open_grid, simplify, substitute)
 
 
 class LayoutError(TileLangError, ValueError):
@@ -140,18 +140,23 @@ class Layout(Object):
     def get_output_shape(self) -> list[int | Expr]:
         return self.output_shape
 
+    # Upstream's accessors speak of shared input placeholders (_expr.input_placeholders): the same Vars in every
+    # layout, so two layouts' indices compare (`can_prove_equal(a.get_linearized_forward_index(), b...)`).
+    def _to_placeholders(self, expr: Expr) -> Expr:
+        return substitute(expr, dict(zip(self.forward_vars, input_placeholders(len(self.forward_vars)))))
+
     def get_forward_vars(self) -> list[Var]:
-        return list(self.forward_vars)
+        return input_placeholders(len(self.forward_vars))
 
     def get_forward_index(self) -> list[Expr]:
-        return list(self.forward_index)
+        return [self._to_placeholders(e) for e in self.forward_index]
 
     def get_linearized_forward_index(self) -> Expr:
         """The output index as one row-major offset into the output shape (a 1-d layout's index as it is)."""
         offset: Any = 0
         for index, extent in zip(self.forward_index, self.output_shape):
             offset = offset * extent + index
-        return simplify(offset, dict(zip(self.forward_vars, self.input_size)))
+        return self._to_placeholders(simplify(offset, dict(zip(self.forward_vars, self.input_size))))
 
     # ---- applying ------------------------------------------------------------------------------------------------
     def map(self, indices: Sequence[Any], analyzer: tvm.sym.Analyzer | None = None) -> list[Expr]:

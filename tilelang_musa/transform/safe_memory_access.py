@@ -76,7 +76,9 @@ class _Guarder:
                 stmts.append(mutator.mutate(stmt))
                 if (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tvm.ir.Call)
                         and isinstance(stmt.value.op, tvm.ir.Op) and str(stmt.value.op.name) == "tirx.assume"):
-                    scopes.enter_context(self.ana.constraint_scope(stmt.value.args[0]))
+                    # simplified first: the analyzer learns little from `min(j + 233, tid + 2) < M` as written,
+                    # but `tid + 2 < M` bounds tid once the loop ranges have folded the min
+                    scopes.enter_context(self.ana.constraint_scope(self.ana.simplify(stmt.value.args[0])))
         return tirx.SeqStmt(stmts)
 
     # -- guards

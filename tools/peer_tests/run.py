@@ -44,13 +44,18 @@ if not hasattr(torch, "musa"):
         get_device_properties=lambda *a: _Props(), current_stream=lambda *a: None,
         stream=lambda *a, **k: __import__("contextlib").nullcontext(), Stream=lambda *a, **k: None,
         default_stream=lambda *a: None,
+        # Free and total device memory: free is what the harness lets one test's tensors take in the simulator
+        # (TL_PEER_DEVICE_FREE_MIB, default 256), so a test that sizes its tensors from it stays small or skips as
+        # on a small GPU (language_int64's 512 MiB-floor fill would take hours on CPU threads).
+        mem_get_info=lambda *a: (int(os.environ.get("TL_PEER_DEVICE_FREE_MIB", "256")) << 20, _Props.total_memory),
         Event=lambda *a, **k: types.SimpleNamespace(record=lambda *a: None, synchronize=lambda: None,
                                                      elapsed_time=lambda other: 1.0),
     )
 
 # The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
 for _name in ("Stream", "stream", "default_stream", "current_stream", "synchronize", "current_device",
-              "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache"):
+              "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache",
+              "mem_get_info"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
 torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
 # torch.random.fork_rng(devices=range(torch.cuda.device_count())) saves and restores each device's generator. The
