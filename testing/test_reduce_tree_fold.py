@@ -113,3 +113,13 @@ def test_tree_folded_reductions_match_torch(arch, kind, dim, clear):
     if not clear:
         expected = COMBINE[kind](init, expected)
     assert torch.equal(o, expected)  # max / min pick an element: exact
+
+
+def test_a_fold_whose_slots_need_the_thread_range_is_a_tree_too():
+    """FlashAttention's row max on mp_22 (64 x 32 scores from a warp MMA, 128 threads): which partial a slot folds
+    into is a constant only given the thread's range [0, 128); the fold is still one tree statement a result."""
+    from test_flash_attention import program
+
+    prog = program(dim=64, layout="bhsd", block_M=64, block_N=32, num_stages=1, threads=128)
+    source = tilelang.compile(prog, target="musa -arch=mp_22").get_kernel_source()
+    assert "scores_max_partial[0] = tl::max(scores_max_partial[0], tl::max(acc_s[0], acc_s[1]));" in source

@@ -234,7 +234,7 @@ class Reduce(TileOp):
         if absolute:
             value = tirx.abs(value)
         target = dst_layout.index(ys)
-        fold_loop = self._tree_fold(thread, s, int(src_layout.local_size), value, target, partial)
+        fold_loop = self._tree_fold(args, s, int(src_layout.local_size), value, target, partial)
         if fold_loop is None:
             fold = tirx.BufferStore(partial, self.combine(partial[target], value), [target])
             fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
@@ -245,7 +245,7 @@ class Reduce(TileOp):
             fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
         return fold_loop
 
-    def _tree_fold(self, thread, s, slots: int, value, target, partial) -> Any:
+    def _tree_fold(self, args: LowerArgs, s, slots: int, value, target, partial) -> Any:
         """max / min / absmax: each partial folds its slots as a balanced pairwise tree, one statement a result
         (`p = max(p, max(max(x0, x1), max(x2, x3)))`), so the thread's dependent chain is log2(slots) deep instead
         of `slots`. These combines pick one of their operands, so the order does not change the result, but for
@@ -256,6 +256,8 @@ class Reduce(TileOp):
         if self.kind not in TREE_FOLD_KINDS or slots < 2:
             return None
         analyzer = tvm.sym.Analyzer()
+        if isinstance(args.thread_var, tvm.ir.expr.Var) and args.num_threads:  # a target may need the thread range
+            analyzer.bind(args.thread_var, tvm.ir.Range(0, args.num_threads))
         by_target: dict[int, list] = {}
         for slot in range(slots):
             at = {s: tirx.const(slot, "int32")}
