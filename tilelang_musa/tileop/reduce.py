@@ -252,7 +252,7 @@ class Reduce(TileOp):
         which of two equal zeros of opposite sign, or which operand next to a NaN, `tl::max` / `tl::min` return
         (the NaN-propagating functors are order-free but for NaN payloads). Sums keep the serial order (rounding;
         upstream's fold is serial too), as do the bitwise kinds. None when the slot a value folds into depends on
-        the thread (the serial loop then)."""
+        the thread even given its range (the serial loop then)."""
         if self.kind not in TREE_FOLD_KINDS or slots < 2:
             return None
         analyzer = tvm.sym.Analyzer()
