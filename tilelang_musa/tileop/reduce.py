@@ -27,6 +27,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
+from ..ir.utils import substitute
 from ..layout import LayoutError, reduce_fragment, reduce_threads
 from ..layout.fragment_reduce import holder_ranges, widen_to_aligned_spans
 from .base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
@@ -46,6 +47,7 @@ KINDS = {
 }
 BITWISE_KINDS = ("bitand", "bitor", "bitxor")
 NAN_FUNCTORS = {"max": "tl::MaxOpNan", "absmax": "tl::MaxOpNan", "min": "tl::MinOpNan"}
+TREE_FOLD_KINDS = ("max", "min", "absmax")  # a thread's own elements fold as a pairwise tree (Reduce._tree_fold)
 
 
 def _identity(kind: str, dtype: str) -> Any:
@@ -232,14 +234,47 @@ class Reduce(TileOp):
         if absolute:
             value = tirx.abs(value)
         target = dst_layout.index(ys)
-        fold = tirx.BufferStore(partial, self.combine(partial[target], value), [target])
-        fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
+        fold_loop = self._tree_fold(args, s, int(src_layout.local_size), value, target, partial)
+        if fold_loop is None:
+            fold = tirx.BufferStore(partial, self.combine(partial[target], value), [target])
+            fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
         if holders is not None:  # widened groups: their extra members must hold the identity
             held = [tirx.And(lo <= thread, thread < hi) if lo else thread < hi for lo, hi in holders]
             fold_loop = tirx.IfThenElse(functools.reduce(tirx.Or, held), fold_loop, None)
         elif int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
             fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
         return fold_loop
+
+    def _tree_fold(self, args: LowerArgs, s, slots: int, value, target, partial) -> Any:
+        """max / min / absmax: each partial folds its slots as a balanced pairwise tree, one statement a result
+        (`p = max(p, max(max(x0, x1), max(x2, x3)))`), so the thread's dependent chain is log2(slots) deep instead
+        of `slots`. These combines pick one of their operands, so the order does not change the result, but for
+        which of two equal zeros of opposite sign, or which operand next to a NaN, `tl::max` / `tl::min` return
+        (the NaN-propagating functors are order-free but for NaN payloads). Sums keep the serial order (rounding;
+        upstream's fold is serial too), as do the bitwise kinds. None when the slot a value folds into depends on
+        the thread even given its range (the serial loop then)."""
+        if self.kind not in TREE_FOLD_KINDS or slots < 2:
+            return None
+        analyzer = tvm.sym.Analyzer()
+        if isinstance(args.thread_var, tvm.ir.expr.Var) and args.num_threads:  # a target may need the thread range
+            analyzer.bind(args.thread_var, tvm.ir.Range(0, args.num_threads))
+        by_target: dict[int, list] = {}
+        for slot in range(slots):
+            at = {s: tirx.const(slot, "int32")}
+            slot_target = analyzer.simplify(substitute(target, at))
+            if not isinstance(slot_target, tirx.IntImm):
+                return None
+            by_target.setdefault(int(slot_target), []).append(analyzer.simplify(substitute(value, at)))
+
+        def tree(values: list) -> Any:
+            if len(values) == 1:
+                return values[0]
+            half = (len(values) + 1) // 2
+            return self.combine(tree(values[:half]), tree(values[half:]))
+
+        folds = [tirx.BufferStore(partial, self.combine(partial[t], tree(values)), [tirx.const(t, "int32")])
+                 for t, values in sorted(by_target.items())]
+        return folds[0] if len(folds) == 1 else tirx.SeqStmt(folds)
 
     def _plan_combine(self, args: LowerArgs, splits, local_size: int, warp: int, stmts: list) -> tuple:
         """How many results combine at once (`batch`) and the shared buffer of the exchange across warps (or None),
