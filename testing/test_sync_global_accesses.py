@@ -124,3 +124,22 @@ def test_a_row_picked_at_run_time_after_a_constant_row_still_gets_a_barrier():
     first = tirx.BufferStore(Out, tirx.const(0.0, "float32"), [tirx.const(0, "int32"), tx])
     second = tirx.BufferStore(Out, tirx.const(1.0, "float32"), [r, tx])
     tvm.ir.assert_structural_equal(run(tirx.SeqStmt([first, second])), tirx.SeqStmt([first, sync(), second]))
+
+
+def test_a_sequence_whose_statements_share_no_written_tensor_is_kept_as_it_is():
+    # the tensor-level precheck: no statement reaches a tensor an earlier one wrote, so no index is compared and
+    # the sequence comes back as the same object
+    A, B, C, tx = Tb.buffer([512], "float32"), Tb.buffer([512], "float32"), Tb.buffer([512], "float32"), Var("tx",
+                                                                                                         "int32")
+    before = tirx.SeqStmt([tirx.BufferStore(B, A[tx * 2], [tx * 2]), tirx.BufferStore(C, A[tx], [tx])])
+    assert run(before).same_as(before)
+
+
+def test_a_write_after_a_read_past_a_barrier_needs_none_but_one_before_it_gets_one():
+    # the precheck follows the barriers: tensors read before one are forgotten after it
+    A, B, tx = Tb.buffer([512], "float32"), Tb.buffer([512], "float32"), Var("tx", "int32")
+    read = tirx.BufferStore(B, A[tx + 1], [tx])
+    write = tirx.BufferStore(A, tirx.const(0.0, "float32"), [tx])
+    apart = tirx.SeqStmt([read, sync(), write])
+    assert run(apart).same_as(apart)
+    tvm.ir.assert_structural_equal(run(tirx.SeqStmt([read, write])), tirx.SeqStmt([read, sync(), write]))

@@ -45,9 +45,18 @@ def _constructor_fields(cls: type) -> tuple[str, ...] | None:
     return _PARAMS[cls]
 
 
+_IS_STATEMENT: dict[type, bool] = {}  # isinstance(x, tirx.Stmt) by x's class: Stmt is an ABC, each check ~1 us
+
+
 def keep_span(old: Any, new: Any) -> Any:
     """`new` (what a pass made of statement `old`) with `old`'s span, if `new` is a statement without one."""
-    if new is old or not isinstance(new, tirx.Stmt) or new.span is not None:
+    if new is old:
+        return new
+    kind = type(new)
+    is_statement = _IS_STATEMENT.get(kind)
+    if is_statement is None:
+        is_statement = _IS_STATEMENT[kind] = isinstance(new, tirx.Stmt)
+    if not is_statement or new.span is not None:
         return new
     span = getattr(old, "span", None)
     if span is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import tvm
@@ -12,6 +13,12 @@ from .base import TileOp
 
 _CLASSES: dict[str, type[TileOp]] = {}
 _OPAQUE = 3  # CallEffectKind::kOpaque: passes must neither move nor drop a tile op
+# Recently parsed calls: handle -> (the call, its op). A lowering's passes parse the same unchanged call again and
+# again (StageGemmOperands, the gemm groups, LayoutInference, LowerTileOp...), ~50 parses of a GEMM. An op is a
+# frozen dataclass built from the call alone, so one call's op serves every pass. The entry keeps the call alive:
+# its handle cannot name another object while it is here.
+_PARSED: OrderedDict[int, tuple[Any, TileOp]] = OrderedDict()
+_PARSED_KEPT = 1024
 
 
 def register_tile_op(cls: type[TileOp]) -> type[TileOp]:
@@ -38,7 +45,16 @@ def is_tile_op(call: Any) -> bool:
 
 
 def parse_tile_op(call: tvm.ir.Call) -> TileOp:
-    return _CLASSES[str(call.op.name)].from_call(call)
+    handle = call.__chandle__()
+    hit = _PARSED.get(handle)
+    if hit is not None and hit[0].same_as(call):
+        _PARSED.move_to_end(handle)
+        return hit[1]
+    op = _CLASSES[str(call.op.name)].from_call(call)
+    _PARSED[handle] = (call, op)
+    if len(_PARSED) > _PARSED_KEPT:
+        _PARSED.popitem(last=False)
+    return op
 
 
 def emit_tile_op(name: str, args: list[Any], attrs: dict[str, Any]) -> None:

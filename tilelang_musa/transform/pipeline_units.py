@@ -23,7 +23,7 @@ from ..ir.attrs import PIPELINE_GROUP
 from ..ir.utils import is_buffer, loc_of, substitute
 from ..tileop import Copy
 from ..tileop.region import TensorRegion
-from ..tileop.registry import is_tile_op
+from ..tileop.registry import is_tile_op, parse_tile_op
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 GEMM_OP = "tl.tileop.gemm"
@@ -54,7 +54,7 @@ class Unit:
             if not (isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op)
                     and str(call.op.name) == Copy.op_name):
                 return None
-            out.append(Copy.from_call(call))
+            out.append(parse_tile_op(call))  # (a Copy: its op is Copy.op_name)
         return out
 
     def is_global_to_shared_copy(self) -> bool:

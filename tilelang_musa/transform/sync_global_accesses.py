@@ -95,6 +95,27 @@ def _depends(buffer: Any, earlier: list, later: list) -> bool:
     return not all(_apart(a, b) for a in earlier for b in later)
 
 
+def _may_clash(seq: Any) -> bool:
+    """Whether some statement of `seq` touches a global tensor that an earlier one wrote (or writes one an earlier
+    one read) since the last barrier: the tensors alone, before any index is compared. Where none does, on_seq
+    would place no barrier (a barrier it places only clears what follows), so the index analysis is skipped."""
+    written: set = set()
+    read: set = set()
+    for stmt in seq:
+        if _is_barrier(stmt):
+            written.clear(), read.clear()
+            continue
+        reads, writes = set(), set()
+        for access in collect_accesses(stmt):
+            if scope_of(access.buffer) == "global":
+                (writes if access.is_store else reads).add(access.buffer)
+        if (reads | writes) & written or writes & read:
+            return True
+        written |= writes
+        read |= reads
+    return False
+
+
 def sync_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
     thread_vars: set = set()
     thread_ranges: dict = {}  # threadIdx variable -> its extent
@@ -127,6 +148,8 @@ def sync_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     def on_seq(node, mutator):
         node = mutator.default_mutate(node)
+        if not _may_clash(node.seq):
+            return node
         out = []
         written: dict = {}  # global tensor -> index tuples written since the last barrier
         read: dict = {}  # ... and read

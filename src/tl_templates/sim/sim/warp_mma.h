@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -94,25 +95,49 @@ inline WarpMmaTables BuildTables(const WarpMmaForm& f, uint32_t lanes) {
   return t;
 }
 
+/*! \brief A form's tables with the fields that identify the form. Immutable once published. */
+struct WarpMmaTablesEntry {
+  FragmentMap a_map, b_map, c_map;
+  uint32_t m, n, k, lanes;
+  Elem a, b;
+  WarpMmaTables tables;
+
+  bool Describes(const WarpMmaForm& f, uint32_t lanes_) const {
+    return a_map == f.a_map && b_map == f.b_map && c_map == f.c_map && m == f.m && n == f.n && k == f.k &&
+           lanes == lanes_ && a == f.types.a && b == f.types.b;
+  }
+};
+
 /*!
  * \brief The tables of form `f`, built on first use and kept for the process (shared by the workers: the library's
  *        thread_local storage is shared memory, poisoned per block, shared_memory.h).
+ *
+ * Every warp MMA looks its form up (65,536 times a call of mp_22's README GEMM), so the lookup takes no lock: an
+ * entry is built under the mutex, then published by a release store of its pointer into the next free slot, and
+ * readers scan the published slots with acquire loads. Entries are never changed or freed. A kernel uses a handful
+ * of forms; past kSlots of them, the rest are found under the mutex.
  */
 inline const WarpMmaTables& TablesFor(const WarpMmaForm& f, uint32_t lanes) {
-  struct Entry {
-    FragmentMap a_map, b_map, c_map;
-    uint32_t m, n, k, lanes;
-    Elem a, b;
-    WarpMmaTables tables;
-  };
+  static constexpr int kSlots = 32;
+  static std::atomic<const WarpMmaTablesEntry*> published[kSlots];  // zero-initialized: static storage
+  static std::atomic<int> count{0};
   static std::mutex mutex;
-  static std::deque<Entry> known;  // a kernel uses a handful of forms; a deque keeps references valid
+  static std::deque<WarpMmaTablesEntry> known;  // owns every entry; a deque keeps references valid
+  const int seen = count.load(std::memory_order_acquire);
+  for (int i = 0; i < seen; ++i) {
+    const WarpMmaTablesEntry* e = published[i].load(std::memory_order_acquire);
+    if (e->Describes(f, lanes)) return e->tables;
+  }
   std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : known)
-    if (e.a_map == f.a_map && e.b_map == f.b_map && e.c_map == f.c_map && e.m == f.m && e.n == f.n && e.k == f.k &&
-        e.lanes == lanes && e.a == f.types.a && e.b == f.types.b)
-      return e.tables;
-  known.push_back(Entry{f.a_map, f.b_map, f.c_map, f.m, f.n, f.k, lanes, f.types.a, f.types.b, BuildTables(f, lanes)});
+  for (const WarpMmaTablesEntry& e : known)  // built by another worker since, or beyond the published slots
+    if (e.Describes(f, lanes)) return e.tables;
+  known.push_back(WarpMmaTablesEntry{f.a_map, f.b_map, f.c_map, f.m, f.n, f.k, lanes, f.types.a, f.types.b,
+                                     BuildTables(f, lanes)});
+  const int slot = count.load(std::memory_order_relaxed);  // only the mutex holder publishes
+  if (slot < kSlots) {
+    published[slot].store(&known.back(), std::memory_order_release);
+    count.store(slot + 1, std::memory_order_release);
+  }
   return known.back().tables;
 }
 
