@@ -6,8 +6,12 @@ as generated kernels do."""
 from __future__ import annotations
 
 import ctypes
+import fcntl
+import hashlib
+import os
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 from tilelang_musa.jit.toolchains import BuildRequest, SimToolchain
 from tilelang_musa.target import ARCHS
@@ -30,6 +34,28 @@ def sim_compile_command(source: Path, output: Path, arch: int, extra: tuple[str,
     """The simulator backend's compile command for one `.mu` file; `arch` is __MUSA_ARCH__ (220, 310, ...)."""
     info = next(a for a in ARCHS.values() if a.musa_arch == arch)
     return SimToolchain().command(BuildRequest(Path(source), Path(output), info, extra_flags=tuple(extra)))
+
+
+def build_shared(directory: Path, name: str, command: Callable[[Path], list[str]]) -> tuple[Path | None, str]:
+    """Run `command(output)`, the build of one library, once per test session: `directory` is shared by the session's
+    processes (conftest.py's `session_dir`), so pytest-xdist's workers, whose module fixtures each ask for the same
+    kernels, build each once. The first to ask builds under a lock (flock beside the file) and renames the result
+    into place; the others wait for it and take that file. Builds are named by their command (less the output path),
+    so different flags or environments never share one. Returns (library, "") or (None, the compiler's stderr)."""
+    key = hashlib.sha256("\0".join(command(Path("OUTPUT"))).encode()).hexdigest()[:16]
+    directory.mkdir(parents=True, exist_ok=True)
+    output = directory / f"{name}_{key}.so"
+    with open(directory / f"{name}_{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if output.is_file():
+            return output, ""
+        partial = directory / f".{output.name}.{os.getpid()}"
+        proc = subprocess.run(command(partial), capture_output=True, text=True)
+        if proc.returncode != 0:
+            partial.unlink(missing_ok=True)
+            return None, proc.stderr
+        os.replace(partial, output)
+        return output, ""
 
 
 class SimLibrary:

@@ -19,7 +19,7 @@ import pytest
 
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
 
-from sim_build import SimLibrary, sim_compile_command  # noqa: E402
+from sim_build import SimLibrary, build_shared, sim_compile_command  # noqa: E402
 
 LAUNCH_FAILURE = 719
 ILLEGAL_INSTRUCTION = 715
@@ -28,17 +28,17 @@ ENCODE_ERROR = 1000  # call_* return 1000 + the encoder's MUresult
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sim_async")
+def build(session_dir):
+    """build(name, arch) -> SimLibrary, built once per test session (sim_build.build_shared)."""
     cache: dict[tuple, SimLibrary] = {}
 
     def _build(name: str, arch: int = 310) -> SimLibrary:
         if (name, arch) not in cache:
             source = KERNELS / f"{name}.mu"
-            output = root / f"{name}_{arch}.so"
-            proc = subprocess.run(sim_compile_command(source, output, arch), capture_output=True, text=True)
-            if proc.returncode != 0:
-                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{proc.stderr}")
+            output, stderr = build_shared(session_dir / "sim_kernels", f"{name}_{arch}",
+                                          lambda out: sim_compile_command(source, out, arch))
+            if output is None:
+                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{stderr}")
             cache[(name, arch)] = SimLibrary(output, source)
         return cache[(name, arch)]
 

@@ -22,7 +22,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from conftest import rand
-from sim_build import SimLibrary, sim_compile_command
+from sim_build import SimLibrary, build_shared, sim_compile_command
 from tilelang_musa.launcher import KernelLaunchError
 
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
@@ -37,23 +37,23 @@ def ptr(array: np.ndarray) -> ctypes.c_void_p:
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    """Build a `.mu` of sim_kernels/ for an arch, linked to the runtime or (self_contained) not."""
-    root = tmp_path_factory.mktemp("exec_modes")
+def build(session_dir):
+    """Build a `.mu` of sim_kernels/ for an arch, linked to the runtime or (self_contained) not; once per test
+    session (sim_build.build_shared)."""
     built: dict[tuple, SimLibrary] = {}
 
     def _build(name: str = "exec_modes", arch: int = 310, self_contained: bool = False) -> SimLibrary:
         key = (name, arch, self_contained)
         if key not in built:
             source = KERNELS / f"{name}.mu"
-            output = root / f"{name}_{arch}_{'own' if self_contained else 'linked'}.so"
             with pytest.MonkeyPatch.context() as mp:
                 if self_contained:
                     mp.setenv("TILELANG_SIM_NO_RUNTIME", "1")
-                cmd = sim_compile_command(source, output, arch)
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{proc.stderr}")
+                output, stderr = build_shared(session_dir / "sim_kernels",
+                                              f"{name}_{arch}_{'own' if self_contained else 'linked'}",
+                                              lambda out: sim_compile_command(source, out, arch))
+            if output is None:
+                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{stderr}")
             built[key] = SimLibrary(output, source)
         return built[key]
 

@@ -29,20 +29,21 @@ LAUNCH_FAILURE = 719
 
 from sim_build import SimLibrary as Kernel  # noqa: E402
 from tilelang_musa.jit.toolchains import SIM_FAST_MATH_FLAGS  # noqa: E402
-from sim_build import sim_compile_command as compile_command  # noqa: E402
+from sim_build import build_shared, sim_compile_command as compile_command  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mma_kernels")
+def build(session_dir):
+    """build(name, arch) -> Kernel, built once per test session (sim_build.build_shared)."""
     cache: dict[tuple[str, int], Kernel] = {}
 
     def _build(name: str, arch: int) -> Kernel:
         if (name, arch) not in cache:
-            source, output = KERNELS / f"{name}.mu", root / f"{name}_{arch}.so"
-            proc = subprocess.run(compile_command(source, output, arch), capture_output=True, text=True)
-            if proc.returncode != 0:
-                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{proc.stderr}")
+            source = KERNELS / f"{name}.mu"
+            output, stderr = build_shared(session_dir / "sim_kernels", f"{name}_{arch}",
+                                          lambda out: compile_command(source, out, arch))
+            if output is None:
+                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{stderr}")
             cache[(name, arch)] = Kernel(output, source)
         return cache[(name, arch)]
 

@@ -22,7 +22,7 @@ import pytest
 
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
 
-from sim_build import SimLibrary, sim_compile_command  # noqa: E402
+from sim_build import SimLibrary, build_shared, sim_compile_command  # noqa: E402
 
 LAUNCH_FAILURE = 719
 INVALID_VALUE = 1
@@ -32,17 +32,17 @@ POISON32 = -1  # four 0xFF bytes, as an int32
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    root = tmp_path_factory.mktemp("runtime_checks")
+def build(session_dir):
+    """build(arch) -> SimLibrary, built once per test session (sim_build.build_shared)."""
     cache: dict[int, SimLibrary] = {}
 
     def _build(arch: int = 310) -> SimLibrary:
         if arch not in cache:
             source = KERNELS / "runtime_checks.mu"
-            output = root / f"runtime_checks_{arch}.so"
-            proc = subprocess.run(sim_compile_command(source, output, arch), capture_output=True, text=True)
-            if proc.returncode != 0:
-                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{proc.stderr}")
+            output, stderr = build_shared(session_dir / "sim_kernels", f"runtime_checks_{arch}",
+                                          lambda out: sim_compile_command(source, out, arch))
+            if output is None:
+                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{stderr}")
             cache[arch] = SimLibrary(output, source)
         return cache[arch]
 

@@ -118,3 +118,26 @@ def test_warp_reduce_butterfly_on_a_partial_warp(arch, monkeypatch):
     # The lanes whose round-16 partner does not exist combine all-one bits: -1 for bitor, NaN for the sum.
     assert x[32:].tolist() == [-1] * 16
     assert torch.isnan(s[32:]).all()
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_lanes_at_different_butterflies_are_a_divergent_collective(arch):
+    # Each butterfly is its own collective (its plan's address): lanes 0..15 sum while the others take the max, in
+    # one warp, so the last lane to arrive finds the other butterfly pending. One shuffle per round would pair them.
+    N = 32
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), S: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            if tx < 16:
+                S[tx] = T.warp_reduce_sum(A[tx])
+            else:
+                S[tx] = T.warp_reduce_max(A[tx])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::WarpReduce<tl::SumOp>" in source and "tl::WarpReduce<tl::MaxOp>" in source
+    with pytest.raises(RuntimeError, match=r"divergent collective: this thread reaches __shfl_xor_sync .* threads of "
+                                           r"warp 0 wait at __shfl_xor_sync"):
+        kernel(rand((N,), torch.float32, 15), poison((N,), torch.float32))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import subprocess
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -21,7 +20,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
 
-from sim_build import SimLibrary, sim_compile_command  # noqa: E402
+from sim_build import SimLibrary, build_shared, sim_compile_command  # noqa: E402
 
 POISON32 = 0xFFFFFFFF
 LAUNCH_FAILURE = 719
@@ -32,18 +31,18 @@ INVALID_DEVICE_FUNCTION = 98
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sim_kernels")
+def build(session_dir):
+    """build(name, arch, *flags) -> SimLibrary, built once per test session (sim_build.build_shared)."""
     cache: dict[tuple, SimLibrary] = {}
 
     def _build(name: str, arch: int = 310, *extra: str) -> SimLibrary:
         key = (name, arch, extra)
         if key not in cache:
             source = KERNELS / f"{name}.mu"
-            output = root / f"{name}_{arch}_{len(cache)}.so"
-            proc = subprocess.run(sim_compile_command(source, output, arch, extra), capture_output=True, text=True)
-            if proc.returncode != 0:
-                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{proc.stderr}")
+            output, stderr = build_shared(session_dir / "sim_kernels", f"{name}_{arch}",
+                                          lambda out: sim_compile_command(source, out, arch, extra))
+            if output is None:
+                pytest.fail(f"compiling {source.name} for arch {arch} failed:\n{stderr}")
             cache[key] = SimLibrary(output, source)
         return cache[key]
 

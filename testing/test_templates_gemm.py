@@ -68,29 +68,28 @@ def sqmma_instruction(M: int, N: int, GM: int, GN: int) -> str:
     return f"mp_31.sqmma.m{m}n{n}"
 
 
-from sim_build import sim_compile_command  # noqa: E402
+from sim_build import build_shared, sim_compile_command  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    """build(path) -> ctypes library. The first call starts every kernel file's build, two at a time."""
-    root = tmp_path_factory.mktemp("tpl_gemm_kernels")
+def build(session_dir):
+    """build(path) -> ctypes library. The first call starts every kernel file's build, two at a time; the session's
+    processes share the libraries (sim_build.build_shared: xdist's workers build each once)."""
     pool = ThreadPoolExecutor(max_workers=2)
     futures = {}
 
     def compile_one(path: str):
         name, arch = PATHS[path][:2]
-        output = root / f"{name}.so"
-        return output, subprocess.run(sim_compile_command(KERNELS / f"{name}.mu", output, arch), capture_output=True,
-                                      text=True)
+        return build_shared(session_dir / "sim_kernels", name,
+                            lambda output: sim_compile_command(KERNELS / f"{name}.mu", output, arch))
 
     def _build(path: str):
         if not futures:
             for p in CASES:
                 futures[p] = pool.submit(compile_one, p)
-        output, proc = futures[path].result()
-        if proc.returncode != 0:
-            pytest.fail(f"compiling {PATHS[path][0]}.mu failed:\n{proc.stderr[-6000:]}")
+        output, stderr = futures[path].result()
+        if output is None:
+            pytest.fail(f"compiling {PATHS[path][0]}.mu failed:\n{stderr[-6000:]}")
         lib = ctypes.CDLL(str(output))
         lib.get_last_error.restype = ctypes.c_char_p
         return lib

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sim_build import build_shared
 from test_templates_gemm import DTYPES, case_id, ptr, random_tile, sim_compile_command, sqmma_instruction
 from tilelang_musa.layout import make_gemm_accumulator_fragment
 from tilelang_musa.layout.swizzle import make_sqmma_swizzled_layout, make_xor_swizzle_layout, swizzle_alignment
@@ -61,12 +62,11 @@ def swizzled_image(layout, raw: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    output = tmp_path_factory.mktemp("tpl_gemm_swz") / "tpl_gemm_sqmma_swz.so"
-    proc = subprocess.run(sim_compile_command(KERNELS / "tpl_gemm_sqmma_swz.mu", output, ARCH), capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"compiling tpl_gemm_sqmma_swz.mu failed:\n{proc.stderr[-6000:]}")
+def lib(session_dir):
+    output, stderr = build_shared(session_dir / "sim_kernels", "tpl_gemm_sqmma_swz",
+                                  lambda out: sim_compile_command(KERNELS / "tpl_gemm_sqmma_swz.mu", out, ARCH))
+    if output is None:
+        pytest.fail(f"compiling tpl_gemm_sqmma_swz.mu failed:\n{stderr[-6000:]}")
     library = ctypes.CDLL(str(output))
     library.get_last_error.restype = ctypes.c_char_p
     return library

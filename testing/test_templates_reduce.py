@@ -1,8 +1,9 @@
 """Device templates for reductions, prefix sums and atomics (`src/tl_templates/musa/{reduce,scan,atomic}.h`),
 run in the CPU simulator through handwritten kernels (`testing/sim_kernels/tpl_*.mu`).
 
-Each kernel file is compiled once per module and arch with the simulator toolchain's command (g++ against
-`src/tl_templates/sim`), two builds at a time, and its host entry points are called through ctypes on numpy arrays.
+Each kernel file is compiled once per test session and arch with the simulator toolchain's command (g++ against
+`src/tl_templates/sim`), two builds at a time, shared by xdist's workers, and its host entry points are called
+through ctypes on numpy arrays.
 mp_22 (128-lane warps) exercises the shared-memory path that replaces shuffles with lane offsets of 32 and more.
 Inputs are fresh seeded random data and outputs start poisoned (all-one bits: NaN, or -1). Sums use integer-valued
 inputs small enough that every partial sum is exact in the element type, so results compare bit for bit whatever
@@ -28,29 +29,29 @@ KERNELS = Path(__file__).resolve().parent / "sim_kernels"
 ARCHS = (220, 310)
 KERNEL_FILES = ("tpl_reduce", "tpl_scan", "tpl_atomic")
 
-from sim_build import SimLibrary, sim_compile_command  # noqa: E402
+from sim_build import SimLibrary, build_shared, sim_compile_command  # noqa: E402
 
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    """build(name, arch) -> SimLibrary. The first call starts every (file, arch) build, two at a time."""
-    root = tmp_path_factory.mktemp("tpl_kernels")
+def build(session_dir):
+    """build(name, arch) -> SimLibrary. The first call starts every (file, arch) build, two at a time; the session's
+    processes share the libraries (sim_build.build_shared: xdist's workers build each once)."""
+    root = session_dir / "sim_kernels"
     pool = ThreadPoolExecutor(max_workers=2)
     futures = {}
 
-    def compile_one(name: str, arch: int) -> tuple[Path, subprocess.CompletedProcess]:
-        output = root / f"{name}_{arch}.so"
-        cmd = sim_compile_command(KERNELS / f"{name}.mu", output, arch)
-        return output, subprocess.run(cmd, capture_output=True, text=True)
+    def compile_one(name: str, arch: int) -> tuple[Path | None, str]:
+        return build_shared(root, f"{name}_{arch}",
+                            lambda output: sim_compile_command(KERNELS / f"{name}.mu", output, arch))
 
     def _build(name: str, arch: int) -> SimLibrary:
         if not futures:
             for key in [(n, a) for n in KERNEL_FILES for a in ARCHS]:
                 futures[key] = pool.submit(compile_one, *key)
-        output, proc = futures[(name, arch)].result()
-        if proc.returncode != 0:
-            pytest.fail(f"compiling {name}.mu for arch {arch} failed:\n{proc.stderr}")
+        output, stderr = futures[(name, arch)].result()
+        if output is None:
+            pytest.fail(f"compiling {name}.mu for arch {arch} failed:\n{stderr}")
         return SimLibrary(output)
 
     yield _build

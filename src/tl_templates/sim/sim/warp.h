@@ -161,15 +161,77 @@ uint64_t WarpMatch(const Collective& op, int kind, unsigned mask, T value, const
 /*!
  * \brief A butterfly of xor shuffles as ONE rendezvous of the warp (tl::AllReduce, tl::WarpReduce: reduce.h).
  *
- * Each lane hands over the address of its `kBatch` values; the last lane to arrive runs every round for every lane,
+ * Each lane hands over the address of its `batch` values; the last lane to arrive runs every round for every lane,
  * in the rounds' order: round by round, value b of each lane becomes op(own, partner's) with the partner chosen by
- * the xor rule of ExchangeShuffle (the round's offset, `kWidth`), and a partner that is not a member gives all-one
+ * the xor rule of ExchangeShuffle (the round's offset, `width`), and a partner that is not a member gives all-one
  * bits, as __shfl_xor_sync does. Op is the caller's functor, compiled in the kernel's library, and each lane's
  * operands and their order are those of its own shuffles, so every result is bit for bit what the round-by-round
  * shuffles give; the lanes pay one thread switch each instead of one per shuffle.
  *
- * Offsets run from kFirst, doubling while below kLimit (kAscending) or halving while above it.
+ * Offsets run from `first`, doubling while below `limit` (ascending) or halving while above it.
+ *
+ * A plan is a constant of the kernel's library, one per (Op, T, rounds): its address names the collective, so lanes
+ * of one warp at different butterflies are a divergent collective. The code is shared: one exchange per element
+ * size moves the values as bytes, and one small `combine` per (Op, T) applies Op to a round's lanes, so a library
+ * with many reductions compiles the exchange a few times, not once per butterfly.
  */
+struct XorButterflyPlan : Collective {
+  // own[i] = Op(own[i], partner[i]) for i < lanes (CombineLanes<Op, T>)
+  void (*combine)(unsigned char* own, const unsigned char* partner, uint32_t lanes);
+  int batch, first, limit;
+  bool ascending;
+  int width;
+
+  constexpr bool InRange(int offset) const { return ascending ? offset < limit : offset > limit; }
+  constexpr int Next(int offset) const { return ascending ? offset * 2 : offset / 2; }
+};
+
+/*! \brief own[i] = Op(own[i], partner[i]) for i < lanes, on values of T stored as bytes. */
+template <class Op, class T>
+void CombineLanes(unsigned char* own, const unsigned char* partner, uint32_t lanes) {
+  const Op op{};
+  for (uint32_t i = 0; i < lanes; ++i) {
+    T a, b;
+    std::memcpy(&a, own + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, partner + i * sizeof(T), sizeof(T));
+    const T c = op(a, b);
+    std::memcpy(own + i * sizeof(T), &c, sizeof(T));
+  }
+}
+
+/*! \brief The values a lane handed over (slot.in holds their address). */
+inline unsigned char* LaneValueBytes(BlockRunner& block, const Rendezvous& rv, uint32_t lane) {
+  return reinterpret_cast<unsigned char*>(static_cast<uintptr_t>(block.fiber(rv.base + lane).slot.in));
+}
+
+/*! \brief The exchange of every butterfly over values of kBytes bytes (the plan is the rendezvous' collective). */
+template <uint32_t kBytes>
+void ExchangeXorButterfly(BlockRunner& block, Rendezvous& rv) {
+  const XorButterflyPlan& plan = static_cast<const XorButterflyPlan&>(*rv.op);
+  // The members are the warp's lanes [0, lanes): RunXorButterfly passes the full mask.
+  const uint32_t lanes = block.GroupExtent(Group::kWarp, rv.group_index);
+  const uint32_t width = static_cast<uint32_t>(plan.width);
+  unsigned char cur[kWarpSize * kBytes], partner[kWarpSize * kBytes];
+  unsigned char absent[kBytes];  // what a shuffle reads from a lane outside the mask
+  std::memset(absent, 0xff, kBytes);
+  for (int b = 0; b < plan.batch; ++b) {
+    for (uint32_t lane = 0; lane < lanes; ++lane)
+      std::memcpy(cur + lane * kBytes, LaneValueBytes(block, rv, lane) + b * kBytes, kBytes);
+    for (int offset = plan.first; offset > 0 && plan.InRange(offset); offset = plan.Next(offset)) {
+      const uint32_t mask_bits = static_cast<uint32_t>(offset) & (kWarpSize - 1);
+      for (uint32_t lane = 0; lane < lanes; ++lane) {
+        const uint32_t segment_last = (lane & ~(width - 1)) + width - 1;
+        const uint32_t src = (lane ^ mask_bits) <= segment_last ? lane ^ mask_bits : lane;
+        std::memcpy(partner + lane * kBytes, rv.members.Test(src) ? cur + src * kBytes : absent, kBytes);
+      }
+      plan.combine(cur, partner, lanes);
+    }
+    for (uint32_t lane = 0; lane < lanes; ++lane)
+      std::memcpy(LaneValueBytes(block, rv, lane) + b * kBytes, cur + lane * kBytes, kBytes);
+  }
+}
+
+/*! \brief The plan of one butterfly: the exchange of T's size and Op's combine over T. */
 template <class Op, class T, int kBatch, int kFirst, int kLimit, bool kAscending, int kWidth>
 struct XorButterfly {
   static constexpr bool InRange(int offset) { return kAscending ? offset < kLimit : offset > kLimit; }
@@ -181,39 +243,35 @@ struct XorButterfly {
   }
   // A width __shfl_xor_sync would reject takes the round-by-round path, which fails with its message.
   static constexpr bool kModelled = kWidth > 0 && kWidth <= static_cast<int>(kWarpSize) &&
-                                    (kWidth & (kWidth - 1)) == 0 && kFirst > 0 && kBatch >= 1;
+                                    (kWidth & (kWidth - 1)) == 0 && kFirst > 0 && kBatch >= 1 &&
+                                    (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
 
-  static T* LaneValues(BlockRunner& block, const Rendezvous& rv, uint32_t lane) {
-    return reinterpret_cast<T*>(static_cast<uintptr_t>(block.fiber(rv.base + lane).slot.in));
-  }
-
-  static void Exchange(BlockRunner& block, Rendezvous& rv) {
-    static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
-                  "warp shuffles move trivially copyable values of at most 8 bytes");
-    const Op op{};
-    T absent;  // what a shuffle reads from a lane outside the mask
-    std::memset(static_cast<void*>(&absent), 0xff, sizeof(T));
-    T cur[kWarpSize], next[kWarpSize];
-    for (int b = 0; b < kBatch; ++b) {
-      rv.members.ForEach([&](uint32_t lane) { cur[lane] = LaneValues(block, rv, lane)[b]; });
-      for (int offset = kFirst; offset > 0 && InRange(offset); offset = Next(offset)) {
-        const uint32_t mask_bits = static_cast<uint32_t>(offset) & (kWarpSize - 1);
-        rv.members.ForEach([&](uint32_t lane) {
-          const uint32_t segment_last = (lane & ~(static_cast<uint32_t>(kWidth) - 1)) + kWidth - 1;
-          const uint32_t src = (lane ^ mask_bits) <= segment_last ? lane ^ mask_bits : lane;
-          next[lane] = op(cur[lane], rv.members.Test(src) ? cur[src] : absent);
-        });
-        rv.members.ForEach([&](uint32_t lane) { cur[lane] = next[lane]; });
-      }
-      rv.members.ForEach([&](uint32_t lane) { LaneValues(block, rv, lane)[b] = cur[lane]; });
-    }
-  }
-
-  static constexpr Collective kCollective{"__shfl_xor_sync", &Exchange};
+  static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
+                "warp shuffles move trivially copyable values of at most 8 bytes");
+  static constexpr XorButterflyPlan kPlan{{"__shfl_xor_sync", &ExchangeXorButterfly<sizeof(T)>},
+                                          &CombineLanes<Op, T>,
+                                          kBatch,
+                                          kFirst,
+                                          kLimit,
+                                          kAscending,
+                                          kWidth};
 };
 
+/*! \brief The calling lane joins the warp's rendezvous at `plan` with its values (RunXorButterfly, below). */
+inline bool RunXorButterflyPlan(const XorButterflyPlan& plan, void* values, const char* file, int line) {
+  BlockRunner& block = CurrentBlock("__shfl_xor_sync");
+  if (block.checked() || g_thread.profile != nullptr) return false;
+  const uint32_t warp = block.GroupIndex(Group::kWarp, block.current().linear);
+  CollectiveSlot in;
+  in.in = reinterpret_cast<uintptr_t>(values);
+  in.arg = plan.first;
+  in.width = plan.width;
+  block.Arrive(plan, Group::kWarp, WarpLanes(block, warp, 0xffffffffu), in, file, line);
+  return true;
+}
+
 /*!
- * \brief Run the butterfly of XorButterfly over the full warp mask on `values` (the calling lane's kBatch values),
+ * \brief Run the butterfly of XorButterflyPlan over the full warp mask on `values` (the calling lane's kBatch values),
  *        or return false and leave it to the caller's shuffles: in checked mode (whose seeded schedules, race
  *        detector and uninitialised-value checks see each shuffle as the device issues it) and when profiling
  *        (which counts each shuffle and meets the lanes' clocks at each).
@@ -224,15 +282,7 @@ bool RunXorButterfly(T* values, const char* file, int line) {
   if constexpr (!Butterfly::kModelled || Butterfly::Rounds() == 0) {
     return false;
   } else {
-    BlockRunner& block = CurrentBlock("__shfl_xor_sync");
-    if (block.checked() || g_thread.profile != nullptr) return false;
-    const uint32_t warp = block.GroupIndex(Group::kWarp, block.current().linear);
-    CollectiveSlot in;
-    in.in = reinterpret_cast<uintptr_t>(values);
-    in.arg = kFirst;
-    in.width = kWidth;
-    block.Arrive(Butterfly::kCollective, Group::kWarp, WarpLanes(block, warp, 0xffffffffu), in, file, line);
-    return true;
+    return RunXorButterflyPlan(Butterfly::kPlan, values, file, line);
   }
 }
 
