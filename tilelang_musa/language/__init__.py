@@ -66,7 +66,7 @@ from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
     thread_binding,
 )
-from .loop import Parallel, Pipelined, parallel, serial, unroll, vectorized
+from .loop import Parallel, Pipelined, While, parallel, serial, unroll, vectorized
 from .persistent import Persistent
 from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
@@ -131,7 +131,7 @@ __all__ = [
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
-    "use_swizzle", "Var", "vectorized", "view",
+    "use_swizzle", "Var", "vectorized", "view", "While",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
