@@ -103,6 +103,38 @@ def test_straddling_ramp_wraps_lane_by_lane():
         assert analyzer.can_prove_equal(got, want) or tvm.ir.structural_equal(got, want), (got, want)
 
 
+@T.prim_func
+def broadcast_negative_before(A: T.Buffer((1024,), "float32"), B: T.Buffer((4,), "float32")):
+    B[T.Ramp(0, 1, 4)] = A[T.Broadcast(-1, 4)]
+
+
+@T.prim_func
+def broadcast_negative_expected(A: T.Buffer((1024,), "float32"), B: T.Buffer((4,), "float32")):
+    B[T.Ramp(0, 1, 4)] = A[T.Broadcast(1023, 4)]
+
+
+def test_negative_broadcast_counts_from_the_end():
+    """Every lane of a broadcast reads one index: a negative one is the broadcast of `n + index` (upstream's
+    test_buffer_load_vector_index_negative_broadcast)."""
+    after = LegalizeNegativeIndex()(tvm.IRModule({"main": broadcast_negative_before}))["main"]
+    tvm.ir.assert_structural_equal(after.body, broadcast_negative_expected.body, map_free_vars=True)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_kernel_broadcasting_an_element_counted_from_the_end(arch):
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((4, 4), T.float32)):
+        with T.Kernel(1, threads=4):
+            t = T.get_thread_binding()
+            B[t, T.Ramp(0, 1, 4)] = A[T.Broadcast(-1 - t, 4)]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "tl::gather(A, tl::broadcast<int, 4>(63 - ((int)threadIdx.x)))" in kernel.get_kernel_source()
+    a, b = rand((64,), torch.float32, 17), poison((4, 4), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a[60:].flip(0)[:, None].expand(4, 4))
+
+
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
 def test_vector_load_and_store_across_zero(arch):
     @T.prim_func
