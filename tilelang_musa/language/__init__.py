@@ -43,7 +43,7 @@ from .vote import (
 from .pointer import alloc_global, make_tensor
 from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64, stg128, stg256, sts32, sts64, sts128
 from .tir import (
-    Broadcast, Let, PrimExpr, Ramp, Select, Var, address_of, assume, attr, call_extern, call_intrin, call_pure_extern, comm_reducer, evaluate, func_attr,
+    Broadcast, Let, PrimExpr, Ramp, Select, Shuffle, Var, address_of, assume, attr, call_extern, call_intrin, call_pure_extern, comm_reducer, evaluate, func_attr,
     extract_lane, grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
@@ -100,7 +100,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear er
 __all__ = [
     "align_up", "annotate_l2_hit_ratio",
     "__cos", "__exp", "__exp10", "__ffs", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
-    "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
+    "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "Shuffle", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",

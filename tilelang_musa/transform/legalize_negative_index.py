@@ -95,6 +95,9 @@ class _Legalizer:
             return tirx.Ramp(self.ana.simplify(ramp.base + extent), ramp.stride, ramp.lanes)
         if not self.only_ranged(ramp):  # a sign only the data decides (`A[idx * 8:idx * 8 + 8]`): left as written
             return None
+        wide = str(extent.ty.dtype) if isinstance(extent, tvm.ir.Expr) else None
+        if wide is not None and tvm.DataType(wide).bits > tvm.DataType(str(each[0].ty.dtype)).bits:
+            each = [self.ana.simplify(tirx.Cast(wide, lane)) for lane in each]  # lanes as wide as the dimension
         wrapped = []
         for lane in each:
             if self.ana.can_prove(lane < 0):
