@@ -168,7 +168,6 @@ WITHOUT_EFFECT = {
     K.TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS: "shared tiles are placed one after another by "
                                                 "PlanDynamicSharedMemory, which prints nothing",
     K.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: "shared tiles are never merged or reused by liveness yet",
-    K.TL_DISABLE_SHARED_MEMORY_REUSE: "shared tiles are never reused by liveness yet: each has its own region",
     K.TIR_MERGE_STATIC_SMEM: "T.alloc_shared tiles live in the one dynamic shared-memory arena by default; "
                              "tiles allocated with scope='shared' stay separate static arrays",
     K.TL_SIMPLIFY: "TileLang's Simplify pass is not in this pipeline; TVM's StmtSimplify runs with its defaults",
