@@ -192,7 +192,8 @@ def _kernel_inside_bindings(A: T.Tensor((128,), T.float32)):
 
 
 def _tile_op_before_bindings(A: T.Tensor((128,), T.float32)):
-    S = T.alloc_shared((128,), T.float32)
+    S = T.alloc_shared((128,), T.float32)  # allocated in the kernel that follows (test_alloc_before_kernel.py)
+    T.fill(S, 0)
     for tx in T.thread_binding(128, thread="threadIdx.x"):
         A[tx] = S[tx]
 
@@ -224,7 +225,7 @@ def _func_attr_owned_key(A: T.Tensor((128,), T.float32)):
     (_statement_in_branch, 'tx = T.launch_thread("threadIdx.x"', "as a statement must be at the top of the kernel"),
     (_y_before_x, 'ty = T.launch_thread("threadIdx.y"', "threadIdx.y is bound before threadIdx.x"),
     (_kernel_inside_bindings, "with T.Kernel(1", "T.Kernel inside T.thread_binding / T.launch_thread bindings"),
-    (_tile_op_before_bindings, "S = T.alloc_shared", "`T.alloc_shared` must be used inside `with T.Kernel(...)`"),
+    (_tile_op_before_bindings, "T.fill(S, 0)", "`T.fill` must be used inside `with T.Kernel(...)`"),
     (_unroll_bad_step, "T.unroll(0, 16, step=0)", "T.unroll: step 0 must be a positive compile-time int"),
     (_min_blocks_outside_kernel, "T.annotate_min_blocks_per_sm(2)", "`T.annotate_min_blocks_per_sm` must be used"),
     (_func_attr_owned_key, "T.func_attr(", "`tl.size_params` is set by the compiler"),

@@ -55,6 +55,9 @@ class CompileOptions:
     enable_async_copy: bool = _flag(K.TL_ENABLE_ASYNC_COPY, "pipelined loads may be asynchronous copies",
                                     default=True)
     disable_vectorize: bool = _flag(K.TIR_DISABLE_VECTORIZE, "no loop is vectorized")
+    disable_shared_memory_reuse: bool = _flag(K.TL_DISABLE_SHARED_MEMORY_REUSE,
+                                              "every shared tile has its own bytes of the arena, even where the "
+                                              "lifetimes of two tiles do not overlap")
     # Device compiler.
     enable_fast_math: bool = _flag(K.TL_ENABLE_FAST_MATH, "the device compiler runs with fast math")
     disable_fast_math: bool = _flag(K.TL_DISABLE_FAST_MATH, "fast math stays off (wins over enable_fast_math)")

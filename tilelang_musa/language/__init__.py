@@ -43,7 +43,7 @@ from .vote import (
 from .pointer import alloc_global, make_tensor
 from .global_access import __ldg, ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64, stg128, stg256, sts32, sts64, sts128
 from .tir import (
-    Broadcast, Let, PrimExpr, Ramp, Select, Var, address_of, assume, attr, call_extern, call_intrin, call_pure_extern, comm_reducer, evaluate, func_attr,
+    Broadcast, Let, PrimExpr, Ramp, Select, Shuffle, Var, address_of, assume, attr, call_extern, call_intrin, call_pure_extern, comm_reducer, evaluate, func_attr,
     extract_lane, grid, handle, let, match_buffer, reinterpret, tvm_thread_allreduce,
 )
 from .debug import device_assert, print
@@ -66,7 +66,7 @@ from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
     thread_binding,
 )
-from .loop import Parallel, Pipelined, parallel, serial, unroll, vectorized
+from .loop import Parallel, Pipelined, While, parallel, serial, unroll, vectorized
 from .persistent import Persistent
 from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
@@ -100,7 +100,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear er
 __all__ = [
     "align_up", "annotate_l2_hit_ratio",
     "__cos", "__exp", "__exp10", "__ffs", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
-    "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
+    "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "Shuffle", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",
     "disable_warp_group_reg_alloc", "dp4a", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "atomic_max", "atomic_min", "atomic_store", "attr",
@@ -131,7 +131,7 @@ __all__ = [
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
-    "use_swizzle", "Var", "vectorized", "view",
+    "use_swizzle", "Var", "vectorized", "view", "While",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",

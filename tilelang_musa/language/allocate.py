@@ -11,6 +11,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from .builder import VAR_SCOPE, Param, current_trace, kernel_trace, take_name, value
+from .early_alloc import defer, is_before_kernel
 from .dtypes import FP4_DTYPE, DType, canonical_dtype, reject_sub_byte_int
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
@@ -26,8 +27,11 @@ def _shape(construct: str, shape: Any) -> list[Any]:
     return shape
 
 
-def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str) -> Any:
-    trace = kernel_trace(construct)
+def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str, init: Any = None) -> Any:
+    """Allocate a kernel buffer (storing `init` into element 0 if given); written at the top of a function body
+    before its kernel, the buffer belongs to the kernel that follows (early_alloc)."""
+    early = is_before_kernel(current_trace(construct))
+    trace = current_trace(construct) if early else kernel_trace(construct)
     dtype = canonical_dtype(dtype)
     if dtype == FP4_DTYPE and scope not in ("shared", "shared.dyn", "local.fragment", "local"):
         from ..errors import UnsupportedError
@@ -36,8 +40,15 @@ def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str
                                "parameters, shared tiles, fragments and local arrays (no float4 arithmetic on MUSA); allocate float16 or "
                                "float32 and cast the loaded elements (T.cast(x[i], \"float16\"))", trace.loc)
     reject_sub_byte_int(construct, dtype, trace.loc)
+    if early:
+        buf = Tb.buffer(_shape(construct, shape), dtype, scope=scope)
+        IRBuilder.name(take_name(default_name), buf)
+        defer(trace, construct, buf, init)
+        return buf
     buf = Tb.alloc_buffer(_shape(construct, shape), dtype, scope=scope)
     IRBuilder.name(take_name(default_name), buf)
+    if init is not None:
+        Tb.buffer_store(buf, init, [0])
     return buf
 
 
@@ -60,16 +71,13 @@ def alloc_local(shape: Any, dtype: Any, scope: str = LOCAL_SCOPE) -> Any:
 
 def alloc_var(dtype: Any, init: Any = None, scope: str = VAR_SCOPE) -> Any:
     """A per-thread scalar variable; `x = value` in the kernel stores into it, `x` reads it."""
-    buf = _alloc("T.alloc_var", [1], dtype, scope, "var")
     if init is not None:
         init = value(init)  # another T.alloc_var initialises with its current value
-        dtype = canonical_dtype(dtype)
         if not isinstance(init, tvm.ir.Expr):
-            init = tirx.const(init, dtype)
-        elif str(init.ty.dtype) != dtype:
-            init = tirx.Cast(dtype, init)
-        Tb.buffer_store(buf, init, [0])
-    return buf
+            init = tirx.const(init, canonical_dtype(dtype))
+        elif str(init.ty.dtype) != canonical_dtype(dtype):
+            init = tirx.Cast(canonical_dtype(dtype), init)
+    return _alloc("T.alloc_var", [1], dtype, scope, "var", init)
 
 
 # TVMScript's buffer options that an allocation here cannot honour: each must keep its default.

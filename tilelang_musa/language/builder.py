@@ -59,6 +59,7 @@ class KernelTrace:
     imported_sources: list = field(default_factory=list)  # T.import_source: C source texts, in first-use order
     named_arrive_ids: set = field(default_factory=set)  # barrier ids of T.named_barrier_arrive calls
     let_regions: list = field(default_factory=list)  # (vector let var, the slice it loads): `b = A[0, 0:4]`
+    early_allocations: list = field(default_factory=list)  # kernel buffers allocated before the kernel (early_alloc)
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)

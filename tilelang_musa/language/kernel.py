@@ -14,6 +14,7 @@ from tvm.tirx.script.builder.frame import PrimFuncFrame
 
 from ..diagnostics import warn_once
 from .builder import as_expr, current_trace, kernel_trace, static_value, take_name
+from .early_alloc import place_early_allocations
 from .loop import LoopFrame
 from .proxy import stop_discovery_here
 
@@ -107,6 +108,7 @@ class Kernel:
             self.thread_vars.append(self._launch(tag, extent))
         trace.kernel = self
         trace.kernels.append(self)
+        place_early_allocations(trace)
         if len(self.block_vars) == 1 and not self.unpacks:
             return self.block_vars[0]
         return tuple(self.block_vars)
@@ -208,10 +210,14 @@ def _bind(construct: str, tag: Any, extent: Any, name: str | None, statement: bo
             raise trace.error(f"{construct}({tag!r}) as a statement must be at the top of the kernel body, next to "
                               "the other launches; inside a loop or branch use `for v in T.thread_binding(n, "
                               "thread=...)`")
-    if kernel is None:
+    opens = kernel is None
+    if opens:
         kernel = Kernel.raw(trace)
     depth = kernel.depth
-    return kernel, depth, kernel.bind(construct, tag, extent, name, env_var)
+    var = kernel.bind(construct, tag, extent, name, env_var)
+    if opens:
+        place_early_allocations(trace)  # inside the kernel's first launch
+    return kernel, depth, var
 
 
 def _has_axis(kernel: Kernel, tag: str) -> bool:

@@ -1,6 +1,7 @@
-"""Loops: `T.Parallel`, `T.Pipelined`, `T.serial`, `T.unroll`, `T.vectorized` (and `range` in kernels).
+"""Loops: `T.Parallel`, `T.Pipelined`, `T.serial`, `T.unroll`, `T.vectorized` (and `range` in kernels), and
+TVMScript's `with T.While(cond):`.
 
-Each constructor returns a `LoopFrame`; the `for` statement of a kernel iterates it (see
+Each `for` constructor returns a `LoopFrame`; the `for` statement of a kernel iterates it (see
 `runtime.iterate`), which opens the TIR loop(s), names the loop variables after the user's names and
 yields them once, so the body builds the loop body.
 """
@@ -21,7 +22,7 @@ from ..ir.attrs import (
 )
 from ..diagnostics import warn_once
 from ..ir.utils import TensorLoad
-from .builder import current_trace, static_value, value
+from .builder import as_expr, current_trace, kernel_trace, static_value, value
 
 
 class LoopFrame:
@@ -236,3 +237,26 @@ def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Any = No
         warn_once("T.Pipelined sync", "T.Pipelined(sync=...) is ignored: the pipeline planner places its own "
                   "barriers between the stages")
     return LoopFrame("T.Pipelined", _range("T.Pipelined", start, stop), lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann), annotations)
+
+
+def While(condition: Any) -> Any:  # noqa: N802
+    """TVMScript's while frame, which upstream's `tilelang.language` re-exports: `with T.While(cond):` runs its body
+    while `cond` holds, reading `cond` again before each iteration, as `while cond:` in a kernel does (the same
+    TIR `While`). `cond` is a boolean or integer expression (nonzero: true); a `T.alloc_var` reads as its value.
+    Example: with T.While(state[0] == 0): state[0] = flag[0]"""
+    trace = kernel_trace("T.While")
+    cond = as_expr(value(condition))
+    constant = static_value(cond)
+    if constant is not None:
+        if constant:  # a kernel has no `break`: such a loop would never end
+            raise trace.error(f"T.While({condition!r}): the condition is always true, so the loop never ends; "
+                              "give it a condition the body changes (a T.alloc_var or a buffer element)")
+        cond = tirx.const(False, "bool")
+    else:
+        dtype = tvm.DataType(str(cond.ty.dtype)) if isinstance(getattr(cond, "ty", None), tvm.ir.PrimType) else None
+        if dtype is None or dtype.lanes != 1 or dtype.type_code not in (tvm.DataTypeCode.BOOL, tvm.DataTypeCode.INT,
+                                                                         tvm.DataTypeCode.UINT):
+            what = f"dtype {dtype}" if dtype is not None else type(condition).__name__
+            raise trace.error(f"T.While: the condition must be a scalar boolean or integer expression; got "
+                              f"{condition!r} ({what})")
+    return Tb.While(cond)

@@ -23,6 +23,7 @@ from ..ir.attrs import (
 )
 from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
+from .early_alloc import check_early_allocations
 from .kernel import close_raw_kernel
 from .parser import ParsedKernel, parse_kernel
 from .dtypes import DType, Pointer, canonical_dtype
@@ -190,7 +191,9 @@ def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) ->
             Tb.func_name(parsed.name)
             result = body()
             close_raw_kernel(trace)  # `tx = T.launch_thread(...)` statements last to the end of the body
-    return ib.get(), result
+    func = ib.get()
+    check_early_allocations(func, trace)
+    return func, result
 
 
 def _body_annotations(parsed: ParsedKernel, params: tuple[str, ...]) -> dict[str, ast.AnnAssign]:

@@ -16,7 +16,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import REDUCERS_ATTR
 from ..ir.trace import OPEN_TRACES
-from .builder import as_expr, current_trace, kernel_trace
+from .builder import as_expr, current_trace, kernel_trace, operand_error, static_value
 from .builder import value as var_value  # a T.alloc_var operand reads as its element
 from .dtypes import canonical_dtype
 from .tensor_type import TensorType
@@ -99,6 +99,26 @@ def Broadcast(value: Any, lanes: int) -> Any:  # noqa: N802 - TVMScript's name
     if isinstance(value, (int, float)):
         value = tirx.const(value)
     return tirx.Broadcast(value, int(lanes))
+
+
+def Shuffle(vectors: Any, indices: Any) -> Any:  # noqa: N802 - TVMScript's name
+    """The vector whose lane k is lane `indices[k]` of the concatenated `vectors` (scalars are one lane each): as an
+    index, `A[T.Shuffle([i, j, k, l], [0, 1, 2, 3])]` loads or stores those elements (a gather or scatter)."""
+    vectors = [as_expr(var_value(v)) for v in vectors]
+    vectors = [tirx.const(v, "int32") if isinstance(v, int) else v for v in vectors]
+    if not vectors or not all(isinstance(v, tvm.ir.Expr) for v in vectors):
+        raise operand_error("T.Shuffle", f"T.Shuffle: the vectors must be expressions; got {vectors}")
+    total = sum(int(v.ty.dtype.lanes) for v in vectors)
+    if len(indices) > total:  # TVM's Shuffle picks at most as many lanes as it is given
+        raise operand_error("T.Shuffle", f"T.Shuffle: {len(indices)} lane indices for {total} lanes; pick at most "
+                                         f"{total}")
+    picked = []
+    for index in indices:
+        lane = static_value(index)
+        if lane is None or not 0 <= lane < total:
+            raise operand_error("T.Shuffle", f"T.Shuffle: lane index {index} must be a compile-time int in [0, {total})")
+        picked.append(tirx.const(lane, "int32"))
+    return tirx.Shuffle(vectors, picked)
 
 
 def reinterpret(value: Any, dtype: Any) -> Any:

@@ -1,5 +1,6 @@
 """LegalizeNegativeIndex: an element index that is negative for every value it can take counts from the end of its
-dimension, as in Python (`A[-1]` is `A[n - 1]`, `A[-i - 1]` over i < 4 is `A[n - 1 - i]`).
+dimension, as in Python (`A[-1]` is `A[n - 1]`, `A[-i - 1]` over i < 4 is `A[n - 1 - i]`; a broadcast of a negative
+index, `A[T.Broadcast(-1, 4)]`, is the broadcast of `n - 1`).
 
 Without this, a negative index would be out of bounds: its load would be guarded to zero and its store
 skipped by SafeMemoryAccess, silently. A scalar index whose sign is not known (`A[shift + i]`) is left as it is; a vector index over loop and
@@ -70,6 +71,8 @@ class _Legalizer:
                 legal = self.ramp(index, extent)
                 if legal is not None:
                     index, changed = legal, True
+            elif isinstance(index, tirx.Broadcast) and self.ana.can_prove(index.value < 0):  # every lane one index
+                index, changed = tirx.Broadcast(self.ana.simplify(index.value + extent), index.lanes), True
             out.append(index)
         return out if changed else None
 
@@ -92,6 +95,9 @@ class _Legalizer:
             return tirx.Ramp(self.ana.simplify(ramp.base + extent), ramp.stride, ramp.lanes)
         if not self.only_ranged(ramp):  # a sign only the data decides (`A[idx * 8:idx * 8 + 8]`): left as written
             return None
+        wide = str(extent.ty.dtype) if isinstance(extent, tvm.ir.Expr) else None
+        if wide is not None and tvm.DataType(wide).bits > tvm.DataType(str(each[0].ty.dtype)).bits:
+            each = [self.ana.simplify(tirx.Cast(wide, lane)) for lane in each]  # lanes as wide as the dimension
         wrapped = []
         for lane in each:
             if self.ana.can_prove(lane < 0):

@@ -202,7 +202,7 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # Math intrinsics (T.exp ...) to the MUSA math library names.
             tirx.transform.LowerIntrin(),
             # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.
-            PlanDynamicSharedMemory(),
+            PlanDynamicSharedMemory(options),
         )),
     ]
 

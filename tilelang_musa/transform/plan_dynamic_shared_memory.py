@@ -7,7 +7,7 @@ Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use 
 statement of the kernel's block that references them); where a tile takes bytes another used before, a block
 barrier separates the two uses (one is added before the later tile's first statement if none is there). The
 arena's size is checked against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile
-time, naming its buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
+time, naming its buffers. Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the
 host wrapper evaluates at launch.
 """
@@ -20,6 +20,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
+from ..ir.options import CompileOptions
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of
 from .pass_base import tl_pass
 from .shared_memory_lifetimes import UNUSED, Lifetimes, block_barrier, tile_lifetimes
@@ -32,7 +33,7 @@ def _alignment(node) -> int:
     return max(ALIGNMENT, int(annotations["tl.smem_alignment"])) if "tl.smem_alignment" in annotations else ALIGNMENT
 
 
-def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None) -> tirx.PrimFunc:
+def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bool = True) -> tirx.PrimFunc:
     allocs = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda node: allocs.append(node)
                                          if scope_of(node.buffer) == "shared.dyn" else None)])
@@ -42,7 +43,8 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None) -> tirx.P
     dynamic = [a for a in allocs if as_int(buffer_size(a.buffer)) is None]
     offsets: dict = {}
     placed: list[tuple[str, int, int]] = []
-    lifetimes = tile_lifetimes(func.body, static) if static else None
+    # Without lifetimes every placed tile counts as in use: each gets bytes of its own (TL_DISABLE_SHARED_MEMORY_REUSE).
+    lifetimes = tile_lifetimes(func.body, static) if static and reuse else None
     cursor = 0
     for node in _placement_order(static, lifetimes):
         nbytes = as_int(buffer_size(node.buffer)) * dtype_bytes(node.buffer.ty.dtype.dtype)
@@ -137,12 +139,14 @@ def _barriers_for_shared_bytes(placed: dict, lifetimes: Lifetimes) -> set[int]:
     return needed
 
 
-def PlanDynamicSharedMemory():  # noqa: N802
+def PlanDynamicSharedMemory(configs: CompileOptions | dict | None = None):  # noqa: N802
+    options = CompileOptions.of(configs or {})
+
     def run(func):
         target = tvm.target.Target.current(allow_none=True)
         limit = None
         if target is not None and "max_shared_memory_per_block" in target.attrs:
             limit = int(target.attrs["max_shared_memory_per_block"])
-        return plan_dynamic_shared_memory(func, limit)
+        return plan_dynamic_shared_memory(func, limit, reuse=not options.disable_shared_memory_reuse)
 
     return tl_pass("PlanDynamicSharedMemory", run)
