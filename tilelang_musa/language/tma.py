@@ -132,7 +132,13 @@ def tma_store_wait(*args: Any, **kwargs: Any) -> None:
     again). Upstream's count argument must be 0: MUSA waits for all of them."""
     trace = kernel_trace("T.tma_store_wait")
     count = args[0] if args else kwargs.pop("count", 0)
-    if kwargs.pop("read", True) is not True or kwargs or len(args) > 1 or count != 0:
+    read = args[1] if len(args) > 1 else kwargs.pop("read", True)
+    if read is not True:
+        # Moore Threads' port refuses it too: the SDK's only store wait is __musa_tme_store_read_wait.
+        raise trace.error(f"MUSA T.tma_store_wait only supports read=True (got read={read!r}): MUSA's store wait "
+                          "orders the TME stores' reads of shared memory, and no wait for their global writes is "
+                          "documented")
+    if kwargs or len(args) > 2 or count != 0:
         raise trace.error("T.tma_store_wait: MUSA waits for all committed TME stores to have read shared memory; "
                           "only T.tma_store_wait() (count 0) is supported")
     _store_sync(TME_STORE_WAIT, trace)
