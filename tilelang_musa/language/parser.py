@@ -62,6 +62,12 @@ def _helper(attr: str) -> ast.Attribute:
     return ast.Attribute(value=_name(HELPER), attr=attr, ctx=ast.Load())
 
 
+def _has_step(index: ast.expr) -> bool:
+    """Whether a subscript's index holds a slice with a step (`x[a:b:s]`)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(part, ast.Slice) and part.step is not None for part in parts)
+
+
 def _call(func: ast.expr, *args: ast.expr) -> ast.Call:
     return ast.Call(func=func, args=list(args), keywords=[])
 
@@ -254,7 +260,10 @@ class _Rewriter(ast.NodeTransformer):
                     ),
                 )
             if isinstance(target, ast.Subscript):
-                return ast.Expr(_call(_helper("store"), self.visit(target.value), self._index(target.slice), value))
+                index = self._index(target.slice)
+                if _has_step(index):
+                    index = _call(_helper("unit_step_index"), self.visit(target.value), index)
+                return ast.Expr(_call(_helper("store"), self.visit(target.value), index, value))
         node.value = value
         return node
 
@@ -334,6 +343,10 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript):
         node.value = self.visit(node.value)
         node.slice = self._index(node.slice)
+        if _has_step(node.slice) and isinstance(node.ctx, ast.Load):  # `A[0:10:2]`: checked before TVM sees it
+            return ast.copy_location(
+                ast.Subscript(value=node.value, slice=_call(_helper("unit_step_index"), node.value, node.slice),
+                              ctx=node.ctx), node)
         return node
 
     def visit_BoolOp(self, node: ast.BoolOp):

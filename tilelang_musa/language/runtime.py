@@ -17,7 +17,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import _ffi_api as _ir_builder_ffi
 from tvm.tirx.script import builder as Tb
 
-from ..errors import SourceLoc
+from ..errors import SliceStepError, SourceLoc
 from .builder import _TRACES, _UNBOUND, KernelTrace, as_expr, current_trace, is_buffer, is_var_buffer, static_value, value
 from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
 from .loop import LoopFrame, serial
@@ -222,6 +222,22 @@ def expr_statement(value: Any) -> Any:
     if _TRACES and _TRACES[-1].kernel is not None and isinstance(value, tvm.ir.Call):
         Tb.evaluate(value)
     return value
+
+
+def unit_step_index(target: Any, index: Any) -> Any:
+    """The index of `target[a:b:s]`, unchanged; a buffer slice whose step is not 1 is an error at the user's line
+    (the IR's buffer regions have no step). Python sequences keep their stepped slices."""
+    if not is_buffer(target):
+        return index
+    for part in index if isinstance(index, tuple) else (index,):
+        if isinstance(part, slice) and part.step is not None:
+            step = static_value(part.step) if isinstance(part.step, tvm.ir.Expr) else part.step
+            if step != 1:
+                trace = current_trace("buffer slice")
+                raise SliceStepError(f"buffer slice `{target.name}[{part.start}:{part.stop}:{part.step}]`: a step "
+                                     "other than 1 is not supported (the IR's buffer regions are contiguous ranges); "
+                                     "index the elements in a T.Parallel loop instead", trace.loc)
+    return index
 
 
 def store(target: Any, index: Any, value: Any) -> None:
