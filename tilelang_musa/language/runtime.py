@@ -173,6 +173,31 @@ def _needs_bind(value: Any) -> bool:
     return _has_side_effect_or_load(value)
 
 
+def unpack_for_store(values: Any, targets: list, names: list) -> tuple[bool, Any]:
+    """Phase one of `a, b = b, a + b` (parser.py `_unpacking_assign`): (True, values read now) where a target
+    stores (True for an element target, or a name bound to a T.alloc_var scalar): each value that reads memory is
+    bound to a new variable, a T.alloc_var's value read, before any target is assigned. (False, values) otherwise:
+    the statement is plain Python unpacking, as before."""
+    try:
+        items = list(values)
+    except TypeError:
+        return False, values  # Python's own unpacking error follows
+    if not _TRACES or not any(t is True or (t is not _UNBOUND and is_var_buffer(t)) for t in targets):
+        return False, items
+    if len(items) != len(targets):
+        raise ValueError(f"cannot unpack {len(items)} values into {len(targets)} targets")
+    read = []
+    for name, item in zip(names, items):
+        item = value(item)
+        if isinstance(item, tvm.ir.Expr) and not is_buffer(item) and _needs_bind(item):
+            _check_storable(current_trace("assignment"), item)
+            bound = Tb.Bind(item)
+            IRBuilder.name(f"{name}_new", bound)
+            item = bound
+        read.append(item)
+    return True, read
+
+
 def assign_ref(name: str, current: Any, thunk: Callable[[], Any]) -> Any:
     """`x = value` for a parameter `x: T.Ref`: the element the caller passed (`f(buf[i])`, or a T.alloc_var) is
     stored to; `x` stays that element, so later reads load the new value."""
