@@ -536,4 +536,16 @@ def contains_kernel_scope(tree: ast.FunctionDef) -> bool:
                 walk(getattr(stmt, field, []) or [])
 
     walk(tree.body)
+    # `def copy(A: T.Tensor[[128, 128], T.float32], ...)` whose body only calls a @T.macro: tensor parameters
+    found["marker"] |= any(_is_tensor_annotation(arg.annotation)
+                           for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs)
     return found["kernel"] or (found["marker"] and not found["prim_func"])
+
+
+_TENSOR_TYPES = ("Tensor", "StridedTensor", "Buffer")
+
+
+def _is_tensor_annotation(node: ast.expr | None) -> bool:
+    """`T.Tensor[...]`, `T.Tensor(...)`, `T.StridedTensor[...]`, `T.Buffer(...)` as a parameter's annotation."""
+    head = node.value if isinstance(node, ast.Subscript) else node.func if isinstance(node, ast.Call) else None
+    return isinstance(head, ast.Attribute) and head.attr in _TENSOR_TYPES
