@@ -163,3 +163,29 @@ def test_a_ref_parameter_stores_to_the_callers_element(arch):
     assert a.tolist() == [0, 7, 8, 8]
     assert b[0].item() == pytest.approx(1.0)
     assert "sinf(" in kernel.get_kernel_source() or "__sinf(" in kernel.get_kernel_source()
+
+
+@T.macro
+def _scaled_copy(A, B):
+    M, N = A.shape
+    with T.Kernel(T.ceildiv(M, 32), threads=128) as bx:
+        for i, j in T.Parallel(32, N):
+            B[bx * 32 + i, j] = A[bx * 32 + i, j] * 2.0
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_tensor_annotated_parameters_make_a_macro_only_body_eager(arch):
+    """`def f(A: T.Tensor[...], B: T.Tensor[...]): macro(A, B)` (Moore Threads' eager_jit `copy2`): the kernel is
+    the macro's, the tensors are the signature's; it is the eager style, not a lazy function returning nothing."""
+    @tilelang.jit(target=f"musa -arch={arch}")
+    def scaled(A: T.Tensor[[64, 64], T.float32], B: T.Tensor[[64, 64], T.float32]):
+        _scaled_copy(A, B)
+
+    assert scaled.is_eager
+    func = scaled.get_tir(T.Tensor((64, 64), T.float32), T.Tensor((64, 64), T.float32))
+    assert [p.name for p in func.params] == ["A", "B"]
+    a, b = rand((64, 64), torch.float32, 11), torch.full((64, 64), float("nan"))
+    scaled(a, b)
+    assert "2.000000e+00f" in scaled.compile(T.Tensor((64, 64), T.float32),
+                                             T.Tensor((64, 64), T.float32)).get_kernel_source()
+    torch.testing.assert_close(b, a * 2.0)

@@ -143,13 +143,31 @@ def test_reducer_keywords_without_an_effect_are_rejected():
                 T.reducer_init(acc)
                 T.finalize_reducer(acc, annotations={"coalesce": 1})
                 T.copy(acc, Out)
-    with pytest.raises(tilelang.CompileError, match=r"T.finalize_reducer: batch=3 must divide the 4 elements"):
-        @T.prim_func
-        def odd(Out: T.Tensor((4,), "float32")):
-            with T.Kernel(1, threads=32):
-                acc = T.alloc_reducer((4,), "float32", op="sum")
-                T.reducer_init(acc)
-                T.finalize_reducer(acc, batch=3)
-                T.copy(acc, Out)
+    with pytest.raises(tilelang.CompileError, match=r"T.finalize_reducer: batch=3 must evenly divide total output "
+                                                     r"elements \(4\) of `acc`"):
+        tilelang.compile(_finalize_with_batch(3), target="musa -arch=mp_31")
 
-        tilelang.compile(odd, target="musa -arch=mp_31")
+
+@pytest.mark.parametrize("batch, message", [
+    (0, r"T.finalize_reducer: batch must be >= 1 \(an integer\), got 0"),
+    (-1, r"T.finalize_reducer: batch must be >= 1 \(an integer\), got -1"),
+    (8, r"T.finalize_reducer: batch=8 exceeds total output elements \(4\) of `acc`"),
+])
+def test_finalize_reducer_bad_batch_is_named_in_upstreams_words(batch, message):
+    """Upstream's messages ("batch must be >= 1", "exceeds total output elements", "must evenly divide total output
+    elements"), which Moore Threads' test_tilelang_language_reduce.py matches; the bound is checked when the kernel
+    is defined, the others when it is compiled."""
+    with pytest.raises(ValueError, match=message):
+        tilelang.compile(_finalize_with_batch(batch), target="musa -arch=mp_31")
+
+
+def _finalize_with_batch(batch):
+    @T.prim_func
+    def main(Out: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer((4,), "float32", op="sum")
+            T.reducer_init(acc)
+            T.finalize_reducer(acc, batch=batch)
+            T.copy(acc, Out)
+
+    return main

@@ -415,3 +415,27 @@ def test_a_tensor_renumbered_by_annotate_layout_is_no_tme_operand():
 
     with pytest.raises(tilelang.CompileError, match="A is accessed through its T.annotate_layout layout"):
         tilelang.compile(main, target=MP31)
+
+
+
+def test_tma_store_wait_read_false_is_refused_naming_the_argument():
+    """read=False (wait for the stores' global writes) is refused as Moore Threads' port refuses it (its SDK's only
+    store wait is the read wait), when the kernel is compiled, as their test expects (`tilelang.lower` raises)."""
+    @T.prim_func
+    def wait(A: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=128):
+            T.tma_store_wait(read=False)
+
+    message = _compile_error(wait, target="musa -arch=mp_31")
+    assert "MUSA T.tma_store_wait only supports read=True (got read=False)" in message, message
+    assert "T.tma_store_wait(read=False)" in message, message
+
+
+def test_tma_store_wait_count_other_than_zero_is_refused():
+    with pytest.raises(tilelang.CompileError) as info:
+        @T.prim_func
+        def wait(A: T.Tensor((64,), "float16")):
+            with T.Kernel(1, threads=128):
+                T.tma_store_wait(1)
+    message = str(info.value)
+    assert "only T.tma_store_wait() (count 0) is supported" in message and "T.tma_store_wait(1)" in message, message

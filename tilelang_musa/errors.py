@@ -84,3 +84,7 @@ class OperandTypeError(CompileError, TypeError):
 
 class UnsupportedError(CompileError):
     """A construct TileLang-MUSA does not support (e.g. NVIDIA-only IR): always names the construct."""
+
+
+class SliceStepError(UnsupportedError, RuntimeError):
+    """A buffer slice with a step other than 1 (`A[0:10:2]`): a RuntimeError too, as upstream's frontend raises it."""

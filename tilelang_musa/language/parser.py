@@ -62,6 +62,16 @@ def _helper(attr: str) -> ast.Attribute:
     return ast.Attribute(value=_name(HELPER), attr=attr, ctx=ast.Load())
 
 
+def _as_list(stmts: Any) -> list:
+    return stmts if isinstance(stmts, list) else [stmts]
+
+
+def _has_step(index: ast.expr) -> bool:
+    """Whether a subscript's index holds a slice with a step (`x[a:b:s]`)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(part, ast.Slice) and part.step is not None for part in parts)
+
+
 def _call(func: ast.expr, *args: ast.expr) -> ast.Call:
     return ast.Call(func=func, args=list(args), keywords=[])
 
@@ -254,9 +264,38 @@ class _Rewriter(ast.NodeTransformer):
                     ),
                 )
             if isinstance(target, ast.Subscript):
-                return ast.Expr(_call(_helper("store"), self.visit(target.value), self._index(target.slice), value))
+                index = self._index(target.slice)
+                if _has_step(index):
+                    index = _call(_helper("unit_step_index"), self.visit(target.value), index)
+                return ast.Expr(_call(_helper("store"), self.visit(target.value), index, value))
+            if isinstance(target, (ast.Tuple, ast.List)) and target.elts and \
+                    all(isinstance(e, (ast.Name, ast.Subscript)) for e in target.elts):
+                return self._unpacking_assign(node, target, value)
         node.value = value
         return node
+
+    def _unpacking_assign(self, node: ast.Assign, target: ast.Tuple | ast.List, value: ast.expr) -> list[ast.stmt]:
+        """`a, b = b, a + b` / `A[0], A[1] = A[1], A[0]`: where a target stores (an element, or a T.alloc_var
+        scalar) every value is read first, then each target assigned in turn (upstream's two-phase binding), so a
+        swap swaps and, in an IR loop, happens in every iteration. Otherwise plain Python unpacking, as before."""
+        tag = f"_tl_unpacked_{node.lineno}_{node.col_offset}"
+        targets = ast.List(elts=[_call(_helper("lookup"), _thunk(_name(e.id))) if isinstance(e, ast.Name)
+                                 else ast.Constant(True) for e in target.elts], ctx=ast.Load())
+        names = ast.List(elts=[ast.Constant(e.id if isinstance(e, ast.Name) else "value") for e in target.elts],
+                         ctx=ast.Load())
+        setup = ast.Assign(targets=[_name(tag, ast.Store())],
+                           value=_call(_helper("unpack_for_store"), value, targets, names))
+        item = lambda k: ast.Subscript(value=ast.Subscript(value=_name(tag), slice=ast.Constant(1), ctx=ast.Load()),  # noqa: E731
+                                       slice=ast.Constant(k), ctx=ast.Load())
+        stores = []
+        for k, elt in enumerate(target.elts):
+            single = ast.fix_missing_locations(ast.copy_location(ast.Assign(targets=[elt], value=item(k)), node))
+            stores.extend(_as_list(self.visit_Assign(single)))
+        plain = ast.Assign(targets=[target], value=ast.Subscript(value=_name(tag), slice=ast.Constant(1),
+                                                                 ctx=ast.Load()))
+        check = ast.Subscript(value=_name(tag), slice=ast.Constant(0), ctx=ast.Load())
+        out = [setup, ast.If(test=check, body=stores, orelse=[plain])]
+        return [ast.fix_missing_locations(ast.copy_location(stmt, node)) for stmt in out]
 
     def visit_AugAssign(self, node: ast.AugAssign):
         value = self._operand(node.value)
@@ -334,6 +373,10 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript):
         node.value = self.visit(node.value)
         node.slice = self._index(node.slice)
+        if _has_step(node.slice) and isinstance(node.ctx, ast.Load):  # `A[0:10:2]`: checked before TVM sees it
+            return ast.copy_location(
+                ast.Subscript(value=node.value, slice=_call(_helper("unit_step_index"), node.value, node.slice),
+                              ctx=node.ctx), node)
         return node
 
     def visit_BoolOp(self, node: ast.BoolOp):
@@ -493,4 +536,16 @@ def contains_kernel_scope(tree: ast.FunctionDef) -> bool:
                 walk(getattr(stmt, field, []) or [])
 
     walk(tree.body)
+    # `def copy(A: T.Tensor[[128, 128], T.float32], ...)` whose body only calls a @T.macro: tensor parameters
+    found["marker"] |= any(_is_tensor_annotation(arg.annotation)
+                           for arg in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs)
     return found["kernel"] or (found["marker"] and not found["prim_func"])
+
+
+_TENSOR_TYPES = ("Tensor", "StridedTensor", "Buffer")
+
+
+def _is_tensor_annotation(node: ast.expr | None) -> bool:
+    """`T.Tensor[...]`, `T.Tensor(...)`, `T.StridedTensor[...]`, `T.Buffer(...)` as a parameter's annotation."""
+    head = node.value if isinstance(node, ast.Subscript) else node.func if isinstance(node, ast.Call) else None
+    return isinstance(head, ast.Attribute) and head.attr in _TENSOR_TYPES

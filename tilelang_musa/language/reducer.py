@@ -66,7 +66,7 @@ def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations:
                               "'batch'")
         batch = val
     if not isinstance(batch, int) or batch < 1:
-        raise trace.error(f"T.finalize_reducer: batch must be an integer >= 1, got {batch!r}")
+        raise trace.error(f"T.finalize_reducer: batch must be >= 1 (an integer), got {batch!r}")
     region, _ = to_region(buf, "T.finalize_reducer", "reducer")
     seed = trace.reducer_seeds.pop(buf, None)  # combined once, after the partials are
     emit_tile_op(FinalizeReducer.op_name, [region.to_ir()] + ([seed] if seed is not None else []),

@@ -17,7 +17,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import _ffi_api as _ir_builder_ffi
 from tvm.tirx.script import builder as Tb
 
-from ..errors import SourceLoc
+from ..errors import SliceStepError, SourceLoc
 from .builder import _TRACES, _UNBOUND, KernelTrace, as_expr, current_trace, is_buffer, is_var_buffer, static_value, value
 from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
 from .loop import LoopFrame, serial
@@ -173,6 +173,31 @@ def _needs_bind(value: Any) -> bool:
     return _has_side_effect_or_load(value)
 
 
+def unpack_for_store(values: Any, targets: list, names: list) -> tuple[bool, Any]:
+    """Phase one of `a, b = b, a + b` (parser.py `_unpacking_assign`): (True, values read now) where a target
+    stores (True for an element target, or a name bound to a T.alloc_var scalar): each value that reads memory is
+    bound to a new variable, a T.alloc_var's value read, before any target is assigned. (False, values) otherwise:
+    the statement is plain Python unpacking, as before."""
+    try:
+        items = list(values)
+    except TypeError:
+        return False, values  # Python's own unpacking error follows
+    if not _TRACES or not any(t is True or (t is not _UNBOUND and is_var_buffer(t)) for t in targets):
+        return False, items
+    if len(items) != len(targets):
+        raise ValueError(f"cannot unpack {len(items)} values into {len(targets)} targets")
+    read = []
+    for name, item in zip(names, items):
+        item = value(item)
+        if isinstance(item, tvm.ir.Expr) and not is_buffer(item) and _needs_bind(item):
+            _check_storable(current_trace("assignment"), item)
+            bound = Tb.Bind(item)
+            IRBuilder.name(f"{name}_new", bound)
+            item = bound
+        read.append(item)
+    return True, read
+
+
 def assign_ref(name: str, current: Any, thunk: Callable[[], Any]) -> Any:
     """`x = value` for a parameter `x: T.Ref`: the element the caller passed (`f(buf[i])`, or a T.alloc_var) is
     stored to; `x` stays that element, so later reads load the new value."""
@@ -222,6 +247,22 @@ def expr_statement(value: Any) -> Any:
     if _TRACES and _TRACES[-1].kernel is not None and isinstance(value, tvm.ir.Call):
         Tb.evaluate(value)
     return value
+
+
+def unit_step_index(target: Any, index: Any) -> Any:
+    """The index of `target[a:b:s]`, unchanged; a buffer slice whose step is not 1 is an error at the user's line
+    (the IR's buffer regions have no step). Python sequences keep their stepped slices."""
+    if not is_buffer(target):
+        return index
+    for part in index if isinstance(index, tuple) else (index,):
+        if isinstance(part, slice) and part.step is not None:
+            step = static_value(part.step) if isinstance(part.step, tvm.ir.Expr) else part.step
+            if step != 1:
+                trace = current_trace("buffer slice")
+                raise SliceStepError(f"buffer slice `{target.name}[{part.start}:{part.stop}:{part.step}]`: a step "
+                                     "other than 1 is not supported (the IR's buffer regions are contiguous ranges); "
+                                     "index the elements in a T.Parallel loop instead", trace.loc)
+    return index
 
 
 def store(target: Any, index: Any, value: Any) -> None:

@@ -19,7 +19,9 @@ from tvm.tirx.script import builder as Tb
 from ..tileop import Copy, emit_tile_op
 from ..tileop.copy import resolve_extents
 from ..tileop.region import TensorLoad, is_buffer, to_region
-from ..tileop.tme_copy import CACHE_POLICIES, DEFAULT_HINT, EVICTION_POLICIES, TME_STORE_ARRIVE, TME_STORE_WAIT, TmeCopy
+from ..tileop.tme_copy import (
+    CACHE_POLICIES, DEFAULT_HINT, EVICTION_POLICIES, TME_STORE_ARRIVE, TME_STORE_WAIT, TME_STORE_WAIT_WRITES, TmeCopy,
+)
 from .builder import kernel_trace
 
 _SHARED = ("shared", "shared.dyn")
@@ -117,8 +119,8 @@ def emit_tme_copy_candidate(trace, src: Any, dst: Any, hints: tuple[int, int] | 
     return True
 
 
-def _store_sync(op: str, trace) -> None:
-    attrs = {"tl.loc": str(trace.loc)} if trace.loc is not None else None
+def _store_sync(op: str, trace, extra: dict | None = None) -> None:
+    attrs = {**({"tl.loc": str(trace.loc)} if trace.loc is not None else {}), **(extra or {})} or None
     Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get(op), [], attrs=attrs, ret_ty="int32"))
 
 
@@ -132,7 +134,11 @@ def tma_store_wait(*args: Any, **kwargs: Any) -> None:
     again). Upstream's count argument must be 0: MUSA waits for all of them."""
     trace = kernel_trace("T.tma_store_wait")
     count = args[0] if args else kwargs.pop("count", 0)
-    if kwargs.pop("read", True) is not True or kwargs or len(args) > 1 or count != 0:
+    read = args[1] if len(args) > 1 else kwargs.pop("read", True)
+    if not isinstance(read, bool):
+        raise trace.error(f"T.tma_store_wait: read must be True or False; got {read!r}")
+    if kwargs or len(args) > 2 or count != 0:
         raise trace.error("T.tma_store_wait: MUSA waits for all committed TME stores to have read shared memory; "
                           "only T.tma_store_wait() (count 0) is supported")
-    _store_sync(TME_STORE_WAIT, trace)
+    # read=False is refused by LowerTmeCopy, at compile time with the other per-arch rejections (as upstream's).
+    _store_sync(TME_STORE_WAIT, trace, {} if read else {TME_STORE_WAIT_WRITES: 1})

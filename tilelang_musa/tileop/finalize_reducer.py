@@ -54,9 +54,13 @@ class FinalizeReducer(TileOp):
         buf, dtype = self.reducer.buffer, self.reducer.dtype
         shape = [int(e) for e in buf.ty.shape]
         size = math.prod(shape)
-        if size % self.batch:
-            raise self.error(f"T.finalize_reducer: batch={self.batch} must divide the {size} elements of "
+        # upstream's wording of the two cases
+        if self.batch > size:
+            raise self.error(f"T.finalize_reducer: batch={self.batch} exceeds total output elements ({size}) of "
                              f"`{buf.name}`")
+        if size % self.batch:
+            raise self.error(f"T.finalize_reducer: batch={self.batch} must evenly divide total output elements "
+                             f"({size}) of `{buf.name}`")
         warp = int(args.target.attrs["thread_warp_size"])
         stmts: list[Any] = []
         red_buf = None

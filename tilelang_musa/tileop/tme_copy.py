@@ -46,6 +46,9 @@ TME_LOAD = "tl.tme_load"  # (desc, bar, smem_ptr, sg, ss, sl, inner, outer, bloc
 TME_STORE = "tl.tme_store"  # (desc, smem_ptr, sg, ss, sl, inner, outer, blocks, block_bytes, box..., coord...)
 TME_STORE_ARRIVE = "tl.tme_store_arrive"  # commit this thread's TME stores
 TME_STORE_WAIT = "tl.tme_store_wait"  # wait until this thread's committed TME stores have read shared memory
+# On a tl.tme_store_wait of T.tma_store_wait(read=False): a wait for the stores' global writes, which MUSA lacks; kept
+# until LowerTmeCopy rejects it, so the error comes at compile time as for the other per-arch rejections.
+TME_STORE_WAIT_WRITES = "tl.tme_store_wait_writes"
 
 
 GLOBAL_ALIGN = 16  # bytes: a descriptor's global address, its byte strides and an innermost box are multiples of it

@@ -27,9 +27,10 @@ from ..ir.options import CompileOptions
 from ..ir.utils import TensorLoad, thread_info
 from ..target import arch_of, archs_with
 from ..tileop import parse_tile_op
-from ..tileop.base import LowerArgs, call_loc
+from ..tileop.base import LowerArgs, call_attr, call_loc
 from ..tileop.tme_copy import (
-    TME_STORE_ARRIVE, TME_STORE_WAIT, NotTme, TmeCopy, descriptor_name, descriptor_spec, lower_tme, not_tme_error,
+    TME_STORE_ARRIVE, TME_STORE_WAIT, TME_STORE_WAIT_WRITES, NotTme, TmeCopy, descriptor_name, descriptor_spec,
+    lower_tme, not_tme_error,
 )
 from .buffer_roles import view_buffers
 from .lower_async_barriers import BARRIER_SYNC_OP
@@ -110,6 +111,11 @@ class _TmeCopyLowering:
             construct = "T.tma_store_wait" if name == TME_STORE_WAIT else "T.tma_store_arrive"
             raise CompileError(f"{construct}: {self.arch.name} has no TME (the tensor memory engine exists on "
                                f"{archs_with('has_tme')[0]} and later)", call_loc(node.value), STAGE)
+        if name == TME_STORE_WAIT and call_attr(node.value, TME_STORE_WAIT_WRITES):
+            # Moore Threads' port refuses it too: the SDK's only store wait is __musa_tme_store_read_wait.
+            raise CompileError("MUSA T.tma_store_wait only supports read=True (got read=False): MUSA's store wait "
+                               "orders the TME stores' reads of shared memory, and no wait for their global writes "
+                               "is documented", call_loc(node.value), STAGE)
         if name != TmeCopy.op_name:
             return node
         return self._lower(parse_tile_op(node.value))
