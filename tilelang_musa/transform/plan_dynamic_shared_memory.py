@@ -40,16 +40,15 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None) -> tirx.P
     # them, at offsets that are expressions of the sizes before them, so no constant offset depends on a run-time size.
     static = [a for a in allocs if as_int(buffer_size(a.buffer)) is not None]
     dynamic = [a for a in allocs if as_int(buffer_size(a.buffer)) is None]
-    offsets: dict = {}
-    placed: list[tuple[str, int, int]] = []
     lifetimes = tile_lifetimes(func.body, static) if static else None
-    cursor = 0
-    for node in _placement_order(static, lifetimes):
-        nbytes = as_int(buffer_size(node.buffer)) * dtype_bytes(node.buffer.ty.dtype.dtype)
-        offset = _lowest_free_offset(node.buffer, nbytes, _alignment(node), offsets, lifetimes)
-        cursor = max(cursor, offset + nbytes)
-        offsets[node.buffer] = (offset, nbytes)
-        placed.append((node.buffer.name, offset, nbytes))
+    offsets, placed, cursor = _place(static, lifetimes)
+    if limit is not None and cursor > limit and lifetimes is not None:
+        # Over the limit with the tiles' block counted a statement at a time: where all their uses sit in one branch
+        # every thread takes alike (`if bx < n_tiles:` around the kernel's body), count the branch's statements.
+        finer = tile_lifetimes(func.body, static, within_uniform_branch=True)
+        if not finer.seq.same_as(lifetimes.seq):
+            lifetimes = finer
+            offsets, placed, cursor = _place(static, lifetimes)
     barrier_before = _barriers_for_shared_bytes(offsets, lifetimes) if lifetimes is not None else set()
     offsets = {buffer: offset for buffer, (offset, _) in offsets.items()}
     static_end = cursor
@@ -90,6 +89,20 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None) -> tirx.P
 
     func = tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc), (tirx.SeqStmt, on_seq)])
     return func.with_attr(SIZE_ATTR, cursor)
+
+
+def _place(static: list, lifetimes: Lifetimes | None) -> tuple[dict, list, int]:
+    """Each constant-size tile's (offset, bytes), the placements as (name, offset, bytes), and the arena's end."""
+    offsets: dict = {}
+    placed: list[tuple[str, int, int]] = []
+    cursor = 0
+    for node in _placement_order(static, lifetimes):
+        nbytes = as_int(buffer_size(node.buffer)) * dtype_bytes(node.buffer.ty.dtype.dtype)
+        offset = _lowest_free_offset(node.buffer, nbytes, _alignment(node), offsets, lifetimes)
+        cursor = max(cursor, offset + nbytes)
+        offsets[node.buffer] = (offset, nbytes)
+        placed.append((node.buffer.name, offset, nbytes))
+    return offsets, placed, cursor
 
 
 def _placement_order(allocs: list, lifetimes: Lifetimes | None) -> list:
