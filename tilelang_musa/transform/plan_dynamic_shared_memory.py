@@ -4,8 +4,10 @@ arena and record the arena's size.
 Each buffer gets a byte offset (annotation `tl.dyn_smem_offset`, read by the device printer) aligned to
 `ALIGNMENT`; the function attribute `tl.dynamic_smem_bytes` is the launch's dynamic shared memory size.
 Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use from the first to the last
-statement of the kernel's block that references them); where a tile takes bytes another used before, a block
-barrier separates the two uses (one is added before the later tile's first statement if none is there). The
+statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
+threads of the block take alike, `if bx < n:` around the body, the branch's statements); where a tile takes bytes
+another used before, a block barrier separates the two uses (one is added before the later tile's first statement
+if none is there). The
 arena's size is checked against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile
 time, naming its buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the
