@@ -126,3 +126,40 @@ def test_a_helper_package_next_to_a_test_is_staged_with_it(tmp_path):
     staged = run.stage(peer, peer / "examples" / "dq" / "test_dq.py", out, cuda=True)
     assert (staged.parent / "quantize" / "__init__.py").read_text() == 'DEVICE = "cpu"\n'
     assert not (staged.parent / "other").exists()
+
+
+def test_a_device_passed_positionally_to_a_function_taking_device_becomes_the_cpu():
+    """`generate_random_padding_mask(N_CTX, BATCH, "cuda", ...)` (upstream's flash_attention): the literal sits where
+    the function takes `device`. A positional "cuda" anywhere else may be a target and is left to the target rules."""
+    text = ('def mask(n, batch, device, mode="random"):\n    return torch.ones(n, device=device)\n'
+            'm = mask(8, 2, "cuda", mode="random")\nk = build(f, "cuda")\nn = mask(8, 2, "cuda:1")\n')
+    assert run.rewrite(text, cuda=True) == (
+        'def mask(n, batch, device, mode="random"):\n    return torch.ones(n, device=device)\n'
+        'm = mask(8, 2, "cpu", mode="random")\nk = build(f, "cuda")\nn = mask(8, 2, "cpu")\n')
+    # a function another module of the folder defines (`from utils import mask`)
+    assert run.rewrite('x = utils.mask(8, 2, "cuda")', cuda=True, device_params={"mask": 2}) == \
+        'x = utils.mask(8, 2, "cpu")'
+
+
+def test_a_dict_target_of_kind_cuda_becomes_musa():
+    text = 'k = tilelang.compile(f, target={"kind": "cuda", "arch": "sm_75"})\nT = {"kind": "cuda", "arch": "sm_90"}'
+    assert run.rewrite(text, cuda=True) == 'k = tilelang.compile(f, target={"kind": "musa"})\nT = {"kind": "musa"}'
+    assert run.rewrite(text, cuda=False) == text
+
+
+def test_a_sibling_folder_a_module_puts_on_sys_path_is_staged_too(tmp_path):
+    """Upstream's attention_sink examples append "../flash_attention" to sys.path for its varlen_utils: the folder is
+    staged beside (rewritten, its own tests not run)."""
+    peer, out = tmp_path / "peer", tmp_path / "out"
+    (peer / "examples" / "sink").mkdir(parents=True)
+    (peer / "examples" / "flash").mkdir(parents=True)
+    (peer / "examples" / "flash" / "varlen_utils.py").write_text('def mask(n, device):\n    pass\nD = "cuda"\n'
+                                                                 'DEVICE = "cuda"\n')
+    (peer / "examples" / "sink" / "example_sink.py").write_text(
+        'import os, sys\nsys.path.append(os.path.join(os.path.dirname(__file__), "../flash"))\n'
+        'from varlen_utils import mask\n')
+    (peer / "examples" / "sink" / "test_sink.py").write_text("import example_sink\n")
+    staged = run.stage(peer, peer / "examples" / "sink" / "test_sink.py", out, cuda=True)
+    assert staged == out / "tree" / "examples" / "sink" / "test_sink.py" and staged.is_file()
+    assert (out / "tree" / "examples" / "flash" / "varlen_utils.py").read_text() == \
+        'def mask(n, device):\n    pass\nD = "cuda"\nDEVICE = "cpu"\n'

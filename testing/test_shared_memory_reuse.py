@@ -124,3 +124,42 @@ def test_a_scratch_tile_inside_a_loop_leaves_the_other_tiles_sharing_bytes(targe
     torch.testing.assert_close(z, x * 2)
     product = a.float() @ b.float()
     torch.testing.assert_close(r, torch.stack([product.amax(1), (2 * product).amax(1)]), rtol=1e-3, atol=1e-3)
+
+
+# Rows of a float16 tile of 128 columns such that two tiles fit the arch's shared memory and three do not.
+ROWS_FOR_TWO = {"musa -arch=mp_31": 384, "musa -arch=mp_22": 128}
+
+
+def _under_a_block_uniform_branch(rows):
+    @T.prim_func
+    def main(X: T.Tensor((2, rows, 128), T.float16), n: T.int32, Y: T.Tensor((2, rows, 128), T.float16)):
+        with T.Kernel(2, threads=128) as bx:
+            a = T.alloc_shared((rows, 128), T.float16)
+            b = T.alloc_shared((rows, 128), T.float16)
+            c = T.alloc_shared((rows, 128), T.float16)
+            if bx < n:
+                T.copy(X[bx, :, :], a)
+                for i, j in T.Parallel(rows, 128):
+                    b[i, j] = a[i, j] * T.float16(2)
+                for i, j in T.Parallel(rows, 128):
+                    c[i, j] = b[i, j] + T.float16(1)
+                T.copy(c, Y[bx, :, :])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ARCHES)
+def test_tiles_used_in_turn_under_a_block_uniform_branch_share_bytes_when_they_would_not_fit(target):
+    """Every use sits in `if bx < n:` (block_causal_attention varlen's dq kernel, whose six 32 KiB tiles exceed mp_31's
+    192 KiB): counted as one statement, the three tiles would not fit; counted over the branch's statements, `c` takes
+    `a`'s bytes (a is done before c starts) behind a barrier. A kernel that fits keeps the statement-level plan."""
+    kernel = tilelang.compile(_under_a_block_uniform_branch(ROWS_FOR_TWO[target]), target=target)
+    source = kernel.get_kernel_source()
+    assert "half_t* a = reinterpret_cast<half_t*>(buf_dyn_shmem);" in source
+    assert "half_t* c = reinterpret_cast<half_t*>(buf_dyn_shmem);" in source
+    rows = ROWS_FOR_TWO[target]
+    x = rand((2, rows, 128), torch.float16, seed=7)
+    y = poison((2, rows, 128), torch.float16)
+    kernel(x, 1, y)
+    torch.testing.assert_close(y[0], x[0] * 2 + 1)
+    assert torch.isnan(y[1]).all()  # block 1 took no branch

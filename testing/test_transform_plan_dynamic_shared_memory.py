@@ -100,3 +100,54 @@ def test_an_arena_past_the_limit_is_an_error_listing_the_tiles():
     with pytest.raises(CompileError, match=r"needs 1224 bytes of shared memory but the target allows 1200 per block: "
                                            r"S \(1024 B\), H \(200 B\)"):
         plan_dynamic_shared_memory(together, 1200)
+
+
+@T.prim_func
+def in_a_uniform_branch(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32"), n: T.int32):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            if bx < n:
+                S[tx] = A[tx]
+                A[tx] = S[255 - tx]
+                R[tx] = B[tx]
+                B[tx] = R[255 - tx]
+
+
+@T.prim_func
+def in_a_uniform_branch_expected(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32"), n: T.int32):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            if bx < n:
+                S[tx] = A[tx]
+                A[tx] = S[255 - tx]
+                T.tvm_storage_sync("shared")  # inside the branch: every thread of the block takes it
+                R[tx] = B[tx]
+                B[tx] = R[255 - tx]
+
+
+def test_tiles_used_in_turn_inside_a_block_uniform_branch_share_bytes_only_when_they_would_not_fit():
+    """Every use sits in `if bx < n:` (one statement of the block): the tiles are in use together, which fits 2048
+    bytes; past a limit of 1024 the branch's statements are counted and R takes S's bytes behind a barrier."""
+    _assert_plans_to(in_a_uniform_branch, placed(in_a_uniform_branch, {"S": 0, "R": 1024}, 2048), limit=2048)
+    _assert_plans_to(in_a_uniform_branch, placed(in_a_uniform_branch_expected, {"S": 0, "R": 0}, 1024), limit=1024)
+
+
+def test_a_branch_on_the_thread_index_keeps_its_tiles_apart():
+    """`if tx < 128:`: not every thread takes it, so no barrier may go inside; the arena stays past the limit."""
+    @T.prim_func
+    def divergent(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            if tx < 128:
+                S[tx] = A[tx]
+                A[tx] = S[255 - tx]
+                R[tx] = B[tx]
+                B[tx] = R[255 - tx]
+
+    with pytest.raises(CompileError, match="needs 2048 bytes"):
+        plan_dynamic_shared_memory(divergent, 1024)

@@ -30,6 +30,22 @@ def by_identity(vmap: Any) -> Any:
     return lambda v, m: by_handle.get(v.__chandle__(), v)
 
 
+def with_fresh_bindings(node: Any) -> Any:
+    """`node` with a new Var for every variable defined inside it: scalar bindings (`x: T.let = ...` statements,
+    Let expressions) and loop variables. A pass that emits a statement more than once (a pipelined unit per
+    iteration, say) keeps each variable defined once: a Var bound twice to different values stops TVM's analyzer
+    ("Trying to update var ... with a different value"). The new Vars keep their names; the printer tells repeated
+    names apart."""
+    defined: dict = {}
+
+    def define(var):
+        defined.setdefault(var.__chandle__(), (var, Var(var.name, var.ty)))
+
+    tvm_ffi.structural_walk(node, [(tirx.Bind, lambda n: define(n.var)), (tirx.Let, lambda n: define(n.var)),
+                                   (tirx.For, lambda n: define(n.loop_var))], order="pre")
+    return substitute(node, dict(defined.values()))
+
+
 def is_buffer(value: Any) -> bool:
     return isinstance(value, Var) and isinstance(value.ty, tirx.BufferType)
 

@@ -43,7 +43,7 @@ from ..ir.attrs import (
 )
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.options import CompileOptions
-from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info
+from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info, with_fresh_bindings
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
 from ..tileop.region import TensorRegion, common_extents
@@ -462,7 +462,8 @@ class _PipelineEmitter:
         value = self.ana.simplify(self.loop.min + iteration)
         stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
                                                  if v.same_as(self.loop.loop_var) else v)])
-        return to_versions(stmt, self.versions, iteration)
+        # each emitted copy binds its own variables (a unit is emitted once per pipeline iteration it runs in)
+        return to_versions(with_fresh_bindings(stmt), self.versions, iteration)
 
 
 def load_modes(func: tirx.PrimFunc, options: CompileOptions) -> LoadModes:

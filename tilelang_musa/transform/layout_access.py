@@ -4,6 +4,7 @@ helpers those readings share."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import tvm
@@ -104,6 +105,60 @@ def invariant_split(indices: tuple, loop_vars: list[Any]):
     if not walked or not fixed or order != sorted(set(order)):
         return None
     return walked, fixed
+
+
+def invariant_terms(index: Any, loop_vars: list[Any]) -> tuple[Any, Any] | None:
+    """`index` as (invariant, walked): the sum of its additive terms that use none of `loop_vars` and of those that
+    do (`jj * 4 + j` -> (jj * 4, j) in a nest over j, jj a serial loop's variable outside it). None when no term is
+    invariant or the invariant part is a constant (the access is then a box or a map of the loop variables)."""
+    terms: list = []
+
+    def flatten(e):
+        if isinstance(e, tirx.Add):
+            flatten(e.a)
+            flatten(e.b)
+        else:
+            terms.append(e)
+
+    flatten(index)
+    fixed = [t for t in terms if not any(uses_var(t, v) for v in loop_vars)]
+    walked = [t for t in terms if any(uses_var(t, v) for v in loop_vars)]
+    if not fixed or not walked or all(as_int(t) is not None for t in fixed):
+        return None
+    total = lambda parts: functools.reduce(lambda a, b: a + b, parts)  # noqa: E731
+    return total(fixed), total(walked)
+
+
+def strided_split(indices: tuple, loop_vars: list[Any], extents: list[int], shape: list[int]):
+    """`x[i, jj * 4 + j]` in a nest over (i, j in 4), `jj` invariant in the nest (a serial loop around it): each
+    dimension indexed by one loop variable (each once, in loop order), by an invariant expression, or by an invariant
+    multiple of the variable's extent plus the variable. As invariant_split's (walked, fixed) over the fragment's
+    shape with each such dimension d split in two, (shape[d] / extent, extent), and that virtual shape:
+    (walked, fixed, virtual shape, the dimensions split and their extents {d: extent}); None for other accesses or
+    when no dimension is split."""
+    analyzer = tvm.sym.Analyzer()
+    virtual: list[tuple] = []
+    split: dict = {}
+    for d, index in enumerate(indices):
+        parts = invariant_terms(index, loop_vars)
+        if parts is None:
+            virtual.append((shape[d], index))
+            continue
+        fixed, walked = parts
+        hits = [k for k, v in enumerate(loop_vars) if isinstance(walked, tirx.Var) and walked.same_as(v)]
+        if len(hits) != 1 or shape[d] is None or extents[hits[0]] is None:
+            return None
+        extent, step = extents[hits[0]], analyzer.modular_set(fixed)
+        if step.coeff % extent or step.base % extent or shape[d] % extent:
+            return None
+        split[d] = extent
+        virtual += [(shape[d] // extent, tirx.floordiv(fixed, extent)), (extent, walked)]
+    if not split:
+        return None
+    found = invariant_split(tuple(index for _, index in virtual), loop_vars)
+    if found is None:
+        return None
+    return found[0], found[1], [n for n, _ in virtual], split
 
 
 def constant_from_zero(nest: list) -> bool:

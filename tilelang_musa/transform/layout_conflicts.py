@@ -21,7 +21,7 @@ from ..layout import Fragment, reduce_fragment
 from ..layout._expr import evaluate
 from ..tileop.loop_plan import free_plan
 from ..tileop.reduce import Reduce
-from .layout_access import uses_var
+from .layout_access import invariant_terms, uses_var
 from .layout_decisions import EXCHANGE_SCOPE, FRAGMENT_SCOPE, STAGE, Exchange, NestDecision, ReduceExchange
 
 
@@ -131,14 +131,35 @@ class Conflicts:
         # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it reaches
         walked = list(nest.loop_vars) + list(nest.inner)
         fixed = [d for d, e in enumerate(indices) if as_int(e) is None and not any(uses_var(e, v) for v in walked)]
-        for values in itertools.product(*[range(shape[d]) for d in fixed]):
+        # so may the invariant part of an index that adds one to the nest's variables (`jj * 4 + j`): its values
+        # that keep the access inside the fragment
+        offsets = {d: self._invariant_values(nest, parts, shape[d])
+                   for d, parts in ((d, invariant_terms(e, walked)) for d, e in enumerate(indices)) if parts is not None}
+        for values in itertools.product(*[range(shape[d]) for d in fixed], *[offsets[d][1] for d in offsets]):
             chosen = list(indices)
             for d, value in zip(fixed, values):
                 chosen[d] = tirx.IntImm("int32", value)
+            for d, value in zip(offsets, values[len(fixed):]):
+                chosen[d] = offsets[d][0] + value
             conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
             if conflict is not None:
                 return conflict
         return None
+
+    @staticmethod
+    def _invariant_values(nest: NestDecision, parts: tuple, extent: int) -> tuple[Any, list[int]]:
+        """(the walked part, the values the invariant part can take) of an index `invariant + walked`: every value
+        of its modular set (`jj * 4`: the multiples of 4) that keeps the walked part's range inside [0, extent)."""
+        invariant, walked = parts
+        analyzer = tvm.sym.Analyzer()
+        for v, n in zip(nest.loop_vars, nest.extents):
+            analyzer.bind(v, tvm.ir.Range.from_min_extent(0, n))
+        for v, (lo, n) in nest.inner.items():
+            analyzer.bind(v, tvm.ir.Range.from_min_extent(lo, n))
+        bound, step = analyzer.const_int_bound(walked), analyzer.modular_set(invariant)
+        stride = max(step.coeff, 1)
+        return walked, [value for value in range(step.base % stride, extent, stride)
+                        if value + bound.min_value >= 0 and value + bound.max_value < extent]
 
     def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape) -> str | None:
         try:  # the fragment element each iteration touches

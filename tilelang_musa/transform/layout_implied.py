@@ -10,7 +10,7 @@ from tvm import tirx
 from ..errors import CompileError
 from ..layout import Fragment, LayoutError, make_fully_replicated_fragment, reduce_fragment
 from ..layout._digits import DigitError, complement, used_digits
-from .layout_access import access_map, compose, index_positions, invariant_split, uses_var
+from .layout_access import access_map, compose, index_positions, invariant_split, strided_split, uses_var
 from .layout_decisions import STAGE, NestDecision
 
 
@@ -38,6 +38,10 @@ class ImpliedLayouts:
             split = invariant_split(indices, nest.loop_vars)
             if split is not None and [nest.extents[p] for _, p in split[0]] == [shape[d] for d, _ in split[0]]:
                 return self._held_along(buf, split, nest)
+        if positions is None:
+            strided = strided_split(indices, nest.loop_vars, nest.extents, shape)
+            if strided is not None and [nest.extents[p] for _, p in strided[0]] == [strided[2][d] for d, _ in strided[0]]:
+                return self._held_along_strided(buf, strided, nest)
         alike = self._boxed_like_source(buf, indices, nest)
         if alike is not None:
             return alike
@@ -97,9 +101,24 @@ class ImpliedLayouts:
         except LayoutError:
             return None
 
-    def _held_along(self, buf, split, nest: NestDecision) -> Fragment:
+    def _held_along_strided(self, buf, strided, nest: NestDecision) -> Fragment:
+        """`buf[i, jj * 4 + j]` in a nest over (i, j in 4), jj fixed in the nest (a serial loop's variable): as
+        _held_along with the column split into (jj, j) digits, the thread running iteration (i, j) holds every
+        `buf[i, jj * 4 + j]`, each jj in its own slot."""
+        walked, fixed, virtual, split = strided
+        held = self._held_along(buf, (walked, fixed), nest, virtual)
+        shape = self._shape(buf)
+        fvars = [tirx.Var(f"x{d}", "int32") for d in range(len(shape))]
+        coords = []
+        for d, x in enumerate(fvars):
+            coords += [tirx.floordiv(x, split[d]), tirx.floormod(x, split[d])] if d in split else [x]
+        return Fragment.from_exprs(shape, fvars, held.thread(coords, rep=held.replicate_var), held.index(coords),
+                                   replicate=held.replicate_size, replicate_var=held.replicate_var)
+
+    def _held_along(self, buf, split, nest: NestDecision, shape: list | None = None) -> Fragment:
         """`buf[k, i]` in a nest over i, k fixed in the nest (a serial loop's variable): the thread running
-        iteration i holds every `buf[*, i]`, the dimensions indexed by k kept in its own slots."""
+        iteration i holds every `buf[*, i]`, the dimensions indexed by k kept in its own slots. (`shape`: the
+        fragment's, or a view of it with dimensions split, _held_along_strided's.)"""
         walked, fixed = split
         layout = nest.plan.fragment
         used = [p for _, p in walked]
@@ -108,7 +127,7 @@ class ImpliedLayouts:
                 layout = reduce_fragment(layout, dim)
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
-        shape = self._shape(buf)
+        shape = self._shape(buf) if shape is None else shape
         fvars = [tirx.Var(f"x{d}", "int32") for d in range(len(shape))]
         outer = [fvars[d] for d, _ in walked]
         slot, stride = 0, 1

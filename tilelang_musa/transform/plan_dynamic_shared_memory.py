@@ -4,10 +4,12 @@ arena and record the arena's size.
 Each buffer gets a byte offset (annotation `tl.dyn_smem_offset`, read by the device printer) aligned to
 `ALIGNMENT`; the function attribute `tl.dynamic_smem_bytes` is the launch's dynamic shared memory size.
 Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use from the first to the last
-statement of the kernel's block that references them); where a tile takes bytes another used before, a block
-barrier separates the two uses (one is added before the later tile's first statement if none is there). The
-arena's size is checked against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile
-time, naming its buffers. Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
+statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
+threads of the block take alike, `if bx < n:` around the body, the branch's statements); where a tile takes bytes
+another used before, a block barrier separates the two uses (one is added before the later tile's first statement
+if none is there). Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
+against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile time, naming its
+buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the
 host wrapper evaluates at launch.
 """
@@ -41,17 +43,16 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     # them, at offsets that are expressions of the sizes before them, so no constant offset depends on a run-time size.
     static = [a for a in allocs if as_int(buffer_size(a.buffer)) is not None]
     dynamic = [a for a in allocs if as_int(buffer_size(a.buffer)) is None]
-    offsets: dict = {}
-    placed: list[tuple[str, int, int]] = []
     # Without lifetimes every placed tile counts as in use: each gets bytes of its own (TL_DISABLE_SHARED_MEMORY_REUSE).
     lifetimes = tile_lifetimes(func.body, static) if static and reuse else None
-    cursor = 0
-    for node in _placement_order(static, lifetimes):
-        nbytes = as_int(buffer_size(node.buffer)) * dtype_bytes(node.buffer.ty.dtype.dtype)
-        offset = _lowest_free_offset(node.buffer, nbytes, _alignment(node), offsets, lifetimes)
-        cursor = max(cursor, offset + nbytes)
-        offsets[node.buffer] = (offset, nbytes)
-        placed.append((node.buffer.name, offset, nbytes))
+    offsets, placed, cursor = _place(static, lifetimes)
+    if limit is not None and cursor > limit and lifetimes is not None:
+        # Over the limit with the tiles' block counted a statement at a time: where all their uses sit in one branch
+        # every thread takes alike (`if bx < n_tiles:` around the kernel's body), count the branch's statements.
+        finer = tile_lifetimes(func.body, static, within_uniform_branch=True)
+        if not finer.seq.same_as(lifetimes.seq):
+            lifetimes = finer
+            offsets, placed, cursor = _place(static, lifetimes)
     barrier_before = _barriers_for_shared_bytes(offsets, lifetimes) if lifetimes is not None else set()
     offsets = {buffer: offset for buffer, (offset, _) in offsets.items()}
     static_end = cursor
@@ -92,6 +93,20 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
 
     func = tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc), (tirx.SeqStmt, on_seq)])
     return func.with_attr(SIZE_ATTR, cursor)
+
+
+def _place(static: list, lifetimes: Lifetimes | None) -> tuple[dict, list, int]:
+    """Each constant-size tile's (offset, bytes), the placements as (name, offset, bytes), and the arena's end."""
+    offsets: dict = {}
+    placed: list[tuple[str, int, int]] = []
+    cursor = 0
+    for node in _placement_order(static, lifetimes):
+        nbytes = as_int(buffer_size(node.buffer)) * dtype_bytes(node.buffer.ty.dtype.dtype)
+        offset = _lowest_free_offset(node.buffer, nbytes, _alignment(node), offsets, lifetimes)
+        cursor = max(cursor, offset + nbytes)
+        offsets[node.buffer] = (offset, nbytes)
+        placed.append((node.buffer.name, offset, nbytes))
+    return offsets, placed, cursor
 
 
 def _placement_order(allocs: list, lifetimes: Lifetimes | None) -> list:

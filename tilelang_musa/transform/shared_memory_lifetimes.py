@@ -17,6 +17,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..tileop.tme_copy import TME_STORE, TME_STORE_WAIT
+from .uniform_conditions import uniform_conditions
 
 STORAGE_SYNC = "tirx.tvm_storage_sync"
 UNUSED = (1 << 62, -1)  # the span of a tile nothing references: it overlaps no other span
@@ -52,15 +53,19 @@ def block_barrier() -> tirx.Stmt:
     return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, "shared"))
 
 
-def tile_lifetimes(body: tirx.Stmt, allocs: list) -> Lifetimes | None:
+def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = False) -> Lifetimes | None:
     """The lifetimes of the tiles `allocs` allocates (AllocBuffer nodes), over the statements of the innermost SeqStmt
     holding all of them (a tile allocated inside one of its statements, say a reduction's scratch inside a loop, is
     in use during that statement), or None when no SeqStmt holds them all (then no tile may share bytes with another).
-    A tile no statement references has span UNUSED."""
+    A tile no statement references has span UNUSED. With `within_uniform_branch`, where every use is inside one
+    statement that is an `if` without else whose condition all threads evaluate alike, over the statements of its
+    body instead (repeatedly): a barrier placed between two of them is still reached by every thread."""
     seq = _innermost_seq_holding(body, allocs)
     if seq is None:
         return None
     tiles = [a.buffer for a in allocs]
+    if within_uniform_branch:
+        seq = _inside_uniform_branch(seq, tiles, uniform_conditions(body))
     spans: dict = {}
     barriers = []
     for index, stmt in enumerate(seq.seq):
@@ -78,6 +83,19 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list) -> Lifetimes | None:
     for tile in tiles:  # referenced by no statement: never accessed, in use nowhere
         spans.setdefault(tile, UNUSED)
     return Lifetimes(seq, spans, tuple(barriers))
+
+
+def _inside_uniform_branch(seq: tirx.SeqStmt, tiles: list, uniform) -> tirx.SeqStmt:
+    while True:
+        using = [stmt for stmt in seq.seq if not isinstance(stmt, tirx.AllocBuffer)
+                 and any(any(var.same_as(t) for t in tiles) for var in _referenced_vars(stmt))]
+        if len(using) != 1:
+            return seq
+        branch = using[0]
+        if not isinstance(branch, tirx.IfThenElse) or branch.else_case is not None or \
+                not isinstance(branch.then_case, tirx.SeqStmt) or not uniform(branch.condition):
+            return seq
+        seq = branch.then_case
 
 
 def _innermost_seq_holding(body: tirx.Stmt, allocs: list) -> tirx.SeqStmt | None:

@@ -16,6 +16,7 @@ and the first error line. Nothing of the peer's tree is kept in this repository.
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures as futures
 import os
 import re
@@ -100,8 +101,52 @@ def pytest_collection_modifyitems(config, items):
 '''
 
 
-def rewrite(text: str, cuda: bool) -> str:
+def device_parameters(text: str) -> dict[str, int]:
+    """The functions `text` defines with a parameter named `device`: name -> its position (for calls that pass the
+    device positionally, `generate_random_padding_mask(N_CTX, BATCH, "cuda", mode="random")`)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [a.arg for a in node.args.posonlyargs + node.args.args]
+            if "device" in names:
+                found[node.name] = names.index("device")
+    return found
+
+
+def _positional_devices(text: str, params: dict[str, int]) -> str:
+    """A device string literal passed positionally to one of `params`' functions becomes "cpu". Only there: a bare
+    "cuda" elsewhere may be a target (which --cuda turns into "musa")."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    spans = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else \
+            node.func.attr if isinstance(node.func, ast.Attribute) else None
+        k = params.get(name)
+        if k is None or k >= len(node.args) or any(isinstance(a, ast.Starred) for a in node.args[:k + 1]):
+            continue
+        arg = node.args[k]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
+                re.fullmatch(r"(musa|cuda)(:\d+)?", arg.value) and arg.lineno == arg.end_lineno:
+            spans.append((arg.lineno, arg.col_offset, arg.end_col_offset))
+    lines = text.split("\n")
+    for lineno, start, end in sorted(spans, reverse=True):
+        line = lines[lineno - 1].encode()  # ast's offsets count UTF-8 bytes
+        lines[lineno - 1] = (line[:start] + b'"cpu"' + line[end:]).decode()
+    return "\n".join(lines)
+
+
+def rewrite(text: str, cuda: bool, device_params: dict[str, int] | None = None) -> str:
     devices = "musa|cuda"  # the peer's examples/ still allocate on "cuda"
+    text = _positional_devices(text, {**device_parameters(text), **(device_params or {})})
     # device="cuda", and a parameter's default `device: str = "cuda"`
     text = re.sub(rf"""device(\s*:\s*str)?(\s*=\s*)(["'])({devices})(:\d+)?\3""", r'device\1\2"cpu"', text)
     text = re.sub(rf"""\b(DEVICE\s*=\s*)(["'])({devices})(:\d+)?\2""", r'\1"cpu"', text)  # module constants
@@ -114,29 +159,55 @@ def rewrite(text: str, cuda: bool) -> str:
     if cuda:
         text = re.sub(r"""target\s*=\s*(["'])cuda\1""", 'target="musa"', text)
         text = re.sub(r"""Target\((["'])cuda\1\)""", 'Target("musa")', text)  # tvm.target.Target("cuda")
+        # a config dict, `target={"kind": "cuda", "arch": "sm_90"}`: its arch and code are NVIDIA's, the kind is all
+        # that carries over
+        text = re.sub(r"""\{\s*(["'])kind\1\s*:\s*(["'])cuda\2[^{}]*\}""", '{"kind": "musa"}', text)
     return text
 
 
 def stage(peer: Path, test: Path, out: Path, cuda: bool) -> Path:
-    rel = test.relative_to(peer)
-    dest_dir = out / "tree" / rel.parent
+    peer, test = peer.resolve(), test.resolve()
+    stage_folder(peer, test.parent, out, cuda)
+    return out / "tree" / test.relative_to(peer)
+
+
+def stage_folder(peer: Path, folder: Path, out: Path, cuda: bool) -> None:
+    """`folder`'s files (rewritten), its helper packages, and the sibling folders its modules put on sys.path
+    (`sys.path.append(os.path.join(os.path.dirname(__file__), "../flash_attention"))`, as upstream's attention_sink
+    examples import flash_attention's varlen_utils), under `out`/tree as in the peer's tree."""
+    dest_dir = out / "tree" / folder.relative_to(peer)
     dest_dir.mkdir(parents=True, exist_ok=True)
     # A test package named like a standard-library module (`math`) would shadow it once its parent is on sys.path:
     # staged without its __init__.py, its files are plain modules.
-    shadows = test.parent.name in sys.stdlib_module_names
-    for src in test.parent.iterdir():
+    shadows = folder.name in sys.stdlib_module_names
+    modules = {src: src.read_text() for src in sorted(folder.glob("*.py"))}
+    params = {name: k for text in modules.values() for name, k in device_parameters(text).items()}
+    siblings = []
+    for src in folder.iterdir():
         if shadows and src.name == "__init__.py":
             continue
         if src.is_file() and not (dest_dir / src.name).exists():
             if src.suffix == ".py":
-                (dest_dir / src.name).write_text(rewrite(src.read_text(), cuda))
+                (dest_dir / src.name).write_text(rewrite(modules[src], cuda, params))
+                siblings += sibling_folders(modules[src], folder, peer)
             else:
                 shutil.copy(src, dest_dir / src.name)
         elif is_helper_package(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`
             shutil.copytree(src, dest_dir / src.name, ignore=shutil.ignore_patterns("__pycache__"))
             for module in (dest_dir / src.name).rglob("*.py"):
                 module.write_text(rewrite(module.read_text(), cuda))
-    return dest_dir / rel.name
+    for sibling in siblings:
+        stage_folder(peer, sibling, out, cuda)
+
+
+def sibling_folders(text: str, folder: Path, peer: Path) -> list[Path]:
+    """The folders of the peer's tree that a module names by a relative path (`"../flash_attention"`)."""
+    found = []
+    for rel in re.findall(r"""["'](\.\./[\w./-]+?)/?["']""", text):
+        target = (folder / rel).resolve()
+        if target.is_dir() and target.is_relative_to(peer) and target != folder:
+            found.append(target)
+    return found
 
 
 def is_helper_package(folder: Path) -> bool:
