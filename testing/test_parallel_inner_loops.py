@@ -2,7 +2,8 @@
 iteration's thread, so a fragment may be indexed by its variable too: `S[i, t * L + l] = P[i, l * 8 + t]` in
 `T.Parallel(M, 8)` (a permuted store of a gemm result). The nest follows the fragment when the thread that holds
 `P[i, t]` holds `P[i, l * 8 + t]` for every l (MUSA's SQMMA accumulator: the thread depends on the column mod 8);
-where it does not (mp_22's MMA accumulator), the nest reads the fragment through a shared tile, with a warning."""
+where it does not (mp_22's MMA accumulator), the fragment is exchanged through a shared tile into a layout whose
+thread holds `P[i, l * 8 + t]` for every l, with a warning."""
 
 import warnings
 
@@ -68,9 +69,10 @@ def test_nest_follows_the_accumulator_when_each_thread_holds_every_inner_element
 
 def test_nest_reads_a_fragment_whose_inner_elements_are_elsewhere_through_shared_memory(monkeypatch):
     """mp_22 MMA: column bit 3 picks the thread, so no plan of the nest holds `acc_cast[i, l * 8 + t]` for every
-    l: the nest reads acc_cast from a shared tile (right, with a warning)."""
+    l in acc_cast's own layout: acc_cast is exchanged through a shared tile, before the nest, into one where the
+    nest's thread holds every l (right, with a warning)."""
     monkeypatch.setattr(diagnostics, "_WARNED", set())
-    with pytest.warns(Warning, match=r"fragment `acc_cast` is read from a 8192-byte shared-memory tile"):
+    with pytest.warns(Warning, match=r"fragment `acc_cast` is exchanged through a 8192-byte shared-memory tile before this T.Parallel"):
         kernel = tilelang.compile(permuted_store(), target="musa -arch=mp_22")
     source = kernel.get_kernel_source()
     assert "tl::gemm_ss_mp22_mma" in source and "acc_cast_exchange" in source, source
