@@ -22,40 +22,24 @@ enum class Rounding : int { kNearestEven = 0, kTowardZero = 1, kUp = 2, kDown = 
 namespace detail {
 
 /*! \brief A target format's fields and special codes (magnitudes, without the sign bit). */
+template <typename Bits, int Man, int Bias, uint32_t MaxFinite, uint32_t Infinity, uint32_t NaN, bool HasInfinity>
+struct format_fields {
+  using bits_t = Bits;
+  static constexpr int kMan = Man, kBias = Bias;
+  static constexpr uint32_t kMaxFinite = MaxFinite, kInfinity = Infinity, kNaN = NaN;
+  static constexpr bool kHasInfinity = HasInfinity;
+};
+
 template <typename T>
 struct rounded_format;
-
 template <>
-struct rounded_format<half_t> {
-  using bits_t = uint16_t;
-  static constexpr int kMan = 10, kBias = 15;
-  static constexpr uint32_t kMaxFinite = 0x7BFFu, kInfinity = 0x7C00u, kNaN = 0x7E00u;
-  static constexpr bool kHasInfinity = true;
-};
-
+struct rounded_format<half_t> : format_fields<uint16_t, 10, 15, 0x7BFFu, 0x7C00u, 0x7E00u, true> {};
 template <>
-struct rounded_format<bfloat16_t> {
-  using bits_t = uint16_t;
-  static constexpr int kMan = 7, kBias = 127;
-  static constexpr uint32_t kMaxFinite = 0x7F7Fu, kInfinity = 0x7F80u, kNaN = 0x7FC0u;
-  static constexpr bool kHasInfinity = true;
-};
-
+struct rounded_format<bfloat16_t> : format_fields<uint16_t, 7, 127, 0x7F7Fu, 0x7F80u, 0x7FC0u, true> {};
+template <>  // OCP E4M3 "fn": no infinity; 0x7F is NaN
+struct rounded_format<fp8_e4_t> : format_fields<uint8_t, 3, 7, 0x7Eu, 0x7Fu, 0x7Fu, false> {};
 template <>
-struct rounded_format<fp8_e4_t> {  // OCP E4M3 "fn": no infinity; 0x7F is NaN
-  using bits_t = uint8_t;
-  static constexpr int kMan = 3, kBias = 7;
-  static constexpr uint32_t kMaxFinite = 0x7Eu, kInfinity = 0x7Fu, kNaN = 0x7Fu;
-  static constexpr bool kHasInfinity = false;
-};
-
-template <>
-struct rounded_format<fp8_e5_t> {
-  using bits_t = uint8_t;
-  static constexpr int kMan = 2, kBias = 15;
-  static constexpr uint32_t kMaxFinite = 0x7Bu, kInfinity = 0x7Cu, kNaN = 0x7Eu;
-  static constexpr bool kHasInfinity = true;
-};
+struct rounded_format<fp8_e5_t> : format_fields<uint8_t, 2, 15, 0x7Bu, 0x7Cu, 0x7Eu, true> {};
 
 /*! \brief The magnitude code of the finite float with bits `abs_bits` (sign cleared) in a format of Man mantissa
  *         bits and exponent bias Bias, rounded by `mode`; it may exceed the format's largest finite code. */
