@@ -1,5 +1,6 @@
 """Shared fixtures: every test runs on CPU through the simulator unless a MUSA device is present."""
 
+import inspect
 import os
 import time
 from pathlib import Path
@@ -195,3 +196,9 @@ def without_locations(func):
         return tirx.AllocBuffer(node.buffer, annotations) if annotations else tirx.AllocBuffer(node.buffer)
 
     return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call), (tirx.For, on_for), (tirx.AllocBuffer, on_alloc)])
+
+
+def line_of(func, text: str) -> int:
+    """The source line number of the first line of `func` containing `text` (for errors that name the user's line)."""
+    lines, first = inspect.getsourcelines(func)
+    return first + next(k for k, line in enumerate(lines) if text in line)

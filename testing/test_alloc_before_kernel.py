@@ -5,7 +5,6 @@ as writing it there. A buffer allocated so that no kernel follows, or that is us
 or in a second kernel), is an error at the allocation's line; inside a loop or branch before the kernel it stays the
 old error."""
 
-import inspect
 
 import pytest
 import torch
@@ -13,7 +12,7 @@ import tvm
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand, without_locations
+from conftest import line_of, poison, rand, without_locations
 from tilelang.errors import CompileError
 
 ARCHS = ["mp_31", "mp_22"]
@@ -113,11 +112,6 @@ def test_tiles_before_t_kernel_run_as_written_inside(arch):
     torch.testing.assert_close(y, x * 2 + 1)
 
 
-def _line_of(func, text):
-    lines, first = inspect.getsourcelines(func)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
-
 def _no_kernel_follows():
     @T.prim_func
     def main(A: T.Tensor((4,), T.float32)):
@@ -169,4 +163,4 @@ def _inside_a_branch_before_the_kernel():
 def test_allocation_before_the_kernel_that_does_not_belong_to_it_is_an_error_at_its_line(build, message):
     with pytest.raises(CompileError, match=message) as info:
         build()
-    assert info.value.loc.lineno == _line_of(build, "# the line")
+    assert info.value.loc.lineno == line_of(build, "# the line")

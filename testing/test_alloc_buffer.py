@@ -6,14 +6,13 @@ allocates it and passes it to every kernel of the function); "shared"/"shared.dy
 layout option are errors at their line.
 """
 
-import inspect
 
 import pytest
 import torch
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand
+from conftest import line_of, poison, rand
 from tilelang.errors import CompileError
 
 ARCHES = ["musa -arch=mp_31", "musa -arch=mp_22"]
@@ -57,11 +56,6 @@ def test_global_scratch_between_two_kernels_matches_torch(target):
     torch.testing.assert_close(y, x * sum(range(1, split + 1)))
 
 
-def _line_of(func, text):
-    lines, first = inspect.getsourcelines(func)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
-
 def test_global_buffer_inside_a_kernel_is_an_error_at_its_line():
     def build():
         @T.prim_func
@@ -74,7 +68,7 @@ def test_global_buffer_inside_a_kernel_is_an_error_at_its_line():
 
     with pytest.raises(CompileError, match=r"T.alloc_buffer\(..., scope=\"global\"\) inside `with T.Kernel") as info:
         tilelang.compile(build(), target=ARCHES[0])
-    assert info.value.loc.lineno == _line_of(build, "# the line")
+    assert info.value.loc.lineno == line_of(build, "# the line")
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -1,7 +1,6 @@
 """The kernel frontend: Python control flow over IR values, bindings, and errors that name the construct
 and the user's source line."""
 
-import inspect
 import re
 
 import pytest
@@ -10,12 +9,7 @@ from tvm import tirx
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand
-
-
-def _line_of(fn, text):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
+from conftest import line_of, poison, rand
 
 
 def _script(func):
@@ -156,7 +150,7 @@ def test_error_points_at_the_users_line():
         build()
     message = str(info.value)
     assert "2048 threads per block exceed" in message
-    assert f"test_frontend.py:{_line_of(build, 'threads=2048')}" in message
+    assert f"test_frontend.py:{line_of(build, 'threads=2048')}" in message
     assert "with T.Kernel(1, threads=2048):" in message
 
 

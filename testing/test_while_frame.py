@@ -3,13 +3,12 @@
 that is always true (no `break` in a kernel: it never ends), a float or non-scalar one, or a T.While outside a kernel
 are errors at their line."""
 
-import inspect
-
 import pytest
 import torch
 
 import tilelang
 import tilelang.language as T
+from conftest import line_of
 from tilelang.errors import CompileError
 
 ARCHS = ["mp_31", "mp_22"]
@@ -116,11 +115,6 @@ def test_while_frame_polls_memory_and_reads_its_condition_each_iteration(arch):
     torch.testing.assert_close(total, expected, rtol=1e-5, atol=1e-5)
 
 
-def _line_of(func, text):
-    lines, first = inspect.getsourcelines(func)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
-
 def _always_true():
     @T.prim_func
     def main(A: T.Tensor((4,), T.int32)):
@@ -169,4 +163,4 @@ def _outside_kernel():
 def test_while_frame_errors_name_the_construct_and_line(build, message):
     with pytest.raises(CompileError, match=message) as info:
         build()
-    assert info.value.loc.lineno == _line_of(build, "# the line")
+    assert info.value.loc.lineno == line_of(build, "# the line")
