@@ -51,14 +51,19 @@ import numpy
 import torch
 
 from .assume import HostAssume, check_assumes, compile_checks
+from . import carried_poison
 from .poison_hint import hint_if_poison
 from .spec import KernelLaunchError, ParamSpec, accepted_torch_dtypes, solve_dim, unsolvable_symbols
 
 ctypedef int (*CallPacked)(void** args, int num_args, void* stream) noexcept nogil
 ctypedef const char* (*GetLastError)() noexcept nogil
 # The simulator's (optional): the ranges the launcher poisoned for the coming call, checked mode's uninitialised
-# global-read check (src/tl_templates/sim/sim/poisoned_globals.h); n = 0 clears them after the call.
-ctypedef void (*PoisonedGlobals)(void** begins, const uint64_t* nbytes, int n) noexcept nogil
+# global-read check (src/tl_templates/sim/sim/poisoned_globals.h), with, for a tensor an earlier call returned,
+# the bytes it left unwritten and the text naming that call; n = 0 clears them after the call. After the call,
+# before the clearing, PoisonedUnwritten reads back range i's bytes still unwritten (-1: the call ran unchecked).
+ctypedef void (*RegisterPoisoned)(void** begins, const uint64_t* nbytes, const unsigned char** unwritten,
+                                  const char** origins, int n) noexcept nogil
+ctypedef int64_t (*PoisonedUnwritten)(int i, unsigned char* out) noexcept nogil
 
 # One argument value; args[i] points at slots[i].
 cdef union Slot:
@@ -113,8 +118,10 @@ cdef struct CallState:
     int64_t* sym_values
     int* sym_param    # -1: unbound
     int* sym_where
-    void** poisoned          # the simulator: the outputs and workspaces filled with poison ...
-    uint64_t* poisoned_bytes  # ... and their byte sizes
+    void** poisoned          # the simulator: the outputs and workspaces filled with poison, then the inputs an
+    uint64_t* poisoned_bytes  # ... earlier checked call left poison unwritten in (carried_poison.py); their sizes,
+    const unsigned char** unwritten  # ... the carried bytes still unwritten (null: allocated for this call) ...
+    const char** origins     # ... and the text naming the kernel that allocated a carried one
     int num_poisoned
 
 _Tensor = torch.Tensor
@@ -143,7 +150,8 @@ cdef class Launcher:
     cdef void* _handle
     cdef CallPacked _call
     cdef GetLastError _last_error
-    cdef PoisonedGlobals _poisoned
+    cdef RegisterPoisoned _register_poisoned
+    cdef PoisonedUnwritten _poisoned_unwritten
     cdef ParamInfo* _info
     cdef int64_t* _dims          # >= 0: static size; -1 - s: symbol s < _num_symbols; -1 - S - e: _exprs[e]
     cdef int _num_params
@@ -354,10 +362,14 @@ cdef class Launcher:
             raise OSError(f"kernel '{k}': cannot load {self.lib_path}: {_dlerror_text()}")
         self._call = <CallPacked>self._symbol(b"call_packed", "int call_packed(void** args, int num_args, void* stream)")
         self._last_error = <GetLastError>self._symbol(b"get_last_error", "const char* get_last_error(void)")
-        self._poisoned = NULL
+        self._register_poisoned = NULL
+        self._poisoned_unwritten = NULL
         if not self._musa:
-            self._poisoned = <PoisonedGlobals>dlsym(self._handle, b"tl_sim_poisoned_globals")
+            self._register_poisoned = <RegisterPoisoned>dlsym(self._handle, b"tl_sim_register_poisoned")
+            self._poisoned_unwritten = <PoisonedUnwritten>dlsym(self._handle, b"tl_sim_poisoned_unwritten")
             dlerror()
+            if self._poisoned_unwritten == NULL:
+                self._register_poisoned = NULL
 
     cdef void* _symbol(self, bytes name, str signature) except NULL:
         cdef void* sym
@@ -395,12 +407,21 @@ cdef class Launcher:
             else:
                 device = _CPU
             workspaces = []
-            outputs = self._fill_derived(&st, device, workspaces)
+            fresh = []
+            outputs = self._fill_derived(&st, device, workspaces, fresh)
+            carried = None
+            if self._register_poisoned != NULL and carried_poison.any_records():
+                carried = self._carry_inputs(args, &st)
             if ctx is None:
                 rc = self._launch(&st, stream)
             else:
                 with ctx:
                     rc = self._launch(&st, stream)
+            if st.num_poisoned > 0 and self._register_poisoned != NULL:
+                try:
+                    self._read_back_unwritten(&st, rc, fresh, carried)
+                finally:
+                    self._register_poisoned(NULL, NULL, NULL, NULL, 0)
             if rc != 0:
                 raise KernelLaunchError(f"kernel '{self.kernel_name}' failed (call_packed returned {rc}): "
                                         f"{self._last_error_text()}")
@@ -431,23 +452,75 @@ cdef class Launcher:
             free(mem)
 
     cdef int _launch(self, CallState* st, void* stream) noexcept:
+        """Registers the poisoned ranges (the caller clears them after reading them back) and runs the kernel."""
         cdef CallPacked fn = self._call
         cdef int n = self._num_params
         cdef int rc
-        cdef PoisonedGlobals poisoned = self._poisoned if st.num_poisoned > 0 else NULL
+        cdef RegisterPoisoned reg = self._register_poisoned if st.num_poisoned > 0 else NULL
         with nogil:
-            if poisoned != NULL:
-                poisoned(st.poisoned, st.poisoned_bytes, st.num_poisoned)
+            if reg != NULL:
+                reg(st.poisoned, st.poisoned_bytes, st.unwritten, st.origins, st.num_poisoned)
             rc = fn(st.argv, n, stream)
-            if poisoned != NULL:
-                poisoned(NULL, NULL, 0)
         return rc
+
+    cdef list _carry_inputs(self, tuple args, CallState* st):
+        """Registers each input whose storage an earlier checked call returned with poison it left unwritten
+        (carried_poison.py), once per storage; returns [(range index, storage address, tensor, record)]."""
+        cdef int i
+        cdef int a = 0
+        cdef int k
+        carried = []
+        seen = set()
+        for i in range(self._num_params):
+            kind = self._info[i].kind
+            if kind == TENSOR_IN:
+                t = args[a]
+                if isinstance(t, _Tensor):
+                    found = carried_poison.lookup(t)
+                    if found is not None and found[0] not in seen:
+                        address, record = found
+                        seen.add(address)
+                        k = st.num_poisoned
+                        st.poisoned[k] = <void*><uintptr_t>address
+                        st.poisoned_bytes[k] = record.nbytes
+                        st.unwritten[k] = <const unsigned char*><uintptr_t>record.unwritten.data_ptr()
+                        st.origins[k] = <const char*>record.origin
+                        st.num_poisoned += 1
+                        carried.append((k, address, t, record))
+            if kind == TENSOR_IN or kind == POINTER_ARG or kind == SCALAR_ARG:
+                a += 1
+        return carried
+
+    cdef int _read_back_unwritten(self, CallState* st, int rc, list fresh, object carried) except -1:
+        """After the call, before the ranges are cleared: remembers each output the call left poison unwritten in
+        (a successful call's: a failed one returns none), and updates (or drops) the records of the carried inputs
+        (carried_poison.py)."""
+        cdef int64_t count
+        cdef int k
+        if rc == 0:
+            for k, out, name in fresh:
+                count = self._poisoned_unwritten(k, NULL)
+                if count < 0:
+                    break  # the call ran unchecked: nothing is known
+                if count > 0:
+                    unwritten = torch.empty(st.poisoned_bytes[k], dtype=torch.uint8)
+                    self._poisoned_unwritten(k, <unsigned char*><uintptr_t>unwritten.data_ptr())
+                    carried_poison.remember(out, unwritten, self.kernel_name, name)
+        if carried:
+            for k, address, t, record in carried:
+                count = self._poisoned_unwritten(k, NULL)  # a failed call's writes until then are known too
+                unwritten = None
+                if count > 0:
+                    unwritten = torch.empty(st.poisoned_bytes[k], dtype=torch.uint8)
+                    self._poisoned_unwritten(k, <unsigned char*><uintptr_t>unwritten.data_ptr())
+                carried_poison.update(address, t, unwritten)
+        return 0
 
     cdef void* _new_state(self, CallState* st) except NULL:
         cdef int P = self._num_params
         cdef int S = self._num_symbols
         cdef int i
-        cdef size_t size = P * (sizeof(Slot) + 2 * sizeof(void*) + sizeof(uint64_t)) + \
+        cdef size_t size = P * (sizeof(Slot) + 4 * sizeof(void*) + sizeof(uint64_t)) + \
             S * (sizeof(int64_t) + 2 * sizeof(int))
         cdef char* mem
         if self._handle == NULL:
@@ -462,6 +535,8 @@ cdef class Launcher:
         st.sym_where = st.sym_param + S
         st.poisoned = <void**>(st.sym_where + S)
         st.poisoned_bytes = <uint64_t*>(st.poisoned + P)
+        st.unwritten = <const unsigned char**>(st.poisoned_bytes + P)
+        st.origins = <const char**>(st.unwritten + P)
         st.num_poisoned = 0
         for i in range(P):
             st.argv[i] = &st.slots[i]
@@ -770,9 +845,10 @@ cdef class Launcher:
         return ValueError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} = {v!r} overflows "
                           f"{self.params[i].dtype}")
 
-    cdef list _fill_derived(self, CallState* st, object device, list workspaces):
+    cdef list _fill_derived(self, CallState* st, object device, list workspaces, list fresh):
         """Packs the bound scalars and allocates the outputs (returned) and the workspaces (kept in `workspaces`
-        for the launch), once every input has bound its symbols."""
+        for the launch), once every input has bound its symbols. On the simulator, each output's poisoned range
+        is noted in `fresh` as (range index, tensor, name)."""
         cdef int i
         cdef ParamInfo* p
         outputs = []
@@ -805,6 +881,10 @@ cdef class Launcher:
                     memset(<void*><uintptr_t>storage.data_ptr(), 0xFF, storage.nbytes())
                     st.poisoned[st.num_poisoned] = <void*><uintptr_t>storage.data_ptr()
                     st.poisoned_bytes[st.num_poisoned] = storage.nbytes()
+                    st.unwritten[st.num_poisoned] = NULL
+                    st.origins[st.num_poisoned] = NULL
+                    if p.kind == TENSOR_OUT:
+                        fresh.append((st.num_poisoned, out, self.params[i].name))
                     st.num_poisoned += 1
                 if p.kind == TENSOR_OUT:
                     outputs.append(out)

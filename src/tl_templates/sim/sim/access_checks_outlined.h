@@ -22,10 +22,7 @@ TL_SIM_OUTLINED_DEF void CheckGlobalInit(PoisonedGlobals& globals, AccessKind ki
     return;
   }
   for (int lane = 0; lane < lanes; ++lane, element += elem_bytes) {
-    if (globals.Unwritten(element, elem_bytes)) {
-      UninitialisedRead("global", "which the launcher poisoned (an output or workspace allocated for this call) and "
-                        "no thread has written yet", name, offset + lane, line);
-    }
+    if (const char* why = globals.Unwritten(element, elem_bytes)) UninitialisedRead("global", why, name, offset + lane, line);
   }
 }
 

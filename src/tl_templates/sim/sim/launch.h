@@ -341,13 +341,15 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
 
 /*!
  * \brief The launcher's registration of the global ranges it poisoned (outputs and workspaces allocated for the
- *        call) before `call_packed` on this thread, and its clearing after (n = 0): what checked mode's
- *        uninitialised global-read check covers (poisoned_globals.h). One record per host thread, kept for the
- *        thread's life (the runtime's, for a linked kernel library).
+ *        call, and tensors an earlier call returned with bytes it left unwritten: `unwritten[i]` and `origins[i]`
+ *        non-null, poisoned_globals.h) before `call_packed` on this thread, and its clearing after (n = 0): what
+ *        checked mode's uninitialised global-read check covers. One record per host thread, kept for the thread's
+ *        life (the runtime's, for a linked kernel library).
  */
 #if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's
-extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_poisoned_globals(
-    const void* const* begins, const uint64_t* bytes, int n) {
+extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_register_poisoned(
+    const void* const* begins, const uint64_t* bytes, const unsigned char* const* unwritten,
+    const char* const* origins, int n) {
   tl_sim::OsThreadState& t = tl_sim::g_thread;
   if (t.poisoned_globals == nullptr) {
     if (n == 0) return;
@@ -357,6 +359,17 @@ extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_poiso
     t.poisoned_globals = new tl_sim::PoisonedGlobals();
     if (created) pthread_setspecific(key, t.poisoned_globals);
   }
-  t.poisoned_globals->Set(begins, bytes, n);
+  t.poisoned_globals->Set(begins, bytes, unwritten, origins, n);
+}
+
+/*!
+ * \brief After `call_packed`, before the clearing: range i's bytes that still hold the poison and no access wrote
+ *        (1 in `out`, one byte per byte of the range; null: only count); returns how many, or -1 when the call
+ *        ran unchecked.
+ */
+extern "C" __attribute__((visibility("default"), used)) inline int64_t tl_sim_poisoned_unwritten(int i,
+                                                                                                 unsigned char* out) {
+  const tl_sim::PoisonedGlobals* globals = tl_sim::g_thread.poisoned_globals;
+  return globals == nullptr ? -1 : globals->UnwrittenBytes(i, out);
 }
 #endif
