@@ -18,15 +18,15 @@ import tilelang.language as T
 LAYOUTS = [(16, 8, 32), (8, 64, 128), (4, 256, 256)]
 
 
-def three_reductions(M, N, threads, nan_propagate):
+def three_reductions(M, N, threads, nan_propagate, dtype="float32"):
     @T.prim_func
-    def extremes(A: T.Tensor((M, N), "float32"), Mx: T.Tensor((M,), "float32"), Mn: T.Tensor((M,), "float32"),
-                 Ab: T.Tensor((M,), "float32")):
+    def extremes(A: T.Tensor((M, N), dtype), Mx: T.Tensor((M,), dtype), Mn: T.Tensor((M,), dtype),
+                 Ab: T.Tensor((M,), dtype)):
         with T.Kernel(1, threads=threads):
-            F = T.alloc_fragment((M, N), "float32")
-            mx = T.alloc_fragment((M,), "float32")
-            mn = T.alloc_fragment((M,), "float32")
-            ab = T.alloc_fragment((M,), "float32")
+            F = T.alloc_fragment((M, N), dtype)
+            mx = T.alloc_fragment((M,), dtype)
+            mn = T.alloc_fragment((M,), dtype)
+            ab = T.alloc_fragment((M,), dtype)
             T.copy(A, F)
             T.reduce_max(F, mx, dim=1, nan_propagate=nan_propagate)
             T.reduce_min(F, mn, dim=1, nan_propagate=nan_propagate)
@@ -69,8 +69,8 @@ def expected(a, nan_propagate):
             torch.where(nan, 0.0, a.abs()).amax(1))
 
 
-def check(kernel, M, N, nan_propagate, seed):
-    a = special_rows(M, N, seed)
+def check(kernel, M, N, nan_propagate, seed, dtype=torch.float32):
+    a = special_rows(M, N, seed).to(dtype)
     got = kernel(a)
     for name, g, e in zip(("max", "min", "absmax"), got, expected(a, nan_propagate)):
         torch.testing.assert_close(g, e, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"reduce_{name}: {m}")
@@ -92,6 +92,15 @@ def test_reductions_of_infinite_nan_and_zero_rows_match_torch_in_every_layout(ar
     assert "_partial[0] = tl::infinity<float>();" in source
     assert "3.402823" not in source  # not FLT_MAX
     check(kernel, M, N, False, seed=M * 1000 + threads)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_rows_reduce_the_same_way(dtype):
+    M, N, threads = LAYOUTS[1]
+    kernel = tilelang.compile(three_reductions(M, N, threads, False, dtype), out_idx=[1, 2, 3],
+                              target="musa -arch=mp_31")
+    assert "_partial[0] = -tl::infinity<" in kernel.get_kernel_source()
+    check(kernel, M, N, False, seed=3, dtype=getattr(torch, dtype))
 
 
 @pytest.mark.parametrize("arch, layout", [("mp_22", LAYOUTS[1]), ("mp_31", LAYOUTS[2])])
