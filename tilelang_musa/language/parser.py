@@ -91,9 +91,10 @@ def _target_names(target: ast.expr) -> list[str] | None:
     return None
 
 
-def _escapes(body: list[ast.stmt]) -> bool:
+def _escapes(body: list[ast.stmt], with_continue: bool = True) -> bool:
     """True if `body` leaves its block with break/continue/return (outside nested loops and functions);
-    such a block keeps plain Python control flow (it can only be static)."""
+    such a block keeps plain Python control flow (it can only be static). Without `with_continue`: whether it can
+    leave the loop it is the body of (break/return)."""
 
     class Finder(ast.NodeVisitor):
         found = False
@@ -101,7 +102,9 @@ def _escapes(body: list[ast.stmt]) -> bool:
         def visit_Break(self, node):  # noqa: N802
             self.found = True
 
-        visit_Continue = visit_Break
+        def visit_Continue(self, node):  # noqa: N802
+            self.found = self.found or with_continue
+
         visit_Return = visit_Break
 
         def visit_For(self, node):  # noqa: N802 - break/continue inside bind to that loop
@@ -233,6 +236,10 @@ class _Rewriter(ast.NodeTransformer):
     def visit_While(self, node: ast.While):
         if node.orelse:
             raise self._error(node, "`while ... else` is not supported in a kernel")
+        if isinstance(node.test, ast.Constant) and node.test.value and not _escapes(node.body, with_continue=False):
+            raise self._error(node, f"`while {ast.unparse(node.test)}:` never ends: its condition is always true and "
+                                    "its body has no `break` (a kernel's loop cannot break out at run time); give it "
+                                    "a condition the body changes (a T.alloc_var or a buffer element), as T.While")
         test = self.visit(node.test)
         return ast.For(
             target=_name("_", ast.Store()),
