@@ -7,7 +7,9 @@
 Upstream's TVMScript parser puts such an allocation at the function's root and a later pass moves it to where it is
 used. Here the buffer is made when the statement runs and allocated at the top of the next kernel to open (after its
 first binding, or inside `with T.Kernel`), where it would have been written. The meaning is clear only while every
-use of the buffer lies in that kernel: `check_early_allocations` rejects the rest, at the allocation's line.
+use of the buffer lies in that kernel: `check_early_allocations` rejects the rest, at the allocation's line. In a
+function that opens no kernel at all (IR to inspect, outside_kernel.py) the buffer is the function's own, allocated
+at the top of its body (`place_without_kernel`).
 """
 
 from __future__ import annotations
