@@ -1,7 +1,8 @@
 """A Python loop in a kernel whose condition or iterator is Python's runs while the kernel is traced (unrolled). One
 that never ends was a hang of the frontend: `while True:` with no `break` is now an error at its line when the kernel
 is defined (a kernel's loop cannot break out at run time, as with `T.While(True)`); any other static `while`, or a
-`for` over a Python iterator, that runs past STATIC_LOOP_LIMIT iterations is an error at the loop's line. Static
+`for` over a Python iterator (or a container the body keeps growing), that runs past STATIC_LOOP_LIMIT iterations
+is an error at the loop's line. Static
 loops that end keep Python semantics, and a `while` over a run-time condition is the TIR loop."""
 
 import itertools
@@ -61,11 +62,24 @@ def _endless_iterator():
     return main
 
 
+def _growing_list():
+    @T.prim_func
+    def main(A: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=4) as bx:
+            items = [1.0]
+            for x in items:  # the line
+                items.append(x)
+                A[bx] = x
+
+    return main
+
+
 @pytest.mark.parametrize("build, message", [
     (_while_true, r"`while True:` never ends: its condition is always true and its body has no `break`"),
     (_while_one_with_continue, r"`while 1:` never ends"),
     (_static_condition_never_changes, r"this `while` loop has run 64 iterations while the kernel was traced"),
-    (_endless_iterator, r"this `for` loop over a Python iterator has run 64 iterations"),
+    (_endless_iterator, r"this `for` loop over a Python iterable has run 64 iterations"),
+    (_growing_list, r"this `for` loop over a Python iterable has run 64 iterations"),
 ])
 def test_a_python_loop_that_never_ends_is_an_error_at_its_line(build, message, monkeypatch):
     assert runtime.STATIC_LOOP_LIMIT == 1 << 16

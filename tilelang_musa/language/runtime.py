@@ -386,14 +386,19 @@ def iterate(iterable: Any, names: tuple[str, ...] | None) -> Iterator[Any]:
         return
     if _TRACES and isinstance(iterable, tvm.ir.Expr):
         raise _TRACES[-1].error(f"cannot iterate over the IR value {iterable}; use T.serial(n) or range(n)")
-    if hasattr(iterable, "__len__"):  # a container: as many iterations as it holds
-        yield from iterable
-        return
-    loc = current_loc()
-    for count, item in enumerate(iterable, 1):  # an iterator may never end (itertools.count())
-        if count > STATIC_LOOP_LIMIT:
-            raise _endless("this `for` loop over a Python iterator", loc)
+    # An iterator may never end (itertools.count()), nor may a container the body keeps growing.
+    loc, bound = current_loc(), max(STATIC_LOOP_LIMIT, _length(iterable))
+    for count, item in enumerate(iterable, 1):
+        if count > bound:
+            raise _endless("this `for` loop over a Python iterable", loc)
         yield item
+
+
+def _length(iterable: Any) -> int:
+    try:
+        return len(iterable)
+    except TypeError:  # an iterator, or an object whose __len__ does not apply (a 0-d array)
+        return 0
 
 
 def range_(*args: Any):
