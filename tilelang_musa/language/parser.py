@@ -34,7 +34,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import CompileError, SourceLoc
+from ..errors import CompileError, EndlessLoopError, SourceLoc
 from . import runtime  # the helpers the rewritten code calls (bound as `__tl__`)
 
 HELPER = "__tl__"
@@ -237,7 +237,7 @@ class _Rewriter(ast.NodeTransformer):
         if node.orelse:
             raise self._error(node, "`while ... else` is not supported in a kernel")
         if isinstance(node.test, ast.Constant) and node.test.value and not _escapes(node.body, with_continue=False):
-            raise self._error(node, f"`while {ast.unparse(node.test)}:` never ends: its condition is always true and "
+            raise self._error(node, EndlessLoopError, f"`while {ast.unparse(node.test)}:` never ends: its condition is always true and "
                                     "its body has no `break` (a kernel's loop cannot break out at run time); give it "
                                     "a condition the body changes (a T.alloc_var or a buffer element), as T.While")
         test = self.visit(node.test)
@@ -419,8 +419,10 @@ class _Rewriter(ast.NodeTransformer):
             _thunk(self._operand(node.orelse))
         )
 
-    def _error(self, node: ast.AST, message: str) -> CompileError:
-        return CompileError(message, SourceLoc(self.filename, node.lineno, node.col_offset + self.col_offset))
+    def _error(self, node: ast.AST, *args: Any) -> CompileError:
+        """`_error(node, message)`, or `_error(node, ErrorClass, message)` for a CompileError subclass."""
+        error_class, message = args if len(args) == 2 else (CompileError, args[0])
+        return error_class(message, SourceLoc(self.filename, node.lineno, node.col_offset + self.col_offset))
 
     filename = "<kernel>"
 

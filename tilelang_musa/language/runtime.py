@@ -17,7 +17,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import _ffi_api as _ir_builder_ffi
 from tvm.tirx.script import builder as Tb
 
-from ..errors import CompileError, SliceStepError, SourceLoc
+from ..errors import EndlessLoopError, SliceStepError, SourceLoc
 from .builder import (_TRACES, _UNBOUND, KernelTrace, as_expr, current_loc, current_trace, is_buffer, is_var_buffer,
                       static_value, value)
 from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
@@ -475,8 +475,8 @@ def if_(filename: str, lineno: int, col: int, cond: Any) -> _IfBuilder:
 STATIC_LOOP_LIMIT = 1 << 16
 
 
-def _endless(loop: str, loc: SourceLoc | None) -> CompileError:
-    return CompileError(f"{loop} has run {STATIC_LOOP_LIMIT} iterations while the kernel was traced: its condition or "
+def _endless(loop: str, loc: SourceLoc | None) -> EndlessLoopError:
+    return EndlessLoopError(f"{loop} has run {STATIC_LOOP_LIMIT} iterations while the kernel was traced: its condition or "
                         "iterator is Python's, known at compile time, so the loop is unrolled, and it does not end. "
                         "A loop that runs in the kernel needs a run-time condition (a T.alloc_var or a buffer "
                         "element) or range(n) / T.serial(n)", loc)
