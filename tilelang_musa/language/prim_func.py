@@ -23,8 +23,9 @@ from ..ir.attrs import (
 )
 from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
-from .early_alloc import check_early_allocations
+from .early_alloc import check_early_allocations, place_without_kernel
 from .kernel import close_raw_kernel
+from .outside_kernel import check_no_kernel_follows, record_body
 from .parser import ParsedKernel, parse_kernel
 from .dtypes import DType, Pointer, canonical_dtype
 from .proxy import TensorType, declare_param, make_param
@@ -146,6 +147,7 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(NON_RESTRICT_ATTR, list(trace.non_restrict))
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):
         func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
+    record_body(func, trace)
     return func
 
 
@@ -191,8 +193,9 @@ def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) ->
             Tb.func_name(parsed.name)
             result = body()
             close_raw_kernel(trace)  # `tx = T.launch_thread(...)` statements last to the end of the body
-    func = ib.get()
+    func = place_without_kernel(ib.get(), trace)
     check_early_allocations(func, trace)
+    check_no_kernel_follows(trace)
     return func, result
 
 

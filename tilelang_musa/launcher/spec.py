@@ -27,6 +27,12 @@ class KernelLaunchError(RuntimeError):
     """A kernel library's `call_packed` returned non-zero; the message carries its `get_last_error()` text."""
 
 
+class UnboundSizeError(ValueError, RuntimeError):
+    """A size the kernel reads that only tensors left out as None would give. A RuntimeError as upstream's binder
+    raises it ("requires at least one non-null buffer"), and a ValueError as the launcher's other checks of
+    argument values."""
+
+
 # Scalar dtypes the launcher can pack into a C value (see `_launcher.pyx` for the C type of each).
 SCALAR_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
