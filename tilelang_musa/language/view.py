@@ -92,10 +92,10 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
         IRBuilder.name(name, buffer)
         trace.buffer_views[buffer] = src
         return buffer
-    if scope not in ("global", "local"):
+    if scope not in ("global", "local", "shared", "shared.dyn"):
         raise trace.error(f"T.view: a {scope} buffer viewed as another dtype ({src_dtype} -> {dtype}) is not "
                           "supported; view a global tensor or a local buffer, or copy")
-    buffer = Tb.decl_buffer(shape, dtype, data=tirx.call_intrin("handle", "tirx.buffer_data", src), scope=scope)
+    buffer = Tb.decl_buffer(shape, dtype, data=src.data, scope=scope)
     IRBuilder.name(name, buffer)
     return buffer
 

@@ -10,6 +10,10 @@ the branch would never reach it), and fails with an InternalError ("Cannot inser
 branch needs one: e.g. a T.copy into a shared tile and a read of that tile under `if a >= 0`, with `a` a per-thread
 value such as a fragment element. We name the branch, the shared buffer and the loop around it instead. Branches
 whose condition every thread evaluates alike (uniform_conditions.py) are marked so, and get their barriers.
+A shared tile viewed as another dtype (`v = T.view(s, shape, "int8")`, ir/tile_views.py) is one storage under two
+names whose indices count different elements: for the analysis every access of the tile and of its views is shown
+as the bytes it touches, of one byte buffer per tile (`s[i]` of float16 as `bytes[i*2 : i*2 + 2]`, `v[j]` as
+`bytes[j]`), so a write through one name orders a read through the other; the accesses are put back afterwards.
 So are branches whose condition admits a contiguous range of thread ids known at compile time (a T.ws region,
 `if tx < 128:`): every thread of the range takes them, and RangeBarriers (range_barriers.py) makes their barriers
 barriers over that range.
@@ -30,7 +34,9 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
-from ..ir.utils import TensorLoad, Var, by_identity, collect_accesses, is_buffer, loc_of, scope_of, thread_info
+from ..ir.tile_views import shared_tile_views, viewed_buffer
+from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer, loc_of,
+                        scope_of, thread_info)
 from ..tileop.access_ptr import access_ptr, as_access
 from .branch_disjointness import constant_thread_extents, disjoint_branches
 from .partition_parallel_loop import thread_analyzer
@@ -194,21 +200,142 @@ def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
 
 @dataclass
 class _Buffers:
-    """The buffers a function allocates (by scope), and the scopes of its views (DeclBuffer) and parameters."""
+    """The buffers a function allocates (by scope), the scopes of its views (DeclBuffer) other than those of a tile
+    as another dtype, those (view -> tile), and the scopes of its parameters."""
     allocated: dict = field(default_factory=dict)
     views: set = field(default_factory=set)
+    tile_views: dict = field(default_factory=dict)
     params: set = field(default_factory=set)
 
     @classmethod
     def of(cls, func: tirx.PrimFunc) -> _Buffers:
-        found = cls(params={scope_of(p) for p in func.params if is_buffer(p)})
+        found = cls(params={scope_of(p) for p in func.params if is_buffer(p)},
+                    tile_views=shared_tile_views(func.body))
         tvm_ffi.structural_walk(func.body, [
             (tirx.AllocBuffer, lambda n: found.allocated.setdefault(scope_of(n.buffer), []).append(n.buffer)),
-            (tirx.DeclBuffer, lambda n: found.views.add(scope_of(n.buffer)))])
+            (tirx.DeclBuffer, lambda n: None if n.buffer in found.tile_views else found.views.add(
+                scope_of(n.buffer)))])
         return found
 
     def has(self, scope: str) -> bool:
         return scope in self.allocated or scope in self.views or scope in self.params
+
+
+SHOWN = "__tl_shown_as_bytes"  # the extern call that wraps a shown access, with the index of what it shows
+
+
+class _ByteAccesses:
+    """The accesses of the tiles of one scope that views of another dtype name, and of the views, shown to the
+    analysis as the bytes they touch of one byte buffer per tile (see the file comment), and put back afterwards.
+    Each shown load or marked address is wrapped in a pure extern call `SHOWN(shown, k)`, a shown store's value is
+    `SHOWN(value, k)`: k is the index of the original among `originals` (the stock pass rebuilds the nodes around
+    the barriers it inserts, so they are found by content, not identity)."""
+
+    def __init__(self, tile_views: dict, scope: str, as_scope: str):
+        members = {v: t for v, t in tile_views.items() if scope_of(t) == scope}
+        members.update({t: t for t in members.values()})
+        self.bytes = {}  # tile -> its byte buffer
+        for tile in set(members.values()):
+            size = dtype_bytes(tile.ty.dtype.dtype)
+            for e in tile.ty.shape:
+                size *= as_int(e)
+            self.bytes[tile] = tirx.decl_buffer([size], "uint8", f"{tile.name}_bytes", scope=as_scope)
+        self.storage = {m: self.bytes[t] for m, t in members.items()}
+        self.originals: list = []
+
+    def __bool__(self) -> bool:
+        return bool(self.storage)
+
+    def _shown_index(self, buffer: Any, index: Any) -> Any:
+        """`index` of `buffer` (flat) as the byte offsets it touches: a scalar or a run of consecutive bytes; an
+        index of another form (a gather) as a fresh variable, which every other index differs from."""
+        width = dtype_bytes(buffer.ty.dtype.dtype)
+        if isinstance(index, tirx.Ramp):
+            stride, lanes = as_int(index.stride), as_int(index.lanes)
+            if stride is None or lanes is None or stride < 1:
+                return Var("gathered", str(index.base.ty.dtype))
+            base, span = index.base * width, ((lanes - 1) * stride + 1) * width
+        elif index.ty.dtype.lanes == 1:
+            base, span = index * width, width
+        else:
+            return Var("gathered", "int32")
+        return base if span == 1 else tirx.Ramp(base, 1, span)
+
+    def _wrapped(self, original: Any, shown: Any, dtype: Any) -> Any:
+        self.originals.append(original)
+        return tirx.call_pure_extern(dtype, SHOWN, shown, tirx.const(len(self.originals) - 1, "int32"))
+
+    def handlers(self, other_call: Callable[[Any, Any], Any]) -> list:
+        """structural_mutate handlers that show the members' accesses; other calls go to `other_call`."""
+
+        def on_load(node, mutator):
+            # (asked of the original: the retagged analysis renames tiles, not their byte buffers)
+            original, node = node, mutator.default_mutate(node)
+            if original.source not in self.storage or len(node.indices) != 1:
+                return node
+            storage = self.storage[original.source]
+            return self._wrapped(original, storage[self._shown_index(original.source, node.indices[0])],
+                                 str(original.ty.dtype))
+
+        def on_store(node, mutator):
+            original, node = node, mutator.default_mutate(node)
+            if original.buffer not in self.storage or len(node.indices) != 1:
+                return node
+            index = self._shown_index(original.buffer, node.indices[0])
+            lanes = index.ty.dtype.lanes
+            # the stored value's reads stay visible, as the argument of a call of the stored bytes' type
+            value = self._wrapped(original, node.value, "uint8" if lanes == 1 else f"uint8x{lanes}")
+            return tirx.BufferStore(self.storage[original.buffer], value, [index])
+
+        def on_call(node, mutator):
+            access = as_access(node)
+            if access is None or access.element.source not in self.storage:
+                return other_call(node, mutator)
+            buffer = access.element.source
+            if len(access.element.indices) != 1:
+                raise CompileError(f"ThreadSync: `{buffer.name}` is not flat", stage="ThreadSync")
+            (index,) = access.element.indices
+            width = dtype_bytes(buffer.ty.dtype.dtype)
+            storage = self.storage[buffer]
+            return self._wrapped(node, tirx.call_intrin(
+                "handle", "tirx.tvm_access_ptr", tirx.type_annotation("uint8"), storage.data, index * width,
+                storage.ty.shape[0] - index * width, tirx.const(access.rw, "int32")), "handle")
+
+        return [(TensorLoad, on_load), (tirx.BufferStore, on_store), (tvm.ir.Call, on_call)]
+
+    def _original(self, node: Any) -> Any:
+        """The original a `SHOWN(shown, k)` call wraps, else None."""
+        if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.call_pure_extern"
+                and isinstance(node.args[0], tvm.ir.expr.StringImm) and node.args[0].value == SHOWN):
+            return None
+        return self.originals[int(node.args[2].value)]
+
+    def restored(self, body: Any) -> Any:
+        """`body` with every shown node put back (a store keeps the value it holds now)."""
+
+        def on_call(node, mutator):  # a load or a marked address
+            original = self._original(node)
+            return mutator.default_mutate(node) if original is None else original
+
+        def on_store(node, mutator):
+            shown = any(node.buffer.same_as(b) for b in self.bytes.values())
+            wrapped = node.value if shown else None
+            original = self._original(wrapped) if wrapped is not None else None
+            if original is None:
+                return mutator.default_mutate(node)
+            (value,) = tvm_ffi.structural_mutate([wrapped.args[1]], [(tvm.ir.Call, on_call)])
+            return tirx.BufferStore(original.buffer, value, list(original.indices))
+
+        body = tvm_ffi.structural_mutate(body, [(tvm.ir.Call, on_call), (tirx.BufferStore, on_store)])
+        left = []
+        byte_buffers = list(self.bytes.values())
+        tvm_ffi.structural_walk(body, [(Var, lambda v: left.append(v) if any(v.same_as(b) for b in byte_buffers)
+                                        else None)])
+        if left:
+            raise CompileError(f"ThreadSync: an access of `{left[0].name}` (a tile and its views, shown as bytes) was "
+                               "not put back (an internal check of the compiler: please report it)",
+                               stage="ThreadSync")
+        return body
 
 
 def _distinct_dynamic_tiles(buffers: _Buffers) -> dict | None:
@@ -220,7 +347,7 @@ def _distinct_dynamic_tiles(buffers: _Buffers) -> dict | None:
     tiles) got a barrier in each iteration. Here tiles have bytes of their own until PlanDynamicSharedMemory, which
     places a barrier wherever it lets two of them share bytes: to the analysis they are distinct "shared" tiles."""
     tiles = buffers.allocated.get("shared.dyn")
-    if "shared.dyn" in buffers.views or not tiles:
+    if "shared.dyn" in buffers.views or not tiles:  # (views of a tile as another dtype are not among them)
         return None
     return {buf: tirx.decl_buffer(list(buf.ty.shape), str(buf.ty.dtype), str(buf.name), scope="shared")
             for buf in tiles}
@@ -249,12 +376,18 @@ def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> ti
         node = mutator.default_mutate(node)
         return marked_invariant(node) if marked else node
 
-    marking = [(tirx.IfThenElse, mark_if), (tvm.ir.Call, lambda n, m: _exposed(m.default_mutate(n), as_scope))]
+    def expose(node, mutator):
+        return _exposed(mutator.default_mutate(node), as_scope)
+
+    as_bytes = _ByteAccesses(buffers.tile_views, scope, as_scope)
+    marking = [(tirx.IfThenElse, mark_if), *(as_bytes.handlers(expose) if as_bytes else [(tvm.ir.Call, expose)])]
     if retagged is not None:
         marking.append((Var, by_identity(retagged)))
     stock = tvm.s_tir.transform.ThreadSync(as_scope)
     (result,) = stock(tvm.IRModule({"main": func.with_body(tvm_ffi.structural_mutate(body, marking))}))\
         .functions.values()
+    if as_bytes:
+        result = result.with_body(as_bytes.restored(result.body))
 
     back = {new: old for old, new in retagged.items()} if retagged is not None else None
     # With static "shared" tiles too, a barrier's scope is ambiguous and stays "shared" (both __syncthreads).
