@@ -195,6 +195,12 @@ def test_composition_routes_a_basis_stride_to_its_axis_and_keeps_run_time_stride
     s_m, s_n = tvm.tirx.Var("s_m", "int32"), tvm.tirx.Var("s_n", "int32")
     block = cute.composition(L((16, 16), (s_m, s_n)), cute.make_identity_layout((4, 4)))
     assert block.shape == (4, 4) and block.stride[0].same_as(s_m) and block.stride[1].same_as(s_n)
+    # a left-hand side of basis strides (a coordinate map): its modes coalesce only along one axis
+    restride = L((128, 16384), (cute.E(0), cute.E(1)))
+    inner = L(((16, 4), 32), ((1, 32), 128))
+    frag = cute.composition(restride, inner)
+    assert str(frag) == "((16,4),32):((1@0,32@0),1@1)"
+    assert all(frag((i, j)) == restride(inner((i, j))) for i, j in itertools.product(range(64), range(32)))
     s = tvm.tirx.Var("s", "int32")
     divided = cute.logical_divide(L(8, s), L(2, 1))  # (2, 4):(s, 2s)
     analyzer = tvm.sym.Analyzer()

@@ -466,10 +466,13 @@ def flatten(layout: Layout) -> Layout:
 
 
 def _modes(layout: Layout, what: str, symbolic_strides: bool = False) -> list[tuple[int, Any]]:
-    """The (extent, stride) leaves, static ints; with `symbolic_strides`, a stride may be a PrimExpr."""
+    """The (extent, stride) leaves, static ints; with `symbolic_strides`, a stride may be a PrimExpr or a
+    ScaledBasis."""
     def stride(d: Any) -> Any:
-        return d if symbolic_strides and isinstance(d, PrimExpr) and not isinstance(d, tirx.IntImm) else \
-            _static(d, what)
+        if symbolic_strides and (isinstance(d, ScaledBasis) or isinstance(d, PrimExpr) and not isinstance(
+                d, tirx.IntImm)):
+            return d
+        return _static(d, what)
 
     return [(_static(s, what), stride(d))
             for s, d in zip(flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride))]
@@ -477,6 +480,8 @@ def _modes(layout: Layout, what: str, symbolic_strides: bool = False) -> list[tu
 
 def _provably_equal(a: Any, b: Any) -> bool:
     if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if isinstance(a, ScaledBasis) or isinstance(b, ScaledBasis):
         return a == b
     import tvm
 
