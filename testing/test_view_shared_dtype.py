@@ -9,7 +9,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand
+from conftest import line_of, poison, rand
 
 ARCHS = ["mp_31", "mp_22"]
 N = 128
@@ -196,8 +196,10 @@ def test_a_swizzle_an_op_needs_on_a_viewed_tile_is_an_error():
             T.copy(A_bytes, D)
 
     with pytest.raises(tilelang.CompileError, match=r"shared tile `A_s` is also named `A_bytes` \(int8\), but an op "
-                                                    r"on it needs `A_s` stored in a layout of its own"):
+                                                    r"on it needs `A_s` stored in a layout of its own") as raised:
         tilelang.compile(main, target="musa -arch=mp_31")
+    assert raised.value.loc is not None and raised.value.loc.lineno == line_of(
+        test_a_swizzle_an_op_needs_on_a_viewed_tile_is_an_error, "A_bytes = T.view")
 
 
 def fp4_bytes_program(rows=16, k=256):

@@ -102,6 +102,8 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
     # (`src.data`: the view is declared in the tile's scope, so the passes know it for shared memory)
     buffer = Tb.decl_buffer(shape, dtype, data=src.data, scope=scope)
     IRBuilder.name(name, buffer)
+    if scope in ("shared", "shared.dyn") and trace.loc is not None:
+        trace.dtype_views[buffer] = str(trace.loc)
     return buffer
 
 

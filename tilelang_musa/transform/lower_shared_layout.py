@@ -23,10 +23,10 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, LAYOUTS_ATTR
+from ..ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, DTYPE_VIEWS_ATTR, LAYOUTS_ATTR
 from ..errors import CompileError
 from ..ir.tile_views import shared_tile_views
-from ..ir.utils import TensorLoad, as_int, scope_of, thread_info
+from ..ir.utils import TensorLoad, as_int, loc_from_text, loc_of, scope_of, thread_info
 from ..layout import Fragment
 from ..tileop.loop_plan import hoist_lane_from_xor
 from .partition_parallel_loop import thread_analyzer
@@ -64,7 +64,35 @@ def _refuse_chosen_layouts_of_viewed_tiles(func: tirx.PrimFunc) -> None:
                 f"T.view: shared tile `{buf.name}` is also named `{view.name}` ({view.ty.dtype.dtype}), but an op on "
                 f"it needs `{buf.name}` stored in a layout of its own (a swizzle), which would reorder the bytes "
                 f"`{view.name}` reads; annotate the layout of both names (T.annotate_layout), or copy into a tile of "
-                "its own", stage="LowerSharedLayout")
+                "its own", _view_loc(func, view), stage="LowerSharedLayout")
+
+
+def _view_loc(func: tirx.PrimFunc, view):
+    """Where the user wrote the T.view of `view` (else the first loop that accesses it)."""
+    if DTYPE_VIEWS_ATTR in func.attrs:
+        text = next((str(loc) for v, loc in func.attrs[DTYPE_VIEWS_ATTR].items() if v.same_as(view)), None)
+        if text:
+            return loc_from_text(text)
+    return _first_loop_using(func.body, view)
+
+
+def _first_loop_using(body, buffer):
+    """The source location of the first loop (with one) whose body accesses `buffer`: the user's line."""
+    found: list = []
+
+    def on_for(loop):
+        loc = loc_of(loop)
+        if found or loc is None:
+            return
+        uses = []
+        tvm_ffi.structural_walk(loop.body, [(TensorLoad, lambda n: uses.append(n) if n.source.same_as(buffer) else None),
+                                            (tirx.BufferStore, lambda n: uses.append(n) if n.buffer.same_as(buffer)
+                                             else None)])
+        if uses:
+            found.append(loc)
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)], order="pre")
+    return found[0] if found else None
 
 
 def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
