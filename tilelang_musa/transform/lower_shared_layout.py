@@ -85,9 +85,9 @@ def _first_loop_using(body, buffer):
         if found or loc is None:
             return
         uses = []
-        tvm_ffi.structural_walk(loop.body, [(TensorLoad, lambda n: uses.append(n) if n.source.same_as(buffer) else None),
-                                            (tirx.BufferStore, lambda n: uses.append(n) if n.buffer.same_as(buffer)
-                                             else None)])
+        tvm_ffi.structural_walk(loop.body, [
+            (TensorLoad, lambda n: uses.append(n) if n.source.same_as(buffer) else None),
+            (tirx.BufferStore, lambda n: uses.append(n) if n.buffer.same_as(buffer) else None)])
         if uses:
             found.append(loc)
 
