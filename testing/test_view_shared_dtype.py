@@ -6,10 +6,13 @@ pipelined loop versions the view with its tile, and the tile keeps its row-major
 
 import pytest
 import torch
+import tvm
+from tvm.script import tirx as S
 
 import tilelang
 import tilelang.language as T
 from conftest import line_of, poison, rand
+from tilelang_musa.transform.thread_sync import ThreadSync
 
 ARCHS = ["mp_31", "mp_22"]
 N = 128
@@ -19,6 +22,41 @@ N = 128
 def checked(monkeypatch):
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
     monkeypatch.setenv("TILELANG_SIM_SEED", "5")
+
+
+SYNC = "tirx.tvm_storage_sync"
+
+
+@pytest.mark.parametrize("scope", ["shared", "shared.dyn"])
+def test_thread_sync_orders_the_tile_and_its_view_by_their_bytes(scope):
+    """Thread tx stores half tx and loads byte tx (half tx // 2): a barrier, though both indices are `tx`; a load of
+    bytes 2 tx, 2 tx + 1 (its own half) needs none, nor does a store through the view of the bytes it loaded; the
+    shown accesses come back as they were."""
+    @S.prim_func(private=True)
+    def before(A: S.handle("float16", "global"), B: S.handle("int8", "global")):
+        Ag = S.decl_buffer((128,), "float16", data=A)
+        Bg = S.decl_buffer((256,), "int8", data=B)
+        tx = S.launch_thread("threadIdx.x", 128)
+        T_ = S.alloc_buffer((128,), "float16", scope=scope)
+        V = S.decl_buffer((256,), "int8", data=T_.data, scope=scope)
+        T_[tx] = Ag[tx]
+        Bg[S.Ramp(tx * 2, 1, 2)] = V[S.Ramp(tx * 2, 1, 2)]
+        Bg[tx] = V[tx]
+
+    @S.prim_func(private=True)
+    def expected(A: S.handle("float16", "global"), B: S.handle("int8", "global")):
+        Ag = S.decl_buffer((128,), "float16", data=A)
+        Bg = S.decl_buffer((256,), "int8", data=B)
+        tx = S.launch_thread("threadIdx.x", 128)
+        T_ = S.alloc_buffer((128,), "float16", scope=scope)
+        V = S.decl_buffer((256,), "int8", data=T_.data, scope=scope)
+        T_[tx] = Ag[tx]
+        Bg[S.Ramp(tx * 2, 1, 2)] = V[S.Ramp(tx * 2, 1, 2)]
+        S.evaluate(S.call_intrin("int32", SYNC, scope))
+        Bg[tx] = V[tx]
+
+    got = ThreadSync(scope)(tvm.IRModule({"main": before}))["main"]
+    tvm.ir.assert_structural_equal(got, expected)
 
 
 def tile_then_view(scope):

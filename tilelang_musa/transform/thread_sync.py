@@ -11,9 +11,9 @@ branch needs one: e.g. a T.copy into a shared tile and a read of that tile under
 value such as a fragment element. We name the branch, the shared buffer and the loop around it instead. Branches
 whose condition every thread evaluates alike (uniform_conditions.py) are marked so, and get their barriers.
 A shared tile viewed as another dtype (`v = T.view(s, shape, "int8")`, ir/tile_views.py) is one storage under two
-names whose indices count different elements: for the analysis every access of the tile and of its views is shown
-as the bytes it touches, of one byte buffer per tile (`s[i]` of float16 as `bytes[i*2 : i*2 + 2]`, `v[j]` as
-`bytes[j]`), so a write through one name orders a read through the other; the accesses are put back afterwards.
+names whose indices count different elements: for the analysis every access through a view is shown as an access
+of the tile's elements its bytes are in (`v[j]` of int8 over float16 `s` as `s[j // 2 : j // 2 + 2]`), so a write
+through one name orders a read through the other; the accesses are put back afterwards (_ViewAccesses).
 So are branches whose condition admits a contiguous range of thread ids known at compile time (a T.ws region,
 `if tx < 128:`): every thread of the range takes them, and RangeBarriers (range_barriers.py) makes their barriers
 barriers over that range.
@@ -221,120 +221,130 @@ class _Buffers:
         return scope in self.allocated or scope in self.views or scope in self.params
 
 
-SHOWN = "__tl_shown_as_bytes"  # the extern call that wraps a shown access, with the index of what it shows
+SHOWN = "__tl_shown_as_tile"  # the extern call that wraps a shown access, with the index of what it shows
 
 
-class _ByteAccesses:
-    """The accesses of the tiles of one scope that views of another dtype name, and of the views, shown to the
-    analysis as the bytes they touch of one byte buffer per tile (see the file comment), and put back afterwards.
+class _ViewAccesses:
+    """The accesses through views of another dtype of the tiles of one scope, shown to the analysis as accesses of
+    their tiles, in the tile's elements (see the file comment), and put back afterwards. The tile's own accesses
+    stay as they are (their barriers are placed as in a kernel without views). A view of the tile's width is
+    exact (`v[i]` is `s[i]`); a wider one covers whole elements (`v[i]` of 4 bytes over 2-byte `s`: `s[2i:2i+2]`); a
+    narrower one is shown as the element its bytes are in and the next (never one index, which the analysis would
+    take for the element itself: byte `tx` of thread tx is in half tx // 2, another thread's), unless its bytes are
+    whole elements (`v[2i:2i+2]` is `s[i]`).
     Each shown load or marked address is wrapped in a pure extern call `SHOWN(shown, k)`, a shown store's value is
     `SHOWN(value, k)`: k is the index of the original among `originals` (the stock pass rebuilds the nodes around
     the barriers it inserts, so they are found by content, not identity)."""
 
-    def __init__(self, tile_views: dict, scope: str, as_scope: str):
-        members = {v: t for v, t in tile_views.items() if scope_of(t) == scope}
-        members.update({t: t for t in members.values()})
-        self.bytes = {}  # tile -> its byte buffer
-        for tile in set(members.values()):
-            size = dtype_bytes(tile.ty.dtype.dtype)
-            for e in tile.ty.shape:
-                size *= as_int(e)
-            self.bytes[tile] = tirx.decl_buffer([size], "uint8", f"{tile.name}_bytes", scope=as_scope)
-        self.storage = {m: self.bytes[t] for m, t in members.items()}
+    def __init__(self, tile_views: dict, scope: str, retagged: dict | None):
+        self.tiles = {v: t for v, t in tile_views.items() if scope_of(t) == scope}
+        self.shown_tile = {t: (retagged or {}).get(t, t) for t in self.tiles.values()}
         self.originals: list = []
+        self._analyzer = tvm.sym.Analyzer()
 
     def __bool__(self) -> bool:
-        return bool(self.storage)
+        return bool(self.tiles)
 
-    def _shown_index(self, buffer: Any, index: Any) -> Any:
-        """`index` of `buffer` (flat) as the byte offsets it touches: a scalar or a run of consecutive bytes; an
-        index of another form (a gather) as a fresh variable, which every other index differs from."""
-        width = dtype_bytes(buffer.ty.dtype.dtype)
-        if isinstance(index, tirx.Ramp):
-            stride, lanes = as_int(index.stride), as_int(index.lanes)
-            if stride is None or lanes is None or stride < 1:
-                return Var("gathered", str(index.base.ty.dtype))
-            base, span = index.base * width, ((lanes - 1) * stride + 1) * width
-        elif index.ty.dtype.lanes == 1:
-            base, span = index * width, width
+    def _shown_index(self, view: Any, index: Any) -> Any:
+        """`index` of `view` (flat) as the indices of its tile's elements its bytes are in; an index of another
+        form (a gather) as a fresh variable, which every other index differs from."""
+        tile = self.tiles[view]
+        view_width, tile_width = dtype_bytes(view.ty.dtype.dtype), dtype_bytes(tile.ty.dtype.dtype)
+        if isinstance(index, tirx.Ramp) and as_int(index.stride) == 1 and as_int(index.lanes) is not None:
+            base, lanes = index.base, as_int(index.lanes)
+        elif not isinstance(index, tirx.Ramp) and index.ty.dtype.lanes == 1:
+            base, lanes = index, 1
         else:
             return Var("gathered", "int32")
-        return base if span == 1 else tirx.Ramp(base, 1, span)
+        if view_width % tile_width == 0:
+            ratio = view_width // tile_width
+            start, count = base * ratio if ratio > 1 else base, lanes * ratio
+        elif tile_width % view_width == 0:
+            ratio = tile_width // view_width
+            if lanes % ratio == 0 and self._analyzer.can_prove_equal(tirx.floormod(base, ratio), 0):
+                start, count = tirx.floordiv(base, ratio), lanes // ratio  # whole elements: exact
+            else:
+                start, count = tirx.floordiv(base, ratio), -(-lanes // ratio) + 1
+        else:
+            return Var("gathered", "int32")
+        start = self._analyzer.simplify(start)
+        return start if count == 1 else tirx.Ramp(start, 1, count)
 
     def _wrapped(self, original: Any, shown: Any, dtype: Any) -> Any:
         self.originals.append(original)
         return tirx.call_pure_extern(dtype, SHOWN, shown, tirx.const(len(self.originals) - 1, "int32"))
 
+    def _tile_dtype(self, view: Any, index: Any) -> str:
+        lanes = index.ty.dtype.lanes
+        element = str(self.tiles[view].ty.dtype.dtype)
+        return element if lanes == 1 else f"{element}x{lanes}"
+
     def handlers(self, other_call: Callable[[Any, Any], Any]) -> list:
-        """structural_mutate handlers that show the members' accesses; other calls go to `other_call`."""
+        """structural_mutate handlers that show the views' accesses; other calls go to `other_call`."""
 
         def on_load(node, mutator):
-            # (asked of the original: the retagged analysis renames tiles, not their byte buffers)
             original, node = node, mutator.default_mutate(node)
-            if original.source not in self.storage or len(node.indices) != 1:
+            if original.source not in self.tiles or len(node.indices) != 1:
                 return node
-            storage = self.storage[original.source]
-            return self._wrapped(original, storage[self._shown_index(original.source, node.indices[0])],
+            tile = self.shown_tile[self.tiles[original.source]]
+            return self._wrapped(original, tile[self._shown_index(original.source, node.indices[0])],
                                  str(original.ty.dtype))
 
         def on_store(node, mutator):
             original, node = node, mutator.default_mutate(node)
-            if original.buffer not in self.storage or len(node.indices) != 1:
+            if original.buffer not in self.tiles or len(node.indices) != 1:
                 return node
             index = self._shown_index(original.buffer, node.indices[0])
-            lanes = index.ty.dtype.lanes
-            # the stored value's reads stay visible, as the argument of a call of the stored bytes' type
-            value = self._wrapped(original, node.value, "uint8" if lanes == 1 else f"uint8x{lanes}")
-            return tirx.BufferStore(self.storage[original.buffer], value, [index])
+            # the stored value's reads stay visible, as the argument of a call of the shown elements' type
+            value = self._wrapped(original, node.value, self._tile_dtype(original.buffer, index))
+            return tirx.BufferStore(self.shown_tile[self.tiles[original.buffer]], value, [index])
 
         def on_call(node, mutator):
             access = as_access(node)
-            if access is None or access.element.source not in self.storage:
+            if access is None or access.element.source not in self.tiles:
                 return other_call(node, mutator)
-            buffer = access.element.source
+            view = access.element.source
             if len(access.element.indices) != 1:
-                raise CompileError(f"ThreadSync: `{buffer.name}` is not flat", stage="ThreadSync")
+                raise CompileError(f"ThreadSync: `{view.name}` is not flat", stage="ThreadSync")
+            tile = self.tiles[view]
             (index,) = access.element.indices
-            width = dtype_bytes(buffer.ty.dtype.dtype)
-            storage = self.storage[buffer]
+            start = tirx.floordiv(index * dtype_bytes(view.ty.dtype.dtype), dtype_bytes(tile.ty.dtype.dtype))
+            shown = self.shown_tile[tile]
             return self._wrapped(node, tirx.call_intrin(
-                "handle", "tirx.tvm_access_ptr", tirx.type_annotation("uint8"), storage.data, index * width,
-                storage.ty.shape[0] - index * width, tirx.const(access.rw, "int32")), "handle")
+                "handle", "tirx.tvm_access_ptr", tirx.type_annotation(shown.ty.dtype), shown.data, start,
+                shown.ty.shape[0] - start, tirx.const(access.rw, "int32")), "handle")
 
         return [(TensorLoad, on_load), (tirx.BufferStore, on_store), (tvm.ir.Call, on_call)]
 
     def _original(self, node: Any) -> Any:
         """The original a `SHOWN(shown, k)` call wraps, else None."""
-        if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.call_pure_extern"
+        if not (isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op)
+                and str(node.op.name) == "tirx.call_pure_extern"
                 and isinstance(node.args[0], tvm.ir.expr.StringImm) and node.args[0].value == SHOWN):
             return None
         return self.originals[int(node.args[2].value)]
 
     def restored(self, body: Any) -> Any:
-        """`body` with every shown node put back (a store keeps the value it holds now)."""
+        """`body` with every shown access put back (a store keeps the value it holds now)."""
 
         def on_call(node, mutator):  # a load or a marked address
             original = self._original(node)
             return mutator.default_mutate(node) if original is None else original
 
         def on_store(node, mutator):
-            shown = any(node.buffer.same_as(b) for b in self.bytes.values())
-            wrapped = node.value if shown else None
-            original = self._original(wrapped) if wrapped is not None else None
-            if original is None:
+            original = self._original(node.value)
+            if not isinstance(original, tirx.BufferStore):
                 return mutator.default_mutate(node)
-            (value,) = tvm_ffi.structural_mutate([wrapped.args[1]], [(tvm.ir.Call, on_call)])
+            (value,) = tvm_ffi.structural_mutate([node.value.args[1]], [(tvm.ir.Call, on_call)])
             return tirx.BufferStore(original.buffer, value, list(original.indices))
 
         body = tvm_ffi.structural_mutate(body, [(tvm.ir.Call, on_call), (tirx.BufferStore, on_store)])
         left = []
-        byte_buffers = list(self.bytes.values())
-        tvm_ffi.structural_walk(body, [(Var, lambda v: left.append(v) if any(v.same_as(b) for b in byte_buffers)
+        tvm_ffi.structural_walk(body, [(tvm.ir.Call, lambda c: left.append(c) if self._original(c) is not None
                                         else None)])
         if left:
-            raise CompileError(f"ThreadSync: an access of `{left[0].name}` (a tile and its views, shown as bytes) was "
-                               "not put back (an internal check of the compiler: please report it)",
-                               stage="ThreadSync")
+            raise CompileError("ThreadSync: an access through a view of a shared tile was not put back (an internal "
+                               "check of the compiler: please report it)", stage="ThreadSync")
         return body
 
 
@@ -379,15 +389,16 @@ def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> ti
     def expose(node, mutator):
         return _exposed(mutator.default_mutate(node), as_scope)
 
-    as_bytes = _ByteAccesses(buffers.tile_views, scope, as_scope)
-    marking = [(tirx.IfThenElse, mark_if), *(as_bytes.handlers(expose) if as_bytes else [(tvm.ir.Call, expose)])]
+    through_views = _ViewAccesses(buffers.tile_views, scope, retagged)
+    marking = [(tirx.IfThenElse, mark_if),
+               *(through_views.handlers(expose) if through_views else [(tvm.ir.Call, expose)])]
     if retagged is not None:
         marking.append((Var, by_identity(retagged)))
     stock = tvm.s_tir.transform.ThreadSync(as_scope)
     (result,) = stock(tvm.IRModule({"main": func.with_body(tvm_ffi.structural_mutate(body, marking))}))\
         .functions.values()
-    if as_bytes:
-        result = result.with_body(as_bytes.restored(result.body))
+    if through_views:
+        result = result.with_body(through_views.restored(result.body))
 
     back = {new: old for old, new in retagged.items()} if retagged is not None else None
     # With static "shared" tiles too, a barrier's scope is ambiguous and stays "shared" (both __syncthreads).
