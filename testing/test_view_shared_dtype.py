@@ -270,3 +270,31 @@ def test_the_bytes_of_an_fp4_tile_through_a_uint8_view(arch):
     b, c = torch.full((16, 128), 90, dtype=torch.uint8), torch.full((16, 128), 91, dtype=torch.uint8)
     kernel(a, b, c)
     assert torch.equal(b, c)
+
+
+def zero_then_bytes(scope):
+    """Thread t zeroes half t, then stores byte t through the view (in half t // 2, another thread's zero): a
+    write after write across names, which TVM's analysis leaves to SyncWriteAfterWrite."""
+    @T.prim_func
+    def main(W: T.Tensor((N,), "int8"), B: T.Tensor((2 * N,), "int8")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((N,), "float16", scope=scope)
+            V = T.view(S, (2 * N,), "int8")
+            S[tx] = T.float16(0)
+            V[tx] = W[tx]
+            for r in T.serial(2):
+                B[r * N + tx] = V[r * N + tx]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_write_through_the_view_after_a_write_of_the_tile_is_ordered(arch, checked):
+    kernel = tilelang.compile(zero_then_bytes("shared.dyn"), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    zero, store = source.index("S[(int)threadIdx.x] = "), source.index("V[(int)threadIdx.x] = W")
+    assert "__syncthreads();" in source[zero:store], source
+    w, b = torch.randint(-128, 128, (N,), dtype=torch.int8), torch.full((2 * N,), 90, dtype=torch.int8)
+    kernel(w, b)
+    assert torch.equal(b, torch.cat([w, torch.zeros(N, dtype=torch.int8)]))
