@@ -53,6 +53,7 @@ class KernelTrace:
     reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
     reducer_seeds: dict = field(default_factory=dict)  # reducer -> the T.reducer_init seed its finalize combines
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
+    dtype_views: dict = field(default_factory=dict)  # shared tile's view as another dtype -> its T.view's location
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
     safe_values: dict = field(default_factory=dict)  # tensor name -> value of its out-of-bounds reads
     non_restrict: list = field(default_factory=list)  # T.annotate_restrict_buffers: tensor names that may alias

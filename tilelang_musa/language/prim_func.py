@@ -19,7 +19,7 @@ from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
     ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR,
     PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, USER_BARRIER_ID, USER_NAMED_BARRIER,
-    VIEWS_ATTR, WORKSPACES_ATTR,
+    DTYPE_VIEWS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
 )
 from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
@@ -137,6 +137,8 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(REDUCERS_ATTR, {buf: op for buf, op in trace.reducers.items()})
     if trace.buffer_views:
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
+    if trace.dtype_views:
+        func = func.with_attr(DTYPE_VIEWS_ATTR, dict(trace.dtype_views))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     if trace.safe_values:
