@@ -20,6 +20,7 @@ NON_RESTRICT_ATTR = "tl.non_restrict_params"
 IMPORTED_SOURCES_ATTR = "tl.imported_sources"
 VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer it views (language/view.py)
 WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
+ZEROED_WORKSPACES_ATTR = "tl.zeroed_workspaces"  # those the launcher zeroes for each call (transform/stream_k.py)
 # The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).
 OUTPUTS_ATTR = "tilelang_out_idx"
 # The trailing parameters added for T.dynamic sizes (not the user's parameters).
