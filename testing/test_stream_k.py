@@ -71,7 +71,7 @@ def test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel(arch, blocks
     M = N = K = 256
     data_parallel, streamed = compile_both(gemm(M, N, K, swizzle=True), arch, blocks)
     src = streamed.get_kernel_source()
-    assert "tl::grid_flag_wait(&(stream_k_flags[" in src and "tl::grid_flag_arrive(&(stream_k_flags[" in src
+    assert "tl::grid_flag_wait(&stream_k_flags[" in src and "tl::grid_flag_arrive(&stream_k_flags[" in src
     assert "blockIdx.y" not in src and "blockIdx.y" in data_parallel.get_kernel_source()
     assert f"dim3 grid({blocks}, 1, 1);" in streamed.get_host_source()
     a, b = rand((M, K), torch.float16, 1), rand((K, N), torch.float16, 2)

@@ -172,16 +172,14 @@ def _loop_body_reason(body: Any, acc: Any) -> str:
 
 def persistent_blocks(setting: Any, arch: str) -> int | None:
     """The number of persistent blocks `tl.stream_k` asks for on `arch` (None: off)."""
+    if isinstance(setting, str):
+        setting = int(setting.strip()) if setting.strip().isdigit() else _truthy(setting)
     if setting is None or setting is False:
         return None
-    if setting is True or (isinstance(setting, str) and _truthy(setting) and not setting.strip().isdigit()):
+    if setting is True:
         from ..profiler.arch_figures import figures_for
 
         return figures_for(arch).mps
-    if isinstance(setting, str):
-        if not _truthy(setting):
-            return None
-        setting = int(setting.strip())
     if isinstance(setting, int) and not isinstance(setting, bool):
         if setting == 0:
             return None
