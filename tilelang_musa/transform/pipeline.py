@@ -214,7 +214,7 @@ def program_passes(program: tirx.PrimFunc, target: tvm.target.Target, configs: C
     is split into kernels: a rewrite that adds a workspace parameter belongs here."""
     options = CompileOptions.of(configs)
     # tl.stream_k: a data-parallel GEMM on persistent blocks, with two workspaces (partial tiles and their flags).
-    return stream_k(program, options, arch_of(target))
+    return stream_k(program, options, arch_of(target).name)
 
 
 def lowering_passes(configs: CompileOptions | dict) -> list[Any]:

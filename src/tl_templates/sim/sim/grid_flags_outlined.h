@@ -26,13 +26,61 @@ namespace tl_sim {
 /*! \brief One launch's inter-block flags: which runs have finished, and the clock of each flag's latest publish. */
 class GridFlags {
  public:
-  /*! \brief A launch of `runs` blocks (of a grid of `total`) starts; `failed` is set when a block fails. */
-  void Start(uint64_t runs, uint64_t total, const std::atomic<bool>* failed) {
+  /*! \brief A launch of `runs` blocks (of a grid of `total`) of `threads` threads starts; `failed` is set when a
+   *         block fails. `check`: checked mode, which tracks each thread's publications and acquisitions. */
+  void Start(uint64_t runs, uint64_t total, uint32_t threads, const std::atomic<bool>* failed, bool check) {
+    static std::atomic<uint64_t> launches{0};
     runs_ = runs;
     total_ = total;
+    threads_ = threads;
     failed_ = failed;
     finished_.assign(runs, 0);
     abandoned_.assign(runs, 0);
+    // checked mode tracks publication per thread of the launch, up to a million threads (else not at all)
+    check_ = check && runs * threads <= (uint64_t{1} << 20);
+    if (check_) {
+      launch_ = (launches.fetch_add(1) % 0xFFFF) + 1;
+      releases_.assign(runs * threads, 0);
+      acquired_.assign(runs * threads, {});
+    }
+  }
+
+  // ---- checked mode: publication. A store to a tracked global range (poisoned_globals.h) records a stamp: the
+  // launch, the storing thread and how many times it had published (arrived on a flag) before the store. A load in
+  // another block of that launch must come from a thread that waited on a flag the writer arrived on AFTER the
+  // store: else it is a missing acquire (it waited on no flag of the writer) or a late publish (the writer's
+  // arrival that it waited for came before the store). On hardware either reads the data late, or not at all.
+
+  bool checked() const { return check_; }
+  uint64_t Thread() const { return g_thread.block_run * threads_ + g_thread.block->current().linear; }
+  /*! \brief The running thread's stamp for a store now. */
+  uint64_t Stamp() const {
+    const uint64_t me = Thread();
+    const uint64_t count = std::min<uint64_t>(__atomic_load_n(&releases_[me], __ATOMIC_RELAXED), kCountMask);
+    return (launch_ << 48) | (((me + 1) & 0xFFFFFFFull) << 20) | count;
+  }
+  /*! \brief The running thread loads a byte whose last write has `stamp`: fails the block where the write was not
+   *         published to it. */
+  void CheckRead(uint64_t stamp, const char* name, int64_t element, int line) {
+    if (stamp == 0 || (stamp >> 48) != launch_) return;  // unrecorded, or an earlier launch's (an earlier kernel)
+    const uint64_t writer = ((stamp >> 20) & 0xFFFFFFFull) - 1, before = stamp & kCountMask;
+    if (writer / threads_ == g_thread.block_run) return;  // the same block: the race detector's business
+    uint64_t got = 0;
+    for (const auto& a : acquired_[Thread()])
+      if (a.first == writer) got = std::max(got, a.second);
+    if (got > before) return;
+    const unsigned wb = static_cast<unsigned>(writer / threads_), wt = static_cast<unsigned>(writer % threads_);
+    if (got == 0)
+      g_thread.block->Fail(musaErrorLaunchFailure,
+                           "global load of `%s` at element %lld (line %d) reads what thread %u of block %u wrote, "
+                           "without waiting on a flag that thread published (tl::grid_flag_wait): a missing acquire, "
+                           "which on a card may read the data before it arrives",
+                           name, static_cast<long long>(element), line, wt, wb);
+    g_thread.block->Fail(musaErrorLaunchFailure,
+                         "global load of `%s` at element %lld (line %d) reads what thread %u of block %u wrote after "
+                         "its publish that this thread waited for (tl::grid_flag_arrive before the store): a late "
+                         "publish, which on a card may be read before the data arrives",
+                         name, static_cast<long long>(element), line, wt, wb);
   }
   /*! \brief Run `run` ended (successfully or not): waits of later runs may now find their flag never set. */
   void Finish(uint64_t run) {
@@ -54,6 +102,11 @@ class GridFlags {
 
   void Arrive(int* flag, double cycle) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (check_) {
+      const uint64_t me = Thread();
+      const uint64_t count = __atomic_add_fetch(&releases_[me], 1, __ATOMIC_RELAXED);
+      arrivals_.push_back(Arrival{flag, me, count});
+    }
     __atomic_fetch_add(flag, 1, __ATOMIC_RELEASE);
     auto it = std::find_if(published_.begin(), published_.end(), [&](const Published& p) { return p.flag == flag; });
     if (it == published_.end()) published_.push_back(Published{flag, cycle});
@@ -92,6 +145,11 @@ class GridFlags {
     double cycle = 0;
     for (const Published& p : published_)
       if (p.flag == flag) cycle = p.cycle;
+    if (check_) {
+      auto& mine = acquired_[Thread()];
+      for (const Arrival& a : arrivals_)
+        if (a.flag == flag) mine.emplace_back(a.thread, a.count);
+    }
     return cycle;
   }
 
@@ -100,6 +158,17 @@ class GridFlags {
     const int* flag;
     double cycle;
   };
+  struct Arrival {
+    const int* flag;
+    uint64_t thread, count;  // the arriving thread, and its publications so far, this one included
+  };
+  static constexpr uint64_t kCountMask = (uint64_t{1} << 20) - 1;
+  bool check_ = false;
+  uint64_t launch_ = 0;
+  uint32_t threads_ = 1;
+  std::vector<uint64_t> releases_;  // per thread of the launch: its arrivals so far
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> acquired_;  // per thread: (writer, its arrivals) seen
+  std::vector<Arrival> arrivals_;
   std::mutex mu_;
   std::condition_variable changed_;
   uint64_t runs_ = 0, total_ = 0, prefix_ = 0;

@@ -268,7 +268,7 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.options = options;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
   work.runs = options.profile_blocks != 0 ? std::min(options.profile_blocks, work.total_blocks) : work.total_blocks;
-  work.flags.Start(work.runs, work.total_blocks, &work.failed);
+  work.flags.Start(work.runs, work.total_blocks, static_cast<uint32_t>(threads), &work.failed, options.check);
   if (options.check && g_thread.poisoned_globals != nullptr && g_thread.poisoned_globals->Any()) {
     g_thread.poisoned_globals->Prepare();
     work.poisoned = g_thread.poisoned_globals;
