@@ -14,6 +14,10 @@ computes and publishes its head, then its whole tiles, and last its tail, whose 
 first. A tail continues from the previous block's float32 partial (loaded into `acc` from a workspace) instead of
 from zero, in the same K order, so every tile's float32 sums are exactly the data-parallel kernel's: the outputs are
 bit-identical. A block whose whole range lies inside one tile (P > tiles) continues and publishes the same tile.
+The block's pairs, in that order, are ONE `T.Pipelined` loop with the user's stages and body (the K index and the
+tile's block indices computed from the pair), with a piece's start (clear, or wait and load the partial) and end
+(the epilogue, or store and publish the partial) under conditions inside it: so the software pipeline, and on
+mp_31 the warp specialization, run across pieces as across K-steps.
 
 The hand-off is per thread: the partial's fragment elements are stored and loaded by the same thread of both
 blocks (the same layout), so thread t of block p publishes its elements and arrives on flag (p, t)
@@ -222,6 +226,10 @@ def _tile_op(name: str, args: list[Any], loc: Any) -> Any:
     return tirx.Evaluate(tvm.ir.Call(tvm.ir.Op.get(name), args, attrs=attrs, ret_ty="int32"))
 
 
+def _assume(cond: Any) -> Any:
+    return tirx.Evaluate(tirx.assume(cond))
+
+
 def _rewrite(func: tirx.PrimFunc, m: _Match, requested: int) -> tirx.PrimFunc:
     ks = as_int(m.loop.extent)
     k0 = as_int(m.loop.min)
@@ -249,12 +257,12 @@ def _rewrite(func: tirx.PrimFunc, m: _Match, requested: int) -> tirx.PrimFunc:
     end = tirx.floordiv((pw + c(1)) * c(total), c(P))
     ana = tvm.sym.Analyzer()
     ana.bind(pid, tvm.ir.Range(0, P))
-    first = tirx.Var("first_tile", wide)
     last = tirx.Var("last_tile", wide)
-    piece = tirx.Var("piece", wide)
+    rotate = tirx.Var("head_start", wide)
+    tail_end = tirx.Var("tail_end", wide)
+    pair = tirx.Var("pair", wide)
     tile = tirx.Var("tile", wide)
-    kb = tirx.Var("k_begin", wide)
-    ke = tirx.Var("k_end", wide)
+    kk = tirx.Var("k_step", wide)
 
     # The tile's block indices, as the data-parallel grid numbers its blocks (x fastest), then T.use_swizzle's map.
     t32 = tirx.Cast("int32", tile) if wide != "int32" else tile
@@ -270,6 +278,9 @@ def _rewrite(func: tirx.PrimFunc, m: _Match, requested: int) -> tirx.PrimFunc:
             coords[1], coords[0] = _remap(coords[1], coords[0], gy, gx, panel)
         else:
             coords[0], coords[1] = _remap(coords[0], coords[1], gx, gy, panel)
+    # already in range; the floormod says so to the bounds guards (the analyzer sees through neither the rotation
+    # of the pairs nor the swizzle's min)
+    coords = [tirx.floormod(v, e) for v, e in zip(coords, m.extents)]
     names = ["bx", "by", "bz"]
     block_vars = [tirx.Var(names[i] if i < 3 else f"b{i}", "int32") for i in range(len(coords))]
     vmap = {iv.var: v for iv, v in zip(m.blocks, block_vars)}
@@ -291,28 +302,40 @@ def _rewrite(func: tirx.PrimFunc, m: _Match, requested: int) -> tirx.PrimFunc:
                                             tirx.address_of(tirx.BufferLoad(flags, [pid32, tid]))))
     load = _tile_op(COPY, [_region(partials, pid32 - 1, acc_shape), _full(m.acc)], m.loc)
     store = _tile_op(COPY, [_full(m.acc), _region(partials, pid32, acc_shape)], m.loc)
+    # One T.Pipelined loop over the block's pairs, so that the pipeline (and on mp_31 warp specialization) runs
+    # across its pieces: the head piece [rotate, end) first, then the whole tiles [tail_end, rotate), last the tail
+    # piece [start, tail_end), whose head the previous block published first.
     k = m.loop
-    kb32 = tirx.Cast("int32", kb) if wide != "int32" else kb
-    ke32 = tirx.Cast("int32", ke) if wide != "int32" else ke
-    loop = tirx.For(k.loop_var, ana.simplify(kb32 + k0), ana.simplify(ke32 - kb32), k.kind, k.body,
-                    k.thread_binding, k.annotations)
-    epilogue = substitute(seq(m.epilogue), vmap) if m.epilogue else tirx.Evaluate(tirx.const(0, "int32"))
+    j = tirx.Var("j", "int32")
+    jw = tirx.Cast(wide, j) if wide != "int32" else j
+    head = end - rotate
+    whole = rotate - tail_end
+    pair_value = tirx.Select(jw < head, rotate + jw,
+                             tirx.Select(jw < head + whole, tail_end + jw - head, start + jw - head - whole))
+    kk32 = tirx.Cast("int32", kk) if wide != "int32" else kk
     body = seq([
-        tirx.Bind(tile, tirx.Select(piece == c(0), last, first + piece - c(1))),
-        tirx.Bind(kb, tirx.Max(start - tile * c(ks), c(0))),
-        tirx.Bind(ke, tirx.Min(end - tile * c(ks), c(ks))),
+        tirx.Bind(pair, pair_value),
+        tirx.Bind(tile, tirx.floordiv(pair, c(ks))),
+        tirx.Bind(kk, tirx.floormod(pair, c(ks))),
         *[tirx.Bind(v, ana.simplify(e)) for v, e in zip(block_vars, coords)],
-        # a tail continues the previous block's partial; any other piece starts from zero
-        tirx.IfThenElse(kb > c(0), seq([wait, load]), m.clear),
-        substitute(loop, vmap),
-        # a head is published for the next block; a tile's last piece runs the epilogue
-        tirx.IfThenElse(ke < c(ks), seq([store, arrive]), epilogue),
+        # facts the bounds guards of the epilogue's stores cannot derive through the pair's rotation and the swizzle
+        *[_assume(tirx.And(v >= 0, v < e)) for v, e in zip(block_vars, m.extents)],
+        # a piece starts: a tail continues the previous block's partial, any other piece starts from zero
+        tirx.IfThenElse(tirx.Or(kk == c(0), pair == start),
+                        tirx.IfThenElse(kk > c(0), seq([_assume(pid >= 1), wait, load]), m.clear), None),
+        substitute(substitute(k.body, {k.loop_var: kk32 + k0}), vmap),
+        # a piece ends: a tile's last K-step runs the epilogue; a head cut by the range's end is published
+        tirx.IfThenElse(kk == c(ks - 1), substitute(seq(m.epilogue), vmap) if m.epilogue else
+                        tirx.Evaluate(tirx.const(0, "int32")),
+                        tirx.IfThenElse(pair == end - c(1), seq([store, arrive]), None)),
     ])
-    pieces = tirx.For(piece, c(0), last - first + c(1), tirx.ForKind.SERIAL, body)
+    pairs = tirx.Cast("int32", end - start) if wide != "int32" else end - start
+    pieces = tirx.For(j, tirx.const(0, "int32"), pairs, k.kind, body, k.thread_binding, k.annotations)
     kernel = seq([
         *[substitute(s, vmap) for s in m.prefix],
-        tirx.Bind(first, tirx.floordiv(start, c(ks))),
         tirx.Bind(last, tirx.floordiv(end - c(1), c(ks))),
+        tirx.Bind(rotate, tirx.Max(start, last * c(ks))),
+        tirx.Bind(tail_end, tirx.Min(tirx.floordiv(start + c(ks - 1), c(ks)) * c(ks), rotate)),
         pieces,
     ])
     for iv, e in reversed(m.threads):
