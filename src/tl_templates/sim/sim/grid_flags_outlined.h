@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "grid_flags.h"
@@ -36,6 +37,10 @@ class GridFlags {
     failed_ = failed;
     finished_.assign(runs, 0);
     abandoned_.assign(runs, 0);
+    published_.clear();
+    arrivals_.clear();
+    prefix_ = 0;
+    waiters_ = 0;
     // checked mode tracks publication per thread of the launch, up to a million threads (else not at all)
     check_ = check && runs * threads <= (uint64_t{1} << 20);
     if (check_) {
@@ -82,11 +87,12 @@ class GridFlags {
                          "publish, which on a card may be read before the data arrives",
                          name, static_cast<long long>(element), line, wt, wb);
   }
-  /*! \brief Run `run` ended (successfully or not): waits of later runs may now find their flag never set. */
+  /*! \brief Run `run` ended (successfully or not): waits of later runs may now find their flag never set. Every
+   *         block of every launch passes here: no lock unless a block is waiting. */
   void Finish(uint64_t run) {
+    if (run < finished_.size()) __atomic_store_n(&finished_[run], 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&waiters_, __ATOMIC_SEQ_CST) == 0) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (run < finished_.size()) finished_[run] = 1;
-    while (prefix_ < finished_.size() && finished_[prefix_] != 0) ++prefix_;
     changed_.notify_all();
   }
   /*! \brief A block failed: waiting blocks give up. */
@@ -105,12 +111,11 @@ class GridFlags {
     if (check_) {
       const uint64_t me = Thread();
       const uint64_t count = __atomic_add_fetch(&releases_[me], 1, __ATOMIC_RELAXED);
-      arrivals_.push_back(Arrival{flag, me, count});
+      arrivals_[flag].emplace_back(me, count);
     }
     __atomic_fetch_add(flag, 1, __ATOMIC_RELEASE);
-    auto it = std::find_if(published_.begin(), published_.end(), [&](const Published& p) { return p.flag == flag; });
-    if (it == published_.end()) published_.push_back(Published{flag, cycle});
-    else it->cycle = std::max(it->cycle, cycle);
+    auto it = published_.emplace(flag, cycle).first;
+    it->second = std::max(it->second, cycle);
     changed_.notify_all();
   }
 
@@ -118,17 +123,21 @@ class GridFlags {
   double Wait(const int* flag, int expected, int line) {
     OsThreadState& t = g_thread;
     std::unique_lock<std::mutex> lock(mu_);
+    __atomic_add_fetch(&waiters_, 1, __ATOMIC_SEQ_CST);  // taken back before every exit (Fail does not unwind)
     for (;;) {
+      while (prefix_ < finished_.size() && __atomic_load_n(&finished_[prefix_], __ATOMIC_SEQ_CST) != 0) ++prefix_;
       const bool earlier_done = prefix_ >= t.block_run;  // every run before this one has finished
       const int held = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
       if (held >= expected) break;
       if (failed_ != nullptr && failed_->load(std::memory_order_relaxed)) {
         abandoned_[t.block_run] = 1;
+        __atomic_sub_fetch(&waiters_, 1, __ATOMIC_SEQ_CST);
         lock.unlock();
         t.block->Fail(musaErrorLaunchFailure, "abandoned its flag wait (line %d): another block failed", line);
       }
       if (earlier_done) {
         const bool sampled = runs_ != total_;
+        __atomic_sub_fetch(&waiters_, 1, __ATOMIC_SEQ_CST);
         lock.unlock();
         t.block->Fail(musaErrorLaunchFailure,
                       "waits (line %d of the kernel source) for the flag at %p to reach %d, which holds %d, and every "
@@ -142,39 +151,35 @@ class GridFlags {
       t.block->NoteProgress();  // waiting on other workers' blocks is not a stall of this worker
       changed_.wait_for(lock, std::chrono::milliseconds(20));
     }
-    double cycle = 0;
-    for (const Published& p : published_)
-      if (p.flag == flag) cycle = p.cycle;
+    __atomic_sub_fetch(&waiters_, 1, __ATOMIC_SEQ_CST);
+    const auto published = published_.find(flag);
+    const double cycle = published == published_.end() ? 0.0 : published->second;
     if (check_) {
-      auto& mine = acquired_[Thread()];
-      for (const Arrival& a : arrivals_)
-        if (a.flag == flag) mine.emplace_back(a.thread, a.count);
+      const auto arrived = arrivals_.find(flag);
+      if (arrived != arrivals_.end()) {
+        auto& mine = acquired_[Thread()];
+        mine.insert(mine.end(), arrived->second.begin(), arrived->second.end());
+      }
     }
     return cycle;
   }
 
  private:
-  struct Published {
-    const int* flag;
-    double cycle;
-  };
-  struct Arrival {
-    const int* flag;
-    uint64_t thread, count;  // the arriving thread, and its publications so far, this one included
-  };
   static constexpr uint64_t kCountMask = (uint64_t{1} << 20) - 1;
   bool check_ = false;
   uint64_t launch_ = 0;
   uint32_t threads_ = 1;
   std::vector<uint64_t> releases_;  // per thread of the launch: its arrivals so far
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> acquired_;  // per thread: (writer, its arrivals) seen
-  std::vector<Arrival> arrivals_;
+  // per flag: the arriving threads, each with its publications so far (this one included)
+  std::unordered_map<const int*, std::vector<std::pair<uint64_t, uint64_t>>> arrivals_;
   std::mutex mu_;
   std::condition_variable changed_;
-  uint64_t runs_ = 0, total_ = 0, prefix_ = 0;
+  uint64_t runs_ = 0, total_ = 0, prefix_ = 0;  // prefix_: runs [0, prefix_) have finished (under mu_)
+  uint64_t waiters_ = 0;                          // threads in Wait
   const std::atomic<bool>* failed_ = nullptr;
   std::vector<uint8_t> finished_, abandoned_;
-  std::vector<Published> published_;
+  std::unordered_map<const int*, double> published_;  // per flag: its latest arrival's cycle
 };
 
 TL_SIM_OUTLINED_DEF void GridFlagArrive(int* flag, int line) {
