@@ -292,6 +292,7 @@ TL_DEVICE void AtomicStore(T* addr, V val) {
 /*! \brief The calling thread's earlier global stores are published: *flag += 1 after a fence. */
 TL_DEVICE void grid_flag_arrive(int* flag, int line = __builtin_LINE()) {
 #if defined(TL_SIMULATOR)
+  TL_SIM_USES_GRID_FLAGS();
   tl_sim::GridFlagArrive(flag, line);
 #else
   (void)line;
@@ -303,6 +304,7 @@ TL_DEVICE void grid_flag_arrive(int* flag, int line = __builtin_LINE()) {
 /*! \brief Wait until *flag >= expected (every publisher arrived), then acquire: their stores are visible. */
 TL_DEVICE void grid_flag_wait(const int* flag, int expected, int line = __builtin_LINE()) {
 #if defined(TL_SIMULATOR)
+  TL_SIM_USES_GRID_FLAGS();
   tl_sim::GridFlagWait(flag, expected, line);
 #else
   (void)line;

@@ -268,7 +268,8 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.options = options;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
   work.runs = options.profile_blocks != 0 ? std::min(options.profile_blocks, work.total_blocks) : work.total_blocks;
-  work.flags.Start(work.runs, work.total_blocks, static_cast<uint32_t>(threads), &work.failed, options.check);
+  work.flags.Start(work.runs, work.total_blocks, static_cast<uint32_t>(threads), &work.failed,
+                   options.check && call.grid_flags);
   if (options.check && g_thread.poisoned_globals != nullptr && g_thread.poisoned_globals->Any()) {
     g_thread.poisoned_globals->Prepare();
     work.poisoned = g_thread.poisoned_globals;
@@ -338,7 +339,7 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
   }
   BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
   const KernelCall call{&BoundKernel<Params...>::Invoke, &bound, &LibrarySharedMemory, LibraryMayBlock(),
-                        kKernelMinStackKiB * 1024};
+                        kKernelMinStackKiB * 1024, LibraryUsesGridFlags()};
 #if defined(TL_SIM_LINK_RUNTIME)
   return RuntimeLaunch(kRuntimeAbi, fn, &call, grid, block, dynamic_smem);
 #else
