@@ -273,3 +273,14 @@ def test_checked_mode_finds_nothing_to_report_in_a_stream_k_gemm(arch, monkeypat
     got = poison((128, 128), torch.float16)
     streamed(a, b, got)
     assert torch.equal(got, expected)
+
+
+def test_a_sampled_profile_of_a_kernel_with_flags_says_why_a_wait_fails(tmp_path):
+    # TILELANG_SIM_PROFILE_BLOCKS runs blocks 0 and 2 of 4: block 2 waits for block 1's flag, which never runs
+    path = tmp_path / "flags.py"
+    path.write_text(FLAG_KERNELS.format(order="forward"))
+    env = dict(os.environ, TILELANG_SIM_WORKERS="1", TILELANG_SIM_PROFILE="1", TILELANG_SIM_PROFILE_BLOCKS="2")
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode != 0
+    assert "block (2,0,0)" in out.stderr and "no earlier block publishes it" in out.stderr
+    assert "this launch profiles a sample of the grid's blocks: the publisher may be outside the sample" in out.stderr
