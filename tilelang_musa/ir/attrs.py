@@ -22,6 +22,7 @@ VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer 
 # T.view of a shared tile as another dtype: view buffer -> the "file:line:col" of the T.view (for errors naming it).
 DTYPE_VIEWS_ATTR = "tl.dtype_views"
 WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
+ZEROED_WORKSPACES_ATTR = "tl.zeroed_workspaces"  # those the launcher zeroes for each call (transform/stream_k.py)
 # The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).
 OUTPUTS_ATTR = "tilelang_out_idx"
 # The trailing parameters added for T.dynamic sizes (not the user's parameters).

@@ -106,6 +106,7 @@ cdef struct ParamInfo:
     int align        # tensors: bytes the data pointer must be a multiple of
     bint unused      # tensors: the kernel never accesses it (None is accepted)
     int pack         # tensors: logical elements per byte of the tensor passed (2 for float4_e2m1fn, else 1)
+    bint zeroed      # workspaces: zero bytes at each call (inter-block flags), not the simulator's poison
 
 # Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
 # bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
@@ -273,6 +274,7 @@ cdef class Launcher:
             info.align = p.align
             info.unused = p.unused
             info.pack = p.pack
+            info.zeroed = p.zeroed
             if p.kind == "pointer":
                 info.kind = POINTER_ARG
                 arg_names.append(p.name)
@@ -807,7 +809,9 @@ cdef class Launcher:
                                             "stride")
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
-                if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
+                if p.zeroed:  # inter-block flags count from zero at every launch
+                    out.zero_()
+                elif not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
                     storage = out.untyped_storage()
                     # memset, not storage.fill_: torch's fill of a large tensor wakes its OpenMP team, whose
                     # threads then spin for a while on the cores the simulator's workers are about to use

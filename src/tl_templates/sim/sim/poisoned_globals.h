@@ -49,7 +49,7 @@ class PoisonedGlobals {
     for (int i = 0; i < n && count_ < kMaxRanges; ++i)
       if (begins[i] != nullptr && bytes[i] > 0)
         ranges_[count_++] = Range{static_cast<const unsigned char*>(begins[i]), static_cast<size_t>(bytes[i]),
-                                  nullptr};
+                                  nullptr, nullptr};
   }
 
   /*! \brief Whether any range is registered. */
@@ -63,7 +63,35 @@ class PoisonedGlobals {
       if (r.written != nullptr) continue;
       void* p = mmap(nullptr, r.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p != MAP_FAILED) r.written = static_cast<unsigned char*>(p);
+      if (r.written == nullptr || r.writer != nullptr) continue;
+      void* w = mmap(nullptr, r.bytes * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (w != MAP_FAILED) r.writer = static_cast<uint64_t*>(w);
     }
+  }
+
+  /*! \brief Inter-block publication (grid_flags.h): who last wrote [address, address + bytes), as `stamp` (the
+   *         writing thread, and how many times it had published before: GridFlags::Stamp). */
+  void MarkWriter(const volatile void* address, size_t bytes, uint64_t stamp) {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    for (int i = 0; i < count_; ++i) {
+      const Range& r = ranges_[i];
+      if (r.writer == nullptr || a + bytes <= r.begin || a >= r.begin + r.bytes) continue;
+      const size_t from = a > r.begin ? static_cast<size_t>(a - r.begin) : 0;
+      const size_t to = std::min(static_cast<size_t>(a + bytes - r.begin), r.bytes);
+      for (size_t b = from; b < to; ++b) __atomic_store_n(&r.writer[b], stamp, __ATOMIC_RELAXED);
+    }
+  }
+
+  /*! \brief The stamp of the last write of the byte at `address` (0: none recorded). */
+  uint64_t Writer(const volatile void* address) const {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    for (int i = 0; i < count_; ++i) {
+      const Range& r = ranges_[i];
+      if (r.writer == nullptr || a < r.begin || a >= r.begin + r.bytes) continue;
+      return __atomic_load_n(&r.writer[a - r.begin], __ATOMIC_RELAXED);
+    }
+    return 0;
   }
 
   /*! \brief The running thread wrote (or may write) [address, address + bytes). */
@@ -95,8 +123,10 @@ class PoisonedGlobals {
 
  private:
   void Clear() {
-    for (int i = 0; i < count_; ++i)
+    for (int i = 0; i < count_; ++i) {
       if (ranges_[i].written != nullptr) munmap(ranges_[i].written, ranges_[i].bytes);
+      if (ranges_[i].writer != nullptr) munmap(ranges_[i].writer, ranges_[i].bytes * sizeof(uint64_t));
+    }
     count_ = 0;
   }
 
@@ -104,6 +134,7 @@ class PoisonedGlobals {
     const unsigned char* begin;
     size_t bytes;
     unsigned char* written;  // per byte, nonzero once written; null until Prepare
+    uint64_t* writer;        // per byte, the last write's GridFlags stamp (inter-block publication); null until Prepare
   };
   Range ranges_[kMaxRanges];
   int count_ = 0;
