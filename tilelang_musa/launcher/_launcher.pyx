@@ -30,8 +30,10 @@ float32 -> float, float64 -> double).
         kernel never writes, shows (NaN, -1). The kernel runs, and the outputs
         are returned (one -> the tensor, several -> a tuple in parameter order, none -> None).
         Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
-        symbol conflict, layout, scalar range), AssumeViolation (a ValueError and a RuntimeError: the call
-        breaks a `T.assume`), KernelLaunchError (call_packed returned non-zero).
+        symbol conflict, layout, scalar range), UnboundSizeError (a ValueError and a RuntimeError: a size the
+        kernel reads that only tensors left out as None give; one given by a single dim of a single tensor is 0
+        instead), AssumeViolation (a ValueError and a RuntimeError: the call breaks a `T.assume`),
+        KernelLaunchError (call_packed returned non-zero).
     launcher.bind_shapes(*args) -> dict[str, int]   the symbol values the arguments imply, without launching
     launcher.params, .lib_path, .kernel_name, .device, .scalar_bindings, .assumes, .arg_names (read-only)
 """
@@ -53,7 +55,8 @@ import torch
 from .assume import HostAssume, check_assumes, compile_checks
 from . import carried_poison
 from .poison_hint import hint_if_poison
-from .spec import KernelLaunchError, ParamSpec, accepted_torch_dtypes, solve_dim, unsolvable_symbols
+from .spec import (KernelLaunchError, ParamSpec, UnboundSizeError, accepted_torch_dtypes, solve_dim,
+                   unsolvable_symbols)
 
 ctypedef int (*CallPacked)(void** args, int num_args, void* stream) noexcept nogil
 ctypedef const char* (*GetLastError)() noexcept nogil
@@ -108,6 +111,7 @@ cdef struct ParamInfo:
     int align        # tensors: bytes the data pointer must be a multiple of
     bint unused      # tensors: the kernel never accesses it (None is accepted)
     int pack         # tensors: logical elements per byte of the tensor passed (2 for float4_e2m1fn, else 1)
+    bint zeroed      # workspaces: zero bytes at each call (inter-block flags), not the simulator's poison
 
 # Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
 # bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
@@ -163,6 +167,7 @@ cdef class Launcher:
     cdef tuple _exprs            # DimExpr dims and strides, indexed by their code
     cdef tuple _static_shapes    # output shape tuple when all dims are static, else None
     cdef tuple _symbol_names
+    cdef tuple _symbol_sources   # per symbol: (tensor name, is a plain dim) for each input dim or stride naming it
     cdef tuple _assume_args      # (argument position, parameter index) of the scalar arguments assumes read
     cdef tuple _assume_checks    # compile_checks(assumes)
     cdef readonly str lib_path
@@ -255,6 +260,7 @@ cdef class Launcher:
         self._num_params = len(self.params)
         self._num_symbols = len(symbols)
         self._symbol_names = tuple(symbols)
+        self._symbol_sources = _symbol_sources(self.params, symbols)
         self._info = <ParamInfo*>malloc(max(1, self._num_params) * sizeof(ParamInfo))
         if self._info == NULL:
             raise MemoryError()
@@ -276,6 +282,7 @@ cdef class Launcher:
             info.align = p.align
             info.unused = p.unused
             info.pack = p.pack
+            info.zeroed = p.zeroed
             if p.kind == "pointer":
                 info.kind = POINTER_ARG
                 arg_names.append(p.name)
@@ -737,8 +744,8 @@ cdef class Launcher:
             expr = self._exprs[-code - 1 - S]
             missing = [s for s in expr.symbols if s not in values]
             if missing:
-                raise ValueError(f"kernel '{k}': {self._source(i, where)} is `{expr}`, but nothing determines "
-                                 f"{', '.join(missing)} (a tensor left out as None?)")
+                raise UnboundSizeError(f"kernel '{k}': {self._source(i, where)} is `{expr}`, but nothing "
+                                       f"determines {', '.join(missing)} (a tensor left out as None?)")
             want = expr.evaluate(values)
             if want == actual:
                 continue
@@ -857,12 +864,16 @@ cdef class Launcher:
             if p.kind == SCALAR_BOUND:
                 if st.sym_param[p.symbol] >= 0:
                     self._pack_scalar(i, st.sym_values[p.symbol], &st.slots[i])
-                elif p.unused:  # only tensors left out as None determine it, and the kernel never reads it
+                elif p.unused or _zero_when_absent(self._symbol_sources[p.symbol]):
+                    # Only tensors left out as None determine it, and the kernel never reads it; or one dim of
+                    # one tensor gives it, and that tensor is left out: 0, the size of what was not passed, as
+                    # upstream binds it (None is accepted only for a tensor the kernel never accesses).
                     self._pack_scalar(i, 0, &st.slots[i])
                 else:
-                    raise ValueError(f"kernel '{self.kernel_name}': nothing determines the size "
-                                     f"{self.params[i].name}, which the kernel reads: the tensors whose dims or "
-                                     "strides give it were left out as None")
+                    carriers = ", ".join(dict.fromkeys(name for name, _ in self._symbol_sources[p.symbol]))
+                    raise UnboundSizeError(f"kernel '{self.kernel_name}': nothing determines the size "
+                                           f"{self.params[i].name}, which the kernel reads: it requires at least "
+                                           f"one non-null buffer among: {carriers} (each was left out as None)")
             elif p.kind == TENSOR_OUT or p.kind == TENSOR_WORKSPACE:
                 shape = self._static_shapes[i]
                 if shape is None:
@@ -874,7 +885,9 @@ cdef class Launcher:
                                             "stride")
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
-                if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
+                if p.zeroed:  # inter-block flags count from zero at every launch
+                    out.zero_()
+                elif not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
                     storage = out.untyped_storage()
                     # memset, not storage.fill_: torch's fill of a large tensor wakes its OpenMP team, whose
                     # threads then spin for a while on the cores the simulator's workers are about to use
@@ -954,6 +967,28 @@ def _dim_code(d, dict symbols, list exprs):
         return -symbols[d] - 1
     exprs.append(d)
     return -len(symbols) - len(exprs)
+
+
+def _symbol_sources(tuple params, dict symbols):
+    """Per symbol, (tensor name, plain dim?) for each dim or stride of an input tensor that names it (alone or in
+    an expression)."""
+    sources = [[] for _ in symbols]
+    for p in params:
+        if p.kind != "tensor" or p.is_output or p.is_workspace:
+            continue
+        for d in p.shape:
+            for s in ((d,) if isinstance(d, str) else () if isinstance(d, int) else d.symbols):
+                sources[symbols[s]].append((p.name, isinstance(d, str)))
+        for d in p.strides or ():
+            for s in ((d,) if isinstance(d, str) else () if isinstance(d, int) else d.symbols):
+                sources[symbols[s]].append((p.name, False))
+    return tuple(tuple(found) for found in sources)
+
+
+cdef bint _zero_when_absent(tuple sources):
+    """A size exactly one dim of one tensor gives (no stride, no expression, no other tensor): upstream's binder
+    makes it 0 when that tensor is left out as None. Given by several, all left out, it is an error there."""
+    return len(sources) == 1 and sources[0][1]
 
 
 def _rebuild_launcher(lib_path, params, device, kernel_name, scalar_bindings, assumes=()):

@@ -61,7 +61,7 @@ class PoisonedGlobals {
       const bool carried = unwritten != nullptr && unwritten[i] != nullptr;
       const bool valid = begins[i] != nullptr && bytes[i] > 0;
       ranges_[count_++] = Range{static_cast<const unsigned char*>(begins[i]), valid ? static_cast<size_t>(bytes[i]) : 0,
-                                nullptr, carried ? unwritten[i] : nullptr,
+                                nullptr, nullptr, carried ? unwritten[i] : nullptr,
                                 carried && origins != nullptr ? origins[i] : nullptr};
     }
   }
@@ -84,6 +84,10 @@ class PoisonedGlobals {
       r.written = static_cast<unsigned char*>(p);
       if (r.carried != nullptr)  // what the earlier call left unwritten stays so; every other byte counts written
         for (size_t b = 0; b < r.bytes; ++b) r.written[b] = r.carried[b] == 0;
+      if (r.writer != nullptr) continue;
+      void* w = mmap(nullptr, r.bytes * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (w != MAP_FAILED) r.writer = static_cast<uint64_t*>(w);
     }
   }
 
@@ -100,6 +104,30 @@ class PoisonedGlobals {
       count += unwritten;
     }
     return count;
+  }
+
+  /*! \brief Inter-block publication (grid_flags.h): who last wrote [address, address + bytes), as `stamp` (the
+   *         writing thread, and how many times it had published before: GridFlags::Stamp). */
+  void MarkWriter(const volatile void* address, size_t bytes, uint64_t stamp) {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    for (int i = 0; i < count_; ++i) {
+      const Range& r = ranges_[i];
+      if (r.writer == nullptr || a + bytes <= r.begin || a >= r.begin + r.bytes) continue;
+      const size_t from = a > r.begin ? static_cast<size_t>(a - r.begin) : 0;
+      const size_t to = std::min(static_cast<size_t>(a + bytes - r.begin), r.bytes);
+      for (size_t b = from; b < to; ++b) __atomic_store_n(&r.writer[b], stamp, __ATOMIC_RELAXED);
+    }
+  }
+
+  /*! \brief The stamp of the last write of the byte at `address` (0: none recorded). */
+  uint64_t Writer(const volatile void* address) const {
+    const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(address));
+    for (int i = 0; i < count_; ++i) {
+      const Range& r = ranges_[i];
+      if (r.writer == nullptr || a < r.begin || a >= r.begin + r.bytes) continue;
+      return __atomic_load_n(&r.writer[a - r.begin], __ATOMIC_RELAXED);
+    }
+    return 0;
   }
 
   /*! \brief The running thread wrote (or may write) [address, address + bytes). */
@@ -134,8 +162,10 @@ class PoisonedGlobals {
 
  private:
   void Clear() {
-    for (int i = 0; i < count_; ++i)
+    for (int i = 0; i < count_; ++i) {
       if (ranges_[i].written != nullptr) munmap(ranges_[i].written, ranges_[i].bytes);
+      if (ranges_[i].writer != nullptr) munmap(ranges_[i].writer, ranges_[i].bytes * sizeof(uint64_t));
+    }
     count_ = 0;
   }
 
@@ -143,6 +173,8 @@ class PoisonedGlobals {
     const unsigned char* begin;
     size_t bytes;                   // 0: not checked (a null or empty range), kept for its index
     unsigned char* written;         // per byte, nonzero once written; null until Prepare
+    uint64_t* writer;               // per byte, the last write's GridFlags stamp (inter-block publication); null
+                                    // until Prepare
     const unsigned char* carried;   // an earlier call's unwritten bytes (nonzero: unwritten); null: a fresh range
     const char* origin;             // the report's text for a carried range ("which kernel ... allocated ...")
   };
