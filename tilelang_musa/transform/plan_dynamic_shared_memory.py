@@ -25,8 +25,10 @@ from ..ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
 from ..ir.options import CompileOptions
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of
 from .pass_base import tl_pass
-from .shared_memory_lifetimes import UNUSED, Lifetimes, block_barrier, tile_lifetimes
+from .shared_memory_lifetimes import Barrier, Lifetimes, Use, block_barrier, tile_lifetimes, with_opened_body
 
+# Finer counts of the tiles' uses, tried in turn while the arena is past the target's limit (shared_memory_lifetimes.py).
+_FINER = ({"within_uniform_branch": True}, {"within_uniform_branch": True, "temporaries_per_statement": True})
 ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
 
 
@@ -46,13 +48,13 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     # Without lifetimes every placed tile counts as in use: each gets bytes of its own (TL_DISABLE_SHARED_MEMORY_REUSE).
     lifetimes = tile_lifetimes(func.body, static) if static and reuse else None
     offsets, placed, cursor = _place(static, lifetimes)
-    if limit is not None and cursor > limit and lifetimes is not None:
-        # Over the limit with the tiles' block counted a statement at a time: where all their uses sit in one branch
-        # every thread takes alike (`if bx < n_tiles:` around the kernel's body), count the branch's statements.
-        finer = tile_lifetimes(func.body, static, within_uniform_branch=True)
-        if not finer.seq.same_as(lifetimes.seq):
-            lifetimes = finer
-            offsets, placed, cursor = _place(static, lifetimes)
+    for finer in _FINER if lifetimes is not None and limit is not None else ():
+        if cursor <= limit:
+            break
+        # Over the limit: count the statements of the block-uniform branch around every use (`if bx < n_tiles:`),
+        # then, inside the loops every thread runs alike, the compiler's temporaries statement by statement.
+        lifetimes = tile_lifetimes(func.body, static, **finer)
+        offsets, placed, cursor = _place(static, lifetimes)
     barrier_before = _barriers_for_shared_bytes(offsets, lifetimes) if lifetimes is not None else set()
     offsets = {buffer: offset for buffer, (offset, _) in offsets.items()}
     static_end = cursor
@@ -82,14 +84,7 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     def on_seq(node, mutator):
         is_tiles_block = lifetimes is not None and node.same_as(lifetimes.seq)
         node = mutator.default_mutate(node)  # the AllocBuffers inside take their offsets
-        if not is_tiles_block or not barrier_before:
-            return node
-        stmts = []
-        for index, stmt in enumerate(node.seq):
-            if index in barrier_before:
-                stmts.append(block_barrier())
-            stmts.append(stmt)
-        return tirx.SeqStmt(stmts)
+        return _with_barriers(node, barrier_before) if is_tiles_block and barrier_before else node
 
     func = tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc), (tirx.SeqStmt, on_seq)])
     return func.with_attr(SIZE_ATTR, cursor)
@@ -116,15 +111,11 @@ def _placement_order(allocs: list, lifetimes: Lifetimes | None) -> list:
     return sorted(allocs, key=lambda a: (lifetimes.spans[a.buffer][0], -as_int(buffer_size(a.buffer))))
 
 
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
 def _lowest_free_offset(buffer, nbytes: int, align: int, placed: dict, lifetimes: Lifetimes | None) -> int:
     """The lowest `align`-aligned offset where `nbytes` overlap no placed tile in use at the same time (every placed
     tile is, without lifetimes)."""
     busy = sorted((offset, offset + size) for other, (offset, size) in placed.items()
-                  if lifetimes is None or _overlap(lifetimes.spans[other], lifetimes.spans[buffer]))
+                  if lifetimes is None or lifetimes.overlap(other, buffer))
     offset = 0
     for start, end in busy:
         if offset + nbytes <= start:
@@ -133,25 +124,45 @@ def _lowest_free_offset(buffer, nbytes: int, align: int, placed: dict, lifetimes
     return offset
 
 
-def _barriers_for_shared_bytes(placed: dict, lifetimes: Lifetimes) -> set[int]:
-    """Indices of statements to put a block barrier before: the first use of a tile whose bytes an earlier tile
-    used, when no barrier stands between the earlier tile's last use and it."""
-    needed: set[int] = set()
-    used = {tile: span for tile, span in lifetimes.spans.items() if span != UNUSED}
+def _barriers_for_shared_bytes(placed: dict, lifetimes: Lifetimes) -> set[tuple[int, ...]]:
+    """Where to put a block barrier (the path of the statement it goes before, see Use): before the first statement
+    of a use of a tile whose bytes an earlier use of another tile had, when no barrier stands between the two; in a
+    loop both are used in, also before the earlier one when no barrier stands between the later one and the
+    earlier one's next iteration."""
+    needed: dict = {}
+
+    def separate(use: Use, before_it) -> None:
+        if not any(before_it(b) for b in (*lifetimes.barriers, *needed.values())):
+            needed[(*use.path, use.index)] = Barrier(use.first - 0.5, lifetimes.opened_around(use.path))
+
     for later, (offset, size) in placed.items():
-        if later not in used:
-            continue
-        first = used[later][0]
         for earlier, (other_offset, other_size) in placed.items():
-            if earlier not in used:
-                continue
-            last = used[earlier][1]
             shares_bytes = offset < other_offset + other_size and other_offset < offset + size
-            if later.same_as(earlier) or not shares_bytes or last >= first:
+            if later.same_as(earlier) or not shares_bytes:
                 continue
-            if not any(last < b < first for b in (*lifetimes.barriers, *needed)):
-                needed.add(first)
-    return needed
+            for first in lifetimes.uses[earlier]:
+                for then in lifetimes.uses[later]:
+                    if first.last >= then.first:
+                        continue
+                    separate(then, lambda b: b.orders(first.last, then.first))
+                    loop = lifetimes.innermost_loop_around(first, then)
+                    if loop is not None:
+                        separate(first, lambda b: b.orders_around(loop, then.last, first.first))
+    return set(needed)
+
+
+def _with_barriers(seq: tirx.SeqStmt, before: set[tuple[int, ...]]) -> tirx.SeqStmt:
+    """`seq` with a block barrier before each statement a path of `before` leads to (through opened statements)."""
+    stmts = []
+    for index, stmt in enumerate(seq.seq):
+        inside = {path[1:] for path in before if len(path) > 1 and path[0] == index}
+        if inside:
+            body = stmt.body if isinstance(stmt, tirx.For) else stmt.then_case
+            stmt = with_opened_body(stmt, _with_barriers(body, inside))
+        if (index,) in before:
+            stmts.append(block_barrier())
+        stmts.append(stmt)
+    return tirx.SeqStmt(stmts)
 
 
 def PlanDynamicSharedMemory(configs: CompileOptions | dict | None = None):  # noqa: N802
