@@ -6,7 +6,8 @@ The key/value-gradient loop of attention's backward pass stages two gemm A opera
 mp_31's SQMMA alike. Each staged tile is written just before its gemm reads it, one after the other in each
 iteration: past the target's limit they share bytes, with the barriers between them in both directions. At 64 x 64
 tiles with a 128-wide head the kernel needs 81,920 bytes with the two apart, 73,728 with them together: mp_22's
-limit (mp_31 given the same limit). Within the limit the plan does not change.
+limit (mp_31 given the same limit). Within the limit the plan does not change, unless
+TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE asks for it.
 """
 
 import re
@@ -99,3 +100,19 @@ def test_a_kernel_that_fits_keeps_its_temporaries_apart():
     """On mp_31 at its own limit (196,608 bytes) the kernel fits as it is: the staged tiles keep their own bytes."""
     source = tilelang.compile(_key_value_gradients(), target="musa -arch=mp_31").get_kernel_source()
     assert _offset(source, "qkT_cast_staged") != _offset(source, "dsT_cast_staged")
+
+
+def test_aggressive_shared_memory_merge_asks_for_the_finer_plan_of_a_kernel_that_fits():
+    """TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: the staged tiles share bytes on mp_31 though the kernel fits, and
+    the results are the same."""
+    kernel = tilelang.compile(_key_value_gradients(), target="musa -arch=mp_31",
+                              pass_configs={tilelang.PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: True})
+    source = kernel.get_kernel_source()
+    assert _offset(source, "qkT_cast_staged") == _offset(source, "dsT_cast_staged")
+    k, v = rand((BM, D), torch.float16, seed=5) / 4, rand((BM, D), torch.float16, seed=6) / 4
+    q, do = rand((STEPS * BN, D), torch.float16, seed=7) / 4, rand((STEPS * BN, D), torch.float16, seed=8) / 4
+    dk, dv = poison((BM, D), torch.float32), poison((BM, D), torch.float32)
+    kernel(k, v, q, do, dk, dv)
+    ref_dk, ref_dv = _reference(k, v, q, do)
+    torch.testing.assert_close(dv, ref_dv, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(dk, ref_dk, atol=1e-3, rtol=1e-3)

@@ -5,9 +5,12 @@ Each buffer gets a byte offset (annotation `tl.dyn_smem_offset`, read by the dev
 `ALIGNMENT`; the function attribute `tl.dynamic_smem_bytes` is the launch's dynamic shared memory size.
 Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use from the first to the last
 statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
-threads of the block take alike, `if bx < n:` around the body, the branch's statements); where a tile takes bytes
-another used before, a block barrier separates the two uses (one is added before the later tile's first statement
-if none is there). Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
+threads of the block take alike, `if bx < n:` around the body, the branch's statements; where that would not fit
+either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike);
+where a tile takes bytes another used before, a block barrier separates the two uses (one is added before the later
+use's first statement if none is there; in a loop both are used in, also before the earlier one, for the next
+iteration). A kernel that fits keeps the coarser plan, unless TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE asks for the
+finest. Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
 against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile time, naming its
 buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the
@@ -37,7 +40,8 @@ def _alignment(node) -> int:
     return max(ALIGNMENT, int(annotations["tl.smem_alignment"])) if "tl.smem_alignment" in annotations else ALIGNMENT
 
 
-def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bool = True) -> tirx.PrimFunc:
+def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bool = True,
+                               finest: bool = False) -> tirx.PrimFunc:
     allocs = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda node: allocs.append(node)
                                          if scope_of(node.buffer) == "shared.dyn" else None)])
@@ -46,9 +50,9 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     static = [a for a in allocs if as_int(buffer_size(a.buffer)) is not None]
     dynamic = [a for a in allocs if as_int(buffer_size(a.buffer)) is None]
     # Without lifetimes every placed tile counts as in use: each gets bytes of its own (TL_DISABLE_SHARED_MEMORY_REUSE).
-    lifetimes = tile_lifetimes(func.body, static) if static and reuse else None
+    lifetimes = tile_lifetimes(func.body, static, **(_FINER[-1] if finest else {})) if static and reuse else None
     offsets, placed, cursor = _place(static, lifetimes)
-    for finer in _FINER if lifetimes is not None and limit is not None else ():
+    for finer in _FINER if lifetimes is not None and limit is not None and not finest else ():
         if cursor <= limit:
             break
         # Over the limit: count the statements of the block-uniform branch around every use (`if bx < n_tiles:`),
@@ -173,6 +177,7 @@ def PlanDynamicSharedMemory(configs: CompileOptions | dict | None = None):  # no
         limit = None
         if target is not None and "max_shared_memory_per_block" in target.attrs:
             limit = int(target.attrs["max_shared_memory_per_block"])
-        return plan_dynamic_shared_memory(func, limit, reuse=not options.disable_shared_memory_reuse)
+        return plan_dynamic_shared_memory(func, limit, reuse=not options.disable_shared_memory_reuse,
+                                          finest=options.enable_aggressive_shared_memory_merge)
 
     return tl_pass("PlanDynamicSharedMemory", run)
