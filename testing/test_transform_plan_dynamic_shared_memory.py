@@ -301,3 +301,41 @@ def test_temporaries_in_a_block_uniform_branch_and_after_it_share_bytes_use_by_u
     expected = marked_temporary(temporaries_in_a_branch_expected, "S", "R")
     _assert_plans_to(before, placed(before, {"K": 0, "S": 1024, "R": 2048}, 3072), limit=3072)
     _assert_plans_to(before, placed(expected, {"K": 0, "S": 1024, "R": 1024}, 2048), limit=2048)
+
+
+@T.prim_func
+def scratch_in_a_loop(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        W = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        for k in range(n):
+            B[k, tx] = T.call_extern("float32", "block_sum", A[k, tx], T.address_of(W[0]))
+            S[tx] = B[k, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[k, tx] = S[255 - tx]
+
+
+@T.prim_func
+def scratch_in_a_loop_expected(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        W = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        for k in range(n):
+            T.tvm_storage_sync("shared")
+            B[k, tx] = T.call_extern("float32", "block_sum", A[k, tx], T.address_of(W[0]))
+            T.tvm_storage_sync("shared")
+            S[tx] = B[k, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[k, tx] = S[255 - tx]
+
+
+def test_a_reductions_scratch_handed_to_one_call_is_in_use_during_that_call():
+    """W, a reduction's scratch, is written and read by the one call it is handed to (`&W[0]`, no access mark):
+    in each iteration it is in use during that statement only, and S takes its bytes after it."""
+    before = marked_temporary(scratch_in_a_loop, "W", "S")
+    expected = marked_temporary(scratch_in_a_loop_expected, "W", "S")
+    _assert_plans_to(before, placed(expected, {"K": 0, "W": 1024, "S": 1024}, 2048), limit=2048)

@@ -14,9 +14,9 @@ a condition the same for all threads, around several statements) are opened, and
 counts on its own; positions number the statements in order, an opened body in place of its loop or branch. A tile
 the compiler made (TEMPORARY_ANNOTATION: a staged gemm operand, a layout exchange, a reduction's scratch) holds
 nothing from one use to the next: each of its reads reads what the statements just before it wrote whole. So it is
-in use over each run of statements from one that only writes it to the last that reads that value: inside an opened
-body that writes it before reading it, the body's own runs, in each iteration; among the other statements, runs cut
-where a statement only writes it again after it was read. Every other tile is in use over the whole of each opened
+in use over each run of statements from one that writes it to the last that reads that value: inside an opened body
+whose first statement using it writes it (a call handed its address may also read it), the body's own runs, in each
+iteration; among the other statements, runs cut where a statement only writes it again after it was read. Every other tile is in use over the whole of each opened
 statement it is used in. Two temporaries of one loop used one after the other alternate: in the next iteration the
 earlier one follows the later one, which a barrier must separate too. A barrier inside an opened statement orders two
 accesses only where each opened statement around it holds one of them (a loop may run no iteration, a branch may not
@@ -302,7 +302,7 @@ def _block_uses(statements: _Statements, tiles: list) -> dict:
 
 def _temporary_uses(statements: _Statements, tile, path: tuple) -> list[Use]:
     """A temporary's uses among the statements `path` leads to: those inside each opened statement whose body
-    writes it before reading it, and one for each run of the others from a statement that only writes it to the
+    writes it first and reads it, and one for each run of the others from a statement that only writes it to the
     last before the next such statement after a read."""
     uses, runs = [], []
     for index, stmt in enumerate(statements.bodies[path].seq):
@@ -323,11 +323,11 @@ def _temporary_uses(statements: _Statements, tile, path: tuple) -> list[Use]:
 
 
 def _written_then_read(body: tirx.SeqStmt, tile) -> bool:
-    """Whether the body's first statement using `tile` only writes it and a later one reads it: each run of the
-    body then reads what it wrote, not what ran before it; one that only writes or only reads (a copy's own loop)
-    holds a part of a use."""
+    """Whether the body's first statement using `tile` writes it (a call handed its address may read it after) and
+    the body reads it: each run of the body then reads what it wrote, not what ran before it. A body that only
+    writes it or only reads it (a copy's own loop) holds a part of a use."""
     accesses = [rw for rw in (_reads_writes(stmt, tile) for stmt in body.seq) if rw != (False, False)]
-    return bool(accesses) and accesses[0] == (False, True) and any(reads for reads, _ in accesses[1:])
+    return bool(accesses) and accesses[0][1] and any(reads for reads, _ in accesses)
 
 
 def _inside_uniform_branch(seq: tirx.SeqStmt, tiles: list, uniform) -> tirx.SeqStmt:
