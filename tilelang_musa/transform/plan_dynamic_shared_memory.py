@@ -144,14 +144,14 @@ def _barriers_for_shared_bytes(placed: dict, lifetimes: Lifetimes) -> set[tuple[
             shares_bytes = offset < other_offset + other_size and other_offset < offset + size
             if later.same_as(earlier) or not shares_bytes:
                 continue
-            for first in lifetimes.uses[earlier]:
-                for then in lifetimes.uses[later]:
-                    if first.last >= then.first:
+            for before in lifetimes.uses[earlier]:
+                for after in lifetimes.uses[later]:
+                    if before.last >= after.first:
                         continue
-                    separate(then, lambda b: b.orders(first.last, then.first))
-                    loop = lifetimes.innermost_loop_around(first, then)
-                    if loop is not None:
-                        separate(first, lambda b: b.orders_around(loop, then.last, first.first))
+                    separate(after, lambda b: b.orders(before.last, after.first))
+                    loop = lifetimes.innermost_loop_around(before, after)
+                    if loop is not None:  # the next iteration's `before` follows `after`
+                        separate(before, lambda b: b.orders_around(loop, after.last, before.first))
     return set(needed)
 
 
