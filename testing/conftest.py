@@ -198,6 +198,19 @@ def without_locations(func):
     return tvm_ffi.structural_mutate(func, [(tvm.ir.Call, on_call), (tirx.For, on_for), (tirx.AllocBuffer, on_alloc)])
 
 
+def marked_temporary(func, *names):
+    """The program with the tiles named `names` allocated as the compiler's temporaries (the annotation the passes
+    that make them put on their AllocBuffer), for the expected programs of those passes."""
+    from tilelang_musa.ir.attrs import TEMPORARY_ANNOTATION
+
+    def on_alloc(node, mutator):
+        if node.buffer.name not in names:
+            return node
+        return tirx.AllocBuffer(node.buffer, {**(node.annotations or {}), TEMPORARY_ANNOTATION: True})
+
+    return tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc)])
+
+
 def line_of(func, text: str) -> int:
     """The source line number of the first line of `func` containing `text` (for errors that name the user's line)."""
     lines, first = inspect.getsourcelines(func)

@@ -8,7 +8,7 @@ import tvm
 
 import tilelang
 import tilelang.language as T
-from conftest import poison, rand, without_locations
+from conftest import marked_temporary, poison, rand, without_locations
 from tilelang_musa.target import determine_target
 from tilelang_musa.transform.stage_gemm_operands import stage_gemm_operands
 
@@ -52,9 +52,11 @@ def test_fragment_filled_from_an_accumulator_is_copied_to_a_shared_tile_on_mp22(
 
     func = before.with_attr("target", determine_target("musa -arch=mp_22"))
     staged = stage_gemm_operands(func, {})
+    # P_staged is the compiler's temporary: PlanDynamicSharedMemory may give its bytes to others between its uses
     tvm.ir.assert_structural_equal(without_locations(staged),
-                                   without_locations(expected.with_attr("target", func.attrs["target"])
-                                                      .with_attr("global_symbol", "before")))
+                                   without_locations(marked_temporary(expected, "P_staged")
+                                                     .with_attr("target", func.attrs["target"])
+                                                     .with_attr("global_symbol", "before")))
 
 
 def test_fragment_loaded_from_memory_stays_in_registers_on_mp22():

@@ -8,7 +8,7 @@ import pytest
 import tvm
 
 import tilelang.language as T
-from conftest import without_locations
+from conftest import marked_temporary, without_locations
 from tilelang_musa.errors import CompileError
 from tilelang_musa.target import determine_target
 from tilelang_musa.transform.lower_thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce
@@ -74,7 +74,8 @@ def test_a_group_past_32_threads_meets_in_a_shared_scratch_tile():
                                        T.address_of(red_buf[0]))
             B[ty, tx] = reduced[0]
 
-    _assert_lowers_to(row_sum(target, 64), expected)
+    # red_buf is the compiler's temporary: PlanDynamicSharedMemory may give its bytes to others between its uses
+    _assert_lowers_to(row_sum(target, 64), marked_temporary(expected, "red_buf"))
 
 
 def test_a_group_of_three_threads_meets_in_shared_memory_in_a_fixed_order():
@@ -99,7 +100,7 @@ def test_a_group_of_three_threads_meets_in_shared_memory_in_a_fixed_order():
             reduced[0] = red_acc[0]
             B[ty, tx] = reduced[0]
 
-    _assert_lowers_to(row_sum(target, 4, 3, axis="y"), expected)
+    _assert_lowers_to(row_sum(target, 4, 3, axis="y"), marked_temporary(expected, "red_buf"))
 
 
 def test_a_kernel_without_reductions_is_unchanged_and_a_difference_is_an_error():

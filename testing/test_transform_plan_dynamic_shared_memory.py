@@ -2,7 +2,9 @@
 (`tl.dyn_smem_offset`, 1 KiB aligned; tiles in order of first use, the larger first), and the function the arena's
 size (`tl.dynamic_smem_bytes`). Tiles whose uses (statements of the block allocating them) do not overlap share
 bytes, with a block barrier before the later tile's first use where none stands between. An arena past the target's
-limit is an error listing the tiles."""
+limit is an error listing the tiles. Past the limit, the compiler's temporaries (a staged gemm operand, a layout
+exchange: written whole before each read) are counted statement by statement inside the loops and branches every
+thread runs alike."""
 
 import pytest
 import tvm
@@ -10,6 +12,7 @@ import tvm_ffi
 from tvm import tirx
 
 import tilelang.language as T
+from conftest import marked_temporary
 from tilelang_musa.errors import CompileError
 from tilelang_musa.ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
 from tilelang_musa.transform.plan_dynamic_shared_memory import plan_dynamic_shared_memory
@@ -151,3 +154,188 @@ def test_a_branch_on_the_thread_index_keeps_its_tiles_apart():
 
     with pytest.raises(CompileError, match="needs 2048 bytes"):
         plan_dynamic_shared_memory(divergent, 1024)
+
+
+# -- the compiler's temporaries, statement by statement (only past the limit)
+
+
+@T.prim_func
+def temporaries_in_a_loop(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        for k in range(n):
+            S[tx] = A[k, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[k, tx] = S[255 - tx]
+            R[tx] = B[k, tx] * T.float32(2)
+            T.tvm_storage_sync("shared")
+            B[k, tx] = R[255 - tx]
+
+
+@T.prim_func
+def temporaries_in_a_loop_expected(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        for k in range(n):
+            T.tvm_storage_sync("shared")  # the iteration before read R: done before S takes its bytes again
+            S[tx] = A[k, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[k, tx] = S[255 - tx]
+            T.tvm_storage_sync("shared")  # the reads of S are done before R takes its bytes
+            R[tx] = B[k, tx] * T.float32(2)
+            T.tvm_storage_sync("shared")
+            B[k, tx] = R[255 - tx]
+
+
+def test_temporaries_used_in_turn_in_a_loop_share_bytes_behind_barriers_only_when_they_would_not_fit():
+    """S and R are the compiler's temporaries, written whole before they are read in each iteration: past a limit
+    of 2048 they share bytes, with a barrier between S's reads and R's write and one between R's reads and S's
+    write in the next iteration. K, read in every iteration, keeps its bytes; within the limit nothing changes."""
+    before = marked_temporary(temporaries_in_a_loop, "S", "R")
+    expected = marked_temporary(temporaries_in_a_loop_expected, "S", "R")
+    _assert_plans_to(before, placed(before, {"K": 0, "S": 1024, "R": 2048}, 3072), limit=3072)
+    _assert_plans_to(before, placed(expected, {"K": 0, "S": 1024, "R": 1024}, 2048), limit=2048)
+
+
+def test_tiles_not_the_compilers_or_carried_across_iterations_keep_the_whole_loop():
+    """The same loop with S and R the user's tiles, or with S read before it is written in the body (the value of
+    the iteration before), or with a loop whose trip count differs between threads (no barrier may go inside): the
+    tiles stay apart and the arena past the limit."""
+    with pytest.raises(CompileError, match="needs 3072 bytes"):
+        plan_dynamic_shared_memory(temporaries_in_a_loop, 2048)
+
+    @T.prim_func
+    def carried(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            K[tx] = A[0, tx]
+            S[tx] = A[0, tx]
+            for k in range(n):
+                B[k, tx] = S[255 - tx] + K[tx]
+                T.tvm_storage_sync("shared")
+                S[tx] = B[k, tx]
+                R[tx] = B[k, tx] * T.float32(2)
+                T.tvm_storage_sync("shared")
+                B[k, tx] = R[255 - tx]
+
+    with pytest.raises(CompileError, match="needs 3072 bytes"):
+        plan_dynamic_shared_memory(marked_temporary(carried, "S", "R"), 2048)
+
+    @T.prim_func
+    def divergent_trips(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32")):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+            K[tx] = A[0, tx]
+            for k in range(tx % 4):
+                S[tx] = A[k, tx] + K[tx]
+                B[k, tx] = S[255 - tx]
+                R[tx] = B[k, tx] * T.float32(2)
+                B[k, tx] = R[255 - tx]
+
+    with pytest.raises(CompileError, match="needs 3072 bytes"):
+        plan_dynamic_shared_memory(marked_temporary(divergent_trips, "S", "R"), 2048)
+
+
+@T.prim_func
+def temporaries_in_a_branch(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        if 0 < n:
+            S[tx] = A[1, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[1, tx] = S[255 - tx]
+            R[tx] = B[1, tx] * T.float32(2)
+            T.tvm_storage_sync("shared")
+            B[2, tx] = R[255 - tx]
+        if 1 < n:
+            T.tvm_storage_sync("shared")
+            B[0, tx] = T.float32(0)
+        S[tx] = A[3, tx]
+        T.tvm_storage_sync("shared")
+        B[3, tx] = S[255 - tx] + K[tx]
+
+
+@T.prim_func
+def temporaries_in_a_branch_expected(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"),
+                                     n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        R = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        if 0 < n:
+            S[tx] = A[1, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[1, tx] = S[255 - tx]
+            T.tvm_storage_sync("shared")  # inside the branch: every thread takes it or none
+            R[tx] = B[1, tx] * T.float32(2)
+            T.tvm_storage_sync("shared")
+            B[2, tx] = R[255 - tx]
+        if 1 < n:
+            T.tvm_storage_sync("shared")
+            B[0, tx] = T.float32(0)
+        T.tvm_storage_sync("shared")  # the barrier in the branch above may not run
+        S[tx] = A[3, tx]
+        T.tvm_storage_sync("shared")
+        B[3, tx] = S[255 - tx] + K[tx]
+
+
+def test_temporaries_in_a_block_uniform_branch_and_after_it_share_bytes_use_by_use():
+    """The branch (its condition the same for every thread) is opened: R takes S's bytes between S's reads and
+    R's write, S takes them back after the branch, a new value written whole; the barrier between R's reads and
+    that write goes outside any branch (one inside a branch may not run)."""
+    before = marked_temporary(temporaries_in_a_branch, "S", "R")
+    expected = marked_temporary(temporaries_in_a_branch_expected, "S", "R")
+    _assert_plans_to(before, placed(before, {"K": 0, "S": 1024, "R": 2048}, 3072), limit=3072)
+    _assert_plans_to(before, placed(expected, {"K": 0, "S": 1024, "R": 1024}, 2048), limit=2048)
+
+
+@T.prim_func
+def scratch_in_a_loop(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        W = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        for k in range(n):
+            B[k, tx] = T.call_extern("float32", "block_sum", A[k, tx], T.address_of(W[0]))
+            S[tx] = B[k, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[k, tx] = S[255 - tx]
+
+
+@T.prim_func
+def scratch_in_a_loop_expected(A: T.Buffer((4, 256), "float32"), B: T.Buffer((4, 256), "float32"), n: T.int32):
+    for tx in T.thread_binding(256, thread="threadIdx.x"):
+        K = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        W = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+        K[tx] = A[0, tx]
+        for k in range(n):
+            T.tvm_storage_sync("shared")
+            B[k, tx] = T.call_extern("float32", "block_sum", A[k, tx], T.address_of(W[0]))
+            T.tvm_storage_sync("shared")
+            S[tx] = B[k, tx] + K[tx]
+            T.tvm_storage_sync("shared")
+            B[k, tx] = S[255 - tx]
+
+
+def test_a_reductions_scratch_handed_to_one_call_is_in_use_during_that_call():
+    """W, a reduction's scratch, is written and read by the one call it is handed to (`&W[0]`, no access mark):
+    in each iteration it is in use during that statement only, and S takes its bytes after it."""
+    before = marked_temporary(scratch_in_a_loop, "W", "S")
+    expected = marked_temporary(scratch_in_a_loop_expected, "W", "S")
+    _assert_plans_to(before, placed(expected, {"K": 0, "W": 1024, "S": 1024}, 2048), limit=2048)

@@ -75,6 +75,11 @@ REDUCERS_ATTR = "tl.reducers"  # reducer buffer -> op (T.alloc_reducer; tileop/f
 # -- shared tile annotations (AllocBuffer)
 OFFSET_ANNOTATION = "tl.dyn_smem_offset"  # a shared tile's byte offset in the dynamic arena (PlanDynamicSharedMemory)
 ALIGNMENT_ANNOTATION = "tl.smem_alignment"  # bytes a swizzled tile's offset must be a multiple of (LowerSharedLayout)
+# A tile the compiler made (a staged gemm operand, a layout exchange, a reduction's scratch): each read is of values
+# written just before it, in the same iteration of every loop around the two, so it holds nothing from one use to
+# the next (StageGemmOperands, ApplyLayoutExchanges, the reductions; read by PlanDynamicSharedMemory). A pipeline
+# that gives the tile versions drops the mark.
+TEMPORARY_ANNOTATION = "tl.smem_temporary"
 
 # -- call attributes of T.copy and its lowered forms
 PIPELINED_ATTR = "tl.pipelined"  # a pipelined TME load (TmeCopy.pipelined)

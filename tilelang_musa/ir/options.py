@@ -60,6 +60,11 @@ class CompileOptions:
     disable_shared_memory_reuse: bool = _flag(K.TL_DISABLE_SHARED_MEMORY_REUSE,
                                               "every shared tile has its own bytes of the arena, even where the "
                                               "lifetimes of two tiles do not overlap")
+    enable_aggressive_shared_memory_merge: bool = _flag(
+        K.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE,
+        "the finer plan of the dynamic arena even where the kernel fits without it: tiles used only in one "
+        "block-uniform branch, and the compiler's temporaries statement by statement inside the loops and branches "
+        "every thread runs alike (by default only a kernel past the target's limit gets it)")
     # Device compiler.
     enable_fast_math: bool = _flag(K.TL_ENABLE_FAST_MATH, "the device compiler runs with fast math")
     disable_fast_math: bool = _flag(K.TL_DISABLE_FAST_MATH, "fast math stays off (wins over enable_fast_math)")

@@ -169,8 +169,6 @@ WITHOUT_EFFECT = {
     K.TL_DISABLE_DYNAMIC_TAIL_SPLIT: "loops over dynamic sizes are never split into a body and a tail here",
     K.TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS: "shared tiles are placed in the dynamic arena by "
                                                 "PlanDynamicSharedMemory, which prints nothing",
-    K.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: "shared tiles whose lifetimes do not overlap already share bytes "
-                                                "(PlanDynamicSharedMemory); there is no more aggressive merge",
     K.TIR_MERGE_STATIC_SMEM: "T.alloc_shared tiles live in the one dynamic shared-memory arena by default; "
                              "tiles allocated with scope='shared' stay separate static arrays",
     K.TL_SIMPLIFY: "TileLang's Simplify pass is not in this pipeline; TVM's StmtSimplify runs with its defaults",

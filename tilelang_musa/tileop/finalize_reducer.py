@@ -19,6 +19,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import SourceLoc
+from ..ir.attrs import TEMPORARY_ANNOTATION
 from ..ir.utils import unflatten
 from .base import LowerArgs, TileOp, call_attr, call_loc
 from .reduce import KINDS, _combine
@@ -67,7 +68,7 @@ class FinalizeReducer(TileOp):
         if threads > 32:  # AllReduce combines spans beyond 32 lanes through shared memory
             red_buf = Tb.buffer((threads * self.batch,), dtype, scope="shared.dyn")
             IRBuilder.name(f"{buf.name}_red_buf", red_buf)
-            stmts.append(tirx.AllocBuffer(red_buf))
+            stmts.append(tirx.AllocBuffer(red_buf, {TEMPORARY_ANNOTATION: True}))
         slot = tirx.Var("slot", "int32")
         xs = unflatten(slot, shape)  # the slot's element (row-major, as the replicated layout stores it)
         scratch = tirx.address_of(red_buf[0]) if red_buf is not None else tirx.address_of(buf[tuple(xs)])

@@ -27,6 +27,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..diagnostics import warn_once
 from ..errors import SourceLoc
+from ..ir.attrs import TEMPORARY_ANNOTATION
 from ..ir.utils import substitute
 from ..layout import LayoutError, reduce_fragment, reduce_threads
 from ..layout.fragment_reduce import holder_ranges, widen_to_aligned_spans
@@ -299,7 +300,7 @@ class Reduce(TileOp):
                 batch = exchange_batch(local_size, args.num_threads, tvm.DataType(acc_t).bits // 8)
             red_buf = Tb.buffer((args.num_threads * batch,), acc_t, scope="shared.dyn")
             IRBuilder.name(f"{self.dst.name}_red_buf", red_buf)
-            stmts.insert(0, tirx.AllocBuffer(red_buf))
+            stmts.insert(0, tirx.AllocBuffer(red_buf, {TEMPORARY_ANNOTATION: True}))
         for split in splits:
             for what, n in (("threads", split.count), ("thread stride", split.scale)):
                 if n & (n - 1):

@@ -15,10 +15,11 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import LAYOUT_EXCHANGES, LAYOUTS_ATTR, REDUCE_EXCHANGE
-from ..ir.utils import declare_buffers, replace_buffer, thread_info
+from ..ir.attrs import LAYOUT_EXCHANGES, LAYOUTS_ATTR, REDUCE_EXCHANGE, TEMPORARY_ANNOTATION
+from ..ir.utils import declare_buffers, replace_buffer, scope_of, thread_info
 from ..tileop import parse_tile_op
 from ..tileop.loop_plan import relayout
+from .layout_decisions import EXCHANGE_SCOPE
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
@@ -67,7 +68,9 @@ def apply_layout_exchanges(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for), (tirx.AttrStmt, on_attr)])
     declared = reduce_buffers + nest_buffers
-    return func.with_body(declare_buffers(func.body, declared)) if declared else func
+    # the shared tiles hold a value from its store to its relaid read only (PlanDynamicSharedMemory may reuse them)
+    annotations = [{TEMPORARY_ANNOTATION: True} if scope_of(b) == EXCHANGE_SCOPE else {} for b in declared]
+    return func.with_body(declare_buffers(func.body, declared, annotations)) if declared else func
 
 
 def ApplyLayoutExchanges():  # noqa: N802

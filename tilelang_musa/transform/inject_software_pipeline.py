@@ -41,7 +41,8 @@ from tvm.tirx.script import builder as Tb
 from ..diagnostics import warn_once
 from ..errors import CompileError, TileLangError
 from ..ir.attrs import (
-    ANNOTATIONS_ATTR, ARRIVE_COUNTS, ASYNC_ATTR, BARRIER_SCOPE, DISABLE_TMA_ATTR, PIPELINED_ATTR, WS_ATTR,
+    ANNOTATIONS_ATTR, ARRIVE_COUNTS, ASYNC_ATTR, BARRIER_SCOPE, DISABLE_TMA_ATTR, PIPELINED_ATTR, TEMPORARY_ANNOTATION,
+    WS_ATTR,
 )
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.options import CompileOptions
@@ -73,6 +74,12 @@ def barrier_call(op: str, *args: Any) -> Any:
 def versioned_buffer(buffer: Any, versions: int) -> Any:
     ty = buffer.ty
     return Tb.buffer([versions, *ty.shape], str(ty.dtype.dtype), scope=scope_of(buffer), buffer_name=buffer.name)
+
+
+def without_temporary_mark(annotations: Any) -> dict:
+    """A versioned tile's annotations: its versions carry values from one iteration to another, so it is no
+    temporary (TEMPORARY_ANNOTATION) any more."""
+    return {str(k): v for k, v in (annotations or {}).items() if str(k) != TEMPORARY_ANNOTATION}
 
 
 def to_versions(stmt: Any, versions: dict, iteration: Any) -> Any:
@@ -531,8 +538,8 @@ def inject_software_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
         return func.with_body(body)
 
     def on_alloc(node, mutator):
-        if node.buffer in versions:
-            return tirx.AllocBuffer(versions[node.buffer][0], node.annotations)
+        if node.buffer in versions:  # its versions hold values across iterations: no temporary any more
+            return tirx.AllocBuffer(versions[node.buffer][0], without_temporary_mark(node.annotations))
         return node
 
     def on_decl(node, mutator):  # a versioned view, over its versioned tile

@@ -27,7 +27,8 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError
-from ..ir.utils import as_int, declare_buffers, thread_info
+from ..ir.attrs import TEMPORARY_ANNOTATION
+from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
 from .pass_base import tl_pass
 
 _COMBINERS = {tirx.Add: "tl::SumOp", tirx.Mul: "tl::ProdOp", tirx.Max: "tl::MaxOp", tirx.Min: "tl::MinOp", tirx.BitwiseAnd: "tl::BitAndOp",
@@ -175,7 +176,9 @@ def lower_thread_allreduce(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if body.same_as(func.body):
         return func
     if scratch:
-        body = declare_buffers(body, scratch)
+        # the shared scratch holds a group's values from their stores to their reads only
+        body = declare_buffers(body, scratch, [{TEMPORARY_ANNOTATION: True} if scope_of(b) == "shared.dyn" else {}
+                                               for b in scratch])
     return func.with_body(body)
 
 

@@ -5,9 +5,12 @@ Each buffer gets a byte offset (annotation `tl.dyn_smem_offset`, read by the dev
 `ALIGNMENT`; the function attribute `tl.dynamic_smem_bytes` is the launch's dynamic shared memory size.
 Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use from the first to the last
 statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
-threads of the block take alike, `if bx < n:` around the body, the branch's statements); where a tile takes bytes
-another used before, a block barrier separates the two uses (one is added before the later tile's first statement
-if none is there). Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
+threads of the block take alike, `if bx < n:` around the body, the branch's statements; where that would not fit
+either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike);
+where a tile takes bytes another used before, a block barrier separates the two uses (one is added before the later
+use's first statement if none is there; in a loop both are used in, also before the earlier one, for the next
+iteration). A kernel that fits keeps the coarser plan, unless TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE asks for the
+finest. Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
 against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile time, naming its
 buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the
@@ -25,8 +28,10 @@ from ..ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
 from ..ir.options import CompileOptions
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of
 from .pass_base import tl_pass
-from .shared_memory_lifetimes import UNUSED, Lifetimes, block_barrier, tile_lifetimes
+from .shared_memory_lifetimes import Barrier, Lifetimes, Use, block_barrier, tile_lifetimes, with_opened_body
 
+# Finer counts of the tiles' uses, tried in turn while the arena is past the target's limit (shared_memory_lifetimes.py).
+_FINER = ({"within_uniform_branch": True}, {"within_uniform_branch": True, "temporaries_per_statement": True})
 ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
 
 
@@ -35,7 +40,8 @@ def _alignment(node) -> int:
     return max(ALIGNMENT, int(annotations["tl.smem_alignment"])) if "tl.smem_alignment" in annotations else ALIGNMENT
 
 
-def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bool = True) -> tirx.PrimFunc:
+def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bool = True,
+                               finest: bool = False) -> tirx.PrimFunc:
     allocs = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda node: allocs.append(node)
                                          if scope_of(node.buffer) == "shared.dyn" else None)])
@@ -44,15 +50,15 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     static = [a for a in allocs if as_int(buffer_size(a.buffer)) is not None]
     dynamic = [a for a in allocs if as_int(buffer_size(a.buffer)) is None]
     # Without lifetimes every placed tile counts as in use: each gets bytes of its own (TL_DISABLE_SHARED_MEMORY_REUSE).
-    lifetimes = tile_lifetimes(func.body, static) if static and reuse else None
+    lifetimes = tile_lifetimes(func.body, static, **(_FINER[-1] if finest else {})) if static and reuse else None
     offsets, placed, cursor = _place(static, lifetimes)
-    if limit is not None and cursor > limit and lifetimes is not None:
-        # Over the limit with the tiles' block counted a statement at a time: where all their uses sit in one branch
-        # every thread takes alike (`if bx < n_tiles:` around the kernel's body), count the branch's statements.
-        finer = tile_lifetimes(func.body, static, within_uniform_branch=True)
-        if not finer.seq.same_as(lifetimes.seq):
-            lifetimes = finer
-            offsets, placed, cursor = _place(static, lifetimes)
+    for finer in _FINER if lifetimes is not None and limit is not None and not finest else ():
+        if cursor <= limit:
+            break
+        # Over the limit: count the statements of the block-uniform branch around every use (`if bx < n_tiles:`),
+        # then, inside the loops every thread runs alike, the compiler's temporaries statement by statement.
+        lifetimes = tile_lifetimes(func.body, static, **finer)
+        offsets, placed, cursor = _place(static, lifetimes)
     barrier_before = _barriers_for_shared_bytes(offsets, lifetimes) if lifetimes is not None else set()
     offsets = {buffer: offset for buffer, (offset, _) in offsets.items()}
     static_end = cursor
@@ -82,14 +88,7 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     def on_seq(node, mutator):
         is_tiles_block = lifetimes is not None and node.same_as(lifetimes.seq)
         node = mutator.default_mutate(node)  # the AllocBuffers inside take their offsets
-        if not is_tiles_block or not barrier_before:
-            return node
-        stmts = []
-        for index, stmt in enumerate(node.seq):
-            if index in barrier_before:
-                stmts.append(block_barrier())
-            stmts.append(stmt)
-        return tirx.SeqStmt(stmts)
+        return _with_barriers(node, barrier_before) if is_tiles_block and barrier_before else node
 
     func = tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc), (tirx.SeqStmt, on_seq)])
     return func.with_attr(SIZE_ATTR, cursor)
@@ -116,15 +115,11 @@ def _placement_order(allocs: list, lifetimes: Lifetimes | None) -> list:
     return sorted(allocs, key=lambda a: (lifetimes.spans[a.buffer][0], -as_int(buffer_size(a.buffer))))
 
 
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
 def _lowest_free_offset(buffer, nbytes: int, align: int, placed: dict, lifetimes: Lifetimes | None) -> int:
     """The lowest `align`-aligned offset where `nbytes` overlap no placed tile in use at the same time (every placed
     tile is, without lifetimes)."""
     busy = sorted((offset, offset + size) for other, (offset, size) in placed.items()
-                  if lifetimes is None or _overlap(lifetimes.spans[other], lifetimes.spans[buffer]))
+                  if lifetimes is None or lifetimes.overlap(other, buffer))
     offset = 0
     for start, end in busy:
         if offset + nbytes <= start:
@@ -133,25 +128,45 @@ def _lowest_free_offset(buffer, nbytes: int, align: int, placed: dict, lifetimes
     return offset
 
 
-def _barriers_for_shared_bytes(placed: dict, lifetimes: Lifetimes) -> set[int]:
-    """Indices of statements to put a block barrier before: the first use of a tile whose bytes an earlier tile
-    used, when no barrier stands between the earlier tile's last use and it."""
-    needed: set[int] = set()
-    used = {tile: span for tile, span in lifetimes.spans.items() if span != UNUSED}
+def _barriers_for_shared_bytes(placed: dict, lifetimes: Lifetimes) -> set[tuple[int, ...]]:
+    """Where to put a block barrier (the path of the statement it goes before, see Use): before the first statement
+    of a use of a tile whose bytes an earlier use of another tile had, when no barrier stands between the two; in a
+    loop both are used in, also before the earlier one when no barrier stands between the later one and the
+    earlier one's next iteration."""
+    needed: dict = {}
+
+    def separate(use: Use, before_it) -> None:
+        if not any(before_it(b) for b in (*lifetimes.barriers, *needed.values())):
+            needed[(*use.path, use.index)] = Barrier(use.first - 0.5, lifetimes.opened_around(use.path))
+
     for later, (offset, size) in placed.items():
-        if later not in used:
-            continue
-        first = used[later][0]
         for earlier, (other_offset, other_size) in placed.items():
-            if earlier not in used:
-                continue
-            last = used[earlier][1]
             shares_bytes = offset < other_offset + other_size and other_offset < offset + size
-            if later.same_as(earlier) or not shares_bytes or last >= first:
+            if later.same_as(earlier) or not shares_bytes:
                 continue
-            if not any(last < b < first for b in (*lifetimes.barriers, *needed)):
-                needed.add(first)
-    return needed
+            for before in lifetimes.uses[earlier]:
+                for after in lifetimes.uses[later]:
+                    if before.last >= after.first:
+                        continue
+                    separate(after, lambda b: b.orders(before.last, after.first))
+                    loop = lifetimes.innermost_loop_around(before, after)
+                    if loop is not None:  # the next iteration's `before` follows `after`
+                        separate(before, lambda b: b.orders_around(loop, after.last, before.first))
+    return set(needed)
+
+
+def _with_barriers(seq: tirx.SeqStmt, before: set[tuple[int, ...]]) -> tirx.SeqStmt:
+    """`seq` with a block barrier before each statement a path of `before` leads to (through opened statements)."""
+    stmts = []
+    for index, stmt in enumerate(seq.seq):
+        inside = {path[1:] for path in before if len(path) > 1 and path[0] == index}
+        if inside:
+            body = stmt.body if isinstance(stmt, tirx.For) else stmt.then_case
+            stmt = with_opened_body(stmt, _with_barriers(body, inside))
+        if (index,) in before:
+            stmts.append(block_barrier())
+        stmts.append(stmt)
+    return tirx.SeqStmt(stmts)
 
 
 def PlanDynamicSharedMemory(configs: CompileOptions | dict | None = None):  # noqa: N802
@@ -162,6 +177,7 @@ def PlanDynamicSharedMemory(configs: CompileOptions | dict | None = None):  # no
         limit = None
         if target is not None and "max_shared_memory_per_block" in target.attrs:
             limit = int(target.attrs["max_shared_memory_per_block"])
-        return plan_dynamic_shared_memory(func, limit, reuse=not options.disable_shared_memory_reuse)
+        return plan_dynamic_shared_memory(func, limit, reuse=not options.disable_shared_memory_reuse,
+                                          finest=options.enable_aggressive_shared_memory_merge)
 
     return tl_pass("PlanDynamicSharedMemory", run)

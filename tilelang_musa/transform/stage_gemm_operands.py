@@ -21,6 +21,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
+from ..ir.attrs import TEMPORARY_ANNOTATION
 from ..ir.options import CompileOptions
 from ..ir.utils import declare_buffers, thread_info
 from ..tileop import is_tile_op, parse_tile_op
@@ -84,7 +85,8 @@ def stage_gemm_operands(func: tirx.PrimFunc, options: CompileOptions | dict) -> 
                            on_evaluate)
     if not tiles:
         return func
-    return func.with_body(declare_buffers(body, tiles))
+    # the staging tile holds the operand from its copy to the gemm only (PlanDynamicSharedMemory may reuse it)
+    return func.with_body(declare_buffers(body, tiles, [{TEMPORARY_ANNOTATION: True}] * len(tiles)))
 
 
 def _copy_call(src, dst, gemm_call) -> tvm.ir.Call:

@@ -38,7 +38,7 @@ from ..tileop.registry import is_tile_op
 from ..tileop.tme_copy import TmeCopy
 from .inject_software_pipeline import (
     TME, BufferUses, _with_attrs, barrier_call, load_kind, load_modes, to_versions, unscheduled_annotations,
-    versioned_buffer,
+    versioned_buffer, without_temporary_mark,
 )
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE, SMEM_ROUNDING, SharedBudget, shared_budget
@@ -226,8 +226,8 @@ def _squad_regions(site: _Site, plan: _Plan, rings: _Rings, top: list, rest: lis
                             {ARRIVE_COUNTS: [tirx.const(block, "int32")] * plan.ring}])
 
     def on_alloc(node, mutator):
-        if node.buffer in plan.versions:
-            return tirx.AllocBuffer(plan.versions[node.buffer][0], node.annotations)
+        if node.buffer in plan.versions:  # its versions hold values across iterations: no temporary any more
+            return tirx.AllocBuffer(plan.versions[node.buffer][0], without_temporary_mark(node.annotations))
         return node
 
     return tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc)])
