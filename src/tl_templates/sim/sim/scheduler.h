@@ -210,29 +210,28 @@ struct KernelCall {
  *         (the ready queue's, random in checked mode) and check the same things (docs/SIMULATOR.md). */
 enum class ExecMode : uint8_t { kLoop, kFibers };
 
-// Code that can suspend a thread (Arrive, WaitForWake) marks its library with a byte in section tl_sim_blocking:
-// the byte is emitted only where such code is, so a library without one runs its blocks as loops. The asm keeps
-// the byte referenced from the code that uses it, however the compiler inlines it.
-#define TL_SIM_MAY_BLOCK()                                                                          \
-  do {                                                                                              \
-    static const char tl_sim_blocking_mark __attribute__((used, section("tl_sim_blocking"))) = 1; \
-    asm volatile("" : : "r"(&tl_sim_blocking_mark));                                                \
+// A library marks what its code can do with a byte in a section of that name, emitted only where such code is; the
+// asm keeps the byte referenced from the code that uses it, however the compiler inlines it. The section's linker
+// bounds then say whether the library (the one this code is compiled into) holds such code.
+#define TL_SIM_SECTION_MARK(section_name)                                                      \
+  do {                                                                                         \
+    static const char tl_sim_section_mark __attribute__((used, section(#section_name))) = 1; \
+    asm volatile("" : : "r"(&tl_sim_section_mark));                                            \
   } while (0)
-extern "C" const char __start_tl_sim_blocking[] __attribute__((weak, visibility("hidden")));
-extern "C" const char __stop_tl_sim_blocking[] __attribute__((weak, visibility("hidden")));
-/*! \brief Whether this library (the one this code is compiled into) holds code that can suspend a thread. */
+#define TL_SIM_DECLARE_SECTION(section_name)                                                    \
+  extern "C" const char __start_##section_name[] __attribute__((weak, visibility("hidden"))); \
+  extern "C" const char __stop_##section_name[] __attribute__((weak, visibility("hidden")))
+
+// Code that can suspend a thread (Arrive, WaitForWake): a library without any runs its blocks as loops.
+#define TL_SIM_MAY_BLOCK() TL_SIM_SECTION_MARK(tl_sim_blocking)
+TL_SIM_DECLARE_SECTION(tl_sim_blocking);
+/*! \brief Whether this library holds code that can suspend a thread. */
 inline bool LibraryMayBlock() { return __start_tl_sim_blocking != __stop_tl_sim_blocking; }
 
-// Code that waits for or publishes an inter-block flag (tl::grid_flag_wait / arrive) marks its library the same
-// way, in section tl_sim_grid_flags: checked mode tracks inter-block publication only for such libraries (every
-// global store of a launch would otherwise pay for it).
-#define TL_SIM_USES_GRID_FLAGS()                                                                          \
-  do {                                                                                                    \
-    static const char tl_sim_grid_flags_mark __attribute__((used, section("tl_sim_grid_flags"))) = 1;   \
-    asm volatile("" : : "r"(&tl_sim_grid_flags_mark));                                                    \
-  } while (0)
-extern "C" const char __start_tl_sim_grid_flags[] __attribute__((weak, visibility("hidden")));
-extern "C" const char __stop_tl_sim_grid_flags[] __attribute__((weak, visibility("hidden")));
+// Code that waits for or publishes an inter-block flag (tl::grid_flag_wait / arrive): checked mode tracks
+// inter-block publication only for such libraries (every global store of a launch would otherwise pay for it).
+#define TL_SIM_USES_GRID_FLAGS() TL_SIM_SECTION_MARK(tl_sim_grid_flags)
+TL_SIM_DECLARE_SECTION(tl_sim_grid_flags);
 /*! \brief Whether this library holds code that waits for or publishes an inter-block flag. */
 inline bool LibraryUsesGridFlags() { return __start_tl_sim_grid_flags != __stop_tl_sim_grid_flags; }
 
