@@ -315,3 +315,67 @@ def test_upstream_import_paths():
     assert GROUP_CONFIG[T.float] == (1, 2) and GROUP_CONFIG[dtype("float8_e4m3")] == (2, 4)
     assert upstream_e_factor(T.float16, T.int8) == 8 and upstream_e_factor(T.float32, T.int32) == 16
     assert get_e_replicate_factor(T.int8) == 1 and get_e_replicate_factor(T.float16) == 2
+
+
+@pytest.mark.parametrize("arch, dtype", [("mp_31", "float16"), ("mp_22", "int8"), ("mp_22", "float32")])
+def test_gemm_sp_reads_cutlass_sm8x_metadata_through_its_layout(arch, dtype):
+    """torch's CUTLASS compressor (what to_sparse_semi_structured runs) writes the same metadata integers in
+    CUTLASS's interleaved order: annotated with make_cutlass_metadata_layout(arch="8.0"), as upstream's scripts do,
+    T.gemm_sp reads them right (the tile's annotation is optional: copies are logical)."""
+    from torch.sparse._semi_structured_conversions import sparse_semi_structured_from_dense_cutlass
+
+    from tilelang.layout import make_cutlass_metadata_layout
+
+    M, N, K, block_K = 64, 32, 128, 64
+    torch_dtype = getattr(torch, dtype)
+    a = randint_semi_sparse(M, K, -4, 4, dtype=torch_dtype) if dtype == "int8" else randn_semi_sparse(M, K, torch_dtype)
+    b = torch.randint(-4, 4, (K, N)).to(torch_dtype) if dtype == "int8" else torch.randn(K, N).to(torch_dtype)
+    a_sparse, e = sparse_semi_structured_from_dense_cutlass(a)
+    e_dtype, f = str(e.dtype).removeprefix("torch."), K // e.shape[1]
+    accum = "int32" if dtype == "int8" else "float32"
+
+    @T.prim_func
+    def main(A_sparse: T.Tensor((M, K // 2), dtype), E: T.Tensor((M, K // f), e_dtype), B: T.Tensor((K, N), dtype),
+             C: T.Tensor((M, N), accum)):
+        with T.Kernel(1, threads=128):
+            A_shared = T.alloc_shared((M, block_K // 2), dtype)
+            E_shared = T.alloc_shared((M, block_K // f), e_dtype)
+            B_shared = T.alloc_shared((block_K, N), dtype)
+            C_local = T.alloc_fragment((M, N), accum)
+            T.annotate_layout({E: make_cutlass_metadata_layout(E, mma_dtype=dtype, arch="8.0"),
+                               E_shared: make_cutlass_metadata_layout(E_shared, mma_dtype=dtype, arch="8.0")})
+            T.clear(C_local)
+            for k in T.Pipelined(K // block_K, num_stages=2):
+                T.copy(A_sparse[0, k * block_K // 2], A_shared)
+                T.copy(E[0, k * block_K // f], E_shared)
+                T.copy(B[k * block_K, 0], B_shared)
+                T.gemm_sp(A_shared, E_shared, B_shared, C_local)
+            T.copy(C_local, C)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "A_shared_dense" in kernel.get_kernel_source()
+    c = torch.full((M, N), -12345, dtype=torch.int32) if dtype == "int8" else poison((M, N), torch.float32)
+    kernel(a_sparse, e, b, c)
+    ref = a.int() @ b.int() if dtype == "int8" else a.float() @ b.float()
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_cutlass_metadata_layout_names_what_it_cannot_do():
+    from tilelang.layout import LayoutError, make_cutlass_metadata_layout
+
+    e = T.Tensor((64, 4), "int16")
+    with pytest.raises(LayoutError, match="pass arch"):
+        make_cutlass_metadata_layout(e, T.float16)
+    with pytest.raises(tilelang.UnsupportedError, match="sm90 metadata layout.*compress_sm90.*is not provided"):
+        make_cutlass_metadata_layout(e, T.float16, arch="9.0")
+    with pytest.raises(LayoutError, match="the metadata of float16 A is 16-bit for sm8x; got int32"):
+        make_cutlass_metadata_layout(T.Tensor((64, 2), "int32"), T.float16, arch="8.0")
+    with pytest.raises(LayoutError, match="rows a multiple of 32"):
+        make_cutlass_metadata_layout(T.Tensor((16, 4), "int16"), T.float16, arch="sm_80")
+
+
+def test_removed_compressors_say_what_to_use():
+    with pytest.raises(ImportError, match="compress_sm90 is not provided: upstream removed it in 0.1.10.*compress\\(A\\)"):
+        from tilelang.utils.sparse import compress_sm90  # noqa: F401
+    with pytest.raises(ImportError, match="compress_sm80 is not provided.*arch=\"8.0\""):
+        from tilelang.utils.sparse import compress_sm80  # noqa: F401

@@ -78,3 +78,33 @@ def test_global_tensor_takes_no_fragment():
 
     with pytest.raises(tilelang.CompileError, match="global buffer `K` needs a T.Layout, not a T.Fragment"):
         build()
+
+
+def column_interleave(j):
+    """Column j of the logical tensor lives in physical column (j % 2) * 16 + j // 2: a row's run is not memory's."""
+    return (j % 2) * (D // 2) + j // 2
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_pipelined_load_through_a_layout_is_gathered(arch):
+    """A T.Pipelined load of a renumbered tensor is no LDLMS copy (its 4/8/16-byte pieces are planned on the
+    logical indices, where a run of the tile is not one of memory, nor aligned) nor TME: it loads synchronously,
+    element by element through the layout. Before, the pieces read misaligned, wrong runs of K."""
+    @T.prim_func
+    def main(K: T.Tensor((N, D), "float16"), O: T.Tensor((N, D), "float32")):
+        with T.Kernel(1, threads=64):
+            T.annotate_layout({K: T.Layout((N, D), lambda i, j: (i, column_interleave(j)))})
+            S = T.alloc_shared((BLOCK, D), "float16")
+            for k in T.Pipelined(N // BLOCK, num_stages=2):
+                T.copy(K[k * BLOCK, 0], S)
+                for i, j in T.Parallel(BLOCK, D):
+                    O[k * BLOCK + i, j] = S[i, j]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "cp_async" not in source and "tme" not in source.lower(), source
+    k = rand((N, D), torch.float16, 22)
+    o = poison((N, D), torch.float32)
+    kernel(k, o)
+    columns = torch.tensor([column_interleave(j) for j in range(D)])
+    torch.testing.assert_close(o, k[:, columns].float())

@@ -132,7 +132,11 @@ def _copy_kind(copy: Any, call: Any, modes: LoadModes) -> str | None:
         return None
     if call.attrs is not None and any("cache" in str(k) for k in call.attrs.keys()):
         return None  # a copy with cache hints is a TME copy of its own (lower_tme_copy.py)
-    if modes.tme and copy.src.buffer not in modes.renumbered and DISABLE_TMA_ATTR not in call.attrs:
+    if copy.src.buffer in modes.renumbered:
+        # Read through its layout (LowerGlobalLayout, later): a run of the tile need not be one of memory, which the
+        # TME box and the LDLMS pieces (planned on the logical indices) assume. A synchronous load gathers.
+        return None
+    if modes.tme and DISABLE_TMA_ATTR not in call.attrs:
         try:
             TmeCopy(copy.src, copy.dst, explicit=False, loc=copy.loc).box(list(modes.params))
             return TME

@@ -103,3 +103,21 @@ def arange_semi_sparse(M: int, K: int, dtype: torch.dtype = torch.float16, devic
     float32)."""
     _sparse_dtype(dtype)
     return _zero_unkept(torch.arange(M * K, dtype=torch.float32, device=device).reshape(M, K), dtype, transposed)
+
+
+# Compressors of earlier upstream releases (0.1.6-0.1.9) that wrote NVIDIA CUTLASS's interleaved metadata through a
+# CUDA extension; upstream 0.1.13 has neither. Importing one says what to use instead.
+_REMOVED = {
+    "compress_sm90": "CUTLASS's sm90 sparse GMMA metadata (a CUDA extension; see make_cutlass_metadata_layout)",
+    "compress_sm80": "CUTLASS's sm80 metadata through torch.sparse.to_sparse_semi_structured (on CPU, torch's "
+                     "sparse_semi_structured_from_dense_cutlass writes it: annotate E with "
+                     "tilelang.layout.make_cutlass_metadata_layout(E, dtype, arch=\"8.0\"))",
+}
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise ImportError(f"tilelang.utils.sparse.{name} is not provided: upstream removed it in 0.1.10 (0.1.13 has "
+                          f"none) and Moore Threads' tree has none; it wrote {_REMOVED[name]}. Use "
+                          f"tilelang.utils.sparse.compress(A), whose metadata T.gemm_sp reads as it is")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
