@@ -28,9 +28,9 @@ def make_cutlass_metadata_layout(buffer: Any, mma_dtype: Any = "float16", arch: 
     metadata tensor (and, optionally, its shared tile). arch "8.0".."8.9": the sm8x ColumnMajorInterleaved order
     of torch's `to_sparse_semi_structured`. arch is required: MUSA has no CUDA architecture to default to."""
     if arch is None:
-        raise LayoutError("make_cutlass_metadata_layout: pass arch (\"8.0\" for torch.sparse.to_sparse_semi_structured's "
-                          "metadata): the layout is that of NVIDIA's CUTLASS compressor for a CUDA architecture, and "
-                          "a MUSA target has none to default to")
+        raise LayoutError("make_cutlass_metadata_layout: pass arch (\"8.0\" for the metadata of "
+                          "torch.sparse.to_sparse_semi_structured): the layout is that of NVIDIA's CUTLASS compressor "
+                          "for a CUDA architecture, and a MUSA target has none to default to")
     major, minor = _compute_version(arch)
     if major >= 9:
         raise UnsupportedError(f"make_cutlass_metadata_layout(arch={arch!r}): CUTLASS's sm90 metadata layout (what "

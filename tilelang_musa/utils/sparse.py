@@ -49,8 +49,8 @@ def compress(A: torch.Tensor, meta_dtype: torch.dtype | None = None, block_m: in
     crowded = (nonzero.sum(-1) > kept_count).nonzero()
     if len(crowded):
         row, first = int(crowded[0][0]), int(crowded[0][1]) * group
-        raise ValueError(f"compress: A is not {kept_count}:{group} sparse: row {row}, elements {first}..{first + group - 1} "
-                         f"hold {int(nonzero[row, first // group].sum())} nonzeros")
+        raise ValueError(f"compress: A is not {kept_count}:{group} sparse: row {row}, elements "
+                         f"{first}..{first + group - 1} hold {int(nonzero[row, first // group].sum())} nonzeros")
     # Kept elements: the nonzeros first, in order, then the lowest zeros (a stable sort of "is zero").
     order = torch.sort((~nonzero).to(torch.int8), dim=-1, stable=True).indices[..., :kept_count]
     order = torch.sort(order, dim=-1).values  # ascending within the group
