@@ -16,24 +16,29 @@ from .sparse_format import BITS_PER_GROUP
 def decompress(A_sparse, E, A_dense, m, k, factor, kept, group, a_transposed, e_transposed, dtype):
     if a_transposed:  # the dense tile in A's orientation (K, M)
         for j, i in Parallel(k, m):
-            A_dense[j, i] = dense_element(A_sparse, E, i, j, factor, kept, group, a_transposed, e_transposed, dtype)
+            chunk = metadata_chunk(E, i, j, factor, group, e_transposed)
+            A_dense[j, i] = dense_element(A_sparse, chunk, i, j, kept, group, a_transposed, dtype)
     else:
         for i, j in Parallel(m, k):
-            A_dense[i, j] = dense_element(A_sparse, E, i, j, factor, kept, group, a_transposed, e_transposed, dtype)
+            chunk = metadata_chunk(E, i, j, factor, group, e_transposed)
+            A_dense[i, j] = dense_element(A_sparse, chunk, i, j, kept, group, a_transposed, dtype)
 
 
-def dense_element(A_sparse: Any, E: Any, i: Any, j: Any, factor: int, kept: int, group: int,  # noqa: N803
-                  a_transposed: bool, e_transposed: bool, dtype: str) -> Any:
-    """A[i, j] (row i, column j along K): the kept element whose position in its group the metadata names,
-    else 0."""
+def metadata_chunk(E: Any, i: Any, j: Any, factor: int, group: int, e_transposed: bool) -> Any:  # noqa: N803
+    """The 4-bit metadata of the group of A[i, j] (row i, column j along K)."""
     e_column = j // factor
     meta = E[e_column, i] if e_transposed else E[i, e_column]
-    chunk = (cast(meta, "int32") >> (j % factor // group * BITS_PER_GROUP)) & 15
+    return (cast(meta, "int32") >> (j % factor // group * BITS_PER_GROUP)) & 15
+
+
+def dense_element(A_sparse: Any, chunk: Any, i: Any, j: Any, kept: int, group: int, a_transposed: bool,  # noqa: N803
+                  dtype: str) -> Any:
+    """A[i, j]: the kept element whose position in its group the chunk names, else 0."""
     positions_per_element = 4 // group  # a chunk names 2 of 4 positions: 1 per 8/16-bit element, 2 per 32-bit one
     first = (j // group) * kept
     value = cast(0, dtype)
     for slot in reversed(range(kept)):  # slot 0 wins if the metadata names one position twice
-        position = (chunk >> (2 * slot) if slot else chunk) & 3
+        position = chunk >> 2 if slot else chunk & 3  # the chunk has 4 bits: its top two need no mask
         if positions_per_element != 1:
             position = position // positions_per_element
         column = first + slot
