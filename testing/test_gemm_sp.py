@@ -189,9 +189,11 @@ def test_gemm_sp_8bit(arch, dtype):
     torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
 
 
-def operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans_E, trans_B):
-    """One block: A_sparse / E / B tiles loaded per K step, A_sparse and B optionally moved into fragments."""
+def operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans_E, trans_B, e_in="shared"):
+    """One block: A_sparse / E / B tiles loaded per K step, A_sparse and B optionally moved into fragments, E
+    loaded into shared memory or a fragment."""
     f = get_e_factor(dtype, e_dtype)
+    alloc_e = T.alloc_fragment if e_in == "fragment" else T.alloc_shared
     a_tile = (block_K // 2, M) if trans_A else (M, block_K // 2)
     e_tile = (block_K // f, M) if trans_E else (M, block_K // f)
     b_shape, b_tile = ((N, K), (N, block_K)) if trans_B else ((K, N), (block_K, N))
@@ -202,7 +204,7 @@ def operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans
              C: T.Tensor((M, N), "float32")):
         with T.Kernel(1, threads=128):
             A_shared = T.alloc_shared(a_tile, dtype)
-            E_shared = T.alloc_shared(e_tile, e_dtype)
+            E_tile = alloc_e(e_tile, e_dtype)
             B_shared = T.alloc_shared(b_tile, dtype)
             A_frag = T.alloc_fragment(a_tile, dtype)
             B_frag = T.alloc_fragment(b_tile, dtype)
@@ -214,9 +216,9 @@ def operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans
                 else:
                     T.copy(A_sparse[0, k * block_K // 2], A_shared)
                 if trans_E:
-                    T.copy(E[k * block_K // f, 0], E_shared)
+                    T.copy(E[k * block_K // f, 0], E_tile)
                 else:
-                    T.copy(E[0, k * block_K // f], E_shared)
+                    T.copy(E[0, k * block_K // f], E_tile)
                 if trans_B:
                     T.copy(B[0, k * block_K], B_shared)
                 else:
@@ -225,22 +227,23 @@ def operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans
                     T.copy(A_shared, A_frag)
                     if b_in == "fragment":
                         T.copy(B_shared, B_frag)
-                        T.gemm_sp(A_frag, E_shared, B_frag, C_local, trans_A, trans_E, trans_B)
+                        T.gemm_sp(A_frag, E_tile, B_frag, C_local, trans_A, trans_E, trans_B)
                     else:
-                        T.gemm_sp(A_frag, E_shared, B_shared, C_local, trans_A, trans_E, trans_B)
+                        T.gemm_sp(A_frag, E_tile, B_shared, C_local, trans_A, trans_E, trans_B)
                 elif b_in == "fragment":
                     T.copy(B_shared, B_frag)
-                    T.gemm_sp(A_shared, E_shared, B_frag, C_local, trans_A, trans_E, trans_B)
+                    T.gemm_sp(A_shared, E_tile, B_frag, C_local, trans_A, trans_E, trans_B)
                 else:
-                    T.gemm_sp(A_shared, E_shared, B_shared, C_local, trans_A, trans_E, trans_B)
+                    T.gemm_sp(A_shared, E_tile, B_shared, C_local, trans_A, trans_E, trans_B)
             T.copy(C_local, C)
 
     return main
 
 
-def run_operand_program(arch, M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans_E, trans_B, tol=1e-3):
-    kernel = tilelang.compile(operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans_E, trans_B),
-                              target=f"musa -arch={arch}")
+def run_operand_program(arch, M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans_E, trans_B, tol=1e-3,
+                        e_in="shared"):
+    program = operand_program(M, N, K, block_K, dtype, e_dtype, a_in, b_in, trans_A, trans_E, trans_B, e_in)
+    kernel = tilelang.compile(program, target=f"musa -arch={arch}")
     torch_dtype = getattr(torch, dtype)
     a = randn_semi_sparse(M, K, dtype=torch_dtype)
     b = torch.randn((N, K) if trans_B else (K, N)).to(torch_dtype)
@@ -255,19 +258,21 @@ def run_operand_program(arch, M, N, K, block_K, dtype, e_dtype, a_in, b_in, tran
     return kernel.get_kernel_source()
 
 
-@pytest.mark.parametrize("arch, dtype, a_in, b_in, trans_A, trans_E, trans_B", [
-    ("mp_31", "float16", "fragment", "shared", False, False, True),  # Moore Threads' test_gemm_rs
-    ("mp_22", "bfloat16", "fragment", "fragment", False, False, False),  # test_gemm_rr
-    ("mp_31", "float16", "shared", "fragment", True, True, False),  # test_gemm_sr, A given K-major
-    ("mp_22", "float16", "shared", "shared", True, True, True),
-    ("mp_31", "bfloat16", "fragment", "shared", True, False, False),  # A K-major, E as compress wrote it
-    ("mp_22", "float16", "shared", "shared", False, True, False),  # E transposed only
+@pytest.mark.parametrize("arch, dtype, a_in, b_in, e_in, trans_A, trans_E, trans_B", [
+    ("mp_31", "float16", "fragment", "shared", "shared", False, False, True),  # Moore Threads' test_gemm_rs
+    ("mp_22", "bfloat16", "fragment", "fragment", "fragment", False, False, False),  # test_gemm_rr, E in a fragment
+    ("mp_31", "float16", "shared", "fragment", "shared", True, True, False),  # test_gemm_sr, A given K-major
+    ("mp_22", "float16", "shared", "shared", "shared", True, True, True),
+    ("mp_31", "bfloat16", "fragment", "shared", "fragment", True, False, False),  # A K-major, E as compress wrote it
+    ("mp_22", "float16", "shared", "shared", "shared", False, True, False),  # E transposed only
 ])
-def test_gemm_sp_fragment_operands_and_k_major_a(arch, dtype, a_in, b_in, trans_A, trans_E, trans_B):
-    src = run_operand_program(arch, 64, 64, 64, 32, dtype, "int16", a_in, b_in, trans_A, trans_E, trans_B)
+def test_gemm_sp_fragment_operands_and_k_major_a(arch, dtype, a_in, b_in, e_in, trans_A, trans_E, trans_B):
+    src = run_operand_program(arch, 64, 64, 64, 32, dtype, "int16", a_in, b_in, trans_A, trans_E, trans_B,
+                              e_in=e_in)
     a_name = "A_frag" if a_in == "fragment" else "A_shared"
     if a_in == "fragment":  # staged to shared, where every thread can read the elements its dense ones come from
         assert f"{dtype_c(dtype)}* A_frag_staged = " in src
+    assert ("short* E_tile_staged = " in src) == (e_in == "fragment")
     # The dense tile keeps A's orientation: T.gemm's own transpose_A.
     flags = f"{str(trans_A).lower()}, {str(trans_B).lower()}"
     call = re.search(rf"tl::gemm_s[sr]_{arch.replace('_', '')}_\w+<\d+, \d+, \d+, \d+, \d+, {flags}, false\b.*?"
