@@ -78,3 +78,63 @@ def test_global_tensor_takes_no_fragment():
 
     with pytest.raises(tilelang.CompileError, match="global buffer `K` needs a T.Layout, not a T.Fragment"):
         build()
+
+
+def column_interleave(j):
+    """Column j of the logical tensor lives in physical column (j % 2) * 16 + j // 2: a row's run is not memory's."""
+    return (j % 2) * (D // 2) + j // 2
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+@pytest.mark.parametrize("moves", ["columns", "rows"])
+def test_a_pipelined_load_through_a_layout(arch, moves):
+    """A T.Pipelined load of a renumbered tensor is never TME (a descriptor cannot renumber). Where the layout moves
+    whole rows only, its LDLMS pieces (planned on the logical indices) are still runs of memory: the load stays
+    asynchronous. Where it breaks a row's runs it loads synchronously, element by element through the layout;
+    before, the pieces read misaligned, wrong runs of K."""
+    @T.prim_func
+    def main(K: T.Tensor((N, D), "float16"), O: T.Tensor((N, D), "float32")):
+        with T.Kernel(1, threads=64):
+            if moves == "rows":
+                T.annotate_layout({K: T.Layout((N, D), lambda i, j: (interleave(i), j))})
+            else:
+                T.annotate_layout({K: T.Layout((N, D), lambda i, j: (i, column_interleave(j)))})
+            S = T.alloc_shared((BLOCK, D), "float16")
+            for k in T.Pipelined(N // BLOCK, num_stages=2):
+                T.copy(K[k * BLOCK, 0], S)
+                for i, j in T.Parallel(BLOCK, D):
+                    O[k * BLOCK + i, j] = S[i, j]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert ("cp_async" in source) == (moves == "rows") and "tme" not in source.lower(), source
+    k = rand((N, D), torch.float16, 22)
+    o = poison((N, D), torch.float32)
+    kernel(k, o)
+    rows = torch.tensor([interleave(i) for i in range(N)])
+    columns = torch.tensor([column_interleave(j) for j in range(D)])
+    torch.testing.assert_close(o, (k[rows] if moves == "rows" else k[:, columns]).float())
+
+
+def test_the_kernel_cache_tells_layouts_of_a_parameter_apart():
+    """Two programs that differ only in a parameter's T.annotate_layout are two kernels: the structural hash of the
+    annotation map (keyed by the parameters' Vars) left the layouts out, so the second compile got the first's
+    cached kernel."""
+    def build(moves):
+        @T.prim_func
+        def main(K: T.Tensor((N, D), "float16"), O: T.Tensor((N, D), "float16")):
+            with T.Kernel(1, threads=64):
+                if moves == "rows":
+                    T.annotate_layout({K: T.Layout((N, D), lambda i, j: (interleave(i), j))})
+                else:
+                    T.annotate_layout({K: T.Layout((N, D), lambda i, j: (i, column_interleave(j)))})
+                T.copy(K, O)
+
+        return main
+
+    rows, columns = (tilelang.compile(build(m), target="musa -arch=mp_31") for m in ("rows", "columns"))
+    assert rows.get_kernel_source() != columns.get_kernel_source()
+    k = rand((N, D), torch.float16, 23)
+    o = poison((N, D), torch.float16)
+    columns(k, o)
+    torch.testing.assert_close(o, k[:, torch.tensor([column_interleave(j) for j in range(D)])])

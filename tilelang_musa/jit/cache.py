@@ -105,9 +105,25 @@ def kernel_key(program: Any, kernel: str, target: Any, backend: Any, configs: di
         tvm_ffi.structural_hash(program), [p.name for p in program.params],
         str(target), backend.name, backend.toolchain.identity(),
         sorted((key.value, repr(value)) for key, value in configs.items()), list(flags), repr(out_idx),
-        env.MCC_EXTRA_ARGS.raw(), replaced, _source_anchor(program),
+        env.MCC_EXTRA_ARGS.raw(), replaced, _source_anchor(program), _var_keyed_attrs(program),
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
+def _var_keyed_attrs(program: Any) -> list:
+    """The values of the program's attributes that map tensors to something (T.annotate_layout on a parameter:
+    `tl.layout_annotations`), by parameter name. The structural hash of a map keyed by the parameters' Vars leaves
+    its values out: two programs that differ only in a tensor's layout hashed alike and shared a cached kernel."""
+    attrs = getattr(program, "attrs", None)
+    if attrs is None:
+        return []
+    found = []
+    for name in sorted(str(k) for k in attrs.keys()):
+        value = attrs[name]
+        if isinstance(value, tvm_ffi.Map):
+            found.append((name, sorted((getattr(k, "name", str(k)), tvm_ffi.structural_hash(v))
+                                       for k, v in value.items())))
+    return found
 
 
 def _source_anchor(program: Any) -> tuple:

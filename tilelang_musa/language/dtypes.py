@@ -268,6 +268,36 @@ short = DType("int16")
 long = DType("int64")
 uint = DType("uint32")
 
+# torch dtype -> dtype name, upstream's private `_TORCH_DTYPE_TO_STR` (scripts import it: upstream's gemm_sp
+# sparse_utils). Built on first use (module __getattr__) so that importing the language does not import torch.
+_TORCH_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                      "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                      "float8_e5m2fnuz", "float8_e8m0fnu")
+_torch_dtype_to_str: dict | None = None
+
+
+def _build_torch_dtype_to_str() -> dict:
+    import torch
+
+    table = {}
+    for name in _TORCH_DTYPE_NAMES:  # the names this torch has (older ones lack the wide uints and float8s)
+        found = getattr(torch, name, None)
+        if isinstance(found, torch.dtype):
+            table[found] = name
+    if isinstance(getattr(torch, "float4_e2m1fn_x2", None), torch.dtype):
+        table[torch.float4_e2m1fn_x2] = FP4X2_DTYPE
+    return table
+
+
+def __getattr__(name: str) -> Any:
+    global _torch_dtype_to_str
+    if name == "_TORCH_DTYPE_TO_STR":
+        if _torch_dtype_to_str is None:
+            _torch_dtype_to_str = _build_torch_dtype_to_str()
+        return _torch_dtype_to_str
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Vector types, `T.float32x4` and so on: the lane counts of upstream's table.
 VECTOR_DTYPES = {
     f"{base}x{lanes}": DType(f"{base}x{lanes}")

@@ -52,7 +52,7 @@ from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
 from ..tileop.region import TensorRegion, common_extents
 from ..tileop.tme_copy import NotTme, TmeCopy
-from .lower_global_layout import global_layouts
+from .lower_global_layout import global_layouts, keeps_rows
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
 from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
@@ -122,6 +122,7 @@ class LoadModes:
     ldlms: bool
     params: tuple = ()  # the kernel's tensors (a TME descriptor is built for a parameter)
     renumbered: frozenset = frozenset()  # global tensors accessed through a T.annotate_layout layout
+    scattered: frozenset = frozenset()  # those of them whose layout breaks the runs of a row (not keeps_rows)
     threads: int = 0  # the block's threads: all of them arrive on a TME ring's barrier
 
 
@@ -142,6 +143,10 @@ def _copy_kind(copy: Any, call: Any, modes: LoadModes) -> str | None:
         return None
     if call.attrs is not None and any("cache" in str(k) for k in call.attrs.keys()):
         return None  # a copy with cache hints is a TME copy of its own (lower_tme_copy.py)
+    if copy.src.buffer in modes.scattered:
+        # Read through a layout that breaks a row's runs (LowerGlobalLayout, later): the LDLMS pieces, planned on
+        # the logical indices, would be neither runs of memory nor aligned. A synchronous load gathers.
+        return None
     if modes.tme and copy.src.buffer not in modes.renumbered and DISABLE_TMA_ATTR not in call.attrs:
         try:
             TmeCopy(copy.src, copy.dst, explicit=False, loc=copy.loc).box(list(modes.params))
@@ -482,12 +487,15 @@ class _PipelineEmitter:
 def load_modes(func: tirx.PrimFunc, options: CompileOptions) -> LoadModes:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     arch = arch_of(target) if target is not None else None
-    renumbered = frozenset(global_layouts(func))
+    layouts = global_layouts(func)
+    renumbered = frozenset(layouts)
+    scattered = frozenset(buf for buf, layout in layouts.items()
+                          if not keeps_rows(layout, [as_int(e) for e in buf.ty.shape]))
     return LoadModes(
         tme=arch is not None and arch.has_tme and not options.disable_tma_lower,
         ldlms=arch is not None and arch.has_async_copy
         and options.enable_async_copy,
-        params=tuple(func.params), renumbered=renumbered, threads=thread_info(func).num_threads)
+        params=tuple(func.params), renumbered=renumbered, scattered=scattered, threads=thread_info(func).num_threads)
 
 
 def inject_software_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict) -> tirx.PrimFunc:

@@ -10,11 +10,12 @@ gathers the lanes one by one.
 
 from __future__ import annotations
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import ANNOTATIONS_ATTR
-from ..ir.utils import TensorLoad, as_int, scope_of
+from ..ir.utils import TensorLoad, as_int, scope_of, substitute
 from ..layout import Fragment
 from .pass_base import tl_pass
 
@@ -25,6 +26,24 @@ def global_layouts(func: tirx.PrimFunc) -> dict:
         return {}
     return {buf: layout for buf, layout in func.attrs[ANNOTATIONS_ATTR].items()
             if not isinstance(layout, Fragment) and scope_of(buf) == "global"}
+
+
+def keeps_rows(layout, shape: list[int]) -> bool:
+    """Whether the layout moves whole rows only: element (r..., j) lives at row(r...) * D + j with row(r...)
+    whole rows in (D the last extent). Runs along the last dimension are then runs of memory, aligned as without
+    the layout (a copy may move them in pieces: inject_software_pipeline.py's LDLMS loads)."""
+    fvars = list(layout.get_forward_vars())
+    flat = _physical(layout, shape, fvars)
+    offset = flat[0]
+    for index, extent in zip(flat[1:], shape[1:]):
+        offset = offset * extent + index
+    ana = tvm.sym.Analyzer()
+    for var, extent in zip(fvars, shape):
+        ana.bind(var, tvm.ir.Range.from_min_extent(0, extent))
+    last = fvars[-1]
+    row_start = substitute(offset, {last: tirx.const(0, last.ty.dtype)})
+    return bool(ana.can_prove_equal(offset - row_start, last)
+                and ana.can_prove_equal(tirx.floormod(row_start, shape[-1]), 0))
 
 
 def _physical(layout, shape: list[int], indices: list) -> list:
