@@ -98,9 +98,9 @@ def test_a_hit_runs_no_stage_and_reloads_from_metadata(built, in_built_cache, no
     assert meta["options"] == {"out_idx": [-1], "pass_configs": {}, "compile_flags": [], "fast_math": False}
     assert meta["host"]["params"] == [
         {"name": "A", "kind": "tensor", "dtype": "float32", "shape": [N], "strides": None, "is_output": False,
-         "align": 16, "unused": False, "is_workspace": False},
+         "align": 16, "unused": False, "is_workspace": False, "zeroed": False},
         {"name": "B", "kind": "tensor", "dtype": "float32", "shape": [N], "strides": None, "is_output": True,
-         "align": 16, "unused": False, "is_workspace": False}]
+         "align": 16, "unused": False, "is_workspace": False, "zeroed": False}]
     assert meta["host"]["launches"] == [{"name": "negate_kernel", "grid": ["2", "1", "1"], "block": [128, 1, 1],
                                          "dynamic_smem_bytes": 0}]
     assert meta["stages"] == {"tir": "negate.tir.py", "lowered": "negate.lowered.py", "mu": "negate.mu",
