@@ -163,3 +163,105 @@ def test_a_sibling_folder_a_module_puts_on_sys_path_is_staged_too(tmp_path):
     assert staged == out / "tree" / "examples" / "sink" / "test_sink.py" and staged.is_file()
     assert (out / "tree" / "examples" / "flash" / "varlen_utils.py").read_text() == \
         'def mask(n, device):\n    pass\nD = "cuda"\nDEVICE = "cpu"\n'
+
+
+def test_k_selects_cases_and_triton_interpreter_sets_up_the_interpreter(tmp_path, monkeypatch):
+    """-k goes to pytest; --triton-interpreter SITE puts SITE last on the tests' path (after the package, so a
+    folder holding more than triton cannot shadow it) and turns on Triton's CPU interpreter."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    test = tmp_path / "tree" / "examples" / "cast" / "test_cast.py"
+    assert run.pytest_command(test, tmp_path / "tree", "per_token")[-2:] == ["-k", "per_token"]
+    assert "-k" not in run.pytest_command(test, tmp_path / "tree")
+    site = tmp_path / "site"
+    env = run.file_environment(test, None, site)
+    assert env["TRITON_INTERPRET"] == "1"
+    assert env["PYTHONPATH"].split(__import__("os").pathsep)[0] == str(test.parent)
+    assert env["PYTHONPATH"].split(__import__("os").pathsep)[-1] == str(site)
+    assert "TRITON_INTERPRET" not in run.file_environment(test)
+    with pytest.raises(SystemExit, match="no triton package there"):
+        run.triton_site_packages(site)
+    (site / "triton").mkdir(parents=True)
+    (site / "triton" / "__init__.py").write_text("")
+    assert run.triton_site_packages(site) == site.resolve()
+
+
+# A triton with only what the harness's interpreter driver touches: the real one is not a dependency of the package.
+FAKE_TRITON = {
+    "triton/__init__.py": "from . import runtime, backends\n",
+    "triton/backends/__init__.py": "",
+    "triton/backends/compiler.py": "import collections\nGPUTarget = collections.namedtuple('GPUTarget', "
+                                   "'backend arch warp_size')\n",
+    "triton/runtime/__init__.py": "from .driver import driver\n",
+    "triton/runtime/driver.py": "class DriverConfig:\n    active = None\n\n    def set_active(self, d):\n"
+                                "        self.active = d\n\n\ndriver = DriverConfig()\n",
+}
+
+PEER_TRITON_TEST = '''
+import triton
+
+
+def test_interpreter_driver():
+    active = triton.runtime.driver.active
+    assert tuple(active.get_current_target()) == ("cuda", 90, 32)
+    ran = []
+    assert active.get_benchmarker()(lambda: ran.append(1), quantiles=(0.5, 0.2, 0.8)) == [1.0, 1.0, 1.0]
+    assert ran == []  # configs are not run to be timed: the autotuner takes the first
+    assert active.utils.get_device_properties(0)["multiprocessor_count"] == 56
+'''
+
+
+def test_triton_interpreter_answers_for_the_missing_gpu_driver(tmp_path):
+    """Under TRITON_INTERPRET=1 there is no GPU driver for the autotuner's benchmarker or the examples' target
+    checks: the conftest sets one that answers as the GPU the harness reports (--cuda-as)."""
+    import os
+    import subprocess
+    import sys
+
+    for path, text in FAKE_TRITON.items():
+        (tmp_path / "site" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "site" / path).write_text(text)
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_triton.py").write_text(PEER_TRITON_TEST)
+    env = dict(run.file_environment(tmp_path / "test_triton.py", None, tmp_path / "site"), TL_PEER_CUDA_AS="9.0")
+    proc = subprocess.run(run.pytest_command(tmp_path / "test_triton.py", tmp_path), cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert "test_triton.py::test_interpreter_driver PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
+PEER_AUTOTUNE_TEST = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"B": 32}), triton.Config({"B": 64})], key=["n"])
+@triton.jit
+def double(x, y, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + o, tl.load(x + o, mask=o < n) * 2, mask=o < n)
+
+
+def test_autotuned_kernel_in_the_interpreter():
+    x = torch.randn(100, device="cuda")
+    y = torch.empty(100, device="cuda")
+    double[lambda meta: (triton.cdiv(100, meta["B"]),)](x, y, 100)
+    assert torch.equal(y, 2 * x)
+'''
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("TILELANG_TEST_TRITON_SITE"),
+                    reason="needs a folder holding triton (TILELANG_TEST_TRITON_SITE); triton is not a dependency")
+def test_a_real_autotuned_triton_kernel_runs_in_the_interpreter(tmp_path):
+    """With a real triton: an autotuned kernel (as upstream's blocksparse references are) runs on CPU tensors."""
+    import os
+    import subprocess
+
+    site = run.triton_site_packages(Path(os.environ["TILELANG_TEST_TRITON_SITE"]))
+    peer, out = tmp_path / "peer", tmp_path / "out"
+    (peer / "examples" / "tt").mkdir(parents=True)
+    (peer / "examples" / "tt" / "test_tt.py").write_text(PEER_AUTOTUNE_TEST)
+    staged = run.stage(peer, peer / "examples" / "tt" / "test_tt.py", out, cuda=True)
+    (out / "tree" / "conftest.py").write_text(run.CONFTEST)
+    proc = subprocess.run(run.pytest_command(staged, out / "tree"), cwd=staged.parent,
+                          env=run.file_environment(staged, None, site), capture_output=True, text=True)
+    assert "test_tt.py::test_autotuned_kernel_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr

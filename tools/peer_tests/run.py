@@ -1,6 +1,7 @@
 """Run another project's TileLang test files unchanged but for the device string, in the simulator.
 
     python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S] [--ref REF]
+                                   [-k EXPR] [--triton-interpreter SITE]
 
 PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda), or a
 bare git directory of one (a mirror): its testing/ and examples/ at --ref (default HEAD; a tag such as v0.1.13
@@ -11,6 +12,11 @@ compute capability --cuda-as, default 9.0), next to a conftest.py that stands in
 for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
 its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives each file's outcome
 and the first error line. Nothing of the peer's tree is kept in this repository.
+
+Some examples compute their reference with Triton kernels (upstream's blocksparse_attention, cast, deepseek_v32,
+minference). Triton is not a dependency of this package; with --triton-interpreter SITE, a folder holding an
+installed triton (`pip install --target SITE triton`, or a virtual environment's site-packages) is put on the tests'
+path and Triton runs in its CPU interpreter (TRITON_INTERPRET=1), on the CPU tensors the rewritten tests allocate.
 """
 
 from __future__ import annotations
@@ -89,6 +95,51 @@ if os.environ.get("TL_PEER_CUDA_AS"):
     torch.cuda.get_device_capability = lambda *a: _AS
     if "_Props" in globals():  # the stand-in device: get_device_properties(0).major, as Hopper checks read it
         _Props.major, _Props.minor = _AS
+
+
+# --triton-interpreter: Triton's interpreter runs kernels on CPU tensors, but its autotuner and the examples still ask
+# the active GPU driver for a benchmarker and a target (`driver.active.get_current_target().backend == "hip"`), and
+# with no GPU there is none ("0 active drivers"). This stand-in answers as the NVIDIA GPU the harness reports. Its
+# benchmarker runs nothing and times every config alike, so the autotuner takes the first config: the interpreter's
+# timings say nothing about a GPU, and every config computes the same result.
+if os.environ.get("TRITON_INTERPRET") == "1":
+    import triton
+    from triton.backends.compiler import GPUTarget as _GPUTarget
+
+    class _InterpreterDriver:
+        def is_active(self):
+            return True
+
+        def get_current_target(self):
+            major, minor = torch.cuda.get_device_capability()
+            return _GPUTarget("cuda", major * 10 + minor, 32)
+
+        def get_active_torch_device(self):
+            return torch.device("cpu")
+
+        def get_device_interface(self):
+            return torch.cuda
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_benchmarker(self):
+            return lambda fn, quantiles=None, **_: [1.0] * len(quantiles) if quantiles else 1.0
+
+        def get_empty_cache_for_benchmark(self):
+            return torch.empty(1 << 20, dtype=torch.int8)
+
+        def clear_cache(self, cache):
+            cache.zero_()
+
+        utils = types.SimpleNamespace(get_device_properties=lambda *a: {
+            "multiprocessor_count": torch.cuda.get_device_properties(0).multi_processor_count,
+            "max_shared_mem": 228 << 10, "max_num_regs": 65536, "warpSize": 32})
+
+    triton.runtime.driver.set_active(_InterpreterDriver())
 
 
 def pytest_collection_modifyitems(config, items):
@@ -223,14 +274,32 @@ def summarize(output: str) -> tuple[str, str]:
     return counts, (errors[0][:200] if errors else "")
 
 
-def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as: str = "",
-            peer: Path | None = None) -> tuple[str, str, str]:
+def file_environment(path: Path, peer: Path | None = None, triton_site: Path | None = None) -> dict[str, str]:
+    """The environment one staged test file runs in."""
     # A test that asks for a device launcher (execution_backend="cython" / "tvm_ffi") runs in the simulator, as
     # a user without a MUSA device would run it (the switch Triton's TRITON_INTERPRET=1 is for Triton).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
     if peer is not None:  # tests import helpers from the peer's examples/ (`from examples.x import ...`), as from its root
         env["PYTHONPATH"] += os.pathsep + str(peer)
+    if triton_site is not None:  # last on the path: it must not shadow the package or torch with its own copies
+        env["PYTHONPATH"] += os.pathsep + str(triton_site)
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def triton_site_packages(site: Path) -> Path:
+    """--triton-interpreter's folder, checked: it must hold an importable triton package."""
+    site = site.resolve()
+    if not (site / "triton" / "__init__.py").is_file():
+        raise SystemExit(f"--triton-interpreter {site}: no triton package there (install one with "
+                         f"`pip install --target {site} triton`, or name a virtual environment's site-packages)")
+    return site
+
+
+def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as: str = "",
+            peer: Path | None = None, keyword: str = "", triton_site: Path | None = None) -> tuple[str, str, str]:
+    env = file_environment(path, peer, triton_site)
     # Moore Threads' per-arch folders (testing/musa/mp22, mp31) run on a simulated device of that arch.
     arch_dirs = [part for part in path.parts if re.fullmatch(r"mp\d\d", part)]
     if arch_dirs:
@@ -239,12 +308,9 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
         env["TL_PEER_MAX_CASES"] = str(max_cases)
     if cuda_as:
         env["TL_PEER_CUDA_AS"] = cuda_as
-    # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
-    # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
-    cmd = [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
-           "--rootdir", str(root), str(path)]
     try:
-        proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(pytest_command(path, root, keyword), cwd=path.parent, env=env, capture_output=True,
+                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired as stopped:
         partial = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
         (path.parent / (path.name + ".log")).write_text(partial)
@@ -252,6 +318,13 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
     (path.parent / (path.name + ".log")).write_text(proc.stdout + proc.stderr)
     counts, first_error = summarize(proc.stdout + proc.stderr)
     return outcome(proc.returncode, counts), counts, first_error
+
+
+def pytest_command(path: Path, root: Path, keyword: str = "") -> list[str]:
+    # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
+    # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
+    return [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
+            "--rootdir", str(root), str(path)] + (["-k", keyword] if keyword else [])
 
 
 def timed_out(partial: str, timeout: float) -> tuple[str, str]:
@@ -298,8 +371,14 @@ def main() -> int:
     parser.add_argument("--cuda-as", default="9.0", metavar="MAJOR.MINOR",
                         help="with --cuda: the compute capability upstream's requires_cuda* gates see (the simulated "
                              "MUSA device runs the cases they let through); 'none' skips every CUDA-gated case")
+    parser.add_argument("-k", dest="keyword", default="",
+                        help="pytest's -k: run only the cases of each file whose names match the expression")
+    parser.add_argument("--triton-interpreter", type=Path, metavar="SITE",
+                        help="a folder holding triton (pip install --target SITE triton, or a venv's site-packages): "
+                             "the tests' Triton references run in Triton's CPU interpreter (TRITON_INTERPRET=1)")
     args = parser.parse_args()
     cuda_as = args.cuda_as if args.cuda and args.cuda_as != "none" else ""
+    triton_site = triton_site_packages(args.triton_interpreter) if args.triton_interpreter else None
 
     peer = args.peer.resolve()
     if (peer / "HEAD").is_file() and not (peer / "testing").exists():  # a bare repository: extract its tests
@@ -312,7 +391,8 @@ def main() -> int:
 
     results = {}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases, cuda_as, peer): test
+        jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases, cuda_as, peer, args.keyword,
+                            triton_site): test
                 for test, path in staged.items()}
         for job in futures.as_completed(jobs):
             test = jobs[job]
