@@ -187,7 +187,13 @@ def test_k_selects_cases_and_triton_interpreter_sets_up_the_interpreter(tmp_path
 
 # A triton with only what the harness's interpreter driver touches: the real one is not a dependency of the package.
 FAKE_TRITON = {
-    "triton/__init__.py": "from . import runtime, backends\n",
+    "triton/__init__.py": "from . import runtime, backends, language\n",
+    "triton/language.py": "bfloat16, float32 = 'bf16', 'fp32'\n",
+    # the interpreter's dot: returns its operands, so the test sees what the harness passed it
+    "triton/runtime/interpreter.py": "import collections\nimport numpy as np\n"
+                                     "TensorHandle = collections.namedtuple('TensorHandle', 'data dtype')\n\n\n"
+                                     "class InterpreterBuilder:\n    def create_dot(self, a, b, d, *rest):\n"
+                                     "        return a, b\n",
     "triton/backends/__init__.py": "",
     "triton/backends/compiler.py": "import collections\nGPUTarget = collections.namedtuple('GPUTarget', "
                                    "'backend arch warp_size')\n",
@@ -207,6 +213,19 @@ def test_interpreter_driver():
     assert active.get_benchmarker()(lambda: ran.append(1), quantiles=(0.5, 0.2, 0.8)) == [1.0, 1.0, 1.0]
     assert ran == []  # configs are not run to be timed: the autotuner takes the first
     assert active.utils.get_device_properties(0)["multiprocessor_count"] == 56
+
+
+def test_bfloat16_dot_operands_are_widened():
+    import numpy as np
+    from triton.runtime import interpreter
+
+    bits = np.array([[0x3F80, 0xC040]], dtype=np.uint16)  # bfloat16 1.0, -3.0
+    scalar = type("Scalar", (), {"scalar": "bf16"})()
+    other = type("Scalar", (), {"scalar": "fp16"})()
+    a, b = interpreter.InterpreterBuilder().create_dot(interpreter.TensorHandle(bits, scalar),
+                                                       interpreter.TensorHandle(bits, other), None, None, None)
+    assert a.dtype == "fp32" and a.data.tolist() == [[1.0, -3.0]]
+    assert b.dtype is other and b.data is bits  # only bfloat16 operands
 '''
 
 
@@ -226,6 +245,7 @@ def test_triton_interpreter_answers_for_the_missing_gpu_driver(tmp_path):
     proc = subprocess.run(run.pytest_command(tmp_path / "test_triton.py", tmp_path), cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     assert "test_triton.py::test_interpreter_driver PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_triton.py::test_bfloat16_dot_operands_are_widened PASSED" in proc.stdout, proc.stdout + proc.stderr
 
 
 PEER_AUTOTUNE_TEST = '''
@@ -246,13 +266,30 @@ def test_autotuned_kernel_in_the_interpreter():
     y = torch.empty(100, device="cuda")
     double[lambda meta: (triton.cdiv(100, meta["B"]),)](x, y, 100)
     assert torch.equal(y, 2 * x)
+
+
+@triton.jit
+def matmul16(A, B, C):
+    r = tl.arange(0, 16)
+    a = tl.load(A + r[:, None] * 16 + r[None, :])
+    b = tl.load(B + r[:, None] * 16 + r[None, :])
+    tl.store(C + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+
+
+def test_bfloat16_dot_in_the_interpreter():
+    a = torch.randn(16, 16, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(16, 16, dtype=torch.bfloat16, device="cuda")
+    c = torch.empty(16, 16, device="cuda")
+    matmul16[(1,)](a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float())
 '''
 
 
 @pytest.mark.skipif(not __import__("os").environ.get("TILELANG_TEST_TRITON_SITE"),
                     reason="needs a folder holding triton (TILELANG_TEST_TRITON_SITE); triton is not a dependency")
 def test_a_real_autotuned_triton_kernel_runs_in_the_interpreter(tmp_path):
-    """With a real triton: an autotuned kernel (as upstream's blocksparse references are) runs on CPU tensors."""
+    """With a real triton: an autotuned kernel (as upstream's blocksparse references are) runs on CPU tensors, and a
+    bfloat16 tl.dot (upstream's block_sparse_attn_triton) is right."""
     import os
     import subprocess
 
@@ -265,3 +302,4 @@ def test_a_real_autotuned_triton_kernel_runs_in_the_interpreter(tmp_path):
     proc = subprocess.run(run.pytest_command(staged, out / "tree"), cwd=staged.parent,
                           env=run.file_environment(staged, None, site), capture_output=True, text=True)
     assert "test_tt.py::test_autotuned_kernel_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_tt.py::test_bfloat16_dot_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr

@@ -141,6 +141,22 @@ if os.environ.get("TRITON_INTERPRET") == "1":
 
     triton.runtime.driver.set_active(_InterpreterDriver())
 
+    # Triton's interpreter (3.9.0) keeps bfloat16 values as their uint16 bits, and its tl.dot multiplies those bits
+    # as integers (it widens only fp8 operands first): a 16x16 bfloat16 tl.dot is off by 1e10, which made upstream's
+    # blocksparse_attention Triton kernel return garbage. Its operands are widened to float32 here (exact), as a
+    # GPU's bfloat16 MMA accumulates in float32; every other dot is left as it is.
+    from triton.runtime import interpreter as _interpreter
+
+    def _widened_bf16(handle):
+        if handle.dtype.scalar != triton.language.bfloat16:
+            return handle
+        bits = handle.data.astype(_interpreter.np.uint32) << 16
+        return _interpreter.TensorHandle(bits.view(_interpreter.np.float32), triton.language.float32)
+
+    _create_dot = _interpreter.InterpreterBuilder.create_dot
+    _interpreter.InterpreterBuilder.create_dot = (
+        lambda self, a, b, d, *rest: _create_dot(self, _widened_bf16(a), _widened_bf16(b), d, *rest))
+
 
 def pytest_collection_modifyitems(config, items):
     # --max-cases N: files with more cases (sizes made for a GPU, 100+ combinations) run N of them, evenly spaced.
