@@ -123,8 +123,11 @@ def test_a_helper_package_next_to_a_test_is_staged_with_it(tmp_path):
     (peer / "examples" / "dq" / "other").mkdir()  # a folder of tests: staged with its own tests, not here
     (peer / "examples" / "dq" / "other" / "__init__.py").write_text("")
     (peer / "examples" / "dq" / "other" / "test_other.py").write_text("")
+    (peer / "examples" / "dq" / "ops").mkdir()  # sources an example builds (minference's C++ extension)
+    (peer / "examples" / "dq" / "ops" / "kernels.cpp").write_text("int f();\n")
     staged = run.stage(peer, peer / "examples" / "dq" / "test_dq.py", out, cuda=True)
     assert (staged.parent / "quantize" / "__init__.py").read_text() == 'DEVICE = "cpu"\n'
+    assert (staged.parent / "ops" / "kernels.cpp").read_text() == "int f();\n"
     assert not (staged.parent / "other").exists()
 
 

@@ -259,7 +259,7 @@ def stage_folder(peer: Path, folder: Path, out: Path, cuda: bool) -> None:
                 siblings += sibling_folders(modules[src], folder, peer)
             else:
                 shutil.copy(src, dest_dir / src.name)
-        elif is_helper_package(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`
+        elif is_helper_folder(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`, ops/*.cu
             shutil.copytree(src, dest_dir / src.name, ignore=shutil.ignore_patterns("__pycache__"))
             for module in (dest_dir / src.name).rglob("*.py"):
                 module.write_text(rewrite(module.read_text(), cuda))
@@ -277,10 +277,11 @@ def sibling_folders(text: str, folder: Path, peer: Path) -> list[Path]:
     return found
 
 
-def is_helper_package(folder: Path) -> bool:
-    """A Python package next to a test file that its examples import: it holds no tests of its own (a folder
-    that does is staged when its tests are)."""
-    return folder.is_dir() and (folder / "__init__.py").is_file() and not any(folder.rglob("test_*.py"))
+def is_helper_folder(folder: Path) -> bool:
+    """A folder next to a test file that its examples use: a Python package they import (`quantize/`), or sources
+    they build or read (minference's `ops/`, the C++ extension it compiles). It holds no tests of its own (a
+    folder that does is staged when its tests are)."""
+    return folder.is_dir() and folder.name != "__pycache__" and not any(folder.rglob("test_*.py"))
 
 
 def summarize(output: str) -> tuple[str, str]:
