@@ -50,6 +50,7 @@ if not hasattr(torch, "musa"):
         device_count=lambda: 1, current_device=lambda: 0, get_device_name=lambda *a: _Props.name,
         get_device_properties=lambda *a: _Props(), current_stream=lambda *a: None,
         stream=lambda *a, **k: __import__("contextlib").nullcontext(), Stream=lambda *a, **k: None,
+        device=lambda *a, **k: __import__("contextlib").nullcontext(),  # `with torch.cuda.device(i):` (fla's guard)
         default_stream=lambda *a: None,
         # Free and total device memory: free is what the harness lets one test's tensors take in the simulator
         # (TL_PEER_DEVICE_FREE_MIB, default 256), so a test that sizes its tensors from it stays small or skips as
@@ -60,7 +61,7 @@ if not hasattr(torch, "musa"):
     )
 
 # The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
-for _name in ("Stream", "stream", "default_stream", "current_stream", "synchronize", "current_device",
+for _name in ("Stream", "stream", "device", "default_stream", "current_stream", "synchronize", "current_device",
               "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache",
               "mem_get_info"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
