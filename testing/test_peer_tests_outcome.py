@@ -308,3 +308,30 @@ def test_a_real_autotuned_triton_kernel_runs_in_the_interpreter(tmp_path):
                           env=run.file_environment(staged, None, site), capture_output=True, text=True)
     assert "test_tt.py::test_autotuned_kernel_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr
     assert "test_tt.py::test_bfloat16_dot_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
+PEER_FLASH_ATTN_TEST = '''
+import torch
+from flash_attn import flash_attn_with_kvcache
+
+
+def test_kvcache_reference():
+    q, k, v = torch.randn(2, 1, 4, 8), torch.randn(2, 16, 2, 8), torch.randn(2, 16, 2, 8)
+    out = flash_attn_with_kvcache(q, k, v, cache_seqlens=torch.tensor([16, 5]))
+    # batch 1 attends to its first 5 keys only; each query head h reads kv head h // 2
+    s = torch.einsum("hd,khd->hk", q[1, 0], k[1, :5].repeat_interleave(2, 1)) / 8 ** 0.5
+    ref = torch.einsum("hk,khd->hd", s.softmax(-1), v[1, :5].repeat_interleave(2, 1))
+    torch.testing.assert_close(out[1, 0], ref)
+'''
+
+
+def test_flash_attn_is_stood_in_where_it_is_not_installed(tmp_path):
+    """Examples take a reference or a latency baseline from flash-attn (CUDA-only): its entry points in torch,
+    last on the path (an installed flash-attn wins)."""
+    import subprocess
+
+    run.write_support(tmp_path)
+    (tmp_path / "test_fa.py").write_text(PEER_FLASH_ATTN_TEST)
+    proc = subprocess.run(run.pytest_command(tmp_path / "test_fa.py", tmp_path), cwd=tmp_path,
+                          env=run.file_environment(tmp_path / "test_fa.py"), capture_output=True, text=True)
+    assert "test_fa.py::test_kvcache_reference PASSED" in proc.stdout, proc.stdout + proc.stderr

@@ -35,7 +35,11 @@ DEFAULT_PATTERNS = ["testing/python/**/test_*.py", "testing/musa/**/test_*.py", 
 
 # The torch_musa calls the peer's tests make, answered as the simulator would be: one device, always there.
 CONFTEST = '''
-import os, types, torch
+import os, sys, types, torch
+
+# CUDA-only packages some examples take a reference or a benchmark from (flash-attn), in torch: the harness's
+# stand-ins, staged in _standins/ beside this file. Last on the path, so an installed package wins.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_standins"))
 
 if not hasattr(torch, "musa"):
     class _Props:
@@ -169,6 +173,43 @@ def pytest_collection_modifyitems(config, items):
 '''
 
 
+# References some examples take from flash-attn (a CUDA package), written in torch: the harness's stand-in.
+FLASH_ATTN_STANDIN = '''"""Stand-in for flash-attn's reference entry points, in torch (the upstream-examples harness)."""
+import math
+import torch
+
+
+def _attend(q, k, v, scale, causal, k_len=None):
+    # q (Lq, H, D), k/v (Lk, Hk, D); causal masks align the last query with the last key, as flash-attn does
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+    s = torch.einsum("qhd,khd->hqk", q.float(), k.float()) * scale
+    lq, lk = q.shape[0], k.shape[0] if k_len is None else k_len
+    keys = torch.arange(k.shape[0])
+    mask = keys[None, :] >= lk
+    if causal:
+        mask = mask | (keys[None, :] > torch.arange(lq)[:, None] + (lk - lq))
+    s = s.masked_fill(mask[None], float("-inf"))
+    return torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float()).to(q.dtype)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, **_):
+    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
+    out = torch.empty_like(q)
+    for b in range(len(cu_seqlens_q) - 1):
+        qs, qe, ks, ke = (int(x) for x in (cu_seqlens_q[b], cu_seqlens_q[b + 1], cu_seqlens_k[b], cu_seqlens_k[b + 1]))
+        out[qs:qe] = _attend(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal)
+    return out
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, softmax_scale=None, causal=False, **_):
+    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
+    lens = [k_cache.shape[1]] * q.shape[0] if cache_seqlens is None else [int(x) for x in cache_seqlens]
+    return torch.stack([_attend(q[b], k_cache[b], v_cache[b], scale, causal, lens[b]) for b in range(q.shape[0])])
+'''
+
+
 def device_parameters(text: str) -> dict[str, int]:
     """The functions `text` defines with a parameter named `device`: name -> its position (for calls that pass the
     device positionally, `generate_random_padding_mask(N_CTX, BATCH, "cuda", mode="random")`)."""
@@ -283,6 +324,13 @@ def is_helper_folder(folder: Path) -> bool:
     they build or read (minference's `ops/`, the C++ extension it compiles). It holds no tests of its own (a
     folder that does is staged when its tests are)."""
     return folder.is_dir() and folder.name != "__pycache__" and not any(folder.rglob("test_*.py"))
+
+
+def write_support(root: Path) -> None:
+    """The conftest.py (torch_musa's and the GPU gates' stand-ins) and the stand-in packages, at the staged root."""
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "_standins").mkdir(exist_ok=True)
+    (root / "_standins" / "flash_attn.py").write_text(FLASH_ATTN_STANDIN)
 
 
 def summarize(output: str) -> tuple[str, str]:
@@ -404,7 +452,7 @@ def main() -> int:
     tests = sorted({p for pattern in args.patterns for p in peer.glob(pattern)})
     root = args.out / "tree"
     root.mkdir(parents=True, exist_ok=True)
-    (root / "conftest.py").write_text(CONFTEST)
+    write_support(root)
     staged = {test: stage(peer, test, args.out, args.cuda) for test in tests}
 
     results = {}
