@@ -147,7 +147,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     triton.runtime.driver.set_active(_InterpreterDriver())
 
     # Triton's interpreter (3.9.0) keeps bfloat16 values as their uint16 bits, and its tl.dot multiplies those bits
-    # as integers (it widens only fp8 operands first): a 16x16 bfloat16 tl.dot is off by 1e10, which made upstream's
+    # as integers (it widens only fp8 operands first): a 16x16 bfloat16 tl.dot is off by 2e10, which made upstream's
     # blocksparse_attention Triton kernel return garbage. Its operands are widened to float32 here (exact), as a
     # GPU's bfloat16 MMA accumulates in float32; every other dot is left as it is.
     from triton.runtime import interpreter as _interpreter
