@@ -44,6 +44,17 @@ def readme_gemm(arch, M=4096, N=4096, K=4096, bm=256, bn=256, bk=64):
     return kernel, [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
 
 
+def readme_gemm_stream_k(arch, M=4096, N=4096, K=4096, bm=256, bn=256, bk=64):
+    """The README GEMM under `tl.stream_k` (one persistent block per MP, transform/stream_k.py): profiled whole
+    (a stream-K kernel's blocks wait for their predecessors' partials, so no sample of blocks)."""
+    import tvm
+
+    module = example("examples/gemm/gemm.py")
+    with tvm.transform.PassContext(config={"tl.stream_k": True}):
+        kernel = module.matmul.compile(M=M, N=N, K=K, block_M=bm, block_N=bn, block_K=bk)
+    return kernel, [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
+
+
 def classic_gemm(arch, M=4096, N=4096, K=4096):
     """Upstream TileLang's quick-start GEMM: 128x128x32 tiles, 128 threads, 3 stages."""
     sys.path.insert(0, str(ROOT / "benchmark"))
@@ -176,6 +187,8 @@ IN_PLACE: dict[int, list] = {}  # a case's tensors its kernel updates in place (
 
 CASES = {
     "readme_gemm": ("README GEMM 4096^3 fp16", "256x256x64, 512 threads, 3 stages", readme_gemm),
+    "readme_gemm_stream_k": ("README GEMM 4096^3 fp16, tl.stream_k", "as readme_gemm, 56 persistent blocks",
+                             readme_gemm_stream_k),
     "classic_gemm": ("upstream GEMM 4096^3 fp16", "128x128x32, 128 threads, 3 stages", classic_gemm),
     "flash_attention": ("FlashAttention fwd B2 H28 S8192 D128", "mp_31 128x128, 256 threads; mp_22 64x32, 128",
                         flash_attention),

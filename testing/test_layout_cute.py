@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+import tvm
 
 import tilelang
 import tilelang.language as T
@@ -181,3 +182,81 @@ def test_a_cute_layout_as_the_layout_of_a_shared_tile(arch):
     b = torch.full((32, 64), float("nan"))
     kernel(a, b)
     torch.testing.assert_close(b, a * 2.0)
+
+
+# ---- issue 39: the cases upstream's test_tilelang_cute.py pins against CuTe's compiled results
+
+def test_composition_routes_a_basis_stride_to_its_axis_and_keeps_run_time_strides():
+    """A k@i stride of the right-hand side walks axis i of the left: an identity layout selects a sub-block, E(1),
+    E(0) swaps the axes; run-time strides of the left pass through (the same Var, not `1 * s`)."""
+    swapped = cute.composition(L((8, 4), (10, 100)), L((4, 8), (cute.E(1), cute.E(0))))
+    assert swapped == L((4, 8), (100, 10))
+    assert cute.composition(L((16, 16), (1, 16)), cute.make_identity_layout((4, 4))) == L((4, 4), (1, 16))
+    s_m, s_n = tvm.tirx.Var("s_m", "int32"), tvm.tirx.Var("s_n", "int32")
+    block = cute.composition(L((16, 16), (s_m, s_n)), cute.make_identity_layout((4, 4)))
+    assert block.shape == (4, 4) and block.stride[0].same_as(s_m) and block.stride[1].same_as(s_n)
+    # a left-hand side of basis strides (a coordinate map): its modes coalesce only along one axis
+    restride = L((128, 16384), (cute.E(0), cute.E(1)))
+    inner = L(((16, 4), 32), ((1, 32), 128))
+    frag = cute.composition(restride, inner)
+    assert str(frag) == "((16,4),32):((1@0,32@0),1@1)"
+    assert all(frag((i, j)) == restride(inner((i, j))) for i, j in itertools.product(range(64), range(32)))
+    s = tvm.tirx.Var("s", "int32")
+    divided = cute.logical_divide(L(8, s), L(2, 1))  # (2, 4):(s, 2s)
+    analyzer = tvm.sym.Analyzer()
+    for i in range(8):
+        assert analyzer.can_prove_equal(divided(i), i * s)
+
+
+def test_complement_with_a_run_time_stride_is_for_rank_1_layouts():
+    s = tvm.tirx.Var("s", "int32")
+    rest = cute.complement(L(4, s), 1024)  # (s, ceil(1024 / 4s)):(1, 4s)
+    assert rest.shape[0].same_as(s) and rest.stride[0] == 1
+    assert tvm.sym.Analyzer().can_prove_equal(rest.stride[1], 4 * s)
+    with pytest.raises(LayoutError, match="a run-time stride needs a rank-1 layout"):
+        cute.complement(L((4, 8), (s, 1)), 1024)
+
+
+def test_complement_and_products_divide_as_cute_does():
+    """CuTe's complement divides strides without asking for divisibility (((4,6)):((1,6)) leaves offsets 4, 5 of each
+    6 out); a tiled product unpacks a rest of several modes, and keeps a rest of one."""
+    assert cute.complement(L(((4, 6),), ((1, 6),)), 72) == L(2, 36)
+    block = L(((4, 6),), ((1, 6),))
+    product = cute.logical_product(block, L(3))
+    assert cute.rank(product) == 2 and product[0] == block and cute.compatible(3, product[1].shape)
+    logical = cute.logical_product(L(3, 32), L(128))
+    assert logical == L((3, (32, 4)), (32, (1, 96)))
+    tiled = cute.tiled_product(L(3, 32), L(128))
+    assert tiled == L((3, 32, 4), (32, 1, 96))
+    assert all(tiled((x, y0, y1)) == logical((x, (y0, y1)))
+               for x, y0, y1 in itertools.product(range(3), range(32), range(4)))
+    wrapped = cute.Layout.parse("(128):(1)")
+    assert str(cute.tiled_product(L(3, 32), wrapped)) == "(3,((32,4))):(32,((1,96)))"
+    atom, outer = L((128, 16)), L((2, 4))
+    assert cute.tiled_product(atom, outer) == L(((128, 16), 2, 4), ((1, 128), 2048, 4096))
+
+
+@pytest.mark.parametrize("layout,inverse", [
+    (L((4, 8)), L(32, 1)), (L((4, 8), (8, 1)), L((8, 4), (4, 1))), (L(8, 2), L((2, 8), (0, 1))),
+    (L((3, 8192), (16384, 1)), L((16384, 3), (3, 1))), (L((2, 3, 4), (12, 1, 3)), L((12, 2), (2, 1)))], ids=str)
+def test_left_inverse_is_cutes(layout, inverse):
+    """Each mode by increasing stride takes the offsets up to the next stride; offsets below the smallest stride
+    get a stride-0 mode (8:2 -> (2,8):(0,1))."""
+    result = cute.left_inverse(layout)
+    assert result == inverse
+    assert all(result(layout(i)) == i for i in range(cute.size(layout)))
+
+
+def test_a_composed_layout_recasts_to_other_element_sizes():
+    """Sw<3,3,3> over halves is Sw<3,4,3> over bytes: the same bytes, element by element."""
+    halves = cute.ComposedLayout(cute.Swizzle(3, 3, 3), 0, L((8, 64), (64, 1)))
+    as_bytes = halves.recast(16, 8)
+    assert as_bytes.swizzle == cute.Swizzle(3, 4, 3) and as_bytes.layout == L((8, 128), (128, 1))
+    assert all(as_bytes((i, 2 * j + b)) == 2 * halves((i, j)) + b
+               for i, j, b in itertools.product(range(8), range(64), range(2)))
+    as_words = as_bytes.recast(8, 32)
+    assert as_words.swizzle == cute.Swizzle(3, 2, 3) and as_words.layout == L((8, 32), (32, 1))
+    assert cute.ComposedLayout(cute.Swizzle(0, 0, 0), 0, L((16, 128), (128, 1))).recast(32, 8).layout == \
+        L((16, 512), (512, 1))
+    with pytest.raises(LayoutError, match="not a whole number"):
+        cute.ComposedLayout(cute.Swizzle(0, 0, 0), 0, L((4, 6), (6, 1))).recast(8, 32)

@@ -75,3 +75,22 @@ def test_a_context_config_changes_a_compiled_kernel_and_it_runs(arch):
         a, b = rand((256,), torch.float32, 7), poison((256,), torch.float32)
         kernel(a, b)
         torch.testing.assert_close(b, a * 2.0)
+
+
+def test_a_jit_kernel_compiled_inside_a_pass_context_is_its_own_kernel():
+    # @tilelang.jit remembers its kernels by their arguments; the entered context's tl.* configs select too, so a
+    # kernel compiled under `with PassContext(config={...})` is not the one compiled outside it (and back)
+
+    @tilelang.jit
+    def fill(N, block):
+        X = T.empty((N,), "float32")
+        with T.Kernel(T.ceildiv(N, block), threads=block) as b:
+            for i in T.Parallel(block):
+                X[b * block + i] = 1.0
+        return X
+
+    outside = fill.compile(N=256, block=128)
+    with tvm.transform.PassContext(config={"tl.disable_tma_lower": True}):
+        inside = fill.compile(N=256, block=128)
+        assert fill.compile(N=256, block=128) is inside
+    assert inside is not outside and fill.compile(N=256, block=128) is outside

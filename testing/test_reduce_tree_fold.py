@@ -46,7 +46,7 @@ def row_maxes_expected(A: T.Tensor((4, 32), "float32"), R: T.Tensor((4,), "float
             F[tx // 8, tx % 8 * 4 + v] = A[tx // 8, tx % 8 * 4 + v]
         F_max_partial = T.alloc_local((1,), "float32")
         with Tb.unroll(0, 1) as slot:
-            F_max_partial[slot] = T.min_value("float32")
+            F_max_partial[slot] = T.ninf("float32")  # the identity of max: -inf
         # the thread's own 4 elements of its row, pairwise: max(max(x0, x1), max(x2, x3))
         F_max_partial[0] = T.max(F_max_partial[0], T.max(T.max(F[tx // 8, tx % 8 * 4], F[tx // 8, tx % 8 * 4 + 1]),
                                                          T.max(F[tx // 8, tx % 8 * 4 + 2], F[tx // 8, tx % 8 * 4 + 3])))

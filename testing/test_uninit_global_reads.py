@@ -4,7 +4,7 @@ element, the line of the generated source and the thread. Only what the launcher
 hold any bytes. Every write path counts: stores, atomics, TME stores, an earlier kernel of the same call.
 
 The mechanism is src/tl_templates/sim/sim/poisoned_globals.h: the launcher registers the ranges it filled with
-poison (tl_sim_poisoned_globals), a shadow byte per byte records the call's writes."""
+poison (tl_sim_register_poisoned), a shadow byte per byte records the call's writes."""
 
 import re
 
@@ -192,6 +192,6 @@ def test_a_tme_load_of_an_unwritten_output_is_named(arch, monkeypatch):
     message = str(info.value)
     if "tl::tma_load" in kernel.get_kernel_source():
         assert "uninitialised read: global load of `(the TME load's tile)`" in message, message
-        assert "read by a TME load of a tensor the launcher poisoned" in message, message
+        assert "which the launcher poisoned (an output or workspace allocated for this call)" in message, message
     else:
         assert "uninitialised read: global load of `O` at element" in message, message

@@ -257,6 +257,36 @@ def test_an_output_left_entirely_poison_gets_a_hint_pointing_to_checked_mode(mon
         torch.testing.assert_close(good(a), a * 2)
 
 
+def fill_kernel(dtype, value, threads=128):
+    @T.prim_func
+    def fill(A: T.Tensor((threads,), "float32"), B: T.Tensor((threads,), dtype)):
+        with T.Kernel(1, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            B[tx] = T.Cast(dtype, value) if value is not None else T.sqrt(-1.0 - A[tx] * A[tx])
+
+    return fill
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype, value", [("int8", -1), ("int32", -1), ("uint8", 255), ("float32", None)])
+def test_an_output_whose_legitimate_value_is_all_ones_or_a_computed_nan_gets_no_hint(arch, dtype, value,
+                                                                                       monkeypatch):
+    """The hint is for the poison's exact bytes in dtypes whose all-ones pattern no kernel computes: an integer
+    output of -1 (or the type's maximum), or a float output of computed NaN (the square root of a negative
+    number), is legitimate. Before, the int8 fill of -1 drew the hint."""
+    import warnings
+
+    monkeypatch.delenv("TILELANG_SIM_CHECK", raising=False)
+    kernel = tilelang.compile(fill_kernel(dtype, value), out_idx=[1], target=f"musa -arch={arch}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = kernel(rand((128,), torch.float32))
+    if value is None:
+        assert torch.isnan(out).all()
+    else:
+        assert (out.view(torch.uint8) == 0xFF).all()  # the kernel wrote the poison's bytes, legitimately
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_dead_load_of_an_unwritten_fragment_slot_is_not_reported(arch):
     """A reduction into a shared tile stages it through a fragment: threads outside the fragment's layout add their

@@ -1,7 +1,7 @@
 """T.view of a thread's local buffer as another dtype: the same bytes seen as other elements (a register bitcast):
 `bf16 r[8]` viewed as `fp16 [8]` (same width) and `bf16 w[4]` viewed as `fp8 [8]` (narrower) are reinterpreting
-pointers over the local array, read and written through either name. Shared tiles and fragments viewed as another
-dtype stay an error naming the construct."""
+pointers over the local array, read and written through either name. Fragments viewed as another dtype stay an
+error naming the construct (shared tiles: test_view_shared_dtype.py)."""
 
 import pytest
 import torch
@@ -57,12 +57,11 @@ def test_local_buffer_viewed_as_another_dtype(arch):
     torch.testing.assert_close(c, wbytes.view(torch.float8_e4m3fn).half())
 
 
-@pytest.mark.parametrize("scope", ["shared", "fragment"])
-def test_on_chip_tiles_viewed_as_another_dtype_are_an_error(scope):
-    with pytest.raises(tilelang.CompileError, match=r"T.view: a (shared.dyn|local.fragment) buffer viewed as another "
+def test_fragments_viewed_as_another_dtype_are_an_error():
+    with pytest.raises(tilelang.CompileError, match=r"T.view: a local.fragment buffer viewed as another "
                                                     r"dtype \(bfloat16 -> float16\) is not supported"):
         @T.prim_func
         def main(A: T.Tensor((N,), "bfloat16")):
             with T.Kernel(1, threads=N):
-                t = T.alloc_shared([N], "bfloat16") if scope == "shared" else T.alloc_fragment([N], "bfloat16")
+                t = T.alloc_fragment([N], "bfloat16")
                 T.view(t, [N], "float16")

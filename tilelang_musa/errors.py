@@ -88,3 +88,8 @@ class UnsupportedError(CompileError):
 
 class SliceStepError(UnsupportedError, RuntimeError):
     """A buffer slice with a step other than 1 (`A[0:10:2]`): a RuntimeError too, as upstream's frontend raises it."""
+
+
+class EndlessLoopError(CompileError, RuntimeError):
+    """A loop of the kernel function that would never end while it is traced (`while True:` with no `break`): a
+    RuntimeError too, as upstream's frontend raises it ("Infinite while loop detected")."""

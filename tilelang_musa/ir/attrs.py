@@ -19,7 +19,10 @@ NON_RESTRICT_ATTR = "tl.non_restrict_params"
 # C source texts T.import_source put before the kernels (language/extern.py; read by codegen/source.py).
 IMPORTED_SOURCES_ATTR = "tl.imported_sources"
 VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer it views (language/view.py)
+# T.view of a shared tile as another dtype: view buffer -> the "file:line:col" of the T.view (for errors naming it).
+DTYPE_VIEWS_ATTR = "tl.dtype_views"
 WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
+ZEROED_WORKSPACES_ATTR = "tl.zeroed_workspaces"  # those the launcher zeroes for each call (transform/stream_k.py)
 # The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).
 OUTPUTS_ATTR = "tilelang_out_idx"
 # The trailing parameters added for T.dynamic sizes (not the user's parameters).

@@ -55,6 +55,8 @@ class CompileOptions:
     enable_async_copy: bool = _flag(K.TL_ENABLE_ASYNC_COPY, "pipelined loads may be asynchronous copies",
                                     default=True)
     disable_vectorize: bool = _flag(K.TIR_DISABLE_VECTORIZE, "no loop is vectorized")
+    stream_k: Any = _value(K.TL_STREAM_K, "a stream-K schedule of data-parallel GEMM kernels: True (one persistent "
+                           "block per MP) or a number of persistent blocks; False or unset: the grid as written")
     disable_shared_memory_reuse: bool = _flag(K.TL_DISABLE_SHARED_MEMORY_REUSE,
                                               "every shared tile has its own bytes of the arena, even where the "
                                               "lifetimes of two tiles do not overlap")

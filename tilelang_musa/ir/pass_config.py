@@ -98,6 +98,8 @@ class PassConfigKey(str, enum.Enum):
     TL_DUMP_IR_DIR = "tl.dump_ir_path"
     TL_DUMP_IR_PATH = "tl.dump_ir_path"  # this build's earlier name of the same key
     MUSA_KERNELS_OUTPUT_DIR = "musa.kernels_output_dir"
+    # This build's own: a stream-K schedule of data-parallel GEMM kernels (transform/stream_k.py).
+    TL_STREAM_K = "tl.stream_k"
     CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
     TL_AST_PRINT_ENABLE = "tl.ast_print_enable"
     TL_LAYOUT_VISUALIZATION_ENABLE = "tl.layout_visualization_enable"

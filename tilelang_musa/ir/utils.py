@@ -182,14 +182,18 @@ def thread_info(func: tirx.PrimFunc) -> ThreadInfo:
 
 def loc_of(node: Any):
     """The SourceLoc recorded on a loop or tile op by the frontend, if any."""
-    from ..errors import SourceLoc
-
     ann = getattr(node, "annotations", None)
     if ann is not None and "tl.loc" in ann:
-        text = str(ann["tl.loc"])
-        filename, line, col = text.rsplit(":", 2)
-        return SourceLoc(filename, int(line), int(col))
+        return loc_from_text(str(ann["tl.loc"]))
     return None
+
+
+def loc_from_text(text: str):
+    """A SourceLoc from its "file:line:col" text (as the frontend records it in attributes)."""
+    from ..errors import SourceLoc
+
+    filename, line, col = text.rsplit(":", 2)
+    return SourceLoc(filename, int(line), int(col))
 
 
 def declare_buffers(body: Any, buffers: list[Any], annotations: list[dict] | None = None) -> Any:

@@ -64,7 +64,8 @@ def _describe(param: ParamSpec, size_params: tuple[str, ...]) -> str:
         return f"{param.name}: a raw pointer ({param.dtype} elements)"
     shape = ", ".join(str(d) for d in param.shape)
     layout = "row-major" if param.strides is None else f"strides ({', '.join(str(s) for s in param.strides)})"
-    role = ("scratch the kernel writes before reading (any content)" if param.is_workspace else
+    role = ("scratch that must hold zero bytes at each launch (inter-block flags)" if param.zeroed else
+            "scratch the kernel writes before reading (any content)" if param.is_workspace else
             "output" if param.is_output else "input")
     notes = [role]
     if param.unused:

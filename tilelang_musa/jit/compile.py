@@ -38,7 +38,9 @@ from ..errors import CompileError
 from ..ir.attrs import (
     COMPILE_FLAGS_ATTR, DESCRIPTORS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_ATTR, SIZE_PARAMS_ATTR,
     WORKSPACES_ATTR,
+    ZEROED_WORKSPACES_ATTR,
 )
+from ..ir.outside_kernel import check_compilable
 from ..ir.options import CompileOptions
 from ..ir.source_lines import table_to_json
 from ..ir.utils import thread_info
@@ -47,7 +49,7 @@ from ..launcher.spec import unsolvable_symbols
 from ..target import ArchInfo, arch_of, determine_target
 from ..tileop.async_copy import global_piece_alignment
 from ..tileop.tme_copy import GLOBAL_ALIGN as TME_GLOBAL_ALIGN
-from ..transform import lower_program, normalize_pass_configs
+from ..transform import lower_program, normalize_pass_configs, program_passes
 from . import cache
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
@@ -152,6 +154,8 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | 
     specs = []
     align = align or {}
     workspaces = set(_workspaces(func))
+    zeroed = ({str(n) for n in func.attrs[ZEROED_WORKSPACES_ATTR]}
+              if func.attrs is not None and ZEROED_WORKSPACES_ATTR in func.attrs else set())
     for i, var in enumerate(func.params):
         ty = var.ty
         if isinstance(ty, tvm.ir.PointerType):  # T.ptr: a raw address
@@ -160,7 +164,7 @@ def param_specs(func: tirx.PrimFunc, outputs: set[int], align: dict[str, int] | 
         elif var.name in workspaces:
             specs.append(ParamSpec(var.name, "tensor", str(ty.dtype.dtype),
                                    tuple(_dim(d, var.name, "dim", k) for k, d in enumerate(ty.shape)),
-                                   is_workspace=True, align=align.get(var.name, 1)))
+                                   is_workspace=True, zeroed=var.name in zeroed, align=align.get(var.name, 1)))
         elif isinstance(ty, tirx.BufferType):
             strides = (tuple(_dim(d, var.name, "stride", k) for k, d in enumerate(ty.strides)) if ty.strides
                        else None)  # T.StridedTensor
@@ -346,6 +350,7 @@ def compile_deferred(program: tirx.PrimFunc, out_idx: int | Sequence[int] | None
 
 def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend: str, pass_configs: dict | None,
             instruments: Sequence[Any] | None, verbose: bool, compile_flags: Any) -> _Request:
+    check_compilable(program)  # an IR-only function (no kernel) is rejected here, cached or not
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
     # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's, the
@@ -358,6 +363,7 @@ def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend
     # TL_DISABLE_FAST_MATH is upstream's older switch; as there, setting it overrides TL_ENABLE_FAST_MATH.
     fast_math = options.enable_fast_math and not options.disable_fast_math
     name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
+    program = program_passes(program, target, options)
     return _Request(program, name, target, arch_of(target), resolve_backend(execution_backend), options, flags,
                     out_idx, fast_math, tuple(instruments or ()), verbose or env.VERBOSE.flag())
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from .. import env
+from .. import _wheel_patches, env
 from ..language.parser import contains_kernel_scope, parse_kernel
 from ..language.dtypes import Pointer
 from ..language.tensor_type import TensorType
@@ -62,6 +62,9 @@ class JITFunction:
     def _compile(self, key: Any, build_program: Callable[[], Any]) -> JITKernel:
         if self.options["target"] is None:  # the default target may change between calls (TILELANG_TARGET)
             key = (key, env.TARGET.raw())
+        entered = _wheel_patches.entered_tilelang_configs()
+        if entered:  # `with PassContext(config={"tl.*": ...})` around the call compiles its own kernel
+            key = (key, tuple(sorted((str(k), repr(v)) for k, v in entered.items())))
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = compile_program(build_program(), **self.options)

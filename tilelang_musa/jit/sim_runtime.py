@@ -10,13 +10,14 @@ built from the simulator headers with the kernels' flags less the per-kernel one
 flags and the headers' bytes (sim_runtime_recipe.py). An installed package carries the runtimes its CMake build made
 (`lib/sim_runtime/<key>/`, tools/build_sim_runtime.py); where none matches the key (a development checkout, edited
 headers, another compiler), the first kernel build that needs one builds it into the kernel cache directory under
-`sim_runtime/<key>/` (a few seconds, once), written to a temporary name and renamed so concurrent builds race
-harmlessly. Kernel libraries find their runtime again through their RUNPATH, so an exported kernel (jit/aot.py)
-loads where that directory is.
+`sim_runtime/<key>/` (a few seconds, once), under a file lock so that concurrent processes build it once, written
+to a temporary name and renamed so no process sees a partial file. Kernel libraries find their runtime again
+through their RUNPATH, so an exported kernel (jit/aot.py) loads where that directory is.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import subprocess
@@ -63,12 +64,21 @@ def runtime_library(compiler: list[str], compiler_identity: str, flags: list[str
 
 
 def _cached_library(compiler: list[str], flags: list[str], headers: Path, arch: str, key: str) -> Path:
+    """The runtime in the kernel cache, built there by the first process that needs it: it builds under an
+    exclusive flock beside the library (released if it dies), and the others wait and take its file instead of
+    compiling the same runtime at once (pytest-xdist's workers, parallel builds). The build writes a temporary
+    file renamed into place, so a process that tests for the library without the lock never sees a partial one."""
     from .cache import cache_dir
 
     directory = cache_dir() / RUNTIME_DIR / key
     library = directory / library_name(arch)
-    if not library.is_file():
-        directory.mkdir(parents=True, exist_ok=True)
+    if library.is_file():
+        return library
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / f"{library.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if library.is_file():  # built by the process that held the lock before us
+            return library
         fd, temporary = tempfile.mkstemp(prefix=".", suffix=".so", dir=directory)
         os.close(fd)
         cmd = build_command(compiler, flags, headers, arch, Path(temporary))

@@ -10,8 +10,9 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .builder import VAR_SCOPE, Param, current_trace, kernel_trace, take_name, value
+from .builder import VAR_SCOPE, Param, current_trace, take_name, value
 from .early_alloc import defer, is_before_kernel
+from .outside_kernel import add_outside_kernel, ir_trace
 from .dtypes import FP4_DTYPE, DType, canonical_dtype, reject_sub_byte_int
 
 SHARED_SCOPE = "shared.dyn"  # shared tiles live in dynamic shared memory (sized at launch, can exceed 48 KiB)
@@ -29,9 +30,10 @@ def _shape(construct: str, shape: Any) -> list[Any]:
 
 def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str, init: Any = None) -> Any:
     """Allocate a kernel buffer (storing `init` into element 0 if given); written at the top of a function body
-    before its kernel, the buffer belongs to the kernel that follows (early_alloc)."""
+    before its kernel, the buffer belongs to the kernel that follows (early_alloc); in a loop or branch of a
+    function that has no kernel yet, it is allocated there, IR to inspect (outside_kernel)."""
     early = is_before_kernel(current_trace(construct))
-    trace = current_trace(construct) if early else kernel_trace(construct)
+    trace, outside = (current_trace(construct), False) if early else ir_trace(construct)
     dtype = canonical_dtype(dtype)
     if dtype == FP4_DTYPE and scope not in ("shared", "shared.dyn", "local.fragment", "local"):
         from ..errors import UnsupportedError
@@ -45,7 +47,11 @@ def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str
         IRBuilder.name(take_name(default_name), buf)
         defer(trace, construct, buf, init)
         return buf
-    buf = Tb.alloc_buffer(_shape(construct, shape), dtype, scope=scope)
+    if outside:
+        buf = Tb.buffer(_shape(construct, shape), dtype, scope=scope)
+        add_outside_kernel(trace, construct, tirx.AllocBuffer(buf, {}))
+    else:
+        buf = Tb.alloc_buffer(_shape(construct, shape), dtype, scope=scope)
     IRBuilder.name(take_name(default_name), buf)
     if init is not None:
         Tb.buffer_store(buf, init, [0])

@@ -17,6 +17,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import CompileError, OperandTypeError, SourceLoc
+from ..ir.outside_kernel import kernel_required_message
 from ..ir.trace import OPEN_TRACES, current_trace as _current_trace
 
 # ----------------------------------------------------------------------------------------------------
@@ -52,6 +53,7 @@ class KernelTrace:
     reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
     reducer_seeds: dict = field(default_factory=dict)  # reducer -> the T.reducer_init seed its finalize combines
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
+    dtype_views: dict = field(default_factory=dict)  # shared tile's view as another dtype -> its T.view's location
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
     safe_values: dict = field(default_factory=dict)  # tensor name -> value of its out-of-bounds reads
     non_restrict: list = field(default_factory=list)  # T.annotate_restrict_buffers: tensor names that may alias
@@ -63,6 +65,7 @@ class KernelTrace:
     # the `for`/`while` statements being traced, innermost last: the LoopFrame of an IR loop, None for Python
     # iteration (where a `break` / `continue` binds; runtime.loop_exit)
     loops: list = field(default_factory=list)
+    outside_kernel: list = field(default_factory=list)  # (construct, loc) built before any kernel (outside_kernel)
 
     def error(self, message: str) -> CompileError:
         return CompileError(message, self.loc)
@@ -81,8 +84,7 @@ def kernel_trace(construct: str) -> KernelTrace:
     """The current trace, after checking that `construct` is used inside `with T.Kernel(...)`."""
     trace = current_trace(construct)
     if trace.kernel is None:
-        raise trace.error(f"`{construct}` must be used inside `with T.Kernel(...)` (or below the "
-                          "T.thread_binding / T.launch_thread bindings of a TVMScript-style kernel)")
+        raise trace.error(kernel_required_message(construct))
     return trace
 
 

@@ -7,7 +7,9 @@
 Upstream's TVMScript parser puts such an allocation at the function's root and a later pass moves it to where it is
 used. Here the buffer is made when the statement runs and allocated at the top of the next kernel to open (after its
 first binding, or inside `with T.Kernel`), where it would have been written. The meaning is clear only while every
-use of the buffer lies in that kernel: `check_early_allocations` rejects the rest, at the allocation's line.
+use of the buffer lies in that kernel: `check_early_allocations` rejects the rest, at the allocation's line. In a
+function that opens no kernel at all (IR to inspect, outside_kernel.py) the buffer is the function's own, allocated
+at the top of its body (`place_without_kernel`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tvm.tirx.script import builder as Tb
 from tvm.tirx.script.builder.frame import PrimFuncFrame
 
 from ..errors import CompileError, SourceLoc
+from ..ir.outside_kernel import is_recorded
+from .outside_kernel import note_outside_kernel
 
 
 @dataclass
@@ -54,12 +58,33 @@ def place_early_allocations(trace: Any) -> None:
         early.placed = True
 
 
+def place_without_kernel(func: tirx.PrimFunc, trace: Any) -> tirx.PrimFunc:
+    """A function that opens no kernel (IR to inspect: outside_kernel.py) allocates the buffers written at the top
+    of its body there, first, where upstream's parser puts them (the function's root); compiling it is the error.
+    Every kernel that opens places the allocations before it, so only such a function has any left."""
+    left = [early for early in trace.early_allocations if not early.placed]
+    if not left:
+        return func
+    stmts = []
+    for early in left:
+        alloc = tirx.AllocBuffer(early.buffer, {})
+        note_outside_kernel(trace, early.construct, alloc, early.loc)
+        stmts.append(alloc)
+        if early.init is not None:
+            stmts.append(tirx.BufferStore(early.buffer, early.init, [0]))
+        early.placed = True
+    body = func.body
+    if not (isinstance(body, tirx.Evaluate) and isinstance(body.value, tirx.IntImm) and body.value.value == 0
+            and not is_recorded(body)):  # not the builder's placeholder for an empty body
+        stmts.extend(body.seq if isinstance(body, tirx.SeqStmt) else [body])
+    return func.with_body(tirx.SeqStmt(stmts))
+
+
 def check_early_allocations(func: tirx.PrimFunc, trace: Any) -> None:
+    if not trace.kernels:  # IR to inspect: the buffers are the function's (place_without_kernel)
+        return
     for early in trace.early_allocations:
         name = early.buffer.name
-        if not early.placed:
-            raise CompileError(f"{early.construct}: `{name}` is allocated before the kernel, but no kernel follows "
-                               "it; allocate it inside `with T.Kernel(...)` or below the kernel's bindings", early.loc)
         if _used_outside_its_kernel(func.body, early.buffer):
             raise CompileError(f"{early.construct}: `{name}` is allocated before the kernel's bindings, so it "
                                "belongs to the first kernel that follows; it is used outside that kernel too. "

@@ -37,7 +37,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import CompileError, SourceLoc
+from ..errors import CompileError, EndlessLoopError, SourceLoc
 from . import runtime  # the helpers the rewritten code calls (bound as `__tl__`)
 
 HELPER = "__tl__"
@@ -94,9 +94,10 @@ def _target_names(target: ast.expr) -> list[str] | None:
     return None
 
 
-def _escapes(body: list[ast.stmt]) -> bool:
+def _escapes(body: list[ast.stmt], with_continue: bool = True) -> bool:
     """True if `body` leaves its block with break/continue/return (outside nested loops and functions);
-    such a block keeps plain Python control flow (it can only be static)."""
+    such a block keeps plain Python control flow (it can only be static). Without `with_continue`: whether it can
+    leave the loop it is the body of (break/return)."""
 
     class Finder(ast.NodeVisitor):
         found = False
@@ -104,7 +105,9 @@ def _escapes(body: list[ast.stmt]) -> bool:
         def visit_Break(self, node):  # noqa: N802
             self.found = True
 
-        visit_Continue = visit_Break
+        def visit_Continue(self, node):  # noqa: N802
+            self.found = self.found or with_continue
+
         visit_Return = visit_Break
 
         def visit_For(self, node):  # noqa: N802 - break/continue inside bind to that loop
@@ -314,6 +317,11 @@ class _Rewriter(ast.NodeTransformer):
     def visit_While(self, node: ast.While):
         if node.orelse:
             raise self._error(node, "`while ... else` is not supported in a kernel")
+        if isinstance(node.test, ast.Constant) and node.test.value and not _escapes(node.body, with_continue=False):
+            raise self._error(node, EndlessLoopError, f"`while {ast.unparse(node.test)}:` never ends: its condition is always true and "
+                                    "its body has no `break` (it is unrolled while the kernel is built, so only a static "
+                                    "`break` ends it); give it a condition the body changes (a T.alloc_var or a buffer "
+                                    "element), as T.While")
         test = self.visit(node.test)
         return ast.For(
             target=_name("_", ast.Store()),
@@ -493,8 +501,10 @@ class _Rewriter(ast.NodeTransformer):
             _thunk(self._operand(node.orelse))
         )
 
-    def _error(self, node: ast.AST, message: str) -> CompileError:
-        return CompileError(message, SourceLoc(self.filename, node.lineno, node.col_offset + self.col_offset))
+    def _error(self, node: ast.AST, *args: Any) -> CompileError:
+        """`_error(node, message)`, or `_error(node, ErrorClass, message)` for a CompileError subclass."""
+        error_class, message = args if len(args) == 2 else (CompileError, args[0])
+        return error_class(message, SourceLoc(self.filename, node.lineno, node.col_offset + self.col_offset))
 
     filename = "<kernel>"
 

@@ -19,12 +19,13 @@ from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
     ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR,
     PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, USER_BARRIER_ID, USER_NAMED_BARRIER,
-    VIEWS_ATTR, WORKSPACES_ATTR,
+    DTYPE_VIEWS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
 )
 from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
-from .early_alloc import check_early_allocations
+from .early_alloc import check_early_allocations, place_without_kernel
 from .kernel import close_raw_kernel
+from .outside_kernel import check_no_kernel_follows, record_body
 from .parser import ParsedKernel, parse_kernel
 from .dtypes import DType, Pointer, canonical_dtype
 from .proxy import TensorType, declare_param, make_param
@@ -136,6 +137,8 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(REDUCERS_ATTR, {buf: op for buf, op in trace.reducers.items()})
     if trace.buffer_views:
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
+    if trace.dtype_views:
+        func = func.with_attr(DTYPE_VIEWS_ATTR, dict(trace.dtype_views))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     if trace.safe_values:
@@ -146,6 +149,7 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(NON_RESTRICT_ATTR, list(trace.non_restrict))
     if any(k.min_blocks_per_sm is not None for k in trace.kernels):
         func = func.with_attr(MIN_BLOCKS_ATTR, [k.min_blocks_per_sm or 1 for k in trace.kernels])
+    record_body(func, trace)
     return func
 
 
@@ -191,8 +195,9 @@ def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) ->
             Tb.func_name(parsed.name)
             result = body()
             close_raw_kernel(trace)  # `tx = T.launch_thread(...)` statements last to the end of the body
-    func = ib.get()
+    func = place_without_kernel(ib.get(), trace)
     check_early_allocations(func, trace)
+    check_no_kernel_follows(trace)
     return func, result
 
 

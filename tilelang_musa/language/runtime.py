@@ -17,8 +17,9 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import _ffi_api as _ir_builder_ffi
 from tvm.tirx.script import builder as Tb
 
-from ..errors import SliceStepError, SourceLoc
-from .builder import _TRACES, _UNBOUND, KernelTrace, as_expr, current_trace, is_buffer, is_var_buffer, static_value, value
+from ..errors import EndlessLoopError, SliceStepError, SourceLoc
+from .builder import (_TRACES, _UNBOUND, KernelTrace, as_expr, current_loc, current_trace, is_buffer, is_var_buffer,
+                      static_value, value)
 from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
 from .loop import LoopFrame, serial
 from .proxy import declare_param
@@ -387,7 +388,12 @@ def iterate(iterable: Any, names: tuple[str, ...] | None) -> Iterator[Any]:
     if _TRACES and isinstance(iterable, tvm.ir.Expr):
         raise _TRACES[-1].error(f"cannot iterate over the IR value {iterable}; use T.serial(n) or range(n)")
     with _traced_loop(None):
-        yield from iterable
+        # An iterator may never end (itertools.count()), nor may a container the body keeps growing.
+        loc, bound = current_loc(), max(STATIC_LOOP_LIMIT, _length(iterable))
+        for count, item in enumerate(iterable, 1):
+            if count > bound:
+                raise _endless("this `for` loop over a Python iterable", loc)
+            yield item
 
 
 class _traced_loop:  # noqa: N801 - a context manager used like a function
@@ -434,6 +440,12 @@ def loop_exit(kind: str, filename: str, lineno: int, col: int, conditional: bool
         Tb.Break() if kind == "break" else Tb.Continue()
     return False
 
+
+def _length(iterable: Any) -> int:
+    try:
+        return len(iterable)
+    except TypeError:  # an iterator, or an object whose __len__ does not apply (a 0-d array)
+        return 0
 
 
 def range_(*args: Any):
@@ -508,11 +520,27 @@ def if_(filename: str, lineno: int, col: int, cond: Any) -> _IfBuilder:
 _WHILE_LOOP = LoopFrame("T.While", [(0, 0)], None)  # a `while` over a run-time condition, for loop_exit
 
 
+# A loop whose condition or iterator is Python's runs while the kernel is traced, once per iteration; past this
+# many iterations it is taken for one that never ends (`while n > 0:` over a Python `n` the body never changes).
+STATIC_LOOP_LIMIT = 1 << 16
+
+
+def _endless(loop: str, loc: SourceLoc | None) -> EndlessLoopError:
+    return EndlessLoopError(f"{loop} has run {STATIC_LOOP_LIMIT} iterations while the kernel was traced: its condition or "
+                        "iterator is Python's, known at compile time, so the loop is unrolled, and it does not end. "
+                        "A loop that runs in the kernel needs a run-time condition (a T.alloc_var or a buffer "
+                        "element) or range(n) / T.serial(n)", loc)
+
+
 def while_(test: Callable[[], Any]) -> Iterator[None]:
     cond = _operand(test())
     if static_value(cond) is not None or not isinstance(cond, tvm.ir.Expr):
         with _traced_loop(None):
+            loc, count = current_loc(), 0
             while static_value(cond) if static_value(cond) is not None else cond:
+                count += 1
+                if count > STATIC_LOOP_LIMIT:
+                    raise _endless("this `while` loop", loc)
                 yield
                 cond = _operand(test())
         return

@@ -19,6 +19,7 @@ from ..ir.trace import OPEN_TRACES
 from .builder import as_expr, current_trace, kernel_trace, operand_error, static_value
 from .builder import value as var_value  # a T.alloc_var operand reads as its element
 from .dtypes import canonical_dtype
+from .outside_kernel import add_outside_kernel, ir_trace
 from .tensor_type import TensorType
 
 PrimExpr = tvm.ir.Expr
@@ -175,9 +176,13 @@ def Let(expr: Any, where: dict) -> Any:  # noqa: N802 - TVMScript's name
 
 
 def evaluate(value: Any) -> None:
-    """Evaluate `value` (typically a call) as a statement of the kernel."""
-    kernel_trace("T.evaluate")
-    Tb.evaluate(as_expr(value))
+    """Evaluate `value` (typically a call) as a statement of the kernel. In a function with no kernel (IR to
+    inspect) it is built too, and compiling that function is the error (outside_kernel.py)."""
+    trace, outside = ir_trace("T.evaluate")
+    if not outside:
+        Tb.evaluate(as_expr(value))
+        return
+    add_outside_kernel(trace, "T.evaluate", tirx.Evaluate(as_expr(value)))
 
 
 class _Handle:

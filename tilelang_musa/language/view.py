@@ -1,13 +1,16 @@
 """`T.reshape(buf, shape)` and `T.view(buf, shape=None, dtype=None)`: the same storage seen with another shape
-(row-major, same number of elements) or, for a global tensor or a local buffer, another element type of the same
-total size. Global tensors (symbolic sizes allowed, `T.reshape(w, (num_tokens * num_topk,))`), shared tiles,
+(row-major, same number of elements) or, for a global tensor, a shared tile or a local buffer, another element type
+of the same total size. Global tensors (symbolic sizes allowed, `T.reshape(w, (num_tokens * num_topk,))`), shared tiles,
 fragments (a loop over the view follows the fragment's layout) and local buffers (constant shapes).
 
 A same-dtype view is a name: every access to it becomes an access to the buffer it views (LowerBufferViews), so
 barriers, bounds guards and memory planning see one buffer. A global tensor viewed as another dtype is a
 reinterpreting pointer (a DeclBuffer over the tensor's data); so is a thread's local buffer (`T.alloc_local`)
 viewed as another dtype: `bf16 x[64]` seen as `fp16 [64]` or `fp8 [128]` is the same bytes, each element of the view
-the bits stored there (a register bitcast, as MUSA's own kernels use to reinterpret loaded words).
+the bits stored there (a register bitcast, as MUSA's own kernels use to reinterpret loaded words). A shared tile
+viewed as another dtype is a DeclBuffer over the tile's storage in the tile's scope (ir/tile_views.py): the passes
+that reason about shared memory (barriers, lifetimes, pipelining, swizzles) treat it as the tile's bytes. A
+fragment's elements are spread over threads by its layout, and have no bytes to reinterpret.
 """
 
 from __future__ import annotations
@@ -92,11 +95,15 @@ def view(src: Any, shape: Any = None, dtype: Any = None) -> Any:
         IRBuilder.name(name, buffer)
         trace.buffer_views[buffer] = src
         return buffer
-    if scope not in ("global", "local"):
+    if scope == "local.fragment":
         raise trace.error(f"T.view: a {scope} buffer viewed as another dtype ({src_dtype} -> {dtype}) is not "
-                          "supported; view a global tensor or a local buffer, or copy")
-    buffer = Tb.decl_buffer(shape, dtype, data=tirx.call_intrin("handle", "tirx.buffer_data", src), scope=scope)
+                          "supported (its elements are spread over the threads by its layout); view a global "
+                          "tensor, a shared tile or a local buffer, or copy")
+    # (`src.data`: the view is declared in the tile's scope, so the passes know it for shared memory)
+    buffer = Tb.decl_buffer(shape, dtype, data=src.data, scope=scope)
     IRBuilder.name(name, buffer)
+    if scope in ("shared", "shared.dyn") and trace.loc is not None:
+        trace.dtype_views[buffer] = str(trace.loc)
     return buffer
 
 

@@ -9,7 +9,7 @@ calls the compiled library's `call_packed` on the right stream. See `_launcher.p
 """
 
 from .assume import AssumeViolation, HostAssume, HostExpr
-from .spec import SCALAR_DTYPES, DimExpr, KernelLaunchError, ParamSpec, torch_dtype
+from .spec import SCALAR_DTYPES, DimExpr, KernelLaunchError, ParamSpec, UnboundSizeError, torch_dtype
 
 try:
     from ._launcher import Launcher
@@ -19,4 +19,4 @@ except ImportError as _err:  # the extension is built by CMake at install time
         "`pip install .` so that CMake compiles it"
     ) from _err
 
-__all__ = ["AssumeViolation", "DimExpr", "HostAssume", "HostExpr", "KernelLaunchError", "Launcher", "ParamSpec", "SCALAR_DTYPES", "torch_dtype"]
+__all__ = ["AssumeViolation", "DimExpr", "HostAssume", "HostExpr", "KernelLaunchError", "Launcher", "ParamSpec", "SCALAR_DTYPES", "UnboundSizeError", "torch_dtype"]

@@ -30,8 +30,10 @@ float32 -> float, float64 -> double).
         kernel never writes, shows (NaN, -1). The kernel runs, and the outputs
         are returned (one -> the tensor, several -> a tuple in parameter order, none -> None).
         Errors: TypeError (argument count, not a tensor, dtype, scalar type), ValueError (device, shape,
-        symbol conflict, layout, scalar range), AssumeViolation (a ValueError and a RuntimeError: the call
-        breaks a `T.assume`), KernelLaunchError (call_packed returned non-zero).
+        symbol conflict, layout, scalar range), UnboundSizeError (a ValueError and a RuntimeError: a size the
+        kernel reads that only tensors left out as None give; one given by a single dim of a single tensor is 0
+        instead), AssumeViolation (a ValueError and a RuntimeError: the call breaks a `T.assume`),
+        KernelLaunchError (call_packed returned non-zero).
     launcher.bind_shapes(*args) -> dict[str, int]   the symbol values the arguments imply, without launching
     launcher.params, .lib_path, .kernel_name, .device, .scalar_bindings, .assumes, .arg_names (read-only)
 """
@@ -51,14 +53,20 @@ import numpy
 import torch
 
 from .assume import HostAssume, check_assumes, compile_checks
+from . import carried_poison
 from .poison_hint import hint_if_poison
-from .spec import KernelLaunchError, ParamSpec, accepted_torch_dtypes, solve_dim, unsolvable_symbols
+from .spec import (KernelLaunchError, ParamSpec, UnboundSizeError, accepted_torch_dtypes, solve_dim,
+                   unsolvable_symbols)
 
 ctypedef int (*CallPacked)(void** args, int num_args, void* stream) noexcept nogil
 ctypedef const char* (*GetLastError)() noexcept nogil
 # The simulator's (optional): the ranges the launcher poisoned for the coming call, checked mode's uninitialised
-# global-read check (src/tl_templates/sim/sim/poisoned_globals.h); n = 0 clears them after the call.
-ctypedef void (*PoisonedGlobals)(void** begins, const uint64_t* nbytes, int n) noexcept nogil
+# global-read check (src/tl_templates/sim/sim/poisoned_globals.h), with, for a tensor an earlier call returned,
+# the bytes it left unwritten and the text naming that call; n = 0 clears them after the call. After the call,
+# before the clearing, PoisonedUnwritten reads back range i's bytes still unwritten (-1: the call ran unchecked).
+ctypedef void (*RegisterPoisoned)(void** begins, const uint64_t* nbytes, const unsigned char** unwritten,
+                                  const char** origins, int n) noexcept nogil
+ctypedef int64_t (*PoisonedUnwritten)(int i, unsigned char* out) noexcept nogil
 
 # One argument value; args[i] points at slots[i].
 cdef union Slot:
@@ -103,6 +111,7 @@ cdef struct ParamInfo:
     int align        # tensors: bytes the data pointer must be a multiple of
     bint unused      # tensors: the kernel never accesses it (None is accepted)
     int pack         # tensors: logical elements per byte of the tensor passed (2 for float4_e2m1fn, else 1)
+    bint zeroed      # workspaces: zero bytes at each call (inter-block flags), not the simulator's poison
 
 # Per-call scratch, one malloc: the argument slots, the args array, and the symbol table. Where a symbol was
 # bound is kept only to name both sides of a conflict: sym_where >= 0 is shape[d], -1 a scalar argument,
@@ -113,8 +122,10 @@ cdef struct CallState:
     int64_t* sym_values
     int* sym_param    # -1: unbound
     int* sym_where
-    void** poisoned          # the simulator: the outputs and workspaces filled with poison ...
-    uint64_t* poisoned_bytes  # ... and their byte sizes
+    void** poisoned          # the simulator: the outputs and workspaces filled with poison, then the inputs an
+    uint64_t* poisoned_bytes  # ... earlier checked call left poison unwritten in (carried_poison.py); their sizes,
+    const unsigned char** unwritten  # ... the carried bytes still unwritten (null: allocated for this call) ...
+    const char** origins     # ... and the text naming the kernel that allocated a carried one
     int num_poisoned
 
 _Tensor = torch.Tensor
@@ -143,7 +154,8 @@ cdef class Launcher:
     cdef void* _handle
     cdef CallPacked _call
     cdef GetLastError _last_error
-    cdef PoisonedGlobals _poisoned
+    cdef RegisterPoisoned _register_poisoned
+    cdef PoisonedUnwritten _poisoned_unwritten
     cdef ParamInfo* _info
     cdef int64_t* _dims          # >= 0: static size; -1 - s: symbol s < _num_symbols; -1 - S - e: _exprs[e]
     cdef int _num_params
@@ -155,6 +167,7 @@ cdef class Launcher:
     cdef tuple _exprs            # DimExpr dims and strides, indexed by their code
     cdef tuple _static_shapes    # output shape tuple when all dims are static, else None
     cdef tuple _symbol_names
+    cdef tuple _symbol_sources   # per symbol: (tensor name, is a plain dim) for each input dim or stride naming it
     cdef tuple _assume_args      # (argument position, parameter index) of the scalar arguments assumes read
     cdef tuple _assume_checks    # compile_checks(assumes)
     cdef readonly str lib_path
@@ -247,6 +260,7 @@ cdef class Launcher:
         self._num_params = len(self.params)
         self._num_symbols = len(symbols)
         self._symbol_names = tuple(symbols)
+        self._symbol_sources = _symbol_sources(self.params, symbols)
         self._info = <ParamInfo*>malloc(max(1, self._num_params) * sizeof(ParamInfo))
         if self._info == NULL:
             raise MemoryError()
@@ -268,6 +282,7 @@ cdef class Launcher:
             info.align = p.align
             info.unused = p.unused
             info.pack = p.pack
+            info.zeroed = p.zeroed
             if p.kind == "pointer":
                 info.kind = POINTER_ARG
                 arg_names.append(p.name)
@@ -354,10 +369,14 @@ cdef class Launcher:
             raise OSError(f"kernel '{k}': cannot load {self.lib_path}: {_dlerror_text()}")
         self._call = <CallPacked>self._symbol(b"call_packed", "int call_packed(void** args, int num_args, void* stream)")
         self._last_error = <GetLastError>self._symbol(b"get_last_error", "const char* get_last_error(void)")
-        self._poisoned = NULL
+        self._register_poisoned = NULL
+        self._poisoned_unwritten = NULL
         if not self._musa:
-            self._poisoned = <PoisonedGlobals>dlsym(self._handle, b"tl_sim_poisoned_globals")
+            self._register_poisoned = <RegisterPoisoned>dlsym(self._handle, b"tl_sim_register_poisoned")
+            self._poisoned_unwritten = <PoisonedUnwritten>dlsym(self._handle, b"tl_sim_poisoned_unwritten")
             dlerror()
+            if self._poisoned_unwritten == NULL:
+                self._register_poisoned = NULL
 
     cdef void* _symbol(self, bytes name, str signature) except NULL:
         cdef void* sym
@@ -395,12 +414,21 @@ cdef class Launcher:
             else:
                 device = _CPU
             workspaces = []
-            outputs = self._fill_derived(&st, device, workspaces)
+            fresh = []
+            outputs = self._fill_derived(&st, device, workspaces, fresh)
+            carried = None
+            if self._register_poisoned != NULL and carried_poison.any_records():
+                carried = self._carry_inputs(args, &st)
             if ctx is None:
                 rc = self._launch(&st, stream)
             else:
                 with ctx:
                     rc = self._launch(&st, stream)
+            if st.num_poisoned > 0 and self._register_poisoned != NULL:
+                try:
+                    self._read_back_unwritten(&st, rc, fresh, carried)
+                finally:
+                    self._register_poisoned(NULL, NULL, NULL, NULL, 0)
             if rc != 0:
                 raise KernelLaunchError(f"kernel '{self.kernel_name}' failed (call_packed returned {rc}): "
                                         f"{self._last_error_text()}")
@@ -431,23 +459,75 @@ cdef class Launcher:
             free(mem)
 
     cdef int _launch(self, CallState* st, void* stream) noexcept:
+        """Registers the poisoned ranges (the caller clears them after reading them back) and runs the kernel."""
         cdef CallPacked fn = self._call
         cdef int n = self._num_params
         cdef int rc
-        cdef PoisonedGlobals poisoned = self._poisoned if st.num_poisoned > 0 else NULL
+        cdef RegisterPoisoned reg = self._register_poisoned if st.num_poisoned > 0 else NULL
         with nogil:
-            if poisoned != NULL:
-                poisoned(st.poisoned, st.poisoned_bytes, st.num_poisoned)
+            if reg != NULL:
+                reg(st.poisoned, st.poisoned_bytes, st.unwritten, st.origins, st.num_poisoned)
             rc = fn(st.argv, n, stream)
-            if poisoned != NULL:
-                poisoned(NULL, NULL, 0)
         return rc
+
+    cdef list _carry_inputs(self, tuple args, CallState* st):
+        """Registers each input whose storage an earlier checked call returned with poison it left unwritten
+        (carried_poison.py), once per storage; returns [(range index, storage address, tensor, record)]."""
+        cdef int i
+        cdef int a = 0
+        cdef int k
+        carried = []
+        seen = set()
+        for i in range(self._num_params):
+            kind = self._info[i].kind
+            if kind == TENSOR_IN:
+                t = args[a]
+                if isinstance(t, _Tensor):
+                    found = carried_poison.lookup(t)
+                    if found is not None and found[0] not in seen:
+                        address, record = found
+                        seen.add(address)
+                        k = st.num_poisoned
+                        st.poisoned[k] = <void*><uintptr_t>address
+                        st.poisoned_bytes[k] = record.nbytes
+                        st.unwritten[k] = <const unsigned char*><uintptr_t>record.unwritten.data_ptr()
+                        st.origins[k] = <const char*>record.origin
+                        st.num_poisoned += 1
+                        carried.append((k, address, t, record))
+            if kind == TENSOR_IN or kind == POINTER_ARG or kind == SCALAR_ARG:
+                a += 1
+        return carried
+
+    cdef int _read_back_unwritten(self, CallState* st, int rc, list fresh, object carried) except -1:
+        """After the call, before the ranges are cleared: remembers each output the call left poison unwritten in
+        (a successful call's: a failed one returns none), and updates (or drops) the records of the carried inputs
+        (carried_poison.py)."""
+        cdef int64_t count
+        cdef int k
+        if rc == 0:
+            for k, out, name in fresh:
+                count = self._poisoned_unwritten(k, NULL)
+                if count < 0:
+                    break  # the call ran unchecked: nothing is known
+                if count > 0:
+                    unwritten = torch.empty(st.poisoned_bytes[k], dtype=torch.uint8)
+                    self._poisoned_unwritten(k, <unsigned char*><uintptr_t>unwritten.data_ptr())
+                    carried_poison.remember(out, unwritten, self.kernel_name, name)
+        if carried:
+            for k, address, t, record in carried:
+                count = self._poisoned_unwritten(k, NULL)  # a failed call's writes until then are known too
+                unwritten = None
+                if count > 0:
+                    unwritten = torch.empty(st.poisoned_bytes[k], dtype=torch.uint8)
+                    self._poisoned_unwritten(k, <unsigned char*><uintptr_t>unwritten.data_ptr())
+                carried_poison.update(address, t, unwritten)
+        return 0
 
     cdef void* _new_state(self, CallState* st) except NULL:
         cdef int P = self._num_params
         cdef int S = self._num_symbols
         cdef int i
-        cdef size_t size = P * (sizeof(Slot) + 2 * sizeof(void*) + sizeof(uint64_t)) + \
+        cdef size_t size = P * (sizeof(Slot) + 4 * sizeof(void*) + sizeof(uint64_t)) + \
             S * (sizeof(int64_t) + 2 * sizeof(int))
         cdef char* mem
         if self._handle == NULL:
@@ -462,6 +542,8 @@ cdef class Launcher:
         st.sym_where = st.sym_param + S
         st.poisoned = <void**>(st.sym_where + S)
         st.poisoned_bytes = <uint64_t*>(st.poisoned + P)
+        st.unwritten = <const unsigned char**>(st.poisoned_bytes + P)
+        st.origins = <const char**>(st.unwritten + P)
         st.num_poisoned = 0
         for i in range(P):
             st.argv[i] = &st.slots[i]
@@ -662,8 +744,8 @@ cdef class Launcher:
             expr = self._exprs[-code - 1 - S]
             missing = [s for s in expr.symbols if s not in values]
             if missing:
-                raise ValueError(f"kernel '{k}': {self._source(i, where)} is `{expr}`, but nothing determines "
-                                 f"{', '.join(missing)} (a tensor left out as None?)")
+                raise UnboundSizeError(f"kernel '{k}': {self._source(i, where)} is `{expr}`, but nothing "
+                                       f"determines {', '.join(missing)} (a tensor left out as None?)")
             want = expr.evaluate(values)
             if want == actual:
                 continue
@@ -770,9 +852,10 @@ cdef class Launcher:
         return ValueError(f"kernel '{self.kernel_name}': scalar {self.params[i].name} = {v!r} overflows "
                           f"{self.params[i].dtype}")
 
-    cdef list _fill_derived(self, CallState* st, object device, list workspaces):
+    cdef list _fill_derived(self, CallState* st, object device, list workspaces, list fresh):
         """Packs the bound scalars and allocates the outputs (returned) and the workspaces (kept in `workspaces`
-        for the launch), once every input has bound its symbols."""
+        for the launch), once every input has bound its symbols. On the simulator, each output's poisoned range
+        is noted in `fresh` as (range index, tensor, name)."""
         cdef int i
         cdef ParamInfo* p
         outputs = []
@@ -781,12 +864,16 @@ cdef class Launcher:
             if p.kind == SCALAR_BOUND:
                 if st.sym_param[p.symbol] >= 0:
                     self._pack_scalar(i, st.sym_values[p.symbol], &st.slots[i])
-                elif p.unused:  # only tensors left out as None determine it, and the kernel never reads it
+                elif p.unused or _zero_when_absent(self._symbol_sources[p.symbol]):
+                    # Only tensors left out as None determine it, and the kernel never reads it; or one dim of
+                    # one tensor gives it, and that tensor is left out: 0, the size of what was not passed, as
+                    # upstream binds it (None is accepted only for a tensor the kernel never accesses).
                     self._pack_scalar(i, 0, &st.slots[i])
                 else:
-                    raise ValueError(f"kernel '{self.kernel_name}': nothing determines the size "
-                                     f"{self.params[i].name}, which the kernel reads: the tensors whose dims or "
-                                     "strides give it were left out as None")
+                    carriers = ", ".join(dict.fromkeys(name for name, _ in self._symbol_sources[p.symbol]))
+                    raise UnboundSizeError(f"kernel '{self.kernel_name}': nothing determines the size "
+                                           f"{self.params[i].name}, which the kernel reads: it requires at least "
+                                           f"one non-null buffer among: {carriers} (each was left out as None)")
             elif p.kind == TENSOR_OUT or p.kind == TENSOR_WORKSPACE:
                 shape = self._static_shapes[i]
                 if shape is None:
@@ -798,13 +885,19 @@ cdef class Launcher:
                                             "stride")
                     out = torch.empty_strided(shape, strides, dtype=self._dtypes[i], device=device)
                 st.slots[i].ptr = <void*><uintptr_t>out.data_ptr()
-                if not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
+                if p.zeroed:  # inter-block flags count from zero at every launch
+                    out.zero_()
+                elif not self._musa:  # undefined contents, made visible: NaN for floats, -1 for integers
                     storage = out.untyped_storage()
                     # memset, not storage.fill_: torch's fill of a large tensor wakes its OpenMP team, whose
                     # threads then spin for a while on the cores the simulator's workers are about to use
                     memset(<void*><uintptr_t>storage.data_ptr(), 0xFF, storage.nbytes())
                     st.poisoned[st.num_poisoned] = <void*><uintptr_t>storage.data_ptr()
                     st.poisoned_bytes[st.num_poisoned] = storage.nbytes()
+                    st.unwritten[st.num_poisoned] = NULL
+                    st.origins[st.num_poisoned] = NULL
+                    if p.kind == TENSOR_OUT:
+                        fresh.append((st.num_poisoned, out, self.params[i].name))
                     st.num_poisoned += 1
                 if p.kind == TENSOR_OUT:
                     outputs.append(out)
@@ -874,6 +967,28 @@ def _dim_code(d, dict symbols, list exprs):
         return -symbols[d] - 1
     exprs.append(d)
     return -len(symbols) - len(exprs)
+
+
+def _symbol_sources(tuple params, dict symbols):
+    """Per symbol, (tensor name, plain dim?) for each dim or stride of an input tensor that names it (alone or in
+    an expression)."""
+    sources = [[] for _ in symbols]
+    for p in params:
+        if p.kind != "tensor" or p.is_output or p.is_workspace:
+            continue
+        for d in p.shape:
+            for s in ((d,) if isinstance(d, str) else () if isinstance(d, int) else d.symbols):
+                sources[symbols[s]].append((p.name, isinstance(d, str)))
+        for d in p.strides or ():
+            for s in ((d,) if isinstance(d, str) else () if isinstance(d, int) else d.symbols):
+                sources[symbols[s]].append((p.name, False))
+    return tuple(tuple(found) for found in sources)
+
+
+cdef bint _zero_when_absent(tuple sources):
+    """A size exactly one dim of one tensor gives (no stride, no expression, no other tensor): upstream's binder
+    makes it 0 when that tensor is left out as None. Given by several, all left out, it is an error there."""
+    return len(sources) == 1 and sources[0][1]
 
 
 def _rebuild_launcher(lib_path, params, device, kernel_name, scalar_bindings, assumes=()):

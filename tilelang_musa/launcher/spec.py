@@ -27,6 +27,12 @@ class KernelLaunchError(RuntimeError):
     """A kernel library's `call_packed` returned non-zero; the message carries its `get_last_error()` text."""
 
 
+class UnboundSizeError(ValueError, RuntimeError):
+    """A size the kernel reads that only tensors left out as None would give. A RuntimeError as upstream's binder
+    raises it ("requires at least one non-null buffer"), and a ValueError as the launcher's other checks of
+    argument values."""
+
+
 # Scalar dtypes the launcher can pack into a C value (see `_launcher.pyx` for the C type of each).
 SCALAR_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -240,6 +246,8 @@ class ParamSpec:
               reads it (a size only tensors left out as None determine is then passed as 0)
     is_workspace  a `T.alloc_global` scratch tensor: allocated by the launcher for each call (filled with 0xFF bytes
               on the simulator, so a read before a write shows as NaN or -1), neither passed nor returned
+    zeroed    a workspace the launcher fills with zero bytes for each call instead (the flags of a stream-K
+              schedule, transform/stream_k.py, which count publishers from zero)
     """
 
     name: str
@@ -251,6 +259,7 @@ class ParamSpec:
     align: int = 1
     unused: bool = False
     is_workspace: bool = False
+    zeroed: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -286,6 +295,8 @@ class ParamSpec:
     def _check_tensor(self) -> None:
         if self.is_output and self.is_workspace:
             raise ValueError(f"parameter {self.name} cannot be both an output and a workspace")
+        if self.zeroed and not self.is_workspace:
+            raise ValueError(f"parameter {self.name}: only a workspace is zeroed by the launcher")
         try:
             torch_dtype(self.dtype)
         except ValueError as err:

@@ -466,10 +466,13 @@ def flatten(layout: Layout) -> Layout:
 
 
 def _modes(layout: Layout, what: str, symbolic_strides: bool = False) -> list[tuple[int, Any]]:
-    """The (extent, stride) leaves, static ints; with `symbolic_strides`, a stride may be a PrimExpr."""
+    """The (extent, stride) leaves, static ints; with `symbolic_strides`, a stride may be a PrimExpr or a
+    ScaledBasis."""
     def stride(d: Any) -> Any:
-        return d if symbolic_strides and isinstance(d, PrimExpr) and not isinstance(d, tirx.IntImm) else \
-            _static(d, what)
+        if symbolic_strides and (isinstance(d, ScaledBasis) or isinstance(d, PrimExpr) and not isinstance(
+                d, tirx.IntImm)):
+            return d
+        return _static(d, what)
 
     return [(_static(s, what), stride(d))
             for s, d in zip(flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride))]
@@ -477,6 +480,8 @@ def _modes(layout: Layout, what: str, symbolic_strides: bool = False) -> list[tu
 
 def _provably_equal(a: Any, b: Any) -> bool:
     if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if isinstance(a, ScaledBasis) or isinstance(b, ScaledBasis):
         return a == b
     import tvm
 
@@ -549,16 +554,20 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
         rhs = make_layout(rhs)
     if _is_tuple(rhs.shape):
         return make_layout([composition(lhs, rhs[i]) for i in range(rank(rhs))])
+    if isinstance(rhs.stride, ScaledBasis):  # k@i walks lhs's axis i (CuTe's basis_get): lhs[i] o (extent:k)
+        for axis in rhs.stride.mode:
+            lhs = lhs[axis]
+        return composition(lhs, Layout(rhs.shape, rhs.stride.value))
     extent, step = _static(rhs.shape, "composition"), _static(rhs.stride, "composition")
     if step == 0:
         return Layout(extent, 0)
-    modes = _modes(coalesce(lhs), "composition")
-    out: list[tuple[int, int]] = []
+    modes = _modes(coalesce(lhs), "composition", symbolic_strides=True)  # lhs's strides only scale
+    out: list[tuple[int, Any]] = []
     for k, (s, d) in enumerate(modes):
         if extent == 1:
             break
         if k == len(modes) - 1:  # the last mode of lhs extends as far as rhs needs
-            out.append((extent, step * d))
+            out.append((extent, _scaled(d, step)))
             extent = 1
             break
         if step >= s:
@@ -572,25 +581,47 @@ def composition(lhs: Layout, rhs: Any) -> Layout:
         take = min(available, extent)
         if extent % take:
             raise LayoutError(f"cute.composition({lhs}, {rhs}): extent {extent} does not divide by {take}")
-        out.append((take, step * d))
+        out.append((take, _scaled(d, step)))
         extent //= take
         step = 1
     return coalesce(_of_modes(out))
+
+
+def _scaled(stride: Any, factor: int) -> Any:
+    """`stride * factor`, a run-time stride left as it is when the factor is 1."""
+    return stride if factor == 1 else stride * factor
 
 
 def complement(layout: Layout, cotarget: int) -> Layout:
     """The layout of the offsets in [0, cotarget) that `layout` does not reach, ordered: together
     (`make_layout([layout, complement])`) they cover [0, cotarget) once."""
     cotarget = _static(cotarget, "complement")
-    modes = sorted((d, s) for s, d in _modes(filter(layout), "complement") if d != 0)
+    kept = [(s, d) for s, d in _modes(filter(layout), "complement", symbolic_strides=True)
+            if not (isinstance(d, int) and d == 0)]
+    if any(not isinstance(d, int) for _, d in kept):
+        return _complement_run_time_stride(layout, kept, cotarget)
     out, reached = [], 1
-    for d, s in modes:
-        if d % reached:
-            raise LayoutError(f"cute.complement({layout}, {cotarget}): stride {d} is not a multiple of {reached}")
+    for d, s in sorted((d, s) for s, d in kept):
+        # CuTe divides without asking for divisibility: the offsets between reached and d that are not a multiple
+        # of reached are left out, as CuTe leaves them
+        if d // reached == 0:
+            raise LayoutError(f"cute.complement({layout}, {cotarget}): the layout is not injective (stride {d} "
+                              f"inside the {reached} offsets the smaller strides reach)")
         out.append((d // reached, reached))
         reached = s * d
     out.append((_ceil_div(cotarget, reached), reached))
     return coalesce(_of_modes(out))
+
+
+def _complement_run_time_stride(layout: Layout, modes: list, cotarget: int) -> Layout:
+    """complement((n):(s), cotarget) = (s, ceil_div(cotarget, n * s)):(1, n * s), s a run-time stride (taken
+    positive): CuTe orders the strides at compile time, so a run-time stride is for rank-1 layouts only."""
+    if len(modes) != 1:
+        raise LayoutError(f"cute.complement({layout}, {cotarget}): a run-time stride needs a rank-1 layout (CuTe "
+                          "sorts the strides at compile time)")
+    ((extent, stride),) = modes
+    reached = stride * extent
+    return Layout((stride, tirx.floordiv(cotarget + reached - 1, reached)), (1, reached))
 
 
 def right_inverse(layout: Layout) -> Layout:
@@ -610,8 +641,30 @@ def right_inverse(layout: Layout) -> Layout:
 
 
 def left_inverse(layout: Layout) -> Layout:
-    """L with L(layout(i)) == i for every i of the layout's domain (the layout must be injective)."""
-    return right_inverse(make_layout([layout, complement(layout, cosize(layout))]))
+    """L with L(layout(i)) == i for every i of the layout's domain (the layout must be injective), as CuTe builds
+    it: the modes by increasing stride, each taking the offsets up to the next stride (so the gaps between them
+    map into it), and a leading stride-0 mode over the offsets below the smallest stride (a broadcast slot:
+    left_inverse(8:2) is (2,8):(0,1))."""
+    modes = _modes(coalesce(layout), "left_inverse")
+    position, placed = 1, []
+    for s, d in modes:
+        if d != 0:
+            placed.append((d, s, position))
+        position *= s
+    placed.sort()
+    if not placed:
+        return Layout(1, 0)
+    out = [(placed[0][0], 0)] if placed[0][0] > 1 else []
+    for k, (d, s, at) in enumerate(placed):
+        if k + 1 < len(placed):
+            following = placed[k + 1][0]
+            if following % d or following // d < s:
+                raise LayoutError(f"cute.left_inverse({layout}): the layout is not injective, or stride {following} "
+                                  f"is not a multiple of {d}")
+            out.append((following // d, at))
+        else:
+            out.append((s, at))
+    return coalesce(_of_modes(out))
 
 
 def _tiler(tiler: Any) -> Layout:
@@ -650,11 +703,13 @@ def blocked_product(block: Layout, tiler: Any) -> Layout:
 
 
 def tiled_product(block: Layout, tiler: Any) -> Layout:
-    """(block, tiler's mode 0, tiler's mode 1, ...)."""
-    tiler = _tiler(tiler)
-    modes = max(rank(block), rank(tiler))
-    product_ = logical_product(_pad(block, modes), _pad(tiler, modes))
-    return make_layout([product_[0]] + [product_[1][i] for i in range(modes)])
+    """(block, rest's mode 0, rest's mode 1, ...): the logical product with its rest mode unpacked, as CuTe's
+    `zipped_product(block, tiler)(_, repeat<R>(_))` (R the rest's rank: a rest of one mode stays as it is)."""
+    product_ = logical_product(block, tiler)
+    rest = product_[1]
+    if not _is_tuple(rest.shape) or len(rest.shape) < 2:
+        return product_
+    return make_layout([product_[0]] + [rest[i] for i in range(rank(rest))])
 
 
 # ------------------------------------------------------------------------------------------------- swizzles
@@ -723,7 +778,12 @@ class ComposedLayout:
         return self.swizzle(self.offset + self.layout(coord))
 
     def recast(self, old_bits: int, new_bits: int) -> "ComposedLayout":
-        _unsupported("ComposedLayout.recast")
+        """The same bytes over elements of `new_bits` instead of `old_bits` (CuTe's recast_layout): the swizzle
+        recast, the offset and the layout counted in the new elements (a unit-stride mode's extent and the other
+        strides scaled by old/new; narrower elements split each old one, wider ones must cover whole old ones)."""
+        return ComposedLayout(self.swizzle.recast(old_bits, new_bits),
+                              _recast_count(self.offset, old_bits, new_bits, "offset"),
+                              _recast_layout(self.layout, old_bits, new_bits))
 
     def __repr__(self) -> str:
         return f"{self.swizzle} o {self.offset} o {self.layout}"
@@ -731,6 +791,31 @@ class ComposedLayout:
     @staticmethod
     def from_tilelang(layout: Any, buffer: Any = None) -> Any:
         _unsupported("ComposedLayout.from_tilelang")
+
+
+def _recast_count(count: int, old_bits: int, new_bits: int, what: str) -> int:
+    if (count * old_bits) % new_bits:
+        raise LayoutError(f"cute.ComposedLayout.recast: {what} {count} of {old_bits}-bit elements is not a whole "
+                          f"number of {new_bits}-bit elements")
+    return count * old_bits // new_bits
+
+
+def _recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
+    """`layout` over elements of `new_bits`: the unit-stride mode's extent and every other stride scaled by
+    old_bits / new_bits (CuTe's upcast / downcast); strides 0 stay 0."""
+    def leaf(extent: Any, stride: Any) -> tuple:
+        extent, stride = _static(extent, "ComposedLayout.recast"), _static(stride, "ComposedLayout.recast")
+        if stride == 1:
+            return _recast_count(extent, old_bits, new_bits, "extent"), 1
+        return extent, (stride and _recast_count(stride, old_bits, new_bits, "stride"))
+
+    def walk(shape: Any, stride: Any) -> tuple:
+        if _is_tuple(shape):
+            pairs = [walk(s, d) for s, d in zip(shape, stride)]
+            return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        return leaf(shape, stride)
+
+    return Layout(*walk(layout.shape, layout.stride))
 
 
 def _unsupported(name: str) -> Any:

@@ -50,14 +50,20 @@ NAN_FUNCTORS = {"max": "tl::MaxOpNan", "absmax": "tl::MaxOpNan", "min": "tl::Min
 TREE_FOLD_KINDS = ("max", "min", "absmax")  # a thread's own elements fold as a pairwise tree (Reduce._tree_fold)
 
 
+# Float types with infinities: the identity of max/min there is -inf/+inf (upstream's too), so a row of -inf (a
+# fully masked attention row) reduces to -inf. The others (float8_e4m3fn, the fnuz types) take their extreme finite
+# values, as integers take their limits.
+_INFINITE_FLOATS = ("float16", "bfloat16", "float32", "float64", "float8_e5m2")
+
+
 def _identity(kind: str, dtype: str) -> Any:
     value = KINDS[kind][1]
     if value == "all ones":
         return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
-    if value == float("-inf"):
-        return tirx.min_value(dtype)  # -inf for floats, the smallest value for integers
-    if value == float("inf"):
-        return tirx.max_value(dtype)
+    if value in (float("-inf"), float("inf")):
+        if dtype in _INFINITE_FLOATS:
+            return tirx.const(value, dtype)
+        return tirx.min_value(dtype) if value < 0 else tirx.max_value(dtype)  # integers: their limits
     return tirx.const(value, dtype)
 
 

@@ -21,6 +21,13 @@ def lower_program(*args, **kwargs):
     return _lower_program(*args, **kwargs)
 
 
+def program_passes(*args, **kwargs):
+    """See `pipeline.program_passes`."""
+    from .pipeline import program_passes as _program_passes
+
+    return _program_passes(*args, **kwargs)
+
+
 def LegalizeNegativeIndex():  # noqa: N802 - upstream's pass name
     """See `legalize_negative_index.py`."""
     from .legalize_negative_index import LegalizeNegativeIndex as _pass
@@ -36,4 +43,4 @@ def ThreadSync(scope: str):  # noqa: N802 - upstream's pass name
 
 
 __all__ = ["LegalizeNegativeIndex", "ThreadSync", "PassConfigKey", "apply_simplify", "lower", "lower_program",
-           "normalize_pass_configs", "simplify_prim_func"]
+           "normalize_pass_configs", "program_passes", "simplify_prim_func"]

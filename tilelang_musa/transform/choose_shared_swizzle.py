@@ -16,6 +16,7 @@ the lanes of a warp at one value of those loops, a vectorized loop's lanes toget
 partitioned is run as PartitionParallelLoop will run it (the coalesced free plan and its vector width, or the
 nest's loop_layout), its threads counted as the block's. Only tiles whose every use is such an element access
 qualify: tiles a gemm, TME, LDLMS or any call takes by address, tiles with an annotated layout or one an op required,
+tiles a view of another dtype also names (ir/tile_views.py: the view reads the bytes in the tile's row-major order)
 and tiles indexed through memory or a let-bound variable keep theirs. Conditions around an access are not evaluated
 (the estimate counts it as run) and block indices and scalar parameters count as 0: the choice only weighs costs,
 any layout is correct.
@@ -31,6 +32,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import LAYOUTS_ATTR, PARALLEL
+from ..ir.tile_views import viewed_tiles
 from ..ir.utils import Access, TensorLoad, as_int, collect_accesses, dtype_bytes, scope_of, thread_info
 from ..layout import Layout, LayoutError
 from ..layout._expr import evaluate
@@ -219,7 +221,7 @@ def choose_shared_swizzle(func: tirx.PrimFunc) -> tirx.PrimFunc:
     target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
     if target is None:
         return func
-    laid_out = set(shared_layouts(func))
+    laid_out = set(shared_layouts(func)) | viewed_tiles(func.body)
     allocs = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer))], order="pre")
     uses = BufferUses(func.body)

@@ -8,7 +8,9 @@ Pipeline iteration p runs each unit u, in the planned order, for loop iteration 
 Buffers: a buffer written in one stage and read in a later one is given versions (a leading dimension), each
 access going to version `iteration % V`; V = the largest stage distance + 1, or the distance itself when every
 reader at that distance comes before the writer in the order (it reads the old contents before they are replaced).
-Only shared and per-thread local buffers can be versioned (a fragment's layout has no room for versions).
+Only shared and per-thread local buffers can be versioned (a fragment's layout has no room for versions). A view of
+a tile as another dtype (ir/tile_views.py) is the tile's bytes: the units' dependences are the tile's, and a versioned
+tile's views are versioned with it (view version k over the bytes of tile version k).
 
 Loads (a global-to-shared `T.copy` in a stage before the last one) are asynchronous. With a TME (ArchInfo.has_tme:
 mp_31), where the copy meets the TME rules (tileop/tme_copy.py; not with TL_DISABLE_TMA_LOWER), it is a TME load
@@ -43,6 +45,7 @@ from ..ir.attrs import (
 )
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.options import CompileOptions
+from ..ir.tile_views import shared_tile_views
 from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info, with_fresh_bindings
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
@@ -241,13 +244,13 @@ def in_order(loop: tirx.For) -> tirx.For:
 
 
 def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: list, used_outside: set,
-                  counters: list | None = None) -> Any:
+                  counters: list | None = None, views: dict | None = None) -> Any:
     """The loop pipelined. With `counters` (the loop runs again and again: it is inside another loop), a TME
     ring's slots and parities follow a count of the iterations of every run so far (a barrier's phases do not
     restart with the loop), kept in a per-thread counter appended to `counters` and to `barriers`."""
     if loop.step is not None and as_int(loop.step) != 1:
         raise CompileError("T.Pipelined: a loop with a step cannot be pipelined", loc_of(loop))
-    body = pipeline_units(loop)
+    body = pipeline_units(loop, views)
     units = body.units
     stages = [int(x) for x in loop.annotations[SCHEDULE_STAGE]]
     orders = [int(x) for x in loop.annotations[SCHEDULE_ORDER]]
@@ -257,6 +260,9 @@ def pipeline_loop(loop: tirx.For, versions: dict, modes: LoadModes, barriers: li
     if _must_run_in_order(loop, needs, used_outside):
         return in_order(loop)
     _add_versions(loop, needs, versions)
+    for view, tile in (views or {}).items():  # the tile's names, versioned alike
+        if tile in versions and view not in versions:
+            versions[view] = (versioned_buffer(view, versions[tile][1]), versions[tile][1])
     kinds = {u.index: kind for u in units if (kind := load_kind(u, stages[u.index], max_stage, modes))}
     schedule = _Schedule(units, stages, orders, kinds)
     _allocate_rings(schedule, units, versions, modes.threads, barriers)
@@ -484,7 +490,8 @@ def inject_software_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
     barriers: list = []
 
     threads = thread_info(func)
-    uses = BufferUses(func.body)
+    views = shared_tile_views(func.body)
+    uses = BufferUses(func.body, views)
     ranged = [0]  # inside an `if` on the thread index or a T.ws region: not every thread arrives
     depth = [0]  # loops around the node: a pipelined loop among them runs more than once
     counters: list = []  # iteration counters of repeated pipelined loops, zeroed before their outermost loop
@@ -495,7 +502,8 @@ def inject_software_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
         depth[0] -= 1
         if isinstance(node, tirx.For) and SCHEDULE_STAGE in node.annotations:
             here = modes if not ranged[0] else dataclasses.replace(modes, tme=False)
-            node = pipeline_loop(node, versions, here, barriers, uses.outside(node), counters if depth[0] else None)
+            node = pipeline_loop(node, versions, here, barriers, uses.outside(node), counters if depth[0] else None,
+                                 views)
         if depth[0] == 0 and counters:
             node = tirx.SeqStmt([tirx.BufferStore(c, tirx.const(0, c.ty.dtype), [0]) for c in counters] + [node])
             counters.clear()
@@ -527,7 +535,12 @@ def inject_software_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
             return tirx.AllocBuffer(versions[node.buffer][0], node.annotations)
         return node
 
-    body = tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc)])
+    def on_decl(node, mutator):  # a versioned view, over its versioned tile
+        if node.buffer in versions:
+            return tirx.DeclBuffer(versions[node.buffer][0], data=versions[views[node.buffer]][0].data)
+        return node
+
+    body = tvm_ffi.structural_mutate(body, [(tirx.AllocBuffer, on_alloc), (tirx.DeclBuffer, on_decl)])
     func = func.with_body(body)
     if func.attrs is not None and ANNOTATIONS_ATTR in func.attrs:
         layouts = {}
@@ -560,16 +573,28 @@ def _mentions(node: Any) -> dict:
 
 class BufferUses:
     """The buffers a kernel body mentions, counted once, so that each pipelined loop can ask which of them are also
-    used outside it (allocations aside) without another walk of the whole body."""
+    used outside it (allocations aside) without another walk of the whole body. With `views` (view -> tile,
+    ir/tile_views.py), a view's declaration mentions neither name, and a view used outside the loop counts its tile
+    too."""
 
-    def __init__(self, body: Any):
+    def __init__(self, body: Any, views: dict | None = None):
         self.total = _mentions(body)
-        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: self.total.__setitem__(
-            a.buffer, self.total.get(a.buffer, 0) - 1))], order="pre")
+        self.views = views or {}
+
+        def uncount(buffer):
+            self.total[buffer] = self.total.get(buffer, 0) - 1
+
+        def on_decl(decl):
+            if decl.buffer in self.views:
+                uncount(decl.buffer), uncount(self.views[decl.buffer])
+
+        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: uncount(a.buffer)), (tirx.DeclBuffer, on_decl)],
+                                order="pre")
 
     def outside(self, loop: tirx.For) -> set:
         inside = _mentions(loop)
-        return {b for b, n in self.total.items() if n > inside.get(b, 0)}
+        used = {b for b, n in self.total.items() if n > inside.get(b, 0)}
+        return used | {self.views[b] for b in used if b in self.views}
 
 
 def InjectSoftwarePipeline(configs: CompileOptions | dict):  # noqa: N802 - a pass, named as TVM names passes

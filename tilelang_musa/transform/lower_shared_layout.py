@@ -8,6 +8,11 @@ vectorized (LowerParallelLoop's, over a fragment's slots) the lane is moved out 
 access stays one vector, not a gather. A
 swizzled tile must start at a multiple of the swizzle's period (the hardware swizzles absolute
 addresses): its allocation asks the shared-memory planner for that alignment.
+
+A view of a tile as another dtype (ir/tile_views.py) is a name of its own over the tile's bytes: a layout annotated
+on the view maps the view's accesses (its declaration takes the laid-out shape), the tile's own layout the tile's.
+A layout the compiler would choose for a viewed tile (an op's requirement) is refused: the view's accesses would
+read the bytes in an order its user never wrote.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from ..ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, LAYOUTS_ATTR
-from ..ir.utils import TensorLoad, as_int, scope_of, thread_info
+from ..ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, DTYPE_VIEWS_ATTR, LAYOUTS_ATTR
+from ..errors import CompileError
+from ..ir.tile_views import shared_tile_views
+from ..ir.utils import TensorLoad, as_int, loc_from_text, loc_of, scope_of, thread_info
 from ..layout import Fragment
 from ..tileop.loop_plan import hoist_lane_from_xor
 from .partition_parallel_loop import thread_analyzer
@@ -40,10 +47,59 @@ def shared_layouts(func: tirx.PrimFunc) -> dict:
     return out
 
 
+def _refuse_chosen_layouts_of_viewed_tiles(func: tirx.PrimFunc) -> None:
+    """A layout an op required (not the user's annotation) on a tile that a view of another dtype also names."""
+    if func.attrs is None or LAYOUTS_ATTR not in func.attrs:
+        return
+    views = shared_tile_views(func.body)
+    if not views:
+        return
+    annotated = func.attrs[ANNOTATIONS_ATTR] if ANNOTATIONS_ATTR in func.attrs else {}
+    for buf in func.attrs[LAYOUTS_ATTR]:
+        if buf in annotated or scope_of(buf) not in ("shared", "shared.dyn"):
+            continue
+        view = next((v for v, tile in views.items() if tile.same_as(buf) or v.same_as(buf)), None)
+        if view is not None:
+            raise CompileError(
+                f"T.view: shared tile `{buf.name}` is also named `{view.name}` ({view.ty.dtype.dtype}), but an op on "
+                f"it needs `{buf.name}` stored in a layout of its own (a swizzle), which would reorder the bytes "
+                f"`{view.name}` reads; annotate the layout of both names (T.annotate_layout), or copy into a tile of "
+                "its own", _view_loc(func, view), stage="LowerSharedLayout")
+
+
+def _view_loc(func: tirx.PrimFunc, view):
+    """Where the user wrote the T.view of `view` (else the first loop that accesses it)."""
+    if DTYPE_VIEWS_ATTR in func.attrs:
+        text = next((str(loc) for v, loc in func.attrs[DTYPE_VIEWS_ATTR].items() if v.same_as(view)), None)
+        if text:
+            return loc_from_text(text)
+    return _first_loop_using(func.body, view)
+
+
+def _first_loop_using(body, buffer):
+    """The source location of the first loop (with one) whose body accesses `buffer`: the user's line."""
+    found: list = []
+
+    def on_for(loop):
+        loc = loc_of(loop)
+        if found or loc is None:
+            return
+        uses = []
+        tvm_ffi.structural_walk(loop.body, [
+            (TensorLoad, lambda n: uses.append(n) if n.source.same_as(buffer) else None),
+            (tirx.BufferStore, lambda n: uses.append(n) if n.buffer.same_as(buffer) else None)])
+        if uses:
+            found.append(loc)
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)], order="pre")
+    return found[0] if found else None
+
+
 def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
     layouts = shared_layouts(func)
     if not layouts:
         return func
+    _refuse_chosen_layouts_of_viewed_tiles(func)
     replacement = {}
     for buf, layout in layouts.items():
         shape = [as_int(e) for e in layout.output_shape]
@@ -57,6 +113,9 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
         annotations = dict(node.annotations or {})
         annotations[ALIGNMENT_ANNOTATION] = SWIZZLE_ALIGNMENT
         return tirx.AllocBuffer(replacement[node.buffer], annotations)
+
+    def on_decl(node, mutator):  # a view with a layout of its own: declared with the laid-out shape
+        return tirx.DeclBuffer(replacement[node.buffer], data=node.data) if node.buffer in replacement else node
 
     analyzer = thread_analyzer(thread_info(func))()
     lanes: list = []  # the vectorized loops around: (lane, width)
@@ -90,7 +149,8 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return replacement[node.source][tuple(physical(node.source, node.indices))]
         return node
 
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.For, on_for),
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.DeclBuffer, on_decl),
+                                                 (tirx.For, on_for),
                                                  (tirx.BufferStore, on_store), (TensorLoad, on_load)])
     return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
 

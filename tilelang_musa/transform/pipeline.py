@@ -54,6 +54,7 @@ from .safe_memory_access import SafeMemoryAccess
 from .serialize_dynamic_parallel_levels import SerializeDynamicParallelLevels
 from .split_kernels import split_kernels
 from .stage_gemm_operands import StageGemmOperands
+from .stream_k import stream_k
 from .legalize_vectorized_loops import LegalizeVectorizedLoops
 from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
@@ -205,6 +206,15 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             PlanDynamicSharedMemory(options),
         )),
     ]
+
+
+def program_passes(program: tirx.PrimFunc, target: tvm.target.Target, configs: CompileOptions | dict
+                   ) -> tirx.PrimFunc:
+    """Rewrites of the whole program that run before its parameters are read (the launcher's specs) and before it
+    is split into kernels: a rewrite that adds a workspace parameter belongs here."""
+    options = CompileOptions.of(configs)
+    # tl.stream_k: a data-parallel GEMM on persistent blocks, with two workspaces (partial tiles and their flags).
+    return stream_k(program, options, arch_of(target).name)
 
 
 def lowering_passes(configs: CompileOptions | dict) -> list[Any]:

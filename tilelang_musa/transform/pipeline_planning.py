@@ -27,6 +27,7 @@ from tvm import tirx
 from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..ir.attrs import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES
+from ..ir.tile_views import shared_tile_views
 from ..ir.utils import as_int, dtype_bytes, loc_of, scope_of
 from .pass_base import tl_pass
 from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
@@ -195,14 +196,14 @@ def _fit_in_shared_memory(units: list[Unit], num_stages: int, schedule: tuple, b
     return schedule
 
 
-def plan_loop(loop: tirx.For, budget: SharedBudget | None = None) -> tirx.For:
+def plan_loop(loop: tirx.For, budget: SharedBudget | None = None, views: dict | None = None) -> tirx.For:
     ann = loop.annotations
     stage, order = _int_list(loop, PIPELINE_STAGE), _int_list(loop, PIPELINE_ORDER)
     num_stages = int(ann[PIPELINE_STAGES]) if PIPELINE_STAGES in ann else 0
     kept = {str(k): v for k, v in ann.items() if str(k) not in _USER_KEYS and str(k) != PIPELINE_GROUP}
     if stage is None and order is None and num_stages <= 0:
         return _annotated(loop, kept)
-    body = pipeline_units(loop)
+    body = pipeline_units(loop, views)
     units = body.units
     if (stage is None) != (order is None):
         raise CompileError("T.Pipelined: give both stage= and order= (one entry per statement), or neither",
@@ -232,13 +233,14 @@ def plan_loop(loop: tirx.For, budget: SharedBudget | None = None) -> tirx.For:
 
 def pipeline_planning(func: tirx.PrimFunc) -> tirx.PrimFunc:
     budget = shared_budget(func)
+    views = shared_tile_views(func.body)
 
     def on_for(node: Any, mutator: Any) -> Any:
         node = mutator.default_mutate(node)
         ann = node.annotations
         if not any(k in ann for k in _USER_KEYS):
             return node
-        return plan_loop(node, budget)
+        return plan_loop(node, budget, views)
 
     return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
 

@@ -135,7 +135,16 @@ class PipelineBody:
     units: list[Unit]
 
 
-def pipeline_units(loop: tirx.For) -> PipelineBody:
+def _as_storage(found: tuple[frozenset, frozenset], views: dict | None) -> tuple[frozenset, frozenset]:
+    """(reads, writes) with a view of a tile as another dtype (view -> tile in `views`) counted as its tile."""
+    if not views:
+        return found
+    return tuple(frozenset(views.get(b, b) for b in names) for names in found)
+
+
+def pipeline_units(loop: tirx.For, views: dict | None = None) -> PipelineBody:
+    """The loop body's units. With `views` (ir/tile_views.py: view -> tile), a unit that accesses a view of a tile
+    as another dtype reads or writes the tile (its bytes): the dependences and the versions are the tile's."""
     stmts = flatten(loop.body)
     hoisted = [s for s in stmts if isinstance(s, tirx.AllocBuffer)]
     binds: dict = {}
@@ -143,13 +152,13 @@ def pipeline_units(loop: tirx.For) -> PipelineBody:
     written: set = set()
     for s in stmts:
         if not isinstance(s, (tirx.AllocBuffer, tirx.Bind)):
-            written |= accesses(s)[1]
+            written |= _as_storage(accesses(s), views)[1]
     for s in stmts:
         if isinstance(s, tirx.AllocBuffer):
             continue
         if isinstance(s, tirx.Bind):
             value = substitute(s.value, binds)
-            stale = [b for b in accesses(value)[0] if b in written]
+            stale = [b for b in _as_storage(accesses(value), views)[0] if b in written]
             if stale:
                 raise CompileError(
                     f"T.Pipelined: the binding `{s.var.name}` reads `{stale[0].name}`, which the pipelined loop "
@@ -163,7 +172,7 @@ def pipeline_units(loop: tirx.For) -> PipelineBody:
     units = []
     for index, members in enumerate(groups):
         body = [plain[m] for m in members]
-        reads, writes = accesses(tirx.SeqStmt(body) if len(body) > 1 else body[0])
+        reads, writes = _as_storage(accesses(tirx.SeqStmt(body) if len(body) > 1 else body[0]), views)
         units.append(Unit(index, body, reads, writes, _stmt_loc(body[0]) or loc_of(loop)))
     return PipelineBody(hoisted, units)
 

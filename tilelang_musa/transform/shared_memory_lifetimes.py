@@ -5,7 +5,8 @@ The unit is one statement of that block, the innermost SeqStmt holding the tiles
 branch or a nest counts as a whole, so a tile used anywhere inside a loop is live for all of it (values carried from one
 iteration to the next stay safe). A statement that issues a TME store without waiting for it leaves its tiles
 being read after it ends: they stay in use to the end of the block. Every thread runs these statements, so a block-wide barrier placed between two of
-them orders all accesses before it against all after it.
+them orders all accesses before it against all after it. A view of a tile as another dtype (ir/tile_views.py) is the
+tile's bytes: a statement that references the view uses the tile.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.tile_views import shared_tile_views
 from ..tileop.tme_copy import TME_STORE, TME_STORE_WAIT
 from .uniform_conditions import uniform_conditions
 
@@ -36,10 +38,11 @@ def _called_ops(stmt: tirx.Stmt) -> set[str]:
     return found
 
 
-def _referenced_vars(stmt: tirx.Stmt) -> set:
+def _referenced_vars(stmt: tirx.Stmt, views: dict) -> set:
+    """The variables `stmt` references, a view of a tile (in `views`: view -> tile) as the tile."""
     found: set = set()
     tvm_ffi.structural_walk(stmt, [(tvm.ir.expr.Var, lambda v: found.add(v))])
-    return found
+    return {views.get(v, v) for v in found} if views else found
 
 
 def is_block_barrier(stmt: tirx.Stmt) -> bool:
@@ -64,8 +67,9 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
     if seq is None:
         return None
     tiles = [a.buffer for a in allocs]
+    views = shared_tile_views(body)
     if within_uniform_branch:
-        seq = _inside_uniform_branch(seq, tiles, uniform_conditions(body))
+        seq = _inside_uniform_branch(seq, tiles, uniform_conditions(body), views)
     spans: dict = {}
     barriers = []
     for index, stmt in enumerate(seq.seq):
@@ -75,7 +79,7 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
             barriers.append(index)
         ops = _called_ops(stmt)
         last = len(seq.seq) - 1 if TME_STORE in ops and TME_STORE_WAIT not in ops else index
-        for var in _referenced_vars(stmt):
+        for var in _referenced_vars(stmt, views):
             if var in spans:
                 spans[var] = (spans[var][0], max(spans[var][1], last))
             elif any(var.same_as(t) for t in tiles):
@@ -85,10 +89,10 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
     return Lifetimes(seq, spans, tuple(barriers))
 
 
-def _inside_uniform_branch(seq: tirx.SeqStmt, tiles: list, uniform) -> tirx.SeqStmt:
+def _inside_uniform_branch(seq: tirx.SeqStmt, tiles: list, uniform, views: dict) -> tirx.SeqStmt:
     while True:
         using = [stmt for stmt in seq.seq if not isinstance(stmt, tirx.AllocBuffer)
-                 and any(any(var.same_as(t) for t in tiles) for var in _referenced_vars(stmt))]
+                 and any(any(var.same_as(t) for t in tiles) for var in _referenced_vars(stmt, views))]
         if len(using) != 1:
             return seq
         branch = using[0]

@@ -17,6 +17,8 @@ skips the operand of `address_of`. Such a statement gets a barrier before it if 
 last barrier, and the next statement that accesses the buffer gets one before it. In a loop the next statement
 may be in the next iteration (`if T.any_of(s): ...` then, next iteration, `T.copy(..., s)`): a loop body that
 has barriers (so all threads run it) then ends with one.
+
+A view of a tile as another dtype (ir/tile_views.py) is the tile's bytes: its accesses count as the tile's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.tile_views import shared_tile_views
 from ..ir.utils import collect_accesses, scope_of
 from ..tileop.access_ptr import READ, WRITE, as_access
 from .pass_base import tl_pass
@@ -41,9 +44,15 @@ def _is_barrier(stmt) -> bool:
             and isinstance(stmt.value.op, tvm.ir.Op) and str(stmt.value.op.name) == "tirx.tvm_storage_sync")
 
 
-def _shared_accesses(stmt):
-    """(read, written, written through a marked address, by unmarked address) shared buffers of `stmt`; an
-    element whose address is taken unmarked counts as read, written and by address."""
+def _shared_accesses(stmt, tiles: dict):
+    """(read, written, written through a marked address, by unmarked address) shared buffers of `stmt`, a view of
+    a tile in `tiles` (view -> tile) counted as its tile; an element whose address is taken unmarked counts as
+    read, written and by address."""
+    found = _named_accesses(stmt)
+    return tuple({tiles.get(b, b) for b in names} for names in found) if tiles else found
+
+
+def _named_accesses(stmt):
     reads, writes, marked_writes, opaque = set(), set(), set(), set()
     # The element inside a marker is an address, not a load: what the callee does with it is the marker's rw.
     unmarked = tvm_ffi.structural_mutate(stmt, [(tvm.ir.Call, lambda call, mutator: tirx.const(0, "int32")
@@ -74,6 +83,8 @@ def _shared_accesses(stmt):
 
 
 def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    tiles = shared_tile_views(func.body)
+
     def on_seq(node, mutator):
         node = mutator.default_mutate(node)
         out = []
@@ -86,7 +97,7 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 pending.clear(), pending_marked.clear(), touched.clear(), by_address.clear()
                 out.append(stmt)
                 continue
-            reads, writes, marked_writes, opaque = _shared_accesses(stmt)
+            reads, writes, marked_writes, opaque = _shared_accesses(stmt, tiles)
             pending -= reads
             pending_marked -= reads
             clash = [b for b in writes if b in pending | pending_marked] + \
@@ -113,7 +124,7 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
         head_touched, tail_touched, head_opaque, tail_opaque = set(), set(), set(), set()
         for stmts_, touched, opaque in ((head, head_touched, head_opaque), (tail, tail_touched, tail_opaque)):
             for stmt in stmts_:
-                reads, writes, marked_writes, by_address = _shared_accesses(stmt)
+                reads, writes, marked_writes, by_address = _shared_accesses(stmt, tiles)
                 touched |= reads | writes | marked_writes
                 opaque |= by_address
         clash = (tail_opaque & head_touched) | (head_opaque & tail_touched)

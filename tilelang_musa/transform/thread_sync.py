@@ -10,6 +10,10 @@ the branch would never reach it), and fails with an InternalError ("Cannot inser
 branch needs one: e.g. a T.copy into a shared tile and a read of that tile under `if a >= 0`, with `a` a per-thread
 value such as a fragment element. We name the branch, the shared buffer and the loop around it instead. Branches
 whose condition every thread evaluates alike (uniform_conditions.py) are marked so, and get their barriers.
+A shared tile viewed as another dtype (`v = T.view(s, shape, "int8")`, ir/tile_views.py) is one storage under two
+names whose indices count different elements: for the analysis every access through a view is shown as an access
+of the tile's elements its bytes are in (`v[j]` of int8 over float16 `s` as `s[j // 2 : j // 2 + 2]`), so a write
+through one name orders a read through the other; the accesses are put back afterwards (_ViewAccesses).
 So are branches whose condition admits a contiguous range of thread ids known at compile time (a T.ws region,
 `if tx < 128:`): every thread of the range takes them, and RangeBarriers (range_barriers.py) makes their barriers
 barriers over that range.
@@ -30,7 +34,9 @@ from tvm import tirx
 import tvm_ffi
 
 from ..errors import CompileError
-from ..ir.utils import TensorLoad, Var, by_identity, collect_accesses, is_buffer, loc_of, scope_of, thread_info
+from ..ir.tile_views import shared_tile_views, viewed_buffer
+from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer, loc_of,
+                        scope_of, thread_info)
 from ..tileop.access_ptr import access_ptr, as_access
 from .branch_disjointness import constant_thread_extents, disjoint_branches
 from .partition_parallel_loop import thread_analyzer
@@ -194,21 +200,152 @@ def hoist_condition_reads(func: tirx.PrimFunc, scope: str) -> tirx.PrimFunc:
 
 @dataclass
 class _Buffers:
-    """The buffers a function allocates (by scope), and the scopes of its views (DeclBuffer) and parameters."""
+    """The buffers a function allocates (by scope), the scopes of its views (DeclBuffer) other than those of a tile
+    as another dtype, those (view -> tile), and the scopes of its parameters."""
     allocated: dict = field(default_factory=dict)
     views: set = field(default_factory=set)
+    tile_views: dict = field(default_factory=dict)
     params: set = field(default_factory=set)
 
     @classmethod
     def of(cls, func: tirx.PrimFunc) -> _Buffers:
-        found = cls(params={scope_of(p) for p in func.params if is_buffer(p)})
+        found = cls(params={scope_of(p) for p in func.params if is_buffer(p)},
+                    tile_views=shared_tile_views(func.body))
         tvm_ffi.structural_walk(func.body, [
             (tirx.AllocBuffer, lambda n: found.allocated.setdefault(scope_of(n.buffer), []).append(n.buffer)),
-            (tirx.DeclBuffer, lambda n: found.views.add(scope_of(n.buffer)))])
+            (tirx.DeclBuffer, lambda n: None if n.buffer in found.tile_views else found.views.add(
+                scope_of(n.buffer)))])
         return found
 
     def has(self, scope: str) -> bool:
         return scope in self.allocated or scope in self.views or scope in self.params
+
+
+SHOWN = "__tl_shown_as_tile"  # the extern call that wraps a shown access, with the index of what it shows
+
+
+class _ViewAccesses:
+    """The accesses through views of another dtype of the tiles of one scope, shown to the analysis as accesses of
+    their tiles, in the tile's elements (see the file comment), and put back afterwards. The tile's own accesses
+    stay as they are (their barriers are placed as in a kernel without views). A view of the tile's width is
+    exact (`v[i]` is `s[i]`); a wider one covers whole elements (`v[i]` of 4 bytes over 2-byte `s`: `s[2i:2i+2]`); a
+    narrower one is shown as the element its bytes are in and the next (never one index, which the analysis would
+    take for the element itself: byte `tx` of thread tx is in half tx // 2, another thread's), unless its bytes are
+    whole elements (`v[2i:2i+2]` is `s[i]`).
+    Each shown load or marked address is wrapped in a pure extern call `SHOWN(shown, k)`, a shown store's value is
+    `SHOWN(value, k)`: k is the index of the original among `originals` (the stock pass rebuilds the nodes around
+    the barriers it inserts, so they are found by content, not identity)."""
+
+    def __init__(self, tile_views: dict, scope: str, retagged: dict | None):
+        self.tiles = {v: t for v, t in tile_views.items() if scope_of(t) == scope}
+        self.shown_tile = {t: (retagged or {}).get(t, t) for t in self.tiles.values()}
+        self.originals: list = []
+        self._analyzer = tvm.sym.Analyzer()
+
+    def __bool__(self) -> bool:
+        return bool(self.tiles)
+
+    def _shown_index(self, view: Any, index: Any) -> Any:
+        """`index` of `view` (flat) as the indices of its tile's elements its bytes are in; an index of another
+        form (a gather) as a fresh variable, which every other index differs from."""
+        tile = self.tiles[view]
+        view_width, tile_width = dtype_bytes(view.ty.dtype.dtype), dtype_bytes(tile.ty.dtype.dtype)
+        if isinstance(index, tirx.Ramp) and as_int(index.stride) == 1 and as_int(index.lanes) is not None:
+            base, lanes = index.base, as_int(index.lanes)
+        elif not isinstance(index, tirx.Ramp) and index.ty.dtype.lanes == 1:
+            base, lanes = index, 1
+        else:
+            return Var("gathered", "int32")
+        if view_width % tile_width == 0:
+            ratio = view_width // tile_width
+            start, count = base * ratio if ratio > 1 else base, lanes * ratio
+        elif tile_width % view_width == 0:
+            ratio = tile_width // view_width
+            if lanes % ratio == 0 and self._analyzer.can_prove_equal(tirx.floormod(base, ratio), 0):
+                start, count = tirx.floordiv(base, ratio), lanes // ratio  # whole elements: exact
+            else:
+                start, count = tirx.floordiv(base, ratio), -(-lanes // ratio) + 1
+        else:
+            return Var("gathered", "int32")
+        start = self._analyzer.simplify(start)
+        return start if count == 1 else tirx.Ramp(start, 1, count)
+
+    def _wrapped(self, original: Any, shown: Any, dtype: Any) -> Any:
+        self.originals.append(original)
+        return tirx.call_pure_extern(dtype, SHOWN, shown, tirx.const(len(self.originals) - 1, "int32"))
+
+    def _tile_dtype(self, view: Any, index: Any) -> str:
+        lanes = index.ty.dtype.lanes
+        element = str(self.tiles[view].ty.dtype.dtype)
+        return element if lanes == 1 else f"{element}x{lanes}"
+
+    def handlers(self, other_call: Callable[[Any, Any], Any]) -> list:
+        """structural_mutate handlers that show the views' accesses; other calls go to `other_call`."""
+
+        def on_load(node, mutator):
+            original, node = node, mutator.default_mutate(node)
+            if original.source not in self.tiles or len(node.indices) != 1:
+                return node
+            tile = self.shown_tile[self.tiles[original.source]]
+            return self._wrapped(original, tile[self._shown_index(original.source, node.indices[0])],
+                                 str(original.ty.dtype))
+
+        def on_store(node, mutator):
+            original, node = node, mutator.default_mutate(node)
+            if original.buffer not in self.tiles or len(node.indices) != 1:
+                return node
+            index = self._shown_index(original.buffer, node.indices[0])
+            # the stored value's reads stay visible, as the argument of a call of the shown elements' type
+            value = self._wrapped(original, node.value, self._tile_dtype(original.buffer, index))
+            return tirx.BufferStore(self.shown_tile[self.tiles[original.buffer]], value, [index])
+
+        def on_call(node, mutator):
+            access = as_access(node)
+            if access is None or access.element.source not in self.tiles:
+                return other_call(node, mutator)
+            view = access.element.source
+            if len(access.element.indices) != 1:
+                raise CompileError(f"ThreadSync: `{view.name}` is not flat", stage="ThreadSync")
+            tile = self.tiles[view]
+            (index,) = access.element.indices
+            start = tirx.floordiv(index * dtype_bytes(view.ty.dtype.dtype), dtype_bytes(tile.ty.dtype.dtype))
+            shown = self.shown_tile[tile]
+            return self._wrapped(node, tirx.call_intrin(
+                "handle", "tirx.tvm_access_ptr", tirx.type_annotation(shown.ty.dtype), shown.data, start,
+                shown.ty.shape[0] - start, tirx.const(access.rw, "int32")), "handle")
+
+        return [(TensorLoad, on_load), (tirx.BufferStore, on_store), (tvm.ir.Call, on_call)]
+
+    def _original(self, node: Any) -> Any:
+        """The original a `SHOWN(shown, k)` call wraps, else None."""
+        if not (isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op)
+                and str(node.op.name) == "tirx.call_pure_extern"
+                and isinstance(node.args[0], tvm.ir.expr.StringImm) and node.args[0].value == SHOWN):
+            return None
+        return self.originals[int(node.args[2].value)]
+
+    def restored(self, body: Any) -> Any:
+        """`body` with every shown access put back (a store keeps the value it holds now)."""
+
+        def on_call(node, mutator):  # a load or a marked address
+            original = self._original(node)
+            return mutator.default_mutate(node) if original is None else original
+
+        def on_store(node, mutator):
+            original = self._original(node.value)
+            if not isinstance(original, tirx.BufferStore):
+                return mutator.default_mutate(node)
+            (value,) = tvm_ffi.structural_mutate([node.value.args[1]], [(tvm.ir.Call, on_call)])
+            return tirx.BufferStore(original.buffer, value, list(original.indices))
+
+        body = tvm_ffi.structural_mutate(body, [(tvm.ir.Call, on_call), (tirx.BufferStore, on_store)])
+        left = []
+        tvm_ffi.structural_walk(body, [(tvm.ir.Call, lambda c: left.append(c) if self._original(c) is not None
+                                        else None)])
+        if left:
+            raise CompileError("ThreadSync: an access through a view of a shared tile was not put back (an internal "
+                               "check of the compiler: please report it)", stage="ThreadSync")
+        return body
 
 
 def _distinct_dynamic_tiles(buffers: _Buffers) -> dict | None:
@@ -220,7 +357,7 @@ def _distinct_dynamic_tiles(buffers: _Buffers) -> dict | None:
     tiles) got a barrier in each iteration. Here tiles have bytes of their own until PlanDynamicSharedMemory, which
     places a barrier wherever it lets two of them share bytes: to the analysis they are distinct "shared" tiles."""
     tiles = buffers.allocated.get("shared.dyn")
-    if "shared.dyn" in buffers.views or not tiles:
+    if "shared.dyn" in buffers.views or not tiles:  # (views of a tile as another dtype are not among them)
         return None
     return {buf: tirx.decl_buffer(list(buf.ty.shape), str(buf.ty.dtype), str(buf.name), scope="shared")
             for buf in tiles}
@@ -249,12 +386,19 @@ def _synced(func: tirx.PrimFunc, body: Any, buffers: _Buffers, scope: str) -> ti
         node = mutator.default_mutate(node)
         return marked_invariant(node) if marked else node
 
-    marking = [(tirx.IfThenElse, mark_if), (tvm.ir.Call, lambda n, m: _exposed(m.default_mutate(n), as_scope))]
+    def expose(node, mutator):
+        return _exposed(mutator.default_mutate(node), as_scope)
+
+    through_views = _ViewAccesses(buffers.tile_views, scope, retagged)
+    marking = [(tirx.IfThenElse, mark_if),
+               *(through_views.handlers(expose) if through_views else [(tvm.ir.Call, expose)])]
     if retagged is not None:
         marking.append((Var, by_identity(retagged)))
     stock = tvm.s_tir.transform.ThreadSync(as_scope)
     (result,) = stock(tvm.IRModule({"main": func.with_body(tvm_ffi.structural_mutate(body, marking))}))\
         .functions.values()
+    if through_views:
+        result = result.with_body(through_views.restored(result.body))
 
     back = {new: old for old, new in retagged.items()} if retagged is not None else None
     # With static "shared" tiles too, a barrier's scope is ambiguous and stays "shared" (both __syncthreads).

@@ -32,6 +32,7 @@ from tvm.tirx.script import builder as Tb
 from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, PIPELINED_ATTR, SQUAD_THREADS, WS_ATTR
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.options import CompileOptions
+from ..ir.tile_views import shared_tile_views
 from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
 from ..tileop.registry import is_tile_op
 from ..tileop.tme_copy import TmeCopy
@@ -68,7 +69,7 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
     site = _find_site(func)
     if site is None:
         return func
-    plan = _plan(site.loop, modes)
+    plan = _plan(site.loop, modes, shared_tile_views(func.body))
     if plan is None or not _fits(func, site, plan):
         return func
     rings = _Rings(plan.ring)
@@ -332,11 +333,11 @@ def _region(label: str, cond: Any, body: list) -> Any:
     return tirx.AttrStmt(tirx.const(0, "int32"), WS_ATTR, tvm.ir.expr.StringImm(label), inner)
 
 
-def _plan(loop: tirx.For, modes) -> _Plan | None:
+def _plan(loop: tirx.For, modes, views: dict) -> _Plan | None:
     """The loop's plan when it qualifies (module docstring), else None."""
     if loop.step is not None and as_int(loop.step) != 1:
         return None
-    body = pipeline_units(loop)
+    body = pipeline_units(loop, views)
     if body.hoisted:
         return None
     units = body.units
@@ -352,6 +353,8 @@ def _plan(loop: tirx.For, modes) -> _Plan | None:
         return None  # a load's address depends on the loop's own results (a sparse gather): keep it in one squad
     if any(u.writes & loaded for u in units if u.index not in loads):
         return None
+    if loaded & set(views.values()):
+        return None  # a loaded tile with views of another dtype: InjectSoftwarePipeline versions them together
     ring = max(version_count(b, units, stages, orders) for b in loaded)
     versions = {b: (versioned_buffer(b, ring), ring) for b in loaded} if ring > 1 else {}
     return _Plan(units, loads, ring, versions)

@@ -283,4 +283,35 @@ TL_DEVICE void AtomicStore(T* addr, V val) {
   fence_after<Order == kSeqCst ? kSeqCst : kRelaxed>();
 }
 
+// ---- inter-block flags (a stream-K GEMM's partial tiles: transform/stream_k.py) ------------------------------
+// Every thread that stored part of what a flag publishes arrives on it (its stores fenced first), and every thread
+// that reads that data waits for all those arrivals itself: no block barrier, so the threads of one warp-
+// specialized squad may publish and acquire alone. The simulator runs them on its inter-block flag model
+// (sim/grid_flags.h: blocks in order, a wait that can never be satisfied is an error, the cycle model's clocks).
+
+/*! \brief The calling thread's earlier global stores are published: *flag += 1 after a fence. */
+TL_DEVICE void grid_flag_arrive(int* flag, int line = __builtin_LINE()) {
+#if defined(TL_SIMULATOR)
+  TL_SIM_USES_GRID_FLAGS();
+  tl_sim::GridFlagArrive(flag, line);
+#else
+  (void)line;
+  __threadfence();
+  atomicAdd(flag, 1);
+#endif
+}
+
+/*! \brief Wait until *flag >= expected (every publisher arrived), then acquire: their stores are visible. */
+TL_DEVICE void grid_flag_wait(const int* flag, int expected, int line = __builtin_LINE()) {
+#if defined(TL_SIMULATOR)
+  TL_SIM_USES_GRID_FLAGS();
+  tl_sim::GridFlagWait(flag, expected, line);
+#else
+  (void)line;
+  while (*reinterpret_cast<const volatile int*>(flag) < expected) {
+  }
+  __threadfence();
+#endif
+}
+
 }  // namespace tl

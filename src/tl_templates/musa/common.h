@@ -514,20 +514,52 @@ TL_HOST_DEVICE typename std::common_type<A, B>::type truncmod(const A& a_, const
   }
 }
 
-/*! \brief The smaller operand (the second when unordered, e.g. NaN). Works for half_t/bfloat16_t. */
+namespace detail {
+
+/*!
+ * \brief max (kMax) or min of two values. Floating point follows fmax/fmin (a NaN operand loses unless both are
+ *        NaN) and orders -0 below +0, so the result does not depend on the operand order: `tl::max`/`tl::min`
+ *        (T.max, T.min, the in-thread fold of T.reduce_max/min/absmax) and the cross-thread `tl::MaxOp`/`MinOp`
+ *        (reduce.h) agree bit for bit, whatever the thread layout of a reduction.
+ */
+template <bool kMax, typename T>
+TL_HOST_DEVICE T extremum(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value || is_half_like<T>::value) {
+    using C = typename std::conditional<is_half_like<T>::value, float, T>::type;
+    using Bits = typename std::conditional<
+        sizeof(T) == 1, uint8_t,
+        typename std::conditional<sizeof(T) == 2, uint16_t,
+                                  typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type>::type;
+    const C x = cast<C>(a), y = cast<C>(b);
+    if (x != x) return b;
+    if (y != y) return a;
+    if (x == y) {
+      // Equal values differ at most in the sign of zero: +0 has the smaller bit pattern.
+      const bool a_first = bit_cast<Bits>(a) < bit_cast<Bits>(b);
+      return (a_first == kMax) ? a : b;
+    }
+    return ((x > y) == kMax) ? a : b;
+  } else {
+    return ((a > b) == kMax) ? a : b;
+  }
+}
+
+}  // namespace detail
+
+/*! \brief The smaller operand; floating point: a NaN operand loses (fmin), -0 is below +0 (detail::extremum).
+ *         Works for half_t/bfloat16_t. */
 template <typename A, typename B>
 TL_HOST_DEVICE typename std::common_type<A, B>::type min(const A& a_, const B& b_) {
   using T = typename std::common_type<A, B>::type;
-  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
-  return a < b ? a : b;
+  return detail::extremum<false>(static_cast<T>(a_), static_cast<T>(b_));
 }
 
-/*! \brief The larger operand (the second when unordered, e.g. NaN). Works for half_t/bfloat16_t. */
+/*! \brief The larger operand; floating point: a NaN operand loses (fmax), -0 is below +0 (detail::extremum).
+ *         Works for half_t/bfloat16_t. */
 template <typename A, typename B>
 TL_HOST_DEVICE typename std::common_type<A, B>::type max(const A& a_, const B& b_) {
   using T = typename std::common_type<A, B>::type;
-  const T a = static_cast<T>(a_), b = static_cast<T>(b_);
-  return a > b ? a : b;
+  return detail::extremum<true>(static_cast<T>(a_), static_cast<T>(b_));
 }
 
 // ---- explicit global loads and stores (T.ldg32/64/128/256, T.stg32/64/128/256) --------------------------------

@@ -108,28 +108,6 @@ TL_DEVICE T abs_value(T x) {
   }
 }
 
-/*!
- * \brief max (kMax) or min of two values. Floating point follows fmax/fmin (a NaN operand loses unless both are
- *        NaN) and orders -0 below +0, so the result does not depend on the operand order.
- */
-template <bool kMax, typename T>
-TL_DEVICE T extremum(T a, T b) {
-  if constexpr (is_float_like<T>::value) {
-    using C = compare_t<T>;
-    const C x = cast<C>(a), y = cast<C>(b);
-    if (x != x) return b;
-    if (y != y) return a;
-    if (x == y) {
-      // Equal values differ at most in the sign of zero: +0 has the smaller bit pattern.
-      const bool a_first = bit_cast<bits_t<T>>(a) < bit_cast<bits_t<T>>(b);
-      return (a_first == kMax) ? a : b;
-    }
-    return ((x > y) == kMax) ? a : b;
-  } else {
-    return ((a > b) == kMax) ? a : b;
-  }
-}
-
 /*! \brief max (kMax) or min of two values where a NaN operand wins (T.reduce_max(..., nan_propagate=True)). */
 template <bool kMax, typename T>
 TL_DEVICE T extremum_nan(T a, T b) {

@@ -45,6 +45,7 @@
 #include "sim/async_barrier.h"
 #include "sim/async_copy.h"
 #include "sim/tme.h"
+#include "sim/grid_flags.h"
 
 #pragma GCC visibility push(hidden)
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "access_checks.h"
+#include "grid_flags.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
@@ -17,15 +18,16 @@ namespace tl_sim {
 TL_SIM_OUTLINED_DEF void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, const volatile void* first,
                                          size_t elem_bytes, int64_t offset, int lanes, const char* name, int line) {
   const auto* element = static_cast<const volatile unsigned char*>(first);
+  GridFlags* flags = g_thread.grid_flags;
+  const bool published = flags != nullptr && flags->checked();  // inter-block publication (grid_flags.h)
   if (kind != kLoad) {
     globals.MarkWritten(element, elem_bytes * static_cast<size_t>(lanes));
+    if (published) globals.MarkWriter(element, elem_bytes * static_cast<size_t>(lanes), flags->Stamp());
     return;
   }
   for (int lane = 0; lane < lanes; ++lane, element += elem_bytes) {
-    if (globals.Unwritten(element, elem_bytes)) {
-      UninitialisedRead("global", "which the launcher poisoned (an output or workspace allocated for this call) and "
-                        "no thread has written yet", name, offset + lane, line);
-    }
+    if (published) flags->CheckRead(globals.Writer(element), name, offset + lane, line);
+    if (const char* why = globals.Unwritten(element, elem_bytes)) UninitialisedRead("global", why, name, offset + lane, line);
   }
 }
 

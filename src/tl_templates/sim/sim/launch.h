@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "grid_flags.h"
 #include "profile.h"
 #include "race_detector.h"
 #include "runtime_types.h"
@@ -128,6 +129,7 @@ struct GridWork {
   profile::Totals counted;  // TILELANG_SIM_PROFILE=1|2|3: the workers' counters, summed as each finishes
   profile::LaunchTimeline timeline;  // TILELANG_SIM_PROFILE=3: the workers' slices, gathered as each finishes
   PoisonedGlobals* poisoned = nullptr;  // checked mode: the ranges the launcher poisoned for this call, if any
+  GridFlags flags;  // inter-block flags: which runs have finished, the flags' publish cycles (grid_flags.h)
 
   void Record(uint64_t block_id, musaError_t error, const char* text) {
     std::lock_guard<std::mutex> lock(mu);
@@ -137,6 +139,7 @@ struct GridWork {
       std::snprintf(message, sizeof(message), "%s", text);
     }
     failed.store(true);
+    flags.Wake();
   }
 };
 
@@ -175,6 +178,7 @@ inline void RunBlocks(GridWork& work) {
       t.global_shadow = work.poisoned;
     }
     const uint64_t gx = work.grid.x, gy = work.grid.y;
+    t.grid_flags = &work.flags;
     while (!work.failed.load(std::memory_order_relaxed)) {
       const uint64_t run = work.next.fetch_add(1, std::memory_order_relaxed);
       if (run >= work.runs) break;
@@ -186,16 +190,21 @@ inline void RunBlocks(GridWork& work) {
       const uint3 idx{static_cast<unsigned>(id % gx), static_cast<unsigned>((id / gx) % gy),
                       static_cast<unsigned>(id / (gx * gy))};
       if (t.profile != nullptr) counters.StartBlock(threads, id, idx);
+      t.block_run = run;
       if (!runner.Run(idx, id)) {
-        work.Record(id, runner.error_code(), runner.error_message());
+        // a block that gave up a flag wait because another failed: that block's error is the launch's
+        if (!work.flags.Abandoned(run)) work.Record(id, runner.error_code(), runner.error_message());
+        work.flags.Finish(run);
         break;
       }
+      work.flags.Finish(run);
       if (written.Deferred()[0] != '\0') {  // checked mode: an unwritten shared read, reported once the block ended
         work.Record(id, musaErrorLaunchFailure, written.Deferred());
         break;
       }
       if (t.profile != nullptr) counters.FlushBlock();
     }
+    t.grid_flags = nullptr;
     t.race_detector = nullptr;
     t.uninit_shadow = nullptr;
     t.global_shadow = nullptr;
@@ -259,6 +268,8 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.options = options;
   work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
   work.runs = options.profile_blocks != 0 ? std::min(options.profile_blocks, work.total_blocks) : work.total_blocks;
+  work.flags.Start(work.runs, work.total_blocks, static_cast<uint32_t>(threads), &work.failed,
+                   options.check && call.grid_flags);
   if (options.check && g_thread.poisoned_globals != nullptr && g_thread.poisoned_globals->Any()) {
     g_thread.poisoned_globals->Prepare();
     work.poisoned = g_thread.poisoned_globals;
@@ -328,7 +339,7 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
   }
   BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
   const KernelCall call{&BoundKernel<Params...>::Invoke, &bound, &LibrarySharedMemory, LibraryMayBlock(),
-                        kKernelMinStackKiB * 1024};
+                        kKernelMinStackKiB * 1024, LibraryUsesGridFlags()};
 #if defined(TL_SIM_LINK_RUNTIME)
   return RuntimeLaunch(kRuntimeAbi, fn, &call, grid, block, dynamic_smem);
 #else
@@ -341,13 +352,15 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
 
 /*!
  * \brief The launcher's registration of the global ranges it poisoned (outputs and workspaces allocated for the
- *        call) before `call_packed` on this thread, and its clearing after (n = 0): what checked mode's
- *        uninitialised global-read check covers (poisoned_globals.h). One record per host thread, kept for the
- *        thread's life (the runtime's, for a linked kernel library).
+ *        call, and tensors an earlier call returned with bytes it left unwritten: `unwritten[i]` and `origins[i]`
+ *        non-null, poisoned_globals.h) before `call_packed` on this thread, and its clearing after (n = 0): what
+ *        checked mode's uninitialised global-read check covers. One record per host thread, kept for the thread's
+ *        life (the runtime's, for a linked kernel library).
  */
 #if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library finds the runtime's
-extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_poisoned_globals(
-    const void* const* begins, const uint64_t* bytes, int n) {
+extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_register_poisoned(
+    const void* const* begins, const uint64_t* bytes, const unsigned char* const* unwritten,
+    const char* const* origins, int n) {
   tl_sim::OsThreadState& t = tl_sim::g_thread;
   if (t.poisoned_globals == nullptr) {
     if (n == 0) return;
@@ -357,6 +370,17 @@ extern "C" __attribute__((visibility("default"), used)) inline void tl_sim_poiso
     t.poisoned_globals = new tl_sim::PoisonedGlobals();
     if (created) pthread_setspecific(key, t.poisoned_globals);
   }
-  t.poisoned_globals->Set(begins, bytes, n);
+  t.poisoned_globals->Set(begins, bytes, unwritten, origins, n);
+}
+
+/*!
+ * \brief After `call_packed`, before the clearing: range i's bytes that still hold the poison and no access wrote
+ *        (1 in `out`, one byte per byte of the range; null: only count); returns how many, or -1 when the call
+ *        ran unchecked.
+ */
+extern "C" __attribute__((visibility("default"), used)) inline int64_t tl_sim_poisoned_unwritten(int i,
+                                                                                                 unsigned char* out) {
+  const tl_sim::PoisonedGlobals* globals = tl_sim::g_thread.poisoned_globals;
+  return globals == nullptr ? -1 : globals->UnwrittenBytes(i, out);
 }
 #endif

@@ -202,6 +202,7 @@ struct KernelCall {
   unsigned char* (*shared_memory)();  // the calling OS thread's instance of the library's dynamic shared memory
   bool may_block;                     // whether the library holds code that can suspend a thread (LibraryMayBlock)
   size_t min_stack_bytes;             // the stack the kernel's local arrays need (TL_SIM_MIN_STACK_KB)
+  bool grid_flags;                    // whether the library holds inter-block flags (grid_flags.h, checked mode)
 };
 
 /*! \brief How a block's threads run. kLoop: one after another to completion on one fiber (no thread can wait, so
@@ -221,6 +222,19 @@ extern "C" const char __start_tl_sim_blocking[] __attribute__((weak, visibility(
 extern "C" const char __stop_tl_sim_blocking[] __attribute__((weak, visibility("hidden")));
 /*! \brief Whether this library (the one this code is compiled into) holds code that can suspend a thread. */
 inline bool LibraryMayBlock() { return __start_tl_sim_blocking != __stop_tl_sim_blocking; }
+
+// Code that waits for or publishes an inter-block flag (tl::grid_flag_wait / arrive) marks its library the same
+// way, in section tl_sim_grid_flags: checked mode tracks inter-block publication only for such libraries (every
+// global store of a launch would otherwise pay for it).
+#define TL_SIM_USES_GRID_FLAGS()                                                                          \
+  do {                                                                                                    \
+    static const char tl_sim_grid_flags_mark __attribute__((used, section("tl_sim_grid_flags"))) = 1;   \
+    asm volatile("" : : "r"(&tl_sim_grid_flags_mark));                                                    \
+  } while (0)
+extern "C" const char __start_tl_sim_grid_flags[] __attribute__((weak, visibility("hidden")));
+extern "C" const char __stop_tl_sim_grid_flags[] __attribute__((weak, visibility("hidden")));
+/*! \brief Whether this library holds code that waits for or publishes an inter-block flag. */
+inline bool LibraryUsesGridFlags() { return __start_tl_sim_grid_flags != __stop_tl_sim_grid_flags; }
 
 /*! \brief Why a signal handler abandoned the running block (signal_guard.h). */
 enum class Interruption : uint8_t { kNone, kStackOverflow, kInvalidAccess, kStalled };

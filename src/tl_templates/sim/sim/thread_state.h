@@ -26,6 +26,7 @@ class BlockRunner;
 class RaceDetector;
 class WrittenShadow;
 class PoisonedGlobals;
+class GridFlags;
 struct Fiber;
 namespace profile {
 class Recorder;
@@ -64,6 +65,10 @@ struct OsThreadState {
   PoisonedGlobals* global_shadow = nullptr;
   // TILELANG_SIM_PROFILE=1: the worker's counters, which the hooks and the device models report to (profile.h).
   profile::Recorder* profile = nullptr;
+  // The launch's inter-block flags (grid_flags.h) and the running block's place in the launch's run order (blocks
+  // are claimed in that order): what a flag wait needs to know which blocks have finished before it.
+  GridFlags* grid_flags = nullptr;
+  uint64_t block_run = 0;
 
   // Host-side error state of the runtime API (per host thread, as in MUSA).
   musaError_t last_error = musaSuccess;

@@ -205,10 +205,8 @@ TL_SIM_OUTLINED_DEF void Load(uint32_t rank, const unsigned char* arena, uint32_
     if (global != nullptr) {
       if (PoisonedGlobals* globals = g_thread.global_shadow) {  // checked mode: an output not written yet
         for (uint64_t i = 0; i < count; ++i)
-          if (globals->Unwritten(global + i * elem, elem))
-            UninitialisedRead("global", "read by a TME load of a tensor the launcher poisoned (an output or "
-                              "workspace allocated for this call) that no thread has written yet",
-                              "(the TME load's tile)", static_cast<int64_t>(offset / elem + i), line);
+          if (const char* why = globals->Unwritten(global + i * elem, elem))
+            UninitialisedRead("global", why, "(the TME load's tile)", static_cast<int64_t>(offset / elem + i), line);
       }
       std::memcpy(image.get() + offset, global, count * elem);
     } else {
