@@ -87,6 +87,8 @@ import torch
 def test_fork_rng_over_the_stand_in_devices():
     devices = list(range(torch.cuda.device_count()))
     assert devices == [0]
+    with torch.cuda.device(0):  # a device guard (flash-linear-attention's): the stand-in device is the CPU
+        pass
     torch.manual_seed(1)
     state = torch.get_rng_state()
     draws = []
@@ -123,8 +125,11 @@ def test_a_helper_package_next_to_a_test_is_staged_with_it(tmp_path):
     (peer / "examples" / "dq" / "other").mkdir()  # a folder of tests: staged with its own tests, not here
     (peer / "examples" / "dq" / "other" / "__init__.py").write_text("")
     (peer / "examples" / "dq" / "other" / "test_other.py").write_text("")
+    (peer / "examples" / "dq" / "ops").mkdir()  # sources an example builds (minference's C++ extension)
+    (peer / "examples" / "dq" / "ops" / "kernels.cpp").write_text("int f();\n")
     staged = run.stage(peer, peer / "examples" / "dq" / "test_dq.py", out, cuda=True)
     assert (staged.parent / "quantize" / "__init__.py").read_text() == 'DEVICE = "cpu"\n'
+    assert (staged.parent / "ops" / "kernels.cpp").read_text() == "int f();\n"
     assert not (staged.parent / "other").exists()
 
 
@@ -163,3 +168,170 @@ def test_a_sibling_folder_a_module_puts_on_sys_path_is_staged_too(tmp_path):
     assert staged == out / "tree" / "examples" / "sink" / "test_sink.py" and staged.is_file()
     assert (out / "tree" / "examples" / "flash" / "varlen_utils.py").read_text() == \
         'def mask(n, device):\n    pass\nD = "cuda"\nDEVICE = "cpu"\n'
+
+
+def test_k_selects_cases_and_triton_interpreter_sets_up_the_interpreter(tmp_path, monkeypatch):
+    """-k goes to pytest; --triton-interpreter SITE puts SITE last on the tests' path (after the package, so a
+    folder holding more than triton cannot shadow it) and turns on Triton's CPU interpreter."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    test = tmp_path / "tree" / "examples" / "cast" / "test_cast.py"
+    assert run.pytest_command(test, tmp_path / "tree", "per_token")[-2:] == ["-k", "per_token"]
+    assert "-k" not in run.pytest_command(test, tmp_path / "tree")
+    site = tmp_path / "site"
+    env = run.file_environment(test, None, site)
+    assert env["TRITON_INTERPRET"] == "1"
+    assert env["PYTHONPATH"].split(__import__("os").pathsep)[0] == str(test.parent)
+    assert env["PYTHONPATH"].split(__import__("os").pathsep)[-1] == str(site)
+    assert "TRITON_INTERPRET" not in run.file_environment(test)
+    with pytest.raises(SystemExit, match="no triton package there"):
+        run.triton_site_packages(site)
+    (site / "triton").mkdir(parents=True)
+    (site / "triton" / "__init__.py").write_text("")
+    assert run.triton_site_packages(site) == site.resolve()
+
+
+# A triton with only what the harness's interpreter driver touches: the real one is not a dependency of the package.
+FAKE_TRITON = {
+    "triton/__init__.py": "from . import runtime, backends, language\n",
+    "triton/language.py": "bfloat16, float32 = 'bf16', 'fp32'\n",
+    # the interpreter's dot: returns its operands, so the test sees what the harness passed it
+    "triton/runtime/interpreter.py": "import collections\nimport numpy as np\n"
+                                     "TensorHandle = collections.namedtuple('TensorHandle', 'data dtype')\n\n\n"
+                                     "class InterpreterBuilder:\n    def create_dot(self, a, b, d, *rest):\n"
+                                     "        return a, b\n",
+    "triton/backends/__init__.py": "",
+    "triton/backends/compiler.py": "import collections\nGPUTarget = collections.namedtuple('GPUTarget', "
+                                   "'backend arch warp_size')\n",
+    "triton/runtime/__init__.py": "from .driver import driver\n",
+    "triton/runtime/driver.py": "class DriverConfig:\n    active = None\n\n    def set_active(self, d):\n"
+                                "        self.active = d\n\n\ndriver = DriverConfig()\n",
+}
+
+PEER_TRITON_TEST = '''
+import triton
+
+
+def test_interpreter_driver():
+    active = triton.runtime.driver.active
+    assert tuple(active.get_current_target()) == ("cuda", 90, 32)
+    ran = []
+    assert active.get_benchmarker()(lambda: ran.append(1), quantiles=(0.5, 0.2, 0.8)) == [1.0, 1.0, 1.0]
+    assert ran == []  # configs are not run to be timed: the autotuner takes the first
+    assert active.utils.get_device_properties(0)["multiprocessor_count"] == 56
+
+
+def test_bfloat16_dot_operands_are_widened():
+    import numpy as np
+    from triton.runtime import interpreter
+
+    bits = np.array([[0x3F80, 0xC040]], dtype=np.uint16)  # bfloat16 1.0, -3.0
+    scalar = type("Scalar", (), {"scalar": "bf16"})()
+    other = type("Scalar", (), {"scalar": "fp16"})()
+    a, b = interpreter.InterpreterBuilder().create_dot(interpreter.TensorHandle(bits, scalar),
+                                                       interpreter.TensorHandle(bits, other), None, None, None)
+    assert a.dtype == "fp32" and a.data.tolist() == [[1.0, -3.0]]
+    assert b.dtype is other and b.data is bits  # only bfloat16 operands
+'''
+
+
+def test_triton_interpreter_answers_for_the_missing_gpu_driver(tmp_path):
+    """Under TRITON_INTERPRET=1 there is no GPU driver for the autotuner's benchmarker or the examples' target
+    checks: the conftest sets one that answers as the GPU the harness reports (--cuda-as)."""
+    import os
+    import subprocess
+    import sys
+
+    for path, text in FAKE_TRITON.items():
+        (tmp_path / "site" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "site" / path).write_text(text)
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_triton.py").write_text(PEER_TRITON_TEST)
+    env = dict(run.file_environment(tmp_path / "test_triton.py", None, tmp_path / "site"), TL_PEER_CUDA_AS="9.0")
+    proc = subprocess.run(run.pytest_command(tmp_path / "test_triton.py", tmp_path), cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert "test_triton.py::test_interpreter_driver PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_triton.py::test_bfloat16_dot_operands_are_widened PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
+PEER_AUTOTUNE_TEST = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"B": 32}), triton.Config({"B": 64})], key=["n"])
+@triton.jit
+def double(x, y, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + o, tl.load(x + o, mask=o < n) * 2, mask=o < n)
+
+
+def test_autotuned_kernel_in_the_interpreter():
+    x = torch.randn(100, device="cuda")
+    y = torch.empty(100, device="cuda")
+    double[lambda meta: (triton.cdiv(100, meta["B"]),)](x, y, 100)
+    assert torch.equal(y, 2 * x)
+
+
+@triton.jit
+def matmul16(A, B, C):
+    r = tl.arange(0, 16)
+    a = tl.load(A + r[:, None] * 16 + r[None, :])
+    b = tl.load(B + r[:, None] * 16 + r[None, :])
+    tl.store(C + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+
+
+def test_bfloat16_dot_in_the_interpreter():
+    a = torch.randn(16, 16, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(16, 16, dtype=torch.bfloat16, device="cuda")
+    c = torch.empty(16, 16, device="cuda")
+    matmul16[(1,)](a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float())
+'''
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("TILELANG_TEST_TRITON_SITE"),
+                    reason="needs a folder holding triton (TILELANG_TEST_TRITON_SITE); triton is not a dependency")
+def test_a_real_autotuned_triton_kernel_runs_in_the_interpreter(tmp_path):
+    """With a real triton: an autotuned kernel (as upstream's blocksparse references are) runs on CPU tensors, and a
+    bfloat16 tl.dot (upstream's block_sparse_attn_triton) is right."""
+    import os
+    import subprocess
+
+    site = run.triton_site_packages(Path(os.environ["TILELANG_TEST_TRITON_SITE"]))
+    peer, out = tmp_path / "peer", tmp_path / "out"
+    (peer / "examples" / "tt").mkdir(parents=True)
+    (peer / "examples" / "tt" / "test_tt.py").write_text(PEER_AUTOTUNE_TEST)
+    staged = run.stage(peer, peer / "examples" / "tt" / "test_tt.py", out, cuda=True)
+    (out / "tree" / "conftest.py").write_text(run.CONFTEST)
+    proc = subprocess.run(run.pytest_command(staged, out / "tree"), cwd=staged.parent,
+                          env=run.file_environment(staged, None, site), capture_output=True, text=True)
+    assert "test_tt.py::test_autotuned_kernel_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_tt.py::test_bfloat16_dot_in_the_interpreter PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
+PEER_FLASH_ATTN_TEST = '''
+import torch
+from flash_attn import flash_attn_with_kvcache
+
+
+def test_kvcache_reference():
+    q, k, v = torch.randn(2, 1, 4, 8), torch.randn(2, 16, 2, 8), torch.randn(2, 16, 2, 8)
+    out = flash_attn_with_kvcache(q, k, v, cache_seqlens=torch.tensor([16, 5]))
+    # batch 1 attends to its first 5 keys only; each query head h reads kv head h // 2
+    s = torch.einsum("hd,khd->hk", q[1, 0], k[1, :5].repeat_interleave(2, 1)) / 8 ** 0.5
+    ref = torch.einsum("hk,khd->hd", s.softmax(-1), v[1, :5].repeat_interleave(2, 1))
+    torch.testing.assert_close(out[1, 0], ref)
+'''
+
+
+def test_flash_attn_is_stood_in_where_it_is_not_installed(tmp_path):
+    """Examples take a reference or a latency baseline from flash-attn (CUDA-only): its entry points in torch,
+    last on the path (an installed flash-attn wins)."""
+    import subprocess
+
+    run.write_support(tmp_path)
+    (tmp_path / "test_fa.py").write_text(PEER_FLASH_ATTN_TEST)
+    proc = subprocess.run(run.pytest_command(tmp_path / "test_fa.py", tmp_path), cwd=tmp_path,
+                          env=run.file_environment(tmp_path / "test_fa.py"), capture_output=True, text=True)
+    assert "test_fa.py::test_kvcache_reference PASSED" in proc.stdout, proc.stdout + proc.stderr

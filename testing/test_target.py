@@ -357,6 +357,14 @@ def test_arch_table_capabilities_follow_the_documented_features():
         archs_with("has_tma")
 
 
+def test_multiprocessor_counts_agree_with_the_performance_model():
+    from tilelang_musa.profiler.arch_figures import ARCH_FIGURES
+
+    for name, figures in ARCH_FIGURES.items():
+        assert ARCHS[name].multiprocessors == figures.mps, name
+    assert ARCHS["mp_31"].multiprocessors == 56
+
+
 def test_the_cpp_arch_table_agrees_with_the_python_one():
     """src/target/musa_archs.h mirrors part of ArchInfo: the target's derived options, and what the printer asks."""
     rows = _native.get_global_func("tilelang_musa.target.list_archs")()

@@ -58,6 +58,9 @@ class ArchInfo:
     has_async_copy: bool  # LDLMS: global -> shared copies that land asynchronously (__musa_memcpy_g2s)
     has_robust_access: bool  # loads through a robust descriptor, 0 out of range (__musa_ld_v4_robust_*)
     has_fp8_mma: bool  # float8 (E4M3/E5M2) MMA operands (SQMMA fp8)
+    # multiprocessors ("cores") that run blocks at once; None: not known. The performance model's figures
+    # (profiler/arch_figures.py, with their sources) use the same numbers (testing/test_target.py checks).
+    multiprocessors: int | None = None
 
     @property
     def capability(self) -> tuple[int, int]:
@@ -78,14 +81,17 @@ ARCHS: Mapping[str, ArchInfo] = MappingProxyType(
                      has_async_barriers=False, has_async_copy=False, has_robust_access=False, has_fp8_mma=False),
             ArchInfo("mp_22", 220, 128, 73728, None,
                      has_sqmma=False, has_wmma=False, has_warp_mma=True, has_tme=False,
-                     has_async_barriers=False, has_async_copy=True, has_robust_access=True, has_fp8_mma=False),
+                     has_async_barriers=False, has_async_copy=True, has_robust_access=True, has_fp8_mma=False,
+                     multiprocessors=32),
             ArchInfo("mp_31", 310, 32, 196608, 128,
                      has_sqmma=True, has_wmma=True, has_warp_mma=False, has_tme=True,
-                     has_async_barriers=True, has_async_copy=True, has_robust_access=True, has_fp8_mma=True),
+                     has_async_barriers=True, has_async_copy=True, has_robust_access=True, has_fp8_mma=True,
+                     multiprocessors=56),
             # Inferred: mp_32 (PH1S) is documented only as "like mp_31".
             ArchInfo("mp_32", 320, 32, 196608, 128,
                      has_sqmma=True, has_wmma=True, has_warp_mma=False, has_tme=True,
-                     has_async_barriers=True, has_async_copy=True, has_robust_access=True, has_fp8_mma=True),
+                     has_async_barriers=True, has_async_copy=True, has_robust_access=True, has_fp8_mma=True,
+                     multiprocessors=56),
         )
     }
 )

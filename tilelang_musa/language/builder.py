@@ -62,6 +62,9 @@ class KernelTrace:
     named_arrive_ids: set = field(default_factory=set)  # barrier ids of T.named_barrier_arrive calls
     let_regions: list = field(default_factory=list)  # (vector let var, the slice it loads): `b = A[0, 0:4]`
     early_allocations: list = field(default_factory=list)  # kernel buffers allocated before the kernel (early_alloc)
+    # the `for`/`while` statements being traced, innermost last: the LoopFrame of an IR loop, None for Python
+    # iteration (where a `break` / `continue` binds; runtime.loop_exit)
+    loops: list = field(default_factory=list)
     outside_kernel: list = field(default_factory=list)  # (construct, loc) built before any kernel (outside_kernel)
 
     def error(self, message: str) -> CompileError:

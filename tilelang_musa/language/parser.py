@@ -8,6 +8,8 @@ constructs that may carry IR values through the runtime helpers in `runtime.py`,
     if C: A else: B        ->  __tl_if = __tl__.if_(C, AT); if __tl_if.then(): A; __tl_if.end_then() / same for
                                .orelse(): B; then __tl_if.end()   (flat: Python's `if` opens no block)
     while C: A             ->  for _ in __tl__.while_(lambda: C): A
+    break / continue       ->  if __tl__.loop_exit("break", AT): break   (TIR's Break in an IR loop, Python's in a
+                               Python iteration; an `if` around one is rewritten both ways, see _exiting_if)
     x = V                  ->  x = __tl__.assign("x", lambda: V, __tl__.lookup(lambda: x))
     A[i] = V / A[i] += V   ->  __tl__.store(A, i, V) / __tl__.aug_store(A, i, "+", V)
     A: T.Tensor[...]       ->  A = __tl__.annotate("A", ANN, __tl__.lookup(lambda: A))
@@ -29,6 +31,7 @@ a function: the rewritten kernel nests no deeper than the user's own code, plus 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -126,6 +129,27 @@ def _escapes(body: list[ast.stmt], with_continue: bool = True) -> bool:
     return finder.found
 
 
+def _returns(body: list[ast.stmt]) -> bool:
+    """True if `body` holds a `return` (outside nested functions): such an `if` keeps plain Python control flow."""
+
+    class Finder(ast.NodeVisitor):
+        found = False
+
+        def visit_Return(self, node):  # noqa: N802
+            self.found = True
+
+        def visit_FunctionDef(self, node):  # noqa: N802
+            pass
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+        visit_Lambda = visit_FunctionDef
+
+    finder = Finder()
+    for stmt in body:
+        finder.visit(stmt)
+    return finder.found
+
+
 def _is_ref_annotation(annotation: ast.expr | None) -> bool:
     """`T.Ref` (or a bare `Ref`) as a parameter's annotation."""
     if isinstance(annotation, ast.Subscript):  # T.Ref[T.int32]
@@ -203,11 +227,21 @@ class _Rewriter(ast.NodeTransformer):
             node.iter.func = _helper("range_")
         names_arg = ast.Tuple([ast.Constant(n) for n in names], ast.Load()) if names else ast.Constant(None)
         node.iter = _call(_helper("iterate"), node.iter, names_arg)
-        node.body = self._body(node.body)
+        node.body = self._loop_body(node.body)
         node.orelse = self._body(node.orelse) if node.orelse else []
         return node
 
+    def _loop_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """A loop's body: a `break` / `continue` in it leaves this loop, under none of the enclosing `if`s."""
+        outer, self.conditional_exit = getattr(self, "conditional_exit", False), False
+        try:
+            return self._body(body)
+        finally:
+            self.conditional_exit = outer
+
     def visit_If(self, node: ast.If):
+        if (_escapes(node.body) or _escapes(node.orelse)) and not (_returns(node.body) or _returns(node.orelse)):
+            return self._exiting_if(node)
         test = self.visit(node.test)
         if _escapes(node.body) or _escapes(node.orelse):
             node.test = _call(_helper("static_condition"), test)
@@ -233,18 +267,66 @@ class _Rewriter(ast.NodeTransformer):
         out.append(method("end"))
         return out
 
+    def _exiting_if(self, node: ast.If) -> list[ast.stmt]:
+        """An `if` whose branches `break` or `continue` the loop around it. A static condition runs the branch
+        as Python does (a Python loop is left at trace time; an IR loop's body gets TIR's Break / Continue there);
+        a run-time one builds IfThenElse like any `if`, its `break` adding TIR's Break inside the branch. The
+        branches are rewritten once for each (tracing runs one)."""
+        var = self._fresh("if")
+        test = self.visit(node.test)
+
+        def attr(name: str) -> ast.Attribute:
+            return ast.Attribute(_name(var), name, ast.Load())
+
+        def method(name: str) -> ast.Expr:
+            return ast.Expr(_call(attr(name)))
+
+        def branches(conditional: bool) -> tuple[list[ast.stmt], list[ast.stmt]]:
+            outer, self.conditional_exit = getattr(self, "conditional_exit", False), conditional
+            try:
+                body = self._body(copy.deepcopy(node.body))
+                orelse = self._body(copy.deepcopy(node.orelse)) if node.orelse else []
+            finally:
+                self.conditional_exit = outer
+            return body, orelse
+
+        static_body, static_orelse = branches(getattr(self, "conditional_exit", False))
+        run_body, run_orelse = branches(True)
+        static = [method("end"), ast.If(test=attr("static"), body=static_body, orelse=static_orelse)]
+        run_time = [ast.If(test=_call(attr("then")), body=run_body + [method("end_then")], orelse=[])]
+        if node.orelse:
+            run_time.append(ast.If(test=_call(attr("orelse")), body=run_orelse + [method("end_orelse")], orelse=[]))
+        run_time.append(method("end"))
+        is_static = ast.Compare(left=attr("static"), ops=[ast.IsNot()], comparators=[ast.Constant(None)])
+        return [
+            ast.Assign(targets=[_name(var, ast.Store())], value=_call(_helper("if_"), *self._location(node), (
+                test if any(isinstance(n, ast.NamedExpr) for n in ast.walk(test)) else _thunk(test)))),
+            ast.If(test=is_static, body=static, orelse=run_time),
+        ]
+
+    def visit_Break(self, node: ast.Break | ast.Continue):
+        """`break` / `continue`: left to Python for a Python iteration, TIR's Break / Continue in an IR loop
+        (runtime.loop_exit decides while tracing)."""
+        kind = "break" if isinstance(node, ast.Break) else "continue"
+        exit_ = _call(_helper("loop_exit"), ast.Constant(kind), *self._location(node),
+                      ast.Constant(getattr(self, "conditional_exit", False)))
+        return ast.If(test=exit_, body=[node], orelse=[])
+
+    visit_Continue = visit_Break
+
     def visit_While(self, node: ast.While):
         if node.orelse:
             raise self._error(node, "`while ... else` is not supported in a kernel")
         if isinstance(node.test, ast.Constant) and node.test.value and not _escapes(node.body, with_continue=False):
             raise self._error(node, EndlessLoopError, f"`while {ast.unparse(node.test)}:` never ends: its condition is always true and "
-                                    "its body has no `break` (a kernel's loop cannot break out at run time); give it "
-                                    "a condition the body changes (a T.alloc_var or a buffer element), as T.While")
+                                    "its body has no `break` (it is unrolled while the kernel is built, so only a static "
+                                    "`break` ends it); give it a condition the body changes (a T.alloc_var or a buffer "
+                                    "element), as T.While")
         test = self.visit(node.test)
         return ast.For(
             target=_name("_", ast.Store()),
             iter=_call(_helper("while_"), _thunk(test)),
-            body=self._body(node.body),
+            body=self._loop_body(node.body),
             orelse=[],
         )
 

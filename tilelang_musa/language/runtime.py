@@ -382,16 +382,63 @@ def named(frame: Any, names: tuple[str, ...], unpacks: bool = False) -> Any:
 def iterate(iterable: Any, names: tuple[str, ...] | None) -> Iterator[Any]:
     """`for ... in iterable`: IR loops for loop frames, Python iteration for everything else."""
     if isinstance(iterable, LoopFrame):
-        yield from iterable.build(names)
+        with _traced_loop(iterable):
+            yield from iterable.build(names)
         return
     if _TRACES and isinstance(iterable, tvm.ir.Expr):
         raise _TRACES[-1].error(f"cannot iterate over the IR value {iterable}; use T.serial(n) or range(n)")
-    # An iterator may never end (itertools.count()), nor may a container the body keeps growing.
-    loc, bound = current_loc(), max(STATIC_LOOP_LIMIT, _length(iterable))
-    for count, item in enumerate(iterable, 1):
-        if count > bound:
-            raise _endless("this `for` loop over a Python iterable", loc)
-        yield item
+    with _traced_loop(None):
+        # An iterator may never end (itertools.count()), nor may a container the body keeps growing.
+        loc, bound = current_loc(), max(STATIC_LOOP_LIMIT, _length(iterable))
+        for count, item in enumerate(iterable, 1):
+            if count > bound:
+                raise _endless("this `for` loop over a Python iterable", loc)
+            yield item
+
+
+class _traced_loop:  # noqa: N801 - a context manager used like a function
+    """Marks a `for`/`while` statement of the kernel as being traced (the trace's loop stack), so that a `break` or
+    `continue` in its body knows whether it leaves an IR loop or a Python iteration (loop_exit)."""
+
+    def __init__(self, loop: LoopFrame | None):
+        self.loops = _TRACES[-1].loops if _TRACES else None
+        self.loop = loop
+
+    def __enter__(self) -> None:
+        if self.loops is not None:
+            self.loops.append(self.loop)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.loops is not None:
+            self.loops.pop()
+
+
+# Loops a `break` / `continue` may leave: one thread runs them in order, so leaving one early is plain C. The other
+# constructs spread iterations over threads or slots (T.Parallel, T.vectorized), run them in stages (T.Pipelined) or
+# copy the body per iteration (T.unroll), where no iteration can stop the rest.
+_EXITABLE_LOOPS = ("T.serial", "T.While")
+
+
+def loop_exit(kind: str, filename: str, lineno: int, col: int, conditional: bool = False) -> bool:
+    """`break` / `continue` (`kind`) of a kernel: True where it leaves a Python iteration (the statement then runs
+    as in Python, at trace time); for an IR loop it adds TIR's Break / Continue to the loop body being built and
+    returns False, so tracing goes on (what follows it in its block is never reached at run time). `conditional`:
+    the statement sits under an `if` over a run-time condition (parser.py), which cannot leave a Python iteration."""
+    loops = _TRACES[-1].loops if _TRACES else []
+    loop = loops[-1] if loops else None
+    with at(filename, lineno, col):
+        if loop is None and conditional:
+            raise current_trace().error(
+                f"`{kind}` under a run-time condition leaves a Python loop, which runs while the kernel is built; "
+                "iterate with T.serial(...) or range(...) for a loop of the kernel")
+        if loop is None:
+            return True
+        if loop.construct not in _EXITABLE_LOOPS or len(loop.ranges) != 1:
+            raise current_trace().error(
+                f"`{kind}` inside {loop.construct}: only a sequential loop (T.serial, range, a `while` with a run-time "
+                f"condition) can be left early; {loop.construct} spreads or reorders its iterations")
+        Tb.Break() if kind == "break" else Tb.Continue()
+    return False
 
 
 def _length(iterable: Any) -> int:
@@ -470,6 +517,9 @@ def if_(filename: str, lineno: int, col: int, cond: Any) -> _IfBuilder:
     return _IfBuilder(filename, lineno, col, cond)
 
 
+_WHILE_LOOP = LoopFrame("T.While", [(0, 0)], None)  # a `while` over a run-time condition, for loop_exit
+
+
 # A loop whose condition or iterator is Python's runs while the kernel is traced, once per iteration; past this
 # many iterations it is taken for one that never ends (`while n > 0:` over a Python `n` the body never changes).
 STATIC_LOOP_LIMIT = 1 << 16
@@ -485,15 +535,16 @@ def _endless(loop: str, loc: SourceLoc | None) -> EndlessLoopError:
 def while_(test: Callable[[], Any]) -> Iterator[None]:
     cond = _operand(test())
     if static_value(cond) is not None or not isinstance(cond, tvm.ir.Expr):
-        loc, count = current_loc(), 0
-        while static_value(cond) if static_value(cond) is not None else cond:
-            count += 1
-            if count > STATIC_LOOP_LIMIT:
-                raise _endless("this `while` loop", loc)
-            yield
-            cond = _operand(test())
+        with _traced_loop(None):
+            loc, count = current_loc(), 0
+            while static_value(cond) if static_value(cond) is not None else cond:
+                count += 1
+                if count > STATIC_LOOP_LIMIT:
+                    raise _endless("this `while` loop", loc)
+                yield
+                cond = _operand(test())
         return
-    with Tb.While(cond):
+    with Tb.While(cond), _traced_loop(_WHILE_LOOP):
         yield
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tvm import DataType
+
 from ..errors import UnsupportedError
-from ..language.dtypes import canonical_dtype
 from .layout import Layout, LayoutError
 
 SM8X_META_BITS = {"float16": 16, "bfloat16": 16, "float32": 16, "int8": 32, "uint8": 32, "float8_e4m3fn": 32,
@@ -40,7 +41,7 @@ def make_cutlass_metadata_layout(buffer: Any, mma_dtype: Any = "float16", arch: 
     if major != 8:
         raise LayoutError(f"make_cutlass_metadata_layout: arch {arch!r} has no CUTLASS sparse metadata layout "
                           "(sm80 and later)")
-    return _sm8x_layout(buffer, canonical_dtype(mma_dtype))
+    return _sm8x_layout(buffer, _dtype_name(mma_dtype))
 
 
 def _compute_version(arch: Any) -> tuple[int, int]:
@@ -79,3 +80,10 @@ def _sm8x_layout(buffer: Any, mma_dtype: str) -> Layout:
         return j // 2 * m * 2 + row * 2 + parity
 
     return Layout(shape, offset)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """TVM's name of `dtype`: a dtype string (T.float16 included), a tvm dtype or a torch dtype. (The language's
+    canonical_dtype, with its aliases, lies in a layer above this one.)"""
+    text = str.__str__(dtype) if isinstance(dtype, str) else str(dtype)
+    return str(DataType(text.removeprefix("torch.")))

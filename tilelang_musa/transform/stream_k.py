@@ -47,6 +47,7 @@ from ..ir.ops import USE_SWIZZLE_OP
 from ..ir.options import CompileOptions
 from ..ir.pass_config import _truthy
 from ..ir.utils import as_int, is_buffer, scope_of, seq, substitute
+from ..target import ARCHS
 from .rasterize_blocks import _remap
 
 FILL, COPY, GEMM = "tl.tileop.fill", "tl.tileop.copy", "tl.tileop.gemm"
@@ -181,9 +182,11 @@ def persistent_blocks(setting: Any, arch: str) -> int | None:
     if setting is None or setting is False:
         return None
     if setting is True:
-        from ..profiler.arch_figures import figures_for
-
-        return figures_for(arch).mps
+        mps = ARCHS[arch].multiprocessors if arch in ARCHS else None
+        if mps is None:
+            raise CompileError(f"tl.stream_k=True: the number of multiprocessors of {arch} is not known; give the "
+                               "number of persistent blocks instead (tl.stream_k=<n>)")
+        return mps
     if isinstance(setting, int) and not isinstance(setting, bool):
         if setting == 0:
             return None

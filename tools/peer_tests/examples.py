@@ -23,48 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import CONFTEST, rewrite  # noqa: E402  (the peer-test harness's staging, shared)
+from run import CONFTEST, FLASH_ATTN_STANDIN, rewrite  # noqa: E402  (the peer-test harness's staging, shared)
 
 # The examples' torch.cuda calls (streams, device queries) are answered by the peer harness's stand-ins (CONFTEST).
 PRELUDE = CONFTEST + '''
 import sys
 sys.path.insert(0, ".")
-'''
-
-# References some examples take from flash-attn (a CUDA package), written in torch: the harness's stand-in.
-FLASH_ATTN_STANDIN = '''"""Stand-in for flash-attn's reference entry points, in torch (the upstream-examples harness)."""
-import math
-import torch
-
-
-def _attend(q, k, v, scale, causal, k_len=None):
-    # q (Lq, H, D), k/v (Lk, Hk, D); causal masks align the last query with the last key, as flash-attn does
-    groups = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
-    s = torch.einsum("qhd,khd->hqk", q.float(), k.float()) * scale
-    lq, lk = q.shape[0], k.shape[0] if k_len is None else k_len
-    keys = torch.arange(k.shape[0])
-    mask = keys[None, :] >= lk
-    if causal:
-        mask = mask | (keys[None, :] > torch.arange(lq)[:, None] + (lk - lq))
-    s = s.masked_fill(mask[None], float("-inf"))
-    return torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float()).to(q.dtype)
-
-
-def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
-                           softmax_scale=None, causal=False, **_):
-    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
-    out = torch.empty_like(q)
-    for b in range(len(cu_seqlens_q) - 1):
-        qs, qe, ks, ke = (int(x) for x in (cu_seqlens_q[b], cu_seqlens_q[b + 1], cu_seqlens_k[b], cu_seqlens_k[b + 1]))
-        out[qs:qe] = _attend(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal)
-    return out
-
-
-def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, softmax_scale=None, causal=False, **_):
-    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
-    lens = [k_cache.shape[1]] * q.shape[0] if cache_seqlens is None else [int(x) for x in cache_seqlens]
-    return torch.stack([_attend(q[b], k_cache[b], v_cache[b], scale, causal, lens[b]) for b in range(q.shape[0])])
 '''
 
 # fla (flash-linear-attention, Triton kernels): the input normalisation and the linear-attention forward the

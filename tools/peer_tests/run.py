@@ -1,6 +1,7 @@
 """Run another project's TileLang test files unchanged but for the device string, in the simulator.
 
     python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S] [--ref REF]
+                                   [-k EXPR] [--triton-interpreter SITE]
 
 PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda), or a
 bare git directory of one (a mirror): its testing/ and examples/ at --ref (default HEAD; a tag such as v0.1.13
@@ -11,6 +12,11 @@ compute capability --cuda-as, default 9.0), next to a conftest.py that stands in
 for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
 its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives each file's outcome
 and the first error line. Nothing of the peer's tree is kept in this repository.
+
+Some examples compute their reference with Triton kernels (upstream's blocksparse_attention, cast, deepseek_v32,
+minference). Triton is not a dependency of this package; with --triton-interpreter SITE, a folder holding an
+installed triton (`pip install --target SITE triton`, or a virtual environment's site-packages) is put on the tests'
+path and Triton runs in its CPU interpreter (TRITON_INTERPRET=1), on the CPU tensors the rewritten tests allocate.
 """
 
 from __future__ import annotations
@@ -29,7 +35,11 @@ DEFAULT_PATTERNS = ["testing/python/**/test_*.py", "testing/musa/**/test_*.py", 
 
 # The torch_musa calls the peer's tests make, answered as the simulator would be: one device, always there.
 CONFTEST = '''
-import os, types, torch
+import os, sys, types, torch
+
+# CUDA-only packages some examples take a reference or a benchmark from (flash-attn), in torch: the harness's
+# stand-ins, staged in _standins/ beside this file. Last on the path, so an installed package wins.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_standins"))
 
 if not hasattr(torch, "musa"):
     class _Props:
@@ -44,6 +54,7 @@ if not hasattr(torch, "musa"):
         device_count=lambda: 1, current_device=lambda: 0, get_device_name=lambda *a: _Props.name,
         get_device_properties=lambda *a: _Props(), current_stream=lambda *a: None,
         stream=lambda *a, **k: __import__("contextlib").nullcontext(), Stream=lambda *a, **k: None,
+        device=lambda *a, **k: __import__("contextlib").nullcontext(),  # `with torch.cuda.device(i):` (fla's guard)
         default_stream=lambda *a: None,
         # Free and total device memory: free is what the harness lets one test's tensors take in the simulator
         # (TL_PEER_DEVICE_FREE_MIB, default 256), so a test that sizes its tensors from it stays small or skips as
@@ -54,7 +65,7 @@ if not hasattr(torch, "musa"):
     )
 
 # The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
-for _name in ("Stream", "stream", "default_stream", "current_stream", "synchronize", "current_device",
+for _name in ("Stream", "stream", "device", "default_stream", "current_stream", "synchronize", "current_device",
               "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache",
               "mem_get_info"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
@@ -91,6 +102,67 @@ if os.environ.get("TL_PEER_CUDA_AS"):
         _Props.major, _Props.minor = _AS
 
 
+# --triton-interpreter: Triton's interpreter runs kernels on CPU tensors, but its autotuner and the examples still ask
+# the active GPU driver for a benchmarker and a target (`driver.active.get_current_target().backend == "hip"`), and
+# with no GPU there is none ("0 active drivers"). This stand-in answers as the NVIDIA GPU the harness reports. Its
+# benchmarker runs nothing and times every config alike, so the autotuner takes the first config: the interpreter's
+# timings say nothing about a GPU, and every config computes the same result.
+if os.environ.get("TRITON_INTERPRET") == "1":
+    import triton
+    from triton.backends.compiler import GPUTarget as _GPUTarget
+
+    class _InterpreterDriver:
+        def is_active(self):
+            return True
+
+        def get_current_target(self):
+            major, minor = torch.cuda.get_device_capability()
+            return _GPUTarget("cuda", major * 10 + minor, 32)
+
+        def get_active_torch_device(self):
+            return torch.device("cpu")
+
+        def get_device_interface(self):
+            return torch.cuda
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_benchmarker(self):
+            return lambda fn, quantiles=None, **_: [1.0] * len(quantiles) if quantiles else 1.0
+
+        def get_empty_cache_for_benchmark(self):
+            return torch.empty(1 << 20, dtype=torch.int8)
+
+        def clear_cache(self, cache):
+            cache.zero_()
+
+        utils = types.SimpleNamespace(get_device_properties=lambda *a: {
+            "multiprocessor_count": torch.cuda.get_device_properties(0).multi_processor_count,
+            "max_shared_mem": 228 << 10, "max_num_regs": 65536, "warpSize": 32})
+
+    triton.runtime.driver.set_active(_InterpreterDriver())
+
+    # Triton's interpreter (3.9.0) keeps bfloat16 values as their uint16 bits, and its tl.dot multiplies those bits
+    # as integers (it widens only fp8 operands first): a 16x16 bfloat16 tl.dot is off by 2e10, which made upstream's
+    # blocksparse_attention Triton kernel return garbage. Its operands are widened to float32 here (exact), as a
+    # GPU's bfloat16 MMA accumulates in float32; every other dot is left as it is.
+    from triton.runtime import interpreter as _interpreter
+
+    def _widened_bf16(handle):
+        if handle.dtype.scalar != triton.language.bfloat16:
+            return handle
+        bits = handle.data.astype(_interpreter.np.uint32) << 16
+        return _interpreter.TensorHandle(bits.view(_interpreter.np.float32), triton.language.float32)
+
+    _create_dot = _interpreter.InterpreterBuilder.create_dot
+    _interpreter.InterpreterBuilder.create_dot = (
+        lambda self, a, b, d, *rest: _create_dot(self, _widened_bf16(a), _widened_bf16(b), d, *rest))
+
+
 def pytest_collection_modifyitems(config, items):
     # --max-cases N: files with more cases (sizes made for a GPU, 100+ combinations) run N of them, evenly spaced.
     cap = int(os.environ.get("TL_PEER_MAX_CASES", "0"))
@@ -98,6 +170,43 @@ def pytest_collection_modifyitems(config, items):
         keep = {round(k * (len(items) - 1) / max(cap - 1, 1)) for k in range(cap)}
         config.hook.pytest_deselected(items=[item for k, item in enumerate(items) if k not in keep])
         items[:] = [item for k, item in enumerate(items) if k in keep]
+'''
+
+
+# References some examples take from flash-attn (a CUDA package), written in torch: the harness's stand-in.
+FLASH_ATTN_STANDIN = '''"""Stand-in for flash-attn's reference entry points, in torch (the upstream-examples harness)."""
+import math
+import torch
+
+
+def _attend(q, k, v, scale, causal, k_len=None):
+    # q (Lq, H, D), k/v (Lk, Hk, D); causal masks align the last query with the last key, as flash-attn does
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+    s = torch.einsum("qhd,khd->hqk", q.float(), k.float()) * scale
+    lq, lk = q.shape[0], k.shape[0] if k_len is None else k_len
+    keys = torch.arange(k.shape[0])
+    mask = keys[None, :] >= lk
+    if causal:
+        mask = mask | (keys[None, :] > torch.arange(lq)[:, None] + (lk - lq))
+    s = s.masked_fill(mask[None], float("-inf"))
+    return torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float()).to(q.dtype)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, **_):
+    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
+    out = torch.empty_like(q)
+    for b in range(len(cu_seqlens_q) - 1):
+        qs, qe, ks, ke = (int(x) for x in (cu_seqlens_q[b], cu_seqlens_q[b + 1], cu_seqlens_k[b], cu_seqlens_k[b + 1]))
+        out[qs:qe] = _attend(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal)
+    return out
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, softmax_scale=None, causal=False, **_):
+    scale = softmax_scale or 1 / math.sqrt(q.shape[-1])
+    lens = [k_cache.shape[1]] * q.shape[0] if cache_seqlens is None else [int(x) for x in cache_seqlens]
+    return torch.stack([_attend(q[b], k_cache[b], v_cache[b], scale, causal, lens[b]) for b in range(q.shape[0])])
 '''
 
 
@@ -192,7 +301,7 @@ def stage_folder(peer: Path, folder: Path, out: Path, cuda: bool) -> None:
                 siblings += sibling_folders(modules[src], folder, peer)
             else:
                 shutil.copy(src, dest_dir / src.name)
-        elif is_helper_package(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`
+        elif is_helper_folder(src) and not (dest_dir / src.name).exists():  # `from quantize import ...`, ops/*.cu
             shutil.copytree(src, dest_dir / src.name, ignore=shutil.ignore_patterns("__pycache__"))
             for module in (dest_dir / src.name).rglob("*.py"):
                 module.write_text(rewrite(module.read_text(), cuda))
@@ -210,10 +319,18 @@ def sibling_folders(text: str, folder: Path, peer: Path) -> list[Path]:
     return found
 
 
-def is_helper_package(folder: Path) -> bool:
-    """A Python package next to a test file that its examples import: it holds no tests of its own (a folder
-    that does is staged when its tests are)."""
-    return folder.is_dir() and (folder / "__init__.py").is_file() and not any(folder.rglob("test_*.py"))
+def is_helper_folder(folder: Path) -> bool:
+    """A folder next to a test file that its examples use: a Python package they import (`quantize/`), or sources
+    they build or read (minference's `ops/`, the C++ extension it compiles). It holds no tests of its own (a
+    folder that does is staged when its tests are)."""
+    return folder.is_dir() and folder.name != "__pycache__" and not any(folder.rglob("test_*.py"))
+
+
+def write_support(root: Path) -> None:
+    """The conftest.py (torch_musa's and the GPU gates' stand-ins) and the stand-in packages, at the staged root."""
+    (root / "conftest.py").write_text(CONFTEST)
+    (root / "_standins").mkdir(exist_ok=True)
+    (root / "_standins" / "flash_attn.py").write_text(FLASH_ATTN_STANDIN)
 
 
 def summarize(output: str) -> tuple[str, str]:
@@ -223,14 +340,32 @@ def summarize(output: str) -> tuple[str, str]:
     return counts, (errors[0][:200] if errors else "")
 
 
-def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as: str = "",
-            peer: Path | None = None) -> tuple[str, str, str]:
+def file_environment(path: Path, peer: Path | None = None, triton_site: Path | None = None) -> dict[str, str]:
+    """The environment one staged test file runs in."""
     # A test that asks for a device launcher (execution_backend="cython" / "tvm_ffi") runs in the simulator, as
     # a user without a MUSA device would run it (the switch Triton's TRITON_INTERPRET=1 is for Triton).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
     if peer is not None:  # tests import helpers from the peer's examples/ (`from examples.x import ...`), as from its root
         env["PYTHONPATH"] += os.pathsep + str(peer)
+    if triton_site is not None:  # last on the path: it must not shadow the package or torch with its own copies
+        env["PYTHONPATH"] += os.pathsep + str(triton_site)
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def triton_site_packages(site: Path) -> Path:
+    """--triton-interpreter's folder, checked: it must hold an importable triton package."""
+    site = site.resolve()
+    if not (site / "triton" / "__init__.py").is_file():
+        raise SystemExit(f"--triton-interpreter {site}: no triton package there (install one with "
+                         f"`pip install --target {site} triton`, or name a virtual environment's site-packages)")
+    return site
+
+
+def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as: str = "",
+            peer: Path | None = None, keyword: str = "", triton_site: Path | None = None) -> tuple[str, str, str]:
+    env = file_environment(path, peer, triton_site)
     # Moore Threads' per-arch folders (testing/musa/mp22, mp31) run on a simulated device of that arch.
     arch_dirs = [part for part in path.parts if re.fullmatch(r"mp\d\d", part)]
     if arch_dirs:
@@ -239,12 +374,9 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
         env["TL_PEER_MAX_CASES"] = str(max_cases)
     if cuda_as:
         env["TL_PEER_CUDA_AS"] = cuda_as
-    # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
-    # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
-    cmd = [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
-           "--rootdir", str(root), str(path)]
     try:
-        proc = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(pytest_command(path, root, keyword), cwd=path.parent, env=env, capture_output=True,
+                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired as stopped:
         partial = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
         (path.parent / (path.name + ".log")).write_text(partial)
@@ -252,6 +384,13 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
     (path.parent / (path.name + ".log")).write_text(proc.stdout + proc.stderr)
     counts, first_error = summarize(proc.stdout + proc.stderr)
     return outcome(proc.returncode, counts), counts, first_error
+
+
+def pytest_command(path: Path, root: Path, keyword: str = "") -> list[str]:
+    # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
+    # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
+    return [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
+            "--rootdir", str(root), str(path)] + (["-k", keyword] if keyword else [])
 
 
 def timed_out(partial: str, timeout: float) -> tuple[str, str]:
@@ -298,8 +437,14 @@ def main() -> int:
     parser.add_argument("--cuda-as", default="9.0", metavar="MAJOR.MINOR",
                         help="with --cuda: the compute capability upstream's requires_cuda* gates see (the simulated "
                              "MUSA device runs the cases they let through); 'none' skips every CUDA-gated case")
+    parser.add_argument("-k", dest="keyword", default="",
+                        help="pytest's -k: run only the cases of each file whose names match the expression")
+    parser.add_argument("--triton-interpreter", type=Path, metavar="SITE",
+                        help="a folder holding triton (pip install --target SITE triton, or a venv's site-packages): "
+                             "the tests' Triton references run in Triton's CPU interpreter (TRITON_INTERPRET=1)")
     args = parser.parse_args()
     cuda_as = args.cuda_as if args.cuda and args.cuda_as != "none" else ""
+    triton_site = triton_site_packages(args.triton_interpreter) if args.triton_interpreter else None
 
     peer = args.peer.resolve()
     if (peer / "HEAD").is_file() and not (peer / "testing").exists():  # a bare repository: extract its tests
@@ -307,12 +452,13 @@ def main() -> int:
     tests = sorted({p for pattern in args.patterns for p in peer.glob(pattern)})
     root = args.out / "tree"
     root.mkdir(parents=True, exist_ok=True)
-    (root / "conftest.py").write_text(CONFTEST)
+    write_support(root)
     staged = {test: stage(peer, test, args.out, args.cuda) for test in tests}
 
     results = {}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases, cuda_as, peer): test
+        jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases, cuda_as, peer, args.keyword,
+                            triton_site): test
                 for test, path in staged.items()}
         for job in futures.as_completed(jobs):
             test = jobs[job]
