@@ -75,8 +75,16 @@ def test_reduce_over_a_thread_range_matches_torch(arch, rows, offset):
     torch.testing.assert_close(out, x / x.sum(1, keepdim=True), rtol=1e-5, atol=1e-6)
 
 
+GROUPS_WITH_A_GAP = pytest.mark.xfail(
+    strict=True, raises=tilelang.CompileError,
+    reason="groups [0, 64) and [128, 192) leave threads [64, 128) holding no slot of x_frag: the fold and the "
+           "combine need every thread of the span to hold its slots, so this is a named CompileError today. It "
+           "passed before only because the kernel cache's key left out annotated layouts and handed it the "
+           "(256, 64) kernel (fixed 2026-12-07)")
+
+
 @pytest.mark.parametrize("arch", ARCHES)
-@pytest.mark.parametrize("block,stride", [(128, 64), (256, 64), (256, 128)])
+@pytest.mark.parametrize("block,stride", [(128, 64), (256, 64), pytest.param(256, 128, marks=GROUPS_WITH_A_GAP)])
 def test_reduce_in_several_thread_groups_matches_torch(arch, block, stride):
     """Two 64-thread groups: filling a 128-thread block, adjacent in a 256-thread one, or apart in it."""
     kernel = tilelang.compile(row_groups(block, stride), target=f"musa -arch={arch}")

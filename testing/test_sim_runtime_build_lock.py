@@ -7,7 +7,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import tilelang_musa
+
+# The folder the package under test is imported from: the source tree in development, site-packages when installed
+# (whose copy has the built launcher the subprocesses import).
+PACKAGE_PARENT = Path(tilelang_musa.__file__).resolve().parents[1]
 
 FAKE_COMPILER = textwrap.dedent("""
     import sys, time
@@ -38,7 +42,7 @@ def test_two_processes_needing_one_runtime_build_it_once(tmp_path):
     compiler = tmp_path / "fake_cc.py"
     compiler.write_text(FAKE_COMPILER)
     counter = tmp_path / "runs"
-    env = {"PYTHONPATH": str(ROOT), "TILELANG_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": str(PACKAGE_PARENT), "TILELANG_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     ready = tmp_path / "ready"
     ready.mkdir()
     procs = [subprocess.Popen([sys.executable, "-c", CALLER, str(compiler), str(counter), str(ready)], env=env,

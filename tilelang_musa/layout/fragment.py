@@ -159,14 +159,15 @@ class Fragment(Layout):
             out_vars, exprs = _inverse.invert(
                 [self.forward_index[0], thread_rel], list(self.forward_vars) + [self.replicate_var], extents, box)
         except _inverse.NotInvertible as err:
-            outer = self._padded_outer_extent(box) if padded else None
-            if outer is None:
-                raise LayoutError(f"cannot invert {self!r}: {err}") from None
-            try:
-                out_vars, exprs = _inverse.invert(
-                    [self.forward_index[0], thread_rel], list(self.forward_vars) + [self.replicate_var],
-                    [outer] + extents[1:], box)
-            except _inverse.NotInvertible:
+            for padded_extents, padded_box in (self._paddings(box) if padded else ()):
+                try:
+                    out_vars, exprs = _inverse.invert(
+                        [self.forward_index[0], thread_rel], list(self.forward_vars) + [self.replicate_var],
+                        padded_extents, padded_box)
+                    break
+                except _inverse.NotInvertible:
+                    continue
+            else:
                 raise LayoutError(f"cannot invert {self!r}: {err}") from None
         if thread is None and local is None:
             return Layout.from_exprs([self.output_size[0], self.thread_extent - first], out_vars, exprs)
@@ -176,18 +177,22 @@ class Fragment(Layout):
         result = [tvm.sym.Analyzer().simplify(substitute(e, vmap)) for e in exprs]
         return result if return_rep else result[:-1]
 
-    def _padded_outer_extent(self, box: list) -> int | None:
-        """The outermost input extent that makes the inputs exactly as many as the (slot, thread) box, where the
-        fragment has fewer (None where that is no larger whole number)."""
+    def _paddings(self, box: list):
+        """(input extents, box) pairs to try where the fragment leaves (thread, slot) pairs unused: one input extent
+        grown so that the inputs are exactly as many as the points of the box (40 rows on 32 threads x 2 slots: 64
+        rows), or of a box with more threads (rows on thread ranges with a gap between them, [0, 64) and [128, 192):
+        the inner extent grown to fill each range's gap, over 256 threads). The map must be a bijection there; the
+        indices of a pair that holds no element are then out of range, and a thread past the box is never asked."""
         extents = [const_int(e) for e in list(self.input_size) + [self.replicate_size]] + [const_int(e) for e in box]
         if any(e is None for e in extents):
-            return None
+            return
         inputs, (slots, threads) = extents[:-2], extents[-2:]
-        rest = int(np.prod(inputs[1:], dtype=np.int64))
-        total = slots * threads
-        if total % rest or total // rest <= inputs[0]:
-            return None
-        return total // rest
+        for box_threads in sorted({threads, 1 << (threads - 1).bit_length(), -(-threads // 32) * 32}):
+            total = slots * box_threads
+            for dim in range(len(inputs)):
+                rest = int(np.prod(inputs[:dim] + inputs[dim + 1:], dtype=np.int64))
+                if total % rest == 0 and total // rest > inputs[dim]:
+                    yield inputs[:dim] + [total // rest] + inputs[dim + 1:], [slots, box_threads]
 
     def is_injective(self) -> bool:
         """No two (element, replica) pairs share a (thread, slot): checked on every pair."""

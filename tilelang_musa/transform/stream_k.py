@@ -267,44 +267,13 @@ def _rewrite(func: tirx.PrimFunc, m: _Match, requested: int) -> tirx.PrimFunc:
     tile = tirx.Var("tile", wide)
     kk = tirx.Var("k_step", wide)
 
-    # The tile's block indices, as the data-parallel grid numbers its blocks (x fastest), then T.use_swizzle's map.
-    t32 = tirx.Cast("int32", tile) if wide != "int32" else tile
-    coords, rest = [], t32
-    for e in m.extents[:-1]:
-        coords.append(tirx.floormod(rest, e))
-        rest = tirx.floordiv(rest, e)
-    coords.append(rest)
-    if m.swizzle is not None and len(coords) >= 2:
-        panel, order = m.swizzle
-        gx, gy = m.extents[0], m.extents[1]
-        if order == "row":
-            coords[1], coords[0] = _remap(coords[1], coords[0], gy, gx, panel)
-        else:
-            coords[0], coords[1] = _remap(coords[0], coords[1], gx, gy, panel)
-    # already in range; the floormod says so to the bounds guards (the analyzer sees through neither the rotation
-    # of the pairs nor the swizzle's min)
-    coords = [tirx.floormod(v, e) for v, e in zip(coords, m.extents)]
+    coords = _tile_block_indices(m, tirx.Cast("int32", tile) if wide != "int32" else tile)
     names = ["bx", "by", "bz"]
     block_vars = [tirx.Var(names[i] if i < 3 else f"b{i}", "int32") for i in range(len(coords))]
     vmap = {iv.var: v for iv, v in zip(m.blocks, block_vars)}
+    tid = _linear_thread_index(m, ana)
 
-    # the thread's linear index, x fastest: the flag of the thread that holds the same fragment elements
-    tid: Any = tirx.const(0, "int32")
-    scale = 1
-    by_tag = {str(iv.thread_tag): (iv.var, e) for iv, e in m.threads}
-    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
-        if tag in by_tag:
-            var, e = by_tag[tag]
-            tid = ana.simplify(tid + var * scale)
-            scale *= e
-
-    pid32 = pid
-    wait = tirx.Evaluate(tirx.call_extern("void", "tl::grid_flag_wait",
-                                          tirx.address_of(tirx.BufferLoad(flags, [pid32 - 1, tid])), 1))
-    arrive = tirx.Evaluate(tirx.call_extern("void", "tl::grid_flag_arrive",
-                                            tirx.address_of(tirx.BufferLoad(flags, [pid32, tid]))))
-    load = _tile_op(COPY, [_region(partials, pid32 - 1, acc_shape), _full(m.acc)], m.loc)
-    store = _tile_op(COPY, [_full(m.acc), _region(partials, pid32, acc_shape)], m.loc)
+    wait, load, store, arrive = _handoff(m, pid, tid, partials, flags, acc_shape)
     # One T.Pipelined loop over the block's pairs, so that the pipeline (and on mp_31 warp specialization) runs
     # across its pieces: the head piece [rotate, end) first, then the whole tiles [tail_end, rotate), last the tail
     # piece [start, tail_end), whose head the previous block published first.
@@ -341,10 +310,62 @@ def _rewrite(func: tirx.PrimFunc, m: _Match, requested: int) -> tirx.PrimFunc:
         tirx.Bind(tail_end, tirx.Min(tirx.floordiv(start + c(ks - 1), c(ks)) * c(ks), rotate)),
         pieces,
     ])
+    return _persistent_func(func, m, kernel, pid, P, partials, flags)
+
+
+def _handoff(m: _Match, pid: tirx.Var, tid: Any, partials: Any, flags: Any, acc_shape: list) -> tuple:
+    """The statements that hand a split tile's partial from block pid - 1 to block pid: wait for the thread's flag
+    of the previous block, load its partial; store this block's partial, raise the thread's flag."""
+    wait = tirx.Evaluate(tirx.call_extern("void", "tl::grid_flag_wait",
+                                          tirx.address_of(tirx.BufferLoad(flags, [pid - 1, tid])), 1))
+    load = _tile_op(COPY, [_region(partials, pid - 1, acc_shape), _full(m.acc)], m.loc)
+    store = _tile_op(COPY, [_full(m.acc), _region(partials, pid, acc_shape)], m.loc)
+    arrive = tirx.Evaluate(tirx.call_extern("void", "tl::grid_flag_arrive",
+                                            tirx.address_of(tirx.BufferLoad(flags, [pid, tid]))))
+    return wait, load, store, arrive
+
+
+def _tile_block_indices(m: _Match, tile: Any) -> list:
+    """The block indices of output tile `tile` (int32), as the data-parallel grid numbers its blocks (x fastest),
+    then T.use_swizzle's map."""
+    coords, rest = [], tile
+    for e in m.extents[:-1]:
+        coords.append(tirx.floormod(rest, e))
+        rest = tirx.floordiv(rest, e)
+    coords.append(rest)
+    if m.swizzle is not None and len(coords) >= 2:
+        panel, order = m.swizzle
+        gx, gy = m.extents[0], m.extents[1]
+        if order == "row":
+            coords[1], coords[0] = _remap(coords[1], coords[0], gy, gx, panel)
+        else:
+            coords[0], coords[1] = _remap(coords[0], coords[1], gx, gy, panel)
+    # already in range; the floormod says so to the bounds guards (the analyzer sees through neither the rotation
+    # of the pairs nor the swizzle's min)
+    return [tirx.floormod(v, e) for v, e in zip(coords, m.extents)]
+
+
+def _linear_thread_index(m: _Match, ana: tvm.sym.Analyzer) -> Any:
+    """The thread's linear index, x fastest: the flag of the thread that holds the same fragment elements."""
+    tid: Any = tirx.const(0, "int32")
+    scale = 1
+    by_tag = {str(iv.thread_tag): (iv.var, e) for iv, e in m.threads}
+    for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+        if tag in by_tag:
+            var, e = by_tag[tag]
+            tid = ana.simplify(tid + var * scale)
+            scale *= e
+    return tid
+
+
+def _persistent_func(func: tirx.PrimFunc, m: _Match, kernel: tirx.Stmt, pid: tirx.Var, blocks: int,
+                     partials: Any, flags: Any) -> tirx.PrimFunc:
+    """`kernel` under the user's thread bindings on a grid of `blocks` persistent blocks, with the partials and the
+    flags (zeroed by the launcher) as workspaces after the user's parameters."""
     for iv, e in reversed(m.threads):
         kernel = tirx.AttrStmt(iv, "thread_extent", e, kernel)
-    block_iv = tirx.IterVar(tvm.ir.Range(0, P), pid, m.blocks[0].iter_type, "blockIdx.x")
-    kernel = tirx.AttrStmt(block_iv, "thread_extent", P, kernel)
+    block_iv = tirx.IterVar(tvm.ir.Range(0, blocks), pid, m.blocks[0].iter_type, "blockIdx.x")
+    kernel = tirx.AttrStmt(block_iv, "thread_extent", blocks, kernel)
     attrs = dict(func.attrs) if func.attrs is not None else {}
     workspaces = [str(n) for n in attrs.get(WORKSPACES_ATTR, [])]
     zeroed = [str(n) for n in attrs.get(ZEROED_WORKSPACES_ATTR, [])]
