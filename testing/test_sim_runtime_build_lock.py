@@ -45,8 +45,10 @@ def test_two_processes_needing_one_runtime_build_it_once(tmp_path):
     env = {"PYTHONPATH": str(PACKAGE_PARENT), "TILELANG_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     ready = tmp_path / "ready"
     ready.mkdir()
+    # cwd: `python -c` puts it first on sys.path, where a source checkout's unbuilt package would shadow the one tested
     procs = [subprocess.Popen([sys.executable, "-c", CALLER, str(compiler), str(counter), str(ready)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
     assert counter.read_text().split() == ["run"], "each process built its own runtime"
