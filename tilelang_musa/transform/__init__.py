@@ -21,11 +21,16 @@ def lower_program(*args, **kwargs):
     return _lower_program(*args, **kwargs)
 
 
-def program_passes(*args, **kwargs):
-    """See `pipeline.program_passes`."""
+def program_passes(program, target, configs):
+    """See `pipeline.program_passes`. The pipeline is imported only where one of them is asked for (tl.stream_k):
+    a cache hit in a fresh process imports no pass."""
+    from ..ir.options import CompileOptions
+
+    if not CompileOptions.of(configs).stream_k:
+        return program
     from .pipeline import program_passes as _program_passes
 
-    return _program_passes(*args, **kwargs)
+    return _program_passes(program, target, configs)
 
 
 def LegalizeNegativeIndex():  # noqa: N802 - upstream's pass name
