@@ -117,6 +117,41 @@ def test_stand_in_device_forks_the_rng(tmp_path):
     assert "test_rng.py::test_fork_rng_over_the_stand_in_devices PASSED" in proc.stdout, proc.stdout + proc.stderr
 
 
+PEER_EVENT_TEST = '''
+import time
+import torch
+
+
+def test_events_time_what_runs_between_them():
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    time.sleep(0.05)  # the simulator's launches return when done: the work between the two records
+    end.record()
+    torch.cuda.synchronize()
+    assert 45 <= start.elapsed_time(end) < 5000
+    musa_start, musa_end = torch.musa.Event(enable_timing=True), torch.musa.Event(enable_timing=True)
+    musa_start.record()
+    musa_end.record()
+    assert 0 <= musa_start.elapsed_time(musa_end) < 45
+'''
+
+
+def test_cuda_events_on_the_stand_in_device_time_with_the_wall_clock(tmp_path):
+    """Moore Threads' deepseek_v32 topk_selector times its kernel between two `torch.cuda.Event(enable_timing=True)`
+    (CPU-only torch has no CUDA events: "Tried to instantiate dummy base class Event"); on the stand-in device an
+    event is the wall clock when it is recorded."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_events.py").write_text(PEER_EVENT_TEST)
+    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_events.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "test_events.py::test_events_time_what_runs_between_them PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_a_helper_package_next_to_a_test_is_staged_with_it(tmp_path):
     peer, out = tmp_path / "peer", tmp_path / "out"
     (peer / "examples" / "dq" / "quantize").mkdir(parents=True)

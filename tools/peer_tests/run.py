@@ -35,11 +35,31 @@ DEFAULT_PATTERNS = ["testing/python/**/test_*.py", "testing/musa/**/test_*.py", 
 
 # The torch_musa calls the peer's tests make, answered as the simulator would be: one device, always there.
 CONFTEST = '''
-import os, sys, types, torch
+import os, sys, time, types, torch
 
 # CUDA-only packages some examples take a reference or a benchmark from (flash-attn), in torch: the harness's
 # stand-ins, staged in _standins/ beside this file. Last on the path, so an installed package wins.
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_standins"))
+
+class _WallClockEvent:
+    """torch.musa.Event / torch.cuda.Event on the stand-in device: the simulator's launches return when done, so
+    the wall clock at record() is the event's time (examples time their kernels between two of them)."""
+
+    def __init__(self, *args, **kwargs):
+        self.at = None
+
+    def record(self, *args):
+        self.at = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end):
+        return (end.at - self.at) * 1e3
+
 
 if not hasattr(torch, "musa"):
     class _Props:
@@ -60,14 +80,13 @@ if not hasattr(torch, "musa"):
         # (TL_PEER_DEVICE_FREE_MIB, default 256), so a test that sizes its tensors from it stays small or skips as
         # on a small GPU (language_int64's 512 MiB-floor fill would take hours on CPU threads).
         mem_get_info=lambda *a: (int(os.environ.get("TL_PEER_DEVICE_FREE_MIB", "256")) << 20, _Props.total_memory),
-        Event=lambda *a, **k: types.SimpleNamespace(record=lambda *a: None, synchronize=lambda: None,
-                                                     elapsed_time=lambda other: 1.0),
+        Event=_WallClockEvent,
     )
 
 # The peer's examples/ still call torch.cuda for streams and device queries: answered by the stand-in above.
-for _name in ("Stream", "stream", "device", "default_stream", "current_stream", "synchronize", "current_device",
-              "device_count", "get_device_properties", "get_device_name", "is_available", "set_device", "empty_cache",
-              "mem_get_info"):
+for _name in ("Event", "Stream", "stream", "device", "default_stream", "current_stream", "synchronize",
+              "current_device", "device_count", "get_device_properties", "get_device_name", "is_available",
+              "set_device", "empty_cache", "mem_get_info"):
     setattr(torch.cuda, _name, getattr(torch.musa, _name))
 torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics take their portable branch
 # torch.random.fork_rng(devices=range(torch.cuda.device_count())) saves and restores each device's generator. The
