@@ -2,11 +2,13 @@
 and Moore Threads' IR tests write them: `T.evaluate`, shared tiles, fragments and local buffers outside every kernel
 build, print and compare structurally; compiling such a function is the error, at the construct's line. A function
 whose kernel opens before or after such a statement is rejected when it is defined, as before; a kernel-less function
-of plain statements compiles as it did (one thread of one block)."""
+of plain statements compiles as it did (one thread of one block). The decision is the IR's (ir/outside_kernel.py), so
+the same programs built by TVM's own TVMScript parser take the same path, with the same errors."""
 
 import pytest
 import torch
 import tvm
+from tvm.script import tirx as S
 
 import tilelang
 import tilelang.language as T
@@ -194,3 +196,124 @@ def test_kernel_less_plain_statements_compile_as_before(arch):
     a, b = rand((16,), torch.float32, seed=3), poison((16,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a.flip(0) + 1)
+
+
+# ---- the same programs built by TVM's own TVMScript parser (no side record: the IR decides) ----------------------
+
+
+def _ts_fragments():
+    @S.prim_func
+    def main():
+        A = S.alloc_buffer((1,), "float16", scope="local.fragment")  # the line
+        if A[0] == S.float16(0):
+            A[0] = S.float16(0)
+
+    return main
+
+
+def _ts_shared_tiles():
+    @S.prim_func
+    def main():
+        b1 = S.alloc_buffer((2,), "bool", scope="shared.dyn")  # the line  # noqa: F841
+        b2 = S.alloc_buffer((2,), "int64", scope="shared")  # noqa: F841
+
+    return main
+
+
+def _ts_local_in_a_loop():
+    @S.prim_func
+    def main(A: S.Buffer((4,), "float32")):
+        for i in range(4):
+            t = S.alloc_buffer((2,), "float32", scope="local")  # the line
+            t[1] = A[i] * S.float32(2)
+            A[i] = t[1]
+
+    return main
+
+
+def _ts_var():
+    @S.prim_func
+    def main(A: S.Buffer((4,), "int32")):
+        n = S.alloc_buffer((1,), "int32", scope="local.var")  # the line
+        n[0] = 3
+        A[0] = n[0]
+
+    return main
+
+
+def _ts_unswitched():
+    @S.prim_func
+    def main(A: S.Buffer((128,), "float32"), B: S.Buffer((128,), "float32"), cond: S.Buffer((1,), "int32")):
+        if cond[0] > 0:
+            for i in range(128):
+                B[i] = A[i]
+        else:
+            for _i in range(128):
+                S.evaluate(0)  # the line
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("build, construct", [
+    (_ts_fragments, "T.alloc_fragment"),
+    (_ts_shared_tiles, "T.alloc_shared"),
+    (_ts_local_in_a_loop, "T.alloc_local"),
+    (_ts_var, "T.alloc_var"),
+    (_ts_unswitched, "T.evaluate"),
+])
+def test_compiling_a_tvmscript_kernel_less_function_is_the_same_error(build, construct, arch):
+    func = build()
+    for compile_it in (tilelang.compile, tilelang.lower):
+        with pytest.raises(CompileError, match=rf"`{construct}` must be used inside `with T.Kernel\(\.\.\.\)`.*"
+                                               r"`main` has no kernel") as info:
+            compile_it(func, target=f"musa -arch={arch}")
+        if build is _ts_unswitched:  # TVM's parser gives an Evaluate no span: the line is not known
+            assert info.value.loc is None
+        else:
+            assert info.value.loc is not None and info.value.loc.lineno == line_of(build, "# the line")
+
+
+@pytest.mark.parametrize("ours, theirs", [(_unswitched, _ts_unswitched), (_local_in_a_loop, _ts_local_in_a_loop)])
+def test_both_spellings_of_one_program_are_one_ir_and_one_error(ours, theirs):
+    tvm.ir.assert_structural_equal(ours().body, theirs().body, map_free_vars=True)
+    messages = []
+    for build in (ours, theirs):
+        with pytest.raises(CompileError) as info:
+            tilelang.compile(build(), target="musa -arch=mp_31")
+        messages.append(str(info.value).split("\n")[-1])
+    assert messages[0] == messages[1], messages
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_tvmscript_kernel_less_function_of_plain_statements_compiles(arch):
+    """Loads, stores, loops and a branch with no launch: one thread of one block, as with the frontend."""
+    @S.prim_func
+    def main(A: S.Buffer((16,), "float32"), B: S.Buffer((16,), "float32")):
+        for i in range(16):
+            if i < 8:
+                B[i] = A[15 - i] + S.float32(1)
+            else:
+                B[i] = A[i] * S.float32(2)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "__launch_bounds__(1, 1)" in kernel.get_kernel_source()
+    a, b = rand((16,), torch.float32, seed=5), poison((16,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.cat([a.flip(0)[:8] + 1, a[8:] * 2]))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_tvmscript_kernel_allocating_before_its_launch_compiles(arch):
+    """A launch anywhere makes a kernel program: its allocations are the kernel's, not IR to inspect."""
+    @S.prim_func
+    def main(A: S.Buffer((64,), "float32"), B: S.Buffer((64,), "float32")):
+        T_ = S.alloc_buffer((64,), "float32", scope="shared")
+        tx = S.launch_thread("threadIdx.x", 64)
+        T_[tx] = A[tx] * S.float32(3)
+        B[tx] = T_[tx]
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, b = rand((64,), torch.float32, seed=9), poison((64,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 3)

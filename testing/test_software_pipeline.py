@@ -342,7 +342,8 @@ def test_a_tile_used_after_the_loop_keeps_the_loop_in_order_with_a_warning(fresh
 
 
 def test_shared_memory_too_small_for_num_stages_pipelines_fewer_with_a_warning(fresh_warnings):
-    """The user's GEMM (256x256x64 fp16 tiles, num_stages=3: 192 KB) on mp_22 (72 KB): one stage fits."""
+    """The user's GEMM (256x256x64 fp16 tiles, num_stages=3: 192 KB) on mp_22 (72 KB): the planner's arena does not
+    fit at three stages nor at two; one fits (fit_pipeline_stages.py), with one warning naming the loop."""
     import sys
     from pathlib import Path
 
@@ -350,9 +351,68 @@ def test_shared_memory_too_small_for_num_stages_pipelines_fewer_with_a_warning(f
     from gemm import matmul
 
     program = matmul.compile(M=256, N=256, K=128, block_M=256, block_N=256, block_K=64).program
-    with pytest.warns(tilelang.TileLangWarning, match=r"num_stages=3\) would need 196608 bytes .* 73728 per block; "
-                                                      r"pipelined with num_stages=1 instead"):
-        planned(program, "mp_22")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lowered = tilelang.lower(program, target="musa -arch=mp_22")
+    messages = [str(w.message) for w in caught if issubclass(w.category, tilelang.TileLangWarning)]
+    assert len(messages) == 1 and re.search(r"num_stages=3\) would need \d+ bytes of shared memory as planned .* "
+                                            r"73728 per block; pipelined with num_stages=1 instead", messages[0])
+    source = lowered.kernel_source
+    assert "tl::cp_async_wait<0>();" in source and "tl::cp_async_wait<1>();" not in source  # one stage
+
+
+SIZES = {"mp_22": (128, 128, 64, "float16"), "mp_31": (128, 256, 64, "float32")}
+
+
+def gemm_in_a_uniform_branch(arch, stages=2):
+    """A GEMM whose body sits in `if bx < n:` (block-uniform), with an epilogue tile C_s. Counted over the whole
+    branch, A_s and B_s at two stages plus C_s pass the target's shared memory (mp_22: 64 + 32 KB of 72; mp_31:
+    96 + 128 KB of 192); PlanDynamicSharedMemory, counting the branch's statements, gives C_s the bytes of A_s and
+    B_s (in use only after the loop), and the arena fits."""
+    bm, bn, bk, cdt = SIZES[arch]
+
+    @T.prim_func
+    def main(A: T.Tensor((bm, 2 * bk), "float16"), B: T.Tensor((2 * bk, bn), "float16"), C: T.Tensor((bm, bn), cdt),
+             n: T.int32):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_s = T.alloc_shared((bm, bn), cdt)
+            acc = T.alloc_fragment((bm, bn), "float32")
+            if bx < n:
+                T.clear(acc)
+                for k in T.Pipelined(2, num_stages=stages):
+                    T.copy(A[0, k * bk], A_s)
+                    T.copy(B[k * bk, 0], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(acc, C_s)
+                T.copy(C_s, C[0, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ["mp_22", "mp_31"])
+def test_stages_that_fit_only_thanks_to_the_planners_sharing_are_kept(arch, fresh_warnings):
+    bm, bn, bk, cdt = SIZES[arch]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kernel = tilelang.compile(gemm_in_a_uniform_branch(arch), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert f"&A_s[{bm * bk}]" in source  # the second stage's copy of A_s
+    if arch == "mp_22":
+        assert "half_t* C_s = reinterpret_cast<half_t*>(buf_dyn_shmem);" in source  # C_s has A_s's bytes
+        assert "tl::cp_async_wait<1>();" in source  # two stages: one load in flight
+    a, b = rand((bm, 2 * bk), torch.float16, 21), rand((2 * bk, bn), torch.float16, 22)
+    c = poison((bm, bn), getattr(torch, cdt))
+    kernel(a, b, c, 1)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
+
+
+def test_a_schedule_that_does_not_fit_at_one_stage_is_the_planners_error(fresh_warnings):
+    """Past the limit at every stage count: the error of the last try (one stage), naming the tiles."""
+    with pytest.raises(CompileError, match=r"needs \d+ bytes of shared memory but the target allows 73728"):
+        tilelang.lower(gemm_program(256, 256, 256, bm=256, bn=256, bk=128, threads=256, num_stages=2),
+                       target="musa -arch=mp_22")
 
 
 def test_tiles_used_only_after_the_loop_leave_the_loop_its_stages(fresh_warnings):

@@ -261,9 +261,9 @@ def fp4_bytes_program(rows=16, k=256):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_the_bytes_of_an_fp4_tile_through_a_uint8_view(arch):
-    # (not in checked mode: its uninitialised-read shadow does not see the nibble stores tl::fp4_e2m1_store makes
-    # through an address, and the TME store of mp_31 reads the view's bytes)
+def test_the_bytes_of_an_fp4_tile_through_a_uint8_view(arch, checked):
+    # checked mode tracks the nibble stores of tl::fp4_e2m1_store (test_fp4_nibble_checked.py): the TME store of
+    # mp_31 reads the view's bytes, all of whose nibbles were written
     kernel = tilelang.compile(fp4_bytes_program(), target=f"musa -arch={arch}")
     assert "tl::fp4_e2m1_store(&buf_dyn_shmem[" in kernel.get_kernel_source()
     a = rand((16, 256), torch.bfloat16, 7) * 3

@@ -6,6 +6,7 @@
  */
 #include <tvm/ffi/base_detail.h>
 
+#include <optional>
 #include <string>
 
 #include "codegen/call_rules.h"
@@ -15,8 +16,32 @@ namespace tilelang_musa {
 namespace codegen {
 namespace {
 
+// The packed-FP4 helpers (common.h, atomic.h; transform/lower_fp4_storage.py) use one nibble of the byte they are
+// handed: `fp4_e2m1_to_float(byte, odd)`, `fp4_e2m1_bits(byte, odd)` read it, `fp4_e2m1_store(&byte, odd, bits)`
+// writes it. The simulator's checked print tracks that nibble (an fp4 tile is written a nibble at a time), so the
+// byte's access is printed knowing it; null when the call is not one of them.
+std::optional<std::string> PrintNibbleCall(CallContext& ctx, const std::string& name, const Array<ObjectRef>& args) {
+  const bool reads = (name == "tl::fp4_e2m1_to_float" || name == "tl::fp4_e2m1_bits") && args.size() == 3;
+  const bool writes = name == "tl::fp4_e2m1_store" && args.size() == 4;
+  if (!reads && !writes) return std::nullopt;
+  ObjectRef byte = args[1];
+  if (writes) {
+    static const TypeKey call_key("ir.Call");
+    if (!IsA(byte, call_key)) return std::nullopt;
+    CallView address(byte);
+    if (address.op_name() != "tirx.address_of" || address.args().size() != 1) return std::nullopt;
+    byte = address.args()[0];
+  }
+  std::string out = name + "(" + ctx.PrintNibbleAccess(byte, args[2], writes);
+  for (size_t i = 2; i < args.size(); ++i) out += ", " + ctx.PrintBare(args[i]);
+  return out + ")";
+}
+
 std::string PrintExtern(CallContext& ctx, const CallView& call) {
   std::string name = StringArg(ctx, call, 0);
+  if (ctx.options().sim_checks) {
+    if (std::optional<std::string> nibble = PrintNibbleCall(ctx, name, call.args())) return *nibble;
+  }
   return PrintFunctionCall(ctx, name, call.args(), /*first=*/1);
 }
 

@@ -106,6 +106,7 @@ class MusaPrinter : public CallContext {
   std::string PrintBufferPointer(const ObjectRef& buffer) override;
   std::string PrintLoadLValue(const ObjectRef& load) override;
   std::string PrintLoadLValueUnchecked(const ObjectRef& load) override;
+  std::string PrintNibbleAccess(const ObjectRef& load, const ObjectRef& odd, bool address) override;
   std::string PrintConditional(const ObjectRef& cond, const ObjectRef& a, const ObjectRef& b) override;
   const CodegenOptions& options() const override { return options_; }
   const std::string& kernel_name() const override { return kernel_name_; }
@@ -176,6 +177,10 @@ class MusaPrinter : public CallContext {
                          const std::string& what);
   /*! \brief sim_checks: `index` (element offset from the buffer's data, `lanes` elements) wrapped in the simulator's
    *         bounds check of a global or shared buffer; `index` unchanged for other scopes or without sim_checks. */
+  /*! \brief sim_checks: the checked index of a byte of packed 4-bit values of which nibble `odd` is used (a load)
+   *         or written (`what` "address_of": a nibble store's address): tl_sim::CheckSharedNibble/CheckGlobalNibble. */
+  std::string NibbleIndex(const BufferInfo& info, const std::string& index, const std::string& odd,
+                          const std::string& what) const;
   std::string CheckedIndex(const BufferInfo& info, const std::string& index, int lanes, const std::string& what,
                            std::vector<CarriedDefined>* carried = nullptr, const std::string& guard = "");
   /*! \brief sim_checks: loads of this fragment or local array are checked for poison (CheckedIndex wraps them in
@@ -211,6 +216,9 @@ class MusaPrinter : public CallContext {
   std::ostringstream out_;
   int indent_ = 0;
   bool unchecked_ = false;  // PrintLoadLValueUnchecked in progress: CheckedIndex leaves indices alone
+  // PrintNibbleAccess in progress: the C text of the nibble (0 or 1) the access uses, taken by the next
+  // PrintAccess (its own indices print with it empty); empty elsewhere.
+  std::string nibble_odd_;
   // sim_checks, printing the value of a store to an integer fragment/local: the defined-ness of each tracked
   // element the value carries (C conditions). Loads collected here are not checked (uninit_reads.h). Null
   // elsewhere, where a tracked load is a use and checked (indices, conditions, other stores, calls' statements).

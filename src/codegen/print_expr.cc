@@ -288,6 +288,16 @@ std::string MusaPrinter::CheckedIndex(const BufferInfo& info, const std::string&
          StringLiteral(info.name) + ", __LINE__)";
 }
 
+std::string MusaPrinter::NibbleIndex(const BufferInfo& info, const std::string& index, const std::string& odd,
+                                     const std::string& what) const {
+  if (!options_.sim_checks || unchecked_ || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
+  const char* space = info.scope.rfind("shared", 0) == 0 ? "Shared" : "Global";
+  const char* kind = what == "load" ? "kLoad" : "kAddress";  // kAddress: the address a nibble store writes through
+  return std::string("tl_sim::Check") + space + "Nibble<tl_sim::" + kind + ">(" + info.data + ", " +
+         StripParentheses(index) + ", " + StripParentheses(odd) + ", " + info.check_lo + ", " + info.check_hi + ", " +
+         StringLiteral(info.name) + ", __LINE__)";
+}
+
 bool MusaPrinter::ChecksLocalReads(const BufferInfo& info) const {
   return options_.sim_checks && (info.scope == "local" || info.scope == "local.fragment") && info.scalar.empty() &&
          !info.is_volatile && PoisonIsNaN(info.elem);
@@ -377,6 +387,7 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     ~GuardScope() { slot = saved; }
   } guard_scope{lane_guard_, std::exchange(lane_guard_, std::string())};
   const std::string& guard = guard_scope.saved;
+  const std::string nibble_odd = std::exchange(nibble_odd_, std::string());  // this access's, not its indices'
   const size_t rank = indices.size();
   if (rank == 0) fail("has no indices");
   std::vector<std::string> strides = ElementStrides(info, rank);
@@ -427,8 +438,10 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     terms.push_back(scaled(last, rank - 1));
     std::string index = joined();
     if (terms.size() == 1) index = StripParentheses(index);
-    AccessText access{AccessForm::kScalar,
-                      info.data + "[" + CheckedIndex(info, index, 1, what, carried, guard) + "]", "", ""};
+    const std::string checked_index = nibble_odd.empty() || !checked
+                                          ? CheckedIndex(info, index, 1, what, carried, guard)
+                                          : NibbleIndex(info, index, nibble_odd, what);
+    AccessText access{AccessForm::kScalar, info.data + "[" + checked_index + "]", "", ""};
     access.defined_offset = index;
     access.defined_lanes = 1;
     return checked_store(access, ValueTypeName(info.elem), index, 1);
@@ -503,6 +516,18 @@ std::string MusaPrinter::PrintLoadLValue(const ObjectRef& load_expr) {
   AccessText access = PrintAccess(load.source(), load.indices(), DTypeOf(load_expr), "address_of");
   if (access.form == AccessForm::kGather) Fail("cannot take the address of a gathered vector load");
   return access.text;
+}
+
+std::string MusaPrinter::PrintNibbleAccess(const ObjectRef& load_expr, const ObjectRef& odd, bool address) {
+  static const TypeKey tensor_load("ir.TensorLoad");
+  if (!IsA(load_expr, tensor_load) || DTypeOf(load_expr).lanes() != 1) {  // not a plain byte: no nibble to track
+    return address ? "&" + PrintLoadLValue(load_expr) : PrintBare(load_expr);
+  }
+  const std::string odd_text = PrintBare(odd);  // before: its own loads print as ordinary ones
+  nibble_odd_ = odd_text;
+  const std::string text = address ? "&" + PrintLoadLValue(load_expr) : PrintBare(load_expr);  // a call's argument
+  nibble_odd_.clear();
+  return text;
 }
 
 std::string MusaPrinter::PrintLoadLValueUnchecked(const ObjectRef& load_expr) {

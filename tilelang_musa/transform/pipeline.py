@@ -22,6 +22,7 @@ from .apply_layout_exchanges import ApplyLayoutExchanges
 from .check_nested_loops import CheckNestedLoops
 from .choose_shared_swizzle import ChooseSharedSwizzle
 from .config_index_bitwidth import ConfigIndexBitwidth
+from .fit_pipeline_stages import run_fitting_stages
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
@@ -44,7 +45,6 @@ from .lower_wait_sqmma import LowerWaitSqmma
 from . import math_intrinsic_rules  # noqa: F401  (registers the musa rules LowerIntrin applies)
 from .one_thread_tme_loads import OneThreadTmeLoads
 from .partition_parallel_loop import PartitionParallelLoop
-from .pass_base import run_pass
 from .pipeline_planning import PipelinePlanning
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
 from .range_barriers import RangeBarriers
@@ -250,10 +250,8 @@ def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: CompileOption
     mod = tvm.IRModule({str(func.attrs["global_symbol"]): func})
     with tvm.transform.PassContext(opt_level=3, instruments=instruments or []):
         with target:
-            for index, p in enumerate(lowering_passes(options)):
-                mod = run_pass(p, mod)
-                if dump is not None:
-                    dump(f"{index:02d}_{p.info.name}", mod)
+            # T.Pipelined stages lowered where the planned shared memory does not fit (fit_pipeline_stages.py)
+            mod = run_fitting_stages(lowering_passes(options), mod, dump)
     (result,) = mod.functions.values()
     return result
 

@@ -18,13 +18,12 @@ The result is the loop's SCHEDULE_STAGE / SCHEDULE_ORDER annotations, which Inje
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import tvm_ffi
 from tvm import tirx
 
-from ..diagnostics import warn_once
 from ..errors import CompileError
 from ..ir.attrs import PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES
 from ..ir.tile_views import shared_tile_views
@@ -177,26 +176,30 @@ def _covers(span: tuple[int, int], index: int) -> bool:
     return span[0] <= index <= span[1]
 
 
-def _fit_in_shared_memory(units: list[Unit], num_stages: int, schedule: tuple, budget: SharedBudget,
-                          loop: tirx.For) -> tuple | None:
-    """`num_stages` as given when its copies of the tiles fit in shared memory, else the deepest that fits (with a
-    warning): upstream's num_stages is a request, and the user's GEMM (256x256x64, three stages: 192 KB) must still
-    run on mp_22's 72 KB. If even one stage does not fit, the schedule stays (PlanDynamicSharedMemory reports it)."""
-    needed = budget.needed(units, *schedule)
-    if needed <= budget.limit:
+@dataclass(frozen=True)
+class StageCap:
+    """At most `stages` stages for a default schedule: a lowering with the requested ones planned `needed` bytes of
+    shared memory, past the target's `limit` (fit_pipeline_stages.py, which warns once the lowering fits)."""
+    stages: int
+    needed: int
+    limit: int
+    lowered: list = field(default_factory=list)  # (loop's location, its num_stages) for each loop given fewer
+
+
+def _capped(units: list[Unit], num_stages: int, schedule: tuple, cap: StageCap | None, loop: tirx.For) -> tuple:
+    """`num_stages` as given unless a lowering with them did not fit shared memory: then `cap.stages` (noted in
+    `cap.lowered`). Upstream's num_stages is a request, and the user's GEMM (256x256x64, three stages: 192 KB) must
+    still run on mp_22's 72 KB."""
+    if cap is None or num_stages <= cap.stages:
         return schedule
-    for fewer in range(num_stages - 1, 0, -1):
-        smaller = default_schedule(units, fewer)
-        if smaller is not None and budget.needed(units, *smaller) <= budget.limit:
-            loc = loc_of(loop)
-            warn_once(f"T.Pipelined stages {loc}", f"{loc}: T.Pipelined(num_stages={num_stages}) would need {needed} "
-                      f"bytes of shared memory for its copies of the tiles, more than the target's {budget.limit} "
-                      f"per block; pipelined with num_stages={fewer} instead")
-            return smaller
-    return schedule
+    fewer = default_schedule(units, cap.stages)
+    if fewer is None:
+        return schedule
+    cap.lowered.append((loc_of(loop), num_stages))
+    return fewer
 
 
-def plan_loop(loop: tirx.For, budget: SharedBudget | None = None, views: dict | None = None) -> tirx.For:
+def plan_loop(loop: tirx.For, cap: StageCap | None = None, views: dict | None = None) -> tirx.For:
     ann = loop.annotations
     stage, order = _int_list(loop, PIPELINE_STAGE), _int_list(loop, PIPELINE_ORDER)
     num_stages = int(ann[PIPELINE_STAGES]) if PIPELINE_STAGES in ann else 0
@@ -219,8 +222,8 @@ def plan_loop(loop: tirx.For, budget: SharedBudget | None = None, views: dict | 
         schedule = (stage, order)
     else:
         schedule = default_schedule(units, num_stages)
-        if schedule is not None and budget is not None:
-            schedule = _fit_in_shared_memory(units, num_stages, schedule, budget, loop)
+        if schedule is not None:
+            schedule = _capped(units, num_stages, schedule, cap, loop)
     if schedule is None:
         return _annotated(loop, kept)
     check_dependencies(units, *schedule, loop)
@@ -231,8 +234,7 @@ def plan_loop(loop: tirx.For, budget: SharedBudget | None = None, views: dict | 
     return _annotated(loop, kept)
 
 
-def pipeline_planning(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    budget = shared_budget(func)
+def pipeline_planning(func: tirx.PrimFunc, cap: StageCap | None = None) -> tirx.PrimFunc:
     views = shared_tile_views(func.body)
 
     def on_for(node: Any, mutator: Any) -> Any:
@@ -240,10 +242,23 @@ def pipeline_planning(func: tirx.PrimFunc) -> tirx.PrimFunc:
         ann = node.annotations
         if not any(k in ann for k in _USER_KEYS):
             return node
-        return plan_loop(node, budget, views)
+        return plan_loop(node, cap, views)
 
     return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
 
 
-def PipelinePlanning():  # noqa: N802 - a pass, named as TVM names passes
-    return tl_pass("PipelinePlanning", pipeline_planning)
+def PipelinePlanning(cap: StageCap | None = None):  # noqa: N802 - a pass, named as TVM names passes
+    return tl_pass("PipelinePlanning", lambda func: pipeline_planning(func, cap))
+
+
+def requested_stages(func: tirx.PrimFunc) -> int:
+    """The most num_stages a `T.Pipelined` loop of `func` asks for with the default schedule (0: none)."""
+    found = [0]
+
+    def visit(node):
+        ann = node.annotations
+        if PIPELINE_STAGES in ann and PIPELINE_STAGE not in ann and PIPELINE_ORDER not in ann:
+            found[0] = max(found[0], int(ann[PIPELINE_STAGES]))
+
+    tvm_ffi.structural_walk(func.body, [(tirx.For, visit)], order="pre")
+    return found[0]

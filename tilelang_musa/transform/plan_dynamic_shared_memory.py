@@ -35,6 +35,16 @@ _FINER = ({"within_uniform_branch": True}, {"within_uniform_branch": True, "temp
 ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
 
 
+class SharedMemoryOverLimit(CompileError):
+    """The planned arena is larger than the target allows (`needed` > `limit` bytes per block): a lowering with
+    fewer pipeline stages may fit (fit_pipeline_stages.py)."""
+
+    def __init__(self, message: str, needed: int, limit: int):
+        super().__init__(message, stage="PlanDynamicSharedMemory")
+        self.needed = needed
+        self.limit = limit
+
+
 def _alignment(node) -> int:
     annotations = node.annotations or {}
     return max(ALIGNMENT, int(annotations["tl.smem_alignment"])) if "tl.smem_alignment" in annotations else ALIGNMENT
@@ -64,9 +74,9 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     static_end = cursor
     if limit is not None and static_end > limit:
         listing = ", ".join(f"{name} ({nbytes} B)" for name, _, nbytes in placed)
-        raise CompileError(
+        raise SharedMemoryOverLimit(
             f"the kernel needs {static_end} bytes of shared memory but the target allows {limit} per block: {listing}",
-            stage="PlanDynamicSharedMemory")
+            static_end, limit)
     if dynamic:
         ana = tvm.sym.Analyzer()
         cursor = tirx.const(cursor, "int64")

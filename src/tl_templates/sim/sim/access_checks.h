@@ -86,7 +86,8 @@ TL_SIM_OUTLINED void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, 
  */
 template <AccessKind kind, bool shared, typename T>
 [[gnu::noinline, gnu::cold]] void CheckedModeAccess(OsThreadState& t, T* data, int64_t offset, int lanes, int64_t lo,
-                                                    int64_t hi, const char* name, int line, bool unchanged) {
+                                                    int64_t hi, const char* name, int line, bool unchanged,
+                                                    int nibble) {
   if constexpr (kind != kAddress) {
     if (t.race_detector != nullptr) {
       const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
@@ -107,7 +108,10 @@ template <AccessKind kind, bool shared, typename T>
   }
   // After the race detector: a load of bytes an asynchronous copy has not landed yet is its error, not ours.
   if constexpr (shared) {
-    if (t.uninit_shadow != nullptr) {
+    if (t.uninit_shadow != nullptr && nibble >= 0) {  // one nibble of a byte (CheckSharedNibble)
+      if (kind == kLoad) t.uninit_shadow->CheckNibbleLoad(data + offset, nibble, name, offset, line);
+      else t.uninit_shadow->MarkNibbleWritten(data + offset, nibble);
+    } else if (t.uninit_shadow != nullptr) {
       if (kind == kLoad) t.uninit_shadow->CheckLoad(data + offset, lanes, name, offset, line);
       else t.uninit_shadow->MarkWritten(data + offset, sizeof(T) * static_cast<size_t>(lanes), kind == kAddress);
       if (kind == kAddress) t.uninit_shadow->NoteBuffer(data, sizeof(T), lo, hi, name, line);
@@ -122,7 +126,7 @@ template <AccessKind kind, bool shared, typename T>
  */
 template <AccessKind kind, bool shared, typename T, typename I>
 inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line,
-                     bool unchanged = false) {
+                     bool unchanged = false, int nibble = -1) {
   OsThreadState& t = g_thread;
   t.last_access_line = line;
   t.last_access_what = name;
@@ -138,7 +142,7 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
       }
     }
     if (__builtin_expect(t.race_detector != nullptr || t.global_shadow != nullptr || t.uninit_shadow != nullptr, 0)) {
-      CheckedModeAccess<kind, shared>(t, data, offset, lanes, lo, hi, name, line, unchanged);
+      CheckedModeAccess<kind, shared>(t, data, offset, lanes, lo, hi, name, line, unchanged, nibble);
     }
   });
   return index;
@@ -152,6 +156,23 @@ inline I CheckGlobal(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
 template <AccessKind kind, typename T, typename I>
 inline I CheckShared(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line) {
   return CheckAccess<kind, true>(data, index, lanes, lo, hi, name, line);
+}
+
+/*!
+ * \brief The checked print of a byte of packed 4-bit values (FP4) of which only nibble `odd` is used: loaded
+ *        (`kLoad`: an fp4 decode) or written (`kAddress`: tl::fp4_e2m1_store's address, a nibble store). Checked
+ *        mode's shadow of shared memory tracks the nibble (uninit_reads.h): a byte counts written once both halves
+ *        are, and a nibble store is no hand-out of the buffer. A global byte is checked as a whole, as before.
+ */
+template <AccessKind kind, typename T, typename I, typename O>
+inline I CheckSharedNibble(T* data, I index, O odd, int64_t lo, int64_t hi, const char* name, int line) {
+  static_assert(sizeof(T) == 1 && kind != kStore, "a nibble is loaded, or written through its byte's address");
+  return CheckAccess<kind, true>(data, index, 1, lo, hi, name, line, false, static_cast<int>(odd & 1));
+}
+
+template <AccessKind kind, typename T, typename I, typename O>
+inline I CheckGlobalNibble(T* data, I index, O /*odd*/, int64_t lo, int64_t hi, const char* name, int line) {
+  return CheckAccess<kind, false>(data, index, 1, lo, hi, name, line);
 }
 
 /*!

@@ -109,6 +109,7 @@ class WrittenShadow {
   WrittenShadow& operator=(const WrittenShadow&) = delete;
   ~WrittenShadow() {
     if (serials_ != nullptr) munmap(serials_, bytes_ * sizeof(uint32_t));
+    if (nibbles_ != nullptr) munmap(nibbles_, 2 * bytes_ * sizeof(uint32_t));
   }
 
   /*! \brief Shadow [base, base + bytes), the OS thread's shared memory; false when the shadow cannot be mapped
@@ -216,10 +217,24 @@ class WrittenShadow {
     if (serials_ == nullptr || a < base_ || a + sizeof(T) * lanes > base_ + bytes_) return;
     for (int lane = 0; lane < lanes; ++lane) {
       const unsigned char* element = a + sizeof(T) * lane;
+      if (nibbles_ != nullptr) CheckHalfWritten(element, sizeof(T), name, offset + lane, line);
       if (!IsPoison(element, sizeof(T)) || Written(element, sizeof(T)) || deferred_[0] != '\0') continue;
       Defer("which no thread of this block has written", name, offset + lane, line);
     }
   }
+
+  // ---- 4-bit elements (packed FP4: two a byte, the even one low; tl::fp4_e2m1_store writes one nibble) ----------
+  // A byte counts written once both its nibbles are (or a byte store wrote it). A load of one nibble (an fp4
+  // decode) needs that nibble written; a load of the whole byte, or a device model's read of it (a TME store), of
+  // a byte only one of whose nibbles was written is the error when the other still holds the poison's 0xF.
+
+  /*! \brief A nibble store wrote nibble `odd` (0: low, 1: high) of the byte at `byte`. */
+  TL_SIM_OUTLINED void MarkNibbleWritten(const volatile void* byte, int odd)
+      TL_SIM_OUTLINED_AS("written_shadow_mark_nibble_written");
+
+  /*! \brief A load of nibble `odd` of byte `offset` (at `byte`) of shared buffer `name`, at `line`. */
+  TL_SIM_OUTLINED void CheckNibbleLoad(const volatile void* byte, int odd, const char* name, int64_t offset, int line)
+      TL_SIM_OUTLINED_AS("written_shadow_check_nibble_load");
 
   /*! \brief Whether [address, address + bytes) lies in the shadowed shared memory. */
   bool Covers(const void* address, size_t bytes) const {
@@ -239,6 +254,22 @@ class WrittenShadow {
       if (s[i] == serial_ || (or_handed_out && s[i] == (serial_ | kHandedOut))) return true;
     return false;
   }
+
+  /*! \brief The nibble (0, 1) of the byte at `a` that this block left unwritten while writing the other, when it
+   *         still holds the poison's 0xF and the byte was not written whole (`or_handed_out`: nor handed out); else
+   *         -1. */
+  int UnwrittenHalf(const unsigned char* a, bool or_handed_out) const {
+    const uint32_t* n = nibbles_ + 2 * (a - base_);
+    const bool low = n[0] == serial_, high = n[1] == serial_;
+    if (low == high || Written(a, 1, or_handed_out)) return -1;
+    const int missing = low ? 1 : 0;
+    return ((*a >> (4 * missing)) & 0xFu) == 0xFu ? missing : -1;
+  }
+
+  /*! \brief A generated load of the `bytes` bytes at `a` (element `element` of `name`, at `line`): deferred as the
+   *         error when one of them is half written (a handed-out byte counts written). */
+  TL_SIM_OUTLINED void CheckHalfWritten(const unsigned char* a, size_t bytes, const char* name, int64_t element,
+                                        int line) TL_SIM_OUTLINED_AS("written_shadow_check_half_written");
 
   static constexpr uint32_t kHandedOut = 0x80000000u;  // a serial's flag: the address was handed out (MarkWritten)
 
@@ -276,6 +307,7 @@ class WrittenShadow {
   };
   std::vector<HandOuts> hand_outs_;  // per thread of the running block, its fragment/local hand-outs at one line
   uint32_t* serials_ = nullptr;
+  uint32_t* nibbles_ = nullptr;  // per byte, the serials of the blocks that last wrote its low and high nibbles
   const unsigned char* base_ = nullptr;
   size_t bytes_ = 0;
   uint32_t serial_ = 0;  // the running block's; grows with every block the worker runs (31 bits: kHandedOut)

@@ -66,18 +66,70 @@ TL_SIM_OUTLINED_DEF void WrittenShadow::NoteBuffer(const volatile void* data, si
   MarkWritten(found->begin, static_cast<size_t>(found->end - found->begin), true);
 }
 
+TL_SIM_OUTLINED_DEF void WrittenShadow::MarkNibbleWritten(const volatile void* byte, int odd) {
+  const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(byte));
+  if (!Covers(a, 1)) return;
+  if (nibbles_ == nullptr) {  // the first nibble store this worker sees
+    void* p = mmap(nullptr, 2 * bytes_ * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {  // untracked: count the byte written, as any store would
+      MarkWritten(a, 1);
+      return;
+    }
+    nibbles_ = static_cast<uint32_t*>(p);
+  }
+  uint32_t* n = nibbles_ + 2 * (a - base_);
+  n[odd ? 1 : 0] = serial_;
+  if (n[odd ? 0 : 1] == serial_) serials_[a - base_] = serial_;  // both halves: the byte is written
+}
+
+TL_SIM_OUTLINED_DEF void WrittenShadow::CheckNibbleLoad(const volatile void* byte, int odd, const char* name,
+                                                        int64_t offset, int line) {
+  const auto* a = static_cast<const unsigned char*>(const_cast<const void*>(byte));
+  if (!Covers(a, 1) || deferred_[0] != '\0') return;
+  if (((*a >> (odd ? 4 : 0)) & 0xFu) != 0xFu || Written(a, 1)) return;
+  if (nibbles_ != nullptr && nibbles_[2 * (a - base_) + (odd ? 1 : 0)] == serial_) return;
+  char why[160];
+  std::snprintf(why, sizeof(why), "its %s nibble (4-bit element %lld), which no thread of this block has written",
+                odd ? "high" : "low", static_cast<long long>(2 * offset + (odd ? 1 : 0)));
+  Defer(why, name, offset, line);
+}
+
+TL_SIM_OUTLINED_DEF void WrittenShadow::CheckHalfWritten(const unsigned char* a, size_t bytes, const char* name,
+                                                         int64_t element, int line) {
+  if (deferred_[0] != '\0' || !Covers(a, bytes)) return;
+  for (size_t i = 0; i < bytes; ++i) {
+    const int missing = UnwrittenHalf(a + i, true);
+    if (missing < 0) continue;
+    char byte[32] = "";
+    if (bytes > 1) std::snprintf(byte, sizeof(byte), "byte %zu's ", i);
+    char why[200];
+    std::snprintf(why, sizeof(why),
+                  "whose %s%s nibble no thread of this block has written (a nibble store wrote only its %s one)", byte,
+                  missing ? "high" : "low", missing ? "low" : "high");
+    Defer(why, name, element, line);
+    return;
+  }
+}
+
 TL_SIM_OUTLINED_DEF void WrittenShadow::CheckModelRead(const void* address, size_t bytes, const char* reader) {
   const auto* a = static_cast<const unsigned char*>(address);
   if (serials_ == nullptr || a < base_ || a + bytes > base_ + bytes_) return;
-  if (!IsPoison(a, bytes) || Written(a, bytes, false) || deferred_[0] != '\0') return;
+  const bool half_written = nibbles_ != nullptr && [&] {
+    for (size_t i = 0; i < bytes; ++i)
+      if (UnwrittenHalf(a + i, false) >= 0) return true;
+    return false;
+  }();
+  if ((!half_written && !IsPoison(a, bytes)) || Written(a, bytes, false) || deferred_[0] != '\0') return;
   const Buffer* buffer = nullptr;
   for (const Buffer& b : buffers_)  // the innermost (latest registered) buffer that holds the element
     if (a >= b.begin && a + bytes <= b.end) buffer = &b;
   // handed to templates at two lines or more: one of them may have written it through a pointer it derived
   if (buffer != nullptr && buffer->handed == serial_ && buffer->handed_elsewhere) return;
   const int line = g_thread.last_access_line;
-  char why[160];
-  std::snprintf(why, sizeof(why), "read by %s, which no thread of this block has written", reader);
+  char why[200];
+  std::snprintf(why, sizeof(why), "read by %s, which no thread of this block has written%s", reader,
+                half_written ? " whole (a nibble store wrote only one half of a byte, the other holds the poison)" : "");
   if (buffer != nullptr) {
     Defer(why, buffer->name, (a - buffer->base) / static_cast<int64_t>(buffer->elem), line);
   } else {
