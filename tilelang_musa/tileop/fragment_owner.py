@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
 from tvm import tirx
 
 from ..layout import Fragment
@@ -30,8 +31,8 @@ def owned_element(fragment: Fragment, thread: Any, slot: Any, extents: list[int]
     # the replica too: each replica's threads hold (and a loop over the fragment writes) their own copy
     cond = tirx.And(tirx.EQ(fragment.thread(xs, rep), thread), tirx.EQ(fragment.index(xs), slot))
     bounds = list(zip(xs, extents if extents is not None else fragment.input_shape))
-    if int(fragment.replicate_size) > 1:
-        bounds.append((rep, int(fragment.replicate_size)))
+    if int(fragment.replicate_size) > 1 or not (isinstance(rep, tirx.IntImm) and rep.value == 0):
+        bounds.append((rep, fragment.replicate_size))
     for x, e in bounds:
         cond = tirx.And(cond, tirx.And(x >= 0, x < e))
     return xs, cond
@@ -40,9 +41,9 @@ def owned_element(fragment: Fragment, thread: Any, slot: Any, extents: list[int]
 def fills_its_threads(fragment: Fragment) -> bool:
     """Every thread holding some element of `fragment` holds one in each of its slots (whatever the threads
     between them hold)."""
-    thread, slot = fragment.evaluate_all()
-    pairs = {(int(t), int(s)) for t, s in zip(thread.ravel().tolist(), slot.ravel().tolist())}
-    return len(pairs) == len({t for t, _ in pairs}) * int(fragment.local_size)
+    thread, slot = (np.asarray(a, dtype=np.int64).ravel() for a in fragment.evaluate_all())
+    local = int(fragment.local_size)
+    return np.unique(thread * local + slot).size == np.unique(thread).size * local
 
 
 def holder_guard(fragment: Fragment, thread: Any) -> Any:
