@@ -265,3 +265,28 @@ def test_a_layout_leaving_slots_and_threads_unused_is_rejected_with_the_line():
                                                     r"(.*\n)+the parallel loop over `\w+` .*cannot split it among the "
                                                     r"threads by the layout of the fragment it walks"):
         tilelang.compile(main, target="musa -arch=mp_31")
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_softmax_numerator_over_rows_with_a_gap_matches_torch(arch):
+    """The result's layout inferred (not annotated) from rows on [0, 64) and [128, 192) of 256 threads, then read
+    back by every thread of its row: exp(x - max)."""
+
+    @T.prim_func
+    def main(x: T.Tensor((2, 512), "float32"), out: T.Tensor((2, 512), "float32")):
+        with T.Kernel(1, threads=256):
+            x_frag = T.alloc_fragment((2, 512), "float32")
+            row_max = T.alloc_fragment((2,), "float32")
+            T.annotate_layout({x_frag: T.Fragment(x_frag.shape, forward_fn=lambda i, j: (i * 128 + j // 8, j % 8))})
+            T.copy(x, x_frag)
+            T.reduce_max(x_frag, row_max, dim=1)
+            for i, j in T.Parallel(2, 512):
+                x_frag[i, j] = T.exp(x_frag[i, j] - row_max[i])
+            T.copy(x_frag, out)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert GAP_GUARD[2] + " {\n    row_max[0] = row_max_partial[0];" in kernel.get_kernel_source()
+    x = rand((2, 512), torch.float32, 3)
+    out = poison((2, 512), torch.float32)
+    kernel(x, out)
+    torch.testing.assert_close(out, torch.exp(x - x.amax(1, keepdim=True)), rtol=1e-5, atol=1e-6)
