@@ -197,6 +197,25 @@ def test_fragment_inverse_pads_a_fragment_that_leaves_slots_unused_only_when_ask
         not_a_bijection.inverse(tirx.const(0, "int32"), tirx.const(0, "int32"), padded=True)
 
 
+@pytest.mark.parametrize("groups,box_threads", [(2, 256), (3, 384)])
+def test_fragment_inverse_padded_past_gaps_between_thread_ranges(groups, box_threads):
+    """Row i on threads [128 i, 128 i + 64): the threads between the ranges hold nothing. The padded inverse runs
+    over a box whose thread count is a multiple of the ranges' stride (256 for two ranges, the next power of two;
+    384 for three); the slots of a thread in a gap map to a column past the row's end."""
+    frag = Fragment([groups, 512], forward_fn=lambda i, j: (i * 128 + j // 8, j % 8))
+    assert int(frag.num_threads) == 128 * groups - 64
+    with pytest.raises(LayoutError, match="cannot invert"):
+        frag.inverse(tirx.Var("t", "int32"), tirx.Var("s", "int32"))
+    for t in range(box_threads):
+        for s in (0, 7):
+            i, j = (int(x) for x in frag.inverse(tirx.const(t, "int32"), tirx.const(s, "int32"), padded=True))
+            assert (i, j) == (t // 128, t % 128 * 8 + s)
+            if j < 512:
+                assert int(frag.thread([i, j])) == t and int(frag.index([i, j])) == s
+            else:
+                assert t % 128 >= 64
+
+
 def test_layout_is_equal_compares_the_maps_not_the_expressions():
     a = Layout((8, 8), lambda i, j: [i * 8 + j])
     b = Layout((8, 8), lambda x, y: [(x * 64 + y * 8) // 8 + y - y // 8 * 8 - y])  # same map, other form

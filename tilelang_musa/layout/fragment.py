@@ -181,13 +181,16 @@ class Fragment(Layout):
         """(input extents, box) pairs to try where the fragment leaves (thread, slot) pairs unused: one input extent
         grown so that the inputs are exactly as many as the points of the box (40 rows on 32 threads x 2 slots: 64
         rows), or of a box with more threads (rows on thread ranges with a gap between them, [0, 64) and [128, 192):
-        the inner extent grown to fill each range's gap, over 256 threads). The map must be a bijection there; the
+        the inner extent grown to fill each range's gap, over 256 threads; three such ranges up to 320 over 384: the
+        thread count rounded up to a multiple of their stride). The map must be a bijection there; the
         indices of a pair that holds no element are then out of range, and a thread past the box is never asked."""
         extents = [const_int(e) for e in list(self.input_size) + [self.replicate_size]] + [const_int(e) for e in box]
         if any(e is None for e in extents):
             return
         inputs, (slots, threads) = extents[:-2], extents[-2:]
-        for box_threads in sorted({threads, 1 << (threads - 1).bit_length(), -(-threads // 32) * 32}):
+        first_tried = sorted({threads, 1 << (threads - 1).bit_length(), -(-threads // 32) * 32})
+        strides = (1 << k for k in range((threads - 1).bit_length()))
+        for box_threads in first_tried + sorted({-(-threads // p) * p for p in strides} - set(first_tried)):
             total = slots * box_threads
             for dim in range(len(inputs)):
                 rest = int(np.prod(inputs[:dim] + inputs[dim + 1:], dtype=np.int64))

@@ -25,6 +25,7 @@ _IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 from ..errors import CompileError
 from ..layout import Fragment, LayoutError
 from ..ir.utils import as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of, substitute
+from .fragment_owner import owned_element
 
 MAX_VECTOR_BYTES = 16  # the widest MUSA global/shared load/store (128 bits)
 
@@ -131,17 +132,9 @@ def fragment_plan(fragment: Fragment, extents: list[int]) -> LoopPlan:
         plan = known[1]  # keep its closed-form inverse, without the vector width (another loop's accesses)
         return LoopPlan(plan.fragment, plan.local_size, 1, plan.inverse) if plan.vector_width > 1 else plan
     local_size = as_int(fragment.local_size)
-    bijective = fragment.is_bijective()
 
-    def inverse(t, s):
-        xs = fragment.inverse(t, s, padded=not bijective)
-        if bijective:
-            return xs, None
-        # Not every (thread, slot) holds an element: run only the pairs that map back to themselves.
-        cond = tirx.And(tirx.EQ(fragment.thread(xs), t), tirx.EQ(fragment.index(xs), s))
-        for x, e in zip(xs, extents):
-            cond = tirx.And(cond, tirx.And(x >= 0, x < e))
-        return xs, cond
+    def inverse(t, s):  # where not every (thread, slot) holds an element, only the pairs that hold one run
+        return owned_element(fragment, t, s, extents)
 
     return LoopPlan(fragment, local_size, 1, inverse)
 

@@ -11,11 +11,13 @@ memory beyond), one call per thread split of the row. With `batch=B`, B results 
 `batch=`, a reduction whose rows pass through shared memory (a row spread over more than 32 threads, as every
 FlashAttention row on mp_22) is batched by the lowering itself (`exchange_batch`), with the same results. With
 `nan_propagate=True`, max/min/absmax return NaN for a row holding one (`tl::MaxOpNan` / `tl::MinOpNan`).
+A src whose rows sit on thread groups with gaps between them (rows on [0, 64) and [128, 192) of 256 threads)
+or that leaves slots unused: only the (thread, slot) pairs holding an element fold and store (fragment_owner);
+every thread runs the combine, the ones in a gap combining the identity within spans no row shares.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +32,9 @@ from ..errors import SourceLoc
 from ..ir.attrs import TEMPORARY_ANNOTATION
 from ..ir.utils import substitute
 from ..layout import LayoutError, reduce_fragment, reduce_threads
-from ..layout.fragment_reduce import holder_ranges, widen_to_aligned_spans
+from ..layout.fragment_reduce import widen_to_aligned_spans
 from .base import LayoutInferArgs, LowerArgs, TileOp, call_attr, call_loc
+from .fragment_owner import fills_its_threads, holder_guard, owned_element
 from .region import Region
 
 # kind -> (the template functor, the identity of the fold, whether inputs are folded as |x|)
@@ -146,12 +149,12 @@ class Reduce(TileOp):
                 raise self.error(f"{where}: the threads sharing a row ({span}) must start at a multiple of {span}")
 
     def _template_splits(self, args: LowerArgs, groups, src_layout) -> tuple:
-        """The thread splits the combine template runs, and (when they differ from the row's) the ranges of threads
-        that hold `src`. The template combines aligned spans of the block's threads; a row held off them (threads
-        [32, 96) of 128) is combined over the wider aligned group around it, whose other threads add the identity."""
+        """The thread splits the combine template runs, and whether they are wider than the row's groups. The
+        template combines aligned spans of the block's threads; a row held off them (threads [32, 96) of 128) is
+        combined over the wider aligned group around it, whose other threads add the identity."""
         pow2 = all(not (s.count & (s.count - 1) or s.scale & (s.scale - 1)) for s in groups.splits)
         if groups.butterfly or not pow2:  # aligned already; a non-power-of-two split is reported below
-            return groups.splits, None
+            return groups.splits, False
         widened = widen_to_aligned_spans(groups, args.num_threads) if args.whole_block else None
         if widened is None:
             shown = ", ".join(f"[{g[0]}, {g[-1] + 1})" if len(g) == g[-1] - g[0] + 1 else str(list(g))
@@ -161,7 +164,7 @@ class Reduce(TileOp):
                              "span of the block's threads (nor fit one alone when widened), which the cross-thread "
                              f"combine needs; lay `{self.src.name}` out on thread ranges starting at a multiple "
                              "of their size")
-        return (widened,), holder_ranges(src_layout)
+        return (widened,), True
 
     @staticmethod
     def _exchange_in_range(args: LowerArgs, splits, functor: str, batch: int, local_size: int, partial, red_buf,
@@ -199,7 +202,7 @@ class Reduce(TileOp):
             groups = reduce_threads(src_layout, self.dim)
         except LayoutError as err:
             raise self.error(f"T.reduce_{self.kind}: {err}") from None
-        splits, holders = self._template_splits(args, groups, src_layout)
+        splits, widened = self._template_splits(args, groups, src_layout)
         if not dst_layout.is_equal(reduce_fragment(src_layout, self.dim)):  # LayoutInference relays it otherwise
             raise self.error(f"T.reduce_{self.kind}: `{self.dst.name}` is laid out as {dst_layout!r}, not as the "
                              f"reduction of `{self.src.name}` along dim {self.dim} leaves its results")
@@ -210,45 +213,73 @@ class Reduce(TileOp):
         stmts.append(tirx.For(slot, 0, int(dst_layout.local_size), tirx.ForKind.UNROLLED,
                               tirx.BufferStore(partial, _identity(self.kind, acc_t), [slot])))
         # 1. fold the row elements this thread holds
-        stmts.append(self._fold(args, src_layout, dst_layout, holders, partial))
+        stmts.append(self._fold(args, src_layout, dst_layout, widened, partial))
         # 2. combine across the threads that share a row, then write dst (every replica holds the result)
         warp = int(args.target.attrs["thread_warp_size"])
         local_size = int(dst_layout.local_size)
         batch, red_buf = self._plan_combine(args, splits, local_size, warp, stmts)
         d = tirx.Var("dst_slot", "int32")
         combined = self._combine(args, splits, functor, batch, local_size, partial, red_buf, warp, d, stmts)
-        ys_d = dst_layout.inverse(thread, d)
-        if not self.clear:
-            combined = self.combine(self.dst.buffer[tuple(ys_d)], combined)
-        stmts.append(tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED,
-                              tirx.BufferStore(self.dst.buffer, combined, list(ys_d))))
+        stmts.append(self._store(args, dst_layout, partial, combined, d))
         return tirx.SeqStmt(stmts)
 
-    def _fold(self, args: LowerArgs, src_layout, dst_layout, holders, partial) -> Any:
+    def _store(self, args: LowerArgs, dst_layout, partial, combined, d) -> Any:
+        """Write each combined result `combined` (of slot `d`) into the slot of dst this thread holds. Where dst
+        leaves slots unused (rows on thread groups with a gap between them), every thread still runs the combine
+        (the template's barriers and shuffles need the whole block), into `partial`, and only the slots holding
+        an element of dst are written."""
+        local_size = int(dst_layout.local_size)
+        try:
+            ys_d, owned = owned_element(dst_layout, args.thread_var, d)
+        except LayoutError as err:
+            raise self.error(f"T.reduce_{self.kind}: cannot tell which element of `{self.dst.name}` each slot of "
+                             f"its threads holds: {err}") from None
+        if owned is None:
+            value = combined if self.clear else self.combine(self.dst.buffer[tuple(ys_d)], combined)
+            return tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED,
+                            tirx.BufferStore(self.dst.buffer, value, list(ys_d)))
+        steps = []
+        if not tvm.ir.structural_equal(combined, partial[d]):  # the combine's calls: run by every thread
+            steps.append(tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED, tirx.BufferStore(partial, combined, [d])))
+        value = partial[d] if self.clear else self.combine(self.dst.buffer[tuple(ys_d)], partial[d])
+        store = tirx.BufferStore(self.dst.buffer, value, list(ys_d))
+        if fills_its_threads(dst_layout):
+            steps.append(tirx.IfThenElse(holder_guard(dst_layout, args.thread_var),
+                                         tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED, store), None))
+        else:
+            steps.append(tirx.For(d, 0, local_size, tirx.ForKind.UNROLLED, tirx.IfThenElse(owned, store, None)))
+        return tirx.SeqStmt(steps) if len(steps) > 1 else steps[0]
+
+    def _fold(self, args: LowerArgs, src_layout, dst_layout, widened: bool, partial) -> Any:
         """Each thread folds the row elements it holds of `src` into its partial results."""
         src_t, acc_t = self.src.dtype, self.dst.dtype
         _, _, absolute = KINDS[self.kind]
         thread = args.thread_var
         s = tirx.Var("src_slot", "int32")
         try:
-            xs = src_layout.inverse(thread, s)
+            xs, owned = owned_element(src_layout, thread, s)
         except LayoutError as err:
-            raise self.error(f"T.reduce_{self.kind}: `{self.src.name}` must fill every slot of its threads: "
-                             f"{err}") from None
+            raise self.error(f"T.reduce_{self.kind}: cannot tell which element of `{self.src.name}` each slot of "
+                             f"its threads holds: {err}") from None
         ys = [x for d, x in enumerate(xs) if d != self.dim] or [tirx.const(0, "int32")]  # 1-d: the one result
         value = self.src.buffer[tuple(xs)]
         value = value if src_t == acc_t else tirx.Cast(acc_t, value)
         if absolute:
             value = tirx.abs(value)
         target = dst_layout.index(ys)
-        fold_loop = self._tree_fold(args, s, int(src_layout.local_size), value, target, partial)
+        # Where src leaves slots unused, a slot folds only if it holds an element: a test of the thread alone when
+        # each holder fills all its slots (groups with a gap between them), else of each slot.
+        slot_guard = owned if owned is not None and not fills_its_threads(src_layout) else None
+        fold_loop = None if slot_guard is not None else \
+            self._tree_fold(args, s, int(src_layout.local_size), value, target, partial)
         if fold_loop is None:
             fold = tirx.BufferStore(partial, self.combine(partial[target], value), [target])
+            fold = fold if slot_guard is None else tirx.IfThenElse(slot_guard, fold, None)
             fold_loop = tirx.For(s, 0, int(src_layout.local_size), tirx.ForKind.UNROLLED, fold)
-        if holders is not None:  # widened groups: their extra members must hold the identity
-            held = [tirx.And(lo <= thread, thread < hi) if lo else thread < hi for lo, hi in holders]
-            fold_loop = tirx.IfThenElse(functools.reduce(tirx.Or, held), fold_loop, None)
-        elif int(src_layout.num_threads) < args.num_threads:  # threads holding none of src fold nothing
+        if widened or (owned is not None and slot_guard is None):
+            # widened groups (their extra members must hold the identity), or groups with a gap between them
+            fold_loop = tirx.IfThenElse(holder_guard(src_layout, thread), fold_loop, None)
+        elif owned is None and int(src_layout.num_threads) < args.num_threads:  # threads holding none fold nothing
             fold_loop = tirx.IfThenElse(thread < int(src_layout.num_threads), fold_loop, None)
         return fold_loop
 

@@ -39,7 +39,9 @@ from tvm import tirx
 
 from ..ir.attrs import LAYOUTS_ATTR, LAYOUT_EXCHANGES, LOOP_PLAN
 from ..ir.options import CompileOptions
-from ..ir.utils import thread_info
+from ..errors import CompileError
+from ..ir.utils import loc_of, thread_info
+from ..layout import LayoutError
 from ..target import warp_size
 from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
 from ..tileop.loop_plan import (LoopPlan, contiguous_width, fragment_plan, free_plan, lower_with_plan, region_plan,
@@ -115,7 +117,15 @@ def lower_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) ->
                  for buf, copy, tile, written in exchanges if int(written)]
         return tirx.SeqStmt(before + [loop] + after)
 
-    return tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
+    def on_for_naming_the_loop(node, mutator):
+        try:
+            return on_for(node, mutator)
+        except LayoutError as err:  # a fragment layout the loop cannot be split by (no padded inverse)
+            raise CompileError(f"the parallel loop over `{node.loop_var.name}` (a T.Parallel nest, or a tile op "
+                               "lowered to one): cannot split it among the threads by the layout of the fragment it "
+                               f"walks: {err}", loc_of(node)) from None
+
+    return tvm_ffi.structural_mutate(func, [(tirx.For, on_for_naming_the_loop)])
 
 
 def LowerParallelLoop(configs):  # noqa: N802
