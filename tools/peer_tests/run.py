@@ -190,7 +190,9 @@ def _attend(q, k, v, scale, causal, k_len=None):
     if causal:
         mask = mask | (keys[None, :] > torch.arange(lq)[:, None] + (lk - lq))
     s = s.masked_fill(mask[None], float("-inf"))
-    return torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float()).to(q.dtype)
+    # a query that sees no key (causal, more queries than keys) gets 0, as flash-attn documents, not softmax's NaN
+    p = torch.softmax(s, -1).masked_fill(mask.all(-1)[None, :, None], 0.0)
+    return torch.einsum("hqk,khd->qhd", p, v.float()).to(q.dtype)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
