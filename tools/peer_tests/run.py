@@ -440,7 +440,9 @@ def main() -> int:
                         help="with --cuda: the compute capability upstream's requires_cuda* gates see (the simulated "
                              "MUSA device runs the cases they let through); 'none' skips every CUDA-gated case")
     parser.add_argument("-k", dest="keyword", default="",
-                        help="pytest's -k: run only the cases of each file whose names match the expression")
+                        help="pytest's -k: run only the cases of each file whose names match the expression (it "
+                             "matches the test function's attribute names too: 'not tma' drops every gated case, "
+                             "whose gate set `pytestmark`)")
     parser.add_argument("--triton-interpreter", type=Path, metavar="SITE",
                         help="a folder holding triton (pip install --target SITE triton, or a venv's site-packages): "
                              "the tests' Triton references run in Triton's CPU interpreter (TRITON_INTERPRET=1)")
