@@ -347,7 +347,7 @@ def test_a_real_autotuned_triton_kernel_runs_in_the_interpreter(tmp_path):
 
 PEER_FLASH_ATTN_TEST = '''
 import torch
-from flash_attn import flash_attn_with_kvcache
+from flash_attn import flash_attn_varlen_func, flash_attn_with_kvcache
 
 
 def test_kvcache_reference():
@@ -357,6 +357,16 @@ def test_kvcache_reference():
     s = torch.einsum("hd,khd->hk", q[1, 0], k[1, :5].repeat_interleave(2, 1)) / 8 ** 0.5
     ref = torch.einsum("hk,khd->hd", s.softmax(-1), v[1, :5].repeat_interleave(2, 1))
     torch.testing.assert_close(out[1, 0], ref)
+
+
+def test_varlen_causal_query_that_sees_no_key_is_zero():
+    # causal masks align on the bottom right: with 5 queries and 3 keys the first 2 queries see nothing (0, not NaN)
+    q, k, v = torch.randn(5, 2, 8), torch.randn(3, 2, 8), torch.randn(3, 2, 8)
+    out = flash_attn_varlen_func(q, k, v, torch.tensor([0, 5]), torch.tensor([0, 3]), 5, 3, 0.0, causal=True)
+    assert torch.equal(out[:2], torch.zeros(2, 2, 8))
+    s = torch.einsum("qhd,khd->hqk", q[2:], k) / 8 ** 0.5
+    s = s.masked_fill(torch.ones(3, 3, dtype=torch.bool).triu(1), float("-inf"))
+    torch.testing.assert_close(out[2:], torch.einsum("hqk,khd->qhd", s.softmax(-1), v))
 '''
 
 
@@ -370,3 +380,5 @@ def test_flash_attn_is_stood_in_where_it_is_not_installed(tmp_path):
     proc = subprocess.run(run.pytest_command(tmp_path / "test_fa.py", tmp_path), cwd=tmp_path,
                           env=run.file_environment(tmp_path / "test_fa.py"), capture_output=True, text=True)
     assert "test_fa.py::test_kvcache_reference PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_fa.py::test_varlen_causal_query_that_sees_no_key_is_zero PASSED" in proc.stdout, \
+        proc.stdout + proc.stderr

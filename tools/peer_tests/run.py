@@ -209,7 +209,9 @@ def _attend(q, k, v, scale, causal, k_len=None):
     if causal:
         mask = mask | (keys[None, :] > torch.arange(lq)[:, None] + (lk - lq))
     s = s.masked_fill(mask[None], float("-inf"))
-    return torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v.float()).to(q.dtype)
+    # a query that sees no key (causal, more queries than keys) gets 0, as flash-attn documents, not softmax's NaN
+    p = torch.softmax(s, -1).masked_fill(mask.all(-1)[None, :, None], 0.0)
+    return torch.einsum("hqk,khd->qhd", p, v.float()).to(q.dtype)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
@@ -457,7 +459,9 @@ def main() -> int:
                         help="with --cuda: the compute capability upstream's requires_cuda* gates see (the simulated "
                              "MUSA device runs the cases they let through); 'none' skips every CUDA-gated case")
     parser.add_argument("-k", dest="keyword", default="",
-                        help="pytest's -k: run only the cases of each file whose names match the expression")
+                        help="pytest's -k: run only the cases of each file whose names match the expression (it "
+                             "matches the test function's attribute names too: 'not tma' drops every gated case, "
+                             "whose gate set `pytestmark`)")
     parser.add_argument("--triton-interpreter", type=Path, metavar="SITE",
                         help="a folder holding triton (pip install --target SITE triton, or a venv's site-packages): "
                              "the tests' Triton references run in Triton's CPU interpreter (TRITON_INTERPRET=1)")
