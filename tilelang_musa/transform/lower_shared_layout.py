@@ -29,6 +29,7 @@ from ..ir.tile_views import shared_tile_views
 from ..ir.utils import TensorLoad, as_int, loc_from_text, loc_of, scope_of, thread_info
 from ..layout import Fragment
 from ..tileop.loop_plan import hoist_lane_from_xor
+from ..tileop.ptx_cp_async import check_contiguous_runs
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
@@ -100,6 +101,7 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not layouts:
         return func
     _refuse_chosen_layouts_of_viewed_tiles(func)
+    check_contiguous_runs(func.body, layouts, thread_info(func))
     replacement = {}
     for buf, layout in layouts.items():
         shape = [as_int(e) for e in layout.output_shape]
