@@ -20,18 +20,20 @@ M, K, BN, ROWS = 64, 64, 64, 256
 
 def gather_gemm_ws(arrive_after_wait: bool = True):
     """Threads 128..255 copy BN gathered rows of KV into B_s (4 rows each 16 bytes per thread and step) and arrive
-    on `ready` (through T.cp_async_barrier_noinc, or a plain T.barrier_arrive when `arrive_after_wait` is False: a
-    planted bug); threads 0..127 wait on `ready` and compute C = A @ B_s^T."""
+    on `ready` (through T.cp_async_barrier_noinc; when `arrive_after_wait` is False, a planted bug, they arrive on
+    `ready` first and wait for their copies after, through `done`); threads 0..127 wait on `ready` and compute
+    C = A @ B_s^T and copy the gathered tile out to G."""
 
     @T.prim_func
     def gather_gemm(A: T.Tensor((M, K), "bfloat16"), KV: T.Tensor((ROWS, K), "bfloat16"),
-                    Idx: T.Tensor((BN,), "int32"), C: T.Tensor((M, BN), "float32")):
+                    Idx: T.Tensor((BN,), "int32"), C: T.Tensor((M, BN), "float32"), G: T.Tensor((BN, K), "bfloat16")):
         with T.Kernel(1, threads=256):
             tx = T.get_thread_binding()
             A_s = T.alloc_shared((M, K), "bfloat16")
             B_s = T.alloc_shared((BN, K), "bfloat16")
             C_l = T.alloc_fragment((M, BN), "float32")
             ready = T.alloc_barrier(arrive_count=128)
+            done = T.alloc_barrier(arrive_count=128)
             if tx >= 128:
                 for r in T.serial(4):
                     row = Idx[r * 16 + (tx - 128) // 8]
@@ -41,12 +43,14 @@ def gather_gemm_ws(arrive_after_wait: bool = True):
                     T.cp_async_barrier_noinc(ready[0])
                 else:
                     T.barrier_arrive(ready[0])
+                    T.cp_async_barrier_noinc(done[0])
             else:
                 T.copy(A, A_s)
                 T.barrier_wait(ready[0], 0)
                 T.clear(C_l)
                 T.gemm(A_s, B_s, C_l, transpose_B=True)
                 T.copy(C_l, C)
+                T.copy(B_s, G)  # element reads of the tile, which checked mode watches (the gemm's are not)
 
     return gather_gemm
 
@@ -111,7 +115,9 @@ def test_producers_gather_rows_and_arrive_once_their_copies_landed(checked, monk
     if checked:
         monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
     a, kv, idx, c = inputs(3)
-    kernel(a, kv, idx, c)
+    g = poison((BN, K), torch.bfloat16)
+    kernel(a, kv, idx, c, g)
+    torch.testing.assert_close(g, kv[idx.long()], rtol=0, atol=0)
     torch.testing.assert_close(c, reference(a, kv, idx), rtol=1e-3, atol=1e-3)
 
 
@@ -129,10 +135,11 @@ def test_predicated_copies_completed_by_wait_group(arch, monkeypatch):
 
 def test_arriving_without_waiting_for_the_copies_is_a_checked_mode_error(monkeypatch):
     kernel = compiled("no_wait", "mp_31")
-    assert "tl::cp_async_wait_all" not in kernel.get_kernel_source()
+    assert re.search(r"tl::barrier_arrive\(1\);\s*\n\s*tl::cp_async_wait_all\(\);", kernel.get_kernel_source())
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
-    with pytest.raises(KernelLaunchError, match=r"__musa_memcpy_g2s"):
-        kernel(*inputs(7))
+    race = r"data race on byte \d+ of shared .* while thread \(1\d\d,0,0\) stored it"  # a producer's copy
+    with pytest.raises(KernelLaunchError, match=race):
+        kernel(*inputs(7), poison((BN, K), torch.bfloat16))
 
 
 def test_a_copy_that_a_swizzle_splits_is_a_compile_error():
