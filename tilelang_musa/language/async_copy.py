@@ -1,9 +1,11 @@
-"""Asynchronous copies and robust descriptors: `T.async_copy`, `T.ptx_cp_async`, `T.ptx_commit_group`, `T.ptx_wait_group`,
-`T.lma_wait`, `T.make_robust_desc` (T.copy's `force_async_copy=` / `src_robust_desc=` are in copy.py).
+"""Asynchronous copies and robust descriptors: `T.async_copy`, `T.ptx_cp_async`, `T.ptx_commit_group`,
+`T.ptx_wait_group`, `T.lma_wait`, `T.make_robust_desc` (T.copy's `force_async_copy=` / `src_robust_desc=` are in
+copy.py).
 
 LDLMS copies (global -> shared, mp_22 and mp_31) land when the issuing thread waits: `T.async_copy` issues the
 copy and commits it as a group; `T.ptx_wait_group(n)` waits until at most n of the thread's committed groups are
-still in flight, then synchronizes the block (which publishes every thread's landed pieces). The pieces lower in tileop/async_copy.py; the templates are tl_templates/musa/async_copy.h.
+still in flight, then synchronizes the block (which publishes every thread's landed pieces). The pieces lower in
+tileop/async_copy.py (T.ptx_cp_async's in tileop/ptx_cp_async.py); the templates are tl_templates/musa/async_copy.h.
 """
 
 from __future__ import annotations
