@@ -184,3 +184,21 @@ def test_bad_operands_are_errors_at_the_line():
     for copy, message in cases:
         with pytest.raises(tilelang.CompileError, match=r"T.ptx_cp_async: " + message):
             kernel_with(copy)
+
+
+def test_mp21_has_no_ldlms_copies():
+    from test_async_barrier import _lower
+
+    @T.prim_func
+    def on_mp21(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=8):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "float16")
+            T.ptx_cp_async(T.access_ptr(S[tx * 8], "w"), T.access_ptr(A[tx * 8], "r"), 8)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            B[tx] = S[tx]
+
+    with pytest.raises(tilelang.CompileError, match=r"T.ptx_cp_async\(T.access_ptr\(S(.|\n)*T.ptx_cp_async: mp_21 has "
+                                                    r"no asynchronous \(LDLMS\) copies \(mp_22 and later\)"):
+        _lower(on_mp21, "mp_21")

@@ -21,6 +21,7 @@ from tvm import tirx
 from ..errors import CompileError
 from ..ir.utils import as_int, loc_from_text
 from ..layout._expr import evaluate
+from ..target import arch_of, archs_with
 from .access_ptr import as_access
 
 CP_ASYNC_PTR = "tl::cp_async_ptr"
@@ -103,10 +104,19 @@ def _check_one(call: Any, layouts: dict, ranges: dict) -> None:
             raise _describe(call, element, num_bytes, f"element +{k} of the run is not stored {k} after the first")
 
 
-def check_contiguous_runs(body: Any, layouts: dict, threads: Any) -> None:
-    """Every cp_async_ptr copy into a laid-out tile writes the next elements of its row in the tile's layout: checked
-    at every thread index and every value of the constant-range loops around it (conditions not taken into
-    account)."""
+def _refuse_without_ldlms(call: Any, target: Any) -> None:
+    arch = arch_of(target) if target is not None else None
+    if arch is not None and not arch.has_async_copy:
+        loc = call.attrs[LOC_ATTR] if call.attrs is not None and LOC_ATTR in call.attrs else None
+        raise CompileError(f"T.ptx_cp_async: {arch.name} has no asynchronous (LDLMS) copies "
+                           f"({archs_with('has_async_copy')[0]} and later)",
+                           loc_from_text(str(loc)) if loc is not None else None, stage="LowerSharedLayout")
+
+
+def check_copies(body: Any, layouts: dict, threads: Any, target: Any) -> None:
+    """The target has the copies, and every cp_async_ptr copy into a laid-out tile writes the next elements of its
+    row in the tile's layout: checked at every thread index and every value of the constant-range loops around it
+    (conditions not taken into account)."""
     ranges = {var: (0, as_int(threads.extents[tag])) for tag, var in threads.vars.items()}
 
     def visit(node: Any) -> None:
@@ -114,7 +124,8 @@ def check_contiguous_runs(body: Any, layouts: dict, threads: Any) -> None:
             extent, start = as_int(node.extent), as_int(node.min)
             if extent is not None and start is not None and extent > 0:
                 ranges[node.loop_var] = (start, extent)
-        elif isinstance(node, tvm.ir.Call):
+        elif isinstance(node, tvm.ir.Call) and _copy_bytes(node) is not None:
+            _refuse_without_ldlms(node, target)
             _check_one(node, layouts, ranges)
 
     tvm_ffi.structural_walk(body, [(tirx.For, visit), (tvm.ir.Call, visit)], order="pre")
