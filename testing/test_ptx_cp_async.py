@@ -102,7 +102,7 @@ def reference(a, kv, idx):
 
 
 def _copy_line(source: str) -> str:
-    return next(line for line in source.splitlines() if "tl::cp_async_ptr" in line)
+    return next(line for line in source.splitlines() if "tl::cp_async_gs" in line)
 
 
 @pytest.mark.parametrize("checked", [False, True])
@@ -110,7 +110,7 @@ def test_producers_gather_rows_and_arrive_once_their_copies_landed(checked, monk
     kernel = compiled("ws", "mp_31")
     source = kernel.get_kernel_source()
     # the copy writes the swizzled address of the element (the gemm's layout), 16 bytes at a time
-    assert re.search(r"tl::cp_async_ptr<16>\(&B_s\[.* \^ .*\], &KV\[", _copy_line(source))
+    assert re.search(r"tl::cp_async_gs<16>\(&B_s\[.* \^ .*\], &KV\[", _copy_line(source))
     assert re.search(r"tl::cp_async_wait_all\(\);\s*\n\s*tl::barrier_arrive\(1\);", source)
     if checked:
         monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
@@ -125,7 +125,7 @@ def test_producers_gather_rows_and_arrive_once_their_copies_landed(checked, monk
 def test_predicated_copies_completed_by_wait_group(arch, monkeypatch):
     kernel = compiled("grouped", arch)
     source = kernel.get_kernel_source()
-    assert "tl::cp_async_ptr_conditional<16>(" in _copy_line(source)
+    assert "tl::cp_async_gs_conditional<16>(" in _copy_line(source)
     assert re.search(r"tl::cp_async_commit\(\);\s*\n\s*tl::cp_async_wait<0>\(\);", source)
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
     a, kv, idx, c = inputs(5, negative_rows=True)

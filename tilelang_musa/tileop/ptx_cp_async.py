@@ -1,7 +1,8 @@
 """`T.ptx_cp_async(dst_ptr, src_ptr, n)` lowered: one LDLMS copy of n elements from a global address to a shared
-address, printed as `tl::cp_async_ptr<Bytes>(dst, src)` (`tl::cp_async_ptr_conditional<Bytes>(dst, src, pred)`
-with a predicate: zeros when it is false), the wrappers of tl_templates/musa/async_copy.h over the same LDLMS
-copy T.async_copy issues.
+address, printed as `tl::cp_async_gs<Bytes>(dst, src)` (`tl::cp_async_gs_conditional<Bytes>(dst, src, pred)` with a
+predicate: zeros when it is false), the LDLMS copy T.async_copy issues (tl_templates/musa/async_copy.h), under
+upstream's and Moore Threads' name. The call carries the `tl.ptx_cp_async` attribute, which tells it from
+T.async_copy's pieces.
 
 The destination is the address of a shared tile element; when the tile is stored in a layout (a gemm's swizzle),
 LowerSharedLayout takes the address of the element under it, and the copy's bytes must be the next n elements of
@@ -24,26 +25,24 @@ from ..layout._expr import evaluate
 from ..target import arch_of, archs_with
 from .access_ptr import as_access
 
-CP_ASYNC_PTR = "tl::cp_async_ptr"
+CP_ASYNC_GS = "tl::cp_async_gs"
+MARK_ATTR = "tl.ptx_cp_async"  # the copy's byte count
 LOC_ATTR = "tl.loc"
 
 
 def cp_async_ptr_call(dst: Any, src: Any, num_bytes: int, predicate: Any, loc: Any) -> Any:
     """The extern call of one copy (dst and src are tl.access_ptr markers), carrying the user's line."""
-    name = f"{CP_ASYNC_PTR}_conditional<{num_bytes}>" if predicate is not None else f"{CP_ASYNC_PTR}<{num_bytes}>"
+    name = f"{CP_ASYNC_GS}_conditional<{num_bytes}>" if predicate is not None else f"{CP_ASYNC_GS}<{num_bytes}>"
     args = [tvm.ir.expr.StringImm(name), dst, src] + ([predicate] if predicate is not None else [])
-    attrs = {LOC_ATTR: str(loc)} if loc is not None else {}
+    attrs = {MARK_ATTR: num_bytes, **({LOC_ATTR: str(loc)} if loc is not None else {})}
     return tvm.ir.Call(tvm.ir.Op.get("tirx.call_extern"), args, attrs=attrs, ret_ty="int32")
 
 
 def _copy_bytes(call: Any) -> int | None:
-    """The byte count of a cp_async_ptr call, else None."""
-    if not (isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.call_extern"):
+    """The byte count of a T.ptx_cp_async copy, else None."""
+    if call.attrs is None or MARK_ATTR not in call.attrs:
         return None
-    name = str(call.args[0].value) if isinstance(call.args[0], tvm.ir.expr.StringImm) else ""
-    if not name.startswith(CP_ASYNC_PTR):
-        return None
-    return int(name[name.index("<") + 1:name.index(">")])
+    return int(call.attrs[MARK_ATTR])
 
 
 MAX_POINTS = 1 << 20  # the most (thread, loop) points the contiguity check evaluates
@@ -114,7 +113,7 @@ def _refuse_without_ldlms(call: Any, target: Any) -> None:
 
 
 def check_copies(body: Any, layouts: dict, threads: Any, target: Any) -> None:
-    """The target has the copies, and every cp_async_ptr copy into a laid-out tile writes the next elements of its
+    """The target has the copies, and every T.ptx_cp_async copy into a laid-out tile writes the next elements of its
     row in the tile's layout: checked at every thread index and every value of the constant-range loops around it
     (conditions not taken into account)."""
     ranges = {var: (0, as_int(threads.extents[tag])) for tag, var in threads.vars.items()}

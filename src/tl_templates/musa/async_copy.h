@@ -8,8 +8,6 @@
  *  - `tl::cp_async_gs<Bytes>(dst, src)`: one asynchronous copy of 4, 8 or 16 bytes;
  *    `tl::cp_async_gs_conditional<Bytes>(dst, src, in_bounds)`: the same, but a piece out of bounds is zero-filled
  *    instead (synchronously);
- *  - `tl::cp_async_ptr<Bytes>(dst, src)`, `tl::cp_async_ptr_conditional<Bytes>(dst, src, pred)`: T.ptx_cp_async's
- *    copy (the same LDLMS copy; pred false: zeros);
  *  - `tl::cp_async_commit()` / `tl::cp_async_wait<N>()`: close the thread's group of copies / wait until at
  *    most N groups are in flight (mcc 4.x has no groups: commit does nothing and every wait waits for all);
  *    upstream TileLang's and Moore Threads' names for these copies;
@@ -129,16 +127,6 @@ TL_DEVICE void cp_async_gs_conditional(void* dst, const void* src, bool in_bound
 #pragma unroll
     for (int i = 0; i < Bytes; ++i) bytes[i] = 0;
   }
-}
-
-template <int Bytes>
-TL_DEVICE void cp_async_ptr(void* dst, const void* src TL_CALL_SITE_PARAMS) {
-  cp_async_gs<Bytes>(dst, src TL_CALL_SITE);
-}
-
-template <int Bytes>
-TL_DEVICE void cp_async_ptr_conditional(void* dst, const void* src, bool pred TL_CALL_SITE_PARAMS) {
-  cp_async_gs_conditional<Bytes>(dst, src, pred TL_CALL_SITE);
 }
 
 TL_DEVICE void cp_async_commit() {
