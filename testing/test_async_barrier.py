@@ -185,13 +185,6 @@ def test_barrier_misuse_is_an_error_at_the_line():
                 S = T.alloc_shared((1,), "uint64")
                 T.barrier_wait(S[0], 0)
 
-    with pytest.raises(tilelang.CompileError, match=r"T.cp_async_barrier_noinc .*has no MUSA equivalent"):
-        @T.prim_func
-        def noinc(A: T.Tensor((32,), "float32")):
-            with T.Kernel(1, threads=128):
-                b = T.alloc_barrier(128)
-                T.cp_async_barrier_noinc(b)
-
     @T.prim_func
     def odd_named(A: T.Tensor((32,), "float32")):
         with T.Kernel(1, threads=128):

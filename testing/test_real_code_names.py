@@ -1,7 +1,7 @@
 """Names real TileLang scripts use: `tilelang.set_log_level` (upstream's logger), `tilelang.par_compile` at module
 level, `T.Select` with Python bools (`T.Select(True, False, True)` in upstream's tests), the NVIDIA instruction
 emitters of `tilelang.cuda.intrinsics.macro` (a named error), and what hand warp-specialized kernels call besides
-register hints: `T.wgmma_gemm` (an asynchronous T.gemm) and `T.ptx_cp_async` (a named error)."""
+register hints: `T.wgmma_gemm` (an asynchronous T.gemm); `T.ptx_cp_async` is tested in test_ptx_cp_async.py."""
 
 import logging
 
@@ -127,15 +127,6 @@ def test_wgmma_gemm_issues_without_waiting_then_wait_wgmma_completes_it(arch):
     c = poison((M, N), torch.float32)
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-2, atol=1e-2)
-
-
-def test_raw_ptx_cp_async_names_the_musa_form():
-    with pytest.raises(tilelang.UnsupportedError, match=r"T.ptx_cp_async \(raw PTX cp.async .* T.async_copy"):
-        @T.prim_func
-        def main(A: T.Tensor((64,), "float16")):
-            with T.Kernel(1, threads=64):
-                S = T.alloc_shared((64,), "float16")
-                T.ptx_cp_async(T.access_ptr(S[0], "w", 8), T.access_ptr(A[0], "r", 8), 8)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

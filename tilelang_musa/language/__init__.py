@@ -18,7 +18,7 @@ from .barrier import (
     alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_expect_tx, mbarrier_wait_parity, ptx_arrive_barrier, ptx_arrive_barrier_expect_tx,
 )
-from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_wait_group
+from .async_copy import async_copy, lma_wait, make_robust_desc, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .register_alloc import (annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg,
                              disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg)
 from .pdl import pdl_sync, pdl_trigger
@@ -134,7 +134,7 @@ __all__ = [
     "use_swizzle", "Var", "vectorized", "view", "While",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
-    "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
+    "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
     "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", "warpgroup_commit_batch", "warpgroup_wait", "ws",
     *UNSUPPORTED, *VECTOR_DTYPES,
 ]

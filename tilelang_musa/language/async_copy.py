@@ -1,9 +1,11 @@
-"""Asynchronous copies and robust descriptors: `T.async_copy`, `T.ptx_commit_group`, `T.ptx_wait_group`,
-`T.lma_wait`, `T.make_robust_desc` (T.copy's `force_async_copy=` / `src_robust_desc=` are in copy.py).
+"""Asynchronous copies and robust descriptors: `T.async_copy`, `T.ptx_cp_async`, `T.ptx_commit_group`,
+`T.ptx_wait_group`, `T.lma_wait`, `T.make_robust_desc` (T.copy's `force_async_copy=` / `src_robust_desc=` are in
+copy.py).
 
 LDLMS copies (global -> shared, mp_22 and mp_31) land when the issuing thread waits: `T.async_copy` issues the
 copy and commits it as a group; `T.ptx_wait_group(n)` waits until at most n of the thread's committed groups are
-still in flight, then synchronizes the block (which publishes every thread's landed pieces). The pieces lower in tileop/async_copy.py; the templates are tl_templates/musa/async_copy.h.
+still in flight, then synchronizes the block (which publishes every thread's landed pieces). The pieces lower in
+tileop/async_copy.py (T.ptx_cp_async's in tileop/ptx_cp_async.py); the templates are tl_templates/musa/async_copy.h.
 """
 
 from __future__ import annotations
@@ -34,6 +36,43 @@ def async_copy(src: Any, dst: Any, coalesced_width: int | None = None) -> None:
         raise trace.error("T.async_copy: coalesced_width= has no effect on asynchronous copies (their pieces are "
                           "4, 8 or 16 bytes, the widest that fits); leave it out")
     emit_copy("T.async_copy", trace, src, dst, async_mode=ASYNC_COMMIT)
+
+
+def ptx_cp_async(dst_access_ptr: Any, src_access_ptr: Any, num_elems: Any, predicate: Any = None) -> Any:
+    """`T.ptx_cp_async(T.access_ptr(S[r, c], "w"), T.access_ptr(X[i, j], "r"), n)`: one asynchronous (LDLMS) copy
+    of n elements (4, 8 or 16 bytes) from a global address to a shared one by this thread, as upstream's raw
+    cp.async; `predicate=` false stores zeros instead. Not committed: `T.ptx_commit_group()` then
+    `T.ptx_wait_group(n)`, or `T.cp_async_barrier_noinc(b)`, complete it. In a tile stored in a layout (a gemm's
+    swizzle), the n elements must stay contiguous in it (a compile error otherwise)."""
+    from ..tileop.access_ptr import READ, WRITE, as_access
+    from ..tileop.ptx_cp_async import cp_async_ptr_call
+
+    trace = kernel_trace("T.ptx_cp_async")
+    dst, src = as_access(as_expr(dst_access_ptr)), as_access(as_expr(src_access_ptr))
+    if dst is None or src is None:
+        raise trace.error("T.ptx_cp_async: the destination and source must be T.access_ptr(X[i], ...) of tensor "
+                          f"elements; got {dst_access_ptr!r}, {src_access_ptr!r}")
+    dst_scope, src_scope = (str(a.element.source.ty.storage_scope) for a in (dst, src))
+    if not dst_scope.startswith("shared") or dst_scope == "shared.barrier" or not dst.rw & WRITE:
+        raise trace.error(f"T.ptx_cp_async: the destination must be a shared tile element written through "
+                          f"(T.access_ptr(S[...], \"w\")); got `{dst.element.source.name}` ({dst_scope})")
+    if src_scope != "global" or not src.rw & READ:
+        raise trace.error(f"T.ptx_cp_async: the source must be a global tensor element read through "
+                          f"(T.access_ptr(X[...], \"r\")); got `{src.element.source.name}` ({src_scope})")
+    dtype, src_dtype = (str(a.element.source.ty.dtype.dtype) for a in (dst, src))
+    if dtype != src_dtype:
+        raise trace.error(f"T.ptx_cp_async: the destination is {dtype} and the source {src_dtype}; an asynchronous "
+                          "copy moves bytes, so they must match")
+    if isinstance(num_elems, tirx.IntImm):
+        num_elems = int(num_elems.value)
+    bits = tvm.runtime.DataType(dtype).bits
+    num_bytes = num_elems * bits // 8 if isinstance(num_elems, int) and not isinstance(num_elems, bool) else None
+    if num_bytes not in (4, 8, 16) or num_elems * bits % 8:
+        raise trace.error(f"T.ptx_cp_async: {num_elems!r} elements of {dtype}: an LDLMS copy moves 4, 8 or 16 "
+                          "bytes (a constant count)")
+    if predicate is not None:
+        predicate = as_expr(predicate)
+    return cp_async_ptr_call(dst_access_ptr, src_access_ptr, num_bytes, predicate, trace.loc)
 
 
 def ptx_commit_group() -> Any:

@@ -129,9 +129,10 @@ def ptx_arrive_barrier_expect_tx(mbarrier: Any, tx: Any) -> Any:
 
 
 def cp_async_barrier_noinc(barrier: Any) -> Any:
-    """Not on MUSA: CUDA's `cp.async.mbarrier.arrive.noinc` makes a barrier track cp.async copies; LDLMS copies
-    complete through their own wait (`T.ptx_wait_group`), and no built-in couples them to a barrier."""
-    raise kernel_trace("T.cp_async_barrier_noinc").error(
-        "T.cp_async_barrier_noinc (CUDA's cp.async.mbarrier.arrive.noinc) has no MUSA equivalent: asynchronous "
-        "copies complete through T.ptx_wait_group(n), not through a barrier; wait for them with it, then "
-        "T.barrier_arrive(barrier)")
+    """CUDA's `cp.async.mbarrier.arrive.noinc`: one arrival of this thread on `barrier` once all of its asynchronous
+    copies (T.ptx_cp_async, committed or not) completed. MUSA couples no copy to a barrier, so the thread waits
+    for its copies here (`tl::cp_async_wait_all`), then arrives (as T.barrier_arrive): correct, at the cost of the
+    producer waiting instead of moving on. The barrier's arrive count is in threads, as upstream's."""
+    call = _call("T.cp_async_barrier_noinc", BARRIER_ARRIVE_OP, barrier)
+    Tb.evaluate(tirx.call_extern("int32", "tl::cp_async_wait_all"))
+    return call

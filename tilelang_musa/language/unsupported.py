@@ -15,8 +15,6 @@ _NVIDIA_ONLY = {
     "alloc_wgmma_desc": "Hopper WGMMA descriptors",
     "alloc_tcgen05_smem_desc": "Blackwell tcgen05 descriptors",
     "alloc_tcgen05_instr_desc": "Blackwell tcgen05 descriptors",
-    "ptx_cp_async": ("raw PTX cp.async between access pointers; copy the regions with T.async_copy (MUSA's LDLMS) "
-                     "and wait with T.ptx_wait_group"),
 }
 
 # Thread-block clusters (sm_90's distributed shared memory, cluster barriers, cluster launch control): no MUSA

@@ -29,6 +29,7 @@ from ..ir.tile_views import shared_tile_views
 from ..ir.utils import TensorLoad, as_int, loc_from_text, loc_of, scope_of, thread_info
 from ..layout import Fragment
 from ..tileop.loop_plan import hoist_lane_from_xor
+from ..tileop.ptx_cp_async import check_copies
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
@@ -97,6 +98,8 @@ def _first_loop_using(body, buffer):
 
 def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
     layouts = shared_layouts(func)
+    target = func.attrs["target"] if func.attrs is not None and "target" in func.attrs else None
+    check_copies(func.body, layouts, thread_info(func), target)  # T.ptx_cp_async's
     if not layouts:
         return func
     _refuse_chosen_layouts_of_viewed_tiles(func)

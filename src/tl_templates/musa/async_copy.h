@@ -11,6 +11,7 @@
  *  - `tl::cp_async_commit()` / `tl::cp_async_wait<N>()`: close the thread's group of copies / wait until at
  *    most N groups are in flight (mcc 4.x has no groups: commit does nothing and every wait waits for all);
  *    upstream TileLang's and Moore Threads' names for these copies;
+ *  - `tl::cp_async_wait_all()`: wait for every copy of the thread, committed or not (T.cp_async_barrier_noinc);
  *  - `tl::RobustDesc`, `tl::make_robust_desc(ptr, bytes)`: a descriptor of [ptr, ptr + bytes); loads through it
  *    outside that range read 0 (`__musa::robust_ptr`: the v4 form on mp_31, the 3-word form on mp_22);
  *  - `tl::cp_async_gs_robust<Bytes>(dst, src, desc)`, `tl::cp_async_gs_robust_conditional<Bytes>(dst, src, desc,
@@ -140,6 +141,16 @@ TL_DEVICE void cp_async_wait(TL_CALL_SITE_PARAMS_FIRST) {
   __musa_memcpy_g2s_wait_group(N TL_CALL_SITE);
 #elif defined(__MUSA_ARCH__)
   __musa_memcpy_g2s_wait(TL_CALL_SITE_FIRST);  // no groups: everything in flight
+#endif
+}
+
+/*! \brief Every copy of the thread landed, committed or not: closing the open group first makes it one to wait for. */
+TL_DEVICE void cp_async_wait_all(TL_CALL_SITE_PARAMS_FIRST) {
+#if defined(__MUSA_ARCH__) && defined(TL_LDLMS_GROUPS)
+  __musa_memcpy_g2s_commit_group();
+  __musa_memcpy_g2s_wait_group(0 TL_CALL_SITE);
+#elif defined(__MUSA_ARCH__)
+  __musa_memcpy_g2s_wait(TL_CALL_SITE_FIRST);
 #endif
 }
 
