@@ -75,10 +75,10 @@ def by_group(profile: Path) -> dict[str, int]:
                           check=True).stdout
     totals: dict[str, int] = collections.Counter()
     for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+(?!PROGRAM TOTALS).*?(?: \[(.*)\])?$", line)
-        if m is None:
+        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+(.*?)(?: \[(.*)\])?$", line)
+        if m is None or m.group(2).startswith("PROGRAM TOTALS"):
             continue
-        obj = m.group(2) or ""
+        obj = m.group(3) or ""
         group = next((name for name, pattern in GROUPS if pattern.search(obj)), "other")
         totals[group] += int(m.group(1).replace(",", ""))
     return totals
