@@ -10,6 +10,8 @@ kept between runs), checks one call against torch, and only then turns instrumen
 add (2^20 fp32), flash_attention (examples/flash_attention at 1x4x256x64), gemm (the README GEMM, 1024^3). The
 table gives millions of instructions per call: the kernel library, the simulator runtime, the per-call Python and
 launcher path (the interpreter, torch, the Cython launcher) and the rest (libc, the loader's TLS lookups, libm).
+The gemm case aborts valgrind 3.19 (inside the fiber switch of the simulator's async waits): time it instead
+(bench_side_by_side.py --case sim_gemm).
 """
 
 from __future__ import annotations
