@@ -517,10 +517,13 @@ TL_HOST_DEVICE typename std::common_type<A, B>::type truncmod(const A& a_, const
 namespace detail {
 
 /*!
- * \brief max (kMax) or min of two values. Floating point follows fmax/fmin (a NaN operand loses unless both are
- *        NaN) and orders -0 below +0, so the result does not depend on the operand order: `tl::max`/`tl::min`
+ * \brief max (kMax) or min of two values. Floating point follows fmax/fmin (a NaN operand loses; both NaN: the
+ *        second) and orders -0 below +0, so the result does not depend on the operand order: `tl::max`/`tl::min`
  *        (T.max, T.min, the in-thread fold of T.reduce_max/min/absmax) and the cross-thread `tl::MaxOp`/`MinOp`
  *        (reduce.h) agree bit for bit, whatever the thread layout of a reduction.
+ *
+ * The ordered, unequal operands are tested first: two compares in the common case. Spelled with compares rather
+ * than fmaxf, which the simulator's host compiler calls in libm, and whose result for two NaNs varies.
  */
 template <bool kMax, typename T>
 TL_HOST_DEVICE T extremum(T a, T b) {
@@ -531,14 +534,19 @@ TL_HOST_DEVICE T extremum(T a, T b) {
         typename std::conditional<sizeof(T) == 2, uint16_t,
                                   typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type>::type;
     const C x = cast<C>(a), y = cast<C>(b);
-    if (x != x) return b;
-    if (y != y) return a;
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__ && defined(__NO_SIGNED_ZEROS__)
+    // fast math: the compiler may take NaNs as absent and -0 as +0 anyway (it folds the tests below away)
+    return (kMax ? x < y : x > y) ? b : a;
+#else
+    if (kMax ? x > y : x < y) return a;
+    if (kMax ? x < y : x > y) return b;
     if (x == y) {
-      // Equal values differ at most in the sign of zero: +0 has the smaller bit pattern.
-      const bool a_first = bit_cast<Bits>(a) < bit_cast<Bits>(b);
-      return (a_first == kMax) ? a : b;
+      // Equal values differ at most in the sign of zero (the sign bit): AND keeps +0 for max, OR keeps -0 for min.
+      const Bits u = bit_cast<Bits>(a), v = bit_cast<Bits>(b);
+      return bit_cast<T>(static_cast<Bits>(kMax ? (u & v) : (u | v)));
     }
-    return ((x > y) == kMax) ? a : b;
+    return x != x ? b : a;  // unordered: the NaN loses; two NaNs give the second
+#endif
   } else {
     return ((a > b) == kMax) ? a : b;
   }

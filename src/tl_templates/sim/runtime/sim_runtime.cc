@@ -18,7 +18,9 @@
 
 namespace tl_sim {
 
-TL_SIM_CONSTINIT thread_local OsThreadState g_thread;
+// initial-exec here too: a definition without the model would make every access of the runtime's own code a
+// __tls_get_addr call (the declaration's model does not carry over to it)
+TL_SIM_CONSTINIT thread_local OsThreadState g_thread __attribute__((tls_model("initial-exec")));
 namespace profile {
 std::atomic<int> g_profiled_launches{0};
 }  // namespace profile
