@@ -20,7 +20,7 @@ from ..tileop.reduce import Reduce
 from ..tileop.region import Region
 from .buffer_roles import annotated_buffers, unswizzled_tiles, view_buffers
 from .gemm_groups import accumulator_groups
-from .layout_access import access_map, box_access, compose, index_positions, uses_var
+from .layout_access import access_map, box_access, compose, index_positions, invariant_terms, uses_var
 from .layout_decisions import STAGE, NestDecision
 from .partition_parallel_loop import coalesced_width
 
@@ -134,6 +134,9 @@ class Placement:
                 finally:
                     nest.plan, nest.recipe = None, None
             return through
+        walked = list(nest.loop_vars) + list(nest.inner)
+        if any(invariant_terms(e, walked) is not None for e in indices):
+            return self._plan_through_offsets(buf, layout, indices, nest)
         shape = self._shape(buf)
         index_map = access_map(indices, nest.loop_vars, nest.extents, shape)
         if index_map is not None:
@@ -153,6 +156,31 @@ class Placement:
         recipe = {"kind": "region", "fragment": placement, "whole": layout, "shape": shape, "origin": origin,
                   "positions": [-1 if k is None else k for k in positions]}
         return region_plan(fragment_plan(layout, shape), placement, origin, positions, nest.extents), recipe
+
+    def _plan_through_offsets(self, buf, layout: Fragment, indices, nest: NestDecision):
+        """`f[i + s * 16, j]` with `s` fixed in the nest (a serial loop's variable around it): plan as `f[i, j]`
+        would, kept only if the thread so chosen holds the element for every value the fixed part takes (`_conflict`
+        checks each, over the iterations the `if`s around the access let through), as it does where `f`'s layout
+        repeats every 16 rows (a gemm accumulator's). Else None: the nest takes a plan of its own."""
+        walked = list(nest.loop_vars) + list(nest.inner)
+        parts = [invariant_terms(e, walked) for e in indices]
+        moved = tuple(e if p is None else p[1] for e, p in zip(indices, parts))
+        if index_positions(moved, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
+                self._same_shape(buf, nest.extents):
+            through = fragment_plan(layout, nest.extents), {"kind": "fragment", "fragment": layout}
+        else:
+            through = self._plan_through(buf, layout, moved, nest)
+        if through is None:
+            return None
+        nest.plan, nest.recipe = through
+        try:
+            if self._conflict(nest, buf, indices, layout) is not None:
+                through = None
+        except CompileError:  # an access it cannot check
+            through = None
+        finally:
+            nest.plan, nest.recipe = None, None
+        return through
 
     def choose_free(self, preferred_only: bool = False) -> bool:
         # A reduction's result is placed by its source (reduce_fragment): choose the source's layout before a loop

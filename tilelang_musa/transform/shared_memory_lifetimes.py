@@ -33,7 +33,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import TEMPORARY_ANNOTATION
+from ..ir.attrs import REWRITTEN_ANNOTATION, TEMPORARY_ANNOTATION
 from ..ir.tile_views import shared_tile_views
 from ..ir.utils import TensorLoad
 from ..tileop.access_ptr import READ, WRITE, as_access
@@ -265,7 +265,10 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
         seq = _inside_uniform_branch(seq, tiles, uniform, views)
     temporaries = [a.buffer for a in allocs if temporaries_per_statement and a.annotations is not None
                    and bool(a.annotations.get(TEMPORARY_ANNOTATION, False))]
-    statements = _Statements(seq, lambda stmt: opened_body(stmt, uniform) if temporaries else None, views)
+    rewritten = [a for a in allocs if temporaries_per_statement and a.annotations is not None
+                 and REWRITTEN_ANNOTATION in a.annotations]
+    statements = _Statements(seq, lambda stmt: opened_body(stmt, uniform) if temporaries or rewritten else None,
+                             views)
     uses = _block_uses(statements, tiles)
     leaves = statements.leaves()
     for tile in temporaries:
@@ -273,6 +276,10 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
         if not any(tile in statements.refs[key] and leaves_shared_memory_read(statements.flags[key])
                    for key in leaves):
             uses[tile] = tuple(_temporary_uses(statements, tile, ()))
+    for alloc in rewritten:
+        per_iteration = _rewritten_uses(statements, alloc.buffer, str(alloc.annotations[REWRITTEN_ANNOTATION]))
+        if per_iteration is not None:
+            uses[alloc.buffer] = per_iteration
     spans = {tile: (min(u.first for u in uses[tile]), max(u.last for u in uses[tile])) if uses[tile] else UNUSED
              for tile in tiles}
     opened = dict(statements.opened)
@@ -326,6 +333,23 @@ def _temporary_uses(statements: _Statements, tile, path: tuple) -> list[Use]:
     for first, last, _ in runs:
         uses.append(Use(statements.ranges[path + (first,)][0], statements.ranges[path + (last,)][1], path, first))
     return uses
+
+
+def _rewritten_uses(statements: _Statements, tile, loop_name: str) -> tuple[Use] | None:
+    """A user's tile that each iteration of the loop `loop_name` writes whole before reading (MarkRewrittenTiles):
+    one Use over its statements in the loop's body, the innermost opened loop holding all of them. None where that
+    loop is not this one, or a statement leaves the tile being read after it ends."""
+    using = [key for key in statements.leaves() if tile in statements.refs[key]]
+    if not using or any(leaves_shared_memory_read(statements.flags[key]) for key in using):
+        return None
+    holding = [key for key in statements.loops if all(len(k) > len(key) and k[:len(key)] == key for k in using)]
+    if not holding:
+        return None
+    key = max(holding, key=len)
+    if statements.bodies[key[:-1]].seq[key[-1]].loop_var.name != loop_name:
+        return None
+    found = [i for i in range(len(statements.bodies[key].seq)) if tile in statements.refs[key + (i,)]]
+    return (Use(statements.ranges[key + (found[0],)][0], statements.ranges[key + (found[-1],)][1], key, found[0]),)
 
 
 def _written_then_read(body: tirx.SeqStmt, tile) -> bool:
