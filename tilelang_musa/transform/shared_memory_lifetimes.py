@@ -246,7 +246,7 @@ class _Statements:
 
 
 def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = False,
-                   temporaries_per_statement: bool = False) -> Lifetimes | None:
+                   temporaries_per_statement: bool = False, rewritten_per_iteration: bool = False) -> Lifetimes | None:
     """The lifetimes of the tiles `allocs` allocates (AllocBuffer nodes), over the statements of the innermost SeqStmt
     holding all of them (a tile allocated inside one of its statements, say a reduction's scratch inside a loop, is
     in use during that statement), or None when no SeqStmt holds them all (then no tile may share bytes with another).
@@ -254,7 +254,9 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
     statement that is an `if` without else whose condition all threads evaluate alike, over the statements of its
     body instead (repeatedly): a barrier placed between two of them is still reached by every thread. With
     `temporaries_per_statement`, the compiler's temporaries are in use statement by statement inside the loops and
-    branches every thread runs alike (see the module's docstring)."""
+    branches every thread runs alike (see the module's docstring); with `rewritten_per_iteration` too, a user's tile
+    each iteration of a loop writes whole before reading (REWRITTEN_ANNOTATION) from its first to its last
+    statement of the loop's body, in each iteration."""
     seq = _innermost_seq_holding(body, allocs)
     if seq is None:
         return None
@@ -265,7 +267,7 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
         seq = _inside_uniform_branch(seq, tiles, uniform, views)
     temporaries = [a.buffer for a in allocs if temporaries_per_statement and a.annotations is not None
                    and bool(a.annotations.get(TEMPORARY_ANNOTATION, False))]
-    rewritten = [a for a in allocs if temporaries_per_statement and a.annotations is not None
+    rewritten = [a for a in allocs if rewritten_per_iteration and a.annotations is not None
                  and REWRITTEN_ANNOTATION in a.annotations]
     statements = _Statements(seq, lambda stmt: opened_body(stmt, uniform) if temporaries or rewritten else None,
                              views)
