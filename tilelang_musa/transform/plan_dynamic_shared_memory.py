@@ -6,11 +6,13 @@ Each buffer gets a byte offset (annotation `tl.dyn_smem_offset`, read by the dev
 Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use from the first to the last
 statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
 threads of the block take alike, `if bx < n:` around the body, the branch's statements; where that would not fit
-either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike);
+either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike;
+then also the user's tiles each iteration of a loop writes whole before reading, per iteration);
 where a tile takes bytes another used before, a block barrier separates the two uses (one is added before the later
 use's first statement if none is there; in a loop both are used in, also before the earlier one, for the next
 iteration). A kernel that fits keeps the coarser plan, unless TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE asks for the
-finest. Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
+temporaries' plan (the user's rewritten tiles still only where that does not fit). Under
+TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
 against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile time, naming its
 buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the

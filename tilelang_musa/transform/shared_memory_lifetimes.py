@@ -17,8 +17,10 @@ the compiler made (TEMPORARY_ANNOTATION: a staged gemm operand, a layout exchang
 nothing from one use to the next: each of its reads reads what the statements just before it wrote whole. So it is
 in use over each run of statements from one that writes it to the last that reads that value: inside an opened body
 whose first statement using it writes it (a call handed its address may also read it), the body's own runs, in each
-iteration; among the other statements, runs cut where a statement only writes it again after it was read. Every other tile is in use over the whole of each opened
-statement it is used in. Two temporaries of one loop used one after the other alternate: in the next iteration the
+iteration; among the other statements, runs cut where a statement only writes it again after it was read. Finer
+still (`rewritten_per_iteration`), a user's tile each iteration of a loop writes whole before reading it
+(REWRITTEN_ANNOTATION, MarkRewrittenTiles) is in use from its first to its last statement of that loop's body, in
+each iteration. Every other tile is in use over the whole of each opened statement it is used in. Two temporaries of one loop used one after the other alternate: in the next iteration the
 earlier one follows the later one, which a barrier must separate too. A barrier inside an opened statement orders two
 accesses only where each opened statement around it holds one of them (a loop may run no iteration, a branch may not
 be taken).
