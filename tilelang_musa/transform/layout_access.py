@@ -191,7 +191,7 @@ def access_guards(body: Any, indices: tuple, loop_vars: list[Any]) -> list[Any]:
         hit: list = []
         tvm_ffi.structural_walk(node, [(TensorLoad, lambda n: hit.append(n) if matches(n.indices) else None),
                                        (tirx.BufferStore, lambda n: hit.append(n) if matches(n.indices) else None)])
-        if hit and not isinstance(node, (tirx.For, tirx.LetStmt)):
+        if hit and not isinstance(node, tirx.For):
             found.extend(conditions)
             return True
         return bool(hit) and hasattr(node, "body") and visit(node.body, conditions)

@@ -53,7 +53,7 @@ def _loops_around_uses(body, tile) -> list[tuple]:
             visit(node.then_case, loops)
             if node.else_case is not None:
                 visit(node.else_case, loops)
-        elif isinstance(node, (tirx.AttrStmt, tirx.LetStmt)):
+        elif isinstance(node, tirx.AttrStmt):
             if _references(node.value, tile):
                 stacks.append(loops)
             visit(node.body, loops)
@@ -112,7 +112,7 @@ def _first_use_writes_whole(stmt, tile) -> bool | None:
     if not _references(stmt, tile):
         return None
     if isinstance(stmt, tirx.SeqStmt):
-        return next(r for r in (_first_use_writes_whole(s, tile) for s in stmt.seq) if r is not None)
+        return next((r for r in (_first_use_writes_whole(s, tile) for s in stmt.seq) if r is not None), False)
     if _writes_whole(stmt, tile):
         return True
     if isinstance(stmt, tirx.For) and stmt.kind in _SERIAL and (as_int(stmt.extent) or 0) > 0 and \
