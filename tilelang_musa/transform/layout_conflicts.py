@@ -118,9 +118,12 @@ class Conflicts:
                   f"shared-memory tile{'' if op.clear else ' (and its old values come the other way first)'}, each "
                   f"time it runs, because {why}. Reducing into a fragment of its own avoids the exchange.")
 
-    def _conflict(self, nest: NestDecision, buf, indices, layout: Fragment | None = None) -> str | None:
+    def _conflict(self, nest: NestDecision, buf, indices, layout: Fragment | None = None,
+                  every_offset: bool = False) -> str | None:
         """Why an iteration of the nest would touch an element of `buf` its thread does not hold (None if
-        none would)."""
+        none would). With `every_offset`, the loop-invariant part of an index (`s * 16` in `f[r + s * 16]`) takes
+        every value of its modular set, each iteration checked where the element it reaches is inside the
+        fragment: whatever the loop around gives it at run time, an access inside the fragment is checked."""
         layout = layout if layout is not None else self.layouts[buf]
         loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
         frag_thread, _ = layout.evaluate_all()
@@ -135,7 +138,7 @@ class Conflicts:
         made = self._made(nest, indices, points)
         # so may the invariant part of an index that adds one to the nest's variables (`jj * 4 + j`): its values
         # that keep the access inside the fragment
-        offsets = {d: self._invariant_values(nest, parts, shape[d], points, made)
+        offsets = {d: self._invariant_values(nest, parts, shape[d], points, made, every_offset)
                    for d, parts in ((d, invariant_terms(e, walked)) for d, e in enumerate(indices)) if parts is not None}
         for values in itertools.product(*[range(shape[d]) for d in fixed], *[offsets[d][1] for d in offsets]):
             chosen = list(indices)
@@ -143,7 +146,8 @@ class Conflicts:
                 chosen[d] = tirx.IntImm("int32", value)
             for d, value in zip(offsets, values[len(fixed):]):
                 chosen[d] = offsets[d][0] + value
-            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape, made)
+            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape, made,
+                                         every_offset)
             if conflict is not None:
                 return conflict
         return None
@@ -164,22 +168,27 @@ class Conflicts:
         return made
 
     @staticmethod
-    def _invariant_values(nest: NestDecision, parts: tuple, extent: int, points, made) -> tuple[Any, list[int]]:
+    def _invariant_values(nest: NestDecision, parts: tuple, extent: int, points, made,
+                          every: bool = False) -> tuple[Any, list[int]]:
         """(the walked part, the values the invariant part can take) of an index `invariant + walked`: every value
         of its modular set (`jj * 4`: the multiples of 4) that keeps the walked part's range, over the iterations
-        that make the access, inside [0, extent)."""
+        that make the access, inside [0, extent); with `every`, each that keeps some of it inside."""
         invariant, walked = parts
+        step = tvm.sym.Analyzer().modular_set(invariant)
+        if every:
+            stride = max(step.coeff, 1)
+            return walked, list(range(step.base % stride - (extent // stride + 1) * stride, extent, stride))
         env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
         env.update({v: points[k] + lo for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars))})
         values = np.broadcast_to(evaluate(walked, env), made.shape)[made]
-        step = tvm.sym.Analyzer().modular_set(invariant)
         if values.size == 0:
             return walked, []
         low, high, stride = int(values.min()), int(values.max()), max(step.coeff, 1)
         return walked, [value for value in range(step.base % stride, extent, stride)
                         if value + low >= 0 and value + high < extent]
 
-    def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape, made) -> str | None:
+    def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape, made,
+                     inside_only: bool = False) -> str | None:
         try:  # the fragment element each iteration touches
             env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
             for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars)):
@@ -187,6 +196,8 @@ class Conflicts:
             key = tuple(np.broadcast_to(evaluate(e, env), points.shape[1:]) for e in indices)
         except (KeyError, TypeError, ValueError):
             key = None
+        if key is not None and inside_only:  # only the iterations that reach an element of the fragment
+            made = made & np.logical_and.reduce([(k >= 0) & (k < n) for k, n in zip(key, shape)])
         if key is None or any((((k < 0) | (k >= n)) & made).any() for k, n in zip(key, shape)):
             raise CompileError(
                 f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 
 import numpy as np
+import tvm
 from tvm import tirx
 
 from ..errors import CompileError
@@ -134,8 +135,7 @@ class Placement:
                 finally:
                     nest.plan, nest.recipe = None, None
             return through
-        walked = list(nest.loop_vars) + list(nest.inner)
-        if any(invariant_terms(e, walked) is not None for e in indices):
+        if _moving_offsets(indices, list(nest.loop_vars) + list(nest.inner)):
             return self._plan_through_offsets(buf, layout, indices, nest)
         shape = self._shape(buf)
         index_map = access_map(indices, nest.loop_vars, nest.extents, shape)
@@ -162,9 +162,8 @@ class Placement:
         would, kept only if the thread so chosen holds the element for every value the fixed part takes (`_conflict`
         checks each, over the iterations the `if`s around the access let through), as it does where `f`'s layout
         repeats every 16 rows (a gemm accumulator's). Else None: the nest takes a plan of its own."""
-        walked = list(nest.loop_vars) + list(nest.inner)
-        parts = [invariant_terms(e, walked) for e in indices]
-        moved = tuple(e if p is None else p[1] for e, p in zip(indices, parts))
+        moving = _moving_offsets(indices, list(nest.loop_vars) + list(nest.inner))
+        moved = tuple(moving[d][1] if d in moving else e for d, e in enumerate(indices))
         if index_positions(moved, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
                 self._same_shape(buf, nest.extents):
             through = fragment_plan(layout, nest.extents), {"kind": "fragment", "fragment": layout}
@@ -174,7 +173,7 @@ class Placement:
             return None
         nest.plan, nest.recipe = through
         try:
-            if self._conflict(nest, buf, indices, layout) is not None:
+            if self._conflict(nest, buf, indices, layout, every_offset=True) is not None:
                 through = None
         except CompileError:  # an access it cannot check
             through = None
@@ -332,3 +331,14 @@ class Placement:
             if isinstance(layout, Fragment):
                 self.set_layout(buf, layout, "T.annotate_layout", None)
 
+
+def _moving_offsets(indices, walked: list) -> dict:
+    """The dimensions whose index adds a part that is not constant and uses none of `walked` (`s * 16` in
+    `f[r + s * 16, d]`, `s` a serial loop's variable around the nest): {dimension: (invariant, walked part)}."""
+    analyzer = tvm.sym.Analyzer()
+    found = {}
+    for d, index in enumerate(indices):
+        parts = invariant_terms(index, walked)
+        if parts is not None and as_int(analyzer.simplify(parts[0])) is None:
+            found[d] = parts
+    return found
