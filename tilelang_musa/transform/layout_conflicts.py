@@ -180,7 +180,18 @@ class Conflicts:
             return walked, list(range(step.base % stride - (extent // stride + 1) * stride, extent, stride))
         env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
         env.update({v: points[k] + lo for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars))})
-        values = np.broadcast_to(evaluate(walked, env), made.shape)[made]
+        try:
+            values = np.broadcast_to(evaluate(walked, env), made.shape)[made]
+        except (KeyError, TypeError, ValueError):  # not an integer expression of the nest's variables alone
+            values = None
+        if values is None:
+            analyzer = tvm.sym.Analyzer()
+            for v, n in zip(nest.loop_vars, nest.extents):
+                analyzer.bind(v, tvm.ir.Range.from_min_extent(0, n))
+            for v, (lo, n) in nest.inner.items():
+                analyzer.bind(v, tvm.ir.Range.from_min_extent(lo, n))
+            bound = analyzer.const_int_bound(walked)
+            values = np.array([bound.min_value, bound.max_value])
         if values.size == 0:
             return walked, []
         low, high, stride = int(values.min()), int(values.max()), max(step.coeff, 1)
