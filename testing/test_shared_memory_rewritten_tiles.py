@@ -6,9 +6,9 @@ scores them against `q_s` (`p = q kv^T`), casts `p` through `p_s` and accumulate
 half by half through `acc_s` (`if r < BS // 2: acc_s[r, d] = acc[r + s * BS // 2, d]` in a serial loop over
 `s`). Three findings of the example, each checked here on mp_22 and mp_31:
 
-- the nest over `acc_s` reads `acc` at a row offset its serial loop fixes: it runs where `acc` lives (the gemm's
-  accumulator layout repeats every 16 rows on both arches, so the thread of row `r` holds row `r + 16` too) instead
-  of going through a shared tile of the whole accumulator (`acc_exchange`);
+- the nest over `acc_s` reads `acc` at a row offset its serial loop fixes: it runs where `acc` lives (this gemm's
+  accumulator layout repeats its threads within 16 rows on both arches, so the thread of row `r` holds row `r + 16`
+  too) instead of going through a shared tile of the whole accumulator (`acc_exchange`);
 - `kv_s`, `p_s` and `acc_s` are each written whole before anything reads them in an iteration
   (MarkRewrittenTiles), and used one after the other: past the target's limit they share bytes, with a barrier
   between one's last read and the next one's first write, and one before the next iteration's first write;
