@@ -14,7 +14,7 @@ from tvm import tirx
 import tilelang.language as T
 from conftest import marked_temporary
 from tilelang_musa.errors import CompileError
-from tilelang_musa.ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
+from tilelang_musa.ir.attrs import OFFSET_ANNOTATION, REWRITTEN_ANNOTATION, SIZE_ATTR
 from tilelang_musa.transform.plan_dynamic_shared_memory import plan_dynamic_shared_memory
 
 
@@ -201,6 +201,29 @@ def test_temporaries_used_in_turn_in_a_loop_share_bytes_behind_barriers_only_whe
     expected = marked_temporary(temporaries_in_a_loop_expected, "S", "R")
     _assert_plans_to(before, placed(before, {"K": 0, "S": 1024, "R": 2048}, 3072), limit=3072)
     _assert_plans_to(before, placed(expected, {"K": 0, "S": 1024, "R": 1024}, 2048), limit=2048)
+
+
+def _marked_rewritten(func, loop: str, *names):
+    """`func` with the user's tiles `names` marked as MarkRewrittenTiles marks a tile each iteration of `loop`
+    writes whole before reading it."""
+    def on_alloc(node, mutator):
+        if node.buffer.name not in names:
+            return node
+        return tirx.AllocBuffer(node.buffer, {**(node.annotations or {}), REWRITTEN_ANNOTATION: loop})
+
+    return tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc)])
+
+
+def test_user_tiles_rewritten_each_iteration_share_bytes_only_past_the_temporaries_plan():
+    """S and R as the user's tiles each iteration of `k` writes whole before reading (MarkRewrittenTiles): past a
+    limit of 2048 they get the plan the compiler's temporaries get, the same bytes and the same barriers; within
+    the limit nothing changes. Marked for another loop than the one holding their uses, they keep the whole loop."""
+    before = _marked_rewritten(temporaries_in_a_loop, "k", "S", "R")
+    expected = _marked_rewritten(temporaries_in_a_loop_expected, "k", "S", "R")
+    _assert_plans_to(before, placed(before, {"K": 0, "S": 1024, "R": 2048}, 3072), limit=3072)
+    _assert_plans_to(before, placed(expected, {"K": 0, "S": 1024, "R": 1024}, 2048), limit=2048)
+    with pytest.raises(CompileError, match="needs 3072 bytes"):
+        plan_dynamic_shared_memory(_marked_rewritten(temporaries_in_a_loop, "j", "S", "R"), 2048)
 
 
 def test_tiles_not_the_compilers_or_carried_across_iterations_keep_the_whole_loop():

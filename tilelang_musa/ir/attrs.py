@@ -80,6 +80,10 @@ ALIGNMENT_ANNOTATION = "tl.smem_alignment"  # bytes a swizzled tile's offset mus
 # the next (StageGemmOperands, ApplyLayoutExchanges, the reductions; read by PlanDynamicSharedMemory). A pipeline
 # that gives the tile versions drops the mark.
 TEMPORARY_ANNOTATION = "tl.smem_temporary"
+# A user's shared tile every use of which sits in one serial loop, each iteration of which writes it whole before
+# anything reads it: it carries nothing from one iteration to the next (MarkRewrittenTiles; the value is the loop
+# variable's name; read by PlanDynamicSharedMemory).
+REWRITTEN_ANNOTATION = "tl.smem_rewritten_each_iteration"
 
 # -- call attributes of T.copy and its lowered forms
 PIPELINED_ATTR = "tl.pipelined"  # a pipelined TME load (TmeCopy.pipelined)

@@ -170,3 +170,37 @@ def has_call(expr: Any) -> bool:
     tvm_ffi.structural_walk(expr, [(tvm.ir.Call, found.append), (TensorLoad, found.append)])
     return bool(found)
 
+
+
+def access_guards(body: Any, indices: tuple, loop_vars: list[Any]) -> list[Any]:
+    """The conditions of the `if`s around the access with these index expressions in a T.Parallel nest's body that
+    use only `loop_vars` (`if i < 16:` around `f[i + s * 16, j]`): the iterations that make the access. A condition
+    on anything else is left out, so the iterations it names are a superset (checking them all stays safe)."""
+    found: list = []
+
+    def matches(node_indices) -> bool:
+        return len(node_indices) == len(indices) and all(a.same_as(b) for a, b in zip(node_indices, indices))
+
+    def visit(node: Any, conditions: list) -> bool:
+        if isinstance(node, tirx.IfThenElse):
+            own = [node.condition] if _uses_only(node.condition, loop_vars) else []
+            return visit(node.then_case, conditions + own) or \
+                (node.else_case is not None and visit(node.else_case, conditions))
+        if isinstance(node, tirx.SeqStmt):
+            return any(visit(stmt, conditions) for stmt in node.seq)
+        hit: list = []
+        tvm_ffi.structural_walk(node, [(TensorLoad, lambda n: hit.append(n) if matches(n.indices) else None),
+                                       (tirx.BufferStore, lambda n: hit.append(n) if matches(n.indices) else None)])
+        if hit and not isinstance(node, tirx.For):
+            found.extend(conditions)
+            return True
+        return bool(hit) and hasattr(node, "body") and visit(node.body, conditions)
+
+    visit(body, [])
+    return found
+
+
+def _uses_only(expr: Any, variables: list[Any]) -> bool:
+    seen: list = []
+    tvm_ffi.structural_walk(expr, [(tirx.Var, seen.append)])
+    return all(any(v.same_as(w) for w in variables) for v in seen)

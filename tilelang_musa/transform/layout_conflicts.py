@@ -21,7 +21,7 @@ from ..layout import Fragment, reduce_fragment
 from ..layout._expr import evaluate
 from ..tileop.loop_plan import free_plan
 from ..tileop.reduce import Reduce
-from .layout_access import invariant_terms, uses_var
+from .layout_access import access_guards, invariant_terms, uses_var
 from .layout_decisions import EXCHANGE_SCOPE, FRAGMENT_SCOPE, STAGE, Exchange, NestDecision, ReduceExchange
 
 
@@ -118,9 +118,12 @@ class Conflicts:
                   f"shared-memory tile{'' if op.clear else ' (and its old values come the other way first)'}, each "
                   f"time it runs, because {why}. Reducing into a fragment of its own avoids the exchange.")
 
-    def _conflict(self, nest: NestDecision, buf, indices, layout: Fragment | None = None) -> str | None:
+    def _conflict(self, nest: NestDecision, buf, indices, layout: Fragment | None = None,
+                  every_offset: bool = False) -> str | None:
         """Why an iteration of the nest would touch an element of `buf` its thread does not hold (None if
-        none would)."""
+        none would). With `every_offset`, the loop-invariant part of an index (`s * 16` in `f[r + s * 16]`) takes
+        every value of its modular set, each iteration checked where the element it reaches is inside the
+        fragment: whatever the loop around gives it at run time, an access inside the fragment is checked."""
         layout = layout if layout is not None else self.layouts[buf]
         loop_thread, _ = nest.plan.fragment.evaluate_all()  # shape: extents + [replicas]
         frag_thread, _ = layout.evaluate_all()
@@ -131,9 +134,11 @@ class Conflicts:
         # an index the nest holds fixed (a serial loop's `k`) may take any value: check every element it reaches
         walked = list(nest.loop_vars) + list(nest.inner)
         fixed = [d for d, e in enumerate(indices) if as_int(e) is None and not any(uses_var(e, v) for v in walked)]
+        # only the iterations the `if`s around the access let through make it (`if i < 16:` around `f[i + s * 16]`)
+        made = self._made(nest, indices, points)
         # so may the invariant part of an index that adds one to the nest's variables (`jj * 4 + j`): its values
         # that keep the access inside the fragment
-        offsets = {d: self._invariant_values(nest, parts, shape[d])
+        offsets = {d: self._invariant_values(nest, parts, shape[d], points, made, every_offset)
                    for d, parts in ((d, invariant_terms(e, walked)) for d, e in enumerate(indices)) if parts is not None}
         for values in itertools.product(*[range(shape[d]) for d in fixed], *[offsets[d][1] for d in offsets]):
             chosen = list(indices)
@@ -141,27 +146,60 @@ class Conflicts:
                 chosen[d] = tirx.IntImm("int32", value)
             for d, value in zip(offsets, values[len(fixed):]):
                 chosen[d] = offsets[d][0] + value
-            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape)
+            conflict = self._conflict_at(nest, buf, chosen, layout, loop_thread, frag_thread, points, shape, made,
+                                         every_offset)
             if conflict is not None:
                 return conflict
         return None
 
     @staticmethod
-    def _invariant_values(nest: NestDecision, parts: tuple, extent: int) -> tuple[Any, list[int]]:
-        """(the walked part, the values the invariant part can take) of an index `invariant + walked`: every value
-        of its modular set (`jj * 4`: the multiples of 4) that keeps the walked part's range inside [0, extent)."""
-        invariant, walked = parts
-        analyzer = tvm.sym.Analyzer()
-        for v, n in zip(nest.loop_vars, nest.extents):
-            analyzer.bind(v, tvm.ir.Range.from_min_extent(0, n))
-        for v, (lo, n) in nest.inner.items():
-            analyzer.bind(v, tvm.ir.Range.from_min_extent(lo, n))
-        bound, step = analyzer.const_int_bound(walked), analyzer.modular_set(invariant)
-        stride = max(step.coeff, 1)
-        return walked, [value for value in range(step.base % stride, extent, stride)
-                        if value + bound.min_value >= 0 and value + bound.max_value < extent]
+    def _made(nest: NestDecision, indices, points) -> Any:
+        """Which of the `points` (the iterations, inner loops included) make the access with these indices: True
+        for all but those an `if` around it over the loop variables rules out."""
+        guards = access_guards(nest.body, tuple(indices), list(nest.loop_vars) + list(nest.inner))
+        made = np.ones(points.shape[1:], dtype=bool)
+        env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
+        env.update({v: points[k] + lo for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars))})
+        for condition in guards:
+            try:
+                made &= np.broadcast_to(evaluate(condition, env) != 0, made.shape)
+            except (KeyError, TypeError, ValueError):  # not an integer condition: every iteration may make it
+                continue
+        return made
 
-    def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape) -> str | None:
+    @staticmethod
+    def _invariant_values(nest: NestDecision, parts: tuple, extent: int, points, made,
+                          every: bool = False) -> tuple[Any, list[int]]:
+        """(the walked part, the values the invariant part can take) of an index `invariant + walked`: every value
+        of its modular set (`jj * 4`: the multiples of 4) that keeps the walked part's range, over the iterations
+        that make the access, inside [0, extent); with `every`, each that keeps some of it inside."""
+        invariant, walked = parts
+        step = tvm.sym.Analyzer().modular_set(invariant)
+        if every:
+            stride = max(step.coeff, 1)
+            return walked, list(range(step.base % stride - (extent // stride + 1) * stride, extent, stride))
+        env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
+        env.update({v: points[k] + lo for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars))})
+        try:
+            values = np.broadcast_to(evaluate(walked, env), made.shape)[made]
+        except (KeyError, TypeError, ValueError):  # not an integer expression of the nest's variables alone
+            values = None
+        if values is None:
+            analyzer = tvm.sym.Analyzer()
+            for v, n in zip(nest.loop_vars, nest.extents):
+                analyzer.bind(v, tvm.ir.Range.from_min_extent(0, n))
+            for v, (lo, n) in nest.inner.items():
+                analyzer.bind(v, tvm.ir.Range.from_min_extent(lo, n))
+            bound = analyzer.const_int_bound(walked)
+            values = np.array([bound.min_value, bound.max_value])
+        if values.size == 0:
+            return walked, []
+        low, high, stride = int(values.min()), int(values.max()), max(step.coeff, 1)
+        return walked, [value for value in range(step.base % stride, extent, stride)
+                        if value + low >= 0 and value + high < extent]
+
+    def _conflict_at(self, nest, buf, indices, layout, loop_thread, frag_thread, points, shape, made,
+                     inside_only: bool = False) -> str | None:
         try:  # the fragment element each iteration touches
             env = {v: points[k] for k, v in enumerate(nest.loop_vars)}
             for k, (v, (lo, _)) in enumerate(nest.inner.items(), start=len(nest.loop_vars)):
@@ -169,16 +207,19 @@ class Conflicts:
             key = tuple(np.broadcast_to(evaluate(e, env), points.shape[1:]) for e in indices)
         except (KeyError, TypeError, ValueError):
             key = None
-        if key is None or any(((k < 0) | (k >= n)).any() for k, n in zip(key, shape)):
+        if key is not None and inside_only:  # only the iterations that reach an element of the fragment
+            made = made & np.logical_and.reduce([(k >= 0) & (k < n) for k, n in zip(key, shape)])
+        if key is None or any((((k < 0) | (k >= n)) & made).any() for k, n in zip(key, shape)):
             raise CompileError(
                 f"fragment `{buf.name}` is accessed as `{buf.name}[{', '.join(map(str, indices))}]` in a T.Parallel "
                 "loop; index a fragment with integer expressions of the loop variables (and of constant-bound loops inside "
                 "its body) that stay inside it",
                 nest.loc, STAGE)
+        key = tuple(np.where(made, k, 0) for k in key)  # an iteration that does not make the access: any element
         for rep in range(loop_thread.shape[-1]):
             owners = loop_thread[..., rep]
             held = frag_thread[key]  # (... , fragment replicas)
-            if not np.all((held == owners[..., None]).any(axis=-1)):
+            if not np.all((held == owners[..., None]).any(axis=-1) | ~made):
                 runs = f"where `{nest.source.name}` lives" if nest.source is not None else \
                     "by its loop_layout" if nest.recipe["kind"] == "user" else "on its own partition"
                 return (f"the T.Parallel loop runs {runs} ({nest.plan.fragment!r}), but fragment `{buf.name}` is "

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 
 import numpy as np
+import tvm
 from tvm import tirx
 
 from ..errors import CompileError
@@ -20,7 +21,7 @@ from ..tileop.reduce import Reduce
 from ..tileop.region import Region
 from .buffer_roles import annotated_buffers, unswizzled_tiles, view_buffers
 from .gemm_groups import accumulator_groups
-from .layout_access import access_map, box_access, compose, index_positions, uses_var
+from .layout_access import access_map, box_access, compose, index_positions, invariant_terms, uses_var
 from .layout_decisions import STAGE, NestDecision
 from .partition_parallel_loop import coalesced_width
 
@@ -134,6 +135,8 @@ class Placement:
                 finally:
                     nest.plan, nest.recipe = None, None
             return through
+        if _moving_offsets(indices, list(nest.loop_vars) + list(nest.inner)):
+            return self._plan_through_offsets(buf, layout, indices, nest)
         shape = self._shape(buf)
         index_map = access_map(indices, nest.loop_vars, nest.extents, shape)
         if index_map is not None:
@@ -153,6 +156,30 @@ class Placement:
         recipe = {"kind": "region", "fragment": placement, "whole": layout, "shape": shape, "origin": origin,
                   "positions": [-1 if k is None else k for k in positions]}
         return region_plan(fragment_plan(layout, shape), placement, origin, positions, nest.extents), recipe
+
+    def _plan_through_offsets(self, buf, layout: Fragment, indices, nest: NestDecision):
+        """`f[i + s * 16, j]` with `s` fixed in the nest (a serial loop's variable around it): plan as `f[i, j]`
+        would, kept only if the thread so chosen holds the element for every value the fixed part takes (`_conflict`
+        checks each, over the iterations the `if`s around the access let through), as it does where `f`'s layout
+        repeats every 16 rows (a gemm accumulator's). Else None: the nest takes a plan of its own."""
+        moving = _moving_offsets(indices, list(nest.loop_vars) + list(nest.inner))
+        moved = tuple(moving[d][1] if d in moving else e for d, e in enumerate(indices))
+        if index_positions(moved, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
+                self._same_shape(buf, nest.extents):
+            through = fragment_plan(layout, nest.extents), {"kind": "fragment", "fragment": layout}
+        else:
+            through = self._plan_through(buf, layout, moved, nest)
+        if through is None:
+            return None
+        nest.plan, nest.recipe = through
+        try:
+            if self._conflict(nest, buf, indices, layout, every_offset=True) is not None:
+                through = None
+        except CompileError:  # an access it cannot check
+            through = None
+        finally:
+            nest.plan, nest.recipe = None, None
+        return through
 
     def choose_free(self, preferred_only: bool = False) -> bool:
         # A reduction's result is placed by its source (reduce_fragment): choose the source's layout before a loop
@@ -304,3 +331,14 @@ class Placement:
             if isinstance(layout, Fragment):
                 self.set_layout(buf, layout, "T.annotate_layout", None)
 
+
+def _moving_offsets(indices, walked: list) -> dict:
+    """The dimensions whose index adds a part that is not constant and uses none of `walked` (`s * 16` in
+    `f[r + s * 16, d]`, `s` a serial loop's variable around the nest): {dimension: (invariant, walked part)}."""
+    analyzer = tvm.sym.Analyzer()
+    found = {}
+    for d, index in enumerate(indices):
+        parts = invariant_terms(index, walked)
+        if parts is not None and as_int(analyzer.simplify(parts[0])) is None:
+            found[d] = parts
+    return found

@@ -29,6 +29,7 @@ from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
 from .hoist_invariant_if import HoistInvariantIf
 from .inline_unit_loops import InlineUnitLoops
+from .mark_rewritten_tiles import MarkRewrittenTiles
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
 from .lower_async_barriers import LowerAsyncBarriers
@@ -110,6 +111,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             OneThreadTmeLoads(options),
             # Tile ops that are plain loops (T.copy, T.fill, atomics) become T.Parallel nests.
             LowerTileOp(options),
+            # Shared tiles each iteration of a loop writes whole before reading, while the writes are still
+            # T.Parallel nests over the tiles' own indices (PlanDynamicSharedMemory may let them share bytes).
+            MarkRewrittenTiles(),
             # Loops over a T.reshape / T.view of a fragment access the fragment itself, so they follow its layout.
             LowerBufferViews(FRAGMENT_VIEWS),
             # A fragment its T.Parallel loops index past its declared shape gets the extents they walk (as

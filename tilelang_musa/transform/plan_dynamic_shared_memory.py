@@ -6,11 +6,13 @@ Each buffer gets a byte offset (annotation `tl.dyn_smem_offset`, read by the dev
 Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use from the first to the last
 statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
 threads of the block take alike, `if bx < n:` around the body, the branch's statements; where that would not fit
-either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike);
+either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike;
+then also the user's tiles each iteration of a loop writes whole before reading, per iteration);
 where a tile takes bytes another used before, a block barrier separates the two uses (one is added before the later
 use's first statement if none is there; in a loop both are used in, also before the earlier one, for the next
 iteration). A kernel that fits keeps the coarser plan, unless TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE asks for the
-finest. Under TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
+temporaries' plan (the user's rewritten tiles still only where that does not fit). Under
+TL_DISABLE_SHARED_MEMORY_REUSE no two tiles share bytes. The arena's size is checked
 against the target's `max_shared_memory_per_block` so an oversized kernel fails at compile time, naming its
 buffers. A buffer whose shape is symbolic is placed after every constant-size one, at an offset that is an
 expression of the sizes; the size attribute is then an expression over the kernel's size variables, which the
@@ -31,7 +33,9 @@ from .pass_base import tl_pass
 from .shared_memory_lifetimes import Barrier, Lifetimes, Use, block_barrier, tile_lifetimes, with_opened_body
 
 # Finer counts of the tiles' uses, tried in turn while the arena is past the target's limit (shared_memory_lifetimes.py).
-_FINER = ({"within_uniform_branch": True}, {"within_uniform_branch": True, "temporaries_per_statement": True})
+_FINER = ({"within_uniform_branch": True}, {"within_uniform_branch": True, "temporaries_per_statement": True},
+          {"within_uniform_branch": True, "temporaries_per_statement": True, "rewritten_per_iteration": True})
+_FINEST_ASKED = 1  # the level TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE starts at (the last only where it must)
 ALIGNMENT = 1024  # every tile 1 KiB aligned; a swizzled tile asks for its swizzle period (tl.smem_alignment)
 
 
@@ -60,13 +64,15 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     static = [a for a in allocs if as_int(buffer_size(a.buffer)) is not None]
     dynamic = [a for a in allocs if as_int(buffer_size(a.buffer)) is None]
     # Without lifetimes every placed tile counts as in use: each gets bytes of its own (TL_DISABLE_SHARED_MEMORY_REUSE).
-    lifetimes = tile_lifetimes(func.body, static, **(_FINER[-1] if finest else {})) if static and reuse else None
+    lifetimes = tile_lifetimes(func.body, static, **(_FINER[_FINEST_ASKED] if finest else {})) \
+        if static and reuse else None
     offsets, placed, cursor = _place(static, lifetimes)
-    for finer in _FINER if lifetimes is not None and limit is not None and not finest else ():
+    for finer in _FINER[_FINEST_ASKED + 1 if finest else 0:] if lifetimes is not None and limit is not None else ():
         if cursor <= limit:
             break
         # Over the limit: count the statements of the block-uniform branch around every use (`if bx < n_tiles:`),
-        # then, inside the loops every thread runs alike, the compiler's temporaries statement by statement.
+        # then, inside the loops every thread runs alike, the compiler's temporaries statement by statement, then
+        # also the user's tiles each iteration of a loop writes whole before reading (MarkRewrittenTiles).
         lifetimes = tile_lifetimes(func.body, static, **finer)
         offsets, placed, cursor = _place(static, lifetimes)
     barrier_before = _barriers_for_shared_bytes(offsets, lifetimes) if lifetimes is not None else set()

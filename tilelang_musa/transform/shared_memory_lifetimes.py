@@ -17,8 +17,10 @@ the compiler made (TEMPORARY_ANNOTATION: a staged gemm operand, a layout exchang
 nothing from one use to the next: each of its reads reads what the statements just before it wrote whole. So it is
 in use over each run of statements from one that writes it to the last that reads that value: inside an opened body
 whose first statement using it writes it (a call handed its address may also read it), the body's own runs, in each
-iteration; among the other statements, runs cut where a statement only writes it again after it was read. Every other tile is in use over the whole of each opened
-statement it is used in. Two temporaries of one loop used one after the other alternate: in the next iteration the
+iteration; among the other statements, runs cut where a statement only writes it again after it was read. Finer
+still (`rewritten_per_iteration`), a user's tile each iteration of a loop writes whole before reading it
+(REWRITTEN_ANNOTATION, MarkRewrittenTiles) is in use from its first to its last statement of that loop's body, in
+each iteration. Every other tile is in use over the whole of each opened statement it is used in. Two temporaries of one loop used one after the other alternate: in the next iteration the
 earlier one follows the later one, which a barrier must separate too. A barrier inside an opened statement orders two
 accesses only where each opened statement around it holds one of them (a loop may run no iteration, a branch may not
 be taken).
@@ -33,7 +35,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.attrs import TEMPORARY_ANNOTATION
+from ..ir.attrs import REWRITTEN_ANNOTATION, TEMPORARY_ANNOTATION
 from ..ir.tile_views import shared_tile_views
 from ..ir.utils import TensorLoad
 from ..tileop.access_ptr import READ, WRITE, as_access
@@ -246,7 +248,7 @@ class _Statements:
 
 
 def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = False,
-                   temporaries_per_statement: bool = False) -> Lifetimes | None:
+                   temporaries_per_statement: bool = False, rewritten_per_iteration: bool = False) -> Lifetimes | None:
     """The lifetimes of the tiles `allocs` allocates (AllocBuffer nodes), over the statements of the innermost SeqStmt
     holding all of them (a tile allocated inside one of its statements, say a reduction's scratch inside a loop, is
     in use during that statement), or None when no SeqStmt holds them all (then no tile may share bytes with another).
@@ -254,7 +256,9 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
     statement that is an `if` without else whose condition all threads evaluate alike, over the statements of its
     body instead (repeatedly): a barrier placed between two of them is still reached by every thread. With
     `temporaries_per_statement`, the compiler's temporaries are in use statement by statement inside the loops and
-    branches every thread runs alike (see the module's docstring)."""
+    branches every thread runs alike (see the module's docstring); with `rewritten_per_iteration` too, a user's tile
+    each iteration of a loop writes whole before reading (REWRITTEN_ANNOTATION) from its first to its last
+    statement of the loop's body, in each iteration."""
     seq = _innermost_seq_holding(body, allocs)
     if seq is None:
         return None
@@ -265,7 +269,10 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
         seq = _inside_uniform_branch(seq, tiles, uniform, views)
     temporaries = [a.buffer for a in allocs if temporaries_per_statement and a.annotations is not None
                    and bool(a.annotations.get(TEMPORARY_ANNOTATION, False))]
-    statements = _Statements(seq, lambda stmt: opened_body(stmt, uniform) if temporaries else None, views)
+    rewritten = [a for a in allocs if rewritten_per_iteration and a.annotations is not None
+                 and REWRITTEN_ANNOTATION in a.annotations]
+    statements = _Statements(seq, lambda stmt: opened_body(stmt, uniform) if temporaries or rewritten else None,
+                             views)
     uses = _block_uses(statements, tiles)
     leaves = statements.leaves()
     for tile in temporaries:
@@ -273,6 +280,10 @@ def tile_lifetimes(body: tirx.Stmt, allocs: list, within_uniform_branch: bool = 
         if not any(tile in statements.refs[key] and leaves_shared_memory_read(statements.flags[key])
                    for key in leaves):
             uses[tile] = tuple(_temporary_uses(statements, tile, ()))
+    for alloc in rewritten:
+        per_iteration = _rewritten_uses(statements, alloc.buffer, str(alloc.annotations[REWRITTEN_ANNOTATION]))
+        if per_iteration is not None:
+            uses[alloc.buffer] = per_iteration
     spans = {tile: (min(u.first for u in uses[tile]), max(u.last for u in uses[tile])) if uses[tile] else UNUSED
              for tile in tiles}
     opened = dict(statements.opened)
@@ -326,6 +337,23 @@ def _temporary_uses(statements: _Statements, tile, path: tuple) -> list[Use]:
     for first, last, _ in runs:
         uses.append(Use(statements.ranges[path + (first,)][0], statements.ranges[path + (last,)][1], path, first))
     return uses
+
+
+def _rewritten_uses(statements: _Statements, tile, loop_name: str) -> tuple[Use] | None:
+    """A user's tile that each iteration of the loop `loop_name` writes whole before reading (MarkRewrittenTiles):
+    one Use over its statements in the loop's body, the innermost opened loop holding all of them. None where that
+    loop is not this one, or a statement leaves the tile being read after it ends."""
+    using = [key for key in statements.leaves() if tile in statements.refs[key]]
+    if not using or any(leaves_shared_memory_read(statements.flags[key]) for key in using):
+        return None
+    holding = [key for key in statements.loops if all(len(k) > len(key) and k[:len(key)] == key for k in using)]
+    if not holding:
+        return None
+    key = max(holding, key=len)
+    if statements.bodies[key[:-1]].seq[key[-1]].loop_var.name != loop_name:
+        return None
+    found = [i for i in range(len(statements.bodies[key].seq)) if tile in statements.refs[key + (i,)]]
+    return (Use(statements.ranges[key + (found[0],)][0], statements.ranges[key + (found[-1],)][1], key, found[0]),)
 
 
 def _written_then_read(body: tirx.SeqStmt, tile) -> bool:
