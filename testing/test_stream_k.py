@@ -104,7 +104,9 @@ def test_a_batched_grid_and_an_elementwise_epilogue(arch):
 
 
 def test_the_flags_are_a_workspace_the_launcher_zeroes():
-    kernel = tilelang.compile(gemm(128, 128, 128), target="musa -arch=mp_31", pass_configs={"tl.stream_k": 3})
+    # the kernel of test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel[3-mp_31] (a cache hit there)
+    kernel = tilelang.compile(gemm(256, 256, 256, swizzle=True), target="musa -arch=mp_31",
+                              pass_configs={"tl.stream_k": 3})
     specs = {p.name: p for p in kernel.params}
     assert specs["stream_k_flags"].is_workspace and specs["stream_k_flags"].zeroed
     assert specs["stream_k_flags"].shape == (3, 128) and specs["stream_k_flags"].dtype == "int32"
@@ -209,7 +211,7 @@ def test_a_wait_for_a_later_block_is_an_error_not_a_hang(sim_workers, workers):
 def test_the_model_runs_a_stream_k_kernel_whole_and_charges_its_waits():
     # profiling a sample of blocks would leave the waits' publishers out: every block runs, and each block's
     # cycles include its wait for the previous block's partial (the cycle model: sim/grid_flags.h)
-    data_parallel, streamed = compile_both(gemm(256, 256, 256), "mp_31", 5)
+    data_parallel, streamed = compile_both(gemm(256, 256, 256, swizzle=True), "mp_31", 5)  # the kernels above
     a, b = rand((256, 256), torch.float16, 7), rand((256, 256), torch.float16, 8)
     modelled = streamed.get_profiler().model([a, b, poison((256, 256), torch.float16)], sample_blocks=2)
     assert modelled.simulated_blocks == modelled.grid_blocks == 5 and modelled.waves == 1
@@ -275,12 +277,14 @@ def test_checked_mode_sees_a_missing_acquire_and_a_late_publish(monkeypatch, mod
 @pytest.mark.parametrize("arch", ARCHS)
 def test_checked_mode_finds_nothing_to_report_in_a_stream_k_gemm(arch, monkeypatch):
     # every partial a block loads was published to the loading thread: no missing acquire, no late publish, no race
-    data_parallel, streamed = compile_both(gemm(128, 128, 256), arch, 3)
-    a, b = rand((128, 256), torch.float16, 9), rand((256, 128), torch.float16, 10)
-    expected = poison((128, 128), torch.float16)
+    # the kernels of test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel[3-*]: checked mode is a launch
+    # switch, so they are cache hits (tiles split between blocks: partials pass along the chain)
+    data_parallel, streamed = compile_both(gemm(256, 256, 256, swizzle=True), arch, 3)
+    a, b = rand((256, 256), torch.float16, 9), rand((256, 256), torch.float16, 10)
+    expected = poison((256, 256), torch.float16)
     data_parallel(a, b, expected)
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
-    got = poison((128, 128), torch.float16)
+    got = poison((256, 256), torch.float16)
     streamed(a, b, got)
     assert torch.equal(got, expected)
 
