@@ -16,6 +16,7 @@ import tilelang.language as T
 from tilelang.errors import TileLangError
 from tilelang.jit.aot import write_aot
 from tilelang.tools.aot import build_kernel, find_function
+from tilelang.tools.aot import main as aot_main
 
 ARCHES = ["mp_22", "mp_31"]
 _NEUTRAL_DIR = os.path.dirname(os.path.abspath(__file__))  # testing/: holds no `tilelang` package
@@ -131,16 +132,23 @@ def _aot(tmp_path, script, spec, *arguments, arch):
     return out
 
 
-def _gemm_kernel(tmp_path, arch, M=128, N=128, K=64):
-    """The script's GEMM, compiled here: the tool's script loader imports it (kernels need a file)."""
-    script = tmp_path / "gemm_script.py"
+@pytest.fixture(scope="module")
+def gemm_script(tmp_path_factory):
+    """The GEMM script as a file, one for the module: the kernels it gives name their source file (the user-line
+    table), so the tests that compile it for one arch share one build."""
+    script = tmp_path_factory.mktemp("aot_script") / "gemm_script.py"
     script.write_text(GEMM_SCRIPT)
+    return script
+
+
+def _gemm_kernel(script, arch, M=128, N=128, K=64):
+    """The script's GEMM, compiled here: the tool's script loader imports it (kernels need a file)."""
     return build_kernel(find_function(f"{script}:matmul"), [M, N, K, 64, 64, 32], {}, f"musa -arch={arch}", None)
 
 
 @pytest.mark.parametrize("arch", ARCHES)
-def test_exported_kernel_runs_in_a_fresh_process(tmp_path, arch):
-    kernel = _gemm_kernel(tmp_path, arch)
+def test_exported_kernel_runs_in_a_fresh_process(tmp_path, gemm_script, arch):
+    kernel = _gemm_kernel(gemm_script, arch)
     path = kernel.export_library(tmp_path / "lib" / "gemm.so")
     assert path.is_file()
     A = torch.randn(128, 64, dtype=torch.float16)
@@ -163,16 +171,16 @@ def test_exported_kernel_runs_in_a_fresh_process(tmp_path, arch):
     assert ("gemm_ss_mp31_sqmma" in source) == (arch == "mp_31")
 
 
-def test_loaded_kernel_checks_its_inputs_as_the_compiled_one(tmp_path):
-    kernel = _gemm_kernel(tmp_path, "mp_31")
+def test_loaded_kernel_checks_its_inputs_as_the_compiled_one(tmp_path, gemm_script):
+    kernel = _gemm_kernel(gemm_script, "mp_31")
     loaded = tilelang.load_library(kernel.export_library(tmp_path / "gemm.so"))
     assert loaded.params == kernel.params and loaded.metadata.host == kernel.metadata.host
     with pytest.raises(ValueError, match="A"):
         loaded(torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 128, dtype=torch.float16))
 
 
-def test_load_library_names_a_file_that_is_no_export(tmp_path):
-    kernel = _gemm_kernel(tmp_path, "mp_31")
+def test_load_library_names_a_file_that_is_no_export(tmp_path, gemm_script):
+    kernel = _gemm_kernel(gemm_script, "mp_31")
     with pytest.raises(TileLangError, match="not a kernel exported by JITKernel.export_library"):
         tilelang.load_library(kernel.library_path)  # the bare library: no payload
     with pytest.raises(TileLangError, match="cannot read"):
@@ -239,13 +247,13 @@ def test_aot_dynamic_size_and_scalar_from_cpp_without_memfd(tmp_path):
     assert not list(scratch.iterdir())  # the temporary library is gone once loaded
 
 
-def test_aot_refuses_what_c_cannot_name(tmp_path):
-    kernel = _gemm_kernel(tmp_path, "mp_31")
+def test_aot_refuses_what_c_cannot_name(tmp_path, gemm_script, capsys):
+    kernel = _gemm_kernel(gemm_script, "mp_31")
     with pytest.raises(TileLangError, match="C identifier other than main"):
         write_aot(kernel, tmp_path, "main")
-    proc = subprocess.run([sys.executable, "-m", "tilelang.tools.aot", "no_such_script.py:f", "-o", str(tmp_path)],
-                          capture_output=True, text=True, cwd=_NEUTRAL_DIR)
-    assert proc.returncode == 2 and "no such script: no_such_script.py" in proc.stderr
+    # the CLI's entry point in this process (the tests above run it as `python -m`): exit status 2 and the error
+    assert aot_main(["no_such_script.py:f", "-o", str(tmp_path)]) == 2
+    assert "error: aot: no such script: no_such_script.py" in capsys.readouterr().err
 
 
 @T.prim_func

@@ -1,11 +1,7 @@
 """tl.stream_k: a data-parallel GEMM kernel on a stream-K schedule (transform/stream_k.py), bit-identical to the
 kernel as written, and the simulator's inter-block flags it relies on (sim/grid_flags.h)."""
 
-import os
-import subprocess
-import sys
-import textwrap
-import warnings
+import functools
 
 import pytest
 import torch
@@ -15,6 +11,7 @@ import tilelang.language as T
 from conftest import poison, rand
 from tilelang_musa.diagnostics import TileLangWarning
 from tilelang_musa.errors import CompileError
+from tilelang_musa.launcher import KernelLaunchError
 from tilelang_musa.transform.stream_k import persistent_blocks
 
 ARCHS = ["mp_31", "mp_22"]
@@ -107,7 +104,9 @@ def test_a_batched_grid_and_an_elementwise_epilogue(arch):
 
 
 def test_the_flags_are_a_workspace_the_launcher_zeroes():
-    kernel = tilelang.compile(gemm(128, 128, 128), target="musa -arch=mp_31", pass_configs={"tl.stream_k": 3})
+    # the kernel of test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel[3-mp_31] (a cache hit there)
+    kernel = tilelang.compile(gemm(256, 256, 256, swizzle=True), target="musa -arch=mp_31",
+                              pass_configs={"tl.stream_k": 3})
     specs = {p.name: p for p in kernel.params}
     assert specs["stream_k_flags"].is_workspace and specs["stream_k_flags"].zeroed
     assert specs["stream_k_flags"].shape == (3, 128) and specs["stream_k_flags"].dtype == "int32"
@@ -147,61 +146,72 @@ def test_a_kernel_outside_the_pattern_keeps_its_grid_with_a_warning():
     assert "grid_flag" not in kernel.get_kernel_source() and "blockIdx.y" in kernel.get_kernel_source()
 
 
-FLAG_KERNELS = textwrap.dedent("""
-    import torch, tilelang, tilelang.language as T
+def relay(order):
+    """Four blocks of one thread: "forward", block b waits for block b - 1's flag; "backward", for block b + 1's
+    (never seen: blocks run in order in the simulator)."""
 
-    def relay(order):
-        @T.prim_func
-        def main(flags: T.Tensor((4,), "int32"), X: T.Tensor((4,), "float32")):
-            with T.Kernel(4, threads=1) as b:
-                if order == "forward":  # block b waits for block b - 1
-                    if b > 0:
-                        T.call_extern("void", "tl::grid_flag_wait", T.address_of(flags[b - 1]), 1)
-                        X[b] = X[b - 1] + 1.0
-                    else:
-                        X[b] = 1.0
-                    T.call_extern("void", "tl::grid_flag_arrive", T.address_of(flags[b]))
-                else:  # block b waits for block b + 1: never seen
-                    if b < 3:
-                        T.call_extern("void", "tl::grid_flag_wait", T.address_of(flags[b + 1]), 1)
+    @T.prim_func
+    def main(flags: T.Tensor((4,), "int32"), X: T.Tensor((4,), "float32")):
+        with T.Kernel(4, threads=1) as b:
+            if order == "forward":
+                if b > 0:
+                    T.call_extern("void", "tl::grid_flag_wait", T.address_of(flags[b - 1]), 1)
+                    X[b] = X[b - 1] + 1.0
+                else:
                     X[b] = 1.0
-                    T.call_extern("void", "tl::grid_flag_arrive", T.address_of(flags[b]))
-        return main
+                T.call_extern("void", "tl::grid_flag_arrive", T.address_of(flags[b]))
+            else:
+                if b < 3:
+                    T.call_extern("void", "tl::grid_flag_wait", T.address_of(flags[b + 1]), 1)
+                X[b] = 1.0
+                T.call_extern("void", "tl::grid_flag_arrive", T.address_of(flags[b]))
 
-    kernel = tilelang.compile(relay("{order}"), target="musa -arch=mp_31")
+    return main
+
+
+@functools.cache
+def compiled_relay(order):
+    return tilelang.compile(relay(order), target="musa -arch=mp_31")
+
+
+def run_relay(order):
+    """The launch's flags and X after one run (in this process: a failed launch raises, and the next one runs)."""
     flags, x = torch.zeros(4, dtype=torch.int32), torch.zeros(4)
-    kernel(flags, x)
-    print(x.tolist(), flags.tolist())
-""")
+    compiled_relay(order)(flags, x)
+    return x.tolist(), flags.tolist()
+
+
+@pytest.fixture
+def sim_workers(monkeypatch):
+    def use(workers):
+        monkeypatch.setenv("TILELANG_SIM_WORKERS", workers)
+        monkeypatch.setenv("TILELANG_SIM_WATCHDOG_S", "60")
+
+    return use
 
 
 @pytest.mark.parametrize("workers", ["1", "4"])
-def test_a_block_waits_for_a_flag_an_earlier_block_publishes(tmp_path, workers):
-    out = _run(FLAG_KERNELS.format(order="forward"), tmp_path, workers)
-    assert out.returncode == 0, out.stderr
-    assert "[1.0, 2.0, 3.0, 4.0] [1, 1, 1, 1]" in out.stdout
+def test_a_block_waits_for_a_flag_an_earlier_block_publishes(sim_workers, workers):
+    sim_workers(workers)
+    assert run_relay("forward") == ([1.0, 2.0, 3.0, 4.0], [1, 1, 1, 1])
 
 
 @pytest.mark.parametrize("workers", ["1", "4"])
-def test_a_wait_for_a_later_block_is_an_error_not_a_hang(tmp_path, workers):
-    out = _run(FLAG_KERNELS.format(order="backward"), tmp_path, workers)
-    assert out.returncode != 0
-    assert "kernel main_kernel" in out.stderr and "block (0,0,0)" in out.stderr
+def test_a_wait_for_a_later_block_is_an_error_not_a_hang(sim_workers, workers):
+    sim_workers(workers)
+    with pytest.raises(KernelLaunchError) as failure:
+        run_relay("backward")
+    message = str(failure.value)
+    assert "kernel main_kernel" in message and "block (0,0,0)" in message
     assert "to reach 1, which holds 0, and every earlier block has finished: no earlier block publishes it" \
-        in out.stderr
-
-
-def _run(script, tmp_path, workers):
-    path = tmp_path / "flags.py"
-    path.write_text(script)
-    env = dict(os.environ, TILELANG_SIM_WORKERS=workers, TILELANG_SIM_WATCHDOG_S="60")
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+        in message
+    assert run_relay("forward")[0] == [1.0, 2.0, 3.0, 4.0]  # a failed launch leaves the next one working
 
 
 def test_the_model_runs_a_stream_k_kernel_whole_and_charges_its_waits():
     # profiling a sample of blocks would leave the waits' publishers out: every block runs, and each block's
     # cycles include its wait for the previous block's partial (the cycle model: sim/grid_flags.h)
-    data_parallel, streamed = compile_both(gemm(256, 256, 256), "mp_31", 5)
+    data_parallel, streamed = compile_both(gemm(256, 256, 256, swizzle=True), "mp_31", 5)  # the kernels above
     a, b = rand((256, 256), torch.float16, 7), rand((256, 256), torch.float16, 8)
     modelled = streamed.get_profiler().model([a, b, poison((256, 256), torch.float16)], sample_blocks=2)
     assert modelled.simulated_blocks == modelled.grid_blocks == 5 and modelled.waves == 1
@@ -212,30 +222,33 @@ def test_the_model_runs_a_stream_k_kernel_whole_and_charges_its_waits():
     assert modelled.counters.block_cycles_max > baseline.counters.block_cycles_max
 
 
-PUBLISH_KERNELS = textwrap.dedent("""
-    import torch, tilelang, tilelang.language as T
+def publish(mode):
+    """Block 1 reads what block 0 wrote: after waiting on the flag block 0 publishes after its store
+    ("published"), without waiting ("missing"), or on a flag published before the store ("late")."""
 
     @T.prim_func
     def main(flags: T.Tensor((2,), "int32"), X: T.Tensor((2,), "float32")):
         W = T.alloc_global((2,), "float32")
         with T.Kernel(2, threads=1) as b:
             if b == 0:
-                if "{mode}" == "late":
+                if mode == "late":
                     T.call_extern("void", "tl::grid_flag_arrive", T.address_of(flags[0]))
                 W[0] = 7.0
-                if "{mode}" != "late":
+                if mode != "late":
                     T.call_extern("void", "tl::grid_flag_arrive", T.address_of(flags[0]))
                 X[0] = 1.0
             else:
-                if "{mode}" != "missing":
+                if mode != "missing":
                     T.call_extern("void", "tl::grid_flag_wait", T.address_of(flags[0]), 1)
                 X[1] = W[0]
 
-    kernel = tilelang.compile(main, target="musa -arch=mp_31")
+    return main
+
+
+def run_publish(kernel):
     flags, x = torch.zeros(2, dtype=torch.int32), torch.zeros(2)
     kernel(flags, x)
-    print(x.tolist())
-""")
+    return x.tolist()
 
 
 @pytest.mark.parametrize("mode, message", [
@@ -245,42 +258,44 @@ PUBLISH_KERNELS = textwrap.dedent("""
     ("late", "reads what thread 0 of block 0 wrote after its publish that this thread waited for "
              "(tl::grid_flag_arrive before the store): a late publish"),
 ])
-def test_checked_mode_sees_a_missing_acquire_and_a_late_publish(tmp_path, mode, message):
-    path = tmp_path / "publish.py"
-    path.write_text(PUBLISH_KERNELS.replace("{mode}", mode))
-    env = dict(os.environ, TILELANG_SIM_CHECK="1", TILELANG_SIM_WORKERS="1")
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    if message is None:
-        assert out.returncode == 0, out.stderr
-        assert "[1.0, 7.0]" in out.stdout
-    else:
-        assert out.returncode != 0 and message in out.stderr, out.stderr
-        assert "block (1,0,0)" in out.stderr and "kernel main_kernel" in out.stderr
+def test_checked_mode_sees_a_missing_acquire_and_a_late_publish(monkeypatch, mode, message):
+    kernel = tilelang.compile(publish(mode), target="musa -arch=mp_31")
+    monkeypatch.setenv("TILELANG_SIM_WORKERS", "1")
+    with monkeypatch.context() as checked:
+        checked.setenv("TILELANG_SIM_CHECK", "1")
+        if message is None:
+            assert run_publish(kernel) == [1.0, 7.0]
+        else:
+            with pytest.raises(KernelLaunchError) as failure:
+                run_publish(kernel)
+            assert message in str(failure.value)
+            assert "block (1,0,0)" in str(failure.value) and "kernel main_kernel" in str(failure.value)
     # without checked mode each runs (blocks in order: the data is there by the time block 1 reads it)
-    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                           env=dict(os.environ, TILELANG_SIM_WORKERS="1"), timeout=300)
-    assert plain.returncode == 0 and "[1.0, 7.0]" in plain.stdout, plain.stderr
+    assert run_publish(kernel) == [1.0, 7.0]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_checked_mode_finds_nothing_to_report_in_a_stream_k_gemm(arch, monkeypatch):
     # every partial a block loads was published to the loading thread: no missing acquire, no late publish, no race
-    data_parallel, streamed = compile_both(gemm(128, 128, 256), arch, 3)
-    a, b = rand((128, 256), torch.float16, 9), rand((256, 128), torch.float16, 10)
-    expected = poison((128, 128), torch.float16)
+    # the kernels of test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel[3-*]: checked mode is a launch
+    # switch, so they are cache hits (tiles split between blocks: partials pass along the chain)
+    data_parallel, streamed = compile_both(gemm(256, 256, 256, swizzle=True), arch, 3)
+    a, b = rand((256, 256), torch.float16, 9), rand((256, 256), torch.float16, 10)
+    expected = poison((256, 256), torch.float16)
     data_parallel(a, b, expected)
     monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
-    got = poison((128, 128), torch.float16)
+    got = poison((256, 256), torch.float16)
     streamed(a, b, got)
     assert torch.equal(got, expected)
 
 
-def test_a_sampled_profile_of_a_kernel_with_flags_says_why_a_wait_fails(tmp_path):
+def test_a_sampled_profile_of_a_kernel_with_flags_says_why_a_wait_fails(monkeypatch):
     # TILELANG_SIM_PROFILE_BLOCKS runs blocks 0 and 2 of 4: block 2 waits for block 1's flag, which never runs
-    path = tmp_path / "flags.py"
-    path.write_text(FLAG_KERNELS.format(order="forward"))
-    env = dict(os.environ, TILELANG_SIM_WORKERS="1", TILELANG_SIM_PROFILE="1", TILELANG_SIM_PROFILE_BLOCKS="2")
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode != 0
-    assert "block (2,0,0)" in out.stderr and "no earlier block publishes it" in out.stderr
-    assert "this launch profiles a sample of the grid's blocks: the publisher may be outside the sample" in out.stderr
+    for name, value in {"TILELANG_SIM_WORKERS": "1", "TILELANG_SIM_PROFILE": "1",
+                        "TILELANG_SIM_PROFILE_BLOCKS": "2"}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(KernelLaunchError) as failure:
+        run_relay("forward")
+    message = str(failure.value)
+    assert "block (2,0,0)" in message and "no earlier block publishes it" in message
+    assert "this launch profiles a sample of the grid's blocks: the publisher may be outside the sample" in message
