@@ -350,6 +350,7 @@ def test_shared_memory_too_small_for_num_stages_pipelines_fewer_with_a_warning(f
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "gemm"))
     from gemm import matmul
 
+    tilelang.enable_cache()  # the example disables it when first imported; later tests of this process need it
     program = matmul.compile(M=256, N=256, K=128, block_M=256, block_N=256, block_K=64).program
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
