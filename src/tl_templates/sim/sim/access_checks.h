@@ -86,8 +86,8 @@ TL_SIM_OUTLINED void CheckGlobalInit(PoisonedGlobals& globals, AccessKind kind, 
  */
 template <AccessKind kind, bool shared, typename T>
 [[gnu::noinline, gnu::cold]] void CheckedModeAccess(OsThreadState& t, T* data, int64_t offset, int lanes, int64_t lo,
-                                                    int64_t hi, const char* name, int line, bool unchanged,
-                                                    int nibble) {
+                                                    int64_t hi, const char* name, int line, bool unchanged) {
+  const int nibble = t.access_nibble;
   if constexpr (kind != kAddress) {
     if (t.race_detector != nullptr) {
       const auto* address = reinterpret_cast<const unsigned char*>(data + offset);
@@ -126,7 +126,7 @@ template <AccessKind kind, bool shared, typename T>
  */
 template <AccessKind kind, bool shared, typename T, typename I>
 inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const char* name, int line,
-                     bool unchanged = false, int nibble = -1) {
+                     bool unchanged = false) {
   OsThreadState& t = g_thread;
   t.last_access_line = line;
   t.last_access_what = name;
@@ -142,7 +142,7 @@ inline I CheckAccess(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
       }
     }
     if (__builtin_expect(t.race_detector != nullptr || t.global_shadow != nullptr || t.uninit_shadow != nullptr, 0)) {
-      CheckedModeAccess<kind, shared>(t, data, offset, lanes, lo, hi, name, line, unchanged, nibble);
+      CheckedModeAccess<kind, shared>(t, data, offset, lanes, lo, hi, name, line, unchanged);
     }
   });
   return index;
@@ -167,7 +167,11 @@ inline I CheckShared(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
 template <AccessKind kind, typename T, typename I, typename O>
 inline I CheckSharedNibble(T* data, I index, O odd, int64_t lo, int64_t hi, const char* name, int line) {
   static_assert(sizeof(T) == 1 && kind != kStore, "a nibble is loaded, or written through its byte's address");
-  return CheckAccess<kind, true>(data, index, 1, lo, hi, name, line, false, static_cast<int>(odd & 1));
+  OsThreadState& t = g_thread;
+  t.access_nibble = static_cast<int>(odd & 1);
+  CheckAccess<kind, true>(data, index, 1, lo, hi, name, line);
+  t.access_nibble = -1;
+  return index;
 }
 
 template <AccessKind kind, typename T, typename I, typename O>

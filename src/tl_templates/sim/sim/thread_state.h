@@ -50,6 +50,9 @@ struct OsThreadState {
   // whenever a simulated thread is resumed, so they always describe the running thread.
   int last_access_line = 0;
   const char* last_access_what = nullptr;
+  // The nibble (0 low, 1 high) of a packed 4-bit access in flight (CheckSharedNibble), -1 otherwise: read by the
+  // cold checked-mode path only, so the hot CheckAccess of every other access carries no extra argument.
+  int access_nibble = -1;
 
   // The sync epoch the next block run on this OS thread starts from: epochs only grow on a thread, across blocks
   // and launches, so the detector never mistakes an earlier block's record for the current block's (scheduler.h).
