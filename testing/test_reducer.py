@@ -97,8 +97,9 @@ def test_seed_read_from_memory_is_taken_at_reducer_init(arch):
                 for i, k in T.Parallel(M, N):
                     T.reducer_update(acc[k], T.if_then_else(k == j, X[i, k], 0.0))
                 T.fill(start, -1000.0)  # must not reach the epoch's start
-                T.finalize_reducer(acc)
-                Out[j] = acc[j]
+                total = T.alloc_fragment((N,), "float32")
+                T.finalize_reducer(acc, total)
+                Out[j] = total[j]
                 T.copy(S, start)
 
     kernel = tilelang.compile(main, target=f"musa -arch={arch}")
@@ -120,11 +121,12 @@ def test_finalize_batch_shares_one_exchange_per_batch(arch, spelling):
             T.reducer_init(acc, 0.5)
             for i, j in T.Parallel(M, N):
                 T.reducer_update(acc[j], X[i, j])
+            result = T.alloc_fragment((N,), "float32")
             if spelling == "keyword":
-                T.finalize_reducer(acc, batch=4)
+                T.finalize_reducer(acc, result, batch=4)
             else:
-                T.finalize_reducer(acc, annotations={"batch": 4})
-            T.copy(acc, Out)
+                T.finalize_reducer(acc, result, annotations={"batch": 4})
+            T.copy(result, Out)
 
     kernel = tilelang.compile(main, target=f"musa -arch={arch}")
     warp = 128 if arch == "mp_22" else 32
@@ -141,8 +143,9 @@ def test_reducer_keywords_without_an_effect_are_rejected():
             with T.Kernel(1, threads=32):
                 acc = T.alloc_reducer((4,), "float32", op="sum")
                 T.reducer_init(acc)
-                T.finalize_reducer(acc, annotations={"coalesce": 1})
-                T.copy(acc, Out)
+                result = T.alloc_fragment((4,), "float32")
+                T.finalize_reducer(acc, result, annotations={"coalesce": 1})
+                T.copy(result, Out)
     with pytest.raises(tilelang.CompileError, match=r"T.finalize_reducer: batch=3 must evenly divide total output "
                                                      r"elements \(4\) of `acc`"):
         tilelang.compile(_finalize_with_batch(3), target="musa -arch=mp_31")
@@ -166,7 +169,7 @@ def _finalize_with_batch(batch):
     def main(Out: T.Tensor((4,), "float32")):
         with T.Kernel(1, threads=32):
             acc = T.alloc_reducer((4,), "float32", op="sum")
-            T.reducer_init(acc)
+            T.clear(acc)  # the legacy spelling: an in-place finalize
             T.finalize_reducer(acc, batch=batch)
             T.copy(acc, Out)
 

@@ -77,6 +77,10 @@ class ViewSizeError(CompileError, AssertionError):
     """T.view / T.reshape to a size other than the viewed storage's: an AssertionError too, as upstream asserts it."""
 
 
+class ReducerDtypeError(CompileError, AssertionError):
+    """A bitwise reducer (op="bitand" ...) of a non-integer dtype: an AssertionError too, as upstream asserts it."""
+
+
 class OperandTypeError(CompileError, TypeError):
     """An operand of a dtype the construct does not take (`T.__exp` of an int8): a TypeError too, as upstream
     raises it."""

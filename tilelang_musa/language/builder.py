@@ -32,6 +32,13 @@ class Param:
     is_workspace: bool = False  # T.alloc_global: allocated by the launcher, never returned
 
 
+@dataclass(eq=False)
+class ControlScope:
+    """One entry into an IR loop or one branch of an IR `if`; compared by identity."""
+
+    conditional: bool  # an `if` branch (a loop otherwise)
+
+
 @dataclass
 class KernelTrace:
     """Everything the frontend knows while one kernel function runs."""
@@ -52,6 +59,7 @@ class KernelTrace:
     pass_configs: dict = field(default_factory=dict)  # T.annotate_pass_configs
     reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
     reducer_seeds: dict = field(default_factory=dict)  # reducer -> the T.reducer_init seed its finalize combines
+    reducer_epochs: dict = field(default_factory=dict)  # reducer -> its Epoch (reducer_epoch.py)
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     dtype_views: dict = field(default_factory=dict)  # shared tile's view as another dtype -> its T.view's location
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
@@ -65,6 +73,9 @@ class KernelTrace:
     # the `for`/`while` statements being traced, innermost last: the LoopFrame of an IR loop, None for Python
     # iteration (where a `break` / `continue` binds; runtime.loop_exit)
     loops: list = field(default_factory=list)
+    # the IR loops and `if` branches being traced, innermost last (a fresh ControlScope each time one is entered):
+    # where a reducer epoch opened and may close (reducer_epoch.py)
+    scopes: list = field(default_factory=list)
     outside_kernel: list = field(default_factory=list)  # (construct, loc) built before any kernel (outside_kernel)
 
     def error(self, message: str) -> CompileError:

@@ -15,6 +15,7 @@ from ..tileop.parallel import THREAD_PRIVATE_SCOPES
 from ..tileop.region import to_region
 from .builder import kernel_trace
 from .loop import check_loop_layout
+from .reducer_epoch import buffer_of, note_legacy_access
 from .tma import cache_hints, emit_tme_copy_candidate
 
 
@@ -36,6 +37,8 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     "cp_async" (as force_async_copy=True) or "sync" (plain loads and stores, as disable_tma=True).
     `annotations={...}`: upstream's dict form of these keyword arguments (its values win)."""
     trace = kernel_trace("T.copy")
+    for side in (src, dst):
+        note_legacy_access(trace, buffer_of(side), "T.copy", store=side is dst)
     if annotations:
         names = {"coalesced_width", "disable_tma", "eviction_policy", "inner_cache_policy", "outer_cache_policy",
                  "force_async_copy", "src_robust_desc", "prefer_instruction", "parallel_loop_layout"}

@@ -10,6 +10,7 @@ from tvm import tirx
 from ..tileop import Fill, emit_tile_op
 from ..tileop.region import to_region
 from .builder import kernel_trace
+from .reducer_epoch import note_legacy_access
 
 
 def fill(dst: Any, value: Any) -> None:
@@ -20,6 +21,7 @@ def fill(dst: Any, value: Any) -> None:
     written = value if isinstance(value, int | float) else str(value)  # as the user wrote it, for messages
     if not isinstance(value, tvm.ir.Expr):
         value = tirx.const(value, region.dtype)
+    note_legacy_access(trace, region.buffer, "T.fill / T.clear", store=True)
     kind = trace.reducers.get(region.buffer)
     if kind in ("sum", "bitxor") and not (isinstance(value, tirx.IntImm | tirx.FloatImm) and value.value == 0):
         # every thread's partial would hold the value: T.finalize_reducer would count it once per thread

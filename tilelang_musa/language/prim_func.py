@@ -29,6 +29,7 @@ from .outside_kernel import check_no_kernel_follows, record_body
 from .parser import ParsedKernel, parse_kernel
 from .dtypes import DType, Pointer, canonical_dtype
 from .proxy import TensorType, declare_param, make_param
+from .reducer_epoch import check_all_closed
 
 
 # Names visible where a kernel function was defined, kept for evaluating its annotations: a factory's locals that
@@ -122,6 +123,7 @@ def _distinct_size_names(func: tirx.PrimFunc, free: list[Any]) -> tirx.PrimFunc:
 
 
 def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[str] | None = None) -> tirx.PrimFunc:
+    check_all_closed(trace)
     func = _with_workspaces(func, trace)
     func = _arrived_barriers_named(func, trace.named_arrive_ids)
     user_params = [p.name for p in func.params if not _is_workspace(func, p)]

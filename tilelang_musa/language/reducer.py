@@ -1,30 +1,36 @@
-"""Reducers: `T.alloc_reducer`, `T.finalize_reducer`, and the epoch spelling `T.reducer_init` / `T.reducer_update`.
+"""Reducers: `T.alloc_reducer`, `T.reducer_init`, `T.reducer_update`, `T.finalize_reducer`.
 
     r = T.alloc_reducer((N,), "float32", op="sum")
-    T.fill(r, 0)                                  # or T.reducer_init(r): the op's identity
+    T.reducer_init(r)                             # or T.reducer_init(r, seed)
     for i, j in T.Parallel(M, N):
-        r[j] += x[i, j]                           # or T.reducer_update(r[j], x[i, j])
-    T.finalize_reducer(r)                         # now every thread's r holds the sums over i
+        T.reducer_update(r[j], x[i, j])
+    total = T.alloc_fragment((N,), "float32")
+    T.finalize_reducer(r, total)                  # total holds the sums over i
 
 Every thread holds the whole reducer and adds its own iterations' contributions (no atomics, no barriers), and
 `T.finalize_reducer` combines the partials across the block (tileop/finalize_reducer.py), then the epoch's
-seed (`T.reducer_init(r, seed)`) once. Filling a sum or bitxor reducer with anything but 0 is rejected: every
-thread's partial would carry the value, so the total would count it once per thread. `replication` is
-accepted for upstream's scripts: both of its strategies give the same values here, where the partials are
-always replicated.
+seed once. An epoch's rules (one init, updates inside T.Parallel loops, one finalize into a destination, no
+other access to the reducer) are reducer_epoch.py's. The legacy spelling (upstream's deprecated v1) is still
+accepted on a reducer no epoch operation touches: `T.fill(r, 0)` / `T.clear(r)`, `r[j] += x[i, j]`, an in-place
+`T.finalize_reducer(r)` after which r holds the totals. Filling a sum or bitxor reducer with anything but 0 is
+rejected: every thread's partial would carry the value, so the total would count it once per thread.
+`replication` is accepted for upstream's scripts: both of its strategies give the same values here, where the
+partials are always replicated.
 """
-
 from __future__ import annotations
 
 from typing import Any
 
+import tvm
 from tvm import tirx
 
+from ..errors import ReducerDtypeError
 from ..tileop import emit_tile_op
 from ..tileop.finalize_reducer import FinalizeReducer
 from ..tileop.reduce import BITWISE_KINDS, _combine, _identity
 from .allocate import alloc_fragment
 from .builder import as_expr, current_trace, is_buffer
+from .reducer_epoch import Epoch, close_epoch, internal_access, note_legacy_access, note_update, open_epoch
 from .runtime import store
 
 REDUCER_OPS = ("sum", "max", "min", *BITWISE_KINDS)
@@ -40,8 +46,10 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: str | No
         raise trace.error(f"T.alloc_reducer: replication={replication!r} must be 'all', 'none' or None")
     buf = alloc_fragment(shape, dtype)
     if op in BITWISE_KINDS and not str(buf.ty.dtype.dtype).startswith(("int", "uint")):
-        raise trace.error(f"T.alloc_reducer: op={op!r} needs an integer dtype; got {buf.ty.dtype.dtype}")
+        raise ReducerDtypeError(f"T.alloc_reducer: op={op!r} needs an integer dtype; got {buf.ty.dtype.dtype}",
+                                trace.loc)
     trace.reducers[buf] = op
+    trace.reducer_epochs[buf] = Epoch()
     return buf
 
 
@@ -53,9 +61,9 @@ def _reducer(trace, construct: str, value: Any) -> Any:
 
 
 def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: dict | None = None) -> None:
-    """Combine the reducer's per-thread partials: afterwards every thread's copy holds the totals (copied into
-    `dst` as well, if given). `batch` elements share each cross-thread exchange (it must divide the reducer's
-    size); upstream's `annotations={"batch": B}` spells the same."""
+    """Combine the reducer's per-thread partials into `dst` (an epoch's close), or, without `dst`, in place (the
+    legacy spelling: afterwards every thread's copy holds the totals). `batch` elements share each cross-thread
+    exchange (it must divide the reducer's size); upstream's `annotations={"batch": B}` spells the same."""
     trace = current_trace("T.finalize_reducer")
     buf = _reducer(trace, "T.finalize_reducer", reducer)
     from ..tileop.region import to_region
@@ -67,6 +75,10 @@ def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations:
         batch = val
     if not isinstance(batch, int) or batch < 1:
         raise trace.error(f"T.finalize_reducer: batch must be >= 1 (an integer), got {batch!r}")
+    if dst is None:
+        note_legacy_access(trace, buf, "an in-place T.finalize_reducer(acc)", store=False)
+    else:
+        close_epoch(trace, buf, dst)
     region, _ = to_region(buf, "T.finalize_reducer", "reducer")
     seed = trace.reducer_seeds.pop(buf, None)  # combined once, after the partials are
     emit_tile_op(FinalizeReducer.op_name, [region.to_ir()] + ([seed] if seed is not None else []),
@@ -74,7 +86,8 @@ def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations:
     if dst is not None:
         from .copy import copy
 
-        copy(buf, dst)
+        with internal_access(trace, buf):
+            copy(buf, dst)
 
 
 def reducer_init(reducer: Any, init: Any = None) -> None:
@@ -87,7 +100,12 @@ def reducer_init(reducer: Any, init: Any = None) -> None:
     from .fill import fill
 
     dtype = str(buf.ty.dtype.dtype)
-    fill(buf, _identity(trace.reducers[buf], dtype))  # every thread's partial starts empty
+    if isinstance(init, tvm.ir.Expr) and str(init.ty.dtype) != dtype:
+        raise trace.error(f"T.reducer_init: the starting value {init} has dtype {init.ty.dtype}, which does not "
+                          f"match reducer `{buf.name}`'s dtype {dtype}; cast it (a Python number converts itself)")
+    open_epoch(trace, buf)
+    with internal_access(trace, buf):
+        fill(buf, _identity(trace.reducers[buf], dtype))  # every thread's partial starts empty
     if init is None:
         trace.reducer_seeds.pop(buf, None)
     elif isinstance(init, int | float):
@@ -100,6 +118,11 @@ def reducer_update(element: Any, contribution: Any) -> None:
     """`reducer[idx] = op(reducer[idx], contribution)` for one element of a reducer."""
     trace = current_trace("T.reducer_update")
     buf = _reducer(trace, "T.reducer_update", element)
-    store(buf, tuple(element.indices), _combine(trace.reducers[buf], element, as_expr(contribution)))
+    if not isinstance(element, tvm.ir.expr.TensorLoad):
+        raise trace.error(f"T.reducer_update: the target is written `{buf.name}[indices]` (one element); got "
+                          f"{element!r}")
+    note_update(trace, buf)
+    with internal_access(trace, buf):
+        store(buf, tuple(element.indices), _combine(trace.reducers[buf], element, as_expr(contribution)))
 
 

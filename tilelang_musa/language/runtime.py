@@ -18,10 +18,11 @@ from tvm.script.ir_builder import _ffi_api as _ir_builder_ffi
 from tvm.tirx.script import builder as Tb
 
 from ..errors import EndlessLoopError, SliceStepError, SourceLoc
-from .builder import (_TRACES, _UNBOUND, KernelTrace, as_expr, current_loc, current_trace, is_buffer, is_var_buffer,
-                      static_value, value)
+from .builder import (_TRACES, _UNBOUND, ControlScope, KernelTrace, as_expr, current_loc, current_trace, is_buffer,
+                      is_var_buffer, static_value, value)
 from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
 from .loop import LoopFrame, serial
+from .reducer_epoch import check_reads, note_legacy_access
 from .proxy import declare_param
 
 class at:  # noqa: N801 - used as `with __tl__.at(...)`, like a keyword
@@ -272,6 +273,7 @@ def store(target: Any, index: Any, value: Any) -> None:
         target[index] = value
         return
     trace = current_trace("buffer store")
+    note_legacy_access(trace, target, "an ordinary store", store=True)
     indices = _indices(target, index)
     if any(isinstance(i, slice) for i in indices):
         if isinstance(value, tvm.ir.expr.TensorRegion):  # `A[0, 4:8] = A[0, 0:4]`: the region read as a vector
@@ -287,6 +289,7 @@ def store(target: Any, index: Any, value: Any) -> None:
         value = value[0]
     value = _convert(value, dtype)
     _check_storable(trace, value)
+    check_reads(trace, value)
     if isinstance(value, tvm.ir.Expr) and value.ty.dtype != target.ty.dtype.dtype and value.ty.dtype.lanes == 1:
         value = tirx.Cast(dtype, value)
     Tb.buffer_store(target, value, indices)
@@ -407,10 +410,14 @@ class _traced_loop:  # noqa: N801 - a context manager used like a function
     def __enter__(self) -> None:
         if self.loops is not None:
             self.loops.append(self.loop)
+            if self.loop is not None:
+                _TRACES[-1].scopes.append(ControlScope(conditional=False))
 
     def __exit__(self, *exc: Any) -> None:
         if self.loops is not None:
             self.loops.pop()
+            if self.loop is not None:
+                _TRACES[-1].scopes.pop()
 
 
 # Loops a `break` / `continue` may leave: one thread runs them in order, so leaving one early is plain C. The other
@@ -489,11 +496,15 @@ class _IfBuilder:
     def _open(self, branch: Any) -> bool:
         self._branch = branch
         branch.__enter__()
+        if _TRACES:
+            _TRACES[-1].scopes.append(ControlScope(conditional=True))
         return True
 
     def _close(self) -> None:
         if self._branch is not None:
             branch, self._branch = self._branch, None
+            if _TRACES:
+                _TRACES[-1].scopes.pop()
             branch.__exit__(None, None, None)
 
     def then(self) -> bool:
