@@ -1,8 +1,9 @@
-"""Atomics: read-modify-write `T.atomic_add` / `atomic_max` / `atomic_min`, the paired and quadrupled adds
-`T.atomic_addx2` / `atomic_addx4`, and the whole-element `T.atomic_load` / `atomic_store`.
+"""Atomics: read-modify-write `T.atomic_add` / `atomic_max` / `atomic_min` / `atomic_or`, the paired and quadrupled
+adds `T.atomic_addx2` / `atomic_addx4`, and the whole-element `T.atomic_load` / `atomic_store`.
 
 `memory_order` ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst") adds the fences it asks for
-around the access (atomic.h: a release fences before, an acquire after)."""
+around the access (atomic.h: a release fences before, an acquire after); a load takes no release side and a store
+no acquire side, as upstream rules."""
 
 from __future__ import annotations
 
@@ -17,13 +18,19 @@ from ..tileop import emit_tile_op
 from ..tileop.atomic import MEMORY_ORDERS, Atomic, element_atomic, ordered
 from ..tileop.copy import resolve_extents
 from ..tileop.region import TensorLoad, TensorRegion, bound_slice, is_buffer, pair_dims, to_region
-from .builder import kernel_trace
+from .builder import kernel_trace, static_value
 
 
-def _checked_order(trace, construct: str, memory_order: Any) -> str | None:
-    if memory_order is not None and memory_order not in MEMORY_ORDERS:
-        raise trace.error(f"{construct}: memory_order={memory_order!r} is not one of {', '.join(MEMORY_ORDERS)}")
+def _checked_order(trace, construct: str, memory_order: Any, allowed: tuple[str, ...] = tuple(MEMORY_ORDERS)) -> Any:
+    """`memory_order` if `construct` takes it (a load has no release side, a store no acquire side)."""
+    if memory_order is not None and memory_order not in allowed:
+        raise trace.error(f"{construct} does not support memory_order={memory_order!r}; expected one of "
+                          f"{', '.join(allowed)}")
     return memory_order
+
+
+LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+STORE_ORDERS = ("relaxed", "release", "seq_cst")
 
 
 def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: Any) -> Any:
@@ -111,17 +118,42 @@ def _element(trace, construct: str, what: str, value: Any, scopes: tuple[str, ..
     return value
 
 
+def _lanes_origin(trace, construct: str, what: str, value: Any, lanes: int, scopes: tuple[str, ...]) -> Any:
+    """The first of `lanes` consecutive elements, given as that element (`A[i, j]`), a slice of exactly `lanes`
+    elements along the last dimension (`A[i, j:j + 4]`, also bound to a name first), a Ramp index
+    (`A[T.Ramp(j, 1, 4)]`) or a whole buffer of `lanes` elements."""
+    value = bound_slice(value)
+    if is_buffer(value) or isinstance(value, TensorRegion):
+        region, _ = to_region(value, construct, what)
+        extents = [static_value(e) for e in region.extents]
+        if extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
+            raise trace.error(f"{construct}: {what} {region.describe()} must be {lanes} consecutive elements along "
+                              "its last dimension")
+        value = region.buffer[tuple(region.mins)]
+    elif isinstance(value, TensorLoad) and isinstance(value.indices[-1], tirx.Ramp):
+        ramp = value.indices[-1]
+        if static_value(ramp.stride) != 1 or static_value(ramp.lanes) != lanes:
+            raise trace.error(f"{construct}: {what} index {ramp} must step by 1 over {lanes} lanes")
+        value = value.source[tuple(value.indices[:-1]) + (ramp.base,)]
+    return _element(trace, construct, what, value, scopes)
+
+
 def _atomic_add_lanes(lanes: int, dst: Any, value: Any, return_prev: bool, memory_order: Any) -> Any:
     construct = f"T.atomic_addx{lanes}"
     trace = kernel_trace(construct)
     memory_order = _checked_order(trace, construct, memory_order)
-    dst = _element(trace, construct, "dst", dst, ("global", "shared", "shared.dyn"))
+    dst = _lanes_origin(trace, construct, "dst", dst, lanes, ("global", "shared", "shared.dyn"))
     # the value's lanes are read from consecutive addresses: not from a fragment, whose elements a layout places
-    value = _element(trace, construct, "value", value, ("global", "shared", "shared.dyn", "local", "local.var"))
+    value = _lanes_origin(trace, construct, "value", value, lanes,
+                          ("global", "shared", "shared.dyn", "local", "local.var"))
     if str(dst.ty.dtype) != str(value.ty.dtype):
         raise trace.error(f"{construct}: dst is {dst.ty.dtype} but value is {value.ty.dtype}")
-    if return_prev:
-        raise trace.error(f"{construct}(return_prev=True) is not supported: read the old lanes with T.atomic_load")
+    if return_prev:  # the old lanes, as one vector: `Prev[0:2] = T.atomic_addx2(..., return_prev=True)`
+        if memory_order not in (None, "relaxed"):
+            raise trace.error(f"{construct}(return_prev=True, memory_order={memory_order!r}): an ordered atomic that "
+                              "returns the old value is not supported yet; use memory_order='relaxed'")
+        return tirx.call_extern(f"{dst.ty.dtype}x{lanes}", f"tl::AtomicAddx{lanes}Ret", tirx.address_of(dst),
+                                tirx.address_of(value))
     call = tirx.call_extern("int32", f"tl::AtomicAddx{lanes}", tirx.address_of(dst), tirx.address_of(value))
     for c in ordered(call, memory_order):
         Tb.evaluate(c)
@@ -142,7 +174,7 @@ def atomic_addx4(dst: Any, value: Any, return_prev: bool = False, memory_order: 
 def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
     """The element `src`, read whole and once, with the memory order's fence."""
     trace = kernel_trace("T.atomic_load")
-    memory_order = _checked_order(trace, "T.atomic_load", memory_order) or "seq_cst"
+    memory_order = _checked_order(trace, "T.atomic_load", memory_order, LOAD_ORDERS) or "seq_cst"
     src = _element(trace, "T.atomic_load", "src", src, ("global", "shared", "shared.dyn"))
     return tirx.call_extern(str(src.ty.dtype), f"tl::AtomicLoad<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(src))
 
@@ -150,9 +182,26 @@ def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
 def atomic_store(dst: Any, value: Any, memory_order: str = "seq_cst") -> None:
     """dst = value, written whole and once, with the memory order's fence."""
     trace = kernel_trace("T.atomic_store")
-    memory_order = _checked_order(trace, "T.atomic_store", memory_order) or "seq_cst"
+    memory_order = _checked_order(trace, "T.atomic_store", memory_order, STORE_ORDERS) or "seq_cst"
     dst = _element(trace, "T.atomic_store", "dst", dst, ("global", "shared", "shared.dyn"))
     if isinstance(value, (int, float)):
         value = tirx.const(value, str(dst.ty.dtype))
     Tb.evaluate(tirx.call_extern("int32", f"tl::AtomicStore<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(dst),
                                  value))
+
+
+def atomic_or(dst: Any, value: Any, memory_order: str | None = None) -> None:
+    """dst |= value atomically, for one element of a 32- or 64-bit integer buffer in global or shared memory."""
+    trace = kernel_trace("T.atomic_or")
+    memory_order = _checked_order(trace, "T.atomic_or", memory_order)
+    dst = _element(trace, "T.atomic_or", "dst", bound_slice(dst), ("global", "shared", "shared.dyn"))
+    dtype = str(dst.ty.dtype)
+    if dtype not in ("int32", "uint32", "int64", "uint64"):
+        raise trace.error(f"T.atomic_or: dst `{dst.source.name}` is {dtype}; it must be a 32- or 64-bit integer")
+    value = tirx.const(value, dtype) if isinstance(value, int) else value
+    if not isinstance(value, tvm.ir.Expr) or not isinstance(value.ty, tvm.ir.PrimType):
+        raise trace.error(f"T.atomic_or: value must be one integer (a scalar expression); got {value!r}")
+    if str(value.ty.dtype) != dtype:
+        value = tirx.Cast(dtype, value)
+    for c in ordered(tirx.call_extern("int32", "tl::AtomicOr", tirx.address_of(dst), value), memory_order):
+        Tb.evaluate(c)

@@ -20,6 +20,7 @@ from ..ir.utils import thread_info
 from ..target import arch_of, warp_size
 from .apply_layout_exchanges import ApplyLayoutExchanges
 from .check_nested_loops import CheckNestedLoops
+from .check_parallel_local_index import CheckParallelLocalIndex
 from .choose_shared_swizzle import ChooseSharedSwizzle
 from .config_index_bitwidth import ConfigIndexBitwidth
 from .fit_pipeline_stages import run_fitting_stages
@@ -81,6 +82,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
         Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
             # Upstream's semantic checks of T.Parallel bodies, on the loops as the user wrote them.
             CheckNestedLoops(),
+            # ... and upstream's rule that a thread-private local buffer is not indexed by a T.Parallel variable.
+            CheckParallelLocalIndex(),
             # Run-time-extent T.Parallel levels that place no fragment element: serial, before layouts are planned.
             SerializeDynamicParallelLevels(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).

@@ -1,15 +1,17 @@
 /*!
  * \file tl_templates/musa/atomic.h
- * \brief Atomic read-modify-write for T.atomic_add / T.atomic_max / T.atomic_min on global or shared memory.
+ * \brief Atomic read-modify-write for T.atomic_add / T.atomic_max / T.atomic_min / T.atomic_or on global or shared
+ *        memory.
  *
  * - `tl::AtomicAdd(addr, val)`, `AtomicMax`, `AtomicMin` and the `...Ret` forms, which return the value `*addr`
  *   held just before the update. `val` is converted to the element type first (tl::cast).
+ * - `tl::AtomicOr(addr, val)` (and `AtomicOrRet`) for 32/64-bit integers.
  * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements.
  * Element types: float, double, half_t, bfloat16_t and 32/64-bit integers. All are relaxed, like the device's.
  * - `tl::fp4_e2m1_store(byte, odd, bits)` writes one nibble of a byte of packed FP4 (atomicAnd + atomicOr).
  *
- * The code calls only the CUDA-named atomic built-ins (atomicAdd, atomicMax, atomicMin, atomicCAS) that exist
- * under mcc and in the simulator. Where no portable built-in exists (floating-point and 16-bit max/min, the 16-bit
+ * The code calls only the CUDA-named atomic built-ins (atomicAdd, atomicMax, atomicMin, atomicOr, atomicCAS)
+ * that exist under mcc and in the simulator. Where no portable built-in exists (floating-point and 16-bit max/min, the 16-bit
  * pair add), it loops on atomicCAS over the aligned 32-bit word (or the 8-byte word for 8-byte types) holding the
  * element: 16-bit CAS is not available everywhere.
  */
@@ -179,6 +181,22 @@ TL_DEVICE T AtomicMinRet(T* addr, V val) {
 template <typename T, typename V>
 TL_DEVICE void AtomicMin(T* addr, V val) {
   (void)AtomicMinRet(addr, val);
+}
+
+/*! \brief *addr |= val atomically (T.atomic_or), for 32/64-bit integers; returns the old *addr. */
+template <typename T, typename V>
+TL_DEVICE T AtomicOrRet(T* addr, V val) {
+  static_assert(std::is_integral<T>::value && (sizeof(T) == 4 || sizeof(T) == 8),
+                "tl::AtomicOr supports 32/64-bit integer elements");
+  // CUDA declares 64-bit atomicOr for unsigned only; the bits are the same for a signed element.
+  using N = typename std::conditional<sizeof(T) == 8, unsigned long long, detail::atomic_int_t<T>>::type;
+  return static_cast<T>(atomicOr(reinterpret_cast<N*>(addr), static_cast<N>(static_cast<T>(val))));
+}
+
+/*! \brief *addr |= val atomically. */
+template <typename T, typename V>
+TL_DEVICE void AtomicOr(T* addr, V val) {
+  (void)AtomicOrRet(addr, val);
 }
 
 // ---- vectors -------------------------------------------------------------------------------------
