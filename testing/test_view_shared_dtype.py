@@ -240,6 +240,27 @@ def test_a_swizzle_an_op_needs_on_a_viewed_tile_is_an_error():
         test_a_swizzle_an_op_needs_on_a_viewed_tile_is_an_error, "A_bytes = T.view")
 
 
+def test_a_view_of_a_tile_with_an_annotated_swizzle_is_an_error_at_the_view():
+    """Upstream main's shared_view_*_numeric[swizzled]: the tile annotated with a swizzle, its view as bf16 with no
+    layout of its own. The view's layout would have to be derived from the tile's (not provided yet); this was the
+    internal check "Buffer A_shared is used before its definition" of tirx.FlattenBuffer."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 128), "bfloat16")):
+        with T.Kernel(1, threads=128):
+            A_shared = T.alloc_shared((64, 64), "float32")
+            A_view = T.view(A_shared, (64, 128), dtype="bfloat16")
+            T.annotate_layout({A_shared: tilelang.layout.make_swizzled_layout(A_shared)})
+            T.copy(A, A_shared)
+            T.copy(A_view, B)
+
+    with pytest.raises(tilelang.CompileError, match=r"shared tile `A_shared` is stored in the layout annotated on "
+                                                    r"it .* its view `A_view` as bfloat16 has no layout of its own"
+                       ) as raised:
+        tilelang.compile(main, target="musa -arch=mp_31")
+    assert raised.value.loc is not None and raised.value.loc.lineno == line_of(
+        test_a_view_of_a_tile_with_an_annotated_swizzle_is_an_error_at_the_view, "A_view = T.view")
+
+
 def fp4_bytes_program(rows=16, k=256):
     """Upstream's fp4 case: values cast into a float4_e2m1fn tile, its bytes copied out through a uint8 view; the
     same values cast straight into a float4_e2m1fn tensor are the reference."""

@@ -68,6 +68,18 @@ def _refuse_chosen_layouts_of_viewed_tiles(func: tirx.PrimFunc) -> None:
                 "its own", _view_loc(func, view), stage="LowerSharedLayout")
 
 
+def _refuse_plain_views_of_laid_out_tiles(func: tirx.PrimFunc, layouts: dict) -> None:
+    """A view of another dtype with no layout of its own, of a tile the user laid out (T.annotate_layout): its
+    accesses would need a layout derived from the tile's (upstream main derives one), not provided yet."""
+    for view, tile in shared_tile_views(func.body).items():
+        if tile in layouts and view not in layouts:
+            raise CompileError(
+                f"T.view: shared tile `{tile.name}` is stored in the layout annotated on it (T.annotate_layout), and "
+                f"its view `{view.name}` as {view.ty.dtype.dtype} has no layout of its own: reading the tile's bytes "
+                f"through `{view.name}` in the annotated layout's order is not supported yet; annotate `{view.name}`'s "
+                f"layout too, or leave `{tile.name}`'s out", _view_loc(func, view), stage="LowerSharedLayout")
+
+
 def _view_loc(func: tirx.PrimFunc, view):
     """Where the user wrote the T.view of `view` (else the first loop that accesses it)."""
     if DTYPE_VIEWS_ATTR in func.attrs:
@@ -103,6 +115,7 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not layouts:
         return func
     _refuse_chosen_layouts_of_viewed_tiles(func)
+    _refuse_plain_views_of_laid_out_tiles(func, layouts)
     replacement = {}
     for buf, layout in layouts.items():
         shape = [as_int(e) for e in layout.output_shape]
