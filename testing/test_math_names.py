@@ -141,3 +141,33 @@ def test_isnan_isinf_isfinite(arch, dtype):
     y = torch.full((N, 3), -7, dtype=torch.int32)
     kernel(x, y)
     assert torch.equal(y, torch.stack([x.isfinite(), x.isnan(), x.isinf()], 1).int())
+
+
+@pytest.mark.parametrize("arch", ["mp_22", "mp_31"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_fast_rcp_is_an_approximate_reciprocal(arch, dtype):
+    """Upstream main's T.fast_rcp: `__fdividef(1.0f, x)` (16-bit floats through float32; float64 exactly)."""
+    torch_dtype = getattr(torch, dtype)
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), dtype), B: T.Tensor((32,), dtype)):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            B[tx] = T.fast_rcp(A[tx])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert ("__fdividef(1.000000e+00f, " in source) == (dtype != "float64"), source
+    a = (torch.rand((32,), generator=torch.Generator().manual_seed(4)) * 4 + 0.25).to(torch_dtype)
+    b = torch.full((32,), float("nan"), dtype=torch_dtype)
+    kernel(a, b)
+    tol = 2e-3 if dtype in ("float32", "float64") else 2e-2
+    torch.testing.assert_close(b, (1.0 / a.double()).to(torch_dtype), rtol=tol, atol=tol)
+
+
+def test_fast_rcp_of_an_integer_is_an_error():
+    with pytest.raises(TypeError, match="T.fast_rcp only supports floating-point inputs, but got int32"):
+        @T.prim_func
+        def main(A: T.Tensor((32,), "int32"), B: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32):
+                B[0] = T.fast_rcp(A[0])

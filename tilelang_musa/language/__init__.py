@@ -50,7 +50,7 @@ from .debug import device_assert, print
 from .random import rng_init, rng_rand, rng_rand_float
 from .scan import cummax, cumsum
 from .fastmath import (
-    __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt,
+    __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan, fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt,
     ieee_fsqrt, ieee_mul, ieee_sub,
 )
 from .fill import clear, fill
@@ -99,7 +99,7 @@ globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear er
 
 __all__ = [
     "align_up", "annotate_l2_hit_ratio",
-    "__cos", "__exp", "__exp10", "__ffs", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
+    "__cos", "__exp", "__exp10", "__ffs", "fast_rcp", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "Shuffle", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
     "annotate_pass_configs", "annotate_restrict_buffers", "annotate_safe_value", "any_of", "any_sync", "assume", "atan",

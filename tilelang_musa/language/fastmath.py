@@ -50,6 +50,23 @@ __tan = _fast("__tan", "__tanf")
 __cos = _fast("__cos", "__cosf")
 __sin = _fast("__sin", "__sinf")
 
+def fast_rcp(x: Any) -> Any:
+    """1 / x approximately: `__fdividef(1.0f, x)`, the device's fast division (float32; 16-bit floats through float32;
+    float64 is the exact 1.0 / x). Upstream's T.fast_rcp (CUDA's approximate reciprocal)."""
+    expression_trace("T.fast_rcp")
+    x = as_expr(value(x))
+    if isinstance(x, (int, float)):
+        x = tirx.const(x, "float32")
+    dtype = str(x.ty.dtype)
+    if dtype == "float64":
+        return tirx.const(1.0, "float64") / x
+    if dtype not in ("float32", *_HALF_LIKE):
+        raise operand_type_error("T.fast_rcp", f"T.fast_rcp only supports floating-point inputs, but got {dtype}")
+    x32 = x if dtype == "float32" else tirx.Cast("float32", x)
+    rcp = tirx.call_extern("float32", "__fdividef", tirx.const(1.0, "float32"), x32)
+    return rcp if dtype == "float32" else tirx.Cast(dtype, rcp)
+
+
 # op -> (float32 built-in, float64 built-in), each followed by _<mode>
 _IEEE = {"add": ("__fadd", "__dadd"), "sub": ("__fsub", "__dsub"), "mul": ("__fmul", "__dmul"),
          "fmaf": ("__fmaf", "__fma"), "frcp": ("__frcp", "__drcp"), "fsqrt": ("__fsqrt", "__dsqrt"),
