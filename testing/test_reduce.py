@@ -178,7 +178,7 @@ def test_a_row_spread_over_a_non_power_of_two_of_threads_is_a_clear_error():
             T.copy(s, S)
 
     with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine "
-                                                    r"needs a power of two threads"):
+                                                    r"needs a positive power of two threads \(the AllReduce's logical_width"):
         tilelang.compile(main, target="musa -arch=mp_31")
 
 
@@ -386,3 +386,25 @@ def test_a_reduced_value_read_by_every_iteration_is_held_by_every_thread(arch):
     kernel(x, y, g)
     torch.testing.assert_close(y, x - x.mean(1, keepdim=True), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(g, x.sum(0), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["mp_22", "mp_31"])
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_reduce_of_a_local_buffer_into_a_var(arch, kind):
+    """Upstream main's reduce_local_to_var: `dst = T.alloc_var(dtype)` takes the one result of a 1-D reduction."""
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float16"), B: T.Tensor((1,), "float16")):
+        with T.Kernel(1, threads=1):
+            src = T.alloc_local((8,), "float16")
+            dst = T.alloc_var("float16")
+            for i in T.serial(8):
+                src[i] = A[i]
+            getattr(T, f"reduce_{kind}")(src, dst, dim=0)
+            B[0] = dst
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "  dst = dst_frag[0];" in kernel.get_kernel_source()
+    a, b = rand((8,), torch.float16, 5), poison((1,), torch.float16)
+    kernel(a, b)
+    ref = {"sum": a.float().sum(), "max": a.float().max(), "min": a.float().min()}[kind]
+    torch.testing.assert_close(b[0].float(), ref, rtol=1e-2, atol=1e-2)

@@ -19,7 +19,7 @@ from .builder import current_trace, kernel_trace
 from .builtin import sync_threads
 from .copy import copy
 
-_STAGED_SCOPES = ("shared", "shared.dyn", "local", FRAGMENT_SCOPE)
+_STAGED_SCOPES = ("shared", "shared.dyn", "local", "local.var", FRAGMENT_SCOPE)
 
 
 def _is_fragment(trace, region: Region) -> bool:
