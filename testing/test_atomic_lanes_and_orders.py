@@ -136,3 +136,20 @@ def test_a_load_takes_no_release_and_a_store_no_acquire(construct, order, ok):
         return
     with pytest.raises(ValueError, match=rf"T.atomic_{construct} does not support memory_order='{order}'"):
         build()
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int8", "uint16", "bool"])
+@pytest.mark.parametrize("form", ["tile", "element", "load"])
+def test_an_atomic_of_a_narrow_integer_is_an_error_at_its_line(dtype, form):
+    """atomic.h has no 8/16-bit integer atomics: this was a host/device compiler error (a static_assert)."""
+    with pytest.raises(tilelang.CompileError, match=rf"test_atomic_lanes_and_orders.py:\d+(.*\n)*.*`B` is {dtype}; "
+                                                    r"atomics take float32, float64, float16, bfloat16"):
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), dtype), B: T.Tensor((16, 16), dtype)):
+            with T.Kernel(1, threads=128):
+                if form == "tile":
+                    T.atomic_add(B, A)
+                elif form == "element":
+                    T.atomic_max(B[0, 0], A[0, 1])
+                else:
+                    A[0, 0] = T.atomic_load(B[0, 0])

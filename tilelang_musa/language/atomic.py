@@ -29,6 +29,16 @@ def _checked_order(trace, construct: str, memory_order: Any, allowed: tuple[str,
     return memory_order
 
 
+# the element types atomic.h's atomics take (tl::detail::is_atomic_element): no 8/16-bit integer atomics exist
+ATOMIC_DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64", "uint64")
+
+
+def _check_atomic_dtype(trace, construct: str, name: str, dtype: Any) -> None:
+    if str(dtype) not in ATOMIC_DTYPES:
+        raise trace.error(f"{construct}: `{name}` is {dtype}; atomics take {', '.join(ATOMIC_DTYPES)} elements (no "
+                          "8/16-bit integer or bool atomic exists)")
+
+
 LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
 STORE_ORDERS = ("relaxed", "release", "seq_cst")
 
@@ -40,6 +50,7 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: An
     dst, value = bound_slice(dst), bound_slice(value)
     value_is_tile = is_buffer(value) or isinstance(value, TensorRegion)
     if isinstance(dst, TensorLoad) and not value_is_tile:  # one element
+        _check_atomic_dtype(trace, construct, dst.source.name, dst.ty.dtype)
         if isinstance(value, (int, float)):
             value = tirx.const(value, str(dst.ty.dtype))
         call = element_atomic(kind, dst, value, return_prev)
@@ -55,6 +66,7 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, memory_order: An
     if return_prev:
         raise trace.error(f"{construct}(return_prev=True) needs a single element as the destination")
     region, dst_origin = to_region(dst, construct, "dst")
+    _check_atomic_dtype(trace, construct, region.name, region.dtype)
     if region.scope not in ("global", "shared", "shared.dyn"):
         raise trace.error(f"{construct}: the destination must be in global or shared memory; "
                           f"`{region.name}` is {region.scope}")
@@ -143,6 +155,7 @@ def _atomic_add_lanes(lanes: int, dst: Any, value: Any, return_prev: bool, memor
     trace = kernel_trace(construct)
     memory_order = _checked_order(trace, construct, memory_order)
     dst = _lanes_origin(trace, construct, "dst", dst, lanes, ("global", "shared", "shared.dyn"))
+    _check_atomic_dtype(trace, construct, dst.source.name, dst.ty.dtype)
     # the value's lanes are read from consecutive addresses: not from a fragment, whose elements a layout places
     value = _lanes_origin(trace, construct, "value", value, lanes,
                           ("global", "shared", "shared.dyn", "local", "local.var"))
@@ -176,6 +189,7 @@ def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
     trace = kernel_trace("T.atomic_load")
     memory_order = _checked_order(trace, "T.atomic_load", memory_order, LOAD_ORDERS) or "seq_cst"
     src = _element(trace, "T.atomic_load", "src", src, ("global", "shared", "shared.dyn"))
+    _check_atomic_dtype(trace, "T.atomic_load", src.source.name, src.ty.dtype)
     return tirx.call_extern(str(src.ty.dtype), f"tl::AtomicLoad<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(src))
 
 
@@ -184,6 +198,7 @@ def atomic_store(dst: Any, value: Any, memory_order: str = "seq_cst") -> None:
     trace = kernel_trace("T.atomic_store")
     memory_order = _checked_order(trace, "T.atomic_store", memory_order, STORE_ORDERS) or "seq_cst"
     dst = _element(trace, "T.atomic_store", "dst", dst, ("global", "shared", "shared.dyn"))
+    _check_atomic_dtype(trace, "T.atomic_store", dst.source.name, dst.ty.dtype)
     if isinstance(value, (int, float)):
         value = tirx.const(value, str(dst.ty.dtype))
     Tb.evaluate(tirx.call_extern("int32", f"tl::AtomicStore<{MEMORY_ORDERS[memory_order]}>", tirx.address_of(dst),
