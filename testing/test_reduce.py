@@ -177,8 +177,8 @@ def test_a_row_spread_over_a_non_power_of_two_of_threads_is_a_clear_error():
             T.reduce_sum(x, s, dim=1)
             T.copy(s, S)
 
-    with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine "
-                                                    r"needs a positive power of two threads \(the AllReduce's logical_width"):
+    with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine"
+                                                    r"'s logical_width \(the threads\) must be a positive power of two, got 25"):
         tilelang.compile(main, target="musa -arch=mp_31")
 
 

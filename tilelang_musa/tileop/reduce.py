@@ -337,9 +337,9 @@ class Reduce(TileOp):
                 if n & (n - 1):
                     raise self.error(
                         f"T.reduce_{self.kind}: a row of `{self.src.name}` spans {split.count} threads {split.scale} "
-                        f"apart; the cross-thread combine needs a positive power of two {what} (the AllReduce's "
-                        f"{'logical_width' if what == 'threads' else 'scale'}, in upstream's words), got {n}. Give "
-                        f"`{self.src.name}` a row length that splits evenly over a power of two of threads")
+                        f"apart; the cross-thread combine's {'logical_width' if what == 'threads' else 'scale'} (the "
+                        f"{what}) must be a positive power of two, got {n}. Give `{self.src.name}` a row length that "
+                        "splits evenly over a power of two of threads")
         return batch, red_buf
 
     def _combine(self, args: LowerArgs, splits, functor, batch, local_size, partial, red_buf, warp, d, stmts) -> Any:
