@@ -185,6 +185,39 @@ def test_lanes_sharing_a_private_element_compute_each_lanes_value(arch):
     torch.testing.assert_close(b, a * 3.0)
 
 
+@T.prim_func
+def shared_global_before(A: T.Tensor((128, 4), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128):
+        tx = T.get_thread_binding()
+        B[tx] = 0.0
+        for k in T.vectorized(4):
+            B[tx] = B[tx] + A[tx, k]
+
+
+@T.prim_func
+def shared_global_expected(A: T.Tensor((128, 4), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128):
+        tx = T.get_thread_binding()
+        B[tx] = 0.0
+        for k in T.serial(4):
+            B[tx] = B[tx] + A[tx, k]
+
+
+def test_lanes_sharing_a_global_element_run_serially():
+    """Upstream main's vectorize_global_invariant_store_accumulate."""
+    _assert_splits_to(shared_global_before, shared_global_expected)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_sharing_a_global_element_accumulate_every_lane(arch):
+    # VectorizeLoop alone gave every lane B[tx] as it was before the loop: B[tx] = A[tx, 3], not the row's sum.
+    kernel = tilelang.compile(shared_global_before, target=f"musa -arch={arch}")
+    a = rand((128, 4), torch.float32)
+    b = torch.full((128,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a.sum(1))
+
+
 def bound_select():
     @T.prim_func
     def select(A: T.Tensor((128, 8), "float32"), B: T.Tensor((128, 8), "float16")):

@@ -302,8 +302,15 @@ def _reads_lane(access: Any, varying: set) -> bool:
 def stores_a_lane_invariant_private(body: Any, inner_var: Any) -> bool:
     """Whether `body` stores to a thread-private element that every lane would share (`idx = i` into a
     T.alloc_var): the lanes' writes would collide and the reads after them need each lane's own value."""
+    return stores_a_lane_invariant_element(body, inner_var, private_only=True)
+
+
+def stores_a_lane_invariant_element(body: Any, inner_var: Any, private_only: bool = False) -> bool:
+    """Whether `body` stores to an element (of any scope, or only thread-private ones) that every lane would share
+    (`B[row] = B[row] + A[row, k]` in `for k in T.vectorized(K)`): each iteration reads what the one before wrote,
+    which lanes running at once cannot."""
     for access in collect_accesses(body):
-        if access.is_store and scope_of(access.buffer) not in ("global", "shared", "shared.dyn"):
+        if access.is_store and not (private_only and scope_of(access.buffer) in ("global", "shared", "shared.dyn")):
             index = flat_index(access.buffer, access.indices)
             if substitute(index, {inner_var: tirx.const(0, "int32")}).same_as(index):
                 return True

@@ -1,9 +1,10 @@
 """LegalizeVectorizedLoops: explicit `T.vectorized` loops made into what the wheel's VectorizeLoop turns into correct
 MUSA vector code.
 
-- A loop whose body stores a thread-private element that every lane shares (`t[0] = A[tx, v]` into a local
-  `t`, an `T.alloc_var`) runs serially: VectorizeLoop would write all lanes into the one element and let every
-  lane read the last one, a wrong result. (T.Parallel's per-thread loops stay scalar for the same reason.)
+- A loop whose body stores an element that every lane shares (`t[0] = A[tx, v]` into a local `t`, an
+  `T.alloc_var`, or a global or shared one: `B[row] = B[row] + A[row, k]`) runs serially: VectorizeLoop would write
+  all lanes into the one element and let every lane read the value from before the loop, a wrong result.
+  (T.Parallel's per-thread loops stay scalar for the thread-private case.)
 - So does a loop that binds a lane-varying value and chooses with `T.if_then_else` on a lane-varying condition:
   VectorizeLoop would scalarize it around a fresh, never-bound copy of the binding (a printer error).
 - `T.vectorized(1)` is a serial loop (VectorizeLoop fails on a vector of one lane).
@@ -35,7 +36,7 @@ from tvm import tirx
 from ..ir.options import CompileOptions
 from ..ir.utils import as_int, collect_accesses, dtype_bytes, substitute, thread_info
 from ..tileop.loop_plan import (MAX_VECTOR_BYTES, lane_varying_vars, select_of_lanes_under_a_binding,
-                                stores_a_lane_invariant_private, vector_width)
+                                stores_a_lane_invariant_element, vector_width)
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
 
@@ -57,7 +58,7 @@ def legalize_vectorized_loops(func: tirx.PrimFunc, disable_vectorize: bool = Fal
         if not isinstance(node, tirx.For) or node.kind != tirx.ForKind.VECTORIZED:
             return node
         extent = as_int(node.extent)
-        if (extent == 1 or stores_a_lane_invariant_private(node.body, node.loop_var)
+        if (extent == 1 or stores_a_lane_invariant_element(node.body, node.loop_var)
                 or select_of_lanes_under_a_binding(node.body, lane_varying_vars(node.body, node.loop_var),
                                                    node.loop_var)):
             return tirx.For(node.loop_var, node.min, node.extent, tirx.ForKind.SERIAL, node.body,
