@@ -735,6 +735,29 @@ def test_prim_func_parameters_annotated_in_the_body(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_a_body_annotation_uses_a_size_the_body_declares_first(arch):
+    """Upstream main's func_attrs: `m = T.dynamic("m")` at the top of a @T.prim_func body, then `A: T.Tensor[[m],
+    ...]`; the body's m is the annotation's (one size, bound from A), and outputs shaped by it are allocated."""
+    @T.prim_func
+    def kernel(A, B, C):
+        m = T.dynamic("m")
+        A: T.Tensor[[m], T.float32]
+        B: T.Tensor[[m * 2 + 1], T.float32]
+        C: T.Tensor[[m + 1], T.float32]
+        with T.Kernel(1, threads=1):
+            for i in T.serial(m * 2 + 1):
+                B[i] = A[i % m] + 1.0
+            for i in T.serial(m + 1):
+                C[i] = T.cast(i, T.float32)
+
+    compiled = tilelang.compile(kernel, out_idx=[1, 2], target=f"musa -arch={arch}")
+    a = rand((19,), torch.float32, 30)
+    b, c = compiled(a)
+    torch.testing.assert_close(b, a.repeat(3)[:39] + 1.0)
+    torch.testing.assert_close(c, torch.arange(20, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_reshape_and_view(arch):
     M, N, K = 64, 64, 32
 

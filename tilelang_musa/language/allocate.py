@@ -10,7 +10,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as Tb
 
-from .builder import VAR_SCOPE, Param, current_trace, take_name, value
+from .builder import _TRACES, VAR_SCOPE, Param, current_trace, take_name, value
 from .early_alloc import defer, is_before_kernel
 from .outside_kernel import add_outside_kernel, ir_trace
 from .dtypes import FP4_DTYPE, DType, canonical_dtype, reject_sub_byte_int
@@ -182,7 +182,10 @@ def dynamic(names: str, dtype: str = "int32") -> Any:
     split = names.replace(",", " ").split()
     if not split:
         raise current_trace("T.dynamic").error("T.dynamic needs at least one name")
-    sizes = [tirx.Var(name, canonical_dtype(dtype)) for name in split]
+    # the first call of a name whose size a parameter annotation already used returns that size (prim_func's
+    # _body_sizes); every other call is a new size, as upstream's (test_dynamic_same_name.py)
+    declared = _TRACES[-1].body_sizes if _TRACES else {}
+    sizes = [declared.pop(name) if name in declared else tirx.Var(name, canonical_dtype(dtype)) for name in split]
     return sizes[0] if len(sizes) == 1 else tuple(sizes)
 
 

@@ -60,6 +60,7 @@ class KernelTrace:
     reducers: dict = field(default_factory=dict)  # T.alloc_reducer buffer -> its op
     reducer_seeds: dict = field(default_factory=dict)  # reducer -> the T.reducer_init seed its finalize combines
     reducer_epochs: dict = field(default_factory=dict)  # reducer -> its Epoch (reducer_epoch.py)
+    body_sizes: dict = field(default_factory=dict)  # T.dynamic name -> the size a parameter annotation already used
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     dtype_views: dict = field(default_factory=dict)  # shared tile's view as another dtype -> its T.view's location
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags

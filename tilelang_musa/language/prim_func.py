@@ -210,15 +210,41 @@ def _body_annotations(parsed: ParsedKernel, params: tuple[str, ...]) -> dict[str
             and stmt.target.id in params}
 
 
-def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign) -> Any:
+_SIZE_CONSTRUCTORS = ("dynamic", "symbolic")
+
+
+def _body_sizes(parsed: ParsedKernel) -> dict[str, Any]:
+    """`m = T.dynamic("m")` statements at the top level of the body (upstream's lazy form declares a parameter's
+    sizes so, then annotates it: `A: T.Tensor[[m], T.float32]`): evaluated before the body runs, so that the
+    annotations may use them. The body's own T.dynamic("m") then returns the same size (trace.body_sizes)."""
+    namespace, sizes = _annotation_namespace(parsed), {}
+    for stmt in parsed.tree.body:
+        value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr in _SIZE_CONSTRUCTORS):
+            continue
+        try:
+            made = eval(compile(ast.Expression(value), parsed.filename, "eval"), namespace)  # noqa: S307
+        except Exception:  # noqa: BLE001 - not a size of the signature's: the body reports it when it runs
+            continue
+        target = stmt.targets[0]
+        names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+        made = made if isinstance(made, tuple) else (made,)
+        if len(names) == len(made) and all(isinstance(n, ast.Name) for n in names):
+            sizes.update({n.id: v for n, v in zip(names, made)})
+    return sizes
+
+
+def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign, sizes: dict[str, Any]) -> Any:
     """The in-body annotation of parameter `name`, evaluated before the body runs (parameters come first, in
-    signature order): it may use the function's globals and closure, not the body's own variables."""
+    signature order): it may use the function's globals and closure and the body's top-level T.dynamic sizes
+    (_body_sizes), not the body's other variables."""
     try:
         return eval(compile(ast.Expression(stmt.annotation), parsed.filename, "eval"),  # noqa: S307
-                    _annotation_namespace(parsed))
+                    {**_annotation_namespace(parsed), **sizes})
     except NameError as err:
         raise CompileError(f"the annotation of parameter `{name}` must use names defined outside the kernel body "
-                           f"(its closure or module): {err}", SourceLoc(parsed.filename, stmt.lineno)) from None
+                           f"(its closure or module) or by a `m = T.dynamic(\"m\")` at its top level: {err}", SourceLoc(parsed.filename, stmt.lineno)) from None
 
 
 def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
@@ -228,6 +254,8 @@ def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
     line = parsed.tree.lineno
 
     in_body = _body_annotations(parsed, tuple(sig.parameters))
+    sizes = _body_sizes(parsed) if in_body else {}
+    trace.body_sizes = {size.name: size for size in sizes.values() if isinstance(size, tirx.Var)}
 
     def body():
         args = []
@@ -239,7 +267,7 @@ def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
                         f"parameter `{name}` of @T.prim_func `{parsed.name}` needs an annotation such as "
                         "T.Tensor((M, N), 'float16') or T.int32 (in the signature, or `{name}: ...` in the body)",
                         SourceLoc(parsed.filename, line))
-                annotation = _eval_body_annotation(parsed, name, in_body[name])
+                annotation = _eval_body_annotation(parsed, name, in_body[name], sizes)
             else:
                 annotation = _annotation(parsed, param)
             args.append(make_param(trace, name, annotation))
