@@ -25,6 +25,7 @@ from .config_index_bitwidth import ConfigIndexBitwidth
 from .fit_pipeline_stages import run_fitting_stages
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
+from .fold_cp_async_lanes import FoldCpAsyncLanes
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
 from .hoist_invariant_if import HoistInvariantIf
@@ -104,6 +105,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider
             # pieces).
             FuseAsyncCopyLanes(),
+            # T.ptx_cp_async lanes of a T.vectorized loop become one 4/8/16-byte copy (upstream's fold).
+            FoldCpAsyncLanes(),
         )),
         Phase("LowerTileOps", "no tile op left: fragments laid out, every loop over them planned per thread", (
             # A T.copy load that one thread runs (`if tx == 768: T.copy(q[...], q_s)`) is a TME load where the TME
