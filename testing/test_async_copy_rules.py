@@ -1,0 +1,197 @@
+"""The rules of upstream's and Moore Threads' raw asynchronous copies (their access_ptr_codegen file):
+`T.ptx_cp_async` of n elements per lane of a `T.vectorized(L)` loop folds into one LDLMS copy of L * n elements
+(FoldCpAsyncLanes; bytes from the logical element count), refused at the line where it cannot; `T.async_copy` commits
+without waiting, copies global -> shared only (an AsyncCopyScopeError, an InternalError too, when compiled) and
+zero-fills its out-of-bounds pieces; plain SIMT copies are never made asynchronous (TL_ENABLE_ASYNC_COPY governs
+the pipelined loads only). Printed on mp_22 and mp_31 (the archs with LDLMS copies) and run in the simulator."""
+
+import functools
+import re
+
+import pytest
+import torch
+import tvm
+
+import tilelang
+import tilelang.language as T
+from conftest import poison, rand
+from tilelang_musa.launcher import KernelLaunchError
+from tilelang_musa.tileop.async_copy import AsyncCopyScopeError
+
+ARCHS = ["mp_22", "mp_31"]
+THREADS = 32
+
+
+def lane_copies(dtype: str, lanes: int, wait: bool = True):
+    """Each thread copies its run of `lanes` elements into S one element per lane, waits, and the block writes
+    S rotated by 8 elements to B (each thread reads other threads' runs)."""
+    n = THREADS * lanes
+
+    @T.prim_func
+    def lanes_1d(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((n,), dtype)
+            for v in T.vectorized(lanes):
+                T.ptx_cp_async(T.access_ptr(S[tx * lanes + v], "w", 1), T.access_ptr(A[tx * lanes + v], "r", 1), 1)
+            T.ptx_commit_group()
+            if wait:
+                T.ptx_wait_group(0)
+            else:
+                T.sync_threads()
+            for i in T.Parallel(n):
+                B[i] = S[(i + 8) % n]
+
+    return lanes_1d
+
+
+def lane_copies_2d(dtype: str, rows: int, cols: int, lanes: int):
+    """A (rows, cols) tile copied in runs of `lanes` elements along its rows, each lane two elements (a 2-element
+    lane copy of 4 bytes for float16: folded all the same), rows gathered in reverse."""
+
+    @T.prim_func
+    def lanes_2d(A: T.Tensor((rows, cols), dtype), B: T.Tensor((rows, cols), dtype)):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((rows, cols), dtype)
+            for k in T.serial(rows * cols // (THREADS * lanes * 2)):
+                run = k * THREADS + tx
+                r, c = run // (cols // (lanes * 2)), run % (cols // (lanes * 2)) * lanes * 2
+                for v in T.vectorized(lanes):
+                    T.ptx_cp_async(T.access_ptr(S[r, c + v * 2], "w", 2),
+                                   T.access_ptr(A[rows - 1 - r, c + v * 2], "r", 2), 2)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.copy(S, B)
+
+    return lanes_2d
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(kind: str, arch: str, dtype: str, lanes: int):
+    program = lane_copies(dtype, lanes) if kind == "1d" else lane_copies_2d(dtype, 16, 64, lanes)
+    return tilelang.compile(program, target=f"musa -arch={arch}")
+
+
+def _copy_calls(source: str) -> list[str]:
+    return re.findall(r"tl::cp_async_gs\w*<\d+>", source)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype,lanes,nbytes", [("float16", 4, 8), ("bfloat16", 8, 16), ("int8", 4, 4),
+                                                ("uint8", 16, 16)])
+def test_lanes_of_one_element_fold_into_one_copy(arch, dtype, lanes, nbytes, monkeypatch):
+    kernel = compiled("1d", arch, dtype, lanes)
+    source = kernel.get_kernel_source()
+    assert _copy_calls(source) == [f"tl::cp_async_gs<{nbytes}>"]
+    assert re.search(rf"tl::cp_async_gs<{nbytes}>\(&\w+\[\(?\(?\(int\)threadIdx.x\)? \* {lanes}\)?\], "
+                     rf"&A\[\(?\(?\(int\)threadIdx.x\)? \* {lanes}\)?\]\)", source), source
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    torch_dtype = getattr(torch, dtype)
+    n = THREADS * lanes
+    if dtype in ("int8", "uint8"):
+        a = torch.randint(-128 if dtype == "int8" else 0, 128, (n,), generator=torch.Generator().manual_seed(lanes),
+                          dtype=torch.int32).to(torch_dtype)
+        b = torch.full((n,), 77, dtype=torch_dtype)
+    else:
+        a, b = rand((n,), torch_dtype, lanes), poison((n,), torch_dtype)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.roll(a, -8), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_of_two_elements_along_rows_of_a_2d_tile(arch):
+    kernel = compiled("2d", arch, "float16", 4)
+    assert _copy_calls(kernel.get_kernel_source()) == ["tl::cp_async_gs<16>"]
+    a, b = rand((16, 64), torch.float16, 3), poison((16, 64), torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.flip(0), rtol=0, atol=0)
+
+
+def test_a_missing_wait_after_folded_lanes_is_caught_in_checked_mode(monkeypatch):
+    kernel = tilelang.compile(lane_copies("float16", 4, wait=False), target="musa -arch=mp_31")
+    assert "tl::cp_async_wait" not in kernel.get_kernel_source()
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    with pytest.raises(KernelLaunchError, match=r"read of shared memory at byte \d+ of `S` .* while an asynchronous "
+                                                r"copy \(__musa_memcpy_g2s\) .* has not completed"):
+        kernel(rand((128,), torch.float16, 2), poison((128,), torch.float16))
+
+
+def _compile_lanes(lane_copy, lanes: int = 4, arch: str = "mp_31"):
+    @T.prim_func
+    def bad(A: T.Tensor((256,), "float16"), B: T.Tensor((256,), "float16")):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((256,), "float16")
+            for v in T.vectorized(lanes):
+                lane_copy(S, A, tx, v)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            B[tx] = S[tx]
+
+    return tilelang.compile(bad, target=f"musa -arch={arch}")
+
+
+@pytest.mark.parametrize("lane_copy,lanes,why", [
+    (lambda S, A, tx, v: T.ptx_cp_async(T.access_ptr(S[tx * 8 + v * 2], "w"), T.access_ptr(A[tx * 8 + v], "r"), 1),
+     4, r"the lanes' elements are not 1 apart in both tensors"),
+    (lambda S, A, tx, v: T.ptx_cp_async(T.access_ptr(S[tx * 4 + v], "w"), T.access_ptr(A[tx * 4 + v], "r"), 1),
+     3, r"3 lanes of 1 make 3 elements of float16, not 4, 8 or 16 bytes"),
+    (lambda S, A, tx, v: T.ptx_cp_async(T.access_ptr(S[tx * 4 + v + 1], "w"), T.access_ptr(A[tx * 4 + v], "r"), 1),
+     4, r"the run of 4 elements does not provably start at a multiple of its length"),
+    (lambda S, A, tx, v: T.ptx_cp_async(T.access_ptr(S[tx * 4 + v], "w"), T.access_ptr(A[tx * 4 + v], "r"), 1,
+                                        predicate=v < 2),
+     4, r"its predicate depends on the lane `v`"),
+])
+def test_lanes_that_do_not_fold_are_errors_at_the_line(lane_copy, lanes, why):
+    with pytest.raises(tilelang.CompileError, match=r"lane_copy(.|\n)*T.ptx_cp_async: 1 elements of float16: an "
+                                                    rf"LDLMS copy moves 4, 8 or 16 bytes; in T.vectorized\({lanes}\) "
+                                                    rf"over `v`, its lanes do not fold into one copy: {why}"):
+        _compile_lanes(lane_copy, lanes)
+
+
+def test_a_lone_small_copy_outside_a_vectorized_loop_is_an_error():
+    @T.prim_func
+    def lone(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "float16")
+            T.ptx_cp_async(T.access_ptr(S[tx], "w"), T.access_ptr(A[tx], "r"), 1)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            B[tx] = S[tx]
+
+    with pytest.raises(tilelang.CompileError, match=r"T.ptx_cp_async\(T.access_ptr\(S\[tx\](.|\n)*1 elements of "
+                                                    r"float16: an LDLMS copy moves 4, 8 or 16 bytes; fewer elements "
+                                                    r"fold into one copy only as the lanes of a T.vectorized loop"):
+        tilelang.compile(lone, target="musa -arch=mp_22")
+
+
+def test_lanes_that_already_are_copies_stay_per_lane_unless_the_fold_is_aligned():
+    """Two 8-byte lanes: folded into one 16-byte copy at an even run, kept per lane at an odd one (each lane is an
+    aligned copy by itself, the pair would not be)."""
+    def program(offset: int):
+        @T.prim_func
+        def pairs(A: T.Tensor((THREADS * 8 + 4,), "float16"), B: T.Tensor((THREADS * 8,), "float16")):
+            with T.Kernel(1, threads=THREADS):
+                tx = T.get_thread_binding()
+                S = T.alloc_shared((THREADS * 8 + 4,), "float16")
+                for v in T.vectorized(2):
+                    T.ptx_cp_async(T.access_ptr(S[tx * 8 + offset + v * 4], "w"),
+                                   T.access_ptr(A[tx * 8 + offset + v * 4], "r"), 4)
+                T.ptx_commit_group()
+                T.ptx_wait_group(0)
+                for i in T.Parallel(THREADS * 8):
+                    B[i] = S[(i + 9) % (THREADS * 8) + offset]
+
+        return tilelang.compile(pairs, target="musa -arch=mp_31")
+
+    for offset, nbytes, per_lane in ((0, 16, False), (4, 8, True)):
+        kernel = program(offset)
+        source = kernel.get_kernel_source()
+        assert _copy_calls(source) == [f"tl::cp_async_gs<{nbytes}>"]
+        assert bool(re.search(r"for \(int v\w* = 0; v\w* < 2; \+\+v\w*\) \{\s*tl::cp_async_gs<8>", source)) == per_lane
+        a, b = rand((THREADS * 8 + 4,), torch.float16, offset), poison((THREADS * 8,), torch.float16)
+        kernel(a, b)
+        expect = torch.roll(a[offset:offset + THREADS * 8], -9)
+        torch.testing.assert_close(b, expect, rtol=0, atol=0)
