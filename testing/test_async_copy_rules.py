@@ -195,3 +195,121 @@ def test_lanes_that_already_are_copies_stay_per_lane_unless_the_fold_is_aligned(
         kernel(a, b)
         expect = torch.roll(a[offset:offset + THREADS * 8], -9)
         torch.testing.assert_close(b, expect, rtol=0, atol=0)
+
+
+def async_copy_tile(n: int, wait: bool):
+    """Moore Threads' kernel: `T.async_copy(A[0:n], S)`, then (with `wait`) the user's wait, then S copied out."""
+
+    @T.prim_func
+    def tile(A: T.Tensor((n,), "float16"), B: T.Tensor((n,), "float16")):
+        with T.Kernel(1, threads=1):
+            S = T.alloc_shared((n,), "float16")
+            T.async_copy(A[0:n], S)
+            if wait:
+                T.ptx_wait_group(0)
+            T.copy(S, B[0:n])
+
+    return tile
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_async_copy_commits_its_group_and_leaves_the_wait_to_the_user(arch, monkeypatch):
+    for wait in (True, False):
+        kernel = tilelang.compile(async_copy_tile(4, wait), target=f"musa -arch={arch}")
+        source = kernel.get_kernel_source()
+        assert re.search(r"tl::cp_async_gs<8>\(&S\[0\], &A\[0\]\);\s*tl::cp_async_commit\(\);", source)
+        assert source.count("tl::cp_async_wait") == (1 if wait else 0), "only the user's wait"
+        monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+        a, b = rand((4,), torch.float16, 4), poison((4,), torch.float16)
+        if wait:
+            kernel(a, b)
+            torch.testing.assert_close(b, a, rtol=0, atol=0)
+        else:  # S is read before the copy has landed: the race checked mode exists to catch
+            with pytest.raises(KernelLaunchError, match=r"read of shared memory .* of `S` .* while an asynchronous "
+                                                        r"copy \(__musa_memcpy_g2s\) .* has not completed"):
+                kernel(a, b)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_async_copy_out_of_bounds_rows_are_predicated_zero_fills(arch):
+    M, K, BM = 130, 32, 128
+
+    @T.prim_func
+    def rows(A: T.Tensor((M, K), "float16"), B: T.Tensor((2 * BM, K), "float16")):
+        with T.Kernel(T.ceildiv(M, BM), threads=128) as pid_m:
+            S = T.alloc_shared((BM, K), "float16")
+            T.async_copy(A[pid_m * BM:(pid_m + 1) * BM, 0:K], S)
+            T.ptx_wait_group(0)
+            T.copy(S, B[pid_m * BM:(pid_m + 1) * BM, 0:K])
+
+    kernel = tilelang.compile(rows, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::cp_async_gs_conditional<16>(" in source and source.count("tl::cp_async_wait") == 1
+    a, b = rand((M, K), torch.float16, 6), poison((2 * BM, K), torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.cat([a, torch.zeros((2 * BM - M, K), dtype=torch.float16)]), rtol=0, atol=0)
+
+
+def _scoped_async_copy(kind: str):
+    @T.prim_func
+    def scoped(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=32):
+            S0 = T.alloc_shared((64,), "float16")
+            S1 = T.alloc_shared((64,), "float16")
+            F = T.alloc_fragment((64,), "float16")
+            T.copy(A, S0)
+            T.copy(A, F)
+            if kind == "shared_to_shared":
+                T.async_copy(S0, S1)
+            elif kind == "global_to_global":
+                T.async_copy(A, B)
+            elif kind == "fragment_to_shared":
+                T.async_copy(F, S1)
+            else:
+                T.async_copy(S0, B)
+            T.copy(S1, B)
+
+    return scoped
+
+
+@pytest.mark.parametrize("kind,operands", [
+    ("shared_to_shared", r"`S0` \(shared.dyn\) -> `S1` \(shared.dyn\)"),
+    ("global_to_global", r"`A` \(global\) -> `B` \(global\)"),
+    ("fragment_to_shared", r"`F` \(local.fragment\) -> `S1` \(shared.dyn\)"),
+    ("shared_to_global", r"`S0` \(shared.dyn\) -> `B` \(global\)"),
+])
+def test_async_copy_between_other_memories_is_an_error_when_compiled(kind, operands):
+    program = _scoped_async_copy(kind)  # defining it is fine: lowering refuses it, where upstream's does
+    for error in (AsyncCopyScopeError, tvm.error.InternalError, tilelang.CompileError):
+        with pytest.raises(error, match=r"T.async_copy\((.|\n)*T\.async_copy only supports global->shared/shared\.dyn "
+                                        rf"copies: {operands}"):
+            tilelang.compile(program, target="musa -arch=mp_31")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("enable", [True, False])
+def test_plain_simt_copies_to_shared_are_never_made_asynchronous(arch, enable):
+    """Only the loads T.Pipelined moves to an earlier stage become LDLMS copies (TL_ENABLE_ASYNC_COPY=False keeps
+    them synchronous: test_software_pipeline.py); a T.Parallel copy into a shared tile stays plain loads and stores
+    whatever the key, and T.async_copy / T.ptx_cp_async stay asynchronous whatever it says."""
+    @T.prim_func
+    def simt(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            R = T.alloc_shared((128,), "float32")
+            for i in T.Parallel(128):
+                S[i] = A[i]
+            T.async_copy(A, R)
+            T.ptx_wait_group(0)
+            B[tx] = S[127 - tx]
+            C[tx] = R[(tx + 1) % 128]
+
+    kernel = tilelang.compile(simt, target=f"musa -arch={arch}",
+                              pass_configs={tilelang.PassConfigKey.TL_ENABLE_ASYNC_COPY: enable})
+    source = kernel.get_kernel_source()
+    assert _copy_calls(source) == ["tl::cp_async_gs<16>"] and "&R[" in source and "&S[" not in source
+    a, b, c = rand((128,), torch.float32, 8), poison((128,), torch.float32), poison((128,), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(b, a.flip(0), rtol=0, atol=0)
+    torch.testing.assert_close(c, torch.roll(a, -1), rtol=0, atol=0)
