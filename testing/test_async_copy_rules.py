@@ -313,3 +313,53 @@ def test_plain_simt_copies_to_shared_are_never_made_asynchronous(arch, enable):
     kernel(a, b, c)
     torch.testing.assert_close(b, a.flip(0), rtol=0, atol=0)
     torch.testing.assert_close(c, torch.roll(a, -1), rtol=0, atol=0)
+
+
+def fp4_lanes():
+    """Each of 8 threads copies 32 float4_e2m1fn elements (16 bytes) one element per lane; B is S rotated by 64."""
+
+    @T.prim_func
+    def fp4_copy(A: T.Tensor((256,), "float4_e2m1fn"), B: T.Tensor((256,), "float4_e2m1fn")):
+        with T.Kernel(1, threads=8):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((256,), "float4_e2m1fn")
+            for v in T.vectorized(32):
+                T.ptx_cp_async(T.access_ptr(S[tx * 32 + v], "w", 1), T.access_ptr(A[tx * 32 + v], "r", 1), 1)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for i in T.Parallel(256):
+                B[i] = S[(i + 64) % 256]
+
+    return fp4_copy
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sub_byte_lanes_fold_by_their_bits(arch, monkeypatch):
+    """32 fp4 lanes are 16 bytes (the logical element count in bits, not one byte a lane); the fp4 tiles are byte
+    tiles, so the copy moves bytes tx * 16 on."""
+    kernel = tilelang.compile(fp4_lanes(), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert _copy_calls(source) == ["tl::cp_async_gs<16>"]
+    assert re.search(r"tl::cp_async_gs<16>\(&buf_dyn_shmem\[\(\(int\)threadIdx.x\) \* 16\], "
+                     r"&A\[\(\(int\)threadIdx.x\) \* 16\]\)", source), source
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    a = torch.randint(0, 256, (128,), generator=torch.Generator().manual_seed(9), dtype=torch.int32).to(torch.uint8)
+    b = torch.full((128,), 0xEE, dtype=torch.uint8)
+    kernel(a, b)  # the fp4 tensors are passed as their bytes: element 2k in the low nibble of byte k
+    torch.testing.assert_close(b, torch.roll(a, -32), rtol=0, atol=0)
+
+
+def test_an_odd_fp4_element_has_no_address():
+    @T.prim_func
+    def odd(A: T.Tensor((256,), "float4_e2m1fn"), B: T.Tensor((256,), "float16")):
+        with T.Kernel(1, threads=8):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((288,), "float4_e2m1fn")
+            T.ptx_cp_async(T.access_ptr(S[tx * 8 + 1], "w"), T.access_ptr(A[tx * 8], "r"), 8)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            B[tx] = T.cast(S[tx], "float16")
+
+    with pytest.raises(tilelang.CompileError, match=r"the address of `S\[.*\]`: an address into a float4_e2m1fn "
+                                                    r"tensor must be of a provably even element"):
+        tilelang.compile(odd, target="musa -arch=mp_31")

@@ -14,6 +14,7 @@ with x now a uint8 buffer (the parameter's last dim halved, its other strides ha
 the nibble with atomics on the aligned 32-bit word holding the byte, so threads writing the two nibbles of one byte
 do not race (src/tl_templates/musa/atomic.h). A select between fp4 values (a bounds guard's `if_then_else(c, x[i],
 0)`) is decoded or encoded branch by branch, and an element only read (`T.evaluate(x[i])`) is decoded for nothing.
+The address of an even element, `&x[i]` (a T.ptx_cp_async copy's operand), is that of byte i >> 1.
 Any other use of an fp4 value is fp4 arithmetic: a CompileError.
 
 Runs after FlattenBuffer (flat indices) and before VectorizeLoop: the helpers are scalar calls, so a loop vectorized
@@ -115,7 +116,7 @@ class _Fp4Rewriter:
         self.kernel = kernel
         self.handlers = [(tirx.Cast, self.on_cast), (tirx.BufferStore, self.on_store), (tirx.DeclBuffer, self.on_decl),
                          (tirx.AllocBuffer, self.on_alloc), (tirx.Evaluate, self.on_evaluate),
-                         (TensorLoad, self.on_load), (Var, self.on_var)]
+                         (tvm.ir.Call, self.on_call), (TensorLoad, self.on_load), (Var, self.on_var)]
 
     def fail(self, node: Any, what: str) -> CompileError:
         return CompileError(f"kernel `{self.kernel}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic "
@@ -225,6 +226,23 @@ class _Fp4Rewriter:
         if node.buffer not in self.remap:
             return mutator.default_mutate(node)
         return tirx.AllocBuffer(self.remap[node.buffer], node.annotations)
+
+    def on_call(self, node: Any, mutator: Any) -> Any:
+        """`&x[i]` (an LDLMS copy's operand): the address of byte i / 2, where i is provably even (an odd element is
+        the high nibble of its byte, which has no address)."""
+        if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.address_of"
+                and isinstance(node.args[0], TensorLoad) and node.args[0].source in self.remap):
+            return mutator.default_mutate(node)
+        load = node.args[0]
+        byte, _ = self.nibble(load)
+        index = load.indices[0] if len(load.indices) == 1 else None
+        mod = tvm.sym.Analyzer().modular_set(index) if index is not None else None
+        if byte.source in self.unpacked or mod is None or mod.coeff % 2 or mod.base % 2:
+            raise CompileError(f"kernel `{self.kernel}`: the address of `{load}`: an address into a {FP4} tensor "
+                               "must be of a provably even element of a tensor or shared tile (two elements a byte, "
+                               "the odd one in the high nibble)", stage="LowerFP4Storage")
+        byte_index = tvm.sym.Analyzer().simplify(tirx.floordiv(self.rewrite(index), 2))
+        return tirx.address_of(tirx.BufferLoad(byte.source, [byte_index]))
 
     def on_var(self, node: Any, mutator: Any) -> Any:
         return self.remap.get(node, node)
