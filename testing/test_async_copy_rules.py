@@ -15,6 +15,7 @@ import tvm
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
+from tilelang_musa.errors import UnsupportedError
 from tilelang_musa.launcher import KernelLaunchError
 from tilelang_musa.tileop.async_copy import AsyncCopyScopeError
 
@@ -363,3 +364,64 @@ def test_an_odd_fp4_element_has_no_address():
     with pytest.raises(tilelang.CompileError, match=r"the address of `S\[.*\]`: an address into a float4_e2m1fn "
                                                     r"tensor must be of a provably even element"):
         tilelang.compile(odd, target="musa -arch=mp_31")
+
+
+
+def int4_lanes(dtype: str):
+    """Moore Threads' int4 kernel, run: 8 threads each copy 32 int4 lanes (16 bytes) into S; the block reads S's
+    bytes (a uint8 view) rotated by 16 into B. int4 tensors are packed storage whose bytes only move (element 2k in
+    the low nibble of byte k), passed as uint8 or int8 tensors of half the elements."""
+
+    @T.prim_func
+    def int4_copy(A: T.Tensor((256,), dtype), B: T.Tensor((128,), "uint8")):
+        with T.Kernel(1, threads=8):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((256,), dtype)
+            for v in T.vectorized(32):
+                T.ptx_cp_async(T.access_ptr(S[tx * 32 + v], "w", 1), T.access_ptr(A[tx * 32 + v], "r", 1), 1)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            S_bytes = T.view(S, (128,), dtype="uint8")
+            for i in T.Parallel(128):
+                B[i] = S_bytes[(i + 16) % 128]
+
+    return int4_copy
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["int4", "uint4"])
+def test_int4_lanes_fold_into_16_byte_copies_of_the_packed_bytes(arch, dtype, monkeypatch):
+    kernel = tilelang.compile(int4_lanes(dtype), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert _copy_calls(source) == ["tl::cp_async_gs<16>"]
+    assert re.search(r"tl::cp_async_gs<16>\(&\w+\[\(\(int\)threadIdx.x\) \* 16\], &A\[\(\(int\)threadIdx.x\) \* 16\]\)",
+                     source), source
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    gen = torch.Generator().manual_seed(11)
+    a = torch.randint(-128, 128, (128,), generator=gen, dtype=torch.int32).to(torch.int8)  # upstream passes int8
+    b = torch.full((128,), 0xEE, dtype=torch.uint8)
+    kernel(a, b)
+    torch.testing.assert_close(b, torch.roll(a.view(torch.uint8), -16), rtol=0, atol=0)
+    kernel(a.view(torch.uint8), b)  # or their bytes as uint8
+    torch.testing.assert_close(b, torch.roll(a.view(torch.uint8), -16), rtol=0, atol=0)
+
+
+def test_int4_elements_are_errors_only_their_bytes_move():
+    def copied(kind: str):
+        @T.prim_func
+        def elements(A: T.Tensor((128,), "int4"), B: T.Tensor((128,), "int8")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((128,), "int4")
+                if kind == "copy":
+                    T.copy(A, S)
+                else:
+                    T.fill(S, 0)
+
+        return elements
+
+    with pytest.raises(UnsupportedError, match=r"T.copy: `A` is int4, a sub-byte integer, whose elements a MUSA "
+                                                r"kernel cannot copy one by one"):
+        copied("copy")
+    with pytest.raises(UnsupportedError, match=r"accesses an element of a int4 tensor, a sub-byte integer(.|\n)*"
+                                                    r"its bytes may only be copied \(T.ptx_cp_async\)"):
+        tilelang.compile(copied("fill"), target="musa -arch=mp_31")
