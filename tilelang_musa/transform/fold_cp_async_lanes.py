@@ -21,6 +21,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..ir.utils import as_int, flat_index, substitute
+from ..tileop.access_ptr import access_ptr as access_ptr_of
 from ..tileop.access_ptr import as_access
 from ..tileop.ptx_cp_async import copy_bytes_of, copy_loc, cp_async_elems, cp_async_ptr_call
 from .pass_base import tl_pass
@@ -57,7 +58,8 @@ def _run_start(access_ptr: Any, lane: Any, start: Any, lanes: int, elems: int) -
     mod = ana.modular_set(ana.simplify(first))
     run = elems * lanes
     aligned = mod.base % run == 0 if mod.coeff % run == 0 else None
-    return substitute(access_ptr, {lane: start}), aligned
+    first_element = element.source[tuple(ana.simplify(substitute(i, {lane: start})) for i in element.indices)]
+    return access_ptr_of(first_element, access.rw), aligned
 
 
 def _fold(call: Any, loop: tirx.For, lanes: int) -> Any:
