@@ -425,3 +425,43 @@ def test_int4_elements_are_errors_only_their_bytes_move():
     with pytest.raises(UnsupportedError, match=r"accesses an element of a int4 tensor, a sub-byte integer(.|\n)*"
                                                     r"its bytes may only be copied \(T.ptx_cp_async\)"):
         tilelang.compile(copied("fill"), target="musa -arch=mp_31")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_folded_lanes_into_a_gemm_operand_write_the_swizzled_run(arch):
+    """Rows of KV gathered by an index tensor into the gemm's B tile, 8 bfloat16 lanes of one element per copy: the
+    fold is one 16-byte copy to the element's address under the tile's layout (mp_31's swizzle; checked contiguous
+    in it by LowerSharedLayout), and C = A @ KV[idx]^T."""
+    M, K, BN, ROWS = 64, 64, 64, 256
+
+    @T.prim_func
+    def gather_gemm(A: T.Tensor((M, K), "bfloat16"), KV: T.Tensor((ROWS, K), "bfloat16"),
+                    Idx: T.Tensor((BN,), "int32"), C: T.Tensor((M, BN), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            A_s = T.alloc_shared((M, K), "bfloat16")
+            B_s = T.alloc_shared((BN, K), "bfloat16")
+            C_l = T.alloc_fragment((M, BN), "float32")
+            T.copy(A, A_s)
+            for r in T.serial(4):
+                row = Idx[r * 16 + tx // 8]
+                for v in T.vectorized(8):
+                    T.ptx_cp_async(T.access_ptr(B_s[r * 16 + tx // 8, tx % 8 * 8 + v], "w", 1),
+                                   T.access_ptr(KV[row, tx % 8 * 8 + v], "r", 1), 1)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.clear(C_l)
+            T.gemm(A_s, B_s, C_l, transpose_B=True)
+            T.copy(C_l, C)
+
+    kernel = tilelang.compile(gather_gemm, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert _copy_calls(source) == ["tl::cp_async_gs<16>"]
+    copy_line = next(line for line in source.splitlines() if "tl::cp_async_gs" in line)
+    swizzled = re.search(r"tl::cp_async_gs<16>\(&B_s\[.* \^ .*\], &KV\[", copy_line)
+    assert bool(swizzled) == (arch == "mp_31"), copy_line  # the mp_31 gemm's tile is swizzled; mp_22's row-major
+    a, kv = rand((M, K), torch.bfloat16, 13), rand((ROWS, K), torch.bfloat16, 14)
+    idx = torch.randperm(ROWS, generator=torch.Generator().manual_seed(15))[:BN].to(torch.int32)
+    c = poison((M, BN), torch.float32)
+    kernel(a, kv, idx, c)
+    torch.testing.assert_close(c, a.float() @ kv[idx.long()].float().T, rtol=1e-3, atol=1e-3)

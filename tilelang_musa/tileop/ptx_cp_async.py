@@ -2,7 +2,8 @@
 address, printed as `tl::cp_async_gs<Bytes>(dst, src)` (`tl::cp_async_gs_conditional<Bytes>(dst, src, pred)` with a
 predicate: zeros when it is false), the LDLMS copy T.async_copy issues (tl_templates/musa/async_copy.h), under
 upstream's and Moore Threads' name. The call carries the `tl.ptx_cp_async` attribute, which tells it from
-T.async_copy's pieces.
+T.async_copy's pieces, and its element count. A copy of fewer bytes (one element a lane of a T.vectorized loop) is
+a lane copy until FoldCpAsyncLanes (transform/fold_cp_async_lanes.py) folds the lanes into one copy or refuses it.
 
 The destination is the address of a shared tile element; when the tile is stored in a layout (a gemm's swizzle),
 LowerSharedLayout takes the address of the element under it, and the copy's bytes must be the next n elements of
