@@ -51,3 +51,26 @@ def pairs_before(A: T.Tensor((256,), "float16")):
 def test_whole_copies_that_would_fold_misaligned_stay_per_lane():
     """Each lane is an aligned 8-byte copy; the 16-byte pair would start at element 8 tx + 4."""
     tvm.ir.assert_structural_equal(fold_cp_async_lanes(pairs_before), pairs_before)
+
+
+@T.prim_func
+def nested_before(A: T.Tensor((256,), "float16")):
+    with T.Kernel(1, threads=32):
+        S = T.alloc_shared((256,), "float16")
+        tx = T.get_thread_binding()
+        for a in T.vectorized(2):
+            for b in T.vectorized(4):
+                T.ptx_cp_async(T.access_ptr(S[tx * 8 + a * 4 + b], "w"), T.access_ptr(A[tx * 8 + a * 4 + b], "r"), 1)
+
+
+@T.prim_func
+def nested_expected(A: T.Tensor((256,), "float16")):
+    with T.Kernel(1, threads=32):
+        S = T.alloc_shared((256,), "float16")
+        tx = T.get_thread_binding()
+        T.ptx_cp_async(T.access_ptr(S[tx * 8], "w"), T.access_ptr(A[tx * 8], "r"), 8)
+
+
+def test_nested_vectorized_lanes_fold_level_by_level():
+    """4 lanes of 1 element are an 8-byte copy; 2 lanes of those, 16 bytes from element 8 tx: one copy."""
+    _assert_folds_to(nested_before, nested_expected)

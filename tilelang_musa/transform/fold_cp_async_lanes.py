@@ -108,8 +108,9 @@ def _fold_loop(loop: tirx.For) -> Any:
 
 def fold_cp_async_lanes(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def on_for(node: tirx.For, mutator: Any) -> Any:
-        folded = _fold_loop(node)
-        return folded if folded is not None else mutator.default_mutate(node)
+        node = mutator.default_mutate(node)  # inner lanes first: nested T.vectorized loops fold level by level
+        folded = _fold_loop(node) if isinstance(node, tirx.For) else None
+        return folded if folded is not None else node
 
     func = tvm_ffi.structural_mutate(func, [(tirx.For, on_for)])
 
