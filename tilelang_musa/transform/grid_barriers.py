@@ -66,7 +66,7 @@ def _check_conditions(func: tirx.PrimFunc) -> tirx.PrimFunc:
         mentioned: list[Any] = []
         tvm_ffi.structural_walk(node.condition, [(Var, lambda v: mentioned.append(v) if v in index_vars else None)])
         barriers = _barriers(node.then_case) + ([] if node.else_case is None else _barriers(node.else_case))
-        if mentioned and barriers:
+        if mentioned and barriers and not _reads_memory(node.condition):
             raise CompileError(
                 f"T.sync_grid() sits under `if {node.condition}`, a condition on the thread or block index "
                 f"`{mentioned[0]}`: the threads it excludes never reach the grid barrier, which every thread of every "

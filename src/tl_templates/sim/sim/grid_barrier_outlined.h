@@ -92,13 +92,16 @@ class GridBarrier {
     for (;;) {
       // released_ stays this generation's until the next one completes, which needs this block's arrival
       if (generation_ != generation) return released_;
+      // a deadlock, once seen, is every waiting block's error (the launch reports the lowest block's)
+      if (!deadlock_.seen && finished_ > 0 && arrived_ + finished_ == blocks_)
+        deadlock_ = {true, arrived_, finished_, first_finished_};
+      if (deadlock_.seen) Deadlock(block, lock, file, line);
       if (failed_->load(std::memory_order_relaxed)) {
         abandoned_[id] = 1;
         lock.unlock();
         block.Fail(musaErrorLaunchFailure, "abandoned its wait at the grid barrier (%s:%d): another block failed",
                    SourceName(file), line);
       }
-      if (finished_ > 0 && arrived_ + finished_ == blocks_) Deadlock(block, lock, file, line);
       block.NoteProgress();  // waiting on other blocks is not a stall of this worker (the watchdog)
       changed_.wait_for(lock, std::chrono::milliseconds(20));
     }
@@ -106,7 +109,7 @@ class GridBarrier {
 
  private:
   [[noreturn]] void Deadlock(BlockRunner& block, std::unique_lock<std::mutex>& lock, const char* file, int line) {
-    const uint64_t waiting = arrived_, ended = finished_, first = first_finished_;
+    const uint64_t waiting = deadlock_.waiting, ended = deadlock_.ended, first = deadlock_.first;
     lock.unlock();
     const unsigned gx = grid_.x, gy = grid_.y;
     block.Fail(musaErrorLaunchFailure,
@@ -127,6 +130,10 @@ class GridBarrier {
   uint64_t arrived_ = 0, finished_ = 0, first_finished_ = 0, generation_ = 0;  // under mu_
   double latest_ = 0, released_ = 0;                                          // under mu_
   std::vector<uint8_t> abandoned_;                                            // per block, under mu_
+  struct {
+    bool seen = false;
+    uint64_t waiting = 0, ended = 0, first = 0;  // when it was seen
+  } deadlock_;  // under mu_
 };
 
 TL_SIM_OUTLINED_DEF void GridSyncExchange(BlockRunner& block, Rendezvous& rv) {
