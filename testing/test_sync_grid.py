@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import tvm
+from tvm.script import tirx as S
 
 import tilelang
 import tilelang.language as T
@@ -18,6 +20,7 @@ from conftest import rand
 from sim_build import SimLibrary, build_shared, sim_compile_command
 from tilelang_musa.errors import CompileError
 from tilelang_musa.launcher import KernelLaunchError
+from tilelang_musa.transform.grid_barriers import SplitGuardsAtGridBarriers
 
 ARCHS = ["mp_31", "mp_22"]
 KERNELS = Path(__file__).resolve().parent / "sim_kernels"
@@ -100,6 +103,56 @@ def test_blocks_read_the_partials_other_blocks_wrote_before_the_barrier(arch):
     kernel(x, partial, y)
     torch.testing.assert_close(partial, x.view(blocks, block).sum(dim=1), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(y, x / x.sum(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bounds_guard_of_a_multi_iteration_loop_is_split_at_the_barrier(arch):
+    N, block = 1000, 256  # 2 iterations per thread, the last block partly out of bounds
+
+    @T.prim_func
+    def kernel(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                B[bx * block + i] = A[bx * block + i] * 2.0
+                T.sync_grid()
+                C[bx * block + i] = B[bx * block + i] + B[0]  # B[0]: block 0's, written before the first barrier
+
+    compiled = compile_for(kernel, arch)
+    src = compiled.get_kernel_source()
+    assert src.count("cooperative_groups::this_grid().sync();") == 1
+    assert "for (int it = 0; it < " in src  # the per-thread loop runs the barrier every iteration, in every thread
+    a, b, c = rand((N,), torch.float32, 4), torch.full((N,), float("nan")), torch.full((N,), float("nan"))
+    compiled(a, b, c)
+    torch.testing.assert_close(b, a * 2.0, rtol=0, atol=0)
+    torch.testing.assert_close(c, a * 2.0 + a[0] * 2.0, rtol=0, atol=0)
+
+
+def test_split_pass_moves_the_partition_guard_past_the_barrier_inside_the_loop():
+    @S.prim_func(private=True)
+    def before(A: S.handle("float32", "global")):
+        Ag = S.decl_buffer((256,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 128)
+        a = S.alloc_buffer((2,), "float32", scope="local")
+        for j in range(2):
+            if tx < 100 - j * 64:
+                a[j] = Ag[255 - tx - j * 128]
+                S.evaluate(S.call_intrin("int32", "tl.sync_grid"))
+                Ag[tx + j * 128] = Ag[tx + j * 128] + a[j]
+
+    @S.prim_func(private=True)
+    def expected(A: S.handle("float32", "global")):
+        Ag = S.decl_buffer((256,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 128)
+        a = S.alloc_buffer((2,), "float32", scope="local")
+        for j in range(2):
+            if tx < 100 - j * 64:
+                a[j] = Ag[255 - tx - j * 128]
+            S.evaluate(S.call_intrin("int32", "tl.sync_grid"))
+            if tx < 100 - j * 64:
+                Ag[tx + j * 128] = Ag[tx + j * 128] + a[j]
+
+    got = SplitGuardsAtGridBarriers()(tvm.IRModule({"main": before}))["main"]
+    tvm.ir.assert_structural_equal(got, expected, map_free_vars=True)
 
 
 def test_checked_mode_runs_the_grid_barrier(monkeypatch):

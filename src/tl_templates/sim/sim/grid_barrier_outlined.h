@@ -93,14 +93,16 @@ class GridBarrier {
       // released_ stays this generation's until the next one completes, which needs this block's arrival
       if (generation_ != generation) return released_;
       // a deadlock, once seen, is every waiting block's error (the launch reports the lowest block's)
-      if (!deadlock_.seen && finished_ > 0 && arrived_ + finished_ == blocks_)
-        deadlock_ = {true, arrived_, finished_, first_finished_};
       if (deadlock_.seen) Deadlock(block, lock, file, line);
-      if (failed_->load(std::memory_order_relaxed)) {
+      if (failed_->load(std::memory_order_relaxed)) {  // before the count: a block that gave up counts as ended
         abandoned_[id] = 1;
         lock.unlock();
         block.Fail(musaErrorLaunchFailure, "abandoned its wait at the grid barrier (%s:%d): another block failed",
                    SourceName(file), line);
+      }
+      if (finished_ > 0 && arrived_ + finished_ == blocks_) {
+        deadlock_ = {true, arrived_, finished_, first_finished_};
+        Deadlock(block, lock, file, line);
       }
       block.NoteProgress();  // waiting on other blocks is not a stall of this worker (the watchdog)
       changed_.wait_for(lock, std::chrono::milliseconds(20));
