@@ -15,13 +15,14 @@ _SYNC_SCOPES = {"shared": "__syncthreads()", "shared.dyn": "__syncthreads()", "w
 
 def tvm_storage_sync(scope: str = "shared") -> None:
     """TVM's spelling of a barrier: `T.tvm_storage_sync("shared")` (or "shared.dyn") is a block barrier, as
-    T.sync_threads(); "warp" is a barrier of the calling warp (`__syncwarp()`). Grid-wide ("global") sync does
-    not exist on MUSA: an error.
+    T.sync_threads(); "warp" is a barrier of the calling warp (`__syncwarp()`). TVM's grid-wide "global" scope is
+    an error: the grid barrier is T.sync_grid(), in a cooperative launch.
     Example: S[tx] = A[tx]; T.tvm_storage_sync("shared"); B[tx] = S[127 - tx]"""
     trace = kernel_trace("T.tvm_storage_sync")
     if scope not in _SYNC_SCOPES:
         raise trace.error(f"T.tvm_storage_sync: scope {scope!r} is not supported on MUSA; use one of "
-                          f"{', '.join(map(repr, _SYNC_SCOPES))}")
+                          f"{', '.join(map(repr, _SYNC_SCOPES))}"
+                          + (" (a grid-wide barrier is T.sync_grid())" if scope == "global" else ""))
     Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", scope))
 
 
