@@ -116,6 +116,8 @@ def _split(cond: Any, stmt: Any) -> list[Any]:
     if isinstance(stmt, tirx.For) and stmt.kind in _SERIAL_KINDS:
         return [tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, seq(_split(cond, stmt.body)),
                          stmt.thread_binding, stmt.annotations, stmt.step, stmt.span)]
+    if isinstance(stmt, tirx.AttrStmt):  # an annotation of the statements it wraps: it wraps each piece
+        return [tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, seq(_split(cond, stmt.body)))]
     if isinstance(stmt, tirx.IfThenElse) and not _reads_memory(stmt.condition):
         if stmt.else_case is None:
             return _split(tirx.And(cond, stmt.condition), stmt.then_case)
