@@ -166,6 +166,14 @@ def test_checked_mode_runs_the_grid_barrier(monkeypatch):
     torch.testing.assert_close(y, x / x.sum(), rtol=1e-5, atol=1e-6)
 
 
+def test_profiling_runs_a_cooperative_launch_whole():
+    blocks, block = 24, 128
+    kernel = compile_for(normalize(blocks, block), "mp_31")
+    counters = kernel.get_profiler().counters(sample_blocks=4)  # a sample would wait at the barrier forever
+    assert counters.blocks == blocks and counters.grid_blocks == blocks
+    assert counters.barrier_stall_cycles > 0  # the blocks leave the grid barrier at the latest one's clock
+
+
 def test_kernel_without_grid_barrier_keeps_the_plain_launch():
     @T.prim_func
     def kernel(A: T.Tensor((256,), "float32")):
