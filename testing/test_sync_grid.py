@@ -299,6 +299,16 @@ def test_failing_block_ends_the_waits_of_the_others(grid_sync_lib):
     assert message.startswith("kernel block_traps: block (2,0,0), thread (0,0,0): __trap() was called"), message
 
 
+def test_block_spinning_while_others_wait_is_the_watchdogs_error(grid_sync_lib, monkeypatch):
+    monkeypatch.setenv("TILELANG_SIM_WATCHDOG_S", "0.5")
+    lib = grid_sync_lib(310)
+    code, message, _ = run(lib, 4, True, 4, 64)
+    assert code == LAUNCH_FAILURE
+    # the waiting blocks' workers make progress (they wake to check), the spinning one does not: its error is the
+    # launch's, and the others give up their waits
+    assert message.startswith("kernel block_spins: block (3,0,0), thread (0,0,0) made no progress for 0.5 s"), message
+
+
 def test_grid_barrier_in_a_plain_launch_is_an_error(grid_sync_lib):
     lib = grid_sync_lib(310)
     code, message, _ = run(lib, 0, False, 2, 64)

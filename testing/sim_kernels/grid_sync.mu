@@ -36,15 +36,24 @@ extern "C" __global__ void block_traps(float* a, int n) {
   a[blockIdx.x * blockDim.x + threadIdx.x] = static_cast<float>(n);
 }
 
+// Block 3 spins forever on memory nobody writes while the others wait at the barrier: the watchdog ends it.
+extern "C" __global__ void block_spins(float* a, int n) {
+  if (blockIdx.x == 3)
+    while (*reinterpret_cast<volatile float*>(&a[n - 1]) != -1.0f) {
+    }
+  cooperative_groups::this_grid().sync();
+  a[blockIdx.x * blockDim.x + threadIdx.x] = static_cast<float>(n);
+}
+
 static char tl_error_buf[1024];
 extern "C" const char* get_last_error() { return tl_error_buf; }
 
-// which: 0 mirror_add, 1 block_leaves_early, 2 thread_skips, 3 block_traps; cooperative: musaLaunchCooperativeKernel
+// which: 0 mirror_add, 1 block_leaves_early, 2 thread_skips, 3 block_traps, 4 block_spins; cooperative: musaLaunchCooperativeKernel
 // rather than musaLaunchKernel. Returns 0 or the launch's musaError_t, with its message in get_last_error().
 extern "C" int call(int which, int cooperative, float* a, unsigned blocks, unsigned threads, unsigned smem) {
   int n = static_cast<int>(blocks * threads);
   void* args[] = {&a, &n};
-  void (*kernels[])(float*, int) = {mirror_add, block_leaves_early, thread_skips, block_traps};
+  void (*kernels[])(float*, int) = {mirror_add, block_leaves_early, thread_skips, block_traps, block_spins};
   musaError_t err = cooperative ? musaLaunchCooperativeKernel(kernels[which], dim3(blocks), dim3(threads), args, smem)
                                 : musaLaunchKernel(kernels[which], dim3(blocks), dim3(threads), args, smem);
   if (err != musaSuccess) snprintf(tl_error_buf, sizeof(tl_error_buf), "%s", musaGetErrorString(err));
