@@ -41,6 +41,7 @@ from .lower_global_layout import LowerGlobalLayout
 from .lower_parallel_loop import LowerParallelLoop
 from .lower_shared_layout import LowerSharedLayout
 from .lower_thread_allreduce import LowerThreadAllreduce
+from .grid_barriers import CheckGridBarrierConditions, SplitGuardsAtGridBarriers
 from .lower_tile_op import LowerTileOp
 from .lower_tme_copy import LowerTmeCopy
 from .lower_wait_sqmma import LowerWaitSqmma
@@ -82,6 +83,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
         Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
             # Upstream's semantic checks of T.Parallel bodies, on the loops as the user wrote them.
             CheckNestedLoops(),
+            # T.sync_grid under the user's condition on a thread or block index: an error, before guards are added.
+            CheckGridBarrierConditions(),
             # Run-time-extent T.Parallel levels that place no fragment element: serial, before layouts are planned.
             SerializeDynamicParallelLevels(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
@@ -190,6 +193,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             RemoveUnusedBinds(),
         )),
         Phase("Synchronize", "every barrier placed and given its hardware id", (
+            # A grid barrier in a partitioned loop: its guards pushed past the barrier, which every thread reaches.
+            SplitGuardsAtGridBarriers(),
             # Barriers between shared-memory accesses by different threads (final accesses only, templates'
             # included through their marked pointers): first the write-after-write hazards TVM's ThreadSync does
             # not see, then its read/write ones. Users who place T.sync_threads() themselves switch them off.
