@@ -398,8 +398,8 @@ def test_unknown_device_is_rejected(libs):
 def test_invalid_param_specs_are_rejected():
     with pytest.raises(ValueError, match=r"parameter A: kind must be 'tensor', 'scalar' or 'pointer'"):
         ParamSpec("A", "vector", "float32")
-    with pytest.raises(ValueError, match=r"tensor parameter A: no torch dtype corresponds to the TVM dtype 'int4'"):
-        ParamSpec("A", "tensor", "int4", (4,))
+    with pytest.raises(ValueError, match=r"tensor parameter A: no torch dtype corresponds to the TVM dtype 'int2'"):
+        ParamSpec("A", "tensor", "int2", (4,))  # int4 / uint4: packed bytes, as float4_e2m1fn
     with pytest.raises(ValueError, match=r"scalar parameter N cannot be an output"):
         ParamSpec("N", "scalar", "int32", is_output=True)
     with pytest.raises(ValueError, match=r"parameter A: 1 strides for 2 dims"):

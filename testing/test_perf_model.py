@@ -332,7 +332,11 @@ def test_every_arch_with_figures_gives_the_simulator_its_timing():
     for arch, f in ARCH_FIGURES.items():
         flags = sim_timing_flags(arch)
         assert f"-DTL_SIM_TIMING_TENSOR16={f.tensor_flops_per_cycle.get(16, f.warp_mma_flops_per_cycle)!r}" in flags
-        assert len(flags) == 8
+        assert len([flag for flag in flags if flag.startswith("-DTL_SIM_TIMING_")]) == 8
+        # the residency a cooperative launch is checked against (sim/grid_barrier_outlined.h)
+        assert [flag for flag in flags if flag.startswith("-DTL_SIM_MP_")] == [
+            f"-DTL_SIM_MP_COUNT={f.mps}", f"-DTL_SIM_MP_THREADS={f.threads_per_mp}",
+            f"-DTL_SIM_MP_SHARED_BYTES={f.shared_memory_per_mp}", f"-DTL_SIM_MP_BLOCKS={f.max_blocks_per_mp}"]
         assert all(name in f.provenance for name in ("mps", "clock_hz", "dram_bytes_per_s")), arch
     assert sim_timing_flags("mp_21") == []
     with pytest.raises(ValueError, match="no performance figures for arch 'mp_21'"):

@@ -2,7 +2,9 @@
 
 They behave as dtypes in Python (compare, `.bits`, `.as_torch()` gives their packed storage, int8/uint8 as upstream's
 int4), so programs size and decode packed fields by them; a kernel cannot hold them (MUSA C has no 4- or 2-bit
-integer), so a buffer, parameter or value of one is an error at the line that writes it.
+integer), so a buffer, parameter or value of one is an error at the line that writes it; int4 / uint4 tensor
+parameters and shared tiles excepted, as packed storage whose bytes only move (T.ptx_cp_async), an element access
+an error when compiled.
 """
 
 import pytest
@@ -82,16 +84,33 @@ def test_int4_fragment_is_an_error_at_its_line():
     assert info.value.loc.lineno == _line_of(build, "# the line")
 
 
-def test_uint4_tensor_parameter_is_an_error_naming_it():
+def test_uint4_tensor_parameter_elements_are_an_error_naming_them():
+    """A uint4 tensor parameter is packed storage whose bytes may move (T.ptx_cp_async: test_async_copy_rules.py);
+    reading an element is the error, naming the element."""
     def build():
         @T.prim_func
-        def main(Packed: T.Tensor((16,), T.uint4)):
+        def main(Packed: T.Tensor((16,), T.uint4), Out: T.Tensor((16,), T.uint8)):
+            with T.Kernel(1, threads=16) as _:
+                for i in T.Parallel(16):
+                    T.evaluate(Packed[i])
+
+        return main
+
+    with pytest.raises(UnsupportedError, match=r"`Packed\[.*\]` accesses an element of a uint4 tensor, a sub-byte "
+                                                r"integer"):
+        tilelang.compile(build(), target=ARCHES[0])
+
+
+def test_int2_tensor_parameter_is_an_error_naming_it():
+    def build():
+        @T.prim_func
+        def main(Packed: T.Tensor((16,), T.int2)):
             with T.Kernel(1, threads=16) as _:
                 T.evaluate(0)
 
         return main
 
-    with pytest.raises(UnsupportedError, match=r"parameter `Packed`: dtype `uint4` is a sub-byte integer"):
+    with pytest.raises(UnsupportedError, match=r"parameter `Packed`: dtype `int2` is a sub-byte integer"):
         tilelang.compile(build(), target=ARCHES[0])
 
 

@@ -166,6 +166,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   RegisterCallRule("tirx.continue_loop", kStmt,
                    [](CallContext&, const CallView&) { return std::string("continue"); });
   RegisterCallRule("tirx.thread_return", kStmt, [](CallContext&, const CallView&) { return std::string("return"); });
+  // T.sync_grid: the kernel is launched cooperatively (codegen/host.py), which this call needs.
+  RegisterCallRule("tl.sync_grid", kStmt,
+                   [](CallContext&, const CallView&) { return std::string("cooperative_groups::this_grid().sync()"); });
 }
 
 }  // namespace codegen

@@ -1,7 +1,8 @@
 """The host wrapper printed after the kernel in the same MUSA source file.
 
     extern "C" int call(<kernel params>, musaStream_t stream)   launches the kernel(s) in order (sets the dynamic
-                                                                 shared memory attribute when above 48 KiB)
+                                                                 shared memory attribute when above 48 KiB; a
+                                                                 kernel with T.sync_grid cooperatively)
     extern "C" int call_packed(void** args, int n, void* stream) uniform entry used by the launcher
     extern "C" const char* get_last_error()                     text of the last failure
 
@@ -149,6 +150,12 @@ class KernelLaunch:
     name: str  # the __global__ function
     launch: LaunchConfig
     descriptors: tuple[TmeDescriptor, ...] = ()  # its parameters after the program's own
+    cooperative: bool = False  # it waits at a grid barrier (T.sync_grid): musaLaunchCooperativeKernel
+
+
+# A kernel with a grid barrier needs every block resident at once: a cooperative launch, which the driver refuses
+# (musaErrorCooperativeLaunchTooLarge) for a grid larger than the device holds.
+_LAUNCH = {False: "musaLaunchKernel", True: "musaLaunchCooperativeKernel"}
 
 
 def _print_launch(kernel: KernelLaunch, args: str) -> list[str]:
@@ -177,7 +184,7 @@ def _print_launch(kernel: KernelLaunch, args: str) -> list[str]:
         ] + (["    }"] if runtime else [])
     lines += [
         f"    void* args[] = {{{args}}};",
-        f"    musaError_t err = musaLaunchKernel({name}, grid, block, args, smem, stream);",
+        f"    musaError_t err = {_LAUNCH[kernel.cooperative]}({name}, grid, block, args, smem, stream);",
         "    if (err != musaSuccess) {",
         f'      snprintf(tl_error_buf, sizeof(tl_error_buf), "{name}: %s", musaGetErrorString(err));',
         "      return -1;",

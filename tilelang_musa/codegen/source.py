@@ -11,6 +11,7 @@ from tvm import tirx
 
 from .. import _native
 from ..ir.attrs import IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, SIZE_ATTR
+from ..ir.ops import SYNC_GRID_OP
 from ..ir.source_lines import blank_line_directives, strip_line_directives, user_lines_of_plain
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of, thread_info
 from ..target import arch_of
@@ -30,6 +31,9 @@ TME_HEADER = '#include "tl_templates/musa/tme.h"\n'
 TME_MARKERS = ("tl::tma_", "MUtensorDescriptor")
 # And the lane exchange of fragment stores (tileop/lane_exchange.py).
 LANE_EXCHANGE_HEADER = '#include "tl_templates/musa/lane_exchange.h"\n'
+# And the grid group of a cooperative launch (T.sync_grid), as Moore Threads' printer includes it.
+COOPERATIVE_GROUPS_HEADER = "#include <cooperative_groups.h>\n"
+COOPERATIVE_GROUPS_MARKER = "cooperative_groups::"
 # And the conversions with a chosen rounding (T.cast(..., round=, sat=, rbits=)).
 CAST_ROUNDING_HEADER = '#include "tl_templates/musa/cast_rounding.h"\n'
 CAST_ROUNDING_MARKERS = ("tl::convert_rounded<", "tl::convert_stochastic<")
@@ -64,6 +68,7 @@ class KernelSource:
         header += TME_HEADER if any(m in self.device for m in TME_MARKERS) else ""
         header += LANE_EXCHANGE_HEADER if "tl::exchange_lane_bits<" in self.device else ""
         header += CAST_ROUNDING_HEADER if any(m in self.device for m in CAST_ROUNDING_MARKERS) else ""
+        header += COOPERATIVE_GROUPS_HEADER if COOPERATIVE_GROUPS_MARKER in self.device else ""
         unit = f"{header}{self.imported}\n{device}\n"
         if "\n#line " in self.device:  # the host wrapper is numbered as the unit's own lines again (the sanitizer
             # build, whose directives are blanked, gets the same directive: it keeps the two line for line)
@@ -107,13 +112,26 @@ def generate(funcs: tirx.PrimFunc | list[tirx.PrimFunc], target: tvm.target.Targ
             text = str(printer(func, kernel_name, dict(kernel_options, sim_checks=True))).rstrip() + "\n"
             checked.append(blank_line_directives(text) if line_directives else text)
         smem = func.attrs[SIZE_ATTR] if func.attrs is not None and SIZE_ATTR in func.attrs else 0
-        launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors))
+        launches.append(KernelLaunch(kernel_name, launch_config(func, thread_info(func).extents, smem), descriptors,
+                                     _has_grid_barrier(func)))
     params = host_params(funcs[0])
     device = "\n".join(devices)
     table = user_lines_of_plain("\n".join(lined)) if lined else None
     return KernelSource(launches[0].name, device, print_host(launches, params), params,
                         launches[0].launch, max(_local_bytes(f) for f in funcs),
                         "\n".join(checked) if sim_checks else None, _imported_sources(funcs), table)
+
+
+def _has_grid_barrier(func: tirx.PrimFunc) -> bool:
+    """Whether the kernel calls T.sync_grid: it is launched cooperatively."""
+    found: list[bool] = []
+
+    def on_call(call):
+        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == SYNC_GRID_OP:
+            found.append(True)
+
+    tvm_ffi.structural_walk(func.body, [(tvm.ir.Call, on_call)])
+    return bool(found)
 
 
 def _imported_sources(funcs: list[tirx.PrimFunc]) -> str:

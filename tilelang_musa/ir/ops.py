@@ -33,6 +33,8 @@ FRAGMENT_PTR_OP = "tl.fragment_ptr"
 register_intrinsic(FRAGMENT_PTR_OP, "pointer to a fragment's per-thread slot array (LowerFragmentAccess)")
 WAIT_SQMMA_OP = "tl.wait_sqmma"
 register_intrinsic(WAIT_SQMMA_OP, "wait for asynchronous SQMMA gemms (T.gemm(..., wg_wait=-1))")
+SYNC_GRID_OP = "tl.sync_grid"
+register_intrinsic(SYNC_GRID_OP, "grid-wide barrier of a cooperative launch (cooperative_groups::this_grid().sync())")
 
 
 def fragment_ptr(buffer) -> tvm.ir.Expr:

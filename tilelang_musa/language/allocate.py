@@ -41,7 +41,7 @@ def _alloc(construct: str, shape: Any, dtype: Any, scope: str, default_name: str
         raise UnsupportedError(f"{construct}(..., \"{FP4_DTYPE}\"): fp4 is a storage type for kernel tensor "
                                "parameters, shared tiles, fragments and local arrays (no float4 arithmetic on MUSA); allocate float16 or "
                                "float32 and cast the loaded elements (T.cast(x[i], \"float16\"))", trace.loc)
-    reject_sub_byte_int(construct, dtype, trace.loc)
+    reject_sub_byte_int(construct, dtype, trace.loc, packed_storage=scope in ("shared", "shared.dyn"))
     if early:
         buf = Tb.buffer(_shape(construct, shape), dtype, scope=scope)
         IRBuilder.name(take_name(default_name), buf)

@@ -41,8 +41,9 @@ def async_copy(src: Any, dst: Any, coalesced_width: int | None = None) -> None:
 def ptx_cp_async(dst_access_ptr: Any, src_access_ptr: Any, num_elems: Any, predicate: Any = None) -> Any:
     """`T.ptx_cp_async(T.access_ptr(S[r, c], "w"), T.access_ptr(X[i, j], "r"), n)`: one asynchronous (LDLMS) copy
     of n elements (4, 8 or 16 bytes) from a global address to a shared one by this thread, as upstream's raw
-    cp.async; `predicate=` false stores zeros instead. Not committed: `T.ptx_commit_group()` then
-    `T.ptx_wait_group(n)`, or `T.cp_async_barrier_noinc(b)`, complete it. In a tile stored in a layout (a gemm's
+    cp.async; `predicate=` false stores zeros instead. Inside `for v in T.vectorized(L)`, copies of n elements per
+    lane at addresses n elements apart fold into one copy of L * n elements, which must be 4, 8 or 16 bytes. Not
+    committed: `T.ptx_commit_group()` then `T.ptx_wait_group(n)`, or `T.cp_async_barrier_noinc(b)`, complete it. In a tile stored in a layout (a gemm's
     swizzle), the n elements must stay contiguous in it (a compile error otherwise)."""
     from ..tileop.access_ptr import READ, WRITE, as_access
     from ..tileop.ptx_cp_async import cp_async_ptr_call
@@ -66,13 +67,14 @@ def ptx_cp_async(dst_access_ptr: Any, src_access_ptr: Any, num_elems: Any, predi
     if isinstance(num_elems, tirx.IntImm):
         num_elems = int(num_elems.value)
     bits = tvm.runtime.DataType(dtype).bits
-    num_bytes = num_elems * bits // 8 if isinstance(num_elems, int) and not isinstance(num_elems, bool) else None
-    if num_bytes not in (4, 8, 16) or num_elems * bits % 8:
+    # Fewer than 16 bytes that are not 4 or 8 may be one lane of a T.vectorized loop, whose lanes FoldCpAsyncLanes
+    # folds into one copy (or refuses at this line).
+    if not isinstance(num_elems, int) or isinstance(num_elems, bool) or num_elems <= 0 or num_elems * bits > 128:
         raise trace.error(f"T.ptx_cp_async: {num_elems!r} elements of {dtype}: an LDLMS copy moves 4, 8 or 16 "
                           "bytes (a constant count)")
     if predicate is not None:
         predicate = as_expr(predicate)
-    return cp_async_ptr_call(dst_access_ptr, src_access_ptr, num_bytes, predicate, trace.loc)
+    return cp_async_ptr_call(dst_access_ptr, src_access_ptr, num_elems, predicate, trace.loc)
 
 
 def ptx_commit_group() -> Any:

@@ -7,7 +7,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import USER_BARRIER_ID, USER_BLOCK_BARRIER, USER_NAMED_BARRIER
-from ..ir.ops import NAMED_BARRIER_ARRIVE_OP, USE_SWIZZLE_OP, WAIT_SQMMA_OP
+from ..ir.ops import NAMED_BARRIER_ARRIVE_OP, SYNC_GRID_OP, USE_SWIZZLE_OP, WAIT_SQMMA_OP
 from .builder import kernel_trace, static_value
 
 _SYNC_SCOPES = {"shared": "__syncthreads()", "shared.dyn": "__syncthreads()", "warp": "__syncwarp()"}
@@ -15,13 +15,14 @@ _SYNC_SCOPES = {"shared": "__syncthreads()", "shared.dyn": "__syncthreads()", "w
 
 def tvm_storage_sync(scope: str = "shared") -> None:
     """TVM's spelling of a barrier: `T.tvm_storage_sync("shared")` (or "shared.dyn") is a block barrier, as
-    T.sync_threads(); "warp" is a barrier of the calling warp (`__syncwarp()`). Grid-wide ("global") sync does
-    not exist on MUSA: an error.
+    T.sync_threads(); "warp" is a barrier of the calling warp (`__syncwarp()`). TVM's grid-wide "global" scope is
+    an error: the grid barrier is T.sync_grid(), in a cooperative launch.
     Example: S[tx] = A[tx]; T.tvm_storage_sync("shared"); B[tx] = S[127 - tx]"""
     trace = kernel_trace("T.tvm_storage_sync")
     if scope not in _SYNC_SCOPES:
         raise trace.error(f"T.tvm_storage_sync: scope {scope!r} is not supported on MUSA; use one of "
-                          f"{', '.join(map(repr, _SYNC_SCOPES))}")
+                          f"{', '.join(map(repr, _SYNC_SCOPES))}"
+                          + (" (a grid-wide barrier is T.sync_grid())" if scope == "global" else ""))
     Tb.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", scope))
 
 
@@ -85,6 +86,17 @@ def named_barrier_arrive(barrier_id: int, thread_count: int) -> None:
     Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get(NAMED_BARRIER_ARRIVE_OP),
                             [tirx.const(static_id, "int32"), tirx.const(static_count, "int32")],
                             attrs=attrs, ret_ty="int32"))
+
+
+def sync_grid() -> None:
+    """A grid-wide barrier (`cooperative_groups::this_grid().sync()`): every thread of every block waits here
+    until all have arrived, and every global-memory write before it is visible to every thread after it. The
+    kernel is then launched cooperatively (musaLaunchCooperativeKernel), which needs every block resident at once:
+    a grid larger than the device holds is a launch error. Every thread of every block must reach each grid
+    barrier the same number of times."""
+    trace = kernel_trace("T.sync_grid")
+    attrs = {"tl.loc": str(trace.loc)} if trace.loc is not None else {}
+    Tb.evaluate(tvm.ir.Call(tvm.ir.Op.get(SYNC_GRID_OP), [], attrs=attrs, ret_ty="int32"))
 
 
 def thread_return() -> None:

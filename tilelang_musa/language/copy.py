@@ -14,6 +14,7 @@ from ..tileop.copy import resolve_extents
 from ..tileop.parallel import THREAD_PRIVATE_SCOPES
 from ..tileop.region import to_region
 from .builder import kernel_trace
+from .dtypes import is_sub_byte_int
 from .loop import check_loop_layout
 from .reducer_epoch import buffer_of, note_legacy_access
 from .tma import cache_hints, emit_tme_copy_candidate
@@ -103,6 +104,14 @@ def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: i
     piecewise = async_mode is not None or robust_desc is not None
     src_region, src_origin = to_region(src, construct, "src")
     dst_region, dst_origin = to_region(dst, construct, "dst")
+    for region in (src_region, dst_region):
+        if is_sub_byte_int(region.dtype):  # a packed int4 tensor: element i is not element i of its bytes
+            from ..errors import UnsupportedError
+
+            raise UnsupportedError(f"{construct}: `{region.name}` is {region.dtype}, a sub-byte integer, whose "
+                                   "elements a MUSA kernel cannot copy one by one (no 4- or 2-bit integer type in MUSA "
+                                   "C); move its bytes with T.ptx_cp_async, or declare it int8/uint8 (packed fields "
+                                   "decoded with tilelang.quantize)", trace.loc)
     if async_mode is not None:
         check_async_operands(construct, src_region, dst_region, trace.error)
     if robust_desc is not None:

@@ -25,8 +25,11 @@ FP4_DTYPE = "float4_e2m1fn"
 FP4X2_DTYPE = "float4_e2m1fnx2"
 # Sub-byte integers name the packed fields of quantized weights (`out_dtype == T.int4`, `T.int4.bits`); a kernel
 # cannot hold them: MUSA C has no 4- or 2-bit integer type, and element i of a packed tensor is not element i of its
-# bytes. Buffers, tensors and values of them are rejected where written (SUB_BYTE_INT_HINT says what to do instead).
+# bytes. Buffers, tensors and values of them are rejected where written (SUB_BYTE_INT_HINT says what to do instead),
+# except int4 / uint4 tensor parameters and shared tiles: packed storage (two a byte) whose bytes only move, by
+# T.ptx_cp_async (transform/lower_fp4_storage.py refuses any element access).
 SUB_BYTE_INT_DTYPES = ("int4", "uint4", "int2", "uint2")
+PACKED_INT_DTYPES = ("int4", "uint4")
 SUB_BYTE_INT_HINT = ("keep the packed fields in int8/uint8 and decode them with tilelang.quantize "
                      "(_tir_packed_int_to_int_convert, _tir_packed_to_unsigned_convert, ...)")
 
@@ -103,9 +106,10 @@ def resolve_torch_storage_dtype(dtype: Any) -> "DType":
     return DType(name)
 
 
-def reject_sub_byte_int(construct: str, dtype: Any, loc: Any) -> None:
-    """Raise UnsupportedError naming `construct` if `dtype` is a sub-byte integer (see SUB_BYTE_INT_DTYPES), or
-    the packed fp4 pair float4_e2m1fnx2 as an element type."""
+def reject_sub_byte_int(construct: str, dtype: Any, loc: Any, packed_storage: bool = False) -> None:
+    """Raise UnsupportedError naming `construct` if `dtype` is a sub-byte integer (see SUB_BYTE_INT_DTYPES; with
+    `packed_storage`, a tensor parameter or shared tile, int4 / uint4 are allowed), or the packed fp4 pair
+    float4_e2m1fnx2 as an element type."""
     if str(dtype) == FP4X2_DTYPE:
         from ..errors import UnsupportedError
 
@@ -113,7 +117,7 @@ def reject_sub_byte_int(construct: str, dtype: Any, loc: Any) -> None:
                                f"type here; declare `{FP4_DTYPE}` with the last dimension doubled (the same bytes, "
                                "one fp4 value per element; torch.float4_e2m1fn_x2 or uint8 tensors are passed as they "
                                "are)", loc)
-    if is_sub_byte_int(dtype):
+    if is_sub_byte_int(dtype) and not (packed_storage and str(dtype) in PACKED_INT_DTYPES):
         from ..errors import UnsupportedError
 
         raise UnsupportedError(f"{construct}: dtype `{dtype}` is a sub-byte integer, which a MUSA kernel cannot hold "

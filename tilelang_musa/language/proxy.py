@@ -132,7 +132,8 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
                           "kernel's parameters are global tensors (T.Tensor)")
     if isinstance(annotation, (TensorType, DType, str)):
         reject_sub_byte_int(f"parameter `{name}`", canonical_dtype(annotation.dtype if isinstance(annotation, TensorType)
-                                                                    else annotation), trace.loc)
+                                                                    else annotation), trace.loc,
+                            packed_storage=isinstance(annotation, TensorType))
     if isinstance(annotation, TensorType):
         strides = None if annotation.strides is None else list(annotation.strides)
         if strides is not None and len(strides) != len(annotation.shape):

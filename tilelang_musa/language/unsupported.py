@@ -1,6 +1,5 @@
-"""Upstream TileLang constructs that select NVIDIA-only hardware, and a few MUSA has that this package does not
-provide: each one is a clear error naming the construct and the line (the user's guide lists them as
-unsupported), never a silent no-op or an AttributeError."""
+"""Upstream TileLang constructs that select NVIDIA-only hardware: each one is a clear error naming the construct
+and the line (the user's guide lists them as unsupported), never a silent no-op or an AttributeError."""
 
 from __future__ import annotations
 
@@ -25,13 +24,6 @@ _NVIDIA_ONLY.update({name: _CLUSTER for name in (
     "cluster_sync", "block_rank_in_cluster", "clc_try_cancel", "clc_try_cancel_multicast", "clc_is_canceled",
     "clc_get_first_ctaid_x", "clc_get_first_ctaid_y", "clc_get_first_ctaid_z")})
 
-# MUSA has these, but TileLang-MUSA does not provide them (yet): named, so a script stops at the construct.
-_NOT_PROVIDED = {
-    "sync_grid": ("a grid-wide barrier; MUSA's form is a cooperative launch (musaLaunchCooperativeKernel with "
-                  "cooperative_groups::this_grid().sync()), which needs every block resident at once; split the "
-                  "kernel in two at the barrier"),
-}
-
 
 def _reject(name: str, what: str) -> Callable[..., Any]:
     def construct(*args: Any, **kwargs: Any) -> Any:
@@ -43,16 +35,6 @@ def _reject(name: str, what: str) -> Callable[..., Any]:
     return construct
 
 
-def _not_provided(name: str, what: str) -> Callable[..., Any]:
-    def construct(*args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedError(f"T.{name} ({what}) is not supported by TileLang-MUSA", current_loc())
-
-    construct.__name__ = name
-    construct.__doc__ = f"Not provided: {what}."
-    return construct
-
-
 UNSUPPORTED = {name: _reject(name, what) for name, what in _NVIDIA_ONLY.items()}
-UNSUPPORTED.update({name: _not_provided(name, what) for name, what in _NOT_PROVIDED.items()})
 
 

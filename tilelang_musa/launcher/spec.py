@@ -7,7 +7,7 @@ spec fails where it is built, not at the first call.
 A dim or stride is an int (static), a str (a size symbol, bound from the first tensor dim that is exactly it) or a
 `DimExpr` over symbols (`m * 4`, `n * 3 + 1`). A symbol that appears only inside expressions is solved from a dim
 that is linear in it once its other symbols are known (`solve_dim`); every expression dim is then checked against
-the tensor. `float4_e2m1fn` tensors are uint8 tensors holding two values a byte: their logical last dim is twice the
+the tensor. `float4_e2m1fn` (and `int4` / `uint4`) tensors are uint8 tensors holding two values a byte: their logical last dim is twice the
 byte tensor's and their other strides twice the byte strides (`PACKED_DTYPES`).
 """
 
@@ -54,8 +54,8 @@ _TORCH_DTYPE_NAMES = {
 
 # Sub-byte storage dtypes -> values per byte. Their tensors are passed as bytes (torch.uint8), and accepted as
 # int8 or torch's own packed dtype too (upstream's tests pass `.view(torch.int8)`).
-PACKED_DTYPES = {"float4_e2m1fn": 2}
-_PACKED_ALSO = {"float4_e2m1fn": ("int8", "float4_e2m1fn_x2")}
+PACKED_DTYPES = {"float4_e2m1fn": 2, "int4": 2, "uint4": 2}
+_PACKED_ALSO = {"float4_e2m1fn": ("int8", "float4_e2m1fn_x2"), "int4": ("int8",), "uint4": ("int8",)}
 
 
 def accepted_torch_dtypes(dtype: str) -> tuple[torch.dtype, ...]:
@@ -71,7 +71,7 @@ def torch_dtype(dtype: str) -> torch.dtype:
         return torch.uint8
     name = _TORCH_DTYPE_NAMES.get(dtype)
     if name is None:
-        # Other sub-byte types (int4) and vector types (float16x4) have no one-to-one torch dtype.
+        # Other sub-byte types (int2) and vector types (float16x4) have no one-to-one torch dtype.
         raise ValueError(f"no torch dtype corresponds to the TVM dtype {dtype!r}; "
                          f"supported tensor dtypes: {', '.join(sorted([*_TORCH_DTYPE_NAMES, *PACKED_DTYPES]))}")
     result = getattr(torch, name, None)
@@ -322,7 +322,7 @@ class ParamSpec:
 
     @property
     def pack(self) -> int:
-        """Logical elements per byte of the tensor passed (2 for float4_e2m1fn, else 1)."""
+        """Logical elements per byte of the tensor passed (2 for float4_e2m1fn, int4 and uint4, else 1)."""
         return PACKED_DTYPES.get(self.dtype, 1)
 
     def storage_shape(self, sizes: Mapping[str, int]) -> tuple[int, ...]:

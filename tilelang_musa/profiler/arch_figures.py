@@ -141,8 +141,9 @@ def figures_for(arch: str) -> ArchFigures:
 
 
 def sim_timing_flags(arch: str) -> list[str]:
-    """The -D flags that give the simulator's cycle model this arch's per-MP figures (empty for an arch without
-    figures: its launches count but do not time)."""
+    """The -D flags that give the simulator this arch's per-MP figures: the cycle model's, and the residency a
+    cooperative launch is checked against (empty for an arch without figures: its launches count but do not time,
+    and it has no cooperative launch)."""
     if arch not in ARCH_FIGURES:
         return []
     f = ARCH_FIGURES[arch]
@@ -151,4 +152,8 @@ def sim_timing_flags(arch: str) -> list[str]:
               "WARP_MMA": f.warp_mma_flops_per_cycle, "GLOBAL_LATENCY": f.global_latency_cycles,
               "ASYNC_LATENCY": f.async_latency_cycles, "TRANSFER_BYTES": f.transfer_bytes_per_cycle,
               "BARRIER": f.barrier_cycles}
-    return [f"-DTL_SIM_TIMING_{name}={value!r}" for name, value in values.items()]
+    # how many blocks stay resident at once: a cooperative launch larger than that fails (sim/grid_barrier.h)
+    residency = {"COUNT": f.mps, "THREADS": f.threads_per_mp, "SHARED_BYTES": f.shared_memory_per_mp,
+                 "BLOCKS": f.max_blocks_per_mp}
+    return [f"-DTL_SIM_TIMING_{name}={value!r}" for name, value in values.items()] + \
+        [f"-DTL_SIM_MP_{name}={value!r}" for name, value in residency.items()]

@@ -193,9 +193,11 @@ class Profiler:
                                f"{self.kernel.backend.name!r}")
         inputs = list(input_tensors) if input_tensors is not None else \
             self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
-        if sample_blocks is not None and "tl::grid_flag_wait" in self.kernel.get_kernel_source():
-            # a block waits for flags earlier blocks publish (a stream-K schedule): a sample would leave the
-            # publishers out, and the waits' cycles need them (sim/grid_flags.h), so every block runs
+        source = self.kernel.get_kernel_source()
+        if sample_blocks is not None and ("tl::grid_flag_wait" in source or "this_grid().sync()" in source):
+            # a block waits for flags earlier blocks publish (a stream-K schedule), or at a grid barrier for every
+            # block: a sample would leave the publishers out, and the waits' cycles need them (sim/grid_flags.h,
+            # sim/grid_barrier.h), so every block runs
             sample_blocks = None
         with profiling(sample_blocks=sample_blocks, trace=trace):
             outputs = self.kernel(*inputs)

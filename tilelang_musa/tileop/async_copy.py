@@ -26,6 +26,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..errors import CompileError
 from ..ir.attrs import NO_SAFE_ACCESS
 from ..ir.ops import register_intrinsic
 from ..ir.utils import dtype_bytes, flat_index
@@ -71,8 +72,22 @@ def wait_group(pending: int) -> Any:
     return tirx.Evaluate(tirx.call_extern("int32", f"tl::cp_async_wait<{pending}>"))
 
 
-def check_async_operands(construct: str, src: Region, dst: Region, error) -> None:
-    """The guide's conditions of an LDLMS copy, other than the piece size (checked when lowering)."""
+class AsyncCopyScopeError(CompileError, tvm.error.InternalError):
+    """`T.async_copy` between anything but global memory and a shared tile, raised when the program is lowered: an
+    InternalError too, as upstream's lowering (and Moore Threads' tests) raise it."""
+
+
+def check_async_operands(construct: str, src: Region, dst: Region, error, lowering: bool = False,
+                         loc: Any = None) -> None:
+    """The guide's conditions of an LDLMS copy, other than the piece size (checked when lowering). T.async_copy's
+    scopes are checked only when lowering (an AsyncCopyScopeError at the copy's line `loc`)."""
+    scopes = (src.scope, dst.scope)
+    if construct == "T.async_copy" and (src.scope != "global" or dst.scope not in _SHARED):
+        if not lowering:
+            return None  # the frontend: lowering raises it, where upstream does
+        raise AsyncCopyScopeError(f"T.async_copy only supports global->shared/shared.dyn copies: `{src.name}` "
+                                  f"({scopes[0]}) -> `{dst.name}` ({scopes[1]}); an asynchronous (LDLMS) copy reads "
+                                  "global memory into a shared tile (copy other memories with T.copy)", loc)
     if src.scope != "global":
         raise error(f"{construct}: an asynchronous (LDLMS) copy reads global memory; the source `{src.name}` is "
                     f"{src.scope}")
@@ -82,6 +97,7 @@ def check_async_operands(construct: str, src: Region, dst: Region, error) -> Non
     if src.dtype != dst.dtype:
         raise error(f"{construct}: an asynchronous (LDLMS) copy moves bytes unchanged; source `{src.name}` is "
                     f"{src.dtype} but destination `{dst.name}` is {dst.dtype}")
+    return None
 
 
 def check_robust_operands(construct: str, src: Region, dst: Region, error) -> None:
@@ -188,7 +204,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     if arch is not None and not getattr(arch, capability):
         raise copy.error(f"{construct}: {arch.name} has no {what} ({archs_with(capability)[0]} and later)")
     if copy.async_mode is not None:
-        check_async_operands(construct, copy.src, copy.dst, copy.error)
+        check_async_operands(construct, copy.src, copy.dst, copy.error, lowering=True, loc=copy.loc)
     if robust:
         check_robust_operands(construct, copy.src, copy.dst, copy.error)
     dims = copy.copy_dims()  # none for one element; a per-thread run of lanes (FuseAsyncCopyLanes) has one

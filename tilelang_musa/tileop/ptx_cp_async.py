@@ -2,7 +2,8 @@
 address, printed as `tl::cp_async_gs<Bytes>(dst, src)` (`tl::cp_async_gs_conditional<Bytes>(dst, src, pred)` with a
 predicate: zeros when it is false), the LDLMS copy T.async_copy issues (tl_templates/musa/async_copy.h), under
 upstream's and Moore Threads' name. The call carries the `tl.ptx_cp_async` attribute, which tells it from
-T.async_copy's pieces.
+T.async_copy's pieces, and its element count. A copy of fewer bytes (one element a lane of a T.vectorized loop) is
+a lane copy until FoldCpAsyncLanes (transform/fold_cp_async_lanes.py) folds the lanes into one copy or refuses it.
 
 The destination is the address of a shared tile element; when the tile is stored in a layout (a gemm's swizzle),
 LowerSharedLayout takes the address of the element under it, and the copy's bytes must be the next n elements of
@@ -26,16 +27,45 @@ from ..target import arch_of, archs_with
 from .access_ptr import as_access
 
 CP_ASYNC_GS = "tl::cp_async_gs"
-MARK_ATTR = "tl.ptx_cp_async"  # the copy's byte count
+MARK_ATTR = "tl.ptx_cp_async"  # the copy's byte count, once it is 4, 8 or 16
+ELEMS_ATTR = "tl.ptx_cp_async_elems"  # the copy's element count (a lane's, in a T.vectorized loop, until folded)
 LOC_ATTR = "tl.loc"
+LDLMS_BYTES = (4, 8, 16)
+UNFOLDED = f"{CP_ASYNC_GS}_lane"  # the callee of a lane copy FoldCpAsyncLanes has not yet folded: never printed
 
 
-def cp_async_ptr_call(dst: Any, src: Any, num_bytes: int, predicate: Any, loc: Any) -> Any:
-    """The extern call of one copy (dst and src are tl.access_ptr markers), carrying the user's line."""
-    name = f"{CP_ASYNC_GS}_conditional<{num_bytes}>" if predicate is not None else f"{CP_ASYNC_GS}<{num_bytes}>"
+def copy_bytes_of(num_elems: int, dtype: str) -> int | None:
+    """The bytes `num_elems` elements of `dtype` span when an LDLMS copy can move them (4, 8 or 16; sub-byte types
+    counted in bits: 32 int4 are 16 bytes), else None."""
+    bits = num_elems * tvm.runtime.DataType(dtype).bits
+    return bits // 8 if bits % 8 == 0 and bits // 8 in LDLMS_BYTES else None
+
+
+def cp_async_ptr_call(dst: Any, src: Any, num_elems: int, predicate: Any, loc: Any) -> Any:
+    """The extern call of one copy of `num_elems` elements (dst and src are tl.access_ptr markers), carrying the
+    user's line. A count too small for one LDLMS copy is a lane copy, for FoldCpAsyncLanes to fold or refuse."""
+    num_bytes = copy_bytes_of(num_elems, str(as_access(dst).element.source.ty.dtype.dtype))
+    if num_bytes is None:
+        name = UNFOLDED
+    else:
+        name = f"{CP_ASYNC_GS}_conditional<{num_bytes}>" if predicate is not None else f"{CP_ASYNC_GS}<{num_bytes}>"
     args = [tvm.ir.expr.StringImm(name), dst, src] + ([predicate] if predicate is not None else [])
-    attrs = {MARK_ATTR: num_bytes, **({LOC_ATTR: str(loc)} if loc is not None else {})}
+    attrs = {ELEMS_ATTR: num_elems, **({MARK_ATTR: num_bytes} if num_bytes is not None else {}),
+             **({LOC_ATTR: str(loc)} if loc is not None else {})}
     return tvm.ir.Call(tvm.ir.Op.get("tirx.call_extern"), args, attrs=attrs, ret_ty="int32")
+
+
+def cp_async_elems(call: Any) -> int | None:
+    """The element count of a T.ptx_cp_async copy, else None (any other call)."""
+    if not isinstance(call, tvm.ir.Call) or call.attrs is None or ELEMS_ATTR not in call.attrs:
+        return None
+    return int(call.attrs[ELEMS_ATTR])
+
+
+def copy_loc(call: Any) -> Any:
+    """The user's line of a T.ptx_cp_async copy (a SourceLoc), or None."""
+    loc = call.attrs[LOC_ATTR] if call.attrs is not None and LOC_ATTR in call.attrs else None
+    return loc_from_text(str(loc)) if loc is not None else None
 
 
 def _copy_bytes(call: Any) -> int | None:

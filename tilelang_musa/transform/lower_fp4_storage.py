@@ -14,6 +14,11 @@ with x now a uint8 buffer (the parameter's last dim halved, its other strides ha
 the nibble with atomics on the aligned 32-bit word holding the byte, so threads writing the two nibbles of one byte
 do not race (src/tl_templates/musa/atomic.h). A select between fp4 values (a bounds guard's `if_then_else(c, x[i],
 0)`) is decoded or encoded branch by branch, and an element only read (`T.evaluate(x[i])`) is decoded for nothing.
+The address of an even element, `&x[i]` (a T.ptx_cp_async copy's operand), is that of byte i >> 1.
+
+int4 / uint4 tensor parameters and shared tiles are packed the same way (two a byte, element 2k in the low nibble),
+but only their bytes move: `&x[i]` is the one use they have; an element access is an UnsupportedError (MUSA C has
+no 4-bit integer type; language/dtypes.py).
 Any other use of an fp4 value is fp4 arithmetic: a CompileError.
 
 Runs after FlattenBuffer (flat indices) and before VectorizeLoop: the helpers are scalar calls, so a loop vectorized
@@ -29,7 +34,7 @@ import tvm_ffi
 from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedError
 from ..ir.utils import TensorLoad, Var, is_buffer
 from .pass_base import tl_pass
 
@@ -45,6 +50,13 @@ def _dtype(expr: Any) -> str:
 
 def _is_fp4(dtype: Any) -> bool:
     return str(dtype).split("x")[0] == FP4
+
+
+PACKED_INTS = ("int4", "uint4")  # packed like fp4, bytes moved only (module docstring)
+
+
+def _is_packed(dtype: Any) -> bool:
+    return _is_fp4(dtype) or str(dtype).split("x")[0] in PACKED_INTS
 
 
 def fp4_bits(value: float) -> int:
@@ -86,7 +98,8 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
     remap: dict[Any, Var] = {b: _code_buffer(b) if b in unpacked else _byte_buffer(b) for b in stored + allocs}
     name = str(func.attrs["global_symbol"]) if func.attrs is not None and "global_symbol" in func.attrs else "kernel"
-    rewriter = _Fp4Rewriter(remap, {remap[b] for b in unpacked}, name)
+    packed_ints = {remap[b] for b in stored + allocs if not _is_fp4(b.ty.dtype.dtype)}
+    rewriter = _Fp4Rewriter(remap, {remap[b] for b in unpacked}, name, packed_ints)
     body = rewriter.rewrite(func.body)
     rewriter.check_no_fp4_left(body)
     new_params = [remap.get(p, p) for p in func.params]
@@ -94,33 +107,43 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 
 def _fp4_buffers(func: tirx.PrimFunc) -> tuple[list[Var], list[Var]]:
-    """The kernel's fp4 tensors: (its parameters then its DeclBuffers, its allocations), each in walk order."""
-    params = [p for p in func.params if is_buffer(p) and _is_fp4(p.ty.dtype.dtype)]
+    """The kernel's fp4 (and packed int4 / uint4) tensors: (its parameters then its DeclBuffers, its allocations),
+    each in walk order."""
+    params = [p for p in func.params if is_buffer(p) and _is_packed(p.ty.dtype.dtype)]
     decls: list[Any] = []
     tvm_ffi.structural_walk(func.body, [(tirx.DeclBuffer, lambda d: decls.append(d.buffer)
-                                         if _is_fp4(d.buffer.ty.dtype.dtype) else None)])
+                                         if _is_packed(d.buffer.ty.dtype.dtype) else None)])
     allocs: list[Any] = []
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer)
-                                         if _is_fp4(a.buffer.ty.dtype.dtype) else None)])
+                                         if _is_packed(a.buffer.ty.dtype.dtype) else None)])
     return params + decls, allocs
 
 
 class _Fp4Rewriter:
     """Rewrites a kernel body over the byte buffers in `remap` (fp4 buffer -> its uint8 buffer): element loads
-    decoded, stores encoded (module docstring). `unpacked`: the byte buffers of one code a byte (registers)."""
+    decoded, stores encoded (module docstring). `unpacked`: the byte buffers of one code a byte (registers);
+    `packed_ints`: those of int4 / uint4 tensors, whose elements are not accessed."""
 
-    def __init__(self, remap: dict, unpacked: set, kernel: str):
+    def __init__(self, remap: dict, unpacked: set, kernel: str, packed_ints: set):
         self.remap = remap
         self.unpacked = unpacked
         self.kernel = kernel
+        self.packed_ints = packed_ints
         self.handlers = [(tirx.Cast, self.on_cast), (tirx.BufferStore, self.on_store), (tirx.DeclBuffer, self.on_decl),
                          (tirx.AllocBuffer, self.on_alloc), (tirx.Evaluate, self.on_evaluate),
-                         (TensorLoad, self.on_load), (Var, self.on_var)]
+                         (tvm.ir.Call, self.on_call), (TensorLoad, self.on_load), (Var, self.on_var)]
 
     def fail(self, node: Any, what: str) -> CompileError:
         return CompileError(f"kernel `{self.kernel}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic "
                             f"on MUSA); cast loaded elements first (T.cast(x[i], \"float16\")) and store with "
                             f"T.cast(value, \"{FP4}\")", stage="LowerFP4Storage")
+
+    def fail_int(self, node: Any) -> UnsupportedError:
+        return UnsupportedError(f"kernel `{self.kernel}`: `{node}` accesses an element of a {node.ty.dtype} tensor, "
+                                "a sub-byte integer, which a MUSA kernel cannot hold (no 4- or 2-bit integer type in "
+                                "MUSA C); its bytes may only be copied (T.ptx_cp_async); keep the packed fields in "
+                                "int8/uint8 and decode them with tilelang.quantize",
+                                stage="LowerFP4Storage")
 
     def rewrite(self, node: Any) -> Any:
         return tvm_ffi.structural_mutate(node, self.handlers)
@@ -130,15 +153,19 @@ class _Fp4Rewriter:
         left: list[Any] = []
 
         def note(n: Any) -> None:
-            if not left and _is_fp4(_dtype(n)):
+            if not left and _is_packed(_dtype(n)):
                 left.append(n)
 
         tvm_ffi.structural_walk(body, [(tvm.ir.Expr, note)])
+        if left and not _is_fp4(_dtype(left[0])):
+            raise self.fail_int(left[0])
         if left:
             raise self.fail(left[0], "the fp4 value")
 
     def nibble(self, load: Any) -> tuple[Any, Any]:
         """The byte holding fp4 element load.indices[0] of a (flat) fp4 buffer, and which nibble (0 low, 1 high)."""
+        if self.remap[load.source] in self.packed_ints:
+            raise self.fail_int(load)
         if len(load.indices) != 1:
             raise self.fail(load, f"an access to the {len(load.indices)}-d {FP4} buffer")
         index = self.rewrite(load.indices[0])
@@ -226,10 +253,29 @@ class _Fp4Rewriter:
             return mutator.default_mutate(node)
         return tirx.AllocBuffer(self.remap[node.buffer], node.annotations)
 
+    def on_call(self, node: Any, mutator: Any) -> Any:
+        """`&x[i]` (an LDLMS copy's operand): the address of byte i / 2, where i is provably even (an odd element is
+        the high nibble of its byte, which has no address)."""
+        if not (isinstance(node.op, tvm.ir.Op) and str(node.op.name) == "tirx.address_of"
+                and isinstance(node.args[0], TensorLoad) and node.args[0].source in self.remap):
+            return mutator.default_mutate(node)
+        load = node.args[0]
+        byte_buffer = self.remap[load.source]
+        index = self.rewrite(load.indices[0]) if len(load.indices) == 1 else None
+        mod = tvm.sym.Analyzer().modular_set(index) if index is not None else None
+        if byte_buffer in self.unpacked or mod is None or mod.coeff % 2 or mod.base % 2:
+            raise CompileError(f"kernel `{self.kernel}`: the address of `{load}`: an address into a "
+                               f"{load.ty.dtype} tensor must be of a provably even element of a tensor or shared "
+                               "tile (two elements a byte, the odd one in the high nibble)", stage="LowerFP4Storage")
+        byte_index = tvm.sym.Analyzer().simplify(tirx.floordiv(index, 2))
+        return tirx.address_of(tirx.BufferLoad(byte_buffer, [byte_index]))
+
     def on_var(self, node: Any, mutator: Any) -> Any:
         return self.remap.get(node, node)
 
     def on_load(self, node: Any, mutator: Any) -> Any:
+        if node.source in self.remap and self.remap[node.source] in self.packed_ints:
+            raise self.fail_int(node)
         if node.source in self.remap:  # casts and stores take theirs before the walk gets here
             raise self.fail(node, "the fp4 element")
         return mutator.default_mutate(node)

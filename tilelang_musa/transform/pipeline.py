@@ -26,6 +26,7 @@ from .config_index_bitwidth import ConfigIndexBitwidth
 from .fit_pipeline_stages import run_fitting_stages
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
+from .fold_cp_async_lanes import FoldCpAsyncLanes
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
 from .hoist_invariant_if import HoistInvariantIf
@@ -41,6 +42,7 @@ from .lower_global_layout import LowerGlobalLayout
 from .lower_parallel_loop import LowerParallelLoop
 from .lower_shared_layout import LowerSharedLayout
 from .lower_thread_allreduce import LowerThreadAllreduce
+from .grid_barriers import CheckGridBarrierConditions, SplitGuardsAtGridBarriers
 from .lower_tile_op import LowerTileOp
 from .lower_tme_copy import LowerTmeCopy
 from .lower_wait_sqmma import LowerWaitSqmma
@@ -84,6 +86,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             CheckNestedLoops(),
             # ... and upstream's rule that a thread-private local buffer is not indexed by a T.Parallel variable.
             CheckParallelLocalIndex(),
+            # T.sync_grid under the user's condition on a thread or block index: an error, before guards are added.
+            CheckGridBarrierConditions(),
             # Run-time-extent T.Parallel levels that place no fragment element: serial, before layouts are planned.
             SerializeDynamicParallelLevels(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
@@ -107,6 +111,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # Per-thread async / robust element copies over T.vectorized lanes become one copy of the run (wider
             # pieces).
             FuseAsyncCopyLanes(),
+            # T.ptx_cp_async lanes of a T.vectorized loop become one 4/8/16-byte copy (upstream's fold).
+            FoldCpAsyncLanes(),
         )),
         Phase("LowerTileOps", "no tile op left: fragments laid out, every loop over them planned per thread", (
             # A T.copy load that one thread runs (`if tx == 768: T.copy(q[...], q_s)`) is a TME load where the TME
@@ -190,6 +196,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             RemoveUnusedBinds(),
         )),
         Phase("Synchronize", "every barrier placed and given its hardware id", (
+            # A grid barrier in a partitioned loop: its guards pushed past the barrier, which every thread reaches.
+            SplitGuardsAtGridBarriers(),
             # Barriers between shared-memory accesses by different threads (final accesses only, templates'
             # included through their marked pointers): first the write-after-write hazards TVM's ThreadSync does
             # not see, then its read/write ones. Users who place T.sync_threads() themselves switch them off.

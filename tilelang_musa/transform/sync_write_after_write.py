@@ -27,6 +27,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.ops import SYNC_GRID_OP
 from ..ir.tile_views import shared_tile_views
 from ..ir.utils import collect_accesses, scope_of
 from ..tileop.access_ptr import READ, WRITE, as_access
@@ -40,8 +41,10 @@ def _sync(scope: str):
 
 
 def _is_barrier(stmt) -> bool:
+    """A block barrier, or a grid barrier (T.sync_grid), which is one too: grid.sync() starts and ends with one."""
     return (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tvm.ir.Call)
-            and isinstance(stmt.value.op, tvm.ir.Op) and str(stmt.value.op.name) == "tirx.tvm_storage_sync")
+            and isinstance(stmt.value.op, tvm.ir.Op)
+            and str(stmt.value.op.name) in ("tirx.tvm_storage_sync", SYNC_GRID_OP))
 
 
 def _shared_accesses(stmt, tiles: dict):

@@ -46,6 +46,7 @@
 #include "sim/async_copy.h"
 #include "sim/tme.h"
 #include "sim/grid_flags.h"
+#include "sim/grid_barrier.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -208,6 +209,15 @@ inline musaError_t musaLaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 b
                                     size_t sharedMem = 0, musaStream_t stream = nullptr) {
   (void)stream;
   return tl_sim::LaunchKernel(kernel, grid, block, args, sharedMem);
+}
+/*! \brief A cooperative launch: every block resident at once, so that the kernel may wait at a grid barrier
+ *         (cooperative_groups::this_grid().sync(), sim/grid_barrier.h); a grid larger than the device holds
+ *         resident is musaErrorCooperativeLaunchTooLarge. */
+template <class... Params>
+inline musaError_t musaLaunchCooperativeKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void** args,
+                                               size_t sharedMem = 0, musaStream_t stream = nullptr) {
+  (void)stream;
+  return tl_sim::LaunchKernel(kernel, grid, block, args, sharedMem, true);
 }
 /*! \brief The untyped form cannot be simulated: the parameter types are needed to unpack `args`. */
 inline musaError_t musaLaunchKernel(const void* func, dim3, dim3, void**, size_t = 0, musaStream_t = nullptr) {

@@ -22,6 +22,8 @@ const char* musaGetErrorString(musaError_t error);
 const char* musaGetErrorName(musaError_t error);
 musaError_t musaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
                              musaStream_t stream);
+musaError_t musaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                                        musaStream_t stream);
 musaError_t musaFuncSetAttribute(const void* func, enum musaFuncAttribute attr, int value);
 musaError_t musaMalloc(void** ptr, size_t size);
 musaError_t musaFree(void* ptr);
@@ -38,6 +40,11 @@ template <class T>
 musaError_t musaLaunchKernel(T* func, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
                              musaStream_t stream = 0) {
   return ::musaLaunchKernel(reinterpret_cast<const void*>(func), grid, block, args, shared_mem, stream);
+}
+template <class T>
+musaError_t musaLaunchCooperativeKernel(T* func, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
+                                        musaStream_t stream = 0) {
+  return ::musaLaunchCooperativeKernel(reinterpret_cast<const void*>(func), grid, block, args, shared_mem, stream);
 }
 template <class T>
 musaError_t musaFuncSetAttribute(T* func, enum musaFuncAttribute attr, int value) {

@@ -36,6 +36,11 @@ musaError_t musaLaunchKernel(T* func, dim3 grid, dim3 block, void** args, size_t
   return cudaLaunchKernel(func, grid, block, args, shared_mem, stream);
 }
 template <class T>
+musaError_t musaLaunchCooperativeKernel(T* func, dim3 grid, dim3 block, void** args, size_t shared_mem = 0,
+                                        musaStream_t stream = 0) {
+  return cudaLaunchCooperativeKernel(func, grid, block, args, shared_mem, stream);
+}
+template <class T>
 musaError_t musaFuncSetAttribute(T* func, musaFuncAttribute attr, int value) {
   return cudaFuncSetAttribute(func, attr, value);
 }

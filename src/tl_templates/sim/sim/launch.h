@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -30,6 +31,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "grid_barrier.h"
 #include "grid_flags.h"
 #include "profile.h"
 #include "race_detector.h"
@@ -130,6 +132,7 @@ struct GridWork {
   profile::LaunchTimeline timeline;  // TILELANG_SIM_PROFILE=3: the workers' slices, gathered as each finishes
   PoisonedGlobals* poisoned = nullptr;  // checked mode: the ranges the launcher poisoned for this call, if any
   GridFlags flags;  // inter-block flags: which runs have finished, the flags' publish cycles (grid_flags.h)
+  GridBarrier* barrier = nullptr;  // a cooperative launch's grid barrier (grid_barrier.h), else null
 
   void Record(uint64_t block_id, musaError_t error, const char* text) {
     std::lock_guard<std::mutex> lock(mu);
@@ -140,10 +143,30 @@ struct GridWork {
     }
     failed.store(true);
     flags.Wake();
+    if (barrier != nullptr) barrier->Wake();
   }
 };
 
-/*! \brief One worker: run blocks of `work` on this OS thread until the grid is exhausted or a block fails. */
+/*! \brief Checked mode on a worker: the race detector and the unwritten-read shadow over this OS thread's shared
+ *         memory (its TLS block, else the dynamic arena at `dyn`), and the launch's poisoned global ranges. */
+inline void CoverCheckedMode(OsThreadState& t, unsigned char* dyn, RaceDetector& races, WrittenShadow& written,
+                             PoisonedGlobals* poisoned) {
+  LocateTlsBlock(t, dyn);
+  const bool whole = t.tls_begin != nullptr;
+  if (races.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity)) t.race_detector = &races;
+  written.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity);
+  t.uninit_shadow = &written;
+  t.global_shadow = poisoned;
+}
+
+/*! \brief Run `run` (block `id`) ended: the flag waits and the grid barrier learn it. */
+inline void FinishRun(GridWork& work, uint64_t run, uint64_t id) {
+  work.flags.Finish(run);
+  if (work.barrier != nullptr) work.barrier->Finish(id);
+}
+
+/*! \brief One worker: run blocks of `work` on this OS thread until the grid is exhausted or a block fails (in a
+ *         cooperative launch, one block). */
 inline void RunBlocks(GridWork& work) {
   const uint32_t threads = work.block.x * work.block.y * work.block.z;
   char error[256];
@@ -167,18 +190,10 @@ inline void RunBlocks(GridWork& work) {
     profile::Timeline timeline;
     if (work.options.profile) t.profile = &counters;
     if (work.options.trace) counters.Trace(&timeline);
-    if (work.options.check) {
-      LocateTlsBlock(t, dyn);
-      const bool whole = t.tls_begin != nullptr;
-      if (races.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity)) {
-        t.race_detector = &races;
-      }
-      written.Cover(whole ? t.tls_begin : dyn, whole ? t.tls_size : kDynamicSmemCapacity);
-      t.uninit_shadow = &written;
-      t.global_shadow = work.poisoned;
-    }
+    if (work.options.check) CoverCheckedMode(t, dyn, races, written, work.poisoned);
     const uint64_t gx = work.grid.x, gy = work.grid.y;
     t.grid_flags = &work.flags;
+    t.grid_barrier = work.barrier;
     while (!work.failed.load(std::memory_order_relaxed)) {
       const uint64_t run = work.next.fetch_add(1, std::memory_order_relaxed);
       if (run >= work.runs) break;
@@ -192,19 +207,22 @@ inline void RunBlocks(GridWork& work) {
       if (t.profile != nullptr) counters.StartBlock(threads, id, idx);
       t.block_run = run;
       if (!runner.Run(idx, id)) {
-        // a block that gave up a flag wait because another failed: that block's error is the launch's
-        if (!work.flags.Abandoned(run)) work.Record(id, runner.error_code(), runner.error_message());
-        work.flags.Finish(run);
+        // a block that gave up a flag or grid-barrier wait because another failed: that block's error is the launch's
+        if (!work.flags.Abandoned(run) && !(work.barrier != nullptr && work.barrier->Abandoned(id)))
+          work.Record(id, runner.error_code(), runner.error_message());
+        FinishRun(work, run, id);
         break;
       }
-      work.flags.Finish(run);
+      FinishRun(work, run, id);
       if (written.Deferred()[0] != '\0') {  // checked mode: an unwritten shared read, reported once the block ended
         work.Record(id, musaErrorLaunchFailure, written.Deferred());
         break;
       }
       if (t.profile != nullptr) counters.FlushBlock();
+      if (work.barrier != nullptr) break;  // a cooperative launch: one block per worker, all resident at once
     }
     t.grid_flags = nullptr;
+    t.grid_barrier = nullptr;
     t.race_detector = nullptr;
     t.uninit_shadow = nullptr;
     t.global_shadow = nullptr;
@@ -218,27 +236,10 @@ inline void RunBlocks(GridWork& work) {
   GlobalStackPool().Release(stacks);
 }
 
-/*! \brief Launch `call` (the kernel at `fn` with bound arguments) over `grid` x `block`. */
-inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block, size_t dynamic_smem) {
-  if (g_thread.block != nullptr)
-    return LaunchError(fn, "", musaErrorNotSupported, "launching a kernel from device code is not modelled");
-  SimOptions options;
-  char error[256];
-  if (!SimOptions::FromEnv(&options, error, sizeof(error)))
-    return LaunchError(fn, "", musaErrorInvalidValue, "%s", error);
-  if (options.stack_bytes < call.min_stack_bytes) options.stack_bytes = call.min_stack_bytes;
-  if (options.exec == ExecChoice::kLoop && call.may_block)
-    return LaunchError(fn, "", musaErrorInvalidValue,
-                       "%s=loop: the kernel's library holds code that can make a thread wait (a barrier, warp "
-                       "collective or asynchronous wait), which only runs on fibers",
-                       kExecEnvVar);
-  const bool fibers = options.exec == ExecChoice::kFibers || (options.exec == ExecChoice::kAuto && call.may_block);
-  char seed[48] = "";
-  if (options.check)
-    std::snprintf(seed, sizeof(seed), " (%s=%llu)", kSeedEnvVar, static_cast<unsigned long long>(options.seed));
-  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+/*! \brief The launch configuration's errors, as the driver reports them (seed: checked mode's suffix). */
+inline musaError_t CheckConfiguration(const void* fn, const char* seed, dim3 grid, dim3 block, size_t dynamic_smem) {
   if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlockDimXY || block.y > kMaxBlockDimXY ||
-      block.z > kMaxBlockDimZ || threads > kMaxThreadsPerBlock)
+      block.z > kMaxBlockDimZ || uint64_t{block.x} * block.y * block.z > kMaxThreadsPerBlock)
     return LaunchError(fn, seed, musaErrorInvalidConfiguration,
                        "block (%u,%u,%u) is invalid: each extent must be >= 1, x and y <= %u, z <= %u, and "
                        "x*y*z <= %u threads",
@@ -259,6 +260,57 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
                        "%zu bytes of dynamic shared memory requested, above the kernel's limit of %zu bytes; raise "
                        "it first with musaFuncSetAttribute(kernel, musaFuncAttributeMaxDynamicSharedMemorySize, %zu)",
                        dynamic_smem, limit, dynamic_smem);
+  return musaSuccess;
+}
+
+/*! \brief A cooperative launch of `blocks` blocks: false (the launch error recorded) when the device cannot hold
+ *         them all resident at once, as the driver refuses it (grid_barrier_outlined.h has the figures). */
+inline bool CheckCooperative(const void* fn, const char* seed, uint64_t blocks, uint64_t threads, size_t smem) {
+  if (!kResidencyKnown) {
+    LaunchError(fn, seed, musaErrorCooperativeLaunchTooLarge,
+                "cooperative launch: this simulator build has no residency figures for %s (-DTL_SIM_MP_COUNT ...), "
+                "so it cannot tell how many blocks stay resident at once",
+                kArchName);
+    return false;
+  }
+  const uint64_t resident = ResidentBlocks(threads, smem);
+  if (blocks <= resident) return true;
+  LaunchError(fn, seed, musaErrorCooperativeLaunchTooLarge,
+              "cooperative launch of %llu blocks (musaLaunchCooperativeKernel): %s holds at most %llu blocks of %llu "
+              "threads and %zu bytes of shared memory resident at once (%llu MPs x %llu blocks), and a grid barrier "
+              "needs every block resident; launch at most that many blocks (a persistent kernel loops over its "
+              "tiles)",
+              static_cast<unsigned long long>(blocks), kArchName, static_cast<unsigned long long>(resident),
+              static_cast<unsigned long long>(threads), smem, static_cast<unsigned long long>(kResidency.mps),
+              static_cast<unsigned long long>(resident / kResidency.mps));
+  return false;
+}
+
+/*! \brief Launch `call` (the kernel at `fn` with bound arguments) over `grid` x `block`: in a cooperative launch
+ *         (call.cooperative) every block on an OS thread of its own, all at once (grid_barrier.h). */
+inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block, size_t dynamic_smem) {
+  if (g_thread.block != nullptr)
+    return LaunchError(fn, "", musaErrorNotSupported, "launching a kernel from device code is not modelled");
+  SimOptions options;
+  char error[256];
+  if (!SimOptions::FromEnv(&options, error, sizeof(error)))
+    return LaunchError(fn, "", musaErrorInvalidValue, "%s", error);
+  if (options.stack_bytes < call.min_stack_bytes) options.stack_bytes = call.min_stack_bytes;
+  if (options.exec == ExecChoice::kLoop && call.may_block)
+    return LaunchError(fn, "", musaErrorInvalidValue,
+                       "%s=loop: the kernel's library holds code that can make a thread wait (a barrier, warp "
+                       "collective or asynchronous wait), which only runs on fibers",
+                       kExecEnvVar);
+  const bool fibers = options.exec == ExecChoice::kFibers || (options.exec == ExecChoice::kAuto && call.may_block);
+  char seed[48] = "";
+  if (options.check)
+    std::snprintf(seed, sizeof(seed), " (%s=%llu)", kSeedEnvVar, static_cast<unsigned long long>(options.seed));
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  const musaError_t invalid = CheckConfiguration(fn, seed, grid, block, dynamic_smem);
+  if (invalid != musaSuccess) return invalid;
+  const uint64_t total = uint64_t{grid.x} * grid.y * grid.z;
+  if (call.cooperative && !CheckCooperative(fn, seed, total, threads, dynamic_smem))
+    return musaErrorCooperativeLaunchTooLarge;
   GridWork work;
   work.kernel = call;
   work.mode = fibers ? ExecMode::kFibers : ExecMode::kLoop;
@@ -266,16 +318,21 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
   work.block = block;
   work.dynamic_smem = dynamic_smem;
   work.options = options;
-  work.total_blocks = uint64_t{grid.x} * grid.y * grid.z;
-  work.runs = options.profile_blocks != 0 ? std::min(options.profile_blocks, work.total_blocks) : work.total_blocks;
+  work.total_blocks = total;
+  // a cooperative launch runs whole: a sample's blocks would wait at a grid barrier for the others forever
+  const bool sampled = options.profile_blocks != 0 && !call.cooperative;
+  work.runs = sampled ? std::min(options.profile_blocks, total) : total;
+  std::unique_ptr<GridBarrier> barrier;
+  if (call.cooperative) barrier.reset(work.barrier = new GridBarrier(total, grid, &work.failed));
   work.flags.Start(work.runs, work.total_blocks, static_cast<uint32_t>(threads), &work.failed,
                    options.check && call.grid_flags);
   if (options.check && g_thread.poisoned_globals != nullptr && g_thread.poisoned_globals->Any()) {
     g_thread.poisoned_globals->Prepare();
     work.poisoned = g_thread.poisoned_globals;
   }
-  // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left.
-  const uint64_t helpers = std::min<uint64_t>(options.workers, work.runs) - 1;
+  // Blocks are independent: the calling thread and options.workers - 1 helpers claim them until none is left;
+  // in a cooperative launch, every block has a worker.
+  const uint64_t helpers = (call.cooperative ? work.runs : std::min<uint64_t>(options.workers, work.runs)) - 1;
   LaunchSignalScope signal_handlers;
   const profile::ProfiledLaunch profiled(options.profile);
   std::vector<std::thread> pool;
@@ -325,9 +382,11 @@ std::tuple<std::decay_t<Params>...> UnpackArgs(void** args, std::index_sequence<
   return std::tuple<std::decay_t<Params>...>(*static_cast<std::decay_t<Params>*>(args[I])...);
 }
 
-/*! \brief musaLaunchKernel for a typed kernel pointer: args[i] points at the value of parameter i. */
+/*! \brief musaLaunchKernel (musaLaunchCooperativeKernel: `cooperative`) for a typed kernel pointer: args[i]
+ *         points at the value of parameter i. */
 template <class... Params>
-musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void** args, size_t dynamic_smem) {
+musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void** args, size_t dynamic_smem,
+                         bool cooperative = false) {
   const void* fn = reinterpret_cast<const void*>(kernel);
   if (kernel == nullptr) return SetError(musaErrorInvalidDeviceFunction, "musaLaunchKernel: the kernel is null");
   if (sizeof...(Params) > 0) {
@@ -339,7 +398,7 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
   }
   BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
   const KernelCall call{&BoundKernel<Params...>::Invoke, &bound, &LibrarySharedMemory, LibraryMayBlock(),
-                        kKernelMinStackKiB * 1024, LibraryUsesGridFlags()};
+                        kKernelMinStackKiB * 1024, LibraryUsesGridFlags(), cooperative};
 #if defined(TL_SIM_LINK_RUNTIME)
   return RuntimeLaunch(kRuntimeAbi, fn, &call, grid, block, dynamic_smem);
 #else

@@ -20,6 +20,7 @@ enum musaError_t {
   musaErrorAssert = 710,
   musaErrorIllegalInstruction = 715,
   musaErrorLaunchFailure = 719,
+  musaErrorCooperativeLaunchTooLarge = 720,
   musaErrorNotSupported = 801,
   musaErrorUnknown = 999,
 };
@@ -70,6 +71,7 @@ inline const char* ErrorName(musaError_t e) {
     case musaErrorAssert: return "musaErrorAssert";
     case musaErrorIllegalInstruction: return "musaErrorIllegalInstruction";
     case musaErrorLaunchFailure: return "musaErrorLaunchFailure";
+    case musaErrorCooperativeLaunchTooLarge: return "musaErrorCooperativeLaunchTooLarge";
     case musaErrorNotSupported: return "musaErrorNotSupported";
     case musaErrorUnknown: return "musaErrorUnknown";
   }
@@ -93,6 +95,7 @@ inline const char* ErrorDescription(musaError_t e) {
     case musaErrorAssert: return "device-side assert triggered";
     case musaErrorIllegalInstruction: return "an illegal instruction was encountered";
     case musaErrorLaunchFailure: return "unspecified launch failure";
+    case musaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
     case musaErrorNotSupported: return "operation not supported";
     case musaErrorUnknown: return "unknown error";
   }

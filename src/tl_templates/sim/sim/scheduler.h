@@ -203,6 +203,7 @@ struct KernelCall {
   bool may_block;                     // whether the library holds code that can suspend a thread (LibraryMayBlock)
   size_t min_stack_bytes;             // the stack the kernel's local arrays need (TL_SIM_MIN_STACK_KB)
   bool grid_flags;                    // whether the library holds inter-block flags (grid_flags.h, checked mode)
+  bool cooperative;                   // musaLaunchCooperativeKernel: every block resident at once (grid_barrier.h)
 };
 
 /*! \brief How a block's threads run. kLoop: one after another to completion on one fiber (no thread can wait, so

@@ -27,6 +27,7 @@ class RaceDetector;
 class WrittenShadow;
 class PoisonedGlobals;
 class GridFlags;
+class GridBarrier;
 struct Fiber;
 namespace profile {
 class Recorder;
@@ -72,6 +73,8 @@ struct OsThreadState {
   // are claimed in that order): what a flag wait needs to know which blocks have finished before it.
   GridFlags* grid_flags = nullptr;
   uint64_t block_run = 0;
+  // A cooperative launch's grid barrier (grid_barrier.h); null in any other launch.
+  GridBarrier* grid_barrier = nullptr;
 
   // Host-side error state of the runtime API (per host thread, as in MUSA).
   musaError_t last_error = musaSuccess;

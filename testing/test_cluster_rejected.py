@@ -1,6 +1,6 @@
-"""Thread-block clusters (`T.ClusterKernel`, `T.cluster_sync`, ...) and the grid barrier `T.sync_grid`, which
-upstream's and Moore Threads' test files call: each is an UnsupportedError naming the construct and the user's
-line, not an AttributeError from `tilelang.language`."""
+"""Thread-block clusters (`T.ClusterKernel`, `T.cluster_sync`, ...), which upstream's and Moore Threads' test files
+call: each is an UnsupportedError naming the construct and the user's line, not an AttributeError from
+`tilelang.language`. (The grid barrier `T.sync_grid` is provided: testing/test_sync_grid.py.)"""
 
 import pytest
 
@@ -38,15 +38,3 @@ def test_alloc_cluster_barrier_is_rejected_by_name():
             with T.Kernel(128, threads=128) as bx:
                 mbar = T.alloc_cluster_barrier([256])
                 A[bx] = mbar
-
-
-def test_sync_grid_names_musa_cooperative_launch_and_the_line():
-    with pytest.raises(tilelang.UnsupportedError, match=r"T.sync_grid \(a grid-wide barrier; .*cooperative launch"
-                                                        r".*\) is not supported by TileLang-MUSA") as info:
-        @T.prim_func
-        def main(A: T.Tensor((1024,), "float32")):
-            with T.Kernel(16, threads=128) as bx:
-                for i in T.Parallel(64):
-                    A[bx * 64 + i] = 1.0
-                T.sync_grid()
-    assert "T.sync_grid()" in str(info.value)
