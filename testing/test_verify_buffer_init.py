@@ -168,3 +168,18 @@ def test_a_view_written_is_its_buffer_written(capfd):
                 C[i] = s[i]
 
     assert MESSAGE not in warnings_of(main, capfd)
+
+
+def test_a_var_starts_at_zero_and_is_not_reported(capfd):
+    """`T.alloc_var` without an initializer is 0 (docs/UPSTREAM_SCRIPT_COMPAT.md), so reading it first is defined;
+    the local tile beside it is reported (upstream's issue 1678 kernel)."""
+    @T.prim_func
+    def main(O: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=1):
+            tmp_row = T.alloc_local((4,), "float32")
+            amax = T.alloc_var("float32")
+            amax = T.max(amax, tmp_row[0])
+            O[0] = amax
+
+    err = warnings_of(main, capfd)
+    assert "1 buffer(s)" in err and "`tmp_row` is read" in err and "amax" not in err

@@ -4,7 +4,8 @@ the memory last held: right by luck on one device, NaN on another (upstream issu
 a fragment nobody cleared). It changes nothing and never fails a compile.
 
 The question is "does anything write it", nothing finer, so that false reports stay rare:
-- a parameter is the caller's to fill, whatever its scope; global memory is never reported;
+- a parameter is the caller's to fill, whatever its scope; global memory is never reported, nor a T.alloc_var
+  (it starts at zero);
 - shared memory is written by some threads and read by others, ordered by barriers (a warp-specialized producer
   may come after its consumer in the body): a read is fine when any other statement or tile op writes the buffer;
 - per-thread storage (fragments, locals) follows source order: a write before the read, even under a condition the
@@ -45,7 +46,8 @@ from .pass_base import tl_pass
 
 logger = logging.getLogger("tilelang")
 MESSAGE = "Buffer read before initialization"
-EXEMPT_SCOPES = ("global", "shared.barrier", "shared.cluster_barrier")
+# Global memory is the caller's; barriers hold state their intrinsics set; a T.alloc_var starts at zero.
+EXEMPT_SCOPES = ("global", "shared.barrier", "shared.cluster_barrier", "local.var")
 _READS_STATE = 2  # TCallEffectKind: kExprAnnotation 0, kPure 1, kReadState 2; above it a call may write
 GEMM_HINT = ("T.gemm accumulates into C, so an uninitialized accumulator adds into stale contents. Add `T.clear(C)` "
              "before the gemm, or pass `clear_accum=True`.")
