@@ -283,3 +283,20 @@ def test_a_binding_that_vectorize_loop_rebuilds_keeps_its_line(arch):
     b = torch.full((128, 8), float("nan"), dtype=torch.float16)
     kernel(a, b)
     torch.testing.assert_close(b, (a * 2.0).half())
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lower_prints_the_directives_of_a_compile(arch):
+    """`tilelang.lower` honours the option as `tilelang.compile` does, given as `pass_configs` or by an
+    enclosing PassContext (upstream's test_tilelang_codegen_line_directives lowers so): its kernel source is
+    the compiled kernel's. It used to print the kernels without directives whatever the option said."""
+    from tilelang import tvm
+
+    target = f"musa -arch={arch}"
+    compiled = tilelang.compile(scale_rows(), target=target, pass_configs=LINES).get_kernel_source()
+    given = tilelang.lower(scale_rows(), target=target, pass_configs=LINES).kernel_source
+    with tvm.transform.PassContext(config=LINES):
+        enclosed = tilelang.lower(scale_rows(), target=target).kernel_source
+    assert f'#line {user_line_of("# the store")} "{HERE}"' in given
+    assert given == enclosed == compiled
+    assert "#line" not in tilelang.lower(scale_rows(), target=target).kernel_source

@@ -57,6 +57,8 @@ class CompileOptions:
     disable_vectorize: bool = _flag(K.TIR_DISABLE_VECTORIZE, "no loop is vectorized")
     stream_k: Any = _value(K.TL_STREAM_K, "a stream-K schedule of data-parallel GEMM kernels: True (one persistent "
                            "block per MP) or a number of persistent blocks; False or unset: the grid as written")
+    disable_buffer_init_check: bool = _flag(K.TL_DISABLE_BUFFER_INIT_CHECK, "no warning for shared, fragment or "
+                                            "local buffers read before anything writes them (VerifyBufferInit)")
     disable_shared_memory_reuse: bool = _flag(K.TL_DISABLE_SHARED_MEMORY_REUSE,
                                               "every shared tile has its own bytes of the arena, even where the "
                                               "lifetimes of two tiles do not overlap")

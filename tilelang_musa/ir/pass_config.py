@@ -137,9 +137,6 @@ WITHOUT_EFFECT = {
     K.TL_DISABLE_DATA_RACE_CHECK: "the compiler has no static race check to turn off (shared-memory hazards get "
                                   "barriers instead; see TL_DISABLE_THREAD_STORAGE_SYNC); the simulator's checked "
                                   "mode (TILELANG_SIM_CHECK=1) finds races at run time whatever this option says",
-    K.TL_DISABLE_BUFFER_INIT_CHECK: "the compiler has no static check of buffers read before they are written to "
-                                    "turn off; the simulator's checked mode (TILELANG_SIM_CHECK=1) names such reads "
-                                    "at run time whatever this option says",
     K.TL_DISABLE_PRELOWER_SEMANTIC_CHECK: "this build's front-end checks are errors that cannot be switched off",
     K.TL_ENABLE_AUTO_WARP_SPECIALIZATION: _NO_WS,
     K.TL_ENABLE_AUTO_SCHEDULE: "auto scheduling is TileLang-Ascend's; MUSA kernels are scheduled as written",

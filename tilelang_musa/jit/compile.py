@@ -577,7 +577,9 @@ def lower(program: tirx.PrimFunc, target: Any = "auto", target_host: Any = None,
         device_funcs = _lower_kernels(request, observers)
         device_mod = tvm.IRModule(dict(zip(kernel_names(request.name, len(device_funcs)), device_funcs)))
         with observers.stage("codegen.MUSASource"):
-            source = observers.print_source(device_mod, lambda: generate(device_funcs, request.target, request.name))
+            source = observers.print_source(device_mod, lambda: generate(
+                device_funcs, request.target, request.name,
+                line_directives=request.pass_options.emit_line_directives))
             text = source.text
             text, host_at = postprocess(text, text.rindex(source.host), request.target)
         if observers.trace is not None:

@@ -3,6 +3,8 @@
 Only the configuration is imported eagerly: tile ops (tileop/) read pass configs and are themselves
 lowered by a pass here, so the pipeline is imported on first use."""
 
+from tvm.ir.transform import PassContext  # noqa: F401 - upstream's tilelang.transform.PassContext
+
 from ..ir.pass_config import PassConfigKey, normalize_pass_configs
 from .simplify import apply_simplify, simplify_prim_func
 
@@ -47,5 +49,13 @@ def ThreadSync(scope: str):  # noqa: N802 - upstream's pass name
     return _pass(scope)
 
 
-__all__ = ["LegalizeNegativeIndex", "ThreadSync", "PassConfigKey", "apply_simplify", "lower", "lower_program",
-           "normalize_pass_configs", "program_passes", "simplify_prim_func"]
+def VerifyBufferInit():  # noqa: N802 - upstream's pass name
+    """See `verify_buffer_init.py`: warns of on-chip buffers read before anything writes them (honours
+    TL_DISABLE_BUFFER_INIT_CHECK of the enclosing PassContext)."""
+    from .verify_buffer_init import VerifyBufferInit as _pass
+
+    return _pass()
+
+
+__all__ = ["LegalizeNegativeIndex", "ThreadSync", "VerifyBufferInit", "PassConfigKey", "PassContext", "apply_simplify",
+           "lower", "lower_program", "normalize_pass_configs", "program_passes", "simplify_prim_func"]

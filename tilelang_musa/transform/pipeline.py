@@ -63,6 +63,7 @@ from .legalize_vectorized_loops import LegalizeVectorizedLoops
 from .sync_global_accesses import SyncGlobalAccesses
 from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
+from .verify_buffer_init import VerifyBufferInit
 from .vectorize_keeping_lines import VectorizeLoop
 from .warp_specialize_pipeline import WarpSpecializePipeline
 from .widen_walked_fragments import WidenWalkedFragments
@@ -88,6 +89,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             CheckParallelLocalIndex(),
             # T.sync_grid under the user's condition on a thread or block index: an error, before guards are added.
             CheckGridBarrierConditions(),
+            # Upstream's warning for on-chip buffers read before anything writes them (it changes nothing).
+            VerifyBufferInit(options),
             # Run-time-extent T.Parallel levels that place no fragment element: serial, before layouts are planned.
             SerializeDynamicParallelLevels(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
