@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import tvm
+
 from ..tileop import emit_tile_op
 from ..tileop.reduce import BITWISE_KINDS, KINDS, NAN_FUNCTORS, Reduce
 from ..tileop.region import Region, to_region
 from .allocate import FRAGMENT_SCOPE, alloc_fragment
-from .builder import current_trace, kernel_trace
+from .builder import as_expr, current_trace, kernel_trace, static_value
 from .builtin import sync_threads
 from .copy import copy
 
@@ -57,6 +59,7 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1
             nan_propagate = bool(val)
     if not isinstance(batch, int) or batch < 1:
         raise trace.error(f"{construct}: batch must be >= 1, got {batch!r}")
+    clear = _static_clear(trace, construct, clear)
     if nan_propagate and kind not in NAN_FUNCTORS:
         raise trace.error(f"{construct}: nan_propagate applies to max, min and absmax only")
     src_r, _ = to_region(src, construct, "src")
@@ -93,6 +96,17 @@ def _reduce(kind: str, src: Any, dst: Any, dim: int, clear: bool, batch: int = 1
         copy(dst_staged.to_ir(), dst_r.to_ir())
         if shared_dst:
             sync_threads()  # the write-back is complete before dst is read again
+
+
+def _static_clear(trace: Any, construct: str, clear: Any) -> bool:
+    """`clear` as a Python bool. Python's `bool()` of a run-time IR condition (`clear=(k == 0)`) is False whatever
+    the condition, so such a value would silently accumulate: it is an error at the call instead."""
+    value = static_value(clear)
+    if value is None and isinstance(as_expr(clear), tvm.ir.Expr):
+        raise trace.error(f"{construct}: clear must be known when the kernel is traced (a Python bool); got the "
+                          f"run-time condition `{clear}` (reduce with clear=False, after T.fill of the identity under "
+                          "that condition, for a per-step choice)")
+    return bool(clear if value is None else value)
 
 
 def reduce_sum(src: Any, dst: Any, dim: int = -1, clear: bool = True, batch: int = 1,
