@@ -10,9 +10,11 @@ still simplify and lower the value inside it. RestoreKeptBindings, after LowerIn
 `const int x = value;` and the uses read `x`.
 
 Large: the value, with every binding it reads substituted in turn, has more than LARGE_BINDING_NODES expression
-nodes, and the variable is read at least twice (read once, substituting it copies nothing). A binding inside a
-vectorized loop is left alone (TVM's vectorizer does not see through the call). Smaller bindings, the block
-swizzle's included, are substituted as before, so most kernels print exactly as they did.
+nodes, and substituting it into all its uses would add more than ADDED_NODES nodes (read once, substituting it
+copies nothing). A binding inside a vectorized loop is left alone (TVM's vectorizer does not see through the
+call). A kept binding hides its value from TVM's simplifier (the guards our passes left on its uses stay as they
+are; ours prove what they can through ir/large_bindings.py's `learn` first), so the others, the block swizzle's
+and T.Persistent's tile indices included, are substituted as before: most kernels print exactly as they did.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ from tvm import tirx
 from ..ir.large_bindings import KEPT_BINDING_OP, LARGE_BINDING_NODES, is_kept_value
 from ..ir.utils import Var, expression_size, seq, substitute
 from .pass_base import tl_body_pass
+
+# Kept where substituting the binding would add more expression nodes than this: a stream-K pair read a dozen times
+# per iteration (1200), its rotation read by every pair (1000); not a T.Persistent tile index read by five
+# addresses (90), nor a swizzled block index (9 nodes), which TVM's simplification still folds with the guards
+# around them.
+ADDED_NODES = 256
 
 
 def _is_integer_scalar(var: Any) -> bool:
@@ -61,8 +69,9 @@ def large_bindings(stmt: Any) -> set:
         nodes = expression_size(bind.value) + sum(inlined.get(h, 1) - 1 for h in used)
         handle = bind.var.__chandle__()
         inlined[handle] = nodes
-        if nodes > LARGE_BINDING_NODES and reads.get(handle, 0) >= 3 and _is_integer_scalar(bind.var) \
-                and handle not in vectorized:  # (reads counts the definition too)
+        copies = reads.get(handle, 0) - 2  # the uses but one (reads counts the definition too)
+        if nodes > LARGE_BINDING_NODES and (nodes - 1) * copies > ADDED_NODES and _is_integer_scalar(bind.var) \
+                and handle not in vectorized:
             large.add(handle)
             inlined[handle] = 1  # kept: a binding reading it copies the variable only
     return large
