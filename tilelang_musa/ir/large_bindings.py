@@ -1,10 +1,10 @@
 """Large integer bindings: the ones the compiler keeps as bindings instead of substituting them into their uses.
 
 A binding (`x: T.let = value`) whose value has more than LARGE_BINDING_NODES expression nodes stays a binding
-where a pipelined loop replays it (transform/pipeline_units.py) and through TVM's simplification
-(transform/keep_large_bindings.py): substituted, a stream-K pair's rotation was copied into every address. Its
-uses then read a variable that an analyzer knows nothing about, where the substituted value had told it the
-variable's range (`by = tile % 4 // 2` lies in [0, 2): the bounds guards of the copies reading `by * 64 + i` are
+where a pipelined loop replays it (transform/pipeline_units.py), and, where it is read often enough, through
+TVM's simplification (transform/keep_large_bindings.py): substituted, a stream-K pair's rotation was copied into
+every address. Its uses then read a variable that an analyzer knows nothing about, where the substituted value had
+told it the variable's range (`by = tile % 4 // 2` lies in [0, 2): the bounds guards of the copies reading `by * 64 + i` are
 proved away). `learn` gives an analyzer the variable's range and alignment back (not the value itself: binding
 the value, the analyzer would substitute it into every proof, which is what made the passes slow); `teach` does
 it for each large binding that some expressions read, directly or through another one's value.
