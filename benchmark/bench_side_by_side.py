@@ -15,6 +15,9 @@ alternate within each round, so the machine's load falls on both alike. Per case
                         add; neither the import of the package nor the tracing of the @T.prim_func is counted)
   lower_gemm            lowering + device/host codegen of the README GEMM (1024^3, 256x256x64, mp_31), warm
                         (the third of three in one process; median of five)
+  lower_stream_k        lowering + device codegen of a GEMM on a stream-K schedule (tl.stream_k=3; 256^3, 64x64x32
+                        tiles, 3 stages, T.use_swizzle; mp_22, where it was slowest), warm (the second of two in
+                        one process)
   sim_add               one simulated call of the elementwise add on 2^20 fp32 (median of 5 calls)
   sim_gemm              one simulated call of the README GEMM, 1024^3 fp16 (median of 3 calls)
   sim_flash_attention   one simulated call of examples/flash_attention at its defaults (1x4x256x64; median of 3)
@@ -42,8 +45,8 @@ from io import BytesIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("compile_miss_add", "compile_miss_gemm", "compile_hit", "lower_gemm", "sim_add", "sim_gemm",
-         "sim_flash_attention")
+CASES = ("compile_miss_add", "compile_miss_gemm", "compile_hit", "lower_gemm", "lower_stream_k", "sim_add",
+         "sim_gemm", "sim_flash_attention")
 ADD_N = 1 << 20
 
 
@@ -73,6 +76,27 @@ def _gemm_program():
 
     tilelang.enable_cache()
     return matmul.compile(M=1024, N=1024, K=1024, block_M=256, block_N=256, block_K=64).program
+
+
+def _stream_k_gemm_program(n: int = 256, bm: int = 64, bn: int = 64, bk: int = 32):
+    """testing/test_stream_k.py's GEMM (swizzled, 3 stages), which tl.stream_k puts on persistent blocks."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((n, n), "float16"), B: T.Tensor((n, n), "float16"), C: T.Tensor((n, n), "float16")):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=128) as (bx, by):
+            T.use_swizzle(panel_size=2, order="col")
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(n, bk), num_stages=3):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * bm, bx * bn])
+
+    return main
 
 
 def _cpu_seconds() -> float:
@@ -118,6 +142,19 @@ def run_case(case: str) -> float:
         work = lambda: generate(lower(program, musa, normalize_pass_configs({})), musa, "k")  # noqa: E731
         work(), work()
         return statistics.median(_timed(work) for _ in range(5))
+    if case == "lower_stream_k":
+        from tilelang_musa.codegen import generate
+        from tilelang_musa.target import determine_target
+        from tilelang_musa.transform import lower_program, normalize_pass_configs, program_passes
+
+        program, musa = _stream_k_gemm_program(), determine_target("musa -arch=mp_22")
+        configs = normalize_pass_configs({"tl.stream_k": 3})
+
+        def work():
+            return generate(lower_program(program_passes(program, musa, configs), musa, configs), musa, "k")
+
+        work()
+        return _timed(work)
     if case == "sim_add":
         kernel = tilelang.compile(_add_program(ADD_N), out_idx=-1, target=target)
         a, b = torch.randn(ADD_N), torch.randn(ADD_N)

@@ -80,6 +80,18 @@ def test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel(arch, blocks
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_the_pair_is_bound_once_per_pipeline_iteration_not_copied_into_every_address(arch):
+    # the kernels of test_stream_k_gemm_is_bit_identical_to_the_data_parallel_kernel[3-*] (cache hits there). The
+    # pair (and its tile's block indices) substituted into every address of the 3-stage pipeline made 114 KB of
+    # MUSA C with 11 KB lines on mp_22 (26 KB, 9 KB lines on mp_31) and half a minute of lowering.
+    _, streamed = compile_both(gemm(256, 256, 256, swizzle=True), arch, 3)
+    src = streamed.get_kernel_source()
+    assert "const int pair = " in src
+    assert len(src) < 24_000 and max(len(line) for line in src.splitlines()) < 1_000, src
+    assert "cp_async_gs_conditional" not in src  # mp_22: the loads' bounds are still proved through the binding
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_more_blocks_than_tiles_pass_a_tile_along_a_chain(arch):
     # 4 tiles of 8 K-steps on 7 blocks: a block's whole range can lie inside one tile (continue and publish)
     M = N = 128

@@ -132,6 +132,17 @@ def as_int(expr: Any) -> int | None:
     return None
 
 
+def expression_size(expr: Any) -> int:
+    """The expression nodes of `expr` as printed: a subexpression that occurs twice counts twice."""
+    count = [0]
+
+    def visit(_node):
+        count[0] += 1
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Expr, visit)])
+    return count[0]
+
+
 def seq(stmts: list[Any]) -> Any:
     stmts = [s for s in stmts if s is not None]
     if len(stmts) == 1:

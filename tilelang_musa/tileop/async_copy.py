@@ -28,6 +28,7 @@ from tvm import tirx
 
 from ..errors import CompileError
 from ..ir.attrs import NO_SAFE_ACCESS
+from ..ir.large_bindings import teach
 from ..ir.ops import register_intrinsic
 from ..ir.utils import dtype_bytes, flat_index
 from ..target import arch_of, archs_with
@@ -123,8 +124,9 @@ def _innermost_contiguous(region: Region, dim: int | None) -> bool:
 
 
 def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[Any], allowed: tuple[int, ...],
-                   construct: str) -> int:
-    """Elements per piece: the widest allowed byte size whose pieces are contiguous and aligned in both operands."""
+                   construct: str, bindings: dict | None = None) -> int:
+    """Elements per piece: the widest allowed byte size whose pieces are contiguous and aligned in both operands
+    (`bindings`: the large bindings the indices may read, ir/large_bindings.py)."""
     src, dst = copy.src, copy.dst
     elem = dtype_bytes(src.dtype)
     inner_src = dims[0][-1] if dims[0] else None
@@ -152,7 +154,9 @@ def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[A
         if idx:
             idx[-1] = piece * lanes
         src_index, dst_index = paired_indices(src, dst, dims, idx)
-        if all(_aligned(ana, flat_index(r.buffer, index), lanes) for r, index in ((src, src_index), (dst, dst_index))):
+        flat = [flat_index(r.buffer, index) for r, index in ((src, src_index), (dst, dst_index))]
+        teach(ana, flat, bindings or {})
+        if all(_aligned(ana, index, lanes) for index in flat):
             return lanes
     sizes = "/".join(str(b) for b in sorted(allowed))
     raise copy.error(
@@ -210,7 +214,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     dims = copy.copy_dims()  # none for one element; a per-thread run of lanes (FuseAsyncCopyLanes) has one
     extents = list(common_extents(copy.src, copy.dst, dims))
     allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
-    lanes = piece_elements(copy, dims, extents, allowed, construct)
+    lanes = piece_elements(copy, dims, extents, allowed, construct, args.bindings)
     nbytes = lanes * dtype_bytes(copy.src.dtype)
     predicated = not args.options.disable_safe_copy_predication and not (
         robust and args.options.disable_safe_robust_copy_predication)
@@ -233,6 +237,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         if idx:
             idx[-1] = idx[-1] * lanes
         src_index, dst_index = paired_indices(copy.src, copy.dst, dims, idx)
+        teach(ana, src_index, args.bindings)  # `by = tile % 4 // 2` kept as a binding still lies in [0, 2)
         # An index read from memory (a row gathered through an index tensor) is read once: the guard, the clamped
         # address and the bounds all use it.
         binds = []

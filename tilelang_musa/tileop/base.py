@@ -34,6 +34,7 @@ class LowerArgs:
     block_threads: int = 0  # the block's thread count (0: num_threads)
     unswizzled: frozenset = frozenset()  # shared tiles no T.gemm may swizzle (layout_inference.unswizzled_tiles)
     accumulators: dict = field(default_factory=dict)  # accumulator -> the T.gemm ops into it (gemm_groups.py)
+    bindings: dict = field(default_factory=dict)  # the kernel's large bindings, for analyzers (ir/large_bindings.py)
 
     @property
     def whole_block(self) -> bool:

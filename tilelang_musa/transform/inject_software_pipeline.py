@@ -45,9 +45,12 @@ from ..ir.attrs import (
     WS_ATTR,
 )
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
+from ..ir.large_bindings import as_bindings
 from ..ir.options import CompileOptions
 from ..ir.tile_views import shared_tile_views
-from ..ir.utils import TensorLoad, as_int, declare_buffers, loc_of, scope_of, thread_info, with_fresh_bindings
+from ..ir.utils import (
+    TensorLoad, as_int, declare_buffers, loc_of, scope_of, seq, substitute, thread_info, with_fresh_bindings,
+)
 from ..target import arch_of
 from ..tileop.async_copy import ASYNC_ISSUE, ASYNC_PIECE_BYTES, commit_group, piece_elements, wait_group
 from ..tileop.region import TensorRegion, common_extents
@@ -55,7 +58,7 @@ from ..tileop.tme_copy import NotTme, TmeCopy
 from .lower_global_layout import global_layouts, keeps_rows
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE
-from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, version_count
+from .pipeline_units import SHARED_SCOPES, Unit, pipeline_units, replay_bindings, version_count
 from .thread_guard import thread_conditions
 
 _VERSIONABLE = (*SHARED_SCOPES, "local")
@@ -131,14 +134,15 @@ def load_kind(unit: Unit, stage: int, max_stage: int, modes: LoadModes) -> str |
     copies (group=) takes the form all of them allow."""
     if stage >= max_stage or not unit.is_global_to_shared_copy():
         return None
-    kinds = {_copy_kind(copy, stmt.value, modes) for copy, stmt in zip(unit.copies(), unit.stmts)}
+    bindings = as_bindings(unit.binds)
+    kinds = {_copy_kind(copy, stmt.value, modes, bindings) for copy, stmt in zip(unit.copies(), unit.stmts)}
     if kinds == {TME}:
         return TME
     return LDLMS if kinds <= {TME, LDLMS} and modes.ldlms and all(
-        _ldlms_pieces(copy) for copy in unit.copies()) else None
+        _ldlms_pieces(copy, bindings) for copy in unit.copies()) else None
 
 
-def _copy_kind(copy: Any, call: Any, modes: LoadModes) -> str | None:
+def _copy_kind(copy: Any, call: Any, modes: LoadModes, bindings: dict) -> str | None:
     if copy.async_mode is not None or copy.robust_desc is not None or copy.src.dtype != copy.dst.dtype:
         return None
     if call.attrs is not None and any("cache" in str(k) for k in call.attrs.keys()):
@@ -153,13 +157,14 @@ def _copy_kind(copy: Any, call: Any, modes: LoadModes) -> str | None:
             return TME
         except NotTme:
             pass
-    return LDLMS if modes.ldlms and _ldlms_pieces(copy) else None
+    return LDLMS if modes.ldlms and _ldlms_pieces(copy, bindings) else None
 
 
-def _ldlms_pieces(copy: Any) -> bool:
+def _ldlms_pieces(copy: Any, bindings: dict) -> bool:
     try:
         dims = copy.copy_dims()
-        piece_elements(copy, dims, list(common_extents(copy.src, copy.dst, dims)), ASYNC_PIECE_BYTES, "T.copy")
+        piece_elements(copy, dims, list(common_extents(copy.src, copy.dst, dims)), ASYNC_PIECE_BYTES, "T.copy",
+                       bindings)
         return True
     except TileLangError:
         return False  # no 4/8/16-byte pieces
@@ -416,6 +421,7 @@ class _PipelineEmitter:
         """Pipeline iteration `p`; `guarded`: each unit runs only where its loop iteration is in [0, n)."""
         placed = self._place(p, guarded)
         waits = _Waits()
+        shared: dict = {}  # the kept bindings emitted unguarded in this iteration, by (variable, stage)
         out: list[Any] = []
         for pos, item in enumerate(placed):
             group = self.schedule.group_of.get(item.unit.index)
@@ -426,8 +432,10 @@ class _PipelineEmitter:
                 # as written: ThreadSync puts this barrier where a read came before.)
                 if any(placed[q].runs for q in range(pos, group.end + 1)):
                     out.append(block_barrier())
-            if item.runs:
-                out.append(_guarded(item.cond, self._at_iteration(item.unit, item.iteration)))
+            if item.runs and item.cond is None:
+                out += self._at_iteration(item.unit, item.iteration, shared)
+            elif item.runs:
+                out.append(_guarded(item.cond, seq(self._at_iteration(item.unit, item.iteration, {}))))
             if group is not None and pos == group.end:
                 out += self._end_group(group, item, waits)
         return out
@@ -465,9 +473,10 @@ class _PipelineEmitter:
             return [_guarded(item.cond, barrier_call(BARRIER_ARRIVE_OP, self._slot(group, item.iteration)))]
         return []
 
-    def _at_iteration(self, unit: Unit, iteration: Any) -> Any:
+    def _at_iteration(self, unit: Unit, iteration: Any, shared: dict) -> list[Any]:
         """The unit's statements for loop iteration `iteration`: loads in their asynchronous form, the loop
-        variable replaced, versioned buffers at the iteration's version."""
+        variable replaced, versioned buffers at the iteration's version; first the kept bindings they read that
+        `shared` does not hold yet (replay_bindings)."""
         kind = self.schedule.kinds.get(unit.index)
         stmts = list(unit.stmts)
         if kind == LDLMS:
@@ -478,10 +487,10 @@ class _PipelineEmitter:
                      for s in stmts]
         stmt = stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
         value = self.ana.simplify(self.loop.min + iteration)
-        stmt = tvm_ffi.structural_mutate(stmt, [(tvm.ir.expr.Var, lambda v, m: value
-                                                 if v.same_as(self.loop.loop_var) else v)])
+        binds, vmap = replay_bindings(unit.binds, self.loop.loop_var, value, shared, self.schedule.stages[unit.index])
+        stmt = substitute(stmt, {self.loop.loop_var: value, **vmap})
         # each emitted copy binds its own variables (a unit is emitted once per pipeline iteration it runs in)
-        return to_versions(with_fresh_bindings(stmt), self.versions, iteration)
+        return [*binds, to_versions(with_fresh_bindings(stmt), self.versions, iteration)]
 
 
 def load_modes(func: tirx.PrimFunc, options: CompileOptions) -> LoadModes:

@@ -14,6 +14,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import LAYOUTS_ATTR
+from ..ir.large_bindings import large_bindings
 from ..ir.options import CompileOptions
 from ..ir.utils import thread_info
 from ..tileop import LowerArgs, is_tile_op, parse_tile_op
@@ -34,7 +35,8 @@ def lower_tile_op(func: tirx.PrimFunc, options: CompileOptions | dict, late: boo
     tid = threads.linear_thread_id()
     args = LowerArgs(target, tid, threads.num_threads, layouts, options, annotated_buffers(func),
                      dict(threads.extents), view_buffers(func), 0, threads.num_threads,
-                     unswizzled=unswizzled_tiles(func), accumulators=accumulator_groups(func))
+                     unswizzled=unswizzled_tiles(func), accumulators=accumulator_groups(func),
+                     bindings=large_bindings(func.body))
     analyzer = thread_analyzer(threads)
     if not late and options.disable_thread_storage_sync:
         func = barrier_relayout_round_trips(func)

@@ -31,6 +31,7 @@ from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
 from .hoist_invariant_if import HoistInvariantIf
 from .inline_unit_loops import InlineUnitLoops
+from .keep_large_bindings import KeepLargeBindings, RestoreKeptBindings
 from .mark_rewritten_tiles import MarkRewrittenTiles
 from .layout_inference import LayoutInference
 from .legalize_negative_index import LegalizeNegativeIndex
@@ -178,6 +179,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             # Strided tensor parameters to 1-D over the offsets they reach (FlattenBuffer's extent assumes the first
             # dim has the largest stride).
             FlattenStridedParams(),
+            # Large integer bindings read more than once stay bindings through TVM's passes (up to LowerIntrin),
+            # which would copy them into every use (a stream-K pair's rotation into every address).
+            KeepLargeBindings(),
             tirx.transform.FlattenBuffer(),
             # float4_e2m1fn tensors to bytes, element accesses to nibble helpers, on flat indices; before
             # VectorizeLoop (the helpers are scalar calls: loops over fp4 elements run lane by lane).
@@ -220,6 +224,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
         Phase("Finalize", "the device function the MUSA printer takes", (
             # Math intrinsics (T.exp ...) to the MUSA math library names.
             tirx.transform.LowerIntrin(),
+            # The bindings KeepLargeBindings kept, as the printer emits them.
+            RestoreKeptBindings(),
             # Last: offsets of the shared tiles in the dynamic arena, and the launch's smem size.
             PlanDynamicSharedMemory(options),
         )),

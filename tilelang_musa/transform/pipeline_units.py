@@ -1,9 +1,12 @@
 """The body of a `T.Pipelined` loop as the pipeline passes see it: a list of scheduled units.
 
 A unit is one statement of the (flattened) loop body, or, with `group=[[...], ...]`, the statements a group lists.
-`stage=` and `order=` give one entry per unit. Scalar bindings (`base: T.int32 = k * bk`) are not units: they are
-substituted into the units that use them, so each unit reads them at its own iteration after the pipeline moves
-it (upstream TileLang replays them the same way). Allocations inside the body are hoisted before the loop.
+`stage=` and `order=` give one entry per unit. Scalar bindings (`base: T.int32 = k * bk`) are not units: each unit
+reads them at its own iteration after the pipeline moves it. A small one is substituted into the units that use
+it; a large one (ir/large_bindings.py: a stream-K pair's rotation, a swizzled block index) stays a binding that
+the pipeline emits again before the emitted units that read it (`Unit.binds`, replay_bindings; upstream TileLang
+replays bindings the same way): substituted, it would be copied into every index of every emitted unit, for
+expressions of kilobytes that every later pass walks. Allocations inside the body are hoisted before the loop.
 
 Both PipelinePlanning and InjectSoftwarePipeline build the units with `pipeline_units`, so the stage/order lists
 the planner writes line up with what the injector reads.
@@ -20,6 +23,7 @@ from tvm import tirx
 
 from ..errors import CompileError, SourceLoc
 from ..ir.attrs import PIPELINE_GROUP
+from ..ir.large_bindings import is_large
 from ..ir.utils import is_buffer, loc_of, substitute
 from ..tileop import Copy
 from ..tileop.region import TensorRegion
@@ -37,10 +41,11 @@ _WRITES_ONLY = ("tl.tileop.fill",)
 @dataclass
 class Unit:
     index: int  # position in source order
-    stmts: list  # the statements, bindings substituted
+    stmts: list  # the statements, small bindings substituted
     reads: frozenset = field(default_factory=frozenset)  # buffer Vars
     writes: frozenset = field(default_factory=frozenset)
     loc: SourceLoc | None = None
+    binds: list = field(default_factory=list)  # the kept bindings its statements read, in order, to emit first
 
     @property
     def stmt(self) -> Any:
@@ -147,34 +152,77 @@ def pipeline_units(loop: tirx.For, views: dict | None = None) -> PipelineBody:
     as another dtype reads or writes the tile (its bytes): the dependences and the versions are the tile's."""
     stmts = flatten(loop.body)
     hoisted = [s for s in stmts if isinstance(s, tirx.AllocBuffer)]
-    binds: dict = {}
-    plain: list = []
     written: set = set()
     for s in stmts:
         if not isinstance(s, (tirx.AllocBuffer, tirx.Bind)):
             written |= _as_storage(accesses(s), views)[1]
+    inlined: dict = {}
+    kept: list = []
+    plain: list = []
     for s in stmts:
         if isinstance(s, tirx.AllocBuffer):
             continue
         if isinstance(s, tirx.Bind):
-            value = substitute(s.value, binds)
-            stale = [b for b in _as_storage(accesses(value), views)[0] if b in written]
-            if stale:
-                raise CompileError(
-                    f"T.Pipelined: the binding `{s.var.name}` reads `{stale[0].name}`, which the pipelined loop "
-                    "writes; a binding is replayed where it is used, after the pipeline moves its users, so it "
-                    "would read another iteration's value. Store it in a buffer (T.alloc_local) instead",
-                    loc_of(loop))
-            binds[s.var] = value
+            value = substitute(s.value, inlined)
+            _check_not_stale(loop, s.var, value, written, views)
+            if is_large(value):
+                kept.append(tirx.Bind(s.var, value))
+            else:
+                inlined[s.var] = value
             continue
-        plain.append(substitute(s, binds))
+        plain.append(substitute(s, inlined))
     groups = _groups(loop, len(plain))
     units = []
     for index, members in enumerate(groups):
         body = [plain[m] for m in members]
-        reads, writes = _as_storage(accesses(tirx.SeqStmt(body) if len(body) > 1 else body[0]), views)
-        units.append(Unit(index, body, reads, writes, _stmt_loc(body[0]) or loc_of(loop)))
+        binds = _kept_bindings_read(kept, body)
+        reads, writes = _as_storage(accesses(tirx.SeqStmt([*binds, *body]) if len(body) + len(binds) > 1
+                                             else body[0]), views)
+        units.append(Unit(index, body, reads, writes, _stmt_loc(body[0]) or loc_of(loop), binds))
     return PipelineBody(hoisted, units)
+
+
+def replay_bindings(binds: list, loop_var: Any, value: Any, shared: dict, key: Any = None) -> tuple[list, dict]:
+    """Kept bindings (`Unit.binds`) emitted for the loop iteration where `loop_var` is `value`: (the Binds to emit,
+    each kept variable -> the fresh variable bound to it here). A binding found in `shared` under (its variable,
+    `key`) was emitted earlier in the same scope for the same iteration, and is read from there; the new ones are
+    added to it."""
+    emitted: list = []
+    vmap: dict = {}
+    for bind in binds:
+        slot = (bind.var.__chandle__(), key)
+        if slot not in shared:
+            var = tvm.ir.expr.Var(bind.var.name, bind.var.ty)
+            emitted.append(tirx.Bind(var, substitute(bind.value, {loop_var: value, **vmap})))
+            shared[slot] = var
+        vmap[bind.var] = shared[slot]
+    return emitted, vmap
+
+
+def _check_not_stale(loop: tirx.For, var: Any, value: Any, written: set, views: dict | None) -> None:
+    stale = [b for b in _as_storage(accesses(value), views)[0] if b in written]
+    if stale:
+        raise CompileError(
+            f"T.Pipelined: the binding `{var.name}` reads `{stale[0].name}`, which the pipelined loop writes; a "
+            "binding is replayed where it is used, after the pipeline moves its users, so it would read another "
+            "iteration's value. Store it in a buffer (T.alloc_local) instead", loc_of(loop))
+
+
+def _kept_bindings_read(kept: list, body: list) -> list:
+    """The kept bindings that `body` reads, directly or through another kept binding, in their order."""
+    used: set = set()
+
+    def mention(node):
+        tvm_ffi.structural_walk(node, [(tvm.ir.expr.Var, lambda v: used.add(v.__chandle__()))], order="pre")
+
+    for s in body:
+        mention(s)
+    needed = []
+    for bind in reversed(kept):  # a binding reads only earlier ones
+        if bind.var.__chandle__() in used:
+            needed.append(bind)
+            mention(bind.value)
+    return needed[::-1]
 
 
 def _groups(loop: tirx.For, count: int) -> list[list[int]]:

@@ -14,11 +14,14 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.large_bindings import is_kept_value
 from ..ir.utils import Var
 from .pass_base import tl_body_pass
 
 
 def _calls_nothing(expr: Any) -> bool:
+    if is_kept_value(expr):  # KeepLargeBindings' wrapper (RestoreKeptBindings removes it later) calls nothing
+        expr = expr.args[0]
     calls: list[Any] = []
     tvm_ffi.structural_walk(expr, [(tvm.ir.Call, calls.append)])
     return not calls

@@ -21,6 +21,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.attrs import NO_SAFE_ACCESS, SAFE_COPY, SAFE_VALUES_ATTR
+from ..ir.large_bindings import is_large, learn
 from ..ir.options import CompileOptions
 from ..ir.utils import TensorLoad, as_int, scope_of, substitute
 from .pass_base import tl_pass
@@ -154,6 +155,8 @@ class _Guarder:
         return tirx.IfThenElse(_conjunction(conds), stmt, None) if conds else stmt
 
     def on_bind(self, node, mutator):
+        if is_large(node.value):  # kept as a binding (ir/large_bindings.py): its range still bounds the accesses
+            learn(self.ana, node.var, node.value)
         if not self.active:
             return mutator.default_mutate(node)
         return tirx.Bind(node.var, self._guard_loads(node.value, []))

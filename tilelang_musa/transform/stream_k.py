@@ -332,7 +332,9 @@ def _tile_block_indices(m: _Match, tile: Any) -> list:
     for e in m.extents[:-1]:
         coords.append(tirx.floormod(rest, e))
         rest = tirx.floordiv(rest, e)
-    coords.append(rest)
+    # (a tile index is below the tile count: the floormod says so to the swizzle's divisions, which TVM lowers
+    # to a plain `/` only where it proves their operands non-negative)
+    coords.append(tirx.floormod(rest, m.extents[-1]))
     if m.swizzle is not None and len(coords) >= 2:
         panel, order = m.swizzle
         gx, gy = m.extents[0], m.extents[1]

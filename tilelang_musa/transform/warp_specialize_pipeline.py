@@ -33,7 +33,7 @@ from ..ir.attrs import ARRIVE_COUNTS, BARRIER_SCOPE, PIPELINED_ATTR, SQUAD_THREA
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.options import CompileOptions
 from ..ir.tile_views import shared_tile_views
-from ..ir.utils import as_int, declare_buffers, scope_of, thread_info
+from ..ir.utils import as_int, declare_buffers, scope_of, substitute, thread_info
 from ..tileop.registry import is_tile_op
 from ..tileop.tme_copy import TmeCopy
 from .inject_software_pipeline import (
@@ -42,7 +42,7 @@ from .inject_software_pipeline import (
 )
 from .pass_base import tl_pass
 from .pipeline_planning import SCHEDULE_ORDER, SCHEDULE_STAGE, SMEM_ROUNDING, SharedBudget, shared_budget
-from .pipeline_units import accesses, flatten, pipeline_units, version_count
+from .pipeline_units import accesses, flatten, pipeline_units, replay_bindings, version_count
 
 # Buffers a statement copied into the producer may write (each thread's own) and read (no tile of another squad).
 _PER_THREAD = ("local", "local.var")
@@ -75,7 +75,8 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
     rings = _Rings(plan.ring)
     top, rest, late = _hoist_declarations(site.stmts)
     prologue = rest[:[i for i, s in enumerate(rest) if s.same_as(site.loop)][0]]
-    setup = _producer_setup(prologue, [s for i in plan.loads for s in plan.units[i].stmts], late)
+    setup = _producer_setup(prologue, [s for i in plan.loads for s in [*plan.units[i].binds, *plan.units[i].stmts]],
+                            late)
     if setup is None:
         return func  # the loads' addresses come from statements only the consumers can run: one squad
     body = _squad_regions(site, plan, rings, top, rest, setup)
@@ -183,10 +184,14 @@ def _serial(loop: tirx.For, plan: _Plan, make_body: Callable[[_Iteration], list]
 def _producer_body(plan: _Plan, rings: _Rings, it: _Iteration) -> list:
     """Wait for the slot to be empty, load into it (TME, on full[slot]), arrive on full[slot]."""
     body = [barrier_call(BARRIER_WAIT_OP, rings.empty[it.slot], tirx.bitwise_xor(it.phase, 1))]
+    shared: dict = {}  # the kept bindings emitted in this body
     for u in plan.units:
         if u.index in plan.loads:
-            body += [it.here(_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [rings.full[it.slot]],
-                                         {"explicit": False, PIPELINED_ATTR: True})) for s in u.stmts]
+            binds, vmap = replay_bindings(u.binds, it.loop_var, it.value, shared)
+            body += binds
+            body += [it.here(substitute(_with_attrs(s, tvm.ir.Op.get(TmeCopy.op_name), [rings.full[it.slot]],
+                                                    {"explicit": False, PIPELINED_ATTR: True}), vmap))
+                     for s in u.stmts]
     return body + [barrier_call(BARRIER_ARRIVE_OP, rings.full[it.slot])]
 
 
@@ -195,12 +200,15 @@ def _consumer_body(plan: _Plan, rings: _Rings, it: _Iteration) -> list:
     the last."""
     readers = plan.readers
     body = []
+    shared: dict = {}  # the kept bindings emitted in this body
     for u in plan.units:
         if u.index in plan.loads:
             continue
         if readers and u.index == readers[0]:
             body.append(barrier_call(BARRIER_WAIT_OP, rings.full[it.slot], it.phase))
-        body.append(it.here(u.stmt))
+        binds, vmap = replay_bindings(u.binds, it.loop_var, it.value, shared)
+        body += binds
+        body.append(it.here(substitute(u.stmt, vmap)))
         if readers and u.index == readers[-1]:
             body.append(barrier_call(BARRIER_ARRIVE_OP, rings.empty[it.slot]))
     return body
