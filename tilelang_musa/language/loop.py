@@ -18,7 +18,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import (
     COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT, PIPELINE_GROUP, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_STAGES, PRAGMA_UNROLL,
-    UNROLL_FACTOR,
+    PREFER_ASYNC, UNROLL_FACTOR,
 )
 from ..diagnostics import warn_once
 from ..ir.utils import TensorLoad
@@ -103,15 +103,29 @@ def _range(construct: str, start: Any, stop: Any) -> list[tuple[Any, Any]]:
     return [(0, value(start))] if stop is None else [(value(start), value(stop))]
 
 
-def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None) -> LoopFrame:  # noqa: N802
+def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None, prefer_async: Any = None,  # noqa: N802
+             annotations: Any = None) -> LoopFrame:
     """`for i, j in T.Parallel(M, N)`: independent iterations; the compiler maps them onto the block's
     threads (from the layout of the fragments they touch, else a coalesced vectorized mapping).
 
     `loop_layout=F`, a T.Fragment over the loop's extents ((i, j[, rep]) -> (thread, slot)), fixes the mapping
     instead: thread F.thread(i, j, rep) runs iteration (i, j) (once per replica), in slot order; the fragments
-    the loop touches are laid out from it, and its innermost run of consecutive slots sets the vector width."""
+    the loop touches are laid out from it, and its innermost run of consecutive slots sets the vector width.
+
+    `prefer_async` and `annotations` (upstream's: a cp.async hint, and loop annotations for the outermost loop) are
+    kept on the outermost loop; the copies stay synchronous element copies, which is what upstream's hint allows
+    (a `T.ptx_wait_group` after them then has nothing to wait for)."""
+    if prefer_async is not None and not isinstance(prefer_async, bool):
+        raise current_trace("T.Parallel").error(
+            f"T.Parallel: prefer_async={prefer_async!r} must be True, False or None")
+    if annotations is not None and (not isinstance(annotations, dict) or
+                                    not all(isinstance(k, str) for k in annotations)):
+        raise current_trace("T.Parallel").error(
+            f"T.Parallel: annotations={annotations!r} must be a dict of str keys (loop annotations)")
+    outer = dict(annotations or {})
+    if prefer_async is not None:
+        outer[PREFER_ASYNC] = prefer_async
     annotations = {PARALLEL: True}
-    outer = {}
     if coalesced_width is not None:
         if not isinstance(coalesced_width, int) or coalesced_width <= 0:
             raise current_trace("T.Parallel").error(

@@ -23,6 +23,7 @@ a plain copy.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +86,9 @@ class TmePlan:
     box: list  # innermost first, of one instruction
     bytes_total: int
     block_bytes: int  # from one block's start address to the next's
+    # A dense box wider than MAX_BOX_EXTENT: the descriptor splits the tensor's innermost dimension into blocks of
+    # `split` elements (one more dimension), so one instruction's box [split, width / split, ...] is the same bytes.
+    split: int = 0
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,11 @@ class TmeCopy(TileOp):
     def plan(self, params: list, layout: Layout | None) -> TmePlan:
         """The instructions that perform this copy, or NotTme naming the rule it breaks."""
         box_dims = self.box(params)
-        return _match_layout(self.shared_region, layout, box_dims, _elem_bytes(self.global_region.dtype))
+        plan = _match_layout(self.shared_region, layout, box_dims, _elem_bytes(self.global_region.dtype))
+        if plan.width <= MAX_BOX_EXTENT:
+            return plan
+        split = _descriptor_split(self.global_region, plan.width)
+        return dataclasses.replace(plan, split=split, box=[split, plan.width // split] + plan.box[1:])
 
     def box(self, params: list) -> list[int]:
         """The box extents (outermost first), or NotTme naming a rule other than the shared layout's it breaks
@@ -294,7 +302,8 @@ def _search_plan(s: Region, layout: Layout | None, shape: list[int], first: int,
 
 def _widths(inner: int, elem: int) -> list[int]:
     """Column block widths to try, each at most MAX_BOX_EXTENT elements (one instruction's box): the whole box, the
-    widest block the engine allows, then 256, 128, ... 16 bytes' worth of elements."""
+    widest block the engine allows, then 256, 128, ... 16 bytes' worth of elements; last, a box wider than one
+    instruction's stored densely (issued through a split descriptor, TmeCopy.plan)."""
     out = [w for w in (inner, MAX_BOX_EXTENT) if w <= MAX_BOX_EXTENT and inner % w == 0]
     nbytes = SWIZZLE_LINE
     while nbytes >= 16:
@@ -302,28 +311,57 @@ def _widths(inner: int, elem: int) -> list[int]:
         if w and w < inner and inner % w == 0 and w not in out:
             out.append(w)
         nbytes //= 2
+    if inner > MAX_BOX_EXTENT:
+        out.append(inner)
     return out
 
 
-def descriptor_name(buffer) -> str:
-    return f"desc_{buffer.name}"
+def _descriptor_split(g: Region, inner: int) -> int:
+    """The block width that splits the innermost dimension of g's descriptor so that a dense box `inner` wide is one
+    instruction's [split, inner / split] box: at most MAX_BOX_EXTENT elements and a multiple of 16 bytes, dividing
+    both `inner` and the dimension's size, with the copy starting at a multiple of it; NotTme if none does."""
+    elem = _elem_bytes(g.dtype)
+    size = g.buffer.ty.shape[-1]
+    start = g.mins[-1]
+    analyzer = tvm.sym.Analyzer()
+    if g.ndim < MAX_RANK and isinstance(size, tirx.IntImm):
+        for w in range(MAX_BOX_EXTENT, 0, -1):
+            if inner % w or int(size.value) % w or (w * elem) % GLOBAL_ALIGN or inner // w > MAX_BOX_EXTENT:
+                continue
+            if analyzer.can_prove(tirx.floormod(start, w) == 0):
+                return w
+    raise NotTme(f"the box extent {inner} of the innermost dimension of the copy exceeds the engine's "
+                 f"{MAX_BOX_EXTENT} elements per dimension; stored densely, it needs a descriptor of {g.name} with its "
+                 f"innermost dimension ({size}) split in blocks of at most {MAX_BOX_EXTENT} elements (a multiple of "
+                 f"{GLOBAL_ALIGN} bytes) that divide {inner} and it, the copy starting at a multiple of the block, and "
+                 f"{g.name} of fewer than {MAX_RANK} dimensions")
 
 
-def descriptor_spec(buffer) -> list:
-    """[tensor param name, dtype, dims innermost first, byte strides of dims 1..] for the host wrapper."""
+def descriptor_name(buffer, split: int = 0) -> str:
+    return f"desc_{buffer.name}" + (f"_split{split}" if split else "")
+
+
+def descriptor_spec(buffer, split: int = 0) -> list:
+    """[tensor param name, dtype, dims innermost first, byte strides of dims 1..] for the host wrapper; `split`: the
+    innermost dimension as two, blocks of `split` elements (TmePlan.split)."""
     elem = _elem_bytes(str(buffer.ty.dtype.dtype))
     shape = list(buffer.ty.shape)
     strides = global_strides(buffer)
     dims = list(reversed(shape))
     byte_strides = [s * elem for s in reversed(strides[:-1])]
+    if split:
+        dims = [split, int(dims[0]) // split] + dims[1:]
+        byte_strides = [split * elem] + byte_strides
     return [buffer.name, str(buffer.ty.dtype.dtype), dims, byte_strides]
 
 
 def lower_tme(op: TmeCopy, plan: TmePlan, leader: Any) -> tirx.Stmt:
     """The statements of one planned TME copy, issued by the thread for which `leader` holds."""
     g, s = op.global_region, op.shared_region
-    desc = descriptor_name(g.buffer)
+    desc = descriptor_name(g.buffer, plan.split)
     coord = [tirx.Cast("int32", m) if str(m.ty.dtype) != "int32" else m for m in reversed(g.mins)]
+    if plan.split:  # the innermost coordinate in the split descriptor's two dims (its start is a block's)
+        coord = [tirx.const(0, "int32"), tirx.floordiv(coord[0], plan.split)] + coord[1:]
     lead = list(s.mins[: s.ndim - len(plan.start_coords)])
     swz = [_SG_CODE[plan.sg], _SS_256, _SL_256]
     hints = [op.inner, op.outer]

@@ -149,7 +149,7 @@ class _TmeCopyLowering:
                 return self._plain_copy(op)
             raise not_tme_error(op, str(why)) from None
         g = op.global_region.buffer
-        self.descriptors[descriptor_name(g)] = descriptor_spec(g)
+        self.descriptors[descriptor_name(g, plan.split)] = descriptor_spec(g, plan.split)
         if op.is_load and op.barrier is None:  # a T.copy load: on a barrier of the compiler's, waited for here
             barrier = self._sync_barrier(_reaching(self.guards, self.threads, self.analyzer(), op))
             issue = lower_tme(dataclasses.replace(op, barrier=barrier), plan, self._leader_condition(op))
