@@ -65,3 +65,16 @@ def test_bad_values_are_errors_at_the_line(kwargs, message):
                 for i in T.Parallel(64, **kwargs):
                     A[i] = 0.0
     assert message in str(info.value) and "for i in T.Parallel(64, **kwargs):" in str(info.value)
+
+
+def test_the_hint_warns_once_that_the_copies_are_synchronous(monkeypatch):
+    from tilelang_musa import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_WARNED", set())
+    with pytest.warns(tilelang.TileLangWarning, match=r"prefer_async=True\): the loop's copies are synchronous"):
+        prefetch_rows()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prefetch_rows()  # once per process

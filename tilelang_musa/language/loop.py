@@ -125,6 +125,10 @@ def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None
     outer = dict(annotations or {})
     if prefer_async is not None:
         outer[PREFER_ASYNC] = prefer_async
+    if prefer_async:
+        warn_once("parallel-prefer-async", "T.Parallel(prefer_async=True): the loop's copies are synchronous here "
+                  "(a speed hint only: the data is in place when the loop ends, so the kernel's own "
+                  "T.ptx_commit_group / T.ptx_wait_group find nothing pending); docs/guide/language.md, T.Parallel")
     annotations = {PARALLEL: True}
     if coalesced_width is not None:
         if not isinstance(coalesced_width, int) or coalesced_width <= 0:
