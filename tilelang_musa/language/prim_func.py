@@ -235,16 +235,18 @@ def _body_sizes(parsed: ParsedKernel) -> dict[str, Any]:
     return sizes
 
 
-def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign, sizes: dict[str, Any]) -> Any:
+def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign,
+                          sizes: dict[str, Any] | None = None) -> Any:
     """The in-body annotation of parameter `name`, evaluated before the body runs (parameters come first, in
     signature order): it may use the function's globals and closure and the body's top-level T.dynamic sizes
     (_body_sizes), not the body's other variables."""
     try:
         return eval(compile(ast.Expression(stmt.annotation), parsed.filename, "eval"),  # noqa: S307
-                    {**_annotation_namespace(parsed), **sizes})
+                    {**_annotation_namespace(parsed), **(sizes or {})})
     except NameError as err:
         raise CompileError(f"the annotation of parameter `{name}` must use names defined outside the kernel body "
-                           f"(its closure or module) or by a `m = T.dynamic(\"m\")` at its top level: {err}", SourceLoc(parsed.filename, stmt.lineno)) from None
+                           f"(its closure or module) or by a `m = T.dynamic(\"m\")` at its top level: {err}",
+                           SourceLoc(parsed.filename, stmt.lineno)) from None
 
 
 def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
