@@ -254,8 +254,9 @@ def test_utils_names_upstream_examples_import():
     assert map_torch_type("float16") is torch.float16 and map_torch_type("float8_e4m3") is torch.float8_e4m3fn
     assert map_torch_type(tilelang.language.bfloat16) is torch.bfloat16
     assert map_torch_type("e4m3fnuz_float8") is torch.float8_e4m3fnuz
-    with pytest.raises(ValueError, match="int4"):
-        map_torch_type("int4")
+    assert map_torch_type("int4") is torch.uint8  # packed storage, two values a byte, as float4_e2m1fn
+    with pytest.raises(ValueError, match="int2"):
+        map_torch_type("int2")
     assert is_float8_dtype(torch.float8_e5m2) and not is_float8_dtype(torch.int8)
     assert torch_assert_close(torch.ones(3), torch.ones(3))
     assert get_current_device() == "cpu"  # the simulator (conftest forces it; no MUSA device here)
