@@ -15,7 +15,7 @@ import tilelang
 import tilelang.language as T
 from conftest import poison, rand
 from test_software_pipeline import with_target
-from tilelang_musa.ir.large_bindings import is_large
+from tilelang_musa.ir.large_bindings import is_large, learn
 from tilelang_musa.transform.inject_software_pipeline import inject_software_pipeline
 from tilelang_musa.transform.keep_large_bindings import keep_large_bindings, restore_kept_bindings
 from tilelang_musa.transform.pipeline_planning import pipeline_planning
@@ -220,3 +220,19 @@ def test_a_large_binding_as_a_column_offset_keeps_the_loads_16_byte_pieces():
     kernel(a, b, out)
     tiles = (a.float() + b.float()).view(64, 4, 32).sum(dim=1)
     torch.testing.assert_close(out, torch.stack([tiles, tiles]), rtol=1e-3, atol=1e-3)
+
+
+def test_a_large_float_or_pointer_binding_teaches_no_range():
+    # SafeMemoryAccess learns every large binding; a float value has no integer bound (the analyzer's
+    # const_int_bound rejected it: sparse attention's robust example stopped there).
+    ana = tvm.sym.Analyzer()
+    x = tirx.Var("x", "float32")
+    value = x
+    for k in range(40):
+        value = value * x + tirx.FloatImm("float32", float(k))
+    assert is_large(value)
+    var = tirx.Var("v", "float32")
+    learn(ana, var, value)
+    ptr = tirx.Var("p", "handle")
+    learn(ana, tirx.Var("q", "handle"), tirx.call_intrin("handle", "tirx.address_of", tirx.BufferLoad(
+        tirx.decl_buffer((4,), "float32", data=ptr), [0])))

@@ -72,7 +72,14 @@ def _reads(expr: Any) -> list:
 
 
 def learn(ana: tvm.sym.Analyzer, var: Any, value: Any) -> None:
-    """`ana` knows `var`'s range and alignment as those of `value` (in what `ana` knows at this point)."""
+    """`ana` knows `var`'s range and alignment as those of `value` (in what `ana` knows at this point). Only an
+    integer scalar has them: a large float or pointer binding teaches nothing."""
+    try:
+        dtype = tvm.DataType(str(value.dtype))
+    except (AttributeError, ValueError):
+        return
+    if dtype.type_code not in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT) or dtype.lanes != 1:
+        return
     ana.update(var, ana.const_int_bound(value), override=True)
     ana.update(var, ana.modular_set(value), override=True)
 
