@@ -129,10 +129,13 @@ TL_SHIM_ATOMIC(atomicMin, long long)
 TL_SHIM_ATOMIC(atomicMin, unsigned long long)
 TL_SHIM_ATOMIC(atomicAnd, int)
 TL_SHIM_ATOMIC(atomicAnd, unsigned int)
+TL_SHIM_ATOMIC(atomicAnd, unsigned long long)  // CUDA's and MUSA's 64-bit bitwise atomics
 TL_SHIM_ATOMIC(atomicOr, int)
 TL_SHIM_ATOMIC(atomicOr, unsigned int)
+TL_SHIM_ATOMIC(atomicOr, unsigned long long)  // CUDA's and MUSA's 64-bit bitwise atomics
 TL_SHIM_ATOMIC(atomicXor, int)
 TL_SHIM_ATOMIC(atomicXor, unsigned int)
+TL_SHIM_ATOMIC(atomicXor, unsigned long long)  // CUDA's and MUSA's 64-bit bitwise atomics
 #undef TL_SHIM_ATOMIC
 __device__ int atomicCAS(int* address, int compare, int val);
 __device__ unsigned int atomicCAS(unsigned int* address, unsigned int compare, unsigned int val);
