@@ -237,7 +237,7 @@ def _run_and_compare(desc: Any, arch: str, kernel: Any, start: float, outputs: l
     except Exception as exc:  # noqa: BLE001
         return Outcome("launch_error", arch, _one_line(exc), time.time() - start, path, len(outputs))
     if outputs:
-        returned = returned if isinstance(returned, tuple) else (returned,)
+        returned = returned if isinstance(returned, list) else [returned]
         for index, tensor in zip(outputs, returned):
             args[index] = tensor
     problems = []

@@ -24,7 +24,7 @@ class JITKernel:
     """A kernel compiled for one target and backend.
 
     `kernel(*inputs)` checks the inputs, allocates the outputs (`out_idx` / `T.empty`), runs, and returns
-    the outputs (one tensor, a tuple, or None)."""
+    the outputs (one tensor, a list of them in `out_idx` order, or None: as upstream's adapters)."""
 
     # tilelang.compile, registered by jit/compile.py (which imports this module) for the upstream constructor
     compile_program: Any = None

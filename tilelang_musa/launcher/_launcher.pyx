@@ -440,7 +440,7 @@ cdef class Launcher:
             hint_if_poison(self.kernel_name, [p.name for p in self.params if p.is_output], outputs)
         if self._num_outputs == 1:
             return outputs[0]
-        return tuple(outputs)
+        return list(outputs)  # as upstream's adapters return several outputs
 
     def bind_shapes(self, *args):
         """The value of every symbol (symbolic dim or stride) the arguments determine, checking them as a call would."""
