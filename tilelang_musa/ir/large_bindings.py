@@ -71,14 +71,16 @@ def _reads(expr: Any) -> list:
     return found
 
 
+def is_integer_scalar(var: Any) -> bool:
+    """Whether `var` is an integer scalar (not a vector, a float, a bool or a pointer)."""
+    ty = getattr(var, "ty", None)
+    return isinstance(ty, tvm.ir.PrimType) and ty.dtype.lanes == 1 and str(ty.dtype).startswith(("int", "uint"))
+
+
 def learn(ana: tvm.sym.Analyzer, var: Any, value: Any) -> None:
     """`ana` knows `var`'s range and alignment as those of `value` (in what `ana` knows at this point). Only an
     integer scalar has them: a large float or pointer binding teaches nothing."""
-    try:
-        dtype = tvm.DataType(str(value.dtype))
-    except (AttributeError, ValueError):
-        return
-    if dtype.type_code not in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT) or dtype.lanes != 1:
+    if not is_integer_scalar(var):
         return
     ana.update(var, ana.const_int_bound(value), override=True)
     ana.update(var, ana.modular_set(value), override=True)

@@ -25,7 +25,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.large_bindings import KEPT_BINDING_OP, LARGE_BINDING_NODES, is_kept_value
+from ..ir.large_bindings import KEPT_BINDING_OP, LARGE_BINDING_NODES, is_integer_scalar, is_kept_value
 from ..ir.utils import Var, expression_size, seq, substitute
 from .pass_base import tl_body_pass
 
@@ -34,11 +34,6 @@ from .pass_base import tl_body_pass
 # addresses (90), nor a swizzled block index (9 nodes), which TVM's simplification still folds with the guards
 # around them.
 ADDED_NODES = 256
-
-
-def _is_integer_scalar(var: Any) -> bool:
-    ty = var.ty
-    return isinstance(ty, tvm.ir.PrimType) and ty.dtype.lanes == 1 and str(ty.dtype).startswith(("int", "uint"))
 
 
 def _vectorized_bindings(stmt: Any) -> set:
@@ -70,7 +65,7 @@ def large_bindings(stmt: Any) -> set:
         handle = bind.var.__chandle__()
         inlined[handle] = nodes
         copies = reads.get(handle, 0) - 2  # the uses but one (reads counts the definition too)
-        if nodes > LARGE_BINDING_NODES and (nodes - 1) * copies > ADDED_NODES and _is_integer_scalar(bind.var) \
+        if nodes > LARGE_BINDING_NODES and (nodes - 1) * copies > ADDED_NODES and is_integer_scalar(bind.var) \
                 and handle not in vectorized:
             large.add(handle)
             inlined[handle] = 1  # kept: a binding reading it copies the variable only
