@@ -103,13 +103,7 @@ void MusaPrinter::Fail(const std::string& message) const {
 }
 
 void MusaPrinter::Line(const std::string& text) {
-  // A closing brace carries no code of its own: it keeps the numbering of the lines before it.
-  if (options_.line_directives && user_line_ != nullptr && text.find_first_not_of('}') != std::string::npos &&
-      (user_line_->first != presumed_file_ || user_line_->second != presumed_line_)) {
-    out_ << "#line " << user_line_->second << " " << StringLiteral(user_line_->first) << '\n';
-    presumed_file_ = user_line_->first;
-    presumed_line_ = user_line_->second;
-  }
+  if (options_.line_directives) DirectiveBefore(text);
   out_ << std::string(2 * indent_, ' ') << text << '\n';
   presumed_line_ += 1 + static_cast<int64_t>(std::count(text.begin(), text.end(), '\n'));
 }
@@ -170,6 +164,7 @@ std::string MusaPrinter::PrintKernel(const ObjectRef& func) {
     params.push_back("__grid_constant__ const MUtensorDescriptor " + desc);
   }
   indent_ = 1;
+  BeginFunctionLines(func);
   if (!launch_.dyn_smem.empty()) Line("extern __shared__ __align__(1024) unsigned char buf_dyn_shmem[];");
   PrintStmt(f.body());
 

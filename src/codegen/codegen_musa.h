@@ -12,6 +12,7 @@
 #ifndef TILELANG_MUSA_CODEGEN_CODEGEN_MUSA_H_
 #define TILELANG_MUSA_CODEGEN_CODEGEN_MUSA_H_
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -29,6 +30,13 @@ namespace codegen {
 /*! \brief Parses the `options` map: "arch" (str), "warp_size" and "min_blocks_per_sm" (ints), "sim_checks" (bool),
  *         "tme_descriptors" and "non_restrict_params" (lists of str); others are ignored. */
 CodegenOptions ParseCodegenOptions(const Map<String, Any>& options);
+
+/*! \brief A user's source line: (file, line). */
+using UserLine = std::pair<std::string, int64_t>;
+
+/*! \brief The user's line a statement's or a function's span names: a `Span`'s own, or the innermost (last) element
+ *         of a `SequentialSpan` (a statement nested in a macro or a compound statement); none without one. */
+std::optional<UserLine> UserLineOf(const ObjectRef& node);
 
 /*! \brief How a buffer variable is reached in the printed code. */
 struct BufferInfo {
@@ -123,6 +131,11 @@ class MusaPrinter : public CallContext {
   // ---- signature and output (codegen_musa.cc)
   std::string PrintParam(const ObjectRef& param);
   void Line(const std::string& text);  //!< one line at the current indentation
+
+  // ---- tl.emit_line_directives (line_directives.cc)
+  void BeginFunctionLines(const ObjectRef& func);  //!< the directive of the function's `def` line
+  void DirectiveBefore(const std::string& text);   //!< the directive, if any, before a line of code
+  void WriteDirective(const UserLine& line);
 
   // ---- statements (print_stmt.cc)
   void PrintStmt(const ObjectRef& stmt);
@@ -229,9 +242,14 @@ class MusaPrinter : public CallContext {
   int lane_selects_ = 0;  // lane-wise selects being printed with a guard (names their lambdas' parameters)
   // line_directives: the user's (file, line) of the statement being printed (its own span's, else the innermost
   // enclosing statement's); and the line the C compiler numbers the next printed line, after the last #line.
-  const std::pair<std::string, int64_t>* user_line_ = nullptr;
+  // statement_began_: a statement began and has printed no line yet (its first line gets a directive);
+  // directive_end_: where in out_ the last directive ends; def_line_: the function's `def` line.
+  const UserLine* user_line_ = nullptr;
   std::string presumed_file_;
   int64_t presumed_line_ = 0;
+  bool statement_began_ = false;
+  int64_t directive_end_ = -1;
+  std::optional<UserLine> def_line_;
 };
 
 }  // namespace codegen

@@ -86,27 +86,6 @@ const std::unordered_map<int32_t, MusaPrinter::StmtHandler>& MusaPrinter::StmtTa
   return table;
 }
 
-namespace {
-
-/*! \brief The user's (file, line) a statement's span names: the frontend's `Span`, or the innermost (last) element
- *         of a `SequentialSpan` (a statement nested in a macro or a compound statement); none without a span. */
-std::optional<std::pair<std::string, int64_t>> UserLineOf(const ObjectRef& stmt) {
-  static const TypeKey span_key("ir.Span");
-  static const TypeKey sequential_key("ir.SequentialSpan");
-  ObjectRef span = GetField(stmt, "span").cast<ObjectRef>();
-  if (IsA(span, sequential_key)) {
-    auto spans = GetField(span, "spans").cast<Array<ObjectRef>>();
-    if (spans.empty()) return std::nullopt;
-    span = spans[spans.size() - 1];
-  }
-  if (!IsA(span, span_key)) return std::nullopt;
-  ObjectRef source = GetField(span, "source_name").cast<ObjectRef>();
-  if (!source.defined()) return std::nullopt;
-  return std::make_pair(std::string(GetField(source, "name").cast<String>()), GetField(span, "line").cast<int64_t>());
-}
-
-}  // namespace
-
 void MusaPrinter::PrintStmt(const ObjectRef& stmt) {
   if (!stmt.defined()) Fail("a statement is missing (None)");
   const auto& table = StmtTable();
@@ -116,9 +95,10 @@ void MusaPrinter::PrintStmt(const ObjectRef& stmt) {
     (this->*(it->second))(stmt);
     return;
   }
-  std::optional<std::pair<std::string, int64_t>> own = UserLineOf(stmt);
-  const std::pair<std::string, int64_t>* enclosing = user_line_;
+  std::optional<UserLine> own = UserLineOf(stmt);
+  const UserLine* enclosing = user_line_;
   if (own) user_line_ = &*own;
+  statement_began_ = true;  // every statement's first line of code names its line (line_directives.cc)
   (this->*(it->second))(stmt);
   user_line_ = enclosing;
 }

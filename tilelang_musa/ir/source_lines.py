@@ -45,6 +45,11 @@ def _constructor_fields(cls: type) -> tuple[str, ...] | None:
     return _PARAMS[cls]
 
 
+# AllocBuffer's Python constructor takes its fields as *args and refuses a SequentialSpan (the span of a statement
+# nested in a compound statement or a macro); its FFI constructor takes (buffer, annotations, span) as they are.
+_FFI_CONSTRUCTED: dict[type, tuple[tuple[str, ...], Any]] = {
+    tirx.AllocBuffer: (("buffer", "annotations"), tirx._ffi_api.AllocBuffer)}
+
 _IS_STATEMENT: dict[type, bool] = {}  # isinstance(x, tirx.Stmt) by x's class: Stmt is an ABC, each check ~1 us
 
 
@@ -61,6 +66,10 @@ def keep_span(old: Any, new: Any) -> Any:
     span = getattr(old, "span", None)
     if span is None:
         return new
+    made_by_ffi = _FFI_CONSTRUCTED.get(kind)
+    if made_by_ffi is not None:
+        fields, make = made_by_ffi
+        return make(*(getattr(new, f) for f in fields), span)
     fields = _constructor_fields(type(new))
     if fields is None:
         return new
@@ -145,3 +154,21 @@ def name_user_lines(message: str, lines: dict[int, tuple[str, int]]) -> str:
     if "(line numbers of the kernel source)" in message:
         message = _RACE_LINE.sub(add_to_race, message)
     return message
+
+
+def name_user_lines_of_build(message: str, built_name: str, lines: dict[int, tuple[str, int]]) -> str:
+    """A compiler's message about the translation unit `built_name` (a file the simulator builds has the `#line`
+    directives blanked, for its reports' sake), with each diagnostic at a line of a kernel located at the user's
+    line, as the directives would have made the compiler print it: `k.checked.mu:57:5: error: ...` becomes
+    `/home/me/k.py:31:5: error: ... (line 57 of the kernel source)`."""
+    location = re.compile(rf"^(\S*{re.escape(built_name)}):(\d+):(?:(\d+):)?(.*)$", re.M)
+
+    def relocate(match: re.Match) -> str:
+        where = lines.get(int(match.group(2)))
+        if where is None:
+            return match.group(0)
+        column = f"{match.group(3)}:" if match.group(3) else ""
+        return f"{where[0]}:{where[1]}:{column}{match.group(4)} (line {match.group(2)} of the kernel source)"
+
+    return location.sub(relocate, message)
+

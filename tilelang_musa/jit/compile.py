@@ -34,7 +34,7 @@ from tvm import tirx
 from .. import _wheel_patches, env
 from .._version import __version__
 from ..diagnostics import warn_once
-from ..errors import CompileError
+from ..errors import BuildError, CompileError
 from ..ir.attrs import (
     COMPILE_FLAGS_ATTR, DESCRIPTORS_ATTR, OUTPUTS_ATTR, PASS_CONFIGS_ATTR, SIZE_ATTR, SIZE_PARAMS_ATTR,
     WORKSPACES_ATTR,
@@ -478,9 +478,27 @@ def _build(work: _Work) -> None:
         work.deferred.append(build)
         return
     with work.observers.stage(f"build.{request.backend.toolchain.name}"):
-        request.backend.toolchain.build(build)
+        try:
+            request.backend.toolchain.build(build)
+        except BuildError as err:
+            raise _naming_user_lines(err, work, built.name) from None
     if built != work.path("mu"):
         built.unlink()
+
+
+def _naming_user_lines(err: BuildError, work: _Work, built_name: str) -> BuildError:
+    """The compiler's message with its diagnostics at the user's lines: from the unit's `#line` directives
+    (tl.emit_line_directives; the simulator builds them blanked), else from the side table; `err` without either."""
+    from ..ir.source_lines import name_user_lines_of_build, table_from_json, user_lines
+
+    if "\n#line " in work.text:
+        lines = user_lines(work.text)
+    elif work.user_lines:
+        lines = table_from_json(work.user_lines)
+    else:
+        return err
+    message = name_user_lines_of_build(str(err), built_name, lines)
+    return err if message == str(err) else BuildError(message)
 
 
 def _copy_library(replacement: Path, library: Path) -> None:

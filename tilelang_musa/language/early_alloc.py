@@ -77,7 +77,7 @@ def place_without_kernel(func: tirx.PrimFunc, trace: Any) -> tirx.PrimFunc:
     if not (isinstance(body, tirx.Evaluate) and isinstance(body.value, tirx.IntImm) and body.value.value == 0
             and not is_recorded(body)):  # not the builder's placeholder for an empty body
         stmts.extend(body.seq if isinstance(body, tirx.SeqStmt) else [body])
-    return func.with_body(tirx.SeqStmt(stmts))
+    return func.with_body(tirx.SeqStmt(stmts), span=func.span)
 
 
 def check_early_allocations(func: tirx.PrimFunc, trace: Any) -> None:

@@ -47,6 +47,7 @@ from ..ir.attrs import (
 from ..ir.ops import BARRIER_ARRIVE_OP, BARRIER_WAIT_OP
 from ..ir.large_bindings import as_bindings
 from ..ir.options import CompileOptions
+from ..ir.source_lines import keep_span
 from ..ir.tile_views import shared_tile_views
 from ..ir.utils import (
     TensorLoad, as_int, declare_buffers, loc_of, scope_of, seq, substitute, thread_info, with_fresh_bindings,
@@ -174,7 +175,7 @@ def _with_attrs(stmt: Any, op: Any, extra_args: list, attrs: dict) -> Any:
     call = stmt.value
     merged = {str(k): call.attrs[k] for k in call.attrs.keys()} if call.attrs is not None else {}
     merged.update(attrs)
-    return tirx.Evaluate(tvm.ir.Call(op, [*list(call.args), *extra_args], attrs=merged, ret_ty="int32"))
+    return tirx.Evaluate(tvm.ir.Call(op, [*list(call.args), *extra_args], attrs=merged, ret_ty="int32"), stmt.span)
 
 
 @dataclass
@@ -384,7 +385,8 @@ class _PipelineEmitter:
         steady = self._iteration(steady_var + max_stage, guarded=False)
         extent = ana.simplify(tirx.Max(n - max_stage, tirx.const(0, n.ty.dtype)))
         stmts.append(tirx.For(steady_var, tirx.const(0, n.ty.dtype), extent, loop.kind, tirx.SeqStmt(steady)
-                              if len(steady) > 1 else steady[0], loop.thread_binding, unscheduled_annotations(loop)))
+                              if len(steady) > 1 else steady[0], loop.thread_binding, unscheduled_annotations(loop),
+                              span=loop.span))
         if max_stage > 0 and not isinstance(extent, tirx.IntImm) and not ana.can_prove(extent >= 1):
             # The steady loop may run no iteration (a T.dynamic trip count): TVM's ThreadSync takes the barrier
             # inside it as separating the prologue's writes from the epilogue's reads, so one goes here.
@@ -396,6 +398,9 @@ class _PipelineEmitter:
             stmts.append(wait_group(0))
         if self.done is not None:
             stmts.append(tirx.BufferStore(self.done, self.done[0] + n, [0]))
+        # The enclosing sequence takes these statements in (the SeqStmt goes): the waits, commits and guards the
+        # pipeline adds get the T.Pipelined line (the units' statements keep their own).
+        stmts = [keep_span(loop, stmt) for stmt in stmts]
         # every unit in stage 0 (stage=[0, ...]) and nothing hoisted: the steady loop alone, not a SeqStmt of one
         return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 

@@ -263,7 +263,9 @@ def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: Co
         with pass_pipeline("musa"):
             lowered.append(lower(kernel, target, configs,
                                  [*(instruments or []), *create_pass_instruments(context=context)], kernel_dump))
-    return lowered
+    # Each kernel keeps the program's span (its `def` line, which tl.emit_line_directives prints at the kernel's
+    # entry), as upstream's SplitHostDevice gives it to the device function: passes rebuild functions without it.
+    return [tirx.PrimFunc(k.params, k.body, k.ret_type, k.attrs, program.span) for k in lowered]
 
 
 def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: CompileOptions | dict,

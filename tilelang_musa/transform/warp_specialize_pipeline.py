@@ -178,7 +178,7 @@ def _serial(loop: tirx.For, plan: _Plan, make_body: Callable[[_Iteration], list]
     body = make_body(_Iteration(slot, phase, k, value, loop.loop_var, plan.versions))
     return tirx.For(k, tirx.const(0, loop.extent.ty.dtype), loop.extent, loop.kind,
                     tirx.SeqStmt(body) if len(body) > 1 else body[0], loop.thread_binding,
-                    unscheduled_annotations(loop))
+                    unscheduled_annotations(loop), span=loop.span)
 
 
 def _producer_body(plan: _Plan, rings: _Rings, it: _Iteration) -> list:
@@ -225,8 +225,9 @@ def _squad_regions(site: _Site, plan: _Plan, rings: _Rings, top: list, rest: lis
     regions = [
         _region(f"producer squad T.ws({producer_squad}) of T.Pipelined",
                 tirx.LE(tirx.const(block, tid.ty.dtype), tid),
-                _renamed_bindings(setup + [_serial(loop, plan, lambda it: _producer_body(plan, rings, it))])),
-        _region(f"consumer squads T.ws(0..{producer_squad - 1}) of T.Pipelined", tirx.LT(tid, block), consumer),
+                _renamed_bindings(setup + [_serial(loop, plan, lambda it: _producer_body(plan, rings, it))]), loop.span),
+        _region(f"consumer squads T.ws(0..{producer_squad - 1}) of T.Pipelined", tirx.LT(tid, block), consumer,
+                loop.span),
     ]
     body = tirx.SeqStmt(top + regions)
     body = declare_buffers(body, [rings.full, rings.empty],
@@ -336,9 +337,10 @@ def _has_tile_op(stmt: Any) -> bool:
     return bool(found)
 
 
-def _region(label: str, cond: Any, body: list) -> Any:
-    inner = tirx.IfThenElse(cond, tirx.SeqStmt(body) if len(body) > 1 else body[0], None)
-    return tirx.AttrStmt(tirx.const(0, "int32"), WS_ATTR, tvm.ir.expr.StringImm(label), inner)
+def _region(label: str, cond: Any, body: list, span: Any) -> Any:
+    """A squad's region; `span`, the T.Pipelined loop's, names the line of the barriers and guards it adds."""
+    inner = tirx.IfThenElse(cond, tirx.SeqStmt(body) if len(body) > 1 else body[0], None, span)
+    return tirx.AttrStmt(tirx.const(0, "int32"), WS_ATTR, tvm.ir.expr.StringImm(label), inner, span)
 
 
 def _plan(loop: tirx.For, modes, views: dict) -> _Plan | None:
