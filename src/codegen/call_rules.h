@@ -33,8 +33,8 @@ struct CodegenOptions {
   /*! \brief Print the simulator's sanitizer build: global and shared accesses checked against their buffer's
    *         extent (and recorded for the race detector), local arrays poisoned. Never changes the line count. */
   bool sim_checks = false;
-  /*! \brief `tl.emit_line_directives`: a `#line N "file.py"` before the code of each statement whose user line
-   *         (its span, else its enclosing statement's) differs from the line the C compiler would number it. */
+  /*! \brief `tl.emit_line_directives`: a `#line N "file.py"` before the first line of code of every statement (its
+   *         span's line, else its enclosing statement's) and one at the entry naming the `def` line, as upstream. */
   bool line_directives = false;
   /*! \brief TME descriptor parameters (`tl.tme_descriptors`), printed after the function's own parameters as
    *         `__grid_constant__ const MUtensorDescriptor <name>`; the TME rules name them. */
