@@ -276,3 +276,17 @@ def test_a_rebuilt_allocation_keeps_a_nested_statements_span():
     assert isinstance(kept, tirx.AllocBuffer)
     assert user_line(kept.span) == ("k.py", 5)
     assert tuple(kept.buffer.ty.shape) == (2, 4) and int(kept.annotations["kept"]) == 1
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_compiler_error_in_a_batched_simulator_build_names_the_users_line(arch):
+    """batch_build's one-by-one build of the program that failed the joint one (the fuzzer's path) gives the same
+    located message as tilelang.compile."""
+    from tilelang_musa.jit.batch_build import build_together
+    from tilelang_musa.jit.compile import compile_deferred
+
+    (error,) = build_together([compile_deferred(calls_an_undefined_function(), target=f"musa -arch={arch}")])
+    assert isinstance(error, BuildError)
+    located = re.search(rf"^{re.escape(HERE)}:(\d+):\d+: error: .*no_such_device_function", str(error), re.M)
+    assert located, str(error)
+    assert int(located.group(1)) == line_of("# the undefined call")

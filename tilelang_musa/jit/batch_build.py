@@ -73,7 +73,11 @@ def _build_alone(kernel) -> BuildError | None:
     try:
         kernel.request.backend.toolchain.build(req)
     except BuildError as err:
-        return err
+        from .compile import build_error_at_user_lines
+        from .stages import KernelMetadata
+
+        unit = (kernel.directory / stage_file(kernel.request.name, "mu")).read_text()
+        return build_error_at_user_lines(err, unit, KernelMetadata.read(kernel.directory).user_lines, req.source.name)
     finally:
         _drop_checked_source(kernel)
     return None

@@ -481,20 +481,21 @@ def _build(work: _Work) -> None:
         try:
             request.backend.toolchain.build(build)
         except BuildError as err:
-            raise _naming_user_lines(err, work, built.name) from None
+            raise build_error_at_user_lines(err, work.text, work.user_lines, built.name) from None
     if built != work.path("mu"):
         built.unlink()
 
 
-def _naming_user_lines(err: BuildError, work: _Work, built_name: str) -> BuildError:
-    """The compiler's message with its diagnostics at the user's lines: from the unit's `#line` directives
-    (tl.emit_line_directives; the simulator builds them blanked), else from the side table; `err` without either."""
+def build_error_at_user_lines(err: BuildError, unit: str, table: dict | None, built_name: str) -> BuildError:
+    """The compiler's message about `built_name` (the translation unit `unit`, as built) with its diagnostics at the
+    user's lines: from the unit's `#line` directives (tl.emit_line_directives; the simulator builds them blanked),
+    else from the side table (JSON, the metadata's `user_lines`); `err` without either. batch_build.py's too."""
     from ..ir.source_lines import name_user_lines_of_build, table_from_json, user_lines
 
-    if "\n#line " in work.text:
-        lines = user_lines(work.text)
-    elif work.user_lines:
-        lines = table_from_json(work.user_lines)
+    if "\n#line " in unit:
+        lines = user_lines(unit)
+    elif table:
+        lines = table_from_json(table)
     else:
         return err
     message = name_user_lines_of_build(str(err), built_name, lines)
