@@ -629,9 +629,11 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
 
     accessed, widest = parameter_accesses(device_funcs)
     specs = param_specs(program, _output_indices(program, out_idx), widest, accessed)
-    size_names = {s for spec in specs if spec.kind == "tensor" and not spec.is_workspace
-                  for s in spec.symbols}
-    bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names)
+    # A scalar named like a size of an input tensor takes its value from the tensors; one that only outputs or
+    # workspaces name is the caller's argument and sizes them (`T.empty((3, n * 2))` with `n: T.int32`).
+    input_sizes = {s for spec in specs if spec.kind == "tensor" and not spec.is_workspace and not spec.is_output
+                   for s in spec.symbols}
+    bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in input_sizes)
     unsolvable = unsolvable_symbols(specs, bound)
     if unsolvable:
         uses = "; ".join(spec.describe() for spec in specs
