@@ -41,6 +41,7 @@ from ..ir.attrs import (
     ZEROED_WORKSPACES_ATTR,
 )
 from ..ir.outside_kernel import check_compilable
+from ..ir.param_scopes import check_global_params
 from ..ir.options import CompileOptions
 from ..ir.source_lines import table_to_json
 from ..ir.utils import thread_info
@@ -351,6 +352,7 @@ def compile_deferred(program: tirx.PrimFunc, out_idx: int | Sequence[int] | None
 def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend: str, pass_configs: dict | None,
             instruments: Sequence[Any] | None, verbose: bool, compile_flags: Any) -> _Request:
     check_compilable(program)  # an IR-only function (no kernel) is rejected here, cached or not
+    check_global_params(program)  # and one with a tensor parameter in on-chip memory
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
     # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's, the
