@@ -17,8 +17,8 @@ do not race (src/tl_templates/musa/atomic.h). A select between fp4 values (a bou
 The address of an even element, `&x[i]` (a T.ptx_cp_async copy's operand), is that of byte i >> 1.
 
 int4 / uint4 tensor parameters and shared tiles are packed the same way (two a byte, element 2k in the low nibble);
-their elements are loaded, cast, selected and stored as fp4's are, decoded to int32 and encoded as 4-bit codes by
-plain arithmetic on the byte (packed_int_nibbles.py: a store is a read-modify-write of its byte, not atomic).
+their elements are loaded, cast, selected and stored as fp4's are, decoded to int32 and encoded as 4-bit codes
+(packed_int_nibbles.py: a store is a read-modify-write of its byte, not atomic).
 Any other use of an fp4 value is fp4 arithmetic: a CompileError; of an int4 value, an UnsupportedError (MUSA C has
 no 4-bit integer type). Errors name the line of the innermost loop around the access, where there is one.
 
@@ -139,7 +139,6 @@ class _Fp4Rewriter:
         self.kernel = kernel
         self.packed_ints = packed_ints
         self.locs: list[Any] = []  # the source lines of the loops around the walk, innermost last
-        self.nibble_writes = 0  # read-modify-writes of packed int bytes made so far
         self.handlers = [(tirx.Cast, self.on_cast), (tirx.BufferStore, self.on_store), (tirx.DeclBuffer, self.on_decl),
                          (tirx.AllocBuffer, self.on_alloc), (tirx.Evaluate, self.on_evaluate), (tirx.For, self.on_for),
                          (tvm.ir.Call, self.on_call), (TensorLoad, self.on_load), (Var, self.on_var)]
@@ -247,7 +246,8 @@ class _Fp4Rewriter:
             return tirx.const(int(expr.value) & 15, "int32")
         if isinstance(expr, tirx.Cast):
             value = expr.value
-            value = self.decode_int(value) if _is_packed(_dtype(value)) else self.rewrite(value)
+            value = self.decode(value) if _is_fp4(_dtype(value)) else self.decode_int(value) \
+                if _is_packed(_dtype(value)) else self.rewrite(value)
             return wrapped_code(value if _dtype(value).startswith(("int", "uint")) else tirx.Cast("int32", value))
         if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
             return tirx.if_then_else(self.rewrite(expr.args[0]), self.encode_int(expr.args[1]),
@@ -283,7 +283,6 @@ class _Fp4Rewriter:
         target = tirx.BufferLoad(node.buffer, list(node.indices))  # for nibble(): the element stored to
         byte, odd = self.nibble(target)
         if byte.source in self.packed_ints:
-            self.nibble_writes += 1
             return nibble_store(byte, odd, self.encode_int(node.value))
         code = self.encode(node.value)
         if byte.source in self.unpacked:  # this thread's own register: a plain store of the code
@@ -297,17 +296,12 @@ class _Fp4Rewriter:
         return tirx.Evaluate(self.decode(node.value) if _is_fp4(_dtype(node.value)) else self.decode_int(node.value))
 
     def on_for(self, node: Any, mutator: Any) -> Any:
-        """Notes the loop's line for errors; a vectorized loop that now writes packed int nibbles runs serially."""
+        """Notes the loop's line for the errors of the accesses in it."""
         self.locs.append(loc_of(node))
-        writes = self.nibble_writes
         try:
-            loop = mutator.default_mutate(node)
+            return mutator.default_mutate(node)
         finally:
             self.locs.pop()
-        if self.nibble_writes == writes or loop.kind != tirx.ForKind.VECTORIZED:
-            return loop
-        return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body, loop.thread_binding,
-                        loop.annotations)
 
     def on_decl(self, node: Any, mutator: Any) -> Any:
         if node.buffer not in self.remap:
