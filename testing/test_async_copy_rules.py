@@ -406,7 +406,7 @@ def test_int4_lanes_fold_into_16_byte_copies_of_the_packed_bytes(arch, dtype, mo
     torch.testing.assert_close(b, torch.roll(a.view(torch.uint8), -16), rtol=0, atol=0)
 
 
-def test_int4_elements_are_errors_only_their_bytes_move():
+def test_int4_tiles_are_not_copied_by_t_copy_but_their_elements_are_stored():
     def copied(kind: str):
         @T.prim_func
         def elements(A: T.Tensor((128,), "int4"), B: T.Tensor((128,), "int8")):
@@ -415,16 +415,19 @@ def test_int4_elements_are_errors_only_their_bytes_move():
                 if kind == "copy":
                     T.copy(A, S)
                 else:
-                    T.fill(S, 0)
+                    T.fill(S, -3)  # element stores: nibbles (issue 38, test_int4_elements.py)
+                    T.sync_threads()
+                    for i in T.Parallel(128):
+                        B[i] = T.cast(S[i], "int8")
 
         return elements
 
     with pytest.raises(UnsupportedError, match=r"T.copy: `A` is int4, a sub-byte integer, whose elements a MUSA "
                                                 r"kernel cannot copy one by one"):
         copied("copy")
-    with pytest.raises(UnsupportedError, match=r"accesses an element of a int4 tensor, a sub-byte integer(.|\n)*"
-                                                    r"its bytes may only be copied \(T.ptx_cp_async\)"):
-        tilelang.compile(copied("fill"), target="musa -arch=mp_31")
+    b = torch.zeros(128, dtype=torch.int8)
+    tilelang.compile(copied("fill"), target="musa -arch=mp_31")(torch.zeros(64, dtype=torch.uint8), b)
+    assert torch.equal(b, torch.full((128,), -3, dtype=torch.int8))
 
 
 @pytest.mark.parametrize("arch", ARCHS)

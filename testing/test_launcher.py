@@ -202,6 +202,13 @@ def test_output_sized_by_caller_scalar(libs):
     assert torch.equal(launcher(11), torch.arange(11, dtype=torch.int32))
 
 
+def test_negative_output_size_from_a_scalar_is_named(libs):
+    launcher = Launcher(libs["iota"], [scalar("N", "int32"), tensor("Y", "int32", ("N",), is_output=True)], "cpu")
+    with pytest.raises(ValueError, match=r"Y: Tensor\[\(N,\), int32\] \(output\) would have dim 0 = `N` = -3 "
+                                         r"\(N = -3\); sizes cannot be negative"):
+        launcher(-3)
+
+
 def test_strided_input_binds_its_stride_symbol(rowsum):
     base = rand(6, 64, seed=5)
     view = base[:, 3:20]  # strides (64, 1): not contiguous, but matches strides=("sA", 1)

@@ -84,21 +84,22 @@ def test_int4_fragment_is_an_error_at_its_line():
     assert info.value.loc.lineno == _line_of(build, "# the line")
 
 
-def test_uint4_tensor_parameter_elements_are_an_error_naming_them():
-    """A uint4 tensor parameter is packed storage whose bytes may move (T.ptx_cp_async: test_async_copy_rules.py);
-    reading an element is the error, naming the element."""
+def test_uint4_tensor_parameter_elements_are_read_as_nibbles():
+    """A uint4 tensor parameter is packed storage (two a byte, element 2k low); an element read is its nibble
+    (issue 38; more in test_int4_elements.py)."""
     def build():
         @T.prim_func
         def main(Packed: T.Tensor((16,), T.uint4), Out: T.Tensor((16,), T.uint8)):
             with T.Kernel(1, threads=16) as _:
                 for i in T.Parallel(16):
-                    T.evaluate(Packed[i])
+                    Out[i] = T.cast(Packed[i], T.uint8)
 
         return main
 
-    with pytest.raises(UnsupportedError, match=r"`Packed\[.*\]` accesses an element of a uint4 tensor, a sub-byte "
-                                                r"integer"):
-        tilelang.compile(build(), target=ARCHES[0])
+    packed = torch.randint(0, 256, (8,), generator=torch.Generator().manual_seed(3), dtype=torch.uint8)
+    out = torch.empty(16, dtype=torch.uint8)
+    tilelang.compile(build(), target=ARCHES[0])(packed, out)
+    assert torch.equal(out, torch.stack([packed & 15, packed >> 4], 1).reshape(-1))
 
 
 def test_int2_tensor_parameter_is_an_error_naming_it():
@@ -114,16 +115,26 @@ def test_int2_tensor_parameter_is_an_error_naming_it():
         tilelang.compile(build(), target=ARCHES[0])
 
 
-def test_cast_to_int4_is_an_error_at_its_line():
-    def build():
+def test_cast_to_int4_wraps_and_arithmetic_on_it_is_an_error_at_its_line():
+    """A conversion to int4 keeps the low 4 bits (two's complement), as C's to a narrower integer (issue 38);
+    computing with the int4 value is the error."""
+    def build(arithmetic):
         @T.prim_func
         def main(A: T.Tensor((16,), T.int8), B: T.Tensor((16,), T.int32)):
             with T.Kernel(1, threads=16) as _:
                 for i in T.Parallel(16):
-                    B[i] = T.Cast("int32", T.int4(A[i]))  # the line
+                    if arithmetic:
+                        B[i] = T.Cast("int32", T.int4(A[i]) + T.int4(1))  # the line
+                    else:
+                        B[i] = T.Cast("int32", T.int4(A[i]))
 
         return main
 
+    a = torch.randint(-128, 128, (16,), generator=torch.Generator().manual_seed(4), dtype=torch.int8)
+    b = torch.empty(16, dtype=torch.int32)
+    tilelang.compile(build(False), target=ARCHES[0])(a, b)
+    low = (a.to(torch.int32) & 15)
+    assert torch.equal(b, low - 16 * (low >= 8).to(torch.int32))
     with pytest.raises(UnsupportedError, match=r"has dtype int4, a sub-byte integer") as info:
-        tilelang.compile(build(), target=ARCHES[0])
+        build(True)
     assert info.value.loc.lineno == _line_of(build, "# the line")

@@ -82,3 +82,25 @@ def test_an_fp4_value_used_other_than_cast_or_stored_is_an_error_naming_it():
     with pytest.raises(CompileError, match=r"kernel `handed_over`: the fp4 element `A\[tx\]`: float4_e2m1fn is a "
                                            "storage type"):
         run_pass(LowerFP4Storage(), tvm.IRModule({"main": handed_over}))
+
+
+@T.prim_func
+def int4_before(A: T.Buffer((64,), "int4"), B: T.Buffer((64,), "int32"), C: T.Buffer((64,), "uint4")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = T.Cast("int32", A[tx])
+        C[63 - tx] = T.Cast("uint4", B[tx])
+
+
+@T.prim_func
+def int4_expected(A: T.Buffer((32,), "uint8"), B: T.Buffer((64,), "int32"), C: T.Buffer((32,), "uint8")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = (T.call_extern("int32", "tl::int4_nibble", A[tx >> 1], tx & 1)
+                 - T.shift_left(T.bitwise_and(T.call_extern("int32", "tl::int4_nibble", A[tx >> 1], tx & 1), 8), 1))
+        T.call_extern("int32", "tl::int4_nibble_store", T.address_of(C[(63 - tx) >> 1]), (63 - tx) & 1,
+                      T.bitwise_and(B[tx], 15))
+
+
+def test_int4_elements_are_nibbles_read_sign_extended_and_stored_by_read_modify_write():
+    """Issue 38: an int4 load is its nibble, sign extended (uint4: as it is); a store converts to the low 4 bits and
+    writes the nibble back into its byte (tl::int4_nibble_store, not atomic: packed_int_nibbles.py)."""
+    _assert_lowers_to(int4_before, int4_expected)

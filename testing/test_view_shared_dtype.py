@@ -240,25 +240,74 @@ def test_a_swizzle_an_op_needs_on_a_viewed_tile_is_an_error():
         test_a_swizzle_an_op_needs_on_a_viewed_tile_is_an_error, "A_bytes = T.view")
 
 
-def test_a_view_of_a_tile_with_an_annotated_swizzle_is_an_error_at_the_view():
-    """Upstream main's shared_view_*_numeric[swizzled]: the tile annotated with a swizzle, its view as bf16 with no
-    layout of its own. The view's layout would have to be derived from the tile's (not provided yet); this was the
-    internal check "Buffer A_shared is used before its definition" of tirx.FlattenBuffer."""
+def reinterpret_program(shape, dtype, new_shape, new_dtype, layout=None):
+    """Upstream main's shared_reinterpret_view_test: written through the tile (in the layout annotated on it), read
+    through its view as another dtype, which has no layout of its own."""
     @T.prim_func
-    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 128), "bfloat16")):
+    def main(A: T.Tensor(shape, dtype), B: T.Tensor(new_shape, new_dtype)):
         with T.Kernel(1, threads=128):
-            A_shared = T.alloc_shared((64, 64), "float32")
-            A_view = T.view(A_shared, (64, 128), dtype="bfloat16")
-            T.annotate_layout({A_shared: tilelang.layout.make_swizzled_layout(A_shared)})
+            A_shared = T.alloc_shared(shape, dtype)
+            A_view = T.view(A_shared, new_shape, dtype=new_dtype)
+            T.annotate_layout({A_shared: layout(A_shared) if layout else tilelang.layout.make_swizzled_layout(A_shared)})
             T.copy(A, A_shared)
             T.copy(A_view, B)
 
-    with pytest.raises(tilelang.CompileError, match=r"shared tile `A_shared` is stored in the layout annotated on "
-                                                    r"it .* its view `A_view` as bfloat16 has no layout of its own"
-                       ) as raised:
+    return main
+
+
+def transposed(tile):
+    rows, cols = (int(e) for e in tile.ty.shape)
+    return T.Layout((rows, cols), lambda i, j: [j, i])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("shape, dtype, new_shape, new_dtype, layout", [
+    ((64, 64), "float32", (64, 128), "bfloat16", None),  # upstream's narrowing case
+    ((64, 128), "bfloat16", (64, 64), "float32", None),  # upstream's widening case
+    ((64, 128), "int8", (64, 32), "int32", None),
+    ((32, 64), "float32", (32, 128), "int16", transposed),  # narrowing: any layout keeps an element's parts
+], ids=["narrowing", "widening", "int8_as_int32", "transposed_narrowing"])
+def test_a_view_of_a_laid_out_tile_reads_its_bytes(arch, shape, dtype, new_shape, new_dtype, layout, checked):
+    """The view's layout is derived from the tile's: the bytes read are those written, in the tile's row-major
+    order (upstream main's shared_view_*_numeric[swizzled])."""
+    kernel = tilelang.compile(reinterpret_program(shape, dtype, new_shape, new_dtype, layout), out_idx=-1,
+                              target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    if layout is None and arch == "mp_31":  # the TME store reads the view in the derived swizzle, not linearly
+        assert "tl::tma_store<0," not in source and "tl::tma_store<" in source
+    elif layout is None:  # the view's reads go through the swizzle
+        reads = [line for line in source.splitlines() if "A_view" in line and "A_view = " not in line]
+        assert reads and all("^" in line for line in reads)
+    a = torch.randint(-128, 128, shape, generator=torch.Generator().manual_seed(31), dtype=torch.int8) \
+        if dtype == "int8" else rand(shape, getattr(torch, dtype), 31)
+    b = kernel(a)
+    ref = a.view(getattr(torch, new_dtype)).view(new_shape)
+    assert torch.equal(b.view(torch.uint8), ref.contiguous().view(torch.uint8))
+
+
+def test_a_wider_view_of_a_layout_that_splits_its_elements_is_an_error_at_the_view():
+    """A bfloat16 tile stored transposed: the two halves of a float32 of the view are not next to each other."""
+    main = reinterpret_program((64, 128), "bfloat16", (64, 64), "float32", transposed)
+    with pytest.raises(tilelang.CompileError, match=r"its view `A_view` as float32 has no layout of its own, nor one "
+                                                    r"derived from `A_shared`'s: the tile's layout does not keep each "
+                                                    r"float32 element's 2 bfloat16 elements together \(tile elements "
+                                                    r"0 \.\. 1, coordinates \(0, 0\), are stored at 0, 64\)") as raised:
         tilelang.compile(main, target="musa -arch=mp_31")
-    assert raised.value.loc is not None and raised.value.loc.lineno == line_of(
-        test_a_view_of_a_tile_with_an_annotated_swizzle_is_an_error_at_the_view, "A_view = T.view")
+    assert raised.value.loc is not None and raised.value.loc.lineno == line_of(reinterpret_program, "A_view = T.view")
+
+
+def test_the_derived_layout_of_a_swizzle_is_the_swizzle_of_the_view_dtype():
+    """Swizzles permute 16-byte chunks: a float32 tile's swizzle read as bfloat16 is the bfloat16 swizzle of the
+    same granularity over the same bytes."""
+    from tilelang_musa.layout import make_xor_swizzle_layout
+    from tilelang_musa.layout.dtype_view import reinterpreted_layout
+
+    for granularity in (16, 32, 64):
+        tile = make_xor_swizzle_layout((64, 64), "float32", granularity)
+        derived = reinterpreted_layout(tile, "float32", (64, 128), "bfloat16")
+        assert derived.is_equal(make_xor_swizzle_layout((64, 128), "bfloat16", granularity))
+        back = reinterpreted_layout(derived, "bfloat16", (64, 64), "float32")
+        assert back.is_equal(tile)
 
 
 def fp4_bytes_program(rows=16, k=256):

@@ -61,7 +61,8 @@ class CallContext {
   /*! \brief A scalar `ir.TensorLoad` of a byte of packed 4-bit values of which only nibble `odd` (0: low, 1: high) is
    *         used: as a value, or (`address`) as the lvalue whose address a nibble store takes. The simulator's
    *         checked print tracks the nibble, not the byte (tl_sim::CheckSharedNibble). */
-  virtual std::string PrintNibbleAccess(const ObjectRef& load, const ObjectRef& odd, bool address) = 0;
+  virtual std::string PrintNibbleAccess(const ObjectRef& load, const ObjectRef& odd, bool address,
+                                        bool store = false) = 0;
   /*! \brief `(cond ? a : b)` for a scalar condition (TIR's Select and if_then_else alike): in the checked print
    *         of a store to an integer fragment/local, only the chosen branch's defined-ness is carried. */
   virtual std::string PrintConditional(const ObjectRef& cond, const ObjectRef& a, const ObjectRef& b) = 0;

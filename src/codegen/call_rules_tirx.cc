@@ -20,9 +20,13 @@ namespace {
 // handed: `fp4_e2m1_to_float(byte, odd)`, `fp4_e2m1_bits(byte, odd)` read it, `fp4_e2m1_store(&byte, odd, bits)`
 // writes it. The simulator's checked print tracks that nibble (an fp4 tile is written a nibble at a time), so the
 // byte's access is printed knowing it; null when the call is not one of them.
+// The packed int4 helpers (common.h) alike: `int4_nibble(byte, odd)` reads, `int4_nibble_store(&byte, odd, code)`
+// writes the byte back (not atomic): a store the race detector sees.
 std::optional<std::string> PrintNibbleCall(CallContext& ctx, const std::string& name, const Array<ObjectRef>& args) {
-  const bool reads = (name == "tl::fp4_e2m1_to_float" || name == "tl::fp4_e2m1_bits") && args.size() == 3;
-  const bool writes = name == "tl::fp4_e2m1_store" && args.size() == 4;
+  const bool reads = (name == "tl::fp4_e2m1_to_float" || name == "tl::fp4_e2m1_bits" || name == "tl::int4_nibble") &&
+                     args.size() == 3;
+  const bool racing_store = name == "tl::int4_nibble_store";
+  const bool writes = (name == "tl::fp4_e2m1_store" || racing_store) && args.size() == 4;
   if (!reads && !writes) return std::nullopt;
   ObjectRef byte = args[1];
   if (writes) {
@@ -32,7 +36,7 @@ std::optional<std::string> PrintNibbleCall(CallContext& ctx, const std::string& 
     if (address.op_name() != "tirx.address_of" || address.args().size() != 1) return std::nullopt;
     byte = address.args()[0];
   }
-  std::string out = name + "(" + ctx.PrintNibbleAccess(byte, args[2], writes);
+  std::string out = name + "(" + ctx.PrintNibbleAccess(byte, args[2], writes, racing_store);
   for (size_t i = 2; i < args.size(); ++i) out += ", " + ctx.PrintBare(args[i]);
   return out + ")";
 }

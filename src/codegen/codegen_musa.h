@@ -114,7 +114,8 @@ class MusaPrinter : public CallContext {
   std::string PrintBufferPointer(const ObjectRef& buffer) override;
   std::string PrintLoadLValue(const ObjectRef& load) override;
   std::string PrintLoadLValueUnchecked(const ObjectRef& load) override;
-  std::string PrintNibbleAccess(const ObjectRef& load, const ObjectRef& odd, bool address) override;
+  std::string PrintNibbleAccess(const ObjectRef& load, const ObjectRef& odd, bool address,
+                                bool store = false) override;
   std::string PrintConditional(const ObjectRef& cond, const ObjectRef& a, const ObjectRef& b) override;
   const CodegenOptions& options() const override { return options_; }
   const std::string& kernel_name() const override { return kernel_name_; }
@@ -232,6 +233,7 @@ class MusaPrinter : public CallContext {
   // PrintNibbleAccess in progress: the C text of the nibble (0 or 1) the access uses, taken by the next
   // PrintAccess (its own indices print with it empty); empty elsewhere.
   std::string nibble_odd_;
+  bool nibble_store_ = false;  // ... and whether it is a store the race detector sees (a packed int4 nibble's)
   // sim_checks, printing the value of a store to an integer fragment/local: the defined-ness of each tracked
   // element the value carries (C conditions). Loads collected here are not checked (uninit_reads.h). Null
   // elsewhere, where a tracked load is a use and checked (indices, conditions, other stores, calls' statements).

@@ -292,7 +292,8 @@ std::string MusaPrinter::NibbleIndex(const BufferInfo& info, const std::string& 
                                      const std::string& what) const {
   if (!options_.sim_checks || unchecked_ || !IsCheckedScope(info.scope) || info.check_hi.empty()) return index;
   const char* space = info.scope.rfind("shared", 0) == 0 ? "Shared" : "Global";
-  const char* kind = what == "load" ? "kLoad" : "kAddress";  // kAddress: the address a nibble store writes through
+  // kAddress: the address fp4's atomic nibble store writes through; kStore: an int4 nibble's read-modify-write
+  const char* kind = what == "load" ? "kLoad" : what == "store" ? "kStore" : "kAddress";
   return std::string("tl_sim::Check") + space + "Nibble<tl_sim::" + kind + ">(" + info.data + ", " +
          StripParentheses(index) + ", " + StripParentheses(odd) + ", " + info.check_lo + ", " + info.check_hi + ", " +
          StringLiteral(info.name) + ", __LINE__)";
@@ -388,6 +389,7 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
   } guard_scope{lane_guard_, std::exchange(lane_guard_, std::string())};
   const std::string& guard = guard_scope.saved;
   const std::string nibble_odd = std::exchange(nibble_odd_, std::string());  // this access's, not its indices'
+  const bool nibble_store = std::exchange(nibble_store_, false);
   const size_t rank = indices.size();
   if (rank == 0) fail("has no indices");
   std::vector<std::string> strides = ElementStrides(info, rank);
@@ -440,7 +442,7 @@ AccessText MusaPrinter::PrintAccess(const ObjectRef& buffer_var, const Array<Obj
     if (terms.size() == 1) index = StripParentheses(index);
     const std::string checked_index = nibble_odd.empty() || !checked
                                           ? CheckedIndex(info, index, 1, what, carried, guard)
-                                          : NibbleIndex(info, index, nibble_odd, what);
+                                          : NibbleIndex(info, index, nibble_odd, nibble_store ? "store" : what);
     AccessText access{AccessForm::kScalar, info.data + "[" + checked_index + "]", "", ""};
     access.defined_offset = index;
     access.defined_lanes = 1;
@@ -518,15 +520,18 @@ std::string MusaPrinter::PrintLoadLValue(const ObjectRef& load_expr) {
   return access.text;
 }
 
-std::string MusaPrinter::PrintNibbleAccess(const ObjectRef& load_expr, const ObjectRef& odd, bool address) {
+std::string MusaPrinter::PrintNibbleAccess(const ObjectRef& load_expr, const ObjectRef& odd, bool address,
+                                           bool store) {
   static const TypeKey tensor_load("ir.TensorLoad");
   if (!IsA(load_expr, tensor_load) || DTypeOf(load_expr).lanes() != 1) {  // not a plain byte: no nibble to track
     return address ? "&" + PrintLoadLValue(load_expr) : PrintBare(load_expr);
   }
   const std::string odd_text = PrintBare(odd);  // before: its own loads print as ordinary ones
   nibble_odd_ = odd_text;
+  nibble_store_ = store;
   const std::string text = address ? "&" + PrintLoadLValue(load_expr) : PrintBare(load_expr);  // a call's argument
   nibble_odd_.clear();
+  nibble_store_ = false;
   return text;
 }
 

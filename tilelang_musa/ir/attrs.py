@@ -21,6 +21,9 @@ IMPORTED_SOURCES_ATTR = "tl.imported_sources"
 VIEWS_ATTR = "tl.buffer_views"  # T.view / T.reshape: view buffer -> the buffer it views (language/view.py)
 # T.view of a shared tile as another dtype: view buffer -> the "file:line:col" of the T.view (for errors naming it).
 DTYPE_VIEWS_ATTR = "tl.dtype_views"
+# Tensor parameters declared with an on-chip scope (`T.Tensor(..., scope="shared.dyn")`): name -> "file:line:col" of
+# the declaration. Such a function builds IR for passes to inspect, but is not compiled (ir/param_scopes.py).
+SCOPED_PARAMS_ATTR = "tl.scoped_params"
 WORKSPACES_ATTR = "tl.workspaces"  # names of the T.alloc_global parameters (language/pointer.py)
 ZEROED_WORKSPACES_ATTR = "tl.zeroed_workspaces"  # those the launcher zeroes for each call (transform/stream_k.py)
 # The eager style's outputs (T.empty buffers), in `return` order (language/prim_func.py).

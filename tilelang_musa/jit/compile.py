@@ -41,6 +41,7 @@ from ..ir.attrs import (
     ZEROED_WORKSPACES_ATTR,
 )
 from ..ir.outside_kernel import check_compilable
+from ..ir.param_scopes import check_global_params
 from ..ir.options import CompileOptions
 from ..ir.source_lines import table_to_json
 from ..ir.utils import thread_info
@@ -351,6 +352,7 @@ def compile_deferred(program: tirx.PrimFunc, out_idx: int | Sequence[int] | None
 def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend: str, pass_configs: dict | None,
             instruments: Sequence[Any] | None, verbose: bool, compile_flags: Any) -> _Request:
     check_compilable(program)  # an IR-only function (no kernel) is rejected here, cached or not
+    check_global_params(program)  # and one with a tensor parameter in on-chip memory
     target = determine_target(target)
     attrs = program.attrs if program.attrs is not None else {}
     # The kernel's own settings (T.annotate_pass_configs / T.annotate_compile_flags) over the caller's, the
@@ -648,9 +650,11 @@ def _host_info(program: tirx.PrimFunc, out_idx: Any, device_funcs: list[tirx.Pri
 
     accessed, widest = parameter_accesses(device_funcs)
     specs = param_specs(program, _output_indices(program, out_idx), widest, accessed)
-    size_names = {s for spec in specs if spec.kind == "tensor" and not spec.is_workspace
-                  for s in spec.symbols}
-    bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in size_names)
+    # A scalar named like a size of an input tensor takes its value from the tensors; one that only outputs or
+    # workspaces name is the caller's argument and sizes them (`T.empty((3, n * 2))` with `n: T.int32`).
+    input_sizes = {s for spec in specs if spec.kind == "tensor" and not spec.is_workspace and not spec.is_output
+                   for s in spec.symbols}
+    bound = tuple(spec.name for spec in specs if spec.kind == "scalar" and spec.name in input_sizes)
     unsolvable = unsolvable_symbols(specs, bound)
     if unsolvable:
         uses = "; ".join(spec.describe() for spec in specs

@@ -63,6 +63,7 @@ class KernelTrace:
     body_sizes: dict = field(default_factory=dict)  # T.dynamic name -> the size a parameter annotation already used
     buffer_views: dict = field(default_factory=dict)  # view buffer -> the buffer it views (T.view / T.reshape)
     dtype_views: dict = field(default_factory=dict)  # shared tile's view as another dtype -> its T.view's location
+    scoped_params: dict = field(default_factory=dict)  # T.Tensor(scope=) parameter name -> its declaration's location
     compile_flags: list = field(default_factory=list)  # T.annotate_compile_flags
     safe_values: dict = field(default_factory=dict)  # tensor name -> value of its out-of-bounds reads
     non_restrict: list = field(default_factory=list)  # T.annotate_restrict_buffers: tensor names that may alias

@@ -124,31 +124,42 @@ def reject_sub_byte_int(construct: str, dtype: Any, loc: Any, packed_storage: bo
                                f"(no 4- or 2-bit integer type in MUSA C); {SUB_BYTE_INT_HINT}", loc)
 
 
+def _of_dtypes(e: Any, names: tuple) -> bool:
+    ty = getattr(e, "ty", None)
+    return isinstance(ty, tvm.ir.PrimType) and str(ty.dtype).split("x")[0] in names
+
+
 def sub_byte_int_value(expr: Any) -> Any:
-    """The first node of `expr` whose value is a sub-byte integer (a cast to T.int4, a load of one), or None."""
+    """The first node of `expr` whose value is a sub-byte integer a kernel cannot hold, or None: an int2 / uint2
+    value, or one computed with int4 / uint4 operands. An int4 / uint4 element of packed storage may be loaded,
+    cast (`T.cast(S[i], "int32")`, `T.cast(v, "int4")`), selected and stored, as fp4 values are (storage_arithmetic);
+    transform/lower_fp4_storage.py decodes and encodes it."""
     if not isinstance(expr, tvm.ir.Expr):
         return None
     found: list[Any] = []
 
     def visit(node: Any) -> None:
-        ty = getattr(node, "ty", None)
-        if not found and isinstance(ty, tvm.ir.PrimType) and is_sub_byte_int(ty.dtype):
+        if not found and _of_dtypes(node, tuple(d for d in SUB_BYTE_INT_DTYPES if d not in PACKED_INT_DTYPES)):
             found.append(node)
 
     tvm_ffi.structural_walk(expr, [(tvm.ir.Expr, visit)])
-    return found[0] if found else None
+    return found[0] if found else storage_arithmetic(expr, PACKED_INT_DTYPES)
 
 
 def fp4_arithmetic(expr: Any) -> Any:
     """The first node of `expr` that computes with float4_e2m1fn operands (fp4 is storage only: its values may be
     loaded, cast, selected and stored, nothing else), or None."""
+    return storage_arithmetic(expr, (FP4_DTYPE,))
+
+
+def storage_arithmetic(expr: Any, names: tuple) -> Any:
+    """The first node of `expr` that computes with operands of the storage-only dtypes `names`, or None."""
     if not isinstance(expr, tvm.ir.Expr):
         return None
     found: list[Any] = []
 
     def is_fp4(e: Any) -> bool:
-        ty = getattr(e, "ty", None)
-        return isinstance(ty, tvm.ir.PrimType) and str(ty.dtype).split("x")[0] == FP4_DTYPE
+        return _of_dtypes(e, names)
 
     def visit(node: Any) -> None:
         if found or isinstance(node, (tirx.Cast, tirx.Select, tvm.ir.expr.TensorLoad)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,7 +20,7 @@ from ..errors import CompileError, SourceLoc
 from ..ir.attrs import (
     ANNOTATIONS_ATTR, COMPILE_FLAGS_ATTR, IMPORTED_SOURCES_ATTR, MIN_BLOCKS_ATTR, NON_RESTRICT_ATTR, OUTPUTS_ATTR,
     PASS_CONFIGS_ATTR, REDUCERS_ATTR, SAFE_VALUES_ATTR, SIZE_PARAMS_ATTR, USER_BARRIER_ID, USER_NAMED_BARRIER,
-    DTYPE_VIEWS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
+    DTYPE_VIEWS_ATTR, SCOPED_PARAMS_ATTR, VIEWS_ATTR, WORKSPACES_ATTR,
 )
 from ..ir.utils import substitute
 from .builder import DiscoveryDone, KernelTrace, is_buffer, open_trace
@@ -141,6 +142,8 @@ def _finish(func: tirx.PrimFunc, name: str, trace: KernelTrace, outputs: list[st
         func = func.with_attr(VIEWS_ATTR, dict(trace.buffer_views))
     if trace.dtype_views:
         func = func.with_attr(DTYPE_VIEWS_ATTR, dict(trace.dtype_views))
+    if trace.scoped_params:
+        func = func.with_attr(SCOPED_PARAMS_ATTR, dict(trace.scoped_params))
     if trace.compile_flags:
         func = func.with_attr(COMPILE_FLAGS_ATTR, list(trace.compile_flags))
     if trace.safe_values:
@@ -253,6 +256,15 @@ def _eval_body_annotation(parsed: ParsedKernel, name: str, stmt: ast.AnnAssign,
                            SourceLoc(parsed.filename, stmt.lineno)) from None
 
 
+def _parameter_locations(parsed: ParsedKernel) -> dict[str, SourceLoc]:
+    """Where each parameter of the signature is written (errors about one point at it, not at the `def`)."""
+    def_line = linecache.getline(parsed.filename, parsed.tree.lineno)
+    indent = len(def_line) - len(def_line.lstrip())  # the parsed tree is dedented
+    args = parsed.tree.args
+    return {a.arg: SourceLoc(parsed.filename, a.lineno, a.col_offset + indent)
+            for a in args.posonlyargs + args.args + args.kwonlyargs}
+
+
 def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
     """`@T.prim_func`: parameters are annotated in the signature."""
     trace = KernelTrace(parsed.filename, mode="prim_func")
@@ -263,10 +275,12 @@ def trace_prim_func(parsed: ParsedKernel) -> tirx.PrimFunc:
     sizes = _body_sizes(parsed) if in_body else {}
     trace.body_sizes = {size.name: size for size in sizes.values() if isinstance(size, tirx.Var)}
 
+    declared_at = _parameter_locations(parsed)
+
     def body():
         args = []
         for name, param in sig.parameters.items():
-            trace.loc = SourceLoc(parsed.filename, line)
+            trace.loc = declared_at.get(name, SourceLoc(parsed.filename, line))
             if param.annotation is inspect.Parameter.empty:
                 if name not in in_body:
                     raise CompileError(

@@ -39,9 +39,12 @@ class _TensorMeta(type):
 
 class Tensor(metaclass=_TensorMeta):
     """`T.Tensor(shape, dtype)`: annotation of a global tensor parameter. Inside a kernel, `T.Tensor(shape, dtype,
-    buf.data)` (upstream's buffer over another's storage) is `T.view(buf, shape, dtype)`."""
+    buf.data)` (upstream's buffer over another's storage) is `T.view(buf, shape, dtype)`. `scope=` other than
+    "global" (upstream's `T.Tensor(..., scope="shared.dyn")`) declares the buffer in that memory: IR for passes to
+    inspect, which compiling refuses (ir/param_scopes.py)."""
 
-    def __new__(cls, shape: Any, dtype: Any = "float32", strides: Any = None, data: Any = None) -> Any:  # type: ignore[misc]
+    def __new__(cls, shape: Any, dtype: Any = "float32", strides: Any = None, data: Any = None,  # type: ignore[misc]
+                scope: str | None = None) -> Any:
         if data is None and _storage_of(strides) is not None:
             strides, data = None, strides  # T.Tensor(shape, dtype, buf.data): the third argument is the storage
         if data is not None:
@@ -51,7 +54,20 @@ class Tensor(metaclass=_TensorMeta):
             from .view import view
 
             return view(source, _shape(shape), dtype)
-        return TensorType(_shape(shape), canonical_dtype(dtype), None if strides is None else _shape(strides))
+        return TensorType(_shape(shape), canonical_dtype(dtype), None if strides is None else _shape(strides),
+                          _param_scope(scope))
+
+
+# The storage scopes a tensor annotation may name (upstream's buffer scopes that hold elements).
+PARAM_SCOPES = ("global", "shared", "shared.dyn", "local", "local.fragment", "local.var")
+
+
+def _param_scope(scope: Any) -> str:
+    if scope is None:
+        return "global"
+    if scope not in PARAM_SCOPES:
+        raise ValueError(f"T.Tensor(..., scope={scope!r}): scope must be one of {', '.join(PARAM_SCOPES)}")
+    return scope
 
 
 def _storage_of(value: Any) -> Any:
@@ -67,8 +83,12 @@ Buffer = Tensor
 class StridedTensor(Tensor):
     """`T.StridedTensor(shape, strides, dtype)`: a tensor parameter with explicit strides."""
 
-    def __new__(cls, shape: Any, strides: Any, dtype: Any = "float32") -> TensorType:  # type: ignore[misc]
-        return TensorType(_shape(shape), canonical_dtype(dtype), _shape(strides))
+    def __new__(cls, shape: Any, strides: Any, dtype: Any = "float32",  # type: ignore[misc]
+                scope: str | None = None) -> TensorType:
+        return TensorType(_shape(shape), canonical_dtype(dtype), _shape(strides), _param_scope(scope))
+
+
+_SCOPE_NAMES = {"shared": "T.SharedBuffer", "local.fragment": "T.FragmentBuffer", "local": "T.LocalBuffer"}
 
 
 def _on_chip(scope: str, doc: str):
@@ -76,7 +96,7 @@ def _on_chip(scope: str, doc: str):
         __doc__ = doc
 
         def __new__(cls, shape: Any, dtype: Any = "float32") -> TensorType:  # type: ignore[misc]
-            return TensorType(_shape(shape), canonical_dtype(dtype), None, scope)
+            return TensorType(_shape(shape), canonical_dtype(dtype), None, scope, _SCOPE_NAMES[scope])
 
     return OnChipBuffer
 
@@ -84,7 +104,6 @@ def _on_chip(scope: str, doc: str):
 SharedBuffer = _on_chip("shared", "`T.SharedBuffer(shape, dtype)`: a @T.macro parameter that is a shared-memory tile.")
 FragmentBuffer = _on_chip("local.fragment", "`T.FragmentBuffer(shape, dtype)`: a @T.macro parameter that is a fragment.")
 LocalBuffer = _on_chip("local", "`T.LocalBuffer(shape, dtype)`: a @T.macro parameter that is a thread's local array.")
-_SCOPE_NAMES = {"shared": "T.SharedBuffer", "local.fragment": "T.FragmentBuffer", "local": "T.LocalBuffer"}
 
 
 def check_macro_argument(trace: KernelTrace, macro: str, name: str, annotation: Any, value: Any) -> None:
@@ -99,8 +118,9 @@ def check_macro_argument(trace: KernelTrace, macro: str, name: str, annotation: 
     shape = [int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in value.ty.shape]
     wanted = [int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in annotation.shape]
     problems = []
-    if annotation.scope != "global" and scope.split(".dyn")[0] != annotation.scope:
-        problems.append(f"it is a {scope} buffer, not a {_SCOPE_NAMES[annotation.scope]}")
+    if annotation.scope != "global" and scope.split(".dyn")[0] != annotation.scope.split(".dyn")[0]:
+        wanted_scope = f"a {annotation.proxy}" if annotation.proxy != "T.Tensor" else f"a {annotation.scope} one"
+        problems.append(f"it is a {scope} buffer, not {wanted_scope}")
     if dtype != annotation.dtype:
         problems.append(f"its dtype is {dtype}, not {annotation.dtype}")
     if len(shape) != len(wanted) or any(isinstance(a, int) and isinstance(b, int) and a != b
@@ -127,8 +147,8 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
         IRBuilder.name(name, var)
         trace.params.append(Param(name, var))
         return var
-    if isinstance(annotation, TensorType) and annotation.scope != "global":
-        raise trace.error(f"parameter `{name}`: {_SCOPE_NAMES[annotation.scope]} annotates a @T.macro parameter; a "
+    if isinstance(annotation, TensorType) and annotation.proxy != "T.Tensor":
+        raise trace.error(f"parameter `{name}`: {annotation.proxy} annotates a @T.macro parameter; a "
                           "kernel's parameters are global tensors (T.Tensor)")
     if isinstance(annotation, (TensorType, DType, str)):
         reject_sub_byte_int(f"parameter `{name}`", canonical_dtype(annotation.dtype if isinstance(annotation, TensorType)
@@ -138,7 +158,10 @@ def make_param(trace: KernelTrace, name: str, annotation: Any) -> Any:
         strides = None if annotation.strides is None else list(annotation.strides)
         if strides is not None and len(strides) != len(annotation.shape):
             raise trace.error(f"parameter `{name}`: {len(strides)} strides for a {len(annotation.shape)}-d tensor")
-        var = Tb.arg(name, Tb.buffer(list(annotation.shape), annotation.dtype, strides=strides))
+        var = Tb.arg(name, Tb.buffer(list(annotation.shape), annotation.dtype, strides=strides,
+                                     scope=annotation.scope))
+        if annotation.scope != "global":
+            trace.scoped_params[name] = "" if trace.loc is None else str(trace.loc)
     elif isinstance(annotation, (DType, str)):
         var = Tb.arg(name, tvm.tirx.Var(name, canonical_dtype(annotation)))
     elif isinstance(annotation, tvm.ir.PrimType):

@@ -313,8 +313,13 @@ def _check_storable(trace: KernelTrace, value: Any) -> None:
     if node is not None:
         from ..errors import UnsupportedError
 
-        raise UnsupportedError(f"`{node}` has dtype {node.ty.dtype}, a sub-byte integer, which a MUSA kernel cannot hold "
-                               f"(no 4- or 2-bit integer type in MUSA C); {SUB_BYTE_INT_HINT}", trace.loc)
+        dtype = str(node.ty.dtype)
+        what = f"has dtype {dtype}, a sub-byte integer," if dtype.startswith(("int", "uint")) else \
+            "computes with int4 / uint4 values, sub-byte integers"
+        raise UnsupportedError(f"`{node}` {what} which a MUSA kernel cannot hold (no 4- or 2-bit integer type in MUSA "
+                               f"C): an int4 / uint4 element of a tensor or shared tile may be loaded, cast "
+                               f"(T.cast(x[i], \"int32\")), selected and stored, nothing else; {SUB_BYTE_INT_HINT}",
+                               trace.loc)
 
 
 def _check_no_fp4_arithmetic(trace: KernelTrace, value: Any) -> None:
@@ -487,6 +492,8 @@ class _IfBuilder:
             self.cond = cond
             self._frame = self._branch = None
             if self.static is None:
+                if _TRACES:  # a condition computes with its operands: no fp4 or sub-byte integer arithmetic
+                    _check_storable(_TRACES[-1], cond)
                 self._frame = Tb.If(cond)
                 self._frame.__enter__()
         except BaseException:

@@ -14,6 +14,7 @@ class TensorType:
     dtype: str
     strides: tuple | None = None
     scope: str = "global"
+    proxy: str = "T.Tensor"  # the annotation that made it (T.SharedBuffer, ... annotate @T.macro parameters)
 
     def __repr__(self) -> str:
         return f"T.Tensor({self.shape}, {self.dtype!r})"

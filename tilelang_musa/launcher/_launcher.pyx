@@ -877,7 +877,7 @@ cdef class Launcher:
             elif p.kind == TENSOR_OUT or p.kind == TENSOR_WORKSPACE:
                 shape = self._static_shapes[i]
                 if shape is None:
-                    shape = self._storage(i, [self._resolve(st, p.dims_at + d) for d in range(p.ndim)], "dim")
+                    shape = self._storage(i, self._allocated_dims(st, i), "dim")
                 if p.strides_at < 0:
                     out = torch.empty(shape, dtype=self._dtypes[i], device=device)
                 else:
@@ -904,6 +904,21 @@ cdef class Launcher:
                 else:
                     workspaces.append(out)
         return outputs
+
+    cdef list _allocated_dims(self, CallState* st, int i):
+        """An output's or workspace's logical dims for this call; a ValueError naming the dim, its expression and
+        the sizes it read when one is negative (a scalar argument such as `n = -3` sizing `n * 2`)."""
+        cdef ParamInfo* p = &self._info[i]
+        dims = [self._resolve(st, p.dims_at + d) for d in range(p.ndim)]
+        for d, v in enumerate(dims):
+            if v < 0:
+                spec = self.params[i]
+                dim = spec.shape[d]
+                symbols = (dim,) if isinstance(dim, str) else dim.symbols
+                values = ", ".join(f"{s} = {self._symbol_values(st)[s]}" for s in symbols)
+                raise ValueError(f"kernel '{self.kernel_name}': {spec.describe()} would have dim {d} = `{dim}` "
+                                 f"= {v} ({values}); sizes cannot be negative")
+        return dims
 
     cdef tuple _storage(self, int i, list logical, str what):
         """An output's logical dims (what="dim") or strides (what="stride") as its byte tensor's, for packed

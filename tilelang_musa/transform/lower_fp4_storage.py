@@ -16,10 +16,11 @@ do not race (src/tl_templates/musa/atomic.h). A select between fp4 values (a bou
 0)`) is decoded or encoded branch by branch, and an element only read (`T.evaluate(x[i])`) is decoded for nothing.
 The address of an even element, `&x[i]` (a T.ptx_cp_async copy's operand), is that of byte i >> 1.
 
-int4 / uint4 tensor parameters and shared tiles are packed the same way (two a byte, element 2k in the low nibble),
-but only their bytes move: `&x[i]` is the one use they have; an element access is an UnsupportedError (MUSA C has
-no 4-bit integer type; language/dtypes.py).
-Any other use of an fp4 value is fp4 arithmetic: a CompileError.
+int4 / uint4 tensor parameters and shared tiles are packed the same way (two a byte, element 2k in the low nibble);
+their elements are loaded, cast, selected and stored as fp4's are, decoded to int32 and encoded as 4-bit codes
+(packed_int_nibbles.py: a store is a read-modify-write of its byte, not atomic).
+Any other use of an fp4 value is fp4 arithmetic: a CompileError; of an int4 value, an UnsupportedError (MUSA C has
+no 4-bit integer type). Errors name the line of the innermost loop around the access, where there is one.
 
 Runs after FlattenBuffer (flat indices) and before VectorizeLoop: the helpers are scalar calls, so a loop vectorized
 over fp4 elements is run lane by lane.
@@ -35,7 +36,8 @@ from tvm import tirx
 from tvm.tirx.script import builder as Tb
 
 from ..errors import CompileError, UnsupportedError
-from ..ir.utils import TensorLoad, Var, is_buffer
+from ..ir.utils import TensorLoad, Var, is_buffer, loc_of
+from .packed_int_nibbles import nibble_code, nibble_store, sign_extended, wrapped_code
 from .pass_base import tl_pass
 
 FP4 = "float4_e2m1fn"
@@ -92,7 +94,7 @@ def _code_buffer(buffer: Var) -> Var:
 
 def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     stored, allocs = _fp4_buffers(func)
-    if not stored and not allocs:
+    if not stored and not allocs and not _has_packed_value(func.body):  # `T.cast(T.int4(x), "int32")` needs a pass
         return func
     # Registers (fragments, local arrays) hold one code a byte: a nibble store's atomics need memory.
     unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
@@ -104,6 +106,13 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     rewriter.check_no_fp4_left(body)
     new_params = [remap.get(p, p) for p in func.params]
     return tirx.PrimFunc(new_params, body, func.ret_type, func.attrs)
+
+
+def _has_packed_value(body: Any) -> bool:
+    found: list[Any] = []
+    tvm_ffi.structural_walk(body, [(tvm.ir.Expr, lambda n: found.append(n) if not found and _is_packed(_dtype(n))
+                                    else None)])
+    return bool(found)
 
 
 def _fp4_buffers(func: tirx.PrimFunc) -> tuple[list[Var], list[Var]]:
@@ -122,28 +131,32 @@ def _fp4_buffers(func: tirx.PrimFunc) -> tuple[list[Var], list[Var]]:
 class _Fp4Rewriter:
     """Rewrites a kernel body over the byte buffers in `remap` (fp4 buffer -> its uint8 buffer): element loads
     decoded, stores encoded (module docstring). `unpacked`: the byte buffers of one code a byte (registers);
-    `packed_ints`: those of int4 / uint4 tensors, whose elements are not accessed."""
+    `packed_ints`: those of int4 / uint4 tensors (packed_int_nibbles.py)."""
 
     def __init__(self, remap: dict, unpacked: set, kernel: str, packed_ints: set):
         self.remap = remap
         self.unpacked = unpacked
         self.kernel = kernel
         self.packed_ints = packed_ints
+        self.locs: list[Any] = []  # the source lines of the loops around the walk, innermost last
         self.handlers = [(tirx.Cast, self.on_cast), (tirx.BufferStore, self.on_store), (tirx.DeclBuffer, self.on_decl),
-                         (tirx.AllocBuffer, self.on_alloc), (tirx.Evaluate, self.on_evaluate),
+                         (tirx.AllocBuffer, self.on_alloc), (tirx.Evaluate, self.on_evaluate), (tirx.For, self.on_for),
                          (tvm.ir.Call, self.on_call), (TensorLoad, self.on_load), (Var, self.on_var)]
 
     def fail(self, node: Any, what: str) -> CompileError:
         return CompileError(f"kernel `{self.kernel}`: {what} `{node}`: {FP4} is a storage type (no float4 arithmetic "
                             f"on MUSA); cast loaded elements first (T.cast(x[i], \"float16\")) and store with "
-                            f"T.cast(value, \"{FP4}\")", stage="LowerFP4Storage")
+                            f"T.cast(value, \"{FP4}\")", self.loc(), stage="LowerFP4Storage")
 
     def fail_int(self, node: Any) -> UnsupportedError:
-        return UnsupportedError(f"kernel `{self.kernel}`: `{node}` accesses an element of a {node.ty.dtype} tensor, "
-                                "a sub-byte integer, which a MUSA kernel cannot hold (no 4- or 2-bit integer type in "
-                                "MUSA C); its bytes may only be copied (T.ptx_cp_async); keep the packed fields in "
-                                "int8/uint8 and decode them with tilelang.quantize",
-                                stage="LowerFP4Storage")
+        return UnsupportedError(f"kernel `{self.kernel}`: `{node}` computes with a {node.ty.dtype} value, a sub-byte "
+                                "integer, which a MUSA kernel cannot hold (no 4- or 2-bit integer type in MUSA C): "
+                                "its elements may be loaded, cast (T.cast(x[i], \"int32\"), T.cast(v, "
+                                f"\"{node.ty.dtype}\")), selected and stored, nothing else",
+                                self.loc(), stage="LowerFP4Storage")
+
+    def loc(self) -> Any:
+        return next((loc for loc in reversed(self.locs) if loc is not None), None)
 
     def rewrite(self, node: Any) -> Any:
         return tvm_ffi.structural_mutate(node, self.handlers)
@@ -164,8 +177,6 @@ class _Fp4Rewriter:
 
     def nibble(self, load: Any) -> tuple[Any, Any]:
         """The byte holding fp4 element load.indices[0] of a (flat) fp4 buffer, and which nibble (0 low, 1 high)."""
-        if self.remap[load.source] in self.packed_ints:
-            raise self.fail_int(load)
         if len(load.indices) != 1:
             raise self.fail(load, f"an access to the {len(load.indices)}-d {FP4} buffer")
         index = self.rewrite(load.indices[0])
@@ -210,6 +221,42 @@ class _Fp4Rewriter:
                                self.encode(expr.false_value))
         raise self.fail(expr, "the value stored,")
 
+    def decode_int(self, expr: Any) -> Any:
+        """The int32 value of an int4 / uint4 expression."""
+        signed = not _dtype(expr).startswith("u")
+        if isinstance(expr, TensorLoad) and expr.source in self.remap:
+            return sign_extended(nibble_code(*self.nibble(expr)), signed)
+        if isinstance(expr, tirx.IntImm):
+            return tirx.const(int(expr.value), "int32")
+        if isinstance(expr, tirx.Cast):  # a value converted to 4 bits and read back
+            return sign_extended(self.encode_int(expr), signed)
+        if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
+            return tirx.if_then_else(self.rewrite(expr.args[0]), self.decode_int(expr.args[1]),
+                                     self.decode_int(expr.args[2]))
+        if isinstance(expr, tirx.Select):
+            return tirx.Select(self.rewrite(expr.condition), self.decode_int(expr.true_value),
+                               self.decode_int(expr.false_value))
+        raise self.fail_int(expr)
+
+    def encode_int(self, expr: Any) -> Any:
+        """The 4-bit code (int32, 0..15) of an int4 / uint4 expression."""
+        if isinstance(expr, TensorLoad) and expr.source in self.remap:
+            return nibble_code(*self.nibble(expr))
+        if isinstance(expr, tirx.IntImm):
+            return tirx.const(int(expr.value) & 15, "int32")
+        if isinstance(expr, tirx.Cast):
+            value = expr.value
+            value = self.decode(value) if _is_fp4(_dtype(value)) else self.decode_int(value) \
+                if _is_packed(_dtype(value)) else self.rewrite(value)
+            return wrapped_code(value if _dtype(value).startswith(("int", "uint")) else tirx.Cast("int32", value))
+        if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
+            return tirx.if_then_else(self.rewrite(expr.args[0]), self.encode_int(expr.args[1]),
+                                     self.encode_int(expr.args[2]))
+        if isinstance(expr, tirx.Select):
+            return tirx.Select(self.rewrite(expr.condition), self.encode_int(expr.true_value),
+                               self.encode_int(expr.false_value))
+        raise self.fail_int(expr)
+
     def to_float(self, value: Any) -> Any:
         """A non-fp4 value, rewritten, as float32 (what tl::float_to_fp4_e2m1 rounds)."""
         value = self.rewrite(value)
@@ -220,6 +267,9 @@ class _Fp4Rewriter:
     # The handlers of the walk.
 
     def on_cast(self, node: Any, mutator: Any) -> Any:
+        if _is_packed(_dtype(node.value)) and not _is_fp4(_dtype(node.value)) and not _is_packed(_dtype(node)):
+            value = self.decode_int(node.value)
+            return value if _dtype(node) == "int32" else tirx.Cast(_dtype(node), value)
         if not _is_fp4(_dtype(node.value)):
             return mutator.default_mutate(node)
         if _is_fp4(_dtype(node)):
@@ -232,6 +282,8 @@ class _Fp4Rewriter:
             return mutator.default_mutate(node)
         target = tirx.BufferLoad(node.buffer, list(node.indices))  # for nibble(): the element stored to
         byte, odd = self.nibble(target)
+        if byte.source in self.packed_ints:
+            return nibble_store(byte, odd, self.encode_int(node.value))
         code = self.encode(node.value)
         if byte.source in self.unpacked:  # this thread's own register: a plain store of the code
             return tirx.BufferStore(byte.source, code, list(byte.indices))
@@ -239,9 +291,17 @@ class _Fp4Rewriter:
 
     def on_evaluate(self, node: Any, mutator: Any) -> Any:
         # `T.evaluate(x[i])`: an element read for nothing but the read; its value is never used, so no arithmetic
-        if not _is_fp4(_dtype(node.value)):
+        if not _is_packed(_dtype(node.value)):
             return mutator.default_mutate(node)
-        return tirx.Evaluate(self.decode(node.value))
+        return tirx.Evaluate(self.decode(node.value) if _is_fp4(_dtype(node.value)) else self.decode_int(node.value))
+
+    def on_for(self, node: Any, mutator: Any) -> Any:
+        """Notes the loop's line for the errors of the accesses in it."""
+        self.locs.append(loc_of(node))
+        try:
+            return mutator.default_mutate(node)
+        finally:
+            self.locs.pop()
 
     def on_decl(self, node: Any, mutator: Any) -> Any:
         if node.buffer not in self.remap:

@@ -25,9 +25,10 @@ from tvm.tirx.script import builder as Tb
 
 from ..ir.attrs import ALIGNMENT_ANNOTATION, ANNOTATIONS_ATTR, DTYPE_VIEWS_ATTR, LAYOUTS_ATTR
 from ..errors import CompileError
-from ..ir.tile_views import shared_tile_views
+from ..ir.tile_views import shared_tile_views, viewed_buffer
 from ..ir.utils import TensorLoad, as_int, loc_from_text, loc_of, scope_of, thread_info
-from ..layout import Fragment
+from ..layout import Fragment, LayoutError
+from ..layout.dtype_view import reinterpreted_layout
 from ..tileop.loop_plan import hoist_lane_from_xor
 from ..tileop.ptx_cp_async import check_copies
 from .partition_parallel_loop import thread_analyzer
@@ -38,13 +39,16 @@ SWIZZLE_ALIGNMENT = 4096  # the longest swizzle period (SG16 on 256-byte lines),
 
 
 def shared_layouts(func: tirx.PrimFunc) -> dict:
-    """Shared buffer -> Layout: the user's annotations and the layouts ops required."""
+    """Shared buffer -> Layout: the user's annotations, the layouts ops required, and the layouts of the views of
+    another dtype of the tiles the user laid out, derived from the tile's (_derived_view_layouts)."""
     attrs = func.attrs
     out = {}
     for key in (ANNOTATIONS_ATTR, LAYOUTS_ATTR):
         if attrs is not None and key in attrs:
             out.update({buf: layout for buf, layout in attrs[key].items()
                         if not isinstance(layout, Fragment) and scope_of(buf) in ("shared", "shared.dyn")})
+    if attrs is not None and ANNOTATIONS_ATTR in attrs:
+        out.update(_derived_view_layouts(func, {b: out[b] for b in attrs[ANNOTATIONS_ATTR] if b in out}, out))
     return out
 
 
@@ -68,16 +72,24 @@ def _refuse_chosen_layouts_of_viewed_tiles(func: tirx.PrimFunc) -> None:
                 "its own", _view_loc(func, view), stage="LowerSharedLayout")
 
 
-def _refuse_plain_views_of_laid_out_tiles(func: tirx.PrimFunc, layouts: dict) -> None:
-    """A view of another dtype with no layout of its own, of a tile the user laid out (T.annotate_layout): its
-    accesses would need a layout derived from the tile's (upstream main derives one), not provided yet."""
-    for view, tile in shared_tile_views(func.body).items():
-        if tile in layouts and view not in layouts:
+def _derived_view_layouts(func: tirx.PrimFunc, annotated: dict, layouts: dict) -> dict:
+    """A view of another dtype with no layout of its own (not in `layouts`), of a tile the user laid out (in
+    `annotated`), reads the tile's bits where the tile's layout put them: its layout is derived from the tile's
+    (layout/dtype_view.py, as upstream main derives it). A CompileError at the view where there is none."""
+    derived = {}
+    for view, tile in shared_tile_views(func.body).items() if annotated else ():
+        if tile not in annotated or view in layouts:
+            continue
+        try:
+            derived[view] = reinterpreted_layout(annotated[tile], str(tile.ty.dtype.dtype), list(view.ty.shape),
+                                                 str(view.ty.dtype.dtype))
+        except LayoutError as err:
             raise CompileError(
                 f"T.view: shared tile `{tile.name}` is stored in the layout annotated on it (T.annotate_layout), and "
-                f"its view `{view.name}` as {view.ty.dtype.dtype} has no layout of its own: reading the tile's bytes "
-                f"through `{view.name}` in the annotated layout's order is not supported yet; annotate `{view.name}`'s "
-                f"layout too, or leave `{tile.name}`'s out", _view_loc(func, view), stage="LowerSharedLayout")
+                f"its view `{view.name}` as {view.ty.dtype.dtype} has no layout of its own, nor one derived from "
+                f"`{tile.name}`'s: {err}; annotate `{view.name}`'s layout too, or leave `{tile.name}`'s out",
+                _view_loc(func, view)) from None
+    return derived
 
 
 def _view_loc(func: tirx.PrimFunc, view):
@@ -115,7 +127,6 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not layouts:
         return func
     _refuse_chosen_layouts_of_viewed_tiles(func)
-    _refuse_plain_views_of_laid_out_tiles(func, layouts)
     replacement = {}
     for buf, layout in layouts.items():
         shape = [as_int(e) for e in layout.output_shape]
@@ -131,7 +142,11 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return tirx.AllocBuffer(replacement[node.buffer], annotations)
 
     def on_decl(node, mutator):  # a view with a layout of its own: declared with the laid-out shape
-        return tirx.DeclBuffer(replacement[node.buffer], data=node.data) if node.buffer in replacement else node
+        tile = viewed_buffer(node)
+        data = node.data if tile not in replacement else tvm.ir.Call(node.data.op, [replacement[tile]])
+        if node.buffer in replacement:
+            return tirx.DeclBuffer(replacement[node.buffer], data=data)
+        return node if data.same_as(node.data) else tirx.DeclBuffer(node.buffer, data=data)
 
     analyzer = thread_analyzer(thread_info(func))()
     lanes: list = []  # the vectorized loops around: (lane, width)

@@ -206,6 +206,18 @@ TL_HOST_DEVICE float fp4_e2m1_to_float(uint8_t byte, uint32_t odd) {
   return fp4_e2m1_to_float(static_cast<uint32_t>(byte) >> (odd ? 4 : 0));
 }
 
+/*! \brief The 4-bit code (0..15) of element `odd` of a byte of packed int4 / uint4 values (sign: the caller's). */
+TL_HOST_DEVICE int int4_nibble(uint8_t byte, uint32_t odd) { return (byte >> (odd ? 4 : 0)) & 0xF; }
+
+/*!
+ * \brief Stores 4-bit `code` as element `odd` of the byte at `byte`: a read-modify-write of the byte (not atomic, as
+ *        upstream's sub-byte stores): threads writing the two nibbles of one byte race.
+ */
+TL_HOST_DEVICE void int4_nibble_store(uint8_t* byte, uint32_t odd, int code) {
+  const unsigned shift = odd ? 4u : 0u;
+  *byte = static_cast<uint8_t>((*byte & ~(0xFu << shift)) | ((static_cast<unsigned>(code) & 0xFu) << shift));
+}
+
 /*! \brief The E2M1 code (0..15) of element `odd` of a byte of packed values: a copy without conversion. */
 TL_HOST_DEVICE uint8_t fp4_e2m1_bits(uint8_t byte, uint32_t odd) {
   return static_cast<uint8_t>((byte >> (odd ? 4 : 0)) & 0xFu);

@@ -160,13 +160,14 @@ inline I CheckShared(T* data, I index, int lanes, int64_t lo, int64_t hi, const 
 
 /*!
  * \brief The checked print of a byte of packed 4-bit values (FP4) of which only nibble `odd` is used: loaded
- *        (`kLoad`: an fp4 decode) or written (`kAddress`: tl::fp4_e2m1_store's address, a nibble store). Checked
+ *        (`kLoad`: an fp4 decode) or written (`kAddress`: tl::fp4_e2m1_store's address, an atomic nibble store;
+ *        `kStore`: tl::int4_nibble_store's, a read-modify-write of the byte the race detector sees). Checked
  *        mode's shadow of shared memory tracks the nibble (uninit_reads.h): a byte counts written once both halves
  *        are, and a nibble store is no hand-out of the buffer. A global byte is checked as a whole, as before.
  */
 template <AccessKind kind, typename T, typename I, typename O>
 inline I CheckSharedNibble(T* data, I index, O odd, int64_t lo, int64_t hi, const char* name, int line) {
-  static_assert(sizeof(T) == 1 && kind != kStore, "a nibble is loaded, or written through its byte's address");
+  static_assert(sizeof(T) == 1, "a nibble is an element of a byte buffer");
   OsThreadState& t = g_thread;
   t.access_nibble = static_cast<int>(odd & 1);
   CheckAccess<kind, true>(data, index, 1, lo, hi, name, line);
