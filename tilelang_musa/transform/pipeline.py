@@ -52,6 +52,7 @@ from .one_thread_tme_loads import OneThreadTmeLoads
 from .partition_parallel_loop import PartitionParallelLoop
 from .pipeline_planning import PipelinePlanning
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
+from .prefer_async_copies import LowerPreferAsyncCopies, MarkPreferAsyncLoops
 from .range_barriers import RangeBarriers
 from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
@@ -136,6 +137,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LayoutInference(options),
             # The shared-memory exchanges it decided: nests onto the relaid copies, reductions into scratches.
             ApplyLayoutExchanges(),
+            # T.Parallel(prefer_async=True) nests, marked while their loops still carry the annotation (the
+            # partitioning passes rebuild the loops without it).
+            MarkPreferAsyncLoops(options),
             # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot
             # loops.
             LowerParallelLoop(options),
@@ -164,6 +168,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LegalizeVectorizedLoops(options),
             # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
             SafeMemoryAccess(options),
+            # The marked nests' copies into shared tiles: LDLMS copies, now that each thread's vector runs and bounds
+            # guards are final (the guards become the copies' zero-fill predicates).
+            LowerPreferAsyncCopies(),
             # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout
             # applies.
             LowerBufferViews(),
