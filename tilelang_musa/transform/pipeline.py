@@ -26,6 +26,7 @@ from .config_index_bitwidth import ConfigIndexBitwidth
 from .fit_pipeline_stages import run_fitting_stages
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
+from .fold_atomic_add_pairs import FoldAtomicAddPairs
 from .fold_cp_async_lanes import FoldCpAsyncLanes
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
@@ -176,6 +177,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LowerBufferViews(),
             # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
             LowerGlobalLayout(),
+            # Float16 / bfloat16 atomic adds of consecutive elements in pairs, one 32-bit atomic each, on the final
+            # indices (after the global layouts); other vectorized loops of atomics run lane by lane.
+            FoldAtomicAddPairs(),
         )),
         Phase("Flatten", "1-D buffers, vector loads and stores, simplified scalar TIR", (
             # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.

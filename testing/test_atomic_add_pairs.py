@@ -1,0 +1,161 @@
+"""Vectorized atomics: `T.atomic_add` over a T.Parallel region or a tile of float16 / bfloat16 elements adds
+consecutive elements in pairs, `tl::AtomicAddx2(&dst[i], &value[j])`, one 32-bit atomic of the device library
+(atomicAdd on half2 / __mt_bfloat162); float32 keeps one `tl::AtomicAdd` an element (MUSA has no float2 / float4
+atomic that its vendor's vectorizer uses: docs/ATOMICS_ON_MUSA.md). The MUSA C on mp_22 and mp_31, sums against
+torch with many blocks adding into the same elements, the fold before/after (FoldAtomicAddPairs)."""
+
+import pytest
+import torch
+import tvm
+
+import tilelang
+import tilelang.language as T
+from conftest import rand, without_locations
+from tilelang_musa.transform.fold_atomic_add_pairs import fold_atomic_add_pairs
+
+ARCHS = ["mp_22", "mp_31"]
+
+
+def tile_sum(K: int, M: int, N: int, block: int, dtype: str):
+    """B += the K slices of A, each block adding its slice of a block x block tile through shared memory."""
+
+    @T.prim_func
+    def tiles(A: T.Tensor((K, M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block), T.ceildiv(N, block), K, threads=32) as (bx, by, bz):
+            A_shared = T.alloc_shared((block, block), dtype)
+            T.copy(A[bz, bx * block, by * block], A_shared)
+            for i, j in T.Parallel(block, block):
+                T.atomic_add(B[bx * block + i, by * block + j], A_shared[i, j])
+
+    return tiles
+
+
+def region_sum(N: int, dtype: str):
+    @T.prim_func
+    def region(X: T.Tensor((N,), dtype), Out: T.Tensor((N,), dtype)):
+        with T.Kernel(4, threads=32):
+            T.atomic_add(Out[0:N], X[0:N])
+
+    return region
+
+
+def _check_sum(out: torch.Tensor, expected: torch.Tensor, dtype: str) -> None:
+    tol = 2e-2 if dtype == "bfloat16" else 1e-2  # each addition rounds to the 16-bit type, in some order
+    torch.testing.assert_close(out.float(), expected.float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_tile_of_16_bit_adds_is_one_pair_atomic_per_two_elements(arch, dtype):
+    kernel = tilelang.compile(tile_sum(3, 64, 64, 32, dtype), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "tl::AtomicAddx2(&B[" in src and "tl::AtomicAdd(&B[" not in src
+    torch_dtype = getattr(torch, dtype)
+    a = (rand((3, 64, 64), torch.float32, 51) / 4).to(torch_dtype)
+    b = (rand((64, 64), torch.float32, 52) / 4).to(torch_dtype)
+    expected = b.float() + a.float().sum(0)
+    kernel(a, b)
+    _check_sum(b, expected, dtype)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_region_add_from_global_pairs_the_elements_of_each_thread(arch, dtype):
+    kernel = tilelang.compile(region_sum(256, dtype), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "tl::AtomicAddx2(&Out[" in src and "(((int)threadIdx.x) * 2)" in src  # a thread's pair of elements
+    torch_dtype = getattr(torch, dtype)
+    x = (rand((256,), torch.float32, 53) / 4).to(torch_dtype)
+    out = (rand((256,), torch.float32, 54) / 4).to(torch_dtype)
+    expected = out.float() + 4 * x.float()  # the 4 blocks add X once each
+    kernel(x, out)
+    _check_sum(out, expected, dtype)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float32_adds_stay_one_atomic_an_element_on_consecutive_threads(arch):
+    kernel = tilelang.compile(tile_sum(3, 64, 64, 32, "float32"), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "tl::AtomicAddx" not in src and "tl::AtomicAdd(&B[" in src
+    a, b = rand((3, 64, 64), torch.float32, 55), rand((64, 64), torch.float32, 56)
+    expected = b + a.sum(0)
+    kernel(a, b)
+    torch.testing.assert_close(b, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_rows_past_the_tensor_are_skipped_pair_by_pair(arch):
+    """M = 48 rows, 32-row blocks: the second block's last 16 rows lie outside B; a pair lies in one row."""
+    kernel = tilelang.compile(tile_sum(2, 48, 64, 32, "float16"), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "tl::AtomicAddx2(&B[" in src
+    a = (rand((2, 48, 64), torch.float32, 57) / 4).half()
+    b = (rand((48, 64), torch.float32, 58) / 4).half()
+    expected = b.float() + a.float().sum(0)
+    kernel(a, b)
+    _check_sum(b, expected, "float16")
+
+
+def test_an_odd_offset_destination_keeps_one_atomic_an_element():
+    """Out[1 + i]: a pair would straddle two 32-bit words."""
+
+    @T.prim_func
+    def shifted(X: T.Tensor((64,), "float16"), Out: T.Tensor((65,), "float16")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(64):
+                T.atomic_add(Out[1 + i], X[i])
+
+    kernel = tilelang.compile(shifted, target="musa -arch=mp_31")
+    assert "tl::AtomicAddx2" not in kernel.get_kernel_source()
+    x = (rand((64,), torch.float32, 59) / 4).half()
+    out = (rand((65,), torch.float32, 60) / 4).half()
+    expected = out.float().clone()
+    expected[1:] += x.float()
+    kernel(x, out)
+    _check_sum(out, expected, "float16")
+
+
+def test_a_misaligned_destination_tensor_is_refused_at_launch():
+    kernel = tilelang.compile(region_sum(256, "float16"), target="musa -arch=mp_31")
+    x = rand((256,), torch.float16, 61)
+    storage = torch.zeros(257, dtype=torch.float16)
+    with pytest.raises(Exception, match="Out"):
+        kernel(x, storage[1:])  # 2-byte aligned: the pair atomics need 4
+
+
+@T.prim_func
+def lanes_before(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=32):
+        tx = T.get_thread_binding()
+        for v in T.vectorized(4):
+            if tx < 16:
+                T.evaluate(T.call_extern("int32", "tl::AtomicAdd", T.address_of(B[tx * 4 + v]), A[tx * 4 + v]))
+
+
+@T.prim_func
+def lanes_expected(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=32):
+        tx = T.get_thread_binding()
+        if tx < 16:
+            T.evaluate(T.call_extern("int32", "tl::AtomicAddx2", T.address_of(B[tx * 4]), T.address_of(A[tx * 4])))
+            T.evaluate(T.call_extern("int32", "tl::AtomicAddx2", T.address_of(B[tx * 4 + 2]),
+                                     T.address_of(A[tx * 4 + 2])))
+
+
+def test_four_lanes_under_a_lane_independent_guard_fold_into_two_pair_adds():
+    after = without_locations(fold_atomic_add_pairs(lanes_before))
+    tvm.ir.assert_structural_equal(after, without_locations(lanes_expected).with_attr(
+        "global_symbol", lanes_before.attrs["global_symbol"]))
+
+
+@T.prim_func
+def float_lanes(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=32):
+        tx = T.get_thread_binding()
+        for v in T.vectorized(2):
+            T.evaluate(T.call_extern("int32", "tl::AtomicAdd", T.address_of(B[tx * 2 + v]), A[tx * 2 + v]))
+
+
+def test_float32_lanes_run_one_by_one():
+    after = fold_atomic_add_pairs(float_lanes).script()
+    assert "AtomicAddx2" not in after and "T.vectorized" not in after and "for v in range(2)" in after
