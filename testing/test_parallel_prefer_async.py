@@ -163,6 +163,33 @@ def test_a_strided_float16_copy_has_no_ldlms_size_and_stays_synchronous(arch):
     torch.testing.assert_close(out, a.T, rtol=0, atol=0)
 
 
+def two_tiles():
+    @T.prim_func
+    def kv(K: T.Tensor((32, 64), "bfloat16"), V: T.Tensor((32, 64), "bfloat16"), O: T.Tensor((32, 64), "bfloat16")):
+        with T.Kernel(1, threads=64):
+            K_s = T.alloc_shared((32, 64), "bfloat16")
+            V_s = T.alloc_shared((32, 64), "bfloat16")
+            for i, j in T.Parallel(32, 64, prefer_async=True):
+                K_s[i, j] = K[i, j]
+                V_s[i, j] = V[31 - i, j]
+            for i, j in T.Parallel(32, 64):
+                O[i, j] = K_s[31 - i, j] + V_s[i, j]
+
+    return kv
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_two_tiles_copied_in_one_nest_are_both_asynchronous(arch):
+    kernel = tilelang.compile(two_tiles(), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "tl::cp_async_gs<16>(&K_s[" in src and "tl::cp_async_gs<16>(&V_s[" in src
+    assert src.count("tl::cp_async_wait<0>();") == 1
+    k, v = rand((32, 64), torch.bfloat16, 43), rand((32, 64), torch.bfloat16, 44)
+    out = poison((32, 64), torch.bfloat16)
+    kernel(k, v, out)
+    torch.testing.assert_close(out, k.flip(0) + v.flip(0), rtol=0, atol=0)
+
+
 def test_an_arch_without_ldlms_keeps_the_copies_synchronous():
     src = tilelang.compile(reversed_rows(100, 64, 32, "float16"), target="musa -arch=mp_21").get_kernel_source()
     assert "tl::cp_async" not in src

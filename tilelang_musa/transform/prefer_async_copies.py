@@ -28,7 +28,7 @@ from tvm import tirx
 
 from ..ir.attrs import PREFER_ASYNC, PREFER_ASYNC_REGION, PREFER_ASYNC_WITHOUT_COMMIT_WAIT
 from ..ir.options import CompileOptions
-from ..ir.utils import TensorLoad, as_int, dtype_bytes, flat_index, scope_of, substitute
+from ..ir.utils import TensorLoad, as_int, dtype_bytes, flat_index, scope_of, seq, substitute
 from ..target import arch_of
 from ..tileop.access_ptr import WRITE, access_ptr
 from ..tileop.async_copy import ASYNC_PIECE_BYTES, commit_group, wait_group
@@ -139,9 +139,12 @@ def _lower_region(region: tirx.AttrStmt) -> Any:
     def on_for(node: tirx.For, mutator: Any) -> Any:
         if node.kind != tirx.ForKind.VECTORIZED:
             return mutator.default_mutate(node)
-        copy = _async_copy(node.body, node) if isinstance(node.body, tirx.BufferStore) else None
-        converted.append(copy) if copy is not None else None
-        return copy if copy is not None else node  # a lane's copy is not 4, 8 or 16 bytes: the vector store stays
+        stores = list(node.body.seq) if isinstance(node.body, tirx.SeqStmt) else [node.body]
+        copies = [_async_copy(s, node) if isinstance(s, tirx.BufferStore) else None for s in stores]
+        if None in copies:  # a lane's copy is not 4, 8 or 16 bytes, or not a copy: the vector stores stay
+            return node
+        converted.extend(copies)
+        return seq(copies)
 
     def on_store(node: Any, mutator: Any) -> Any:
         copy = _async_copy(node, None)
