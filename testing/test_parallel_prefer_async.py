@@ -190,6 +190,40 @@ def test_two_tiles_copied_in_one_nest_are_both_asynchronous(arch):
     torch.testing.assert_close(out, k.flip(0) + v.flip(0), rtol=0, atol=0)
 
 
+def gemm_operands():
+    """The gemm's operand tiles filled by prefer_async nests: on mp_31 the tiles are swizzled for SQMMA, so each
+    16-byte piece lands at `(row start + lane) ^ b`."""
+
+    @T.prim_func
+    def g(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.serial(2):
+                for i, j in T.Parallel(64, 32, prefer_async=True):
+                    A_s[i, j] = A[i, k * 32 + j]
+                for i, j in T.Parallel(32, 64, prefer_async=True):
+                    B_s[i, j] = B[k * 32 + i, j]
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C)
+
+    return g
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gemm_operand_tiles_in_their_swizzled_layouts_are_filled_by_ldlms_copies(arch):
+    kernel = tilelang.compile(gemm_operands(), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert "tl::cp_async_gs<16>(&A_s[" in src and "tl::cp_async_gs<16>(&B_s[" in src
+    assert (" ^ " in src.split("tl::cp_async_gs<16>(&A_s[")[1].split(";")[0]) == (arch == "mp_31")
+    a, b = rand((64, 64), torch.float16, 45), rand((64, 64), torch.float16, 46)
+    out = poison((64, 64), torch.float32)
+    kernel(a, b, out)
+    torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
 def test_an_arch_without_ldlms_keeps_the_copies_synchronous():
     src = tilelang.compile(reversed_rows(100, 64, 32, "float16"), target="musa -arch=mp_21").get_kernel_source()
     assert "tl::cp_async" not in src

@@ -32,6 +32,7 @@ from ..ir.utils import TensorLoad, as_int, dtype_bytes, flat_index, scope_of, se
 from ..target import arch_of
 from ..tileop.access_ptr import WRITE, access_ptr
 from ..tileop.async_copy import ASYNC_PIECE_BYTES, commit_group, wait_group
+from ..tileop.loop_plan import hoist_lane_from_xor, provably_aligned
 from .pass_base import tl_pass
 
 _SHARED = ("shared", "shared.dyn")
@@ -89,12 +90,12 @@ def _moves_by_lane(buffer: Any, indices: list, lane: tirx.For) -> bool:
     lanes = as_int(lane.extent)
     ana = tvm.sym.Analyzer()
     ana.bind(lane.loop_var, tvm.ir.Range.from_min_extent(lane.min, lane.extent))
-    flat = flat_index(buffer, indices)
+    # a swizzled tile's `(base + lane) ^ b` is `(base ^ b) + lane` where the lanes stay in the low bits
+    flat = hoist_lane_from_xor(flat_index(buffer, indices), lane.loop_var, lanes, ana)
     first = substitute(flat, {lane.loop_var: lane.min})
     if not ana.can_prove_equal(flat - first, lane.loop_var - lane.min):
         return False
-    mod = ana.modular_set(ana.simplify(first))
-    return mod.coeff % lanes == 0 and mod.base % lanes == 0
+    return provably_aligned(ana.simplify(first), lanes, ana)
 
 
 def _async_copy(store: Any, lane: tirx.For | None) -> Any:
