@@ -96,6 +96,37 @@ def test_rows_past_the_tensor_are_skipped_pair_by_pair(arch):
     _check_sum(b, expected, "float16")
 
 
+def converted_fragment(N: int, threads: int, dtype: str):
+    """Out (float16 / bfloat16) += a float32 fragment's elements, converted: upstream's mixed-dtype case."""
+
+    @T.prim_func
+    def mixed(Src: T.Tensor((N,), "float32"), Out: T.Tensor((N,), dtype)):
+        with T.Kernel(2, threads=threads):
+            frag = T.alloc_fragment((N,), "float32")
+            for i in T.Parallel(N):
+                frag[i] = Src[i] * 0.5
+            for i in T.Parallel(N):
+                T.atomic_add(Out[i], frag[i])
+
+    return mixed
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype,spelling", [("float16", "half_t"), ("bfloat16", "bfloat16_t")])
+@pytest.mark.parametrize("N,threads", [(8, 1), (256, 32)])
+def test_converted_float_lanes_are_added_in_pairs_of_values(arch, dtype, spelling, N, threads):
+    kernel = tilelang.compile(converted_fragment(N, threads, dtype), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert f"tl::AtomicAddx2(&Out[" in src and f", tl::cast<{spelling}>(frag[" in src
+    assert "tl::AtomicAdd(&Out[" not in src
+    torch_dtype = getattr(torch, dtype)
+    x = rand((N,), torch.float32, 62)
+    out = (rand((N,), torch.float32, 63) / 4).to(torch_dtype)
+    expected = out.float() + 2 * (x * 0.5).to(torch_dtype).float()  # two blocks, each adds the converted value
+    kernel(x, out)
+    _check_sum(out, expected, dtype)
+
+
 def test_an_odd_offset_destination_keeps_one_atomic_an_element():
     """Out[1 + i]: a pair would straddle two 32-bit words."""
 
@@ -159,3 +190,26 @@ def float_lanes(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
 def test_float32_lanes_run_one_by_one():
     after = fold_atomic_add_pairs(float_lanes).script()
     assert "AtomicAddx2" not in after and "T.vectorized" not in after and "for v in range(2)" in after
+
+
+@T.prim_func
+def converted_lanes(F: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=32):
+        tx = T.get_thread_binding()
+        for v in T.vectorized(2):
+            T.evaluate(T.call_extern("int32", "tl::AtomicAdd", T.address_of(B[tx * 2 + v]),
+                                     T.cast(F[tx * 2 + v], "float16")))
+
+
+@T.prim_func
+def converted_pair(F: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=32):
+        tx = T.get_thread_binding()
+        T.evaluate(T.call_extern("int32", "tl::AtomicAddx2", T.address_of(B[tx * 2]), T.cast(F[tx * 2], "float16"),
+                                 T.cast(F[tx * 2 + 1], "float16")))
+
+
+def test_converted_lanes_fold_into_one_pair_add_of_two_values():
+    after = without_locations(fold_atomic_add_pairs(converted_lanes))
+    tvm.ir.assert_structural_equal(after, without_locations(converted_pair).with_attr(
+        "global_symbol", converted_lanes.attrs["global_symbol"]))

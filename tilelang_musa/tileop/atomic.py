@@ -86,9 +86,9 @@ _LANE_ADDS = {"tl::AtomicAddx2": 2, "tl::AtomicAddx2Ret": 2, "tl::AtomicAddx4": 
 
 
 def pairable_add(stmt: Any) -> tuple[Any, Any] | None:
-    """(destination, value) of `stmt` when it is one relaxed `tl::AtomicAdd(&D[i], X[j])` of float16 / bfloat16
-    elements whose value is an element of a buffer of D's type: two of them at consecutive elements are one
-    `tl::AtomicAddx2(&D[i], &X[j])`."""
+    """(destination, value) of `stmt` when it is one relaxed `tl::AtomicAdd(&D[i], v)` of a float16 / bfloat16
+    element (v of D's type: an element, or an expression such as a cast): two of them at consecutive elements are
+    one `tl::AtomicAddx2`."""
     call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
     if not (isinstance(call, tvm.ir.Call) and str(call.op.name) == "tirx.call_extern" and len(call.args) == 3
             and isinstance(call.args[0], tvm.ir.StringImm) and call.args[0].value == FUNCTIONS["add"]):
@@ -97,7 +97,7 @@ def pairable_add(stmt: Any) -> tuple[Any, Any] | None:
     dst = address.args[0] if isinstance(address, tvm.ir.Call) and str(address.op.name) == "tirx.address_of" else None
     if dst is None or str(dst.ty.dtype) not in PAIRED_ADD_DTYPES:
         return None
-    if not isinstance(value, tvm.ir.expr.TensorLoad) or str(value.ty.dtype) != str(dst.ty.dtype):
+    if str(value.ty.dtype) != str(dst.ty.dtype):
         return None
     return dst, value
 

@@ -1,10 +1,11 @@
 """FoldAtomicAddPairs: `for v in T.vectorized(2): tl::AtomicAdd(&D[i + v], X[j + v])` of float16 / bfloat16
-elements becomes `tl::AtomicAddx2(&D[i], &X[j])`, one 32-bit atomic of the device library (atomicAdd on half2 /
+elements becomes `tl::AtomicAddx2(&D[i], &X[j])` (a value that is not such an element, a cast of a float
+accumulator's lane say, goes lane by lane: `tl::AtomicAddx2(&D[i], v0, v1)`), one 32-bit atomic of the device library (atomicAdd on half2 /
 __mt_bfloat162) for the pair, as upstream's and Moore Threads' vectorizers pair 16-bit atomic adds
 (docs/ATOMICS_ON_MUSA.md says which vector atomics MUSA has and why float32 stays one atomic an element).
 
 The partitioning passes give such a nest 2-wide runs (tileop/loop_plan.py); LowerParallelLoop may give a nest over
-a fragment wider ones, which fold pairwise. A run folds when D's and X's elements move by one per lane (flat
+a fragment wider ones, which fold pairwise. A run folds when D's elements move by one per lane (flat
 indices, after the tensors' layouts), D's run starts at an even element (the pair is one aligned 32-bit word; the
 launcher checks the tensor's address) and a condition around the add is the same in every lane. Any other
 vectorized loop of atomics runs its lanes one by one (a serial loop: the wheel's VectorizeLoop does not vectorize
@@ -58,14 +59,18 @@ def _pairs(loop: tirx.For) -> Any:
         return None
     dst, value = found
     lane = loop.loop_var
-    (dst_moves, dst_even), (value_moves, _) = (_moves_by_lane(load, lane, loop.min, lanes) for load in (dst, value))
-    if not (dst_moves and dst_even and value_moves):
+    dst_moves, dst_even = _moves_by_lane(dst, lane, loop.min, lanes)
+    if not (dst_moves and dst_even):
         return None
+    # an element that moves with the lanes is passed by address; any other value lane by lane
+    by_address = isinstance(value, tvm.ir.expr.TensorLoad) and _moves_by_lane(value, lane, loop.min, lanes)[0]
     pairs = []
     for k in range(0, lanes, 2):
-        dst_k, value_k = (_at_lane(load, lane, loop.min + k) for load in (dst, value))
-        pairs.append(tirx.Evaluate(tirx.call_extern("int32", "tl::AtomicAddx2", tirx.address_of(dst_k),
-                                                    tirx.address_of(value_k))))
+        at = [loop.min + k, loop.min + k + 1]
+        operands = [tirx.address_of(_at_lane(value, lane, at[0]))] if by_address else \
+            [tvm.sym.Analyzer().simplify(substitute(value, {lane: a})) for a in at]
+        pairs.append(tirx.Evaluate(tirx.call_extern("int32", "tl::AtomicAddx2",
+                                                    tirx.address_of(_at_lane(dst, lane, at[0])), *operands)))
     stmt = pairs[0] if len(pairs) == 1 else tirx.SeqStmt(pairs)
     return stmt if guard is None else tirx.IfThenElse(guard, stmt, None)
 

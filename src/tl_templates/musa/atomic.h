@@ -6,7 +6,8 @@
  * - `tl::AtomicAdd(addr, val)`, `AtomicMax`, `AtomicMin` and the `...Ret` forms, which return the value `*addr`
  *   held just before the update. `val` is converted to the element type first (tl::cast).
  * - `tl::AtomicOr(addr, val)` (and `AtomicOrRet`) for 32/64-bit integers.
- * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements.
+ * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements; `AtomicAddx2(addr, v0, v1)`
+ *   adds two values.
  * Element types: float, double, half_t, bfloat16_t and 32/64-bit integers. All are relaxed, like the device's.
  * - `tl::fp4_e2m1_store(byte, odd, bits)` writes one nibble of a byte of packed FP4 (atomicAnd + atomicOr).
  *
@@ -260,6 +261,12 @@ TL_DEVICE void AtomicAddx2(T* addr, const vec<T, 2>& val) {
 template <typename T>
 TL_DEVICE void AtomicAddx2(T* addr, const T* val) {
   (void)AtomicAddx2Ret(addr, val);
+}
+/*! \brief addr[0] += lane0 and addr[1] += lane1, each value converted to T first (a pair of an auto-vectorized
+ *        T.atomic_add whose values are expressions: a float accumulator's lanes added into half_t, say). */
+template <typename T, typename V0, typename V1>
+TL_DEVICE void AtomicAddx2(T* addr, V0 lane0, V1 lane1) {
+  (void)detail::atomic_add_lanes(addr, vec<T, 2>{{cast<T>(lane0), cast<T>(lane1)}});
 }
 
 template <typename T>
