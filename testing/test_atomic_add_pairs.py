@@ -213,3 +213,46 @@ def test_converted_lanes_fold_into_one_pair_add_of_two_values():
     after = without_locations(fold_atomic_add_pairs(converted_lanes))
     tvm.ir.assert_structural_equal(after, without_locations(converted_pair).with_attr(
         "global_symbol", converted_lanes.attrs["global_symbol"]))
+
+
+def explicit_lanes_of_another_type(lanes: int, dtype: str):
+    """T.atomic_addx2 / x4 of float32 lanes into float16 / bfloat16 (upstream's mixed-dtype addx2): each lane is
+    converted, then the lanes added as one call."""
+
+    @T.prim_func
+    def explicit(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), dtype)):
+        with T.Kernel(2, threads=32) as bx:
+            for i, j in T.Parallel(16, 64 // lanes):
+                if lanes == 2:
+                    T.atomic_addx2(B[bx * 16 + i, j * 2], A[bx * 16 + i, j * 2])
+                else:
+                    T.atomic_addx4(B[bx * 16 + i, j * 4], A[bx * 16 + i, j * 4])
+
+    return explicit
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("lanes,dtype,spelling", [(2, "float16", "half_t"), (4, "bfloat16", "bfloat16_t")])
+def test_explicit_lanes_of_float32_are_converted_into_the_destination_type(arch, lanes, dtype, spelling):
+    kernel = tilelang.compile(explicit_lanes_of_another_type(lanes, dtype), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    assert f"tl::AtomicAddx{lanes}(&B[" in src and f"tl::cast<{spelling}>(A[" in src
+    torch_dtype = getattr(torch, dtype)
+    a = rand((32, 64), torch.float32, 64)
+    b = (rand((32, 64), torch.float32, 65) / 4).to(torch_dtype)
+    expected = b.float() + a.to(torch_dtype).float()
+    kernel(a, b)
+    _check_sum(b, expected, dtype)
+
+
+@pytest.mark.parametrize("value_dtype,return_prev", [("int32", False), ("float32", True)])
+def test_explicit_lanes_of_another_type_are_an_error_where_not_converted(value_dtype, return_prev):
+    with pytest.raises(tilelang.CompileError, match=r"T.atomic_addx2: dst is float16 but value is") as info:
+        @T.prim_func
+        def bad(A: T.Tensor((64,), value_dtype), B: T.Tensor((64,), "float16"), P: T.Tensor((2,), "float16")):
+            with T.Kernel(1, threads=32):
+                if return_prev:
+                    P[0:2] = T.atomic_addx2(B[0:2], A[0:2], return_prev=True)
+                else:
+                    T.atomic_addx2(B[0:2], A[0:2])
+    assert "T.atomic_addx2(B[0:2], A[0:2]" in str(info.value)

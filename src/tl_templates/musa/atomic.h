@@ -268,6 +268,11 @@ template <typename T, typename V0, typename V1>
 TL_DEVICE void AtomicAddx2(T* addr, V0 lane0, V1 lane1) {
   (void)detail::atomic_add_lanes(addr, vec<T, 2>{{cast<T>(lane0), cast<T>(lane1)}});
 }
+/*! \brief addr[0..3] += lane0..lane3, each converted to T first (T.atomic_addx4 of another float type). */
+template <typename T, typename V0, typename V1, typename V2, typename V3>
+TL_DEVICE void AtomicAddx4(T* addr, V0 lane0, V1 lane1, V2 lane2, V3 lane3) {
+  (void)detail::atomic_add_lanes(addr, vec<T, 4>{{cast<T>(lane0), cast<T>(lane1), cast<T>(lane2), cast<T>(lane3)}});
+}
 
 template <typename T>
 TL_DEVICE vec<T, 4> AtomicAddx4Ret(T* addr, const vec<T, 4>& val) {
