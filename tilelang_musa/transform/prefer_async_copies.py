@@ -64,7 +64,7 @@ def _is_zero(expr: Any) -> bool:
 
 
 def _zero_filled_load(value: Any) -> tuple[Any, list] | None:
-    """(the global load, the conditions under which the value is that load, else zero) or None."""
+    """(the load, the conditions under which the value is that load, else zero) or None."""
     conds = []
     while True:
         if isinstance(value, TensorLoad):
