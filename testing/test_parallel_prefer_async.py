@@ -293,6 +293,70 @@ def test_a_vectorized_zero_filled_copy_becomes_one_predicated_16_byte_copy_then_
 
 
 @T.prim_func
+def overlap_before(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64,), "float16"), C: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((8, 64), "float16")
+        tx = T.get_thread_binding()
+        with T.attr(0, "tl.prefer_async_copies", 1):
+            for v in T.vectorized(8):
+                S[tx // 8, tx % 8 * 8 + v] = A[tx // 8, tx % 8 * 8 + v]
+        B[tx] = A[63, tx] * T.float16(2)
+        T.sync_threads()
+        C[tx] = S[tx // 8, 63 - tx % 8]
+
+
+@T.prim_func
+def overlap_expected(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64,), "float16"), C: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=64):
+        S = T.alloc_shared((8, 64), "float16")
+        tx = T.get_thread_binding()
+        T.call_extern("int32", "tl::cp_async_gs<16>", T.access_ptr(S[tx // 8, tx % 8 * 8], "w"),
+                      T.address_of(A[tx // 8, tx % 8 * 8]))
+        T.call_extern("int32", "tl::cp_async_commit")
+        B[tx] = A[63, tx] * T.float16(2)
+        T.call_extern("int32", "tl::cp_async_wait<0>")
+        T.sync_threads()
+        C[tx] = S[tx // 8, 63 - tx % 8]
+
+
+def test_the_wait_comes_after_the_statements_that_do_not_need_the_tile_and_before_a_barrier():
+    after = without_locations(lower_prefer_async_copies(overlap_before))
+    tvm.ir.assert_structural_equal(after, without_locations(overlap_expected).with_attr(
+        "global_symbol", overlap_before.attrs["global_symbol"]))
+
+
+def overlapped():
+    @T.prim_func
+    def k(A: T.Tensor((32, 64), "float32"), X: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32"),
+          C: T.Tensor((32, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((32, 64), "float32")
+            for i, j in T.Parallel(32, 64, prefer_async=True):
+                S[i, j] = A[i, j]
+            for i, j in T.Parallel(32, 64):
+                B[i, j] = X[i, j] * 2.0
+            for i, j in T.Parallel(32, 64):
+                C[i, j] = S[31 - i, j]
+
+    return k
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_an_independent_nest_runs_while_the_copies_are_in_flight(arch, monkeypatch):
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")  # a read of a byte whose copy has not landed would be an error
+    kernel = tilelang.compile(overlapped(), target=f"musa -arch={arch}")
+    src = kernel.get_kernel_source()
+    commit, other, wait, barrier, read = (src.index(t) for t in (
+        "tl::cp_async_commit();", "(B + ", "tl::cp_async_wait<0>();", "__syncthreads();", "(C + "))
+    assert commit < other < wait < barrier < read
+    a, x = rand((32, 64), torch.float32, 47), rand((32, 64), torch.float32, 48)
+    b, c = poison((32, 64), torch.float32), poison((32, 64), torch.float32)
+    kernel(a, x, b, c)
+    torch.testing.assert_close(c, a.flip(0), rtol=0, atol=0)
+    torch.testing.assert_close(b, x * 2, rtol=0, atol=0)
+
+
+@T.prim_func
 def lane_guarded(A: T.Tensor((64, 64), "float16"), n: T.int32):
     with T.Kernel(1, threads=64):
         S = T.alloc_shared((8, 64), "float16")

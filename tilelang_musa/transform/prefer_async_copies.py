@@ -13,9 +13,11 @@ Two passes, because the partitioning passes rebuild the user's loops without the
   bytes (a T.vectorized run of lanes, or one 4-byte element) into `tl::cp_async_gs<B>(&S[..], &A[..])`;
   `tl::cp_async_gs_conditional<B>(.., c)` under conditions (zeros where c is false, the source address then the
   tensor's first element). Other stores stay synchronous, as upstream leaves them. Where the compiler commits and
-  waits, `tl::cp_async_commit(); tl::cp_async_wait<0>();` follow the nest (upstream's place): the tile is whole
-  before its first read, and the barrier passes order other threads' reads after that. Where the user does, a read
-  before the user's wait is the simulator's late-data error.
+  waits, `tl::cp_async_commit();` follows the nest and `tl::cp_async_wait<0>();` comes just before the first later
+  statement of the same sequence that names a tile the copies write or calls anything but arithmetic (a barrier,
+  a template), else at the sequence's end (upstream waits right after the nest): the statements between overlap
+  the copies, the tile is whole before its first read, and the barrier passes order other threads' reads after.
+  Where the user does, a read before the user's wait is the simulator's late-data error.
 """
 
 from __future__ import annotations
@@ -133,8 +135,8 @@ def _async_copy(store: Any, lane: tirx.For | None) -> Any:
     return tirx.SeqStmt([tirx.Bind(in_bounds, cond), tirx.Evaluate(call)])
 
 
-def _lower_region(region: tirx.AttrStmt) -> Any:
-    """The region's body with its copies asynchronous, then the commit and wait that are the compiler's."""
+def _lower_region(region: tirx.AttrStmt) -> tuple[Any, list]:
+    """The region's body with its copies asynchronous, and the shared tiles they write."""
     converted = []
 
     def on_for(node: tirx.For, mutator: Any) -> Any:
@@ -144,27 +146,63 @@ def _lower_region(region: tirx.AttrStmt) -> Any:
         copies = [_async_copy(s, node) if isinstance(s, tirx.BufferStore) else None for s in stores]
         if None in copies:  # a lane's copy is not 4, 8 or 16 bytes, or not a copy: the vector stores stay
             return node
-        converted.extend(copies)
+        converted.extend(s.buffer for s in stores)
         return seq(copies)
 
     def on_store(node: Any, mutator: Any) -> Any:
         copy = _async_copy(node, None)
-        converted.append(copy) if copy is not None else None
+        converted.append(node.buffer) if copy is not None else None
         return copy if copy is not None else node
 
     body = tvm_ffi.structural_mutate(region.body, [(tirx.For, on_for), (tirx.BufferStore, on_store)])
-    if converted and as_int(region.value):
-        return tirx.SeqStmt([body, commit_group(), wait_group(0)])
-    return body
+    return body, converted
+
+
+_ORDERING_CALLS = ("tirx.tvm_storage_sync", "tirx.call_extern", "tirx.call_packed", "tirx.tvm_call_packed")
+
+
+def _needs_the_tiles(stmt: Any, tiles: list) -> bool:
+    """Whether `stmt` may read the tiles or order other threads' reads of them: it names one, or calls a barrier,
+    a template or anything else that is not plain arithmetic (the wait must come first)."""
+    handles = {t.__chandle__() for t in tiles}
+    found = []
+    tvm_ffi.structural_walk(stmt, [
+        (tirx.Var, lambda v: found.append(v) if v.__chandle__() in handles else None),
+        (tvm.ir.Call, lambda c: found.append(c) if isinstance(c.op, tvm.ir.Op) and (
+            str(c.op.name) in _ORDERING_CALLS or str(c.op.name).startswith("tl.")) else None)])
+    return bool(found)
+
+
+def _lower_sequence(node: tirx.SeqStmt, mutator: Any) -> Any:
+    """A sequence's regions lowered; where the compiler waits, the commit follows the nest and the wait goes just
+    before the first later statement that needs the tiles (the end of the sequence at the latest), so the copies
+    overlap the statements between."""
+    out, pending = [], []
+    for stmt in node.seq:
+        if pending and _needs_the_tiles(stmt, pending):
+            out.append(wait_group(0))
+            pending = []
+        if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == PREFER_ASYNC_REGION:
+            body, tiles = _lower_region(stmt)
+            out.append(body)
+            if tiles and as_int(stmt.value):
+                out.append(commit_group())
+                pending.extend(tiles)
+            continue
+        out.append(mutator.mutate(stmt))
+    if pending:
+        out.append(wait_group(0))
+    return seq(out)
 
 
 def lower_prefer_async_copies(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def on_attr(node: tirx.AttrStmt, mutator: Any) -> Any:
         if node.attr_key != PREFER_ASYNC_REGION:
             return mutator.default_mutate(node)
-        return _lower_region(node)
+        body, tiles = _lower_region(node)  # a region alone (a loop's whole body): commit and wait right after it
+        return tirx.SeqStmt([body, commit_group(), wait_group(0)]) if tiles and as_int(node.value) else body
 
-    body = tvm_ffi.structural_mutate(func.body, [(tirx.AttrStmt, on_attr)])
+    body = tvm_ffi.structural_mutate(func.body, [(tirx.SeqStmt, _lower_sequence), (tirx.AttrStmt, on_attr)])
     return func if body.same_as(func.body) else func.with_body(body)
 
 
