@@ -62,7 +62,11 @@ SAFE_COPY = "tl.safe_copy"
 # -- plans of the loops over fragments (LayoutInference records them on a T.Parallel nest's outer loop;
 # LowerParallelLoop lowers the nest from them, see transform/lower_parallel_loop.py)
 PARALLEL_LOOP_LAYOUT = "parallel_loop_layout"  # the plan's Fragment: iteration -> (thread, slot) (upstream's key)
-PREFER_ASYNC = "parallel_prefer_async"  # T.Parallel(prefer_async=): upstream's cp.async hint, kept, not acted on
+PREFER_ASYNC = "parallel_prefer_async"  # T.Parallel(prefer_async=): upstream's cp.async hint (LDLMS copies here)
+# T.Parallel(annotations={...: True}): the user commits and waits for the nest's asynchronous copies (upstream's key)
+PREFER_ASYNC_WITHOUT_COMMIT_WAIT = "parallel_async_without_async_commit_wait"
+# AttrStmt around such a nest through the partitioning passes (1: the compiler commits and waits; 0: the user does)
+PREFER_ASYNC_REGION = "tl.prefer_async_copies"
 LOOP_PLAN = "tl.loop_plan"  # how to rebuild the plan: kind, its Fragment(s) and sizes, the threads that run it
 LAYOUT_EXCHANGES = "tl.layout_exchanges"  # [fragment, copy, shared tile, written]: relaid out around the nest
 # AttrStmt key around a T.reduce_* whose result LayoutInference relays to its destination: [scratch, shared tile,

@@ -49,6 +49,7 @@ from ..launcher import DimExpr, ParamSpec
 from ..launcher.spec import unsolvable_symbols
 from ..target import ArchInfo, arch_of, determine_target
 from ..tileop.async_copy import global_piece_alignment
+from ..tileop.atomic import lane_add_alignment
 from ..tileop.tme_copy import GLOBAL_ALIGN as TME_GLOBAL_ALIGN
 from ..transform import lower_program, normalize_pass_configs, program_passes
 from . import cache
@@ -120,7 +121,9 @@ def parameter_accesses(funcs: Sequence[tirx.PrimFunc]) -> tuple[set[str], dict[s
             widest[buffer.name] = max(widest.get(buffer.name, 1), min(nbytes & -nbytes, 16))
 
     def piece(names: set[str], call: Any) -> None:
-        found = global_piece_alignment(call)  # an async / robust copy piece reads its global source by address
+        # an async / robust copy piece reads its global source by address; a pair of 16-bit atomic adds is one
+        # 32-bit atomic
+        found = global_piece_alignment(call) or lane_add_alignment(call)
         if found is not None and found[0].name in names:
             accessed.add(found[0].name)
             widest[found[0].name] = max(widest.get(found[0].name, 1), found[1])

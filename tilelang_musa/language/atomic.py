@@ -40,6 +40,7 @@ def _check_atomic_dtype(trace, construct: str, name: str, dtype: Any) -> None:
 
 
 LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+_FLOAT_CODES = (tvm.runtime.DataTypeCode.FLOAT, tvm.runtime.DataTypeCode.BFLOAT)
 STORE_ORDERS = ("relaxed", "release", "seq_cst")
 
 
@@ -159,15 +160,23 @@ def _atomic_add_lanes(lanes: int, dst: Any, value: Any, return_prev: bool, memor
     # the value's lanes are read from consecutive addresses: not from a fragment, whose elements a layout places
     value = _lanes_origin(trace, construct, "value", value, lanes,
                           ("global", "shared", "shared.dyn", "local", "local.var"))
+    lane_values = None
     if str(dst.ty.dtype) != str(value.ty.dtype):
-        raise trace.error(f"{construct}: dst is {dst.ty.dtype} but value is {value.ty.dtype}")
+        if return_prev or not all(tvm.runtime.DataType(str(d)).type_code in _FLOAT_CODES
+                                  for d in (dst.ty.dtype, value.ty.dtype)):
+            raise trace.error(f"{construct}: dst is {dst.ty.dtype} but value is {value.ty.dtype} (lanes of another "
+                              "float type are converted only without return_prev)")
+        # upstream converts each lane to dst's type: the lanes are passed as values, not by address
+        lane_values = [tirx.Cast(str(dst.ty.dtype), value.source[tuple(value.indices[:-1]) + (value.indices[-1] + k,)])
+                       for k in range(lanes)]
     if return_prev:  # the old lanes, as one vector: `Prev[0:2] = T.atomic_addx2(..., return_prev=True)`
         if memory_order not in (None, "relaxed"):
             raise trace.error(f"{construct}(return_prev=True, memory_order={memory_order!r}): an ordered atomic that "
                               "returns the old value is not supported yet; use memory_order='relaxed'")
         return tirx.call_extern(f"{dst.ty.dtype}x{lanes}", f"tl::AtomicAddx{lanes}Ret", tirx.address_of(dst),
                                 tirx.address_of(value))
-    call = tirx.call_extern("int32", f"tl::AtomicAddx{lanes}", tirx.address_of(dst), tirx.address_of(value))
+    operands = lane_values if lane_values is not None else [tirx.address_of(value)]
+    call = tirx.call_extern("int32", f"tl::AtomicAddx{lanes}", tirx.address_of(dst), *operands)
     for c in ordered(call, memory_order):
         Tb.evaluate(c)
     return None

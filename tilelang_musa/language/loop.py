@@ -112,9 +112,10 @@ def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None
     instead: thread F.thread(i, j, rep) runs iteration (i, j) (once per replica), in slot order; the fragments
     the loop touches are laid out from it, and its innermost run of consecutive slots sets the vector width.
 
-    `prefer_async` and `annotations` (upstream's: a cp.async hint, and loop annotations for the outermost loop) are
-    kept on the outermost loop; the copies stay synchronous element copies, which is what upstream's hint allows
-    (a `T.ptx_wait_group` after them then has nothing to wait for)."""
+    `prefer_async=True` (upstream's cp.async hint): the nest's element copies from global memory into a shared tile
+    become LDLMS asynchronous copies, committed and waited for after the nest, or by the user with
+    `annotations={"parallel_async_without_async_commit_wait": True}` (transform/prefer_async_copies.py). Loop
+    `annotations` go on the outermost loop."""
     if prefer_async is not None and not isinstance(prefer_async, bool):
         raise current_trace("T.Parallel").error(
             f"T.Parallel: prefer_async={prefer_async!r} must be True, False or None")
@@ -125,10 +126,6 @@ def Parallel(*extents: Any, coalesced_width: Any = None, loop_layout: Any = None
     outer = dict(annotations or {})
     if prefer_async is not None:
         outer[PREFER_ASYNC] = prefer_async
-    if prefer_async:
-        warn_once("parallel-prefer-async", "T.Parallel(prefer_async=True): the loop's copies are synchronous here "
-                  "(a speed hint only: the data is in place when the loop ends, so the kernel's own "
-                  "T.ptx_commit_group / T.ptx_wait_group find nothing pending); docs/guide/language.md, T.Parallel")
     annotations = {PARALLEL: True}
     if coalesced_width is not None:
         if not isinstance(coalesced_width, int) or coalesced_width <= 0:

@@ -77,3 +77,40 @@ class Atomic(TileOp):
             return seq([tirx.Evaluate(c) for c in calls])
 
         return parallel_nest(extents, body, self.loc)
+
+
+# Element types whose adds pair up: two consecutive elements are one 32-bit atomic of the device library (atomicAdd
+# on half2 / __mt_bfloat162; docs/ATOMICS_ON_MUSA.md). float32 keeps one atomic an element there.
+PAIRED_ADD_DTYPES = ("float16", "bfloat16")
+_LANE_ADDS = {"tl::AtomicAddx2": 2, "tl::AtomicAddx2Ret": 2, "tl::AtomicAddx4": 4, "tl::AtomicAddx4Ret": 4}
+
+
+def pairable_add(stmt: Any) -> tuple[Any, Any] | None:
+    """(destination, value) of `stmt` when it is one relaxed `tl::AtomicAdd(&D[i], v)` of a float16 / bfloat16
+    element (v of D's type: an element, or an expression such as a cast): two of them at consecutive elements are
+    one `tl::AtomicAddx2`."""
+    call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+    if not (isinstance(call, tvm.ir.Call) and str(call.op.name) == "tirx.call_extern" and len(call.args) == 3
+            and isinstance(call.args[0], tvm.ir.StringImm) and call.args[0].value == FUNCTIONS["add"]):
+        return None
+    address, value = call.args[1], call.args[2]
+    dst = address.args[0] if isinstance(address, tvm.ir.Call) and str(address.op.name) == "tirx.address_of" else None
+    if dst is None or str(dst.ty.dtype) not in PAIRED_ADD_DTYPES:
+        return None
+    if str(value.ty.dtype) != str(dst.ty.dtype):
+        return None
+    return dst, value
+
+
+def lane_add_alignment(call: Any) -> tuple[Any, int] | None:
+    """(the destination buffer, the bytes its address must be a multiple of) for a `tl::AtomicAddx2/x4[Ret]` call:
+    16-bit lanes are updated in 4-byte pairs, wider lanes one element at a time; None for any other call."""
+    if str(call.op.name) != "tirx.call_extern" or len(call.args) < 2 or not isinstance(call.args[0], tvm.ir.StringImm):
+        return None
+    address = call.args[1]
+    if call.args[0].value not in _LANE_ADDS or not isinstance(address, tvm.ir.Call) or not address.args or \
+            not isinstance(address.args[0], tvm.ir.expr.TensorLoad):
+        return None
+    dst = address.args[0]
+    bits = tvm.runtime.DataType(str(dst.ty.dtype)).bits
+    return dst.source, 4 if bits == 16 else bits // 8

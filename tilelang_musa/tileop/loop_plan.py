@@ -25,6 +25,7 @@ _IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 from ..errors import CompileError
 from ..layout import Fragment, LayoutError
 from ..ir.utils import as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of, substitute
+from .atomic import pairable_add
 from .fragment_owner import owned_element
 
 MAX_VECTOR_BYTES = 16  # the widest MUSA global/shared load/store (128 bits)
@@ -237,6 +238,8 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
     which every global/shared access of `body` is contiguous in `inner_var`, V-aligned, and inside a V-aligned
     piece of its buffer. With `piece_invariant_loads`, a load whose index is the same for the V lanes of every
     piece (`C[col // K]` with V dividing K) is read once per piece and admitted too."""
+    if not disable and pairable_add(body) is not None:
+        return _atomic_pair_width(extents, inner_var, body, threads_analyzer, cap)
     if disable or _has_call_statement(body) or stores_a_lane_invariant_private(body, inner_var):
         return 1
     accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
@@ -259,6 +262,16 @@ def vector_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer
             return width
         width //= 2
     return 1
+
+
+def _atomic_pair_width(extents: list[int], inner_var: Any, body: Any, threads_analyzer: Callable[[], Any],
+                       cap: int | None) -> int:
+    """2 where consecutive iterations' float16 / bfloat16 atomic adds pair up (FoldAtomicAddPairs makes each pair
+    one 32-bit atomic): the destination and a global or shared value contiguous and 2-aligned; else 1."""
+    if extents[-1] % 2 or (cap is not None and cap < 2):
+        return 1
+    accesses = [a for a in collect_accesses(body) if scope_of(a.buffer) in ("global", "shared", "shared.dyn")]
+    return 2 if all(_vectorizable(a, inner_var, 2, threads_analyzer) for a in accesses) else 1
 
 
 def lane_varying_vars(body: Any, inner_var: Any) -> set:

@@ -26,6 +26,7 @@ from .config_index_bitwidth import ConfigIndexBitwidth
 from .fit_pipeline_stages import run_fitting_stages
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
+from .fold_atomic_add_pairs import FoldAtomicAddPairs
 from .fold_cp_async_lanes import FoldCpAsyncLanes
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
@@ -52,6 +53,7 @@ from .one_thread_tme_loads import OneThreadTmeLoads
 from .partition_parallel_loop import PartitionParallelLoop
 from .pipeline_planning import PipelinePlanning
 from .plan_dynamic_shared_memory import PlanDynamicSharedMemory
+from .prefer_async_copies import LowerPreferAsyncCopies, MarkPreferAsyncLoops
 from .range_barriers import RangeBarriers
 from .rasterize_blocks import RasterizeBlocks
 from .remove_unused_binds import RemoveUnusedBinds
@@ -136,6 +138,9 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LayoutInference(options),
             # The shared-memory exchanges it decided: nests onto the relaid copies, reductions into scratches.
             ApplyLayoutExchanges(),
+            # T.Parallel(prefer_async=True) nests, marked while their loops still carry the annotation (the
+            # partitioning passes rebuild the loops without it).
+            MarkPreferAsyncLoops(options),
             # Right after the layouts are chosen: the late tile ops and LowerFragmentAccess take per-thread slot
             # loops.
             LowerParallelLoop(options),
@@ -164,11 +169,17 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             LegalizeVectorizedLoops(options),
             # Bounds guards need the final per-thread index expressions and the vectorized loops' widths.
             SafeMemoryAccess(options),
+            # The marked nests' copies into shared tiles: LDLMS copies, now that each thread's vector runs and bounds
+            # guards are final (the guards become the copies' zero-fill predicates).
+            LowerPreferAsyncCopies(),
             # Views of global tensors after their guards, which are on the view's shape; before a tensor's layout
             # applies.
             LowerBufferViews(),
             # Global tensors annotated with a layout are accessed through it; guards above stay on logical indices.
             LowerGlobalLayout(),
+            # Float16 / bfloat16 atomic adds of consecutive elements in pairs, one 32-bit atomic each, on the final
+            # indices (after the global layouts); other vectorized loops of atomics run lane by lane.
+            FoldAtomicAddPairs(),
         )),
         Phase("Flatten", "1-D buffers, vector loads and stores, simplified scalar TIR", (
             # Stock TVM from here: N-D buffers to 1-D, vector loops to Ramp/Broadcast, then cleanup.

@@ -6,13 +6,14 @@
  * - `tl::AtomicAdd(addr, val)`, `AtomicMax`, `AtomicMin` and the `...Ret` forms, which return the value `*addr`
  *   held just before the update. `val` is converted to the element type first (tl::cast).
  * - `tl::AtomicOr(addr, val)` (and `AtomicOrRet`) for 32/64-bit integers.
- * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements.
+ * - `tl::AtomicAddx2` / `AtomicAddx4` (and `...Ret`) add a vector to consecutive elements; `AtomicAddx2(addr, v0, v1)`
+ *   adds two values.
  * Element types: float, double, half_t, bfloat16_t and 32/64-bit integers. All are relaxed, like the device's.
  * - `tl::fp4_e2m1_store(byte, odd, bits)` writes one nibble of a byte of packed FP4 (atomicAnd + atomicOr).
  *
  * The code calls only the CUDA-named atomic built-ins (atomicAdd, atomicMax, atomicMin, atomicOr, atomicCAS)
- * that exist under mcc and in the simulator. Where no portable built-in exists (floating-point and 16-bit max/min, the 16-bit
- * pair add), it loops on atomicCAS over the aligned 32-bit word (or the 8-byte word for 8-byte types) holding the
+ * that exist under mcc and in the simulator (the half / bfloat16 pair add: atomicAdd on half2 / __mt_bfloat162).
+ * Where no portable built-in exists (floating-point and 16-bit max/min), it loops on atomicCAS over the aligned 32-bit word (or the 8-byte word for 8-byte types) holding the
  * element: 16-bit CAS is not available everywhere.
  */
 #pragma once
@@ -206,6 +207,24 @@ TL_DEVICE void AtomicOr(T* addr, V val) {
 
 namespace detail {
 
+/*! \brief The aligned pair of 16-bit floats at addr += pair in one atomic; returns the old pair. half and bfloat16
+ *        pairs: the device library's atomicAdd on half2 / __mt_bfloat162 (Moore Threads' MUSA templates call it;
+ *        docs/ATOMICS_ON_MUSA.md); other 16-bit types: a compare-and-swap loop on the 32-bit word. */
+template <typename T>
+TL_DEVICE vec<T, 2> add_pair(T* addr, const vec<T, 2>& pair) {
+  if constexpr (std::is_same<T, half_t>::value || std::is_same<T, bfloat16_t>::value) {
+    using Pair = typename builtin_vector<T, 2>::type;
+    Pair operand, seen;
+    __builtin_memcpy(&operand, &pair, sizeof(Pair));
+    seen = atomicAdd(reinterpret_cast<Pair*>(addr), operand);
+    vec<T, 2> out;
+    __builtin_memcpy(&out, &seen, sizeof(Pair));
+    return out;
+  } else {
+    return atomic_update(reinterpret_cast<vec<T, 2>*>(addr), AddLanes<T, 2>{pair});
+  }
+}
+
 /*! \brief Lane-wise add of N lanes at addr; returns the old lanes. */
 template <typename T, int N>
 TL_DEVICE vec<T, N> atomic_add_lanes(T* addr, const vec<T, N>& val) {
@@ -215,7 +234,7 @@ TL_DEVICE vec<T, N> atomic_add_lanes(T* addr, const vec<T, N>& val) {
     static_assert(N % 2 == 0, "tl::AtomicAddxN: 16-bit lanes are updated in pairs");
     for (int i = 0; i < N; i += 2) {
       const vec<T, 2> pair{{val.data[i], val.data[i + 1]}};
-      const vec<T, 2> seen = atomic_update(reinterpret_cast<vec<T, 2>*>(addr + i), AddLanes<T, 2>{pair});
+      const vec<T, 2> seen = add_pair(addr + i, pair);
       old.data[i] = seen.data[0];
       old.data[i + 1] = seen.data[1];
     }
@@ -242,6 +261,17 @@ TL_DEVICE void AtomicAddx2(T* addr, const vec<T, 2>& val) {
 template <typename T>
 TL_DEVICE void AtomicAddx2(T* addr, const T* val) {
   (void)AtomicAddx2Ret(addr, val);
+}
+/*! \brief addr[0] += lane0 and addr[1] += lane1, each value converted to T first (a pair of an auto-vectorized
+ *        T.atomic_add whose values are expressions: a float accumulator's lanes added into half_t, say). */
+template <typename T, typename V0, typename V1>
+TL_DEVICE void AtomicAddx2(T* addr, V0 lane0, V1 lane1) {
+  (void)detail::atomic_add_lanes(addr, vec<T, 2>{{cast<T>(lane0), cast<T>(lane1)}});
+}
+/*! \brief addr[0..3] += lane0..lane3, each converted to T first (T.atomic_addx4 of another float type). */
+template <typename T, typename V0, typename V1, typename V2, typename V3>
+TL_DEVICE void AtomicAddx4(T* addr, V0 lane0, V1 lane1, V2 lane2, V3 lane3) {
+  (void)detail::atomic_add_lanes(addr, vec<T, 4>{{cast<T>(lane0), cast<T>(lane1), cast<T>(lane2), cast<T>(lane3)}});
 }
 
 template <typename T>
