@@ -256,7 +256,8 @@ class _Request:
     backend: Backend
     pass_options: CompileOptions
     flags: tuple[str, ...]
-    out_idx: Any
+    out_idx: Any  # as the caller gave it (recorded in the metadata)
+    outputs: list[int] | None  # out_idx legalized: the output parameters' indices (None: none chosen)
     fast_math: bool
     instruments: tuple
     verbose: bool
@@ -294,7 +295,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     key = None
     if cache.is_cache_enabled():
         key = cache.kernel_key(program, request.name, request.target, request.backend, request.pass_options.given,
-                               request.flags, request.out_idx)
+                               request.flags, request.outputs)
         # Instruments, per-pass IR dumps, pass diffs, pass timing and the lower trace observe the lowering: they get
         # one, whatever the cache holds.
         if (not request.instruments and not _dumps_ir(request.pass_options) and env.get_pass_diff_mode() is None
@@ -376,7 +377,8 @@ def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend
     name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
     program = program_passes(program, target, options)
     return _Request(program, name, target, arch_of(target), resolve_backend(execution_backend), options, flags,
-                    _legal_out_idx(program, out_idx), fast_math, tuple(instruments or ()), verbose or env.VERBOSE.flag())
+                    out_idx, _legal_out_idx(program, out_idx), fast_math, tuple(instruments or ()),
+                    verbose or env.VERBOSE.flag())
 
 
 def _dumps_ir(options: CompileOptions) -> bool:
@@ -508,7 +510,7 @@ _STAGE_TABLE = (
     _Stage("mu", ("lowered",), "the MUSA translation unit: templates, kernels, host wrapper",
            lambda w: _print_source(w, None), _print_source),
     _Stage("host", ("tir", "lowered", "mu"), "parameters, size bindings, launches (HostInfo)",
-           lambda w: _set_host(w, _host_info(w.request.program, w.request.out_idx, w.device_funcs, w.names,
+           lambda w: _set_host(w, _host_info(w.request.program, w.request.outputs, w.device_funcs, w.names,
                                              w.source.local_bytes)),
            lambda w, path: _set_host(w, HostInfo.from_json(json.loads(path.read_text())))),
     _Stage("bin", ("mu", "host"), "the library the backend's toolchain built", _build,
