@@ -83,15 +83,16 @@ def _legal_out_idx(func: tirx.PrimFunc, out_idx: Any) -> list[int] | None:
                            f"{len(_user_params(func))} parameters): {err}") from None
 
 
-def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
-    """Indices of the output parameters; `out_idx` counts the user's parameters (not T.dynamic sizes)."""
+def _output_indices(func: tirx.PrimFunc, outputs: list[int] | None) -> set[int]:
+    """Indices of the output parameters: `outputs` (out_idx legalized, _legal_out_idx), or those the kernel
+    allocates with T.empty."""
     attrs = func.attrs if func.attrs is not None else {}
     if OUTPUTS_ATTR in attrs:  # the outputs the kernel allocates with T.empty and returns
-        if out_idx is not None:
+        if outputs is not None:
             raise CompileError(f"Out index conflict: `{attrs['global_symbol']}` returns the outputs it allocates with "
-                               f"T.empty; out_idx={out_idx!r} cannot select others")
-        out_idx = [int(i) for i in attrs[OUTPUTS_ATTR]]
-    return set(_legal_out_idx(func, out_idx) or ())
+                               f"T.empty; out_idx={outputs!r} cannot select others")
+        outputs = _legal_out_idx(func, [int(i) for i in attrs[OUTPUTS_ATTR]])
+    return set(outputs or ())
 
 
 _DIM_OPS = {tirx.Add: "add", tirx.Sub: "sub", tirx.Mul: "mul", tirx.FloorDiv: "floordiv", tirx.FloorMod: "floormod",
