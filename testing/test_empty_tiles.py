@@ -4,6 +4,7 @@ and T.Parallel loops over the empty tile do nothing, a gemm over an empty K adds
 zeroes its accumulator), and any other use of the empty tile is an error naming it."""
 
 import pytest
+import tvm
 import torch
 
 import tilelang
@@ -120,3 +121,30 @@ def test_a_negative_extent_is_still_an_error():
         def main(O: T.Tensor((4,), T.float32)):
             with T.Kernel(1, threads=32):
                 T.alloc_fragment((4, -1), T.float32)
+
+
+def test_the_pass_leaves_the_program_without_the_empty_tile():
+    from conftest import without_locations
+    from tilelang_musa.transform.remove_empty_tiles import remove_empty_tiles
+
+    @T.prim_func
+    def before(A: T.Tensor((16, 32), T.float16), B: T.Tensor((16, 32), T.float16)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((16, 32), T.float16)
+            tail = T.alloc_shared((16, 0), T.float16)
+            T.copy(A[:, :32], a)
+            T.copy(A[:, 32:], tail)
+            for i, j in T.Parallel(16, 0):
+                tail[i, j] = A[i, j]
+            T.fill(tail, 0)
+            T.copy(a, B)
+
+    @T.prim_func
+    def expected(A: T.Tensor((16, 32), T.float16), B: T.Tensor((16, 32), T.float16)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((16, 32), T.float16)
+            T.copy(A[:, :32], a)
+            T.copy(a, B)
+
+    tvm.ir.assert_structural_equal(without_locations(remove_empty_tiles(before)),
+                                   without_locations(expected.with_attr("global_symbol", "before")))

@@ -35,6 +35,10 @@ def _is_zero(extent: Any) -> bool:
     return isinstance(extent, tirx.IntImm) and extent.value == 0
 
 
+def _is_no_op(stmt: Any) -> bool:
+    return isinstance(stmt, tirx.Evaluate) and _is_zero(stmt.value)
+
+
 def _empty_buffers(func: tirx.PrimFunc) -> set:
     found: set = set()
 
@@ -75,7 +79,6 @@ def _without_empty_op(call: tvm.ir.Call, empty: set) -> Any:
 
 def remove_empty_tiles(func: tirx.PrimFunc) -> tirx.PrimFunc:
     empty = _empty_buffers(func)
-    loops = [False]
 
     def on_evaluate(node, mutator):
         if is_tile_op(node.value):
@@ -86,18 +89,24 @@ def remove_empty_tiles(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     def on_for(node, mutator):
         node = mutator.default_mutate(node)
-        if _is_zero(node.extent) or (isinstance(node.body, tirx.Evaluate) and node.body.same_as(_NO_OP)):
-            loops[0] = True
+        if _is_zero(node.extent) or _is_no_op(node.body):
             return _NO_OP
         return node
 
     def on_alloc(node, mutator):
         return _NO_OP if node.buffer in empty else node
 
+    def on_seq(node, mutator):  # the removed statements leave no trace
+        node = mutator.default_mutate(node)
+        if not isinstance(node, tirx.SeqStmt):
+            return node
+        kept = [s for s in node.seq if not _is_no_op(s)]
+        return _NO_OP if not kept else kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
     if not empty and not _has_empty_loop(func):
         return func
     body = tvm_ffi.structural_mutate(func.body, [(tirx.Evaluate, on_evaluate), (tirx.For, on_for),
-                                                 (tirx.AllocBuffer, on_alloc)])
+                                                 (tirx.AllocBuffer, on_alloc), (tirx.SeqStmt, on_seq)])
     _check_no_use(body, empty)
     return func.with_body(body)
 
