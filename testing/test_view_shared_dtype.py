@@ -368,3 +368,44 @@ def test_a_write_through_the_view_after_a_write_of_the_tile_is_ordered(arch, che
     w, b = torch.randint(-128, 128, (N,), dtype=torch.int8), torch.full((2 * N,), 90, dtype=torch.int8)
     kernel(w, b)
     assert torch.equal(b, torch.cat([w, torch.zeros(N, dtype=torch.int8)]))
+
+
+def view_inside_pipelined_program():
+    """Bytes and scales loaded by pipelined T.copys into tiles allocated inside the loop, each read through a view
+    declared inside it (SGLang's paged MQA logits kernel does so); the trip count is T.dynamic, so the prologue and
+    epilogue run each statement under a guard."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 32 * 64 + 32 * 4), T.uint8), B: T.Tensor((M, 32, 32), T.float32)):
+        with T.Kernel(1, threads=128) as _:
+            for k in T.Pipelined(M, num_stages=2):
+                S = T.alloc_shared((32 * 64,), T.uint8)
+                T.copy(A[k, 0:32 * 64], S)
+                V = T.view(S, (32, 32), dtype=T.float16)
+                scale_bytes = T.alloc_shared((32 * 4,), T.uint8)
+                T.copy(A[k, 32 * 64:32 * 64 + 32 * 4], scale_bytes)
+                scales = T.view(scale_bytes, (32,), dtype=T.float32)
+                out = T.alloc_fragment((32, 32), T.float32)
+                for i, j in T.Parallel(32, 32):
+                    out[i, j] = V[31 - i, j] * scales[i]
+                T.copy(out, B[k, :, :])
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_view_declared_inside_a_pipelined_loop_names_its_tile_in_every_stage(arch, checked):
+    # the declaration, a statement of the body, was guarded in the epilogue (`if (k < M) { float* scales = ...; }`),
+    # so the reads after it named nothing: a view is declared once, before the loop, as its tile is allocated
+    kernel = tilelang.compile(view_inside_pipelined_program(), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert source.count("half_t* V = reinterpret_cast<half_t*>(") == 1, source
+    assert source.count("float* scales = reinterpret_cast<float*>(scale_bytes);") == 1, source
+    for m in (1, 2, 5):
+        halves = rand((m, 32, 32), torch.float16, 7 + m)
+        scales = rand((m, 32), torch.float32, 17 + m)
+        a = torch.cat([halves.view(torch.uint8).view(m, -1), scales.view(torch.uint8).view(m, -1)], dim=1)
+        b = poison((m, 32, 32), torch.float32)
+        kernel(a, b)
+        torch.testing.assert_close(b, halves.float().flip(1) * scales[:, :, None], rtol=1e-6, atol=1e-6)

@@ -53,6 +53,7 @@ from ..tileop.atomic import lane_add_alignment
 from ..tileop.tme_copy import GLOBAL_ALIGN as TME_GLOBAL_ALIGN
 from ..transform import lower_program, normalize_pass_configs, program_passes
 from . import cache
+from .adapter import ProgramAdapter
 from .backend import Backend, resolve_backend
 from .kernel import JITKernel
 from ..instrumentation.session import session_has_tools
@@ -66,23 +67,34 @@ from .toolchains import BuildRequest
 logger = logging.getLogger("tilelang")
 
 
-def _output_indices(func: tirx.PrimFunc, out_idx: Any) -> set[int]:
-    """Indices of the output parameters; `out_idx` counts the user's parameters (not T.dynamic sizes)."""
+def _user_params(func: tirx.PrimFunc) -> list:
+    """The parameters the caller passes or gets back: not T.dynamic sizes, not T.alloc_global workspaces."""
     sizes = func.attrs[SIZE_PARAMS_ATTR] if func.attrs is not None and SIZE_PARAMS_ATTR in func.attrs else []
-    n = len(func.params) - len(sizes) - len(_workspaces(func))  # T.alloc_global buffers follow the user's params
+    return list(func.params)[:len(func.params) - len(sizes) - len(_workspaces(func))]
+
+
+def _legal_out_idx(func: tirx.PrimFunc, out_idx: Any) -> list[int] | None:
+    """`out_idx` as non-negative indices of the user's parameters, through the adapters' `_legalize_result_idx`
+    (upstream's adapters legalize it so; scripts patch that method). None stays None: no outputs chosen."""
+    if out_idx is None:
+        return None
+    try:
+        return ProgramAdapter(_user_params(func))._legalize_result_idx(out_idx)
+    except ValueError as err:
+        raise CompileError(f"out_idx={out_idx!r} of `{func.attrs['global_symbol']}` (with "
+                           f"{len(_user_params(func))} parameters): {err}") from None
+
+
+def _output_indices(func: tirx.PrimFunc, outputs: list[int] | None) -> set[int]:
+    """Indices of the output parameters: `outputs` (out_idx legalized, _legal_out_idx), or those the kernel
+    allocates with T.empty."""
     attrs = func.attrs if func.attrs is not None else {}
     if OUTPUTS_ATTR in attrs:  # the outputs the kernel allocates with T.empty and returns
-        if out_idx is not None:
+        if outputs is not None:
             raise CompileError(f"Out index conflict: `{attrs['global_symbol']}` returns the outputs it allocates with "
-                               f"T.empty; out_idx={out_idx!r} cannot select others")
-        out_idx = [int(i) for i in attrs[OUTPUTS_ATTR]]
-    indices = [] if out_idx is None else [out_idx] if isinstance(out_idx, int) else list(out_idx)
-    out = set()
-    for i in indices:
-        if not -n <= i < n:
-            raise CompileError(f"out_idx {i} is out of range for `{func.attrs['global_symbol']}` with {n} parameters")
-        out.add(i % n)
-    return out
+                               f"T.empty; out_idx={outputs!r} cannot select others")
+        outputs = _legal_out_idx(func, [int(i) for i in attrs[OUTPUTS_ATTR]])
+    return set(outputs or ())
 
 
 _DIM_OPS = {tirx.Add: "add", tirx.Sub: "sub", tirx.Mul: "mul", tirx.FloorDiv: "floordiv", tirx.FloorMod: "floormod",
@@ -249,7 +261,8 @@ class _Request:
     backend: Backend
     pass_options: CompileOptions
     flags: tuple[str, ...]
-    out_idx: Any
+    out_idx: Any  # as the caller gave it (recorded in the metadata)
+    outputs: list[int] | None  # out_idx legalized: the output parameters' indices (None: none chosen)
     fast_math: bool
     instruments: tuple
     verbose: bool
@@ -287,7 +300,7 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
     key = None
     if cache.is_cache_enabled():
         key = cache.kernel_key(program, request.name, request.target, request.backend, request.pass_options.given,
-                               request.flags, out_idx)
+                               request.flags, request.outputs)
         # Instruments, per-pass IR dumps, pass diffs, pass timing and the lower trace observe the lowering: they get
         # one, whatever the cache holds.
         if (not request.instruments and not _dumps_ir(request.pass_options) and env.get_pass_diff_mode() is None
@@ -370,7 +383,8 @@ def _settle(program: tirx.PrimFunc, out_idx: Any, target: Any, execution_backend
     name = str(attrs["global_symbol"]) if "global_symbol" in attrs else "main"
     program = program_passes(program, target, options)
     return _Request(program, name, target, arch_of(target), resolve_backend(execution_backend), options, flags,
-                    out_idx, fast_math, tuple(instruments or ()), verbose or env.VERBOSE.flag())
+                    out_idx, _legal_out_idx(program, out_idx), fast_math, tuple(instruments or ()),
+                    verbose or env.VERBOSE.flag())
 
 
 def _dumps_ir(options: CompileOptions) -> bool:
@@ -521,7 +535,7 @@ _STAGE_TABLE = (
     _Stage("mu", ("lowered",), "the MUSA translation unit: templates, kernels, host wrapper",
            lambda w: _print_source(w, None), _print_source),
     _Stage("host", ("tir", "lowered", "mu"), "parameters, size bindings, launches (HostInfo)",
-           lambda w: _set_host(w, _host_info(w.request.program, w.request.out_idx, w.device_funcs, w.names,
+           lambda w: _set_host(w, _host_info(w.request.program, w.request.outputs, w.device_funcs, w.names,
                                              w.source.local_bytes)),
            lambda w, path: _set_host(w, HostInfo.from_json(json.loads(path.read_text())))),
     _Stage("bin", ("mu", "host"), "the library the backend's toolchain built", _build,

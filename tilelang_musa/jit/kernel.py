@@ -16,7 +16,7 @@ from ..errors import TileLangError
 from ..launcher import KernelLaunchError, Launcher, ParamSpec
 from .backend import Backend, backend_named
 from .export import unpack_export, write_export
-from .kernel_adapter import KernelAdapter
+from .adapter import KernelAdapter
 from .stages import KernelMetadata, stage_file
 
 
@@ -96,7 +96,7 @@ class JITKernel:
 
     @property
     def adapter(self) -> "KernelAdapter | None":
-        """Upstream's `kernel.adapter`: parameters, outputs, program, library and source (kernel_adapter.py).
+        """Upstream's `kernel.adapter`: parameters, outputs, program, library and source (adapter/kernel_adapter.py).
         One per kernel; assignable, as upstream's attribute is (`kernel.adapter = None` drops it)."""
         if "_adapter" not in self.__dict__:
             self._adapter = KernelAdapter(self)

@@ -23,8 +23,9 @@ LOCAL_SCOPE = "local"
 def _shape(construct: str, shape: Any) -> list[Any]:
     shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
     for extent in shape:
-        if isinstance(extent, int) and extent <= 0:
-            raise current_trace(construct).error(f"{construct}: extent {extent} in shape {shape} must be positive")
+        # 0 is allowed: an empty tile (a tail of width 0), whose ops do nothing (transform/remove_empty_tiles.py)
+        if isinstance(extent, int) and extent < 0:
+            raise current_trace(construct).error(f"{construct}: extent {extent} in shape {shape} must not be negative")
     return shape
 
 

@@ -27,6 +27,7 @@ from .fit_pipeline_stages import run_fitting_stages
 from .fuse_accelerated_ops import FuseAcceleratedOps
 from .flatten_strided_params import FlattenStridedParams
 from .fold_atomic_add_pairs import FoldAtomicAddPairs
+from .remove_empty_tiles import RemoveEmptyTiles
 from .fold_cp_async_lanes import FoldCpAsyncLanes
 from .fuse_async_copy_lanes import FuseAsyncCopyLanes
 from .inject_software_pipeline import InjectSoftwarePipeline
@@ -86,6 +87,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
     options = CompileOptions.of(configs)
     return [
         Phase("Legalize", "tile ops on the user's indices, block order and reductions normalized", (
+            # Tiles with a 0 in their shape (a tail of width 0) and the copies, fills, gemms and loops over them.
+            RemoveEmptyTiles(),
             # Upstream's semantic checks of T.Parallel bodies, on the loops as the user wrote them.
             CheckNestedLoops(),
             # ... and upstream's rule that a thread-private local buffer is not indexed by a T.Parallel variable.

@@ -6,7 +6,8 @@ reads them at its own iteration after the pipeline moves it. A small one is subs
 it; a large one (ir/large_bindings.py: a stream-K pair's rotation, a swizzled block index) stays a binding that
 the pipeline emits again before the emitted units that read it (`Unit.binds`, replay_bindings; upstream TileLang
 replays bindings the same way): substituted, it would be copied into every index of every emitted unit, for
-expressions of kilobytes that every later pass walks. Allocations inside the body are hoisted before the loop.
+expressions of kilobytes that every later pass walks. Allocations inside the body are hoisted before the loop, and
+so are declarations of views (T.view) that read nothing the loop binds.
 
 Both PipelinePlanning and InjectSoftwarePipeline build the units with `pipeline_units`, so the stage/order lists
 the planner writes line up with what the injector reads.
@@ -136,7 +137,7 @@ def accesses(stmt: Any) -> tuple[frozenset, frozenset]:
 
 @dataclass
 class PipelineBody:
-    hoisted: list  # allocations found in the body, to place before the loop
+    hoisted: list  # allocations and view declarations found in the body, to place before the loop
     units: list[Unit]
 
 
@@ -151,7 +152,7 @@ def pipeline_units(loop: tirx.For, views: dict | None = None) -> PipelineBody:
     """The loop body's units. With `views` (ir/tile_views.py: view -> tile), a unit that accesses a view of a tile
     as another dtype reads or writes the tile (its bytes): the dependences and the versions are the tile's."""
     stmts = flatten(loop.body)
-    hoisted = [s for s in stmts if isinstance(s, tirx.AllocBuffer)]
+    hoisted = _declarations(loop, stmts)
     written: set = set()
     for s in stmts:
         if not isinstance(s, (tirx.AllocBuffer, tirx.Bind)):
@@ -160,7 +161,7 @@ def pipeline_units(loop: tirx.For, views: dict | None = None) -> PipelineBody:
     kept: list = []
     plain: list = []
     for s in stmts:
-        if isinstance(s, tirx.AllocBuffer):
+        if any(s.same_as(h) for h in hoisted):
             continue
         if isinstance(s, tirx.Bind):
             value = substitute(s.value, inlined)
@@ -180,6 +181,22 @@ def pipeline_units(loop: tirx.For, views: dict | None = None) -> PipelineBody:
                                              else body[0]), views)
         units.append(Unit(index, body, reads, writes, _stmt_loc(body[0]) or loc_of(loop), binds))
     return PipelineBody(hoisted, units)
+
+
+def _declarations(loop: tirx.For, stmts: list) -> list:
+    """The body's allocations, and its declarations of views (T.view: a DeclBuffer over a tile's or a tensor's
+    storage) that read nothing the loop binds: names, not statements, so no unit of their own (upstream's views are
+    no statement either). Emitted as a unit, a view's declaration would be guarded in the prologue and epilogue
+    (`if iteration < n: declare`), and would declare the name for nothing after it."""
+    bound = {loop.loop_var} | {s.var for s in stmts if isinstance(s, tirx.Bind)}
+
+    def invariant(decl: tirx.DeclBuffer) -> bool:
+        found = []
+        tvm_ffi.structural_walk(decl, [(tvm.ir.expr.Var, lambda v: found.append(v) if v in bound else None)],
+                                order="pre")
+        return not found
+
+    return [s for s in stmts if isinstance(s, tirx.AllocBuffer) or (isinstance(s, tirx.DeclBuffer) and invariant(s))]
 
 
 def replay_bindings(binds: list, loop_var: Any, value: Any, shared: dict, key: Any = None) -> tuple[list, dict]:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .base import BaseKernelAdapter
 
-class KernelAdapter:
+
+class KernelAdapter(BaseKernelAdapter):
     """What `kernel.adapter` offers, read from `kernel`.
 
     params      one ParamSpec per parameter of the user's program, in call order (name, dtype, shape: ints and size
@@ -61,3 +63,15 @@ class KernelAdapter:
 
     def get_host_source(self) -> str:
         return self._kernel.get_host_source()
+
+
+class ProgramAdapter(KernelAdapter):
+    """The adapter of a program about to be compiled: its parameters only. `compile` legalizes `out_idx` through
+    `ProgramAdapter(params)._legalize_result_idx`, which a patch of BaseKernelAdapter or KernelAdapter replaces."""
+
+    def __init__(self, params: list):  # no kernel yet: KernelAdapter's state is not set
+        self._params = list(params)
+
+    @property
+    def params(self) -> list:
+        return self._params
