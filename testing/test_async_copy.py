@@ -139,6 +139,57 @@ def test_async_copy_ring_waits_for_one_group_at_a_time():
     torch.testing.assert_close(b, a * 3)
 
 
+def laid_out_async_copy(rows=8, cols=64, vec=8):
+    """T.async_copy(..., loop_layout=F) with upstream's thread assignment of the copy loop (thread i * 8 + j // 8
+    copies row i's vector j // 8), then reads across the threads after the wait (TileKernels' engram gate)."""
+    layout = T.Fragment((rows, cols), forward_fn=lambda i, j: (i * (cols // vec) + j // vec, j % vec))
+
+    @T.prim_func
+    def main(A: T.Tensor((2, rows, cols), "bfloat16"), B: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=rows * cols // vec):
+            S = T.alloc_shared((rows, cols), "bfloat16")
+            T.async_copy(A[1, :, :], S, loop_layout=layout)
+            T.ptx_wait_group(0)
+            for i, j in T.Parallel(rows, cols):
+                B[i, j] = T.cast(S[rows - 1 - i, cols - 1 - j], "float32") * 2
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_async_copy_takes_a_loop_layout(arch):
+    kernel = tilelang.compile(laid_out_async_copy(), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::cp_async_gs<16>(" in source and "tl::cp_async_commit();" in source
+    a, b = rand((2, 8, 64), torch.bfloat16, 21), poison((8, 64), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a[1].flip(0).flip(1).float() * 2)
+
+
+def test_async_copy_annotations_and_a_wrong_loop_layout():
+    layout = T.Fragment((8, 64), forward_fn=lambda i, j: (i * 8 + j // 8, j % 8))
+
+    def program(**options):
+        @T.prim_func
+        def main(A: T.Tensor((8, 64), "float32"), B: T.Tensor((8, 64), "float32")):
+            with T.Kernel(1, threads=64):
+                S = T.alloc_shared((8, 64), "float32")
+                T.async_copy(A, S, **options)
+                T.ptx_wait_group(0)
+                T.copy(S, B)
+
+        return main
+
+    kernel = tilelang.compile(program(annotations={"parallel_loop_layout": layout}), target="musa -arch=mp_31")
+    a, b = rand((8, 64), torch.float32, 22), poison((8, 64), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a)
+    with pytest.raises(Exception, match="T.async_copy: loop_layout must be a T.Fragment"):
+        program(loop_layout="by rows")
+    with pytest.raises(Exception, match=r"T.async_copy: unknown annotation\(s\) \['disable_tma'\]"):
+        program(annotations={"disable_tma": True})
+
+
 def test_a_missing_wait_after_async_copy_is_named_in_checked_mode(monkeypatch):
     @T.prim_func
     def no_wait(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):

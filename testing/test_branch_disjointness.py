@@ -163,3 +163,85 @@ def test_int64_indices_too():
     want = a.clone()
     want[1::2] = a[0::2] * 2
     torch.testing.assert_close(b, want)
+
+
+def test_vector_accesses_of_a_thread_range_get_no_barrier_among_its_threads():
+    """`if tx < 2:` with 4-lane accesses `s[Ramp(tx * 4, 1, 4)]` (a T.Parallel(8) vectorized onto two threads):
+    each thread reads and writes its own lanes. TVM's analysis takes two vector accesses to conflict whatever their
+    lanes and put a barrier inside, a barrier over 2 threads that mp_31 cannot build (a named barrier counts whole
+    warps) and mp_22 has none of; the branch is disjoint lane by lane, so it gets none."""
+    @S.prim_func(private=True)
+    def before(A: S.handle("float32", "global")):
+        Ag = S.decl_buffer((128,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 128)
+        Sh = S.alloc_buffer((128,), "float32", scope="shared")
+        Sh[tx] = Ag[tx]
+        if tx < 2:
+            m: S.let[S.float32x4] = S.max(Sh[S.Ramp(tx * 4, 1, 4)], Sh[S.Ramp(tx * 4 + 8, 1, 4)])
+            Sh[S.Ramp(tx * 4 + 8, 1, 4)] = Sh[S.Ramp(tx * 4, 1, 4)] - m
+            Sh[S.Ramp(tx * 4, 1, 4)] = m
+        Ag[tx] = Sh[tx]
+
+    @S.prim_func(private=True)
+    def expected(A: S.handle("float32", "global")):
+        Ag = S.decl_buffer((128,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 128)
+        Sh = S.alloc_buffer((128,), "float32", scope="shared")
+        Sh[tx] = Ag[tx]
+        S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        if tx < 2:
+            m: S.let[S.float32x4] = S.max(Sh[S.Ramp(tx * 4, 1, 4)], Sh[S.Ramp(tx * 4 + 8, 1, 4)])
+            Sh[S.Ramp(tx * 4 + 8, 1, 4)] = Sh[S.Ramp(tx * 4, 1, 4)] - m
+            Sh[S.Ramp(tx * 4, 1, 4)] = m
+        S.evaluate(S.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        Ag[tx] = Sh[tx]
+
+    tvm.ir.assert_structural_equal(run(before), expected, map_free_vars=True)
+
+
+def online_softmax_state(n):
+    """The running max / scale update of a flash-attention row state, `n` rows over 128 threads (vectorized onto
+    n / 4 threads), inside a loop whose steps a loaded count bounds (the QSA prefill kernel of vllm-musa)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4, n), "float32"), B: T.Tensor((n,), "float32"), Steps: T.Tensor((1,), "int32"),
+             C: T.Tensor((3, n), "float32")):
+        with T.Kernel(1, threads=128):
+            s_max = T.alloc_shared((n,), "float32")
+            s_row = T.alloc_shared((n,), "float32")
+            s_alpha = T.alloc_shared((n,), "float32")
+            s_sum = T.alloc_shared((n,), "float32")
+            steps = Steps[0]
+            for m in T.Parallel(n):
+                s_max[m] = B[m]
+                s_sum[m] = 1.0
+            for step in T.serial(4):
+                if step < steps:
+                    for m in T.Parallel(n):
+                        s_row[m] = A[step, m]
+                    for m in T.Parallel(n):
+                        new_max = T.max(s_max[m], s_row[m])
+                        s_alpha[m] = T.exp2(s_max[m] - new_max)
+                        s_max[m] = new_max
+                        s_sum[m] = s_sum[m] * s_alpha[m]
+            for m in T.Parallel(n):
+                C[0, m] = s_max[m]
+                C[1, m] = s_sum[m]
+                C[2, m] = s_alpha[m]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_a_vectorized_row_state_update_in_a_thread_range_compiles_and_matches_torch(arch):
+    n = 8
+    kernel = tilelang.compile(online_softmax_state(n), target=f"musa -arch={arch}")
+    a, b = rand((4, n), torch.float32, 31), rand((n,), torch.float32, 32)
+    c = poison((3, n), torch.float32)
+    kernel(a, b, torch.tensor([3], dtype=torch.int32), c)
+    peak, total, alpha = b.clone(), torch.ones(n), None
+    for step in range(3):
+        new = torch.maximum(peak, a[step])
+        alpha = torch.exp2(peak - new)
+        peak, total = new, total * alpha
+    torch.testing.assert_close(c, torch.stack([peak, total, alpha]))

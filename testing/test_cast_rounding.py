@@ -207,3 +207,36 @@ def test_every_mode_bit_for_bit(dtype, arch):
     low, high = _bits_of(out[2]), reference_bits(x.numpy(), rbits.numpy(), dtype, "rp", True)
     high = np.where(x.numpy() < 0, reference_bits(x.numpy(), rbits.numpy(), dtype, "rm", True), high)
     assert ((_bits_of(out[8]) == low) | (_bits_of(out[8]) == high)).all()
+
+
+# ---- CUDA's directed conversions by name (__float2half_rz, __float2bfloat16_rd, ...) ------------------------------
+DIRECTED = {"rz": "rz", "rd": "rm", "ru": "rp"}  # the name's suffix -> the reference's mode
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype,name", [("float16", "half"), ("bfloat16", "bfloat16")])
+def test_directed_conversions_called_by_name(dtype, name, arch):
+    """`T.call_extern(T.float16, "__float2half_rz", x)`, as the MUSA port of DeepSeek's TileKernels writes its e5m6
+    cast: the simulator's fp16/bf16 API has CUDA's directed conversions (overflow toward zero gives the largest
+    finite value, as non-saturating rz does)."""
+    suffixes = list(DIRECTED)
+
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float32"), B: T.Tensor((len(suffixes), M), dtype)):
+        with T.Kernel(1, threads=128):
+            for i in T.Parallel(M):
+                for k, suffix in enumerate(suffixes):  # a Python loop: one call per name
+                    B[k, i] = T.call_extern(dtype, f"__float2{name}_{suffix}", A[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert all(f"__float2{name}_{s}(" in source for s in suffixes)
+    x, rbits = _inputs(dtype, 5)
+    out = torch.full((len(suffixes), M), 0x55, dtype=BITS[TORCH[dtype]]).view(TORCH[dtype])
+    kernel(x, out)
+    for row, suffix in enumerate(suffixes):
+        expected = reference_bits(x.numpy(), rbits.numpy(), dtype, DIRECTED[suffix], False)
+        got = _bits_of(out[row])
+        bad = np.nonzero(got != expected)[0]
+        assert len(bad) == 0, (f"__float2{name}_{suffix}: x={x[bad[:4]].tolist()} got {[hex(v) for v in got[bad[:4]]]} "
+                               f"expected {[hex(v) for v in expected[bad[:4]]]}")

@@ -180,6 +180,36 @@ def test_warp_reductions_and_election(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_warp_reduce_of_an_alloc_var(arch):
+    """`v = T.warp_reduce_sum(v)` on a `T.alloc_var` scalar (the CTA RMSNorm idiom of production MUSA kernels)
+    reduces the variable's value: it was passed by address (`tl::WarpReduce<tl::SumOp>(&v)`), a build error."""
+    N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), S: T.Tensor((N,), "float32"), M: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            total = T.alloc_var("float32")
+            peak = T.alloc_var("float32")
+            total = A[tx] * 2.0
+            peak = A[tx]
+            total = T.warp_reduce_sum(total)
+            peak = T.warp_reduce_max(peak)
+            S[tx] = total
+            M[tx] = peak
+
+    kernel = compile_for(main, arch)
+    source = kernel.get_kernel_source()
+    assert "tl::WarpReduce<tl::SumOp>(total)" in source and "tl::WarpReduce<tl::MaxOp>(peak)" in source
+    a = rand((N,), torch.float32, 7)
+    s, m = poison((N,), torch.float32), poison((N,), torch.float32)
+    kernel(a, s, m)
+    groups = a.view(-1, 32)
+    torch.testing.assert_close(s, (2 * groups.sum(1)).repeat_interleave(32), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(m, groups.amax(1).repeat_interleave(32))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 def test_named_sync_threads_and_thread_return(arch):
     N = 128
 

@@ -253,3 +253,64 @@ def test_a_break_some_threads_take_before_a_barrier_is_reported_by_the_simulator
     x = torch.randint(0, 4, (64,), generator=torch.Generator().manual_seed(2), dtype=torch.int32)
     with pytest.raises(Exception, match="divergent __syncthreads"):
         kernel(x, torch.zeros(64, dtype=torch.int32))
+
+
+def _first_above_loop_break(M, N):
+    """_first_above's search written with upstream's T.loop_break() (TileOPs' MUSA top-k selector spells its
+    `if l_new_topk <= 0: break` so)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float32), Limit: T.Tensor((M,), T.float32), Pos: T.Tensor((M,), T.int32)):
+        with T.Kernel(1, threads=M):
+            tx = T.get_thread_binding()
+            pos = T.alloc_var(T.int32, -1)
+            for j in T.serial(N):
+                if X[tx, j] > Limit[tx]:
+                    pos = j
+                    T.loop_break()
+            Pos[tx] = pos
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_t_loop_break_is_break(arch):
+    M, N = 64, 32
+    kernel = tilelang.compile(_first_above_loop_break(M, N), target=f"musa -arch={arch}")
+    assert "break;" in kernel.get_kernel_source()
+    gen = torch.Generator().manual_seed(12)
+    x = torch.randn(M, N, generator=gen)
+    limit = torch.rand(M, generator=gen) * 3
+    pos = torch.full((M,), 7, dtype=torch.int32)
+    kernel(x, limit, pos)
+    ref_pos, _ = _first_above_reference(x, limit)
+    assert (ref_pos == -1).any() and (ref_pos >= 0).any()
+    torch.testing.assert_close(pos, ref_pos)
+
+
+def test_t_loop_break_outside_a_loop_or_in_a_parallel_loop_is_an_error_at_its_line():
+    def outside():
+        @T.prim_func
+        def main(A: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128):
+                if A[0] > 0:
+                    T.loop_break()  # no loop
+
+        return main
+
+    def parallel():
+        @T.prim_func
+        def main(A: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(128):
+                    if A[i] > 0:
+                        T.loop_break()  # the parallel loop
+
+        return main
+
+    with pytest.raises(CompileError, match=r"T.loop_break\(\) outside a loop of the kernel") as err:
+        outside()
+    assert err.value.loc.lineno == line_of(outside, "T.loop_break()  # no loop")
+    with pytest.raises(CompileError, match=r"`break` inside T.Parallel: only a sequential loop") as err:
+        parallel()
+    assert err.value.loc.lineno == line_of(parallel, "T.loop_break()  # the parallel loop")

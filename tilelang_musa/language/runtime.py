@@ -19,7 +19,7 @@ from tvm.tirx.script import builder as Tb
 
 from ..errors import EndlessLoopError, SliceStepError, SourceLoc
 from .builder import (_TRACES, _UNBOUND, ControlScope, KernelTrace, as_expr, current_loc, current_trace, is_buffer,
-                      is_var_buffer, static_value, value)
+                      is_var_buffer, kernel_trace, static_value, value)
 from .dtypes import FP4_DTYPE, SUB_BYTE_INT_HINT, DType, fp4_arithmetic, sub_byte_int_value
 from .loop import LoopFrame, serial
 from .reducer_epoch import check_reads, note_legacy_access
@@ -451,6 +451,17 @@ def loop_exit(kind: str, filename: str, lineno: int, col: int, conditional: bool
                 f"condition) can be left early; {loop.construct} spreads or reorders its iterations")
         Tb.Break() if kind == "break" else Tb.Continue()
     return False
+
+
+def loop_break() -> None:
+    """Upstream's `T.loop_break()`: leave the innermost loop of the kernel, as `break` does there (a sequential
+    loop: T.serial, range, a `while` over a run-time condition), also under an `if` over a run-time condition."""
+    trace = kernel_trace("T.loop_break")
+    if not trace.loops:
+        raise trace.error("T.loop_break() outside a loop of the kernel: it leaves the innermost T.serial, range or "
+                          "run-time `while` loop around it")
+    loc = trace.loc
+    loop_exit("break", loc.filename, loc.lineno, loc.col, conditional=True)
 
 
 def _length(iterable: Any) -> int:

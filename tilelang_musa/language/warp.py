@@ -111,7 +111,7 @@ def tvm_warp_shuffle_up(mask: Any, value: Any, offset: Any, width: Any, warp_siz
 
 def _warp_reduce(construct: str, op: str, value: Any) -> Any:
     expression_trace(construct)
-    value = as_expr(value)
+    value = as_expr(var_value(value))  # a T.alloc_var scalar reduces its value, not its address
     return tirx.call_extern(str(value.ty.dtype), f"tl::WarpReduce<tl::{op}>", value)
 
 

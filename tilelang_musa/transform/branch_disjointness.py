@@ -6,11 +6,14 @@ of the thread index, so it wants a barrier between `s[tx]` and `s[tx ^ 1]`, and 
 Under the branch's condition the even threads read even elements and write odd ones: no element is reached by two
 threads. We decide that by enumeration, as only a prover of bitwise arithmetic could otherwise: with constant thread
 extents and loop bounds, every (thread, element) each access of the branch reaches under the conditions around it
-(the branch's, enclosing branches', loop ranges), over every iteration of the loops around it; the branch is
-disjoint when no element is reached by two threads with one of them writing. Anything else (a load or a kernel
-parameter in an index or a condition, a run-time extent, an address handed to a template, a view of a buffer
-(another name may reach its elements), an `else` case whose
-threads run beside the `then` case's, more than _MAX_POINTS points) is not proven.
+(the branch's, enclosing branches', loop ranges), over every iteration of the loops around it (each lane of a
+vector access `s[Ramp(b, 1, n)]`); the branch is disjoint when no element is reached by two threads with one of
+them writing. A condition around an access that enumeration cannot evaluate (it reads a load) counts as true:
+more points, never fewer. Anything else (a load or a kernel parameter in an index, a run-time extent, an address
+handed to a template, a view of a buffer (another name may reach its elements), an `else` case whose threads run
+beside the `then` case's, more than _MAX_POINTS points) is not proven. ThreadSync shows the accesses of a disjoint
+branch so where TVM's analysis fails in it, or puts a barrier inside a branch a range of threads takes (`if tx < 2:`
+around a T.Parallel vectorized onto two threads: a barrier over part of a warp, which no arch has).
 """
 
 from __future__ import annotations
@@ -143,14 +146,26 @@ def _disjoint(accesses: list[_Access], thread_vars: dict[Any, int]) -> bool:
                 budget -= 1
                 if budget < 0:
                     return False
-                key = (access.buffer, _eval(access.index, env, access.bindings))
-                (writers if access.is_store else readers).setdefault(key, set()).add(thread)
+                for element in _elements(access.index, env, access.bindings):
+                    key = (access.buffer, element)
+                    (writers if access.is_store else readers).setdefault(key, set()).add(thread)
     except _NotConstant:
         return False
     for key, who in writers.items():
         if len(who | readers.get(key, set())) > 1:
             return False
     return True
+
+
+def _elements(index: Any, env: dict, bindings: tuple) -> list:
+    """The elements an access reaches at one point: its index, or each lane of a vector access `Ramp(b, s, n)`."""
+    if isinstance(index, tirx.Ramp):
+        lanes = as_int(index.lanes)
+        if lanes is None:
+            raise _NotConstant
+        base, stride = _eval(index.base, env, bindings), _eval(index.stride, env, bindings)
+        return [base + lane * stride for lane in range(lanes)]
+    return [_eval(index, env, bindings)]
 
 
 def _points(access: _Access, threads: list) -> Any:
@@ -167,8 +182,17 @@ def _points(access: _Access, threads: list) -> Any:
                 raise _NotConstant
         envs = expanded
     for env, tid in envs:
-        if all(_eval(c, env, access.bindings) for c in access.conditions):
+        if all(_holds_or_unknown(c, env, access.bindings) for c in access.conditions):
             yield tid, env
+
+
+def _holds_or_unknown(condition: Any, env: dict, bindings: tuple) -> bool:
+    """A condition enumeration cannot evaluate (`if tile * 64 < valid_count:`, a load) is taken to hold: more
+    points reached, never fewer, so a branch proven disjoint under it is disjoint whatever it says."""
+    try:
+        return bool(_eval(condition, env, bindings))
+    except _NotConstant:
+        return True
 
 
 def _eval(expr: Any, env: dict, bindings: tuple) -> Any:

@@ -19,8 +19,10 @@ So are branches whose condition admits a contiguous range of thread ids known at
 barriers over that range.
 A divergent branch that TVM's analysis would want a barrier in, but whose threads reach disjoint elements of the
 scope (branch_disjointness.py: `if tx % 2 == 0: a = s[tx]; s[tx ^ 1] = a`), needs none: only where the analysis
-fails, its accesses are shown to it as one index per thread (no conflict among them, a conflict with every access
-outside the branch), and put back afterwards.
+fails, or puts a barrier inside a branch a range of threads takes (TVM takes two vector accesses `s[Ramp(tx * 4, 1,
+4)]` to conflict whatever their lanes: a T.Parallel(8) vectorized onto threads 0..1 would get a barrier over two
+threads, part of a warp), its accesses are shown to it as one index per thread (no conflict among them, a conflict
+with every access outside the branch), and put back afterwards.
 """
 
 from __future__ import annotations
@@ -429,21 +431,31 @@ def _synced_around_disjoint(func: tirx.PrimFunc, body: Any, buffers: _Buffers, s
 
     def shown(index: Any, k: Any) -> Any:
         value = per_thread + k
-        return value.astype(index.ty.dtype) if index.ty.dtype != value.ty.dtype else value
+        dtype = index.base.ty.dtype if isinstance(index, tirx.Ramp) else index.ty.dtype
+        return value.astype(dtype) if dtype != value.ty.dtype else value
 
     def hide(branch: Any) -> Any:
         k = Var(f"disjoint{len(originals)}", "int32")
-        originals[k] = branch.then_case
+        originals[k] = branch
 
+        # A vector access `s[Ramp(b, 1, n)]` is shown as the scalar `s[tx + k]` too (the analysis takes two vector
+        # accesses to conflict whatever their lanes): a load broadcast to its lanes, a store as its value's reads
+        # then a scalar store. Only the analysis sees this; the branch is restored whole afterwards.
         def on_load(node, mutator):
             node = mutator.default_mutate(node)
-            return node.source[shown(node.indices[0], k)] if scope_of(node.source) == scope else node
+            if scope_of(node.source) != scope:
+                return node
+            load = node.source[shown(node.indices[0], k)]
+            return tirx.Broadcast(load, node.indices[0].lanes) if isinstance(node.indices[0], tirx.Ramp) else load
 
         def on_store(node, mutator):
             node = mutator.default_mutate(node)
             if scope_of(node.buffer) != scope:
                 return node
-            return tirx.BufferStore(node.buffer, node.value, [shown(node.indices[0], k)])
+            if not isinstance(node.indices[0], tirx.Ramp):
+                return tirx.BufferStore(node.buffer, node.value, [shown(node.indices[0], k)])
+            scalar = tirx.BufferStore(node.buffer, tirx.const(0, str(node.buffer.ty.dtype)), [shown(node.indices[0], k)])
+            return tirx.SeqStmt([tirx.Evaluate(node.value), scalar])
 
         then_case = tvm_ffi.structural_mutate(branch.then_case, [(TensorLoad, on_load), (tirx.BufferStore, on_store)])
         return tirx.IfThenElse(branch.condition, then_case, None)
@@ -454,28 +466,49 @@ def _synced_around_disjoint(func: tirx.PrimFunc, body: Any, buffers: _Buffers, s
     result = _synced(func, hidden, buffers, scope)
     restored_all = []
 
+    barrier_inside = []  # a flag, not an exception: one raised in a mutator reaches us as TVM's RuntimeError
+
     def restore(node, mutator):
-        node = mutator.default_mutate(node)
-        mine = [k for k in originals if _mentions(node.then_case, k)]
-        if not mine or (node.condition is not None and any(_mentions(node.condition, k) for k in mine)):
-            return node
+        # top down: the hidden branch is the outermost `if` of its condition around its accesses (the `if`s inside
+        # it mention its variable too, and are restored with it)
+        mine = [k for k in originals if _mentions(node.then_case, k) and not _mentions(node.condition, k)
+                and tvm.ir.structural_equal(node.condition, originals[k].condition)]
+        if len(mine) != 1:
+            return mutator.default_mutate(node)
         (k,) = mine
         if _has_barrier(node.then_case):
-            raise _BarrierInside
+            barrier_inside.append(k)
+            return node
         restored_all.append(k)
-        return tirx.IfThenElse(node.condition, originals[k], node.else_case)
+        return tirx.IfThenElse(node.condition, originals[k].then_case, node.else_case)
 
-    try:
-        restored = tvm_ffi.structural_mutate(result.body, [(tirx.IfThenElse, restore)])
-    except _BarrierInside:
-        return None
-    if len(restored_all) != len(originals):
+    restored = tvm_ffi.structural_mutate(result.body, [(tirx.IfThenElse, restore)])
+    if barrier_inside or len(restored_all) != len(originals):
         return None
     return result.with_body(restored)
 
 
-class _BarrierInside(Exception):
-    """The analysis placed a barrier inside a branch shown as disjoint."""
+def _barrier_in_range_branch(func: tirx.PrimFunc, body: Any) -> bool:
+    """Whether a barrier sits inside a branch taken by a range of the block's threads (`if tx < 2:`)."""
+    is_range = _thread_range_test(func)
+    found = []
+
+    def on_if(node: Any) -> None:
+        if not found and is_range(node.condition) and _has_barrier(node.then_case):
+            found.append(node)
+
+    tvm_ffi.structural_walk(body, [(tirx.IfThenElse, on_if)])
+    return bool(found)
+
+
+def _synced_around_disjoint_or_none(func: tirx.PrimFunc, body: Any, buffers: _Buffers,
+                                    scope: str) -> tirx.PrimFunc | None:
+    try:
+        return _synced_around_disjoint(func, body, buffers, scope)
+    except tvm.error.InternalError as err:
+        if "Cannot insert syncs inside condition" not in str(err):
+            raise
+        return None
 
 
 def _mentions(node: Any, var: Any) -> bool:
@@ -500,7 +533,12 @@ def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
             return func  # no buffer of the scope: no access for a barrier to order
         body = _hoisted_condition_reads(func.body, scope)
         try:
-            return _synced(func, body, buffers, scope)
+            result = _synced(func, body, buffers, scope)
+            if not _barrier_in_range_branch(func, result.body):
+                return result
+            # a barrier among some of the block's threads (a partial barrier, or none to be had on mp_22): not
+            # needed where those threads reach disjoint elements
+            return _synced_around_disjoint_or_none(func, body, buffers, scope) or result
         except tvm.error.InternalError as err:
             if "Cannot insert syncs inside condition" not in str(err):
                 raise

@@ -167,6 +167,27 @@ inline uint16_t NarrowFromFloat(float value) {
   return NarrowRne<kExp, kMan>(value);
 }
 
+/*! \brief The directed roundings of CUDA's `__float2half_rz/_rd/_ru` (and bfloat16's): toward zero, down, up. */
+enum class Directed : int { kTowardZero, kDown, kUp };
+
+/*! \brief `value` rounded to the format (kExp, kMan) in direction `mode`: the nearest-even code, moved one code
+ *         where it lies past `value` in that direction (it is within half a code of it). An overflow toward zero
+ *         gives the largest finite magnitude, as CUDA's conversions do; NaN stays NaN. */
+template <int kExp, int kMan>
+inline uint16_t NarrowDirected(float value, Directed mode) {
+  const uint16_t nearest = NarrowRne<kExp, kMan>(value);
+  const float got = WidenToFloat<kExp, kMan>(nearest);
+  if (std::isnan(value) || got == value) return nearest;
+  const uint16_t sign = nearest & (1u << (kExp + kMan));
+  const uint16_t magnitude = nearest & ((1u << (kExp + kMan)) - 1);
+  const bool too_far = mode == Directed::kTowardZero ? std::fabs(got) > std::fabs(value)
+                       : mode == Directed::kDown     ? got > value
+                                                     : got < value;
+  if (!too_far) return nearest;
+  const bool shrink = mode == Directed::kTowardZero || (mode == Directed::kDown) == (sign == 0);
+  return static_cast<uint16_t>(sign | (shrink ? magnitude - 1 : magnitude + 1));
+}
+
 /*! \brief out[i] = the exact value of binary16 element raw[i], for i < count (WidenToFloat, NaN payloads kept). */
 inline void WidenF16(const uint16_t* raw, float* out, size_t count) {
   size_t i = 0;

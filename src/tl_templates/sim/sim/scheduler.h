@@ -81,6 +81,9 @@ class ThreadSet {
     words_[w] = bits;
   }
   bool Test(uint32_t i) const { return (i >> 6) < used_ && ((words_[i >> 6] >> (i & 63)) & 1); }
+  void Reset(uint32_t i) {
+    if ((i >> 6) < used_) words_[i >> 6] &= ~(uint64_t{1} << (i & 63));
+  }
   uint32_t Count() const {
     uint32_t n = 0;
     for (uint32_t w = 0; w < used_; ++w) n += BitCount(words_[w]);
@@ -151,6 +154,9 @@ inline constexpr int kNumExtensionKinds = 6;
 struct Collective {
   const char* name;                                    // as the kernel wrote it, for messages
   void (*exchange)(BlockRunner& block, Rendezvous& rv);  // writes each participant's slot.out; null: pure barrier
+  // A warp's *_sync intrinsic (shuffle, vote, match, __syncwarp): a lane that has exited is no participant
+  // (BlockRunner::LiveLanes). Others (barriers, warp MMAs, which need every lane's operands) report it.
+  bool exited_lanes_leave = false;
 };
 
 /*! \brief A participant's payload: its value and per-thread arguments in, its result out. */
@@ -401,6 +407,16 @@ class BlockRunner {
       TL_SIM_OUTLINED_AS("block_runner_open");
 
   TL_SIM_OUTLINED void Close(Rendezvous* rv) TL_SIM_OUTLINED_AS("block_runner_close");
+
+  /*! \brief Every member of `rv` has arrived: run its exchange, make the members other than `caller` (a member's
+   *         index, or -1) ready, and close it. */
+  TL_SIM_OUTLINED void Complete(Rendezvous* rv, int caller) TL_SIM_OUTLINED_AS("block_runner_complete");
+
+  /*! \brief A warp collective's participants: `members` less the lanes that have exited. CUDA's rule for the
+   *         *_sync warp intrinsics is that the non-exited threads named in the mask take part; MUSA's is assumed
+   *         the same [I]. A block barrier keeps counting an exited thread (FinishThread reports it). */
+  TL_SIM_OUTLINED ThreadSet LiveLanes(uint32_t base, const ThreadSet& members) const
+      TL_SIM_OUTLINED_AS("block_runner_live_lanes");
 
   /*! \brief `ready_head_ + offset` wrapped into the ring (offset < n_): no division on this hot path. */
   uint32_t RingSlot(uint32_t offset) const {

@@ -33,46 +33,36 @@ TL_SIM_OUTLINED_DEF uint64_t BlockRunner::Join(const Collective& op, Group g, co
   if (!members.Test(me))
     Fail(musaErrorLaunchFailure, "%s (%s:%d): the calling thread is not in its own participant mask", op.name,
          SourceName(file), line);
+  // a warp whose lanes have exited: they are no participants (LiveLanes); the common case copies nothing
+  const bool lanes_exited = op.exited_lanes_leave && g == Group::kWarp && warp_live_[index] < GroupExtent(g, index);
+  const ThreadSet live = lanes_exited ? LiveLanes(base, members) : ThreadSet();
+  const ThreadSet& participants = lanes_exited ? live : members;
   Rendezvous* rv = nullptr;
   for (Rendezvous* r = heads_[static_cast<int>(g)][index]; r != nullptr; r = r->next) {
     if (r->members.Test(me)) {
       rv = r;
       break;
     }
-    if (r->members.Intersects(members))
+    if (r->members.Intersects(participants))
       Fail(musaErrorLaunchFailure,
            "%s (%s:%d) names threads of %s that wait at %s (%s:%d) over a different set of threads", op.name,
            SourceName(file), line, GroupName(g, index), r->op->name, SourceName(r->file), r->line);
   }
   if (rv == nullptr) {
-    rv = Open(op, g, index, base, members, file, line);
+    rv = Open(op, g, index, base, participants, file, line);
   } else if (rv->op != &op) {
     Fail(musaErrorLaunchFailure,
          "divergent collective: this thread reaches %s (%s:%d) while %u of %u threads of %s wait at %s (%s:%d)",
          op.name, SourceName(file), line, rv->count, rv->expected, GroupName(g, index), rv->op->name,
          SourceName(rv->file), rv->line);
-  } else if (!(rv->members == members)) {
+  } else if (!(rv->members == participants)) {
     Fail(musaErrorLaunchFailure, "%s (%s:%d): threads of %s disagree on the set of participating threads",
          op.name, SourceName(file), line, GroupName(g, index));
   }
   self.slot = in;
   rv->arrived.Set(me);
   if (++rv->count == rv->expected) {
-    ++epochs_[static_cast<int>(g)][index];
-    NoteProgress();
-    if (g_thread.profile != nullptr) MeetClocks(*g_thread.profile, g, *rv);
-    if (op.exchange != nullptr) op.exchange(*this, *rv);
-    if (g != Group::kBlock)
-      for (auto& extension : extensions_)
-        if (extension != nullptr) extension->OnRendezvous(*this, *rv);
-    rv->members.ForEach([&](uint32_t i) {
-      if (i == me) return;
-      Fiber& f = fibers_[base + i];
-      f.state = FiberState::kReady;
-      f.waiting_on = nullptr;
-      Push(f);
-    });
-    Close(rv);
+    Complete(rv, static_cast<int>(me));
     if (checked_) Yield(self);
     return self.slot.out;
   }
@@ -249,11 +239,17 @@ TL_SIM_OUTLINED_DEF void BlockRunner::FinishThread(Fiber& self) {
   if (mode_ == ExecMode::kLoop) return;  // no rendezvous ever opens in a loop (Arrive refuses it)
   for (int g = 0; g < kNumGroupKinds; ++g) {
     const uint32_t index = GroupIndex(static_cast<Group>(g), self.linear);
-    for (Rendezvous* r = heads_[g][index]; r != nullptr; r = r->next) {
-      if (r->members.Test(self.linear - r->base))
-        Fail(musaErrorLaunchFailure,
-             "divergent %s: this thread exited while %u of %u threads of %s wait at %s (%s:%d)", r->op->name,
-             r->count, r->expected, GroupName(r->group, r->group_index), r->op->name, SourceName(r->file), r->line);
+    for (Rendezvous *r = heads_[g][index], *next = nullptr; r != nullptr; r = next) {
+      next = r->next;
+      if (!r->members.Test(self.linear - r->base)) continue;
+      if (r->op->exited_lanes_leave) {  // an exited lane takes no part in a warp's *_sync intrinsic
+        r->members.Reset(self.linear - r->base);
+        if (--r->expected == r->count) Complete(r, -1);
+        continue;
+      }
+      Fail(musaErrorLaunchFailure, "divergent %s: this thread exited while %u of %u threads of %s wait at %s (%s:%d)",
+           r->op->name, r->count, r->expected, GroupName(r->group, r->group_index), r->op->name,
+           SourceName(r->file), r->line);
     }
   }
 }
@@ -387,6 +383,33 @@ TL_SIM_OUTLINED_DEF void BlockRunner::DescribeInterruption(const OsThreadState& 
     AppendWaiting(3);
     if (ready_size_ > 0) Append(" %u other threads are ready to run;", ready_size_);
   }
+}
+
+TL_SIM_OUTLINED_DEF void BlockRunner::Complete(Rendezvous* rv, int caller) {
+  const Group g = rv->group;
+  ++epochs_[static_cast<int>(g)][rv->group_index];
+  NoteProgress();
+  if (g_thread.profile != nullptr) MeetClocks(*g_thread.profile, g, *rv);
+  if (rv->op->exchange != nullptr) rv->op->exchange(*this, *rv);
+  if (g != Group::kBlock)
+    for (auto& extension : extensions_)
+      if (extension != nullptr) extension->OnRendezvous(*this, *rv);
+  rv->members.ForEach([&](uint32_t i) {
+    if (static_cast<int>(i) == caller) return;
+    Fiber& f = fibers_[rv->base + i];
+    f.state = FiberState::kReady;
+    f.waiting_on = nullptr;
+    Push(f);
+  });
+  Close(rv);
+}
+
+TL_SIM_OUTLINED_DEF ThreadSet BlockRunner::LiveLanes(uint32_t base, const ThreadSet& members) const {
+  ThreadSet live = members;
+  members.ForEach([&](uint32_t i) {
+    if (fibers_[base + i].state == FiberState::kExited) live.Reset(i);
+  });
+  return live;
 }
 
 TL_SIM_OUTLINED_DEF void BlockRunner::Close(Rendezvous* rv) {

@@ -6,8 +6,10 @@
  * MUSA_LAYOUTS.md section 7): lane offsets and xor masks are taken modulo W, `width` must be a power of two in
  * [1, W], a lane whose source falls past its segment (up/down/xor) keeps its own value, and xor may read earlier
  * segments. Masks are 32 bits: on 128-lane warps bit i names lanes i, i+32, i+64 and i+96 [I]. Lanes that do not
- * exist (a partial last warp) are dropped from the mask. Reading a lane that exists but is not in the mask is
- * undefined on the device; here it returns all-one bits (NaN for floats) so the mistake shows.
+ * exist (a partial last warp) are dropped from the mask, and so are lanes that have exited (CUDA's rule: the
+ * non-exited threads named in the mask take part; BlockRunner::LiveLanes). Reading a lane that exists but is not in
+ * the mask, or has exited, is undefined on the device; here it returns all-one bits (NaN for floats) so the mistake
+ * shows.
  */
 #pragma once
 
@@ -60,10 +62,10 @@ void ExchangeShuffle(BlockRunner& block, Rendezvous& rv) {
   });
 }
 
-inline constexpr Collective kShflIdx{"__shfl_sync", &ExchangeShuffle<ShuffleMode::kIdx>};
-inline constexpr Collective kShflUp{"__shfl_up_sync", &ExchangeShuffle<ShuffleMode::kUp>};
-inline constexpr Collective kShflDown{"__shfl_down_sync", &ExchangeShuffle<ShuffleMode::kDown>};
-inline constexpr Collective kShflXor{"__shfl_xor_sync", &ExchangeShuffle<ShuffleMode::kXor>};
+inline constexpr Collective kShflIdx{"__shfl_sync", &ExchangeShuffle<ShuffleMode::kIdx>, true};
+inline constexpr Collective kShflUp{"__shfl_up_sync", &ExchangeShuffle<ShuffleMode::kUp>, true};
+inline constexpr Collective kShflDown{"__shfl_down_sync", &ExchangeShuffle<ShuffleMode::kDown>, true};
+inline constexpr Collective kShflXor{"__shfl_xor_sync", &ExchangeShuffle<ShuffleMode::kXor>, true};
 
 /*! \brief Votes: slot.in is the predicate; slot.arg 0 = any, 1 = all, 2 = ballot. */
 inline void ExchangeVote(BlockRunner& block, Rendezvous& rv) {
@@ -107,12 +109,12 @@ inline void ExchangeMatch(BlockRunner& block, Rendezvous& rv) {
   });
 }
 
-inline constexpr Collective kMatchAny{"__match_any_sync", &ExchangeMatch};
-inline constexpr Collective kMatchAll{"__match_all_sync", &ExchangeMatch};
-inline constexpr Collective kAnySync{"__any_sync", &ExchangeVote};
-inline constexpr Collective kAllSync{"__all_sync", &ExchangeVote};
-inline constexpr Collective kBallotSync{"__ballot_sync", &ExchangeVote};
-inline constexpr Collective kSyncWarp{"__syncwarp", nullptr};
+inline constexpr Collective kMatchAny{"__match_any_sync", &ExchangeMatch, true};
+inline constexpr Collective kMatchAll{"__match_all_sync", &ExchangeMatch, true};
+inline constexpr Collective kAnySync{"__any_sync", &ExchangeVote, true};
+inline constexpr Collective kAllSync{"__all_sync", &ExchangeVote, true};
+inline constexpr Collective kBallotSync{"__ballot_sync", &ExchangeVote, true};
+inline constexpr Collective kSyncWarp{"__syncwarp", nullptr, true};
 
 inline uint64_t WarpCollective(const Collective& op, unsigned mask, CollectiveSlot in, const char* file, int line) {
   BlockRunner& block = CurrentBlock(op.name);
@@ -208,15 +210,16 @@ inline unsigned char* LaneValueBytes(BlockRunner& block, const Rendezvous& rv, u
 template <uint32_t kBytes>
 void ExchangeXorButterfly(BlockRunner& block, Rendezvous& rv) {
   const XorButterflyPlan& plan = static_cast<const XorButterflyPlan&>(*rv.op);
-  // The members are the warp's lanes [0, lanes): RunXorButterfly passes the full mask.
+  // The members are the warp's lanes [0, lanes) less those that exited: RunXorButterfly passes the full mask.
   const uint32_t lanes = block.GroupExtent(Group::kWarp, rv.group_index);
   const uint32_t width = static_cast<uint32_t>(plan.width);
   unsigned char cur[kWarpSize * kBytes], partner[kWarpSize * kBytes];
   unsigned char absent[kBytes];  // what a shuffle reads from a lane outside the mask
   std::memset(absent, 0xff, kBytes);
   for (int b = 0; b < plan.batch; ++b) {
-    for (uint32_t lane = 0; lane < lanes; ++lane)
-      std::memcpy(cur + lane * kBytes, LaneValueBytes(block, rv, lane) + b * kBytes, kBytes);
+    for (uint32_t lane = 0; lane < lanes; ++lane)  // a lane that exited (no member) handed nothing over
+      std::memcpy(cur + lane * kBytes, rv.members.Test(lane) ? LaneValueBytes(block, rv, lane) + b * kBytes : absent,
+                  kBytes);
     for (int offset = plan.first; offset > 0 && plan.InRange(offset); offset = plan.Next(offset)) {
       const uint32_t mask_bits = static_cast<uint32_t>(offset) & (kWarpSize - 1);
       for (uint32_t lane = 0; lane < lanes; ++lane) {
@@ -227,7 +230,7 @@ void ExchangeXorButterfly(BlockRunner& block, Rendezvous& rv) {
       plan.combine(cur, partner, lanes);
     }
     for (uint32_t lane = 0; lane < lanes; ++lane)
-      std::memcpy(LaneValueBytes(block, rv, lane) + b * kBytes, cur + lane * kBytes, kBytes);
+      if (rv.members.Test(lane)) std::memcpy(LaneValueBytes(block, rv, lane) + b * kBytes, cur + lane * kBytes, kBytes);
   }
 }
 
@@ -248,7 +251,7 @@ struct XorButterfly {
 
   static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
                 "warp shuffles move trivially copyable values of at most 8 bytes");
-  static constexpr XorButterflyPlan kPlan{{"__shfl_xor_sync", &ExchangeXorButterfly<sizeof(T)>},
+  static constexpr XorButterflyPlan kPlan{{"__shfl_xor_sync", &ExchangeXorButterfly<sizeof(T)>, true},
                                           &CombineLanes<Op, T>,
                                           kBatch,
                                           kFirst,
