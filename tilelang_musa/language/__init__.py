@@ -66,7 +66,7 @@ from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
     thread_binding,
 )
-from .loop import Parallel, Pipelined, While, parallel, serial, unroll, vectorized
+from .loop import Parallel, Pipelined, Serial, Unroll, While, parallel, serial, unroll, vectorized
 from .persistent import Persistent
 from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
@@ -124,7 +124,7 @@ __all__ = [
     "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "PersistentTileScheduler", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "extract_lane", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
-    "rsqrt", "Select", "serial", "SharedBuffer", "short", "long", "uint",
+    "rsqrt", "Select", "serial", "Serial", "Unroll", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
