@@ -226,6 +226,33 @@ def fmod(x: Any, y: Any) -> Any:
     return tirx.fmod(x, y)
 
 
+# The rest of TIR's float math, by upstream's names (T.copysign etc. are TIR's ops there): C's functions of the same
+# names on the device (float and double overloads; half and bfloat16 values go through float).
+def copysign(x: Any, y: Any) -> Any:
+    """x's magnitude with y's sign."""
+    return tirx.copysign(x, y)
+
+
+def hypot(x: Any, y: Any) -> Any:
+    return tirx.hypot(x, y)
+
+
+def nextafter(x: Any, y: Any) -> Any:
+    return tirx.nextafter(x, y)
+
+
+def atan2(y: Any, x: Any) -> Any:
+    return tirx.atan2(y, x)
+
+
+def ldexp(x: Any, e: Any) -> Any:
+    """x * 2**e."""
+    return tirx.ldexp(x, e)
+
+
+asin, acos, asinh, acosh, atanh = tirx.asin, tirx.acos, tirx.asinh, tirx.acosh, tirx.atanh
+
+
 # Bit operations on integers, by upstream's names (`a & b` etc. work as well).
 def bitwise_and(a: Any, b: Any) -> Any:
     a = as_expr(a)
@@ -269,5 +296,6 @@ def _reading_vars(fn: Callable) -> Callable:
 for _name in ("ceildiv", "floordiv", "floormod", "max", "min", "clamp", "if_then_else", "cast", "Cast", "exp", "exp2",
               "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "tan", "sinh", "cosh", "atan", "erf",
               "exp10", "log10", "log1p", "nearbyint", "floor", "ceil", "round", "trunc", "abs", "pow", "fmod",
+              "copysign", "hypot", "nextafter", "atan2", "ldexp", "asin", "acos", "asinh", "acosh", "atanh",
               "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"):
     globals()[_name] = _reading_vars(globals()[_name])
