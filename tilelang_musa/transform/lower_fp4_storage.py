@@ -92,7 +92,7 @@ def _code_buffer(buffer: Var) -> Var:
 
 def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     stored, allocs = _fp4_buffers(func)
-    if not stored and not allocs:
+    if not stored and not allocs and not _has_fp4_values(func.body):  # a value rounded through fp4 needs lowering too
         return func
     # Registers (fragments, local arrays) hold one code a byte: a nibble store's atomics need memory.
     unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
@@ -104,6 +104,15 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     rewriter.check_no_fp4_left(body)
     new_params = [remap.get(p, p) for p in func.params]
     return tirx.PrimFunc(new_params, body, func.ret_type, func.attrs)
+
+
+def _has_fp4_values(body: Any) -> bool:
+    """Whether an fp4-typed expression is left in `body` (`T.Cast(T.float32, T.Cast(fp4, v))`, fp4's rounding of v,
+    in a kernel that has no fp4 buffer)."""
+    found: list[Any] = []
+    tvm_ffi.structural_walk(body, [(tvm.ir.Expr, lambda n: found.append(n) if not found and _is_fp4(_dtype(n))
+                                    else None)])
+    return bool(found)
 
 
 def _fp4_buffers(func: tirx.PrimFunc) -> tuple[list[Var], list[Var]]:
