@@ -210,3 +210,29 @@ def test_binary_float_math(arch):
     torch.testing.assert_close(out[3], torch.nextafter(a, b), rtol=0, atol=0)
     torch.testing.assert_close(out[4], torch.ldexp(a, e.float()), rtol=0, atol=0)
     torch.testing.assert_close(h_out, torch.copysign(h, b).to(torch.bfloat16), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_truncdiv_and_truncmod(arch):
+    """T.truncdiv / T.truncmod round toward zero (C's `/` and `%`), unlike T.floordiv / T.floormod, on negative
+    values too (DeepSeek's TileKernels MoE mask_indices_by_tp uses them); constants fold the same way."""
+    assert (T.truncdiv(-7, 2), T.truncmod(-7, 2), T.truncdiv(7, -2), T.truncmod(7, -2)) == (-3, -1, -3, 1)
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "int32"), D: T.Tensor((N,), "int32"), Q: T.Tensor((N,), "int32"),
+             R: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Q[i] = T.truncdiv(X[i], D[i])
+                R[i] = T.truncmod(X[i], D[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert ") / tl::vec_of(" in source and ") % tl::vec_of(" in source, source  # C integer division
+    g = torch.Generator().manual_seed(58)
+    x = torch.randint(-1000, 1000, (N,), generator=g, dtype=torch.int32)
+    d = torch.randint(1, 50, (N,), generator=g, dtype=torch.int32) * torch.where(torch.rand(N, generator=g) < 0.5, -1, 1)
+    q, r = torch.full((N,), -7, dtype=torch.int32), torch.full((N,), -7, dtype=torch.int32)
+    kernel(x, d.int(), q, r)
+    torch.testing.assert_close(q, torch.div(x, d, rounding_mode="trunc").int())
+    torch.testing.assert_close(r, torch.fmod(x, d).int())

@@ -52,6 +52,22 @@ def floormod(a: Any, b: Any) -> Any:
     return ints[0] % ints[1] if ints is not None else tirx.floormod(a, b)
 
 
+def truncdiv(a: Any, b: Any) -> Any:
+    """a / b rounded toward zero (C's `/` on integers)."""
+    ints = _static_int(a, b)
+    if ints is not None:
+        return builtins.abs(ints[0]) // builtins.abs(ints[1]) * (1 if (ints[0] < 0) == (ints[1] < 0) else -1)
+    return tirx.truncdiv(a, b)
+
+
+def truncmod(a: Any, b: Any) -> Any:
+    """The remainder of truncdiv, with a's sign (C's `%` on integers)."""
+    ints = _static_int(a, b)
+    if ints is not None:
+        return ints[0] - truncdiv(ints[0], ints[1]) * ints[1]
+    return tirx.truncmod(a, b)
+
+
 def _fold(static_op, ir_op, values: tuple) -> Any:
     if all(isinstance(v, (int, float)) for v in values):
         return static_op(values)
@@ -293,7 +309,7 @@ def _reading_vars(fn: Callable) -> Callable:
     return wrapper
 
 
-for _name in ("ceildiv", "floordiv", "floormod", "max", "min", "clamp", "if_then_else", "cast", "Cast", "exp", "exp2",
+for _name in ("ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "max", "min", "clamp", "if_then_else", "cast", "Cast", "exp", "exp2",
               "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "tan", "sinh", "cosh", "atan", "erf",
               "exp10", "log10", "log1p", "nearbyint", "floor", "ceil", "round", "trunc", "abs", "pow", "fmod",
               "copysign", "hypot", "nextafter", "atan2", "ldexp", "asin", "acos", "asinh", "acosh", "atanh",
