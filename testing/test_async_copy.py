@@ -11,7 +11,6 @@ import torch
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
-from tilelang_musa.errors import CompileError
 from tilelang_musa.launcher import KernelLaunchError
 
 ARCHS = ["mp_31", "mp_22"]
@@ -138,45 +137,6 @@ def test_async_copy_ring_waits_for_one_group_at_a_time():
     a, b = rand((3 * 128,), torch.float32, 12), poison((3 * 128,), torch.float32)
     kernel(a, b)
     torch.testing.assert_close(b, a * 3)
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("spelling", ["keyword", "annotations"])
-def test_async_copy_takes_upstreams_loop_layout_hint(arch, spelling):
-    """`T.async_copy(src, dst, loop_layout=F)` (DeepSeek TileKernels' engram gate backward): upstream's hint for
-    which thread copies which element. The wait synchronizes the block here, so it is checked and has no effect:
-    the same copies and result as without it."""
-    layout = T.Fragment((4, 64), forward_fn=lambda i, j: ((i * 64 + j) // 4 % 64, (i * 64 + j) % 4))
-    kwargs = {"loop_layout": layout} if spelling == "keyword" else {"annotations": {"parallel_loop_layout": layout}}
-
-    @T.prim_func
-    def main(A: T.Tensor((8, 4, 64), T.float32), B: T.Tensor((8, 4, 64), T.float32)):
-        with T.Kernel(8, threads=64) as bx:
-            S = T.alloc_shared((4, 64), T.float32)
-            T.async_copy(A[bx, :, :], S, **kwargs)
-            T.ptx_wait_group(0)
-            for i, j in T.Parallel(4, 64):
-                B[bx, i, j] = S[3 - i, j] + 1.0
-
-    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
-    source = kernel.get_kernel_source()
-    assert "tl::cp_async_gs_conditional<16>(&S[((int)threadIdx.x) * 4]" in source, source  # the copy's own pieces
-    assert "tl::cp_async_wait<0>();" in source, source
-    a, b = rand((8, 4, 64), torch.float32, 13), poison((8, 4, 64), torch.float32)
-    kernel(a, b)
-    torch.testing.assert_close(b, a.flip(1) + 1.0)
-
-
-def test_async_copy_loop_layout_must_be_a_fragment():
-    def main(A: T.Tensor((64,), T.float32)):
-        with T.Kernel(1, threads=64):
-            S = T.alloc_shared((64,), T.float32)
-            T.async_copy(A[0:64], S, loop_layout=4)
-            T.ptx_wait_group(0)
-
-    with pytest.raises(CompileError, match="T.async_copy: loop_layout must be a T.Fragment") as err:
-        T.prim_func(main)
-    assert "T.async_copy(A[0:64], S, loop_layout=4)" in str(err.value)
 
 
 def test_a_missing_wait_after_async_copy_is_named_in_checked_mode(monkeypatch):

@@ -24,36 +24,17 @@ MAKE_ROBUST_DESC_OP = "tl.make_robust_desc"  # (address, size_bytes) -> a robust
 _register(MAKE_ROBUST_DESC_OP, "a robust descriptor: loads through it outside [address, address + bytes) read 0")
 
 
-def async_copy(src: Any, dst: Any, coalesced_width: int | None = None, *, annotations: dict | None = None,
-               loop_layout: Any = None) -> None:
+def async_copy(src: Any, dst: Any, coalesced_width: int | None = None) -> None:
     """Issue an asynchronous (LDLMS) copy of a global region into a shared tile and commit it as one group, without
     waiting: wait with `T.ptx_wait_group(n)` before reading `dst`. The same conditions as
-    `T.copy(..., force_async_copy=True)` (global source, shared destination, same dtype, 4/8/16-byte pieces).
-    `loop_layout=F` (a T.Fragment; or upstream's `annotations={"parallel_loop_layout": F}`) is upstream's hint for
-    which thread copies which element, so that a thread may read what it copied after its own wait; here
-    `T.ptx_wait_group` also synchronizes the block, so every thread sees every piece whoever copied it, and the hint
-    is checked and has no other effect (a one-time warning says so)."""
-    from ..diagnostics import warn_once
+    `T.copy(..., force_async_copy=True)` (global source, shared destination, same dtype, 4/8/16-byte pieces)."""
     from ..tileop.async_copy import ASYNC_COMMIT
     from .copy import emit_copy
-    from .loop import check_loop_layout
 
     trace = kernel_trace("T.async_copy")
-    if annotations:
-        unknown = sorted(set(annotations) - {"coalesced_width", "parallel_loop_layout"})
-        if unknown:
-            raise trace.error(f"T.async_copy: unknown annotation(s) {unknown}; known: ['coalesced_width', "
-                              "'parallel_loop_layout']")
-        coalesced_width = annotations.get("coalesced_width", coalesced_width)
-        loop_layout = annotations.get("parallel_loop_layout", loop_layout)
     if coalesced_width is not None:
         raise trace.error("T.async_copy: coalesced_width= has no effect on asynchronous copies (their pieces are "
                           "4, 8 or 16 bytes, the widest that fits); leave it out")
-    if loop_layout is not None:
-        check_loop_layout("T.async_copy", loop_layout, None, trace.error)
-        warn_once("T.async_copy loop_layout", "T.async_copy: loop_layout= has no effect here: the copy is cut into "
-                  "4/8/16-byte LDLMS pieces of its own, and T.ptx_wait_group synchronizes the block, so every thread "
-                  "reads every piece after the wait whichever thread copied it")
     emit_copy("T.async_copy", trace, src, dst, async_mode=ASYNC_COMMIT)
 
 
