@@ -236,3 +236,46 @@ def test_truncdiv_and_truncmod(arch):
     kernel(x, d.int(), q, r)
     torch.testing.assert_close(q, torch.div(x, d, rounding_mode="trunc").int())
     torch.testing.assert_close(r, torch.fmod(x, d).int())
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_popcount_and_clz(arch):
+    """T.popcount / T.clz of 32- and 64-bit integers, upstream's TIR names (DeepSeek's TileKernels MoE mapping counts
+    a warp's ballot with T.popcount)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "int32"), Y: T.Tensor((N,), "int64"), Out: T.Tensor((4, N), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Out[0, i] = T.popcount(X[i])
+                Out[1, i] = T.clz(X[i])
+                Out[2, i] = T.Cast("int32", T.popcount(Y[i]))
+                Out[3, i] = T.Cast("int32", T.clz(Y[i]))
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert all(f in source for f in ("__popc(", "__clz(", "__popcll(", "__clzll(")), source
+    g = torch.Generator().manual_seed(59)
+    x = torch.randint(-2**31, 2**31 - 1, (N,), generator=g, dtype=torch.int64)
+    y = torch.randint(-2**62, 2**62, (N,), generator=g, dtype=torch.int64) >> torch.randint(0, 60, (N,), generator=g)
+    out = torch.full((4, N), -1, dtype=torch.int32)
+    kernel(x.int(), y, out)
+    x32 = [v & 0xFFFFFFFF for v in x.tolist()]
+    y64 = [v & 0xFFFFFFFFFFFFFFFF for v in y.tolist()]
+    assert out[0].tolist() == [bin(v).count("1") for v in x32]
+    assert out[1].tolist() == [32 - v.bit_length() for v in x32]
+    assert out[2].tolist() == [bin(v).count("1") for v in y64]
+    assert out[3].tolist() == [64 - v.bit_length() for v in y64]
+
+
+def test_popcount_of_a_float_is_an_error_at_the_line():
+    from tilelang_musa.errors import CompileError
+
+    def main(A: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Out[i] = T.popcount(A[i])
+
+    with pytest.raises(CompileError, match="T.popcount: expects a 32- or 64-bit integer scalar; got float32") as err:
+        T.prim_func(main)
+    assert "Out[i] = T.popcount(A[i])" in str(err.value)

@@ -72,9 +72,10 @@ from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
 from .math import (
     Cast, abs, acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast,
-    ceil, ceildiv, clamp, copysign, cos, cosh, erf, exp, exp2, exp10, floor, floordiv, floormod, fmod, hypot,
+    ceil, ceildiv, clamp, clz, copysign, cos, cosh, erf, exp, exp2, exp10, floor, floordiv, floormod, fmod, hypot,
     if_then_else, infinity, isfinite, isinf, isnan, ldexp, log, log1p, log2, log10, max, max_value, min, min_value,
-    nearbyint, nextafter, ninf, pow, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh, sqrt, tan, tanh, trunc, truncdiv, truncmod,
+    nearbyint, nextafter, ninf, popcount, pow, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh, sqrt, tan,
+    tanh, trunc, truncdiv, truncmod,
 )
 from .prim_func import Ref, macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
@@ -133,7 +134,7 @@ __all__ = [
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view", "While",
     "acos", "acosh", "asin", "asinh", "atan2", "atanh", "copysign", "hypot", "ldexp", "nextafter", "truncdiv",
-    "truncmod",
+    "truncmod", "popcount", "clz",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",

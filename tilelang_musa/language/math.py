@@ -14,7 +14,7 @@ import tvm
 from tvm import tirx
 
 from ..ir.trace import OPEN_TRACES
-from .builder import as_expr, static_value
+from .builder import as_expr, current_trace, static_value
 from .cast_rounding import rounded_cast
 from .dtypes import canonical_dtype
 from .int_operands import typed_operand
@@ -269,6 +269,26 @@ def ldexp(x: Any, e: Any) -> Any:
 asin, acos, asinh, acosh, atanh = tirx.asin, tirx.acos, tirx.asinh, tirx.acosh, tirx.atanh
 
 
+def _bit_count(name: str, device_fns: tuple[str, str], x: Any) -> Any:
+    """`device_fns`' 32- or 64-bit built-in of integer x, as an extern call: a T.Parallel loop that would vectorize
+    it runs lane by lane (the built-ins take one integer), where TIR's own op would become a vector call."""
+    x = as_expr(x)
+    dtype = x.ty.dtype
+    if not dtype.is_integer or dtype.bits not in (32, 64) or dtype.lanes != 1:
+        raise current_trace(f"T.{name}").error(f"T.{name}: expects a 32- or 64-bit integer scalar; got {dtype}")
+    return tirx.call_pure_extern("int32", device_fns[dtype.bits == 64], x)
+
+
+def popcount(x: Any) -> Any:
+    """The number of set bits of a 32- or 64-bit integer (`__popc` / `__popcll`), an int32."""
+    return _bit_count("popcount", ("__popc", "__popcll"), x)
+
+
+def clz(x: Any) -> Any:
+    """The number of leading zero bits of a 32- or 64-bit integer (`__clz` / `__clzll`), an int32."""
+    return _bit_count("clz", ("__clz", "__clzll"), x)
+
+
 # Bit operations on integers, by upstream's names (`a & b` etc. work as well).
 def bitwise_and(a: Any, b: Any) -> Any:
     a = as_expr(a)
@@ -313,5 +333,6 @@ for _name in ("ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "max", 
               "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "tan", "sinh", "cosh", "atan", "erf",
               "exp10", "log10", "log1p", "nearbyint", "floor", "ceil", "round", "trunc", "abs", "pow", "fmod",
               "copysign", "hypot", "nextafter", "atan2", "ldexp", "asin", "acos", "asinh", "acosh", "atanh",
+              "popcount", "clz",
               "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"):
     globals()[_name] = _reading_vars(globals()[_name])
