@@ -41,7 +41,7 @@ from typing import Any, Callable
 from ..errors import CompileError, EndlessLoopError, SourceLoc
 from . import runtime  # the helpers the rewritten code calls (bound as `__tl__`)
 
-HELPER = "__tl__"
+HELPER = runtime.HELPER
 
 
 @dataclass(frozen=True)

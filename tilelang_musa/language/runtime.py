@@ -124,14 +124,15 @@ def _has_side_effect_or_load(expr: Any) -> bool:
     return bool(found)
 
 
+HELPER = "__tl__"  # the name the parser's rewritten code reaches this module by (bound in each kernel's globals)
+
+
 def call_target(fn: Any) -> Any:
     """The function a kernel calls with a name among its arguments. A plain Python function of the user's (a helper
     module's `align(x, y)`: not kernel code, which the parser rewrote, and not TileLang's) gets each `T.alloc_var`
     argument as its value, as upstream reads every use of a variable's name: it can only compute with it. Kernel
     code (a @T.macro, a def nested in the kernel) and TileLang's functions get the variable itself (a macro may
     assign it)."""
-    from .parser import HELPER
-
     module = getattr(fn, "__module__", None) or ""
     if not isinstance(fn, types.FunctionType) or HELPER in fn.__globals__ or module.split(".")[0] in (
             "tilelang", "tilelang_musa", "tvm", "tvm_ffi"):
