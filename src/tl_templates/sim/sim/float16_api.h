@@ -89,15 +89,6 @@ inline TL_SIM_F16 TL_SIM_F16_FROM_BITS(unsigned short bits) { return TL_SIM_F16(
 // ---- conversions ------------------------------------------------------------------------------------------------
 inline TL_SIM_F16 TL_SIM_F16_NAME(__float2, )(float f) { return TL_SIM_F16(f); }
 inline TL_SIM_F16 TL_SIM_F16_NAME(__float2, _rn)(float f) { return TL_SIM_F16(f); }
-inline TL_SIM_F16 TL_SIM_F16_NAME(__float2, _rz)(float f) {
-  return tl_sim::TL_SIM_F16_FROM_BITS(tl_sim::NarrowDirected<TL_SIM_F16_EXP_BITS, TL_SIM_F16_MAN_BITS>(f, 0));
-}
-inline TL_SIM_F16 TL_SIM_F16_NAME(__float2, _rd)(float f) {
-  return tl_sim::TL_SIM_F16_FROM_BITS(tl_sim::NarrowDirected<TL_SIM_F16_EXP_BITS, TL_SIM_F16_MAN_BITS>(f, -1));
-}
-inline TL_SIM_F16 TL_SIM_F16_NAME(__float2, _ru)(float f) {
-  return tl_sim::TL_SIM_F16_FROM_BITS(tl_sim::NarrowDirected<TL_SIM_F16_EXP_BITS, TL_SIM_F16_MAN_BITS>(f, 1));
-}
 inline TL_SIM_F16 TL_SIM_F16_NAME(__double2, )(double d) { return TL_SIM_F16(d); }
 inline float TL_SIM_F16_NAME(__, 2float)(TL_SIM_F16 h) { return static_cast<float>(h); }
 inline TL_SIM_F16 TL_SIM_F16_NAME(__int2, _rn)(int i) { return TL_SIM_F16(i); }

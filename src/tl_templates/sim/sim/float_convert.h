@@ -167,23 +167,6 @@ inline uint16_t NarrowFromFloat(float value) {
   return NarrowRne<kExp, kMan>(value);
 }
 
-/*! \brief `value` narrowed with a directed rounding: `direction` 0 toward zero, -1 down, +1 up (CUDA's
- *         `__float2half_rz` / `_rd` / `_ru`). The nearest-even result is moved one step of the magnitude (its bits
- *         are sign and magnitude) where it went the wrong way: infinity steps back to the largest finite value, a
- *         zero up to the smallest subnormal. NaN stays NaN. */
-template <int kExp, int kMan>
-inline uint16_t NarrowDirected(float value, int direction) {
-  uint16_t bits = NarrowFromFloat<kExp, kMan>(value);
-  const float back = WidenToFloat<kExp, kMan>(bits);
-  if (std::isnan(value) || back == value) return bits;
-  const bool negative = std::signbit(value);
-  const bool away_from_zero = std::fabs(back) > std::fabs(value);
-  const bool toward_zero = direction == 0 || (direction < 0) != negative;
-  if (toward_zero && away_from_zero) return static_cast<uint16_t>(bits - 1);
-  if (!toward_zero && !away_from_zero) return static_cast<uint16_t>(bits + 1);
-  return bits;
-}
-
 /*! \brief out[i] = the exact value of binary16 element raw[i], for i < count (WidenToFloat, NaN payloads kept). */
 inline void WidenF16(const uint16_t* raw, float* out, size_t count) {
   size_t i = 0;
