@@ -48,3 +48,23 @@ def test_alloc_var_reads_as_its_value_in_a_plain_helper(arch):
     kernel(a, out)
     c = a + 1
     torch.testing.assert_close(out, (c + 15) // 16 * 16 + (c + 3) // 4 * 4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_dtype_called_on_an_alloc_var_casts_its_value(arch):
+    """`T.float32(amax)` of a `T.alloc_var(T.bfloat16)` (DeepSeek TileKernels' swiglu per-channel cast) is a cast of
+    the value; TVM's Cast refused the variable itself."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.bfloat16), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            amax = T.alloc_var(T.bfloat16, init=0.0)
+            amax = T.max(amax, A[tx])
+            B[tx] = T.float32(amax) * 2.0
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a = torch.randn((64,), generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    b = torch.full((64,), float("nan"))
+    kernel(a, b)
+    torch.testing.assert_close(b, a.float().clamp_min(0) * 2, rtol=0, atol=0)
