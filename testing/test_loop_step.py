@@ -93,3 +93,29 @@ def test_alloc_var_loop_bounds(arch):
         m = -(-n // 4)
         torch.testing.assert_close(b[:m], a[:m] + 1)
         torch.testing.assert_close(b[m:n:2], a[m:n:2] * 3)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_capitalised_serial_and_unroll_aliases(arch):
+    """`T.Serial` / `T.Unroll` (upstream's tile-level spellings, as DeepSeek's TileKernels write them) are
+    `T.serial` / `T.unroll`, step and unroll_factor included."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            acc = T.alloc_var(T.float32)
+            for r in T.Serial(4):
+                acc += A[r, tx]
+            for r in T.Unroll(0, 4, 2, unroll_factor=2):
+                acc += A[r, tx] * 0.5
+            B[tx] = acc
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "for (int r = 0; r < 4; ++r)" in source, source
+    assert "#pragma unroll 2\n  for (int r_1 = 0; r_1 < 4; r_1 += 2)" in source, source
+    a = rand((4, 64), torch.float32, 7)
+    b = poison((64,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.sum(0) + 0.5 * (a[0] + a[2]))

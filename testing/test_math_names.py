@@ -16,9 +16,15 @@ UNARY = {
     "log10": (T.log10, lambda x: torch.log10(x.abs() + 0.5), "log10f("),
     "log1p": (T.log1p, lambda x: torch.log1p(x.abs()), "log1pf("),
     "nearbyint": (T.nearbyint, lambda x: torch.round(x * 3.0), "nearbyintf("),
+    "asin": (T.asin, lambda x: torch.asin(x / (x.abs() + 1.0)), "asinf("),
+    "acos": (T.acos, lambda x: torch.acos(x / (x.abs() + 1.0)), "acosf("),
+    "atanh": (T.atanh, lambda x: torch.atanh(x / (x.abs() + 1.0)), "atanhf("),
+    "asinh": (T.asinh, torch.asinh, "asinhf("), "acosh": (T.acosh, lambda x: torch.acosh(x.abs() + 1.0), "acoshf("),
 }
 # arguments that keep each function in its domain: log10 of |x| + 0.5, log1p of |x|, nearbyint of 3x
-ARGUMENT = {"log10": lambda x: T.abs(x) + 0.5, "log1p": T.abs, "nearbyint": lambda x: x * 3.0}
+ARGUMENT = {"log10": lambda x: T.abs(x) + 0.5, "log1p": T.abs, "nearbyint": lambda x: x * 3.0,
+            "asin": lambda x: x / (T.abs(x) + 1.0), "acos": lambda x: x / (T.abs(x) + 1.0),
+            "atanh": lambda x: x / (T.abs(x) + 1.0), "acosh": lambda x: T.abs(x) + 1.0}
 
 
 @pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
@@ -171,3 +177,105 @@ def test_fast_rcp_of_an_integer_is_an_error():
         def main(A: T.Tensor((32,), "int32"), B: T.Tensor((32,), "float32")):
             with T.Kernel(1, threads=32):
                 B[0] = T.fast_rcp(A[0])
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_binary_float_math(arch):
+    """T.copysign (a bfloat16 pair too: through float), T.hypot, T.atan2, T.nextafter, T.ldexp: upstream's TIR names
+    (DeepSeek's engram gate takes `T.copysign(T.sqrt(...), x)`)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), H: T.Tensor((N,), "bfloat16"),
+             E: T.Tensor((N,), "int32"), Out: T.Tensor((5, N), "float32"), HOut: T.Tensor((N,), "bfloat16")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Out[0, i] = T.copysign(T.sqrt(T.abs(A[i])), B[i])
+                Out[1, i] = T.hypot(A[i], B[i])
+                Out[2, i] = T.atan2(A[i], B[i])
+                Out[3, i] = T.nextafter(A[i], B[i])
+                Out[4, i] = T.ldexp(A[i], E[i])
+                HOut[i] = T.copysign(H[i], B[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert all(f in source for f in ("copysignf(", "hypotf(", "atan2f(", "nextafterf(", "ldexpf(")), source
+    a, b = rand((N,), torch.float32, 54), rand((N,), torch.float32, 55)
+    h = rand((N,), torch.float32, 56).to(torch.bfloat16)
+    e = torch.randint(-8, 8, (N,), generator=torch.Generator().manual_seed(57), dtype=torch.int32)
+    out, h_out = poison((5, N), torch.float32), poison((N,), torch.bfloat16)
+    kernel(a, b, h, e, out, h_out)
+    torch.testing.assert_close(out[0], torch.copysign(a.abs().sqrt(), b))
+    torch.testing.assert_close(out[1], torch.hypot(a, b))
+    torch.testing.assert_close(out[2], torch.atan2(a, b))
+    torch.testing.assert_close(out[3], torch.nextafter(a, b), rtol=0, atol=0)
+    torch.testing.assert_close(out[4], torch.ldexp(a, e.float()), rtol=0, atol=0)
+    torch.testing.assert_close(h_out, torch.copysign(h, b).to(torch.bfloat16), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_truncdiv_and_truncmod(arch):
+    """T.truncdiv / T.truncmod round toward zero (C's `/` and `%`), unlike T.floordiv / T.floormod, on negative
+    values too (DeepSeek's TileKernels MoE mask_indices_by_tp uses them); constants fold the same way."""
+    assert (T.truncdiv(-7, 2), T.truncmod(-7, 2), T.truncdiv(7, -2), T.truncmod(7, -2)) == (-3, -1, -3, 1)
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "int32"), D: T.Tensor((N,), "int32"), Q: T.Tensor((N,), "int32"),
+             R: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Q[i] = T.truncdiv(X[i], D[i])
+                R[i] = T.truncmod(X[i], D[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert ") / tl::vec_of(" in source and ") % tl::vec_of(" in source, source  # C integer division
+    g = torch.Generator().manual_seed(58)
+    x = torch.randint(-1000, 1000, (N,), generator=g, dtype=torch.int32)
+    d = torch.randint(1, 50, (N,), generator=g, dtype=torch.int32) * torch.where(torch.rand(N, generator=g) < 0.5, -1, 1)
+    q, r = torch.full((N,), -7, dtype=torch.int32), torch.full((N,), -7, dtype=torch.int32)
+    kernel(x, d.int(), q, r)
+    torch.testing.assert_close(q, torch.div(x, d, rounding_mode="trunc").int())
+    torch.testing.assert_close(r, torch.fmod(x, d).int())
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_popcount_and_clz(arch):
+    """T.popcount / T.clz of 32- and 64-bit integers, upstream's TIR names (DeepSeek's TileKernels MoE mapping counts
+    a warp's ballot with T.popcount)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "int32"), Y: T.Tensor((N,), "int64"), Out: T.Tensor((4, N), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Out[0, i] = T.popcount(X[i])
+                Out[1, i] = T.clz(X[i])
+                Out[2, i] = T.Cast("int32", T.popcount(Y[i]))
+                Out[3, i] = T.Cast("int32", T.clz(Y[i]))
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert all(f in source for f in ("__popc(", "__clz(", "__popcll(", "__clzll(")), source
+    g = torch.Generator().manual_seed(59)
+    x = torch.randint(-2**31, 2**31 - 1, (N,), generator=g, dtype=torch.int64)
+    y = torch.randint(-2**62, 2**62, (N,), generator=g, dtype=torch.int64) >> torch.randint(0, 60, (N,), generator=g)
+    out = torch.full((4, N), -1, dtype=torch.int32)
+    kernel(x.int(), y, out)
+    x32 = [v & 0xFFFFFFFF for v in x.tolist()]
+    y64 = [v & 0xFFFFFFFFFFFFFFFF for v in y.tolist()]
+    assert out[0].tolist() == [bin(v).count("1") for v in x32]
+    assert out[1].tolist() == [32 - v.bit_length() for v in x32]
+    assert out[2].tolist() == [bin(v).count("1") for v in y64]
+    assert out[3].tolist() == [64 - v.bit_length() for v in y64]
+
+
+def test_popcount_of_a_float_is_an_error_at_the_line():
+    from tilelang_musa.errors import CompileError
+
+    def main(A: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                Out[i] = T.popcount(A[i])
+
+    with pytest.raises(CompileError, match="T.popcount: expects a 32- or 64-bit integer scalar; got float32") as err:
+        T.prim_func(main)
+    assert "Out[i] = T.popcount(A[i])" in str(err.value)

@@ -117,6 +117,34 @@ def test_stand_in_device_forks_the_rng(tmp_path):
     assert "test_rng.py::test_fork_rng_over_the_stand_in_devices PASSED" in proc.stdout, proc.stdout + proc.stderr
 
 
+PEER_SMEM_TEST = '''
+import os
+import torch
+
+
+def test_stand_in_device_reports_its_shared_memory():
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    want = 73728 if os.environ.get("TILELANG_SIM_ARCH") == "mp_22" else 196608
+    assert props.shared_memory_per_multiprocessor == props.shared_memory_per_block_optin == want
+'''
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_stand_in_device_reports_the_simulated_cards_shared_memory(tmp_path, arch):
+    """DeepSeek's TileKernels read `shared_memory_per_multiprocessor` of the device's properties to size tiles: the
+    stand-in answers with the simulated card's (mp_31: 192 KB, mp_22: 72 KB)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_smem.py").write_text(PEER_SMEM_TEST)
+    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim", TILELANG_SIM_ARCH=arch)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_smem.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "test_smem.py::test_stand_in_device_reports_its_shared_memory PASSED" in proc.stdout, \
+        proc.stdout + proc.stderr
+
+
 PEER_EVENT_TEST = '''
 import time
 import torch

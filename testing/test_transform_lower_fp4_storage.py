@@ -5,8 +5,10 @@ fp4 store moves the code (`tl::fp4_e2m1_bits`). Registers hold one code a byte, 
 value is arithmetic MUSA does not have: an error."""
 
 import pytest
+import torch
 import tvm
 
+import tilelang
 import tilelang.language as T
 from tilelang_musa.errors import CompileError
 from tilelang_musa.transform.lower_fp4_storage import LowerFP4Storage, lower_fp4_storage
@@ -70,6 +72,50 @@ def test_a_kernel_without_fp4_is_unchanged():
             B[tx] = B[tx] * T.float16(2)
 
     assert lower_fp4_storage(halves).same_as(halves)
+
+
+@T.prim_func
+def rounded_through_fp4_before(B: T.Buffer((64,), "float16")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = T.Cast("float16", T.Cast("float32", T.Cast("float4_e2m1fn", B[tx])) * T.float32(2))
+
+
+@T.prim_func
+def rounded_through_fp4_expected(B: T.Buffer((64,), "float16")):
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        B[tx] = T.Cast("float16", T.call_extern("float32", "tl::fp4_e2m1_to_float", T.call_extern(
+            "uint8", "tl::float_to_fp4_e2m1", T.Cast("float32", B[tx]))) * T.float32(2))
+
+
+def test_a_value_rounded_through_fp4_in_a_kernel_without_fp4_buffers_is_lowered():
+    """`T.Cast(f32, T.Cast(fp4, v))` (DeepSeek-V4's fused fp4 quantize-dequantize) with no fp4 tensor or tile in the
+    kernel: encoded and decoded as in one that has them (the printer has no fp4 type; it stopped there before)."""
+    _assert_lowers_to(rounded_through_fp4_before, rounded_through_fp4_expected)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_fused_fp4_quantize_dequantize_runs(arch):
+    @T.prim_func
+    def main(X: T.Tensor((32, 64), T.bfloat16), S: T.Tensor((32,), T.float32), Y: T.Tensor((32, 64), T.bfloat16)):
+        with T.Kernel(1, threads=128):
+            for i, j in T.Parallel(32, 64):
+                Y[i, j] = T.Cast(T.bfloat16, T.Cast(T.float32, T.Cast(
+                    "float4_e2m1fn", T.clamp(X[i, j] / S[i], -6.0, 6.0))) * S[i])
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "tl::fp4_e2m1_to_float(tl::float_to_fp4_e2m1(" in kernel.get_kernel_source()
+    x = torch.randn((32, 64), generator=torch.Generator().manual_seed(5)).to(torch.bfloat16) * 4
+    s = torch.rand((32,), generator=torch.Generator().manual_seed(6)) + 0.5
+    y = torch.full((32, 64), float("nan"), dtype=torch.bfloat16)
+    kernel(x, s, y)
+    v = (x.float() / s[:, None]).clamp(-6, 6)
+    grid = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # the e2m1 magnitudes, code 0..7
+    gaps = (v.abs()[..., None] - grid).abs()
+    code = gaps.argmin(-1)  # the lower code on a tie: take the even one (round half to even)
+    tie = (gaps == gaps.min(-1, keepdim=True).values).sum(-1) > 1
+    nearest = grid[torch.where(tie & (code % 2 == 1), code + 1, code)]
+    want = (torch.sign(v) * nearest * s[:, None]).to(torch.bfloat16)
+    torch.testing.assert_close(y, want, rtol=0, atol=0)
 
 
 def test_an_fp4_value_used_other_than_cast_or_stored_is_an_error_naming_it():

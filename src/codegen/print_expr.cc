@@ -703,8 +703,18 @@ std::string MusaPrinter::VisitLet(const ObjectRef& op) {
   carried_defined_ = carried;
   std::string type = ValueTypeName(DTypeOf(let.var()));
   std::string name = DefineVar(let.var());
-  return "([&]() -> " + ValueTypeName(DTypeOf(op)) + " { const " + type + " " + name + " = " + value + "; return " +
-         PrintBare(let.body()) + "; }())";
+  const std::string binding = "const " + type + " " + name + " = " + value + "; ";
+  std::vector<CarriedDefined> in_body;  // a store's carried defined-ness may name the bound variable
+  if (carried != nullptr) carried_defined_ = &in_body;
+  std::string body = PrintBare(let.body());
+  carried_defined_ = carried;
+  // ... (int64 floormod's `rmod`) and is evaluated outside this lambda, so each condition binds it again (a Let's
+  // value is a pure expression: evaluating it twice changes nothing)
+  auto rebound = [&binding](const std::string& condition) {
+    return condition.empty() ? condition : "([&]() -> bool { " + binding + "return " + condition + "; }())";
+  };
+  for (const CarriedDefined& c : in_body) carried->push_back({rebound(c.all), rebound(c.lane), c.lanes});
+  return "([&]() -> " + ValueTypeName(DTypeOf(op)) + " { " + binding + "return " + body + "; }())";
 }
 
 std::string MusaPrinter::VisitNot(const ObjectRef& op) {

@@ -66,16 +66,17 @@ from .kernel import (
     Kernel, env_thread, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, launch_thread,
     thread_binding,
 )
-from .loop import Parallel, Pipelined, While, parallel, serial, unroll, vectorized
+from .loop import Parallel, Pipelined, Serial, Unroll, While, parallel, serial, unroll, vectorized
 from .runtime import loop_break
 from .persistent import Persistent
 from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
 from .math import (
-    Cast, abs, atan, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, erf,
-    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isfinite, isinf, isnan, log, log1p,
-    log2, log10, max, max_value, min, min_value, nearbyint, ninf, pow, round, rsqrt, shift_left, shift_right, sigmoid,
-    sin, sinh, sqrt, tan, tanh, trunc,
+    Cast, abs, acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cast,
+    ceil, ceildiv, clamp, clz, copysign, cos, cosh, erf, exp, exp2, exp10, floor, floordiv, floormod, fmod, hypot,
+    if_then_else, infinity, isfinite, isinf, isnan, ldexp, log, log1p, log2, log10, max, max_value, min, min_value,
+    nearbyint, nextafter, ninf, popcount, pow, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh, sqrt, tan,
+    tanh, trunc, truncdiv, truncmod,
 )
 from .prim_func import Ref, macro, prim_func
 from ..layout import Fragment, GemmWarpPolicy, Layout
@@ -125,7 +126,7 @@ __all__ = [
     "annotate_consumer_reg_alloc", "Parallel", "parallel", "Persistent", "PersistentTileScheduler", "Ref", "Pipelined", "pow", "prim_func", "PrimExpr", "print", "ptr", "reduce", "reduce_absmax",
     "reduce_abssum", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "reduce_max", "reduce_min", "reduce_sum",
     "reducer_init", "reducer_update", "reinterpret", "extract_lane", "reshape", "rng_init", "rng_rand", "rng_rand_float", "round",
-    "rsqrt", "Select", "serial", "loop_break", "SharedBuffer", "short", "long", "uint",
+    "rsqrt", "Select", "serial", "Serial", "Unroll", "loop_break", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
@@ -133,6 +134,8 @@ __all__ = [
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view", "While",
+    "acos", "acosh", "asin", "asinh", "atan2", "atanh", "copysign", "hypot", "ldexp", "nextafter", "truncdiv",
+    "truncmod", "popcount", "clz",
     "alloc_barrier", "async_copy", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "lma_wait",
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",

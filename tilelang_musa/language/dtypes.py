@@ -12,7 +12,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .builder import take_name
+from .builder import take_name, value as _value_of
 
 # float6 types are not supported on MUSA (the user's guide): they are rejected by name. float4_e2m1fn is a
 # storage type only: kernel tensor parameters of it are accepted (transform/lower_fp4_storage.py), allocations
@@ -225,8 +225,9 @@ class DType(tvm.DataType):
         dtype = str.__str__(self)
         if dtype == FP4X2_DTYPE:
             raise TypeError(f"T.{FP4X2_DTYPE} is a dtype name here: no constants or casts of packed fp4 pairs")
+        value = _value_of(value)  # `T.float32(v)` of a T.alloc_var: a cast of its value
         if more:  # `T.float16x2(a, b)`: the vector of one value per lane
-            return self._vector_of((value, *more))
+            return self._vector_of((value, *(_value_of(m) for m in more)))
         if value is None:  # `v = T.int32()`: a fresh variable, bound later (T.let) or used as a size
             return tirx.Var(take_name("v"), dtype)
         if isinstance(value, tvm.ir.Expr):

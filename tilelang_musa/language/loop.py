@@ -231,6 +231,17 @@ def unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = F
                      lambda lo, hi, ann: Tb.serial(lo, hi, annotations=ann, step=step), annotations)
 
 
+def Serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> LoopFrame:
+    """Upstream's capitalised alias of `T.serial` (a tile-level loop by its spelling, the same loop)."""
+    return serial(start, stop, step, annotations=annotations)
+
+
+def Unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False,
+           unroll_factor: int | None = None, annotations: dict | None = None) -> LoopFrame:
+    """Upstream's capitalised alias of `T.unroll`."""
+    return unroll(start, stop, step, explicit=explicit, unroll_factor=unroll_factor, annotations=annotations)
+
+
 def vectorized(start: Any, stop: Any = None) -> LoopFrame:
     return LoopFrame(
         "T.vectorized", _range("T.vectorized", start, stop), lambda lo, hi, ann: Tb.vectorized(lo, hi, annotations=ann)

@@ -14,7 +14,7 @@ import tvm
 from tvm import tirx
 
 from ..ir.trace import OPEN_TRACES
-from .builder import as_expr, static_value
+from .builder import as_expr, current_trace, static_value
 from .cast_rounding import rounded_cast
 from .dtypes import canonical_dtype
 from .int_operands import typed_operand
@@ -50,6 +50,22 @@ def floordiv(a: Any, b: Any) -> Any:
 def floormod(a: Any, b: Any) -> Any:
     ints = _static_int(a, b)
     return ints[0] % ints[1] if ints is not None else tirx.floormod(a, b)
+
+
+def truncdiv(a: Any, b: Any) -> Any:
+    """a / b rounded toward zero (C's `/` on integers)."""
+    ints = _static_int(a, b)
+    if ints is not None:
+        return builtins.abs(ints[0]) // builtins.abs(ints[1]) * (1 if (ints[0] < 0) == (ints[1] < 0) else -1)
+    return tirx.truncdiv(a, b)
+
+
+def truncmod(a: Any, b: Any) -> Any:
+    """The remainder of truncdiv, with a's sign (C's `%` on integers)."""
+    ints = _static_int(a, b)
+    if ints is not None:
+        return ints[0] - truncdiv(ints[0], ints[1]) * ints[1]
+    return tirx.truncmod(a, b)
 
 
 def _fold(static_op, ir_op, values: tuple) -> Any:
@@ -226,6 +242,53 @@ def fmod(x: Any, y: Any) -> Any:
     return tirx.fmod(x, y)
 
 
+# The rest of TIR's float math, by upstream's names (T.copysign etc. are TIR's ops there): C's functions of the same
+# names on the device (float and double overloads; half and bfloat16 values go through float).
+def copysign(x: Any, y: Any) -> Any:
+    """x's magnitude with y's sign."""
+    return tirx.copysign(x, y)
+
+
+def hypot(x: Any, y: Any) -> Any:
+    return tirx.hypot(x, y)
+
+
+def nextafter(x: Any, y: Any) -> Any:
+    return tirx.nextafter(x, y)
+
+
+def atan2(y: Any, x: Any) -> Any:
+    return tirx.atan2(y, x)
+
+
+def ldexp(x: Any, e: Any) -> Any:
+    """x * 2**e."""
+    return tirx.ldexp(x, e)
+
+
+asin, acos, asinh, acosh, atanh = tirx.asin, tirx.acos, tirx.asinh, tirx.acosh, tirx.atanh
+
+
+def _bit_count(name: str, device_fns: tuple[str, str], x: Any) -> Any:
+    """`device_fns`' 32- or 64-bit built-in of integer x, as an extern call: a T.Parallel loop that would vectorize
+    it runs lane by lane (the built-ins take one integer), where TIR's own op would become a vector call."""
+    x = as_expr(x)
+    dtype = x.ty.dtype
+    if not dtype.is_integer or dtype.bits not in (32, 64) or dtype.lanes != 1:
+        raise current_trace(f"T.{name}").error(f"T.{name}: expects a 32- or 64-bit integer scalar; got {dtype}")
+    return tirx.call_pure_extern("int32", device_fns[dtype.bits == 64], x)
+
+
+def popcount(x: Any) -> Any:
+    """The number of set bits of a 32- or 64-bit integer (`__popc` / `__popcll`), an int32."""
+    return _bit_count("popcount", ("__popc", "__popcll"), x)
+
+
+def clz(x: Any) -> Any:
+    """The number of leading zero bits of a 32- or 64-bit integer (`__clz` / `__clzll`), an int32."""
+    return _bit_count("clz", ("__clz", "__clzll"), x)
+
+
 # Bit operations on integers, by upstream's names (`a & b` etc. work as well).
 def bitwise_and(a: Any, b: Any) -> Any:
     a = as_expr(a)
@@ -266,8 +329,10 @@ def _reading_vars(fn: Callable) -> Callable:
     return wrapper
 
 
-for _name in ("ceildiv", "floordiv", "floormod", "max", "min", "clamp", "if_then_else", "cast", "Cast", "exp", "exp2",
+for _name in ("ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "max", "min", "clamp", "if_then_else", "cast", "Cast", "exp", "exp2",
               "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "tan", "sinh", "cosh", "atan", "erf",
               "exp10", "log10", "log1p", "nearbyint", "floor", "ceil", "round", "trunc", "abs", "pow", "fmod",
+              "copysign", "hypot", "nextafter", "atan2", "ldexp", "asin", "acos", "asinh", "acosh", "atanh",
+              "popcount", "clz",
               "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"):
     globals()[_name] = _reading_vars(globals()[_name])

@@ -31,6 +31,7 @@ a function: the rewritten kernel nests no deeper than the user's own code, plus 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import inspect
 import textwrap
@@ -40,7 +41,7 @@ from typing import Any, Callable
 from ..errors import CompileError, EndlessLoopError, SourceLoc
 from . import runtime  # the helpers the rewritten code calls (bound as `__tl__`)
 
-HELPER = "__tl__"
+HELPER = runtime.HELPER
 
 
 @dataclass(frozen=True)
@@ -494,6 +495,16 @@ class _Rewriter(ast.NodeTransformer):
         for part in parts[1:]:
             expr = _call(_helper("and_"), expr, _thunk(part))
         return expr
+
+    def visit_Call(self, node: ast.Call):
+        """A call handing a name over (`align(n, 16)`): the callee decides at run time whether a `T.alloc_var`
+        argument goes as its value (runtime.call_target)."""
+        self.generic_visit(node)
+        builtin = isinstance(node.func, ast.Name) and hasattr(builtins, node.func.id)  # range(...) stays for visit_For
+        if not builtin and (any(isinstance(a, ast.Name) for a in node.args) or
+                            any(isinstance(k.value, ast.Name) for k in node.keywords)):
+            node.func = _call(_helper("call_target"), node.func)
+        return node
 
     def visit_IfExp(self, node: ast.IfExp):
         return _call(

@@ -124,6 +124,27 @@ def _has_side_effect_or_load(expr: Any) -> bool:
     return bool(found)
 
 
+HELPER = "__tl__"  # the name the parser's rewritten code reaches this module by (bound in each kernel's globals)
+
+
+def call_target(fn: Any) -> Any:
+    """The function a kernel calls with a name among its arguments. A plain Python function of the user's (a helper
+    module's `align(x, y)`: not kernel code, which the parser rewrote, and not TileLang's) gets each `T.alloc_var`
+    argument as its value, as upstream reads every use of a variable's name: it can only compute with it. Kernel
+    code (a @T.macro, a def nested in the kernel) and TileLang's functions get the variable itself (a macro may
+    assign it)."""
+    module = getattr(fn, "__module__", None) or ""
+    if not isinstance(fn, types.FunctionType) or HELPER in fn.__globals__ or module.split(".")[0] in (
+            "tilelang", "tilelang_musa", "tvm", "tvm_ffi"):
+        return fn
+
+    @functools.wraps(fn)
+    def reading_values(*args: Any, **kwargs: Any) -> Any:
+        return fn(*(value(a) for a in args), **{k: value(v) for k, v in kwargs.items()})
+
+    return reading_values
+
+
 def assign(name: str, thunk: Callable[[], Any], current: Any) -> Any:
     """`name = value`. Stores into a `T.alloc_var` scalar; binds a value that reads memory to a new
     variable (so it is read once, here); otherwise plain Python assignment."""

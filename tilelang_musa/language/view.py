@@ -39,7 +39,7 @@ def _size(shape) -> Any:
 
 def _check_bits(src_name, src_shape, src_dtype, shape, dtype, error) -> None:
     """The view covers the viewed storage exactly: the same number of bits (symbolic sizes: provably)."""
-    src_bits, dst_bits = tvm.runtime.DataType(src_dtype).bits, tvm.runtime.DataType(dtype).bits
+    src_bits, dst_bits = (tvm.runtime.DataType(d).bits * tvm.runtime.DataType(d).lanes for d in (src_dtype, dtype))
     n_src, n_dst = _size(src_shape), _size(shape)
     if isinstance(n_src, int) and isinstance(n_dst, int):
         if n_src * src_bits == n_dst * dst_bits:

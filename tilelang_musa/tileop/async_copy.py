@@ -129,6 +129,7 @@ def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[A
     (`bindings`: the large bindings the indices may read, ir/large_bindings.py)."""
     src, dst = copy.src, copy.dst
     elem = dtype_bytes(src.dtype)
+    elem_bits = _element_bits(src.dtype)  # fp4 / int4: two elements a byte, 32 of them a 16-byte piece
     inner_src = dims[0][-1] if dims[0] else None
     inner_dst = dims[1][-1] if dims[1] else None
     # A strided operand (`g[b, t0:t1, h]`) still takes one-element pieces where an element is an allowed size.
@@ -143,9 +144,9 @@ def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[A
     ana = tvm.sym.Analyzer()
     piece = tirx.Var("piece", "int32")
     for nbytes in allowed:
-        if nbytes % elem:
+        if nbytes * 8 % elem_bits:
             continue
-        lanes = nbytes // elem
+        lanes = nbytes * 8 // elem_bits
         if lanes > 1 and strided:
             continue
         if lanes > 1 and (not isinstance(inner_extent, tirx.IntImm) or int(inner_extent.value) % lanes):
@@ -164,6 +165,11 @@ def piece_elements(copy: Any, dims: tuple[list[int], list[int]], extents: list[A
         f"both {src.name} ({src.dtype}, {elem} bytes an element) and {dst.name}, and the innermost extent "
         f"{inner_extent} must hold a whole number of pieces (widen the innermost run, or align its start and the "
         "rows' length)")
+
+
+def _element_bits(dtype: Any) -> int:
+    dt = tvm.runtime.DataType(str(dtype))
+    return dt.bits * dt.lanes
 
 
 def _aligned(ana: Any, index: Any, lanes: int) -> bool:
@@ -215,7 +221,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     extents = list(common_extents(copy.src, copy.dst, dims))
     allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
     lanes = piece_elements(copy, dims, extents, allowed, construct, args.bindings)
-    nbytes = lanes * dtype_bytes(copy.src.dtype)
+    nbytes = lanes * _element_bits(copy.src.dtype) // 8
     predicated = not args.options.disable_safe_copy_predication and not (
         robust and args.options.disable_safe_robust_copy_predication)
     if copy.async_mode is not None:

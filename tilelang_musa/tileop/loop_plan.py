@@ -24,7 +24,8 @@ _IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 
 from ..errors import CompileError
 from ..layout import Fragment, LayoutError
-from ..ir.utils import as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of, substitute
+from ..ir.utils import (TensorLoad, as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of,
+                        substitute)
 from .atomic import pairable_add
 from .fragment_owner import owned_element
 
@@ -392,6 +393,32 @@ def provably_aligned(expr: Any, width: int, ana: Any) -> bool:
     return mod.coeff % width == 0 and mod.base % width == 0
 
 
+def _reads(value: Any, buffer: Any) -> bool:
+    found: list[Any] = []
+    tvm_ffi.structural_walk(value, [(TensorLoad, lambda n: found.append(n) if n.source.same_as(buffer) else None)])
+    return bool(found)
+
+
+def _stores_by_one_replica(body: Any, plan: LoopPlan, loop_vars: list[Any], thread: Any) -> Any:
+    """Under a replicated plan (a loop walking a fragment several threads hold, such as a reduction's result) each
+    iteration runs on every replica's thread; a global or shared store that reads what it overwrites is made by
+    replica 0 only, so that an iteration's `G[i] += t[i]` happens once (it added once per replica: Megatron's sparse
+    indexer target was 32 times too large). A plain store stays on every replica (the same value), and fragment
+    stores must: each replica holds its own copy."""
+    replicas = as_int(plan.fragment.replicate_size)
+    if replicas is None or replicas == 1:
+        return body
+    owner = tirx.EQ(thread, plan.fragment.thread(loop_vars, rep=0))
+
+    def on_store(node: Any, mutator: Any) -> Any:
+        scope = scope_of(node.buffer)
+        if (scope == "global" or scope.startswith("shared")) and _reads(node.value, node.buffer):
+            return tirx.IfThenElse(owner, mutator.default_mutate(node), None)
+        return mutator.default_mutate(node)  # a plain store: every replica stores the same value, as upstream's
+
+    return tvm_ffi.structural_mutate(body, [(tirx.BufferStore, on_store)])
+
+
 def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any, num_threads: int,
                     analyzer: Any) -> Any:
     """`for slot in range(local_size): x = inverse(thread, slot); [if in range:] body(x)`, vectorized over
@@ -410,7 +437,7 @@ def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any
     if groups > 1:
         analyzer.bind(slot_outer, tvm.ir.Range(0, groups))
     vmap = {v: analyzer.simplify(x) for v, x in zip(loop_vars, xs)}
-    stmt = substitute(body, vmap)
+    stmt = substitute(_stores_by_one_replica(body, plan, loop_vars, thread), vmap)
     if width > 1:
         stmt = hoist_lane_from_xor(stmt, lane, width, analyzer)
     if cond is not None:

@@ -4,6 +4,7 @@ when every iteration reads it). A part of _Inference (layout_inference.py)."""
 
 from __future__ import annotations
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -12,6 +13,24 @@ from ..layout import Fragment, LayoutError, make_fully_replicated_fragment, redu
 from ..layout._digits import DigitError, complement, used_digits
 from .layout_access import access_map, compose, index_positions, invariant_split, strided_split, uses_var
 from .layout_decisions import STAGE, NestDecision
+
+
+def slots_from_zero(layout: Fragment) -> Fragment:
+    """`layout` with its slots shifted down to start at 0. A loop that reads its source fragment at a column offset
+    (`post[i, j] = f(mixes[i, j + 4])`, DeepSeek's mHC split) plans slot `j + 4`; a new fragment holding its results
+    has registers of its own, slots 0.. (else slots 0..3 were holes, and copying it out could not invert it). The
+    threads stay as planned: no element moves."""
+    index = layout.forward_index
+    if len(index) != 1:
+        return layout
+    ana = tvm.sym.Analyzer()
+    for var, extent in zip(layout.forward_vars, layout.input_shape):
+        ana.bind(var, tvm.ir.Range.from_min_extent(0, extent))
+    low = ana.const_int_bound(index[0]).min_value
+    if not 0 < low < (1 << 31):
+        return layout
+    return Fragment.from_exprs(layout.input_shape, layout.forward_vars, layout.forward_thread, index[0] - low,
+                               replicate=layout.replicate_size, replicate_var=layout.replicate_var)
 
 
 class ImpliedLayouts:
@@ -55,7 +74,7 @@ class ImpliedLayouts:
                 layout = reduce_fragment(layout, dim)
         except LayoutError as err:
             raise CompileError(f"cannot place fragment `{buf.name}`: {err}", nest.loc, STAGE) from None
-        return layout
+        return slots_from_zero(layout)
 
     def _boxed_like_source(self, buf, indices, nest: NestDecision) -> Fragment | None:
         """`l[i]` in a nest over the first rows `i < 4` of `m` and `l`, both of 16 rows, the nest planned through

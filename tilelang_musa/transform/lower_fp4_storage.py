@@ -94,7 +94,9 @@ def _code_buffer(buffer: Var) -> Var:
 
 def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     stored, allocs = _fp4_buffers(func)
-    if not stored and not allocs and not _has_packed_value(func.body):  # `T.cast(T.int4(x), "int32")` needs a pass
+    # an int4 or fp4 value in a kernel with no such buffer (a rounding through fp4, `T.cast(T.int4(x), "int32")`)
+    # needs the pass too
+    if not stored and not allocs and not _has_packed_value(func.body):
         return func
     # Registers (fragments, local arrays) hold one code a byte: a nibble store's atomics need memory.
     unpacked = {b for b in allocs if str(b.ty.storage_scope) not in ("shared", "shared.dyn")}
@@ -126,6 +128,45 @@ def _fp4_buffers(func: tirx.PrimFunc) -> tuple[list[Var], list[Var]]:
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: allocs.append(a.buffer)
                                          if _is_packed(a.buffer.ty.dtype.dtype) else None)])
     return params + decls, allocs
+
+
+def _select_arms(expr: Any) -> tuple[Any, Any, Any] | None:
+    """(condition, true value, false value) of a Select or an if_then_else call, else None."""
+    if isinstance(expr, tirx.Select):
+        return expr.condition, expr.true_value, expr.false_value
+    if isinstance(expr, tvm.ir.Call) and str(expr.op.name) == "prim.if_then_else":
+        return tuple(expr.args)
+    return None
+
+
+def _provably_even(index: Any) -> bool:
+    """Whether `index` is even, also through a Select of two even values (a guarded copy's clamped row, with a
+    swizzled grid: `Select(row_ok, row, 0) * 256 + Select(row_ok, 32, 0)`), which the modular analysis gives up on."""
+    mod = tvm.sym.Analyzer().modular_set(index)
+    if mod.coeff % 2 == 0 and mod.base % 2 == 0:
+        return True
+    arms = _select_arms(index)
+    if arms is not None:
+        return _provably_even(arms[1]) and _provably_even(arms[2])
+    if isinstance(index, (tirx.Add, tirx.Sub)):
+        return _provably_even(index.a) and _provably_even(index.b)
+    if isinstance(index, tirx.Mul):
+        return _provably_even(index.a) or _provably_even(index.b)
+    return False
+
+
+def _halved(index: Any) -> Any:
+    """index / 2 of a provably even index, divided term by term through Selects so that it simplifies."""
+    ana = tvm.sym.Analyzer()
+    mod = ana.modular_set(index)
+    arms = _select_arms(index)
+    if (mod.coeff % 2 or mod.base % 2) and arms is not None:
+        return tirx.Select(arms[0], _halved(arms[1]), _halved(arms[2]))
+    if (mod.coeff % 2 or mod.base % 2) and isinstance(index, (tirx.Add, tirx.Sub)):
+        return type(index)(_halved(index.a), _halved(index.b))
+    if (mod.coeff % 2 or mod.base % 2) and isinstance(index, tirx.Mul):
+        return tirx.Mul(_halved(index.a), index.b) if _provably_even(index.a) else tirx.Mul(index.a, _halved(index.b))
+    return ana.simplify(tirx.floordiv(index, 2))
 
 
 class _Fp4Rewriter:
@@ -322,13 +363,11 @@ class _Fp4Rewriter:
         load = node.args[0]
         byte_buffer = self.remap[load.source]
         index = self.rewrite(load.indices[0]) if len(load.indices) == 1 else None
-        mod = tvm.sym.Analyzer().modular_set(index) if index is not None else None
-        if byte_buffer in self.unpacked or mod is None or mod.coeff % 2 or mod.base % 2:
+        if byte_buffer in self.unpacked or index is None or not _provably_even(index):
             raise CompileError(f"kernel `{self.kernel}`: the address of `{load}`: an address into a "
                                f"{load.ty.dtype} tensor must be of a provably even element of a tensor or shared "
                                "tile (two elements a byte, the odd one in the high nibble)", stage="LowerFP4Storage")
-        byte_index = tvm.sym.Analyzer().simplify(tirx.floordiv(index, 2))
-        return tirx.address_of(tirx.BufferLoad(byte_buffer, [byte_index]))
+        return tirx.address_of(tirx.BufferLoad(byte_buffer, [_halved(index)]))
 
     def on_var(self, node: Any, mutator: Any) -> Any:
         return self.remap.get(node, node)

@@ -66,6 +66,9 @@ if not hasattr(torch, "musa"):
         name = "MUSA simulator"
         multi_processor_count = 56
         total_memory = 48 << 30
+        # the simulated card's shared memory (DeepSeek's TileKernels sizes its tiles from the per-SM figure)
+        shared_memory_per_multiprocessor = shared_memory_per_block_optin = \
+            73728 if os.environ.get("TILELANG_SIM_ARCH", "mp_31") == "mp_22" else 196608
         major, minor = divmod(int(os.environ.get("TILELANG_SIM_ARCH", "mp_31")[3:]), 10)  # mp_22 -> (2, 2)
 
     torch.musa = types.SimpleNamespace(
