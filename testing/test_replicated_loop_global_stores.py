@@ -1,8 +1,8 @@
 """A T.Parallel loop that walks a replicated fragment (a reduction's result over rows, held by every thread of its
 column) and adds into global memory: each iteration's read-modify-write store is made once, by replica 0. Every
 replica ran the iteration, so `G[i] += t[i]` added t[i] once per replica (Megatron-LM's sparse indexer target came
-out 32 times too large: a silent wrong result). A plain store (the same value) and stores to fragments still run on
-every replica."""
+out 32 times too large: a silent wrong result). So is an atomic update (`T.atomic_add(G[i], t[i])`, any arch). A
+plain store (the same value) and stores to fragments still run on every replica."""
 
 import pytest
 import torch
@@ -43,3 +43,37 @@ def test_each_iteration_stores_once(arch):
     kernel(p, acc, s)
     torch.testing.assert_close(acc, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(s, p.sum(0) * 5.0, rtol=1e-5, atol=1e-4)
+
+
+def atomic_row_sums(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), T.float32), G: T.Tensor((64,), dtype), H: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((64, 128), T.float32)
+            s = T.alloc_fragment((64,), T.float32)
+            T.copy(A, a)
+            T.reduce_sum(a, s, dim=1)
+            for i in T.Parallel(64):
+                T.atomic_add(G[i], s[i])
+                T.atomic_max(H[i], s[i])
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", [T.float32, T.float16])
+def test_each_iteration_updates_atomically_once(arch, dtype):
+    kernel = tilelang.compile(atomic_row_sums(dtype), target=f"musa -arch={arch}")
+    source = kernel.get_kernel_source()
+    assert "tl::AtomicAdd" in source and "tl::AtomicMax" in source
+    g = torch.Generator().manual_seed(13)
+    a = torch.randn((64, 128), generator=g)
+    torch_dtype = torch.float32 if dtype == T.float32 else torch.float16
+    acc = torch.randn((64,), generator=g).to(torch_dtype)
+    floor = torch.randn((64,), generator=g)
+    want_acc = (acc.float() + a.sum(1)).to(torch_dtype)
+    want_max = torch.maximum(floor, a.sum(1))
+    kernel(a, acc, floor)
+    tol = 1e-5 if dtype == T.float32 else 2e-2
+    torch.testing.assert_close(acc, want_acc, rtol=tol, atol=tol)
+    torch.testing.assert_close(floor, want_max, rtol=1e-5, atol=1e-5)

@@ -401,10 +401,10 @@ def _reads(value: Any, buffer: Any) -> bool:
 
 def _stores_by_one_replica(body: Any, plan: LoopPlan, loop_vars: list[Any], thread: Any) -> Any:
     """Under a replicated plan (a loop walking a fragment several threads hold, such as a reduction's result) each
-    iteration runs on every replica's thread; a global or shared store that reads what it overwrites is made by
-    replica 0 only, so that an iteration's `G[i] += t[i]` happens once (it added once per replica: Megatron's sparse
-    indexer target was 32 times too large). A plain store stays on every replica (the same value), and fragment
-    stores must: each replica holds its own copy."""
+    iteration runs on every replica's thread; a global or shared store that reads what it overwrites, and an atomic
+    update (`T.atomic_add(G[i], t[i])`), are made by replica 0 only, so that an iteration's `G[i] += t[i]` happens
+    once (it added once per replica: Megatron's sparse indexer target was 32 times too large). A plain store stays
+    on every replica (the same value), and fragment stores must: each replica holds its own copy."""
     replicas = as_int(plan.fragment.replicate_size)
     if replicas is None or replicas == 1:
         return body
@@ -416,7 +416,20 @@ def _stores_by_one_replica(body: Any, plan: LoopPlan, loop_vars: list[Any], thre
             return tirx.IfThenElse(owner, mutator.default_mutate(node), None)
         return mutator.default_mutate(node)  # a plain store: every replica stores the same value, as upstream's
 
-    return tvm_ffi.structural_mutate(body, [(tirx.BufferStore, on_store)])
+    def on_evaluate(node: Any, mutator: Any) -> Any:
+        return tirx.IfThenElse(owner, node, None) if _is_atomic_update(node.value) else node
+
+    return tvm_ffi.structural_mutate(body, [(tirx.BufferStore, on_store), (tirx.Evaluate, on_evaluate)])
+
+
+def _is_atomic_update(call: Any) -> bool:
+    """An element atomic that changes memory (`tl::AtomicAdd`, `AtomicMax`, `AtomicOr`, `AtomicAddx2`,
+    `AtomicStore<..>`...; an atomic load changes nothing)."""
+    if not (isinstance(call, tvm.ir.Call) and str(call.op.name) == "tirx.call_extern" and call.args
+            and isinstance(call.args[0], tvm.ir.StringImm)):
+        return False
+    name = call.args[0].value
+    return name.startswith("tl::Atomic") and not name.startswith("tl::AtomicLoad")
 
 
 def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any, num_threads: int,
