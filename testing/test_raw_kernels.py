@@ -239,8 +239,34 @@ def test_misuse_is_a_compile_error_at_the_construct(body, line, message):
 
 def test_barrier_under_a_divergent_branch_is_a_compile_error():
     """TVM's ThreadSync cannot place the barrier a branch needs when the branch's condition is per-thread (here a
-    fragment element plus the thread index): a CompileError naming the branch and its loop, not TVM's InternalError.
-    (The fragment element alone is the same in every thread: test_uniform_conditions.py.)"""
+    fragment element plus the thread index) and its threads read elements others wrote (the tile is read
+    transposed): a CompileError naming the branch and its loop, not TVM's InternalError.
+    (The fragment element alone is the same in every thread: test_uniform_conditions.py; a branch whose threads
+    read only what they wrote needs no barrier: the next test.)"""
+
+    @T.prim_func
+    def main(A: T.Tensor((256, 128), T.float16), B: T.Tensor((256, 256), T.float16),
+             BlockMask: T.Tensor((2, 2), T.int32)):
+        with T.Kernel(1, 2) as (_, by):
+            A_shared = T.alloc_shared((128, 128), T.float16)
+            mask = T.alloc_fragment((2,), T.int32)
+            T.copy(BlockMask[by, :], mask)
+            for i in T.Pipelined(2):
+                a = mask[i] + T.get_thread_binding() % 2
+                if a >= 0:
+                    T.copy(A[a, 0], A_shared)
+                    for r, c in T.Parallel(128, 128):
+                        B[by * 128 + r, i * 128 + c] = A_shared[c, r]
+
+    with pytest.raises(CompileError, match=r"`if 0 <= a:` writes and reads shared.dyn buffer `A_shared`") as err:
+        compile_for(main, "mp_31")
+    assert "for i in T.Pipelined(2)" in str(err.value)
+
+
+def test_divergent_branch_whose_threads_read_what_they_wrote_needs_no_barrier():
+    """The same branch copying the tile straight out: every thread reads back the elements it wrote itself (the two
+    copies share a thread mapping), so no barrier is needed inside, and the kernel runs (branch_disjointness.py
+    proves it: a condition it cannot evaluate, `0 <= a` with `a` read from a fragment, counts as true)."""
 
     @T.prim_func
     def main(A: T.Tensor((256, 128), T.float16), B: T.Tensor((256, 256), T.float16),
@@ -255,6 +281,18 @@ def test_barrier_under_a_divergent_branch_is_a_compile_error():
                     T.copy(A[a, 0], A_shared)
                     T.copy(A_shared, B[by * 128, i * 128])
 
-    with pytest.raises(CompileError, match=r"`if 0 <= a:` writes and reads shared.dyn buffer `A_shared`") as err:
-        compile_for(main, "mp_31")
-    assert "for i in T.Pipelined(2)" in str(err.value)
+    kernel = compile_for(main, "mp_31")
+    body = kernel.get_kernel_source().split("if (0 <= a)")[1]
+    assert "__syncthreads" not in body.split("\n  }\n")[0]
+    g = torch.Generator().manual_seed(21)
+    a_in = torch.randn((256, 128), generator=g).half()
+    mask = torch.randint(0, 100, (2, 2), generator=g, dtype=torch.int32)
+    b_out = poison((256, 256), torch.float16)
+    kernel(a_in, b_out, mask)
+    # thread t holds columns 8 (t % 16) .. +8 of its rows, so its row offset t % 2 is (column // 8) % 2
+    rows, cols = torch.arange(128)[:, None], torch.arange(128)[None, :]
+    for by in range(2):
+        for i in range(2):
+            src = rows + int(mask[by, i]) + (cols // 8) % 2
+            want = torch.where(src < 256, a_in[src.clamp(max=255), cols.expand(128, 128)], torch.zeros((), dtype=torch.float16))
+            torch.testing.assert_close(b_out[by * 128:(by + 1) * 128, i * 128:(i + 1) * 128], want, rtol=0, atol=0)

@@ -226,6 +226,7 @@ inline void RunBlocks(GridWork& work) {
     t.race_detector = nullptr;
     t.uninit_shadow = nullptr;
     t.global_shadow = nullptr;
+    t.access_nibble = -1;  // a block failed in CheckSharedNibble never reset it: its fiber was abandoned, not unwound
     if (t.profile != nullptr) {
       t.profile = nullptr;
       std::lock_guard<std::mutex> lock(work.mu);
