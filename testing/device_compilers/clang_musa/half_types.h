@@ -56,9 +56,15 @@ typedef __half2 half2;
 
 __host__ __device__ __half __float2half(float f);
 __host__ __device__ __half __float2half_rn(float f);
+__host__ __device__ __half __float2half_rz(float f);  // CUDA's directed roundings (MUSA's headers copy them)
+__host__ __device__ __half __float2half_rd(float f);
+__host__ __device__ __half __float2half_ru(float f);
 __host__ __device__ float __half2float(__half h);
 __host__ __device__ __mt_bfloat16 __float2bfloat16(float f);
 __host__ __device__ __mt_bfloat16 __float2bfloat16_rn(float f);
+__host__ __device__ __mt_bfloat16 __float2bfloat16_rz(float f);
+__host__ __device__ __mt_bfloat16 __float2bfloat16_rd(float f);
+__host__ __device__ __mt_bfloat16 __float2bfloat16_ru(float f);
 __host__ __device__ float __bfloat162float(__mt_bfloat16 h);
 __device__ __half atomicAdd(__half* address, __half val);
 __device__ __mt_bfloat16 atomicAdd(__mt_bfloat16* address, __mt_bfloat16 val);
