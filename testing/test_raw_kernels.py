@@ -237,12 +237,10 @@ def test_misuse_is_a_compile_error_at_the_construct(body, line, message):
     assert message in text and line in text, text
 
 
-def test_barrier_under_a_divergent_branch_is_a_compile_error():
-    """TVM's ThreadSync cannot place the barrier a branch needs when the branch's condition is per-thread (here a
-    fragment element plus the thread index) and its threads read elements others wrote (the tile is read
-    transposed): a CompileError naming the branch and its loop, not TVM's InternalError.
-    (The fragment element alone is the same in every thread: test_uniform_conditions.py; a branch whose threads
-    read only what they wrote needs no barrier: the next test.)"""
+def divergent_branch_copy(transposed):
+    """A branch whose condition is per-thread (a fragment element plus the thread index) copies a tile into shared
+    memory and out again: straight out (each thread reads back what it wrote) or transposed (threads read elements
+    others wrote)."""
 
     @T.prim_func
     def main(A: T.Tensor((256, 128), T.float16), B: T.Tensor((256, 256), T.float16),
@@ -255,32 +253,30 @@ def test_barrier_under_a_divergent_branch_is_a_compile_error():
                 a = mask[i] + T.get_thread_binding() % 2
                 if a >= 0:
                     T.copy(A[a, 0], A_shared)
-                    for r, c in T.Parallel(128, 128):
-                        B[by * 128 + r, i * 128 + c] = A_shared[c, r]
+                    if transposed:
+                        for r, c in T.Parallel(128, 128):
+                            B[by * 128 + r, i * 128 + c] = A_shared[c, r]
+                    else:
+                        T.copy(A_shared, B[by * 128, i * 128])
 
+    return main
+
+
+def test_barrier_under_a_divergent_branch_is_a_compile_error():
+    """TVM's ThreadSync cannot place the barrier such a branch needs when its threads read elements others wrote:
+    a CompileError naming the branch and its loop, not TVM's InternalError. (The fragment element alone is the
+    same in every thread: test_uniform_conditions.py; a branch whose threads read only what they wrote needs no
+    barrier: the next test.)"""
     with pytest.raises(CompileError, match=r"`if 0 <= a:` writes and reads shared.dyn buffer `A_shared`") as err:
-        compile_for(main, "mp_31")
+        compile_for(divergent_branch_copy(transposed=True), "mp_31")
     assert "for i in T.Pipelined(2)" in str(err.value)
 
 
 def test_divergent_branch_whose_threads_read_what_they_wrote_needs_no_barrier():
-    """The same branch copying the tile straight out: every thread reads back the elements it wrote itself (the two
-    copies share a thread mapping), so no barrier is needed inside, and the kernel runs (branch_disjointness.py
-    proves it: a condition it cannot evaluate, `0 <= a` with `a` read from a fragment, counts as true)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((256, 128), T.float16), B: T.Tensor((256, 256), T.float16),
-             BlockMask: T.Tensor((2, 2), T.int32)):
-        with T.Kernel(1, 2) as (_, by):
-            A_shared = T.alloc_shared((128, 128), T.float16)
-            mask = T.alloc_fragment((2,), T.int32)
-            T.copy(BlockMask[by, :], mask)
-            for i in T.Pipelined(2):
-                a = mask[i] + T.get_thread_binding() % 2
-                if a >= 0:
-                    T.copy(A[a, 0], A_shared)
-                    T.copy(A_shared, B[by * 128, i * 128])
-
+    """Copied straight out, every thread reads back the elements it wrote itself (the two copies share a thread
+    mapping), so no barrier is needed inside and the kernel runs (branch_disjointness.py proves it: a condition it
+    cannot evaluate, `0 <= a` with `a` read from a fragment, counts as true)."""
+    main = divergent_branch_copy(transposed=False)
     kernel = compile_for(main, "mp_31")
     body = kernel.get_kernel_source().split("if (0 <= a)")[1]
     assert "__syncthreads" not in body.split("\n  }\n")[0]
