@@ -9,6 +9,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang_musa.errors import CompileError
 
 ARCHS = ["mp_31", "mp_22"]
 
@@ -77,3 +78,23 @@ def test_each_iteration_updates_atomically_once(arch, dtype):
     tol = 1e-5 if dtype == T.float32 else 2e-2
     torch.testing.assert_close(acc, want_acc, rtol=tol, atol=tol)
     torch.testing.assert_close(floor, want_max, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_returning_atomic_over_a_replicated_fragment_is_an_error_at_its_line(arch):
+    """Each replica would apply the update to get its own copy of the previous value: refused, never run twice."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), T.float32), G: T.Tensor((64,), T.float32), O: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((64, 128), T.float32)
+            s = T.alloc_fragment((64,), T.float32)
+            old = T.alloc_fragment((64,), T.float32)
+            T.copy(A, a)
+            T.reduce_sum(a, s, dim=1)
+            for i in T.Parallel(64):
+                old[i] = T.atomic_add(G[i], s[i], return_prev=True)
+            T.copy(old, O)
+
+    with pytest.raises(CompileError, match=r"return_prev=True.*replicated fragment") as err:
+        tilelang.compile(main, target=f"musa -arch={arch}")
+    assert "old[i] = T.atomic_add(G[i], s[i], return_prev=True)" in str(err.value)

@@ -22,7 +22,8 @@ from tvm import tirx
 
 _IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 
-from ..errors import CompileError
+from ..errors import CompileError, SourceLoc
+from ..ir.source_lines import user_line
 from ..layout import Fragment, LayoutError
 from ..ir.utils import (TensorLoad, as_int, buffer_size, collect_accesses, dtype_bytes, flat_index, scope_of,
                         substitute)
@@ -412,6 +413,14 @@ def _stores_by_one_replica(body: Any, plan: LoopPlan, loop_vars: list[Any], thre
 
     def on_store(node: Any, mutator: Any) -> Any:
         scope = scope_of(node.buffer)
+        if _returns_an_atomic(node.value):
+            where = user_line(node.span)
+            raise CompileError(
+                f"an atomic returning its previous value (`return_prev=True`), stored to `{node.buffer.name}`, in a "
+                f"loop over a fragment held by {replicas} threads (a replicated fragment, such as a reduction's "
+                "result): every replica would apply the update, and only one may. Take the value in a loop whose "
+                "fragments are not replicated, or drop return_prev",
+                SourceLoc(where[0], where[1]) if where is not None else None)
         if (scope == "global" or scope.startswith("shared")) and _reads(node.value, node.buffer):
             return tirx.IfThenElse(owner, mutator.default_mutate(node), None)
         return mutator.default_mutate(node)  # a plain store: every replica stores the same value, as upstream's
@@ -420,6 +429,12 @@ def _stores_by_one_replica(body: Any, plan: LoopPlan, loop_vars: list[Any], thre
         return tirx.IfThenElse(owner, node, None) if _is_atomic_update(node.value) else node
 
     return tvm_ffi.structural_mutate(body, [(tirx.BufferStore, on_store), (tirx.Evaluate, on_evaluate)])
+
+
+def _returns_an_atomic(value: Any) -> bool:
+    found: list[Any] = []
+    tvm_ffi.structural_walk(value, [(tvm.ir.Call, lambda n: found.append(n) if _is_atomic_update(n) else None)])
+    return bool(found)
 
 
 def _is_atomic_update(call: Any) -> bool:
