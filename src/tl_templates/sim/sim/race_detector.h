@@ -20,10 +20,12 @@
  * in flight (AsyncWrites): an access that conflicts with a copy in flight ends the launch naming the copy's issue.
  *
  * Every byte of the worker's shared memory has a shadow cell: the last store and up to two loads since it. A
- * third concurrent reader replaces the second, so a race may be missed but never invented. Global memory is
+ * third concurrent reader replaces the second (a load ordered before the new one, or the same thread's, is replaced
+ * first), so a race may be missed but never invented. Global memory is
  * checked within a block, per access start (AccessGlobal). Accesses the detector sees are those the generated
  * code makes directly (loads, stores; not atomics or addresses handed to templates). A race ends the launch
- * naming the buffer, both threads and both source lines.
+ * naming the buffer, both threads and both source lines; when the two are lanes of one warp, it names the lanes and
+ * says the code relies on lockstep (warp-synchronous code with no __syncwarp: docs/SIMULATOR.md).
  */
 #pragma once
 

@@ -148,8 +148,10 @@ TL_SIM_OUTLINED_DEF void RaceDetector::Update(BlockRunner& block, const AsyncOrd
   if (store) {
     cell.store = now;
     cell.loads[0] = cell.loads[1] = Stamp{};
-  } else if (cell.loads[0].thread == 0 || cell.loads[0].thread == now.thread ||
-             cell.loads[0].block_epoch != now.block_epoch) {
+  } else if (!Unordered(order, cell.loads[0], now)) {
+    // A slot whose load is ordered before this one (or is this thread's) is taken first: what is ordered after
+    // this load is ordered after that one too, so the two slots keep loads of two threads a later store may race
+    // with (a warp's lanes reading a counter one of them then writes back).
     cell.loads[0] = now;
   } else {
     cell.loads[1] = now;
@@ -167,7 +169,20 @@ TL_SIM_OUTLINED_DEF bool RaceDetector::MapGlobalTable() {
 TL_SIM_OUTLINED_DEF void RaceDetector::Report(BlockRunner& block, const Stamp& earlier, bool earlier_stored,
                                               const Stamp& now, bool now_stores, const char* space, const char* name,
                                               ptrdiff_t byte) {
-  const uint3 other = block.fiber(earlier.thread - 1u).idx;
+  const uint32_t a = earlier.thread - 1u, b = now.thread - 1u;
+  const uint3 other = block.fiber(a).idx;
+  if (a / kWarpSize == b / kWarpSize) {  // lanes of one warp: warp-synchronous code that assumes lockstep
+    block.Fail(musaErrorLaunchFailure,
+               "data race on byte %td of %s `%s`: this thread %s it at line %d while thread (%u,%u,%u) %s it at "
+               "line %d, with no __syncwarp or barrier between them (line numbers of the kernel source). Both are "
+               "lanes of warp %u (lanes %u and %u of %u): the code relies on a warp's lanes running in lockstep, "
+               "which neither the device guarantees (a race by CUDA's memory model since independent thread "
+               "scheduling) nor the simulator does (it runs the lanes one after another); put T.sync_warp() "
+               "(__syncwarp()) or a block barrier between the two accesses",
+               byte, space, name, now_stores ? "stores" : "loads", now.line, other.x, other.y, other.z,
+               earlier_stored ? "stored" : "loaded", earlier.line, b / kWarpSize, b % kWarpSize, a % kWarpSize,
+               kWarpSize);
+  }
   block.Fail(musaErrorLaunchFailure,
              "data race on byte %td of %s `%s`: this thread %s it at line %d while thread (%u,%u,%u) %s it at line "
              "%d, with no barrier between them (line numbers of the kernel source)",
