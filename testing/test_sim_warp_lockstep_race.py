@@ -280,3 +280,39 @@ def test_an_earlier_ordered_read_does_not_hide_a_later_lanes_read_from_the_detec
         builder = reader_then_reader_and_writer
         assert_lockstep_race(str(info.value), arch, "S",
                              [line_of(builder, "v = S[0]  # two lanes"), line_of(builder, "S[0] = v + 1")])
+
+
+def lanes_incrementing_one_word(arch):
+    warp = WARP[arch]
+
+    @T.prim_func
+    def increment(A: T.Tensor((1,), "int32"), B: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=2 * warp) as bx:
+            tid = T.get_thread_binding()
+            S = T.alloc_shared((1,), "int32")
+            if tid == 0:
+                S[0] = A[0]
+            T.sync_threads()
+            if tid < 4:
+                S[0] = S[0] + 1  # a read-modify-write by four lanes: lockstep would lose updates too
+            T.sync_threads()
+            if tid == 0:
+                B[0] = S[0]
+
+    return increment
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_of_one_warp_at_one_statement_get_the_plain_race_report(arch, monkeypatch):
+    """Lockstep does not order lanes at one statement (their read-modify-writes of one word lose updates on the
+    device too): the report is the plain one, without the hint to add a T.sync_warp()."""
+    kernel = tilelang.compile(lanes_incrementing_one_word(arch), target=f"musa -arch={arch}", pass_configs=NO_SYNC)
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    with pytest.raises(KernelLaunchError) as info:
+        kernel(torch.tensor([17], dtype=torch.int32), torch.tensor([-7], dtype=torch.int32))
+    message = str(info.value)
+    line = line_of(lanes_incrementing_one_word, "S[0] = S[0] + 1")
+    assert re.search(rf"data race on byte [0-3] of shared `S`: this thread (loads|stores) it at line \d+ "
+                     rf"\([^)]*:{line}\) while thread \([0-3],0,0\) (loaded|stored) it at line \d+ \([^)]*:{line}\), "
+                     rf"with no barrier between them \(line numbers of the kernel source\)", message), message
+    assert "T.sync_warp" not in message and "Both are lanes" not in message, message

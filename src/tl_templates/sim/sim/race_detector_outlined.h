@@ -171,7 +171,9 @@ TL_SIM_OUTLINED_DEF void RaceDetector::Report(BlockRunner& block, const Stamp& e
                                               ptrdiff_t byte) {
   const uint32_t a = earlier.thread - 1u, b = now.thread - 1u;
   const uint3 other = block.fiber(a).idx;
-  if (a / kWarpSize == b / kWarpSize) {  // lanes of one warp: warp-synchronous code that assumes lockstep
+  // Lanes of one warp at two statements: warp-synchronous code that assumes lockstep orders them. (At one statement,
+  // e.g. `S[0] = S[0] + 1` by several lanes, lockstep would not help: the generic report.)
+  if (a / kWarpSize == b / kWarpSize && earlier.line != now.line) {
     block.Fail(musaErrorLaunchFailure,
                "data race on byte %td of %s `%s`: this thread %s it at line %d while thread (%u,%u,%u) %s it at "
                "line %d, with no __syncwarp or barrier between them (line numbers of the kernel source). Both are "
