@@ -128,3 +128,30 @@ def test_a_column_and_a_converting_copy_are_errors():
     with pytest.raises(UnsupportedError, match=r"`A` \(int4\) -> `S` \(int8\): a copy that converts int4 / uint4 "
                                                r"elements is not supported"):
         copy_at(0, 64, dst_dtype="int8")
+
+
+def gemm_nt_int4(size, block):
+    """Upstream main's examples/gemm_int4 kernel: int4 tiles copied in a T.Pipelined loop, then T.gemm of them."""
+    @T.prim_func
+    def main(A: T.Tensor((size, size), T.int4), B: T.Tensor((size, size), T.int4),
+             C: T.Tensor((size, size), T.int32)):
+        with T.Kernel(T.ceildiv(size, block), T.ceildiv(size, block), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block, block), T.int4)
+            B_shared = T.alloc_shared((block, block), T.int4)
+            C_local = T.alloc_fragment((block, block), T.int32)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(size, block), num_stages=3):
+                T.copy(A[by * block, ko * block], A_shared)
+                T.copy(B[bx * block, ko * block], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+            T.copy(C_local, C[by * block, bx * block])
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_upstreams_int4_gemm_example(arch):
+    kernel = tilelang.compile(gemm_nt_int4(128, 64), out_idx=-1, target=f"musa -arch={arch}")
+    a, b = random_int4((128, 128), 53), random_int4((128, 128), 54)
+    c = kernel(pack_int4(a), pack_int4(b))
+    assert torch.equal(c, a.to(torch.int32) @ b.to(torch.int32).T)

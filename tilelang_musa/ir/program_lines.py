@@ -11,22 +11,17 @@ line, never a wrong one of the user's.
 
 from __future__ import annotations
 
-from typing import Any
-
+import tvm_ffi
 from tvm import tirx
 
 from .source_lines import user_line
 
 
 def program_lines(func: tirx.PrimFunc) -> list[tuple[str, int] | None]:
-    """(file, line) of the function's `def` and of each statement of its body (post order; None: no span)."""
+    """(file, line) of the function's `def` and of each statement of its body, in walk order (None: no span);
+    ~0.5 ms for a flash-attention program."""
     found = [user_line(getattr(func, "span", None))]
-
-    def visit(node: Any) -> None:
-        if isinstance(node, tirx.Stmt):
-            found.append(user_line(node.span))
-
-    tirx.stmt_functor.post_order_visit(func.body, visit)
+    tvm_ffi.structural_walk(func.body, [(tirx.Stmt, lambda stmt: found.append(user_line(stmt.span)))])
     return found
 
 

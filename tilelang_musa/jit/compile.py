@@ -314,8 +314,9 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
                                                      request.pass_options.given)
                     cache.memo_put(key, kernel)
             if kernel is not None:
-                if kernel.program is not program:  # a structurally equal program: its own lines in reports
-                    kernel = kernel.for_program(program)
+                if kernel.program is not None and kernel.program is not program and \
+                        program_lines(kernel.program) != program_lines(program):
+                    kernel = kernel.for_program(program)  # a structurally equal program on other lines: its own
                 if request.verbose:
                     print(f"[tilelang] {request.name}: cache hit ({kernel.directory})", file=sys.stderr)
                 _publish(kernel, request.pass_options)
