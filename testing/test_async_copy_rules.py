@@ -15,7 +15,6 @@ import tvm
 import tilelang
 import tilelang.language as T
 from conftest import poison, rand
-from tilelang_musa.errors import UnsupportedError
 from tilelang_musa.launcher import KernelLaunchError
 from tilelang_musa.tileop.async_copy import AsyncCopyScopeError
 
@@ -406,27 +405,19 @@ def test_int4_lanes_fold_into_16_byte_copies_of_the_packed_bytes(arch, dtype, mo
     torch.testing.assert_close(b, torch.roll(a.view(torch.uint8), -16), rtol=0, atol=0)
 
 
-def test_int4_tiles_are_not_copied_by_t_copy_but_their_elements_are_stored():
-    def copied(kind: str):
-        @T.prim_func
-        def elements(A: T.Tensor((128,), "int4"), B: T.Tensor((128,), "int8")):
-            with T.Kernel(1, threads=32):
-                S = T.alloc_shared((128,), "int4")
-                if kind == "copy":
-                    T.copy(A, S)
-                else:
-                    T.fill(S, -3)  # element stores: nibbles (issue 38, test_int4_elements.py)
-                    T.sync_threads()
-                    for i in T.Parallel(128):
-                        B[i] = T.cast(S[i], "int8")
+def test_int4_tile_elements_are_stored_by_t_fill():
+    """(T.copy of int4 tiles, a copy of their bytes: test_int4_copy.py.)"""
+    @T.prim_func
+    def elements(A: T.Tensor((128,), "int4"), B: T.Tensor((128,), "int8")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((128,), "int4")
+            T.fill(S, -3)  # element stores: nibbles (issue 38, test_int4_elements.py)
+            T.sync_threads()
+            for i in T.Parallel(128):
+                B[i] = T.cast(S[i], "int8")
 
-        return elements
-
-    with pytest.raises(UnsupportedError, match=r"T.copy: `A` is int4, a sub-byte integer, whose elements a MUSA "
-                                                r"kernel cannot copy one by one"):
-        copied("copy")
     b = torch.zeros(128, dtype=torch.int8)
-    tilelang.compile(copied("fill"), target="musa -arch=mp_31")(torch.zeros(64, dtype=torch.uint8), b)
+    tilelang.compile(elements, target="musa -arch=mp_31")(torch.zeros(64, dtype=torch.uint8), b)
     assert torch.equal(b, torch.full((128,), -3, dtype=torch.int8))
 
 

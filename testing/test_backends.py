@@ -14,7 +14,7 @@ from test_toolchains import fake_mcc  # noqa: F401  (fixture: an `mcc` that reco
 from tilelang_musa.jit import backend as backend_module
 from tilelang_musa.jit import toolchains
 from tilelang_musa.jit.backend import resolve_backend
-from tilelang_musa.jit.toolchains import host_compiler_flags
+from tilelang_musa.jit.toolchains import SIM_FLUSH_DENORMALS_FLAG, host_compiler_flags
 
 # compile_flags of Moore Threads' tilelang-musa kernels (benchmark/mp31/modelops/kernels/example_mha_fwd_bhsd.py,
 # benchmark/mp31/mate/kernels/sparse_mla_prefill_common.py, examples/deepseek_mla/example_mla_decode_ws.py,
@@ -68,18 +68,18 @@ def test_the_environment_overrides_an_explicit_backend_and_says_so_once(monkeypa
 
 
 @pytest.mark.parametrize("flags,kept,dropped", [
-    (MHA_FWD, ["-fno-signed-zeros", "-fno-strict-aliasing", "-O2"],
-     ["-fmusa-flush-denormals-to-zero", "-mllvm -mtgpu-combine-instr-with-burst=1",
+    (MHA_FWD, ["-fno-signed-zeros", "-fno-strict-aliasing", "-O2", SIM_FLUSH_DENORMALS_FLAG],
+     ["-mllvm -mtgpu-combine-instr-with-burst=1",
       "-mllvm -mtgpu-combine-fop-instr=1", "-mllvm -mtgpu-load-cluster-mutation=1",
       "-mllvm --num-dwords-of-load-in-mutation=64", "-Od3"]),
-    (SPARSE_MLA_PREFILL, ["-fno-signed-zeros", "-fno-strict-aliasing"],
-     ["-fmusa-flush-denormals-to-zero", "-mllvm -misched=mtgpu-max-ilp", "-mllvm -mtgpu-if-convert=1",
+    (SPARSE_MLA_PREFILL, ["-fno-signed-zeros", "-fno-strict-aliasing", SIM_FLUSH_DENORMALS_FLAG],
+     ["-mllvm -misched=mtgpu-max-ilp", "-mllvm -mtgpu-if-convert=1",
       "-mllvm -mtgpu-tiny-offset-hint=1", "-mllvm -misched-recompute-slotindex=1",
       "-mllvm -mtgpu-combine-fop-instr=1"]),
     (MLA_DECODE_WS, [f for f in MLA_DECODE_WS if not f.startswith("--")],
      ["--expt-relaxed-constexpr", "--expt-extended-lambda", "--ptxas-options=-v,--register-usage-level=10"]),
-    (UNIFIED_ATTENTION, ["-O3"],
-     ["-save-temps=obj", "-fverbose-asm", "-fmusa-flush-denormals-to-zero",
+    (UNIFIED_ATTENTION, ["-O3", SIM_FLUSH_DENORMALS_FLAG],
+     ["-save-temps=obj", "-fverbose-asm",
       "-mllvm -mtgpu-enable-max-ilp-scheduling-strategy=0", "-mllvm -mtgpu-enchanced-minreg-schedule=1",
       "-mllvm -mtgpu-enable-cse=0"]),
 ])

@@ -307,3 +307,59 @@ def test_identical_kernels_written_in_two_places_do_not_share_a_cache_entry():
 
     assert cache_key(here) != cache_key(there)
     assert cache_key(_same_kernel_here()) == cache_key(here)  # the same place: the same key
+
+
+SHIFTED_READ = '''
+import tilelang.language as T
+
+
+@T.prim_func
+def shifted(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel(2, threads=128) as bx:{gap}
+        tx = T.get_thread_binding()
+        B[bx * 128 + tx] = A[bx * 128 + tx + 3]  # reads past A
+'''
+
+
+def _shifted_read_written(path, gap):
+    """The kernel of SHIFTED_READ from `path`, with `gap` blank lines inside its body: the same first statement
+    (the cache key's anchor) and structure, its read that many lines further down."""
+    path.write_text(SHIFTED_READ.format(gap="\n" * gap))
+    spec = importlib.util.spec_from_file_location(f"shifted_{gap}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    line = 1 + SHIFTED_READ.format(gap="\n" * gap).splitlines().index(
+        "        B[bx * 128 + tx] = A[bx * 128 + tx + 3]  # reads past A")
+    return module.shifted, line
+
+
+@pytest.mark.parametrize("memory", [True, False], ids=["memo_hit", "disk_hit"])
+def test_a_kernel_edited_inside_its_body_reports_its_own_lines_from_the_shared_entry(tmp_path, memory):
+    """Two structurally equal kernels with the same first statement share an entry (no walk of the program on a
+    hit); the entry's line table (generated line -> user line) is moved to the second one's lines when a simulator
+    report names them, and with `#line` directives printed the lines are in the key."""
+    import tvm
+    from tilelang_musa.launcher import KernelLaunchError
+
+    configs = {"tl.disable_safe_memory_legalize": True}
+    path = tmp_path / "kernel_file.py"
+    first, first_line = _shifted_read_written(path, 0)
+    second, second_line = _shifted_read_written(path, 2)
+    assert tvm.ir.structural_equal(first, second) and second_line == first_line + 2
+    built = tilelang.compile(first, target="musa -arch=mp_31", pass_configs=configs)
+    if not memory:
+        cache.clear_memory_cache()
+    served = tilelang.compile(second, target="musa -arch=mp_31", pass_configs=configs)
+    assert served.directory == built.directory  # one entry
+    for kernel, line in ((served, second_line), (built, first_line)):
+        with pytest.raises(KernelLaunchError, match=rf"{path}:{line} in the user's source"):
+            kernel(rand((256,), torch.float32), torch.full((256,), float("nan")))
+
+    target, sim = determine_target("musa -arch=mp_31"), backend_named("sim")
+
+    def cache_key(program, directives):
+        given = normalize_pass_configs({**configs, "tl.emit_line_directives": directives})
+        return cache.kernel_key(program, "shifted", target, sim, given, (), None)
+
+    assert cache_key(first, False) == cache_key(second, False)
+    assert cache_key(first, True) != cache_key(second, True)  # the printed source names the lines

@@ -72,3 +72,37 @@ def test_torch_pairs_feed_an_fp4_kernel(arch):
     nibbles = torch.stack([raw & 0xF, raw >> 4], dim=-1).reshape(4, 16).long()  # low nibble first
     expected = torch.tensor(E2M1)[nibbles & 7] * torch.where(nibbles >= 8, -1.0, 1.0)
     torch.testing.assert_close(b, expected, rtol=0, atol=0)
+
+
+def fp4_codes(values):
+    """The E2M1 code of each value (values among +-E2M1; -0.0 has the sign bit)."""
+    magnitude = torch.tensor([E2M1.index(abs(v)) for v in values.flatten().tolist()], dtype=torch.uint8)
+    return (magnitude | torch.where(values.flatten().signbit(), 8, 0).to(torch.uint8)).reshape(values.shape)
+
+
+@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="this torch has no float4_e2m1fn_x2")
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_fp4_outputs_come_back_as_torch_pairs_and_feed_a_kernel(arch):
+    """An fp4 output (out_idx) is a torch.float4_e2m1fn_x2 tensor, as upstream main's adapters return it (its
+    bytes the packed pairs, low nibble first); passed back, it decodes to the encoded values."""
+    @T.prim_func
+    def encode(A: T.Tensor((4, 16), T.float32), B: T.Tensor((4, 16), T.float4_e2m1fn)):
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(4, 16):
+                B[i, j] = T.cast(A[i, j], T.float4_e2m1fn)
+
+    @T.prim_func
+    def decode(A: T.Tensor((4, 16), T.float4_e2m1fn), B: T.Tensor((4, 16), T.float32)):
+        with T.Kernel(1, threads=64):
+            for i, j in T.Parallel(4, 16):
+                B[i, j] = T.cast(A[i, j], "float32")
+
+    g = torch.Generator().manual_seed(82)
+    values = torch.tensor(E2M1)[torch.randint(0, 8, (4, 16), generator=g)] * \
+        torch.where(torch.rand(4, 16, generator=g) < 0.5, -1.0, 1.0)
+    packed = tilelang.compile(encode, out_idx=[1], target=f"musa -arch={arch}")(values)
+    assert packed.dtype == torch.float4_e2m1fn_x2 and packed.shape == (4, 8)
+    codes = fp4_codes(values)
+    assert torch.equal(packed.view(torch.uint8), codes[:, 0::2] | (codes[:, 1::2] << 4))
+    decoded = tilelang.compile(decode, out_idx=[1], target=f"musa -arch={arch}")(packed)
+    torch.testing.assert_close(decoded, values, rtol=0, atol=0)

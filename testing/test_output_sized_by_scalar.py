@@ -78,7 +78,7 @@ def test_packed_output_sized_by_a_scalar():
 
     compiled = tilelang.compile(kernel, target="musa -arch=mp_31")
     out = compiled(11)
-    assert out.dtype == torch.uint8 and out.shape == (3, 11)
+    assert out.dtype == getattr(torch, "float4_e2m1fn_x2", torch.uint8) and out.shape == (3, 11)  # upstream main's
 
 
 def test_a_negative_or_non_integer_size_is_a_named_error():

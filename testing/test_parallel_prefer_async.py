@@ -384,3 +384,101 @@ def test_bad_values_are_errors_at_the_line(kwargs, message):
                 for i in T.Parallel(64, **kwargs):
                     A[i] = 0.0
     assert message in str(info.value) and "for i in T.Parallel(64, **kwargs):" in str(info.value)
+
+
+@T.prim_func
+def after_prefetch_before(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+    with T.Kernel(1, threads=64):
+        P = T.alloc_shared((8, 64), "float16")
+        S = T.alloc_shared((8, 64), "float16")
+        tx = T.get_thread_binding()
+        T.call_extern("int32", "tl::cp_async_gs<16>", T.access_ptr(P[tx // 8, tx % 8 * 8], "w"),
+                      T.address_of(B[tx // 8, tx % 8 * 8]))  # a pipeline's prefetch of the next stage
+        T.call_extern("int32", "tl::cp_async_commit")
+        with T.attr(0, "tl.prefer_async_copies", 1):
+            for v in T.vectorized(8):
+                S[tx // 8, tx % 8 * 8 + v] = A[tx // 8, tx % 8 * 8 + v]
+        T.sync_threads()
+
+
+@T.prim_func
+def after_prefetch_expected(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+    with T.Kernel(1, threads=64):
+        P = T.alloc_shared((8, 64), "float16")
+        S = T.alloc_shared((8, 64), "float16")
+        tx = T.get_thread_binding()
+        T.call_extern("int32", "tl::cp_async_gs<16>", T.access_ptr(S[tx // 8, tx % 8 * 8], "w"),
+                      T.address_of(A[tx // 8, tx % 8 * 8]))
+        T.call_extern("int32", "tl::cp_async_commit")
+        T.call_extern("int32", "tl::cp_async_gs<16>", T.access_ptr(P[tx // 8, tx % 8 * 8], "w"),
+                      T.address_of(B[tx // 8, tx % 8 * 8]))
+        T.call_extern("int32", "tl::cp_async_commit")
+        T.call_extern("int32", "tl::cp_async_wait<1>")  # the nest's group; the prefetch's stays in flight
+        T.sync_threads()
+
+
+def test_a_nest_after_a_prefetch_commits_first_and_waits_for_its_own_group_only():
+    after = without_locations(lower_prefer_async_copies(after_prefetch_before))
+    tvm.ir.assert_structural_equal(after, without_locations(after_prefetch_expected).with_attr(
+        "global_symbol", after_prefetch_before.attrs["global_symbol"]))
+
+
+PM, PN, PK, PBK = 64, 64, 256, 32
+
+
+def pipelined_nest():
+    """C = A @ B: A's tiles by the T.Pipelined loop's own copies (LDLMS prefetch of the next stage), B's by a
+    prefer_async nest in the loop body."""
+    @T.prim_func
+    def main(A: T.Tensor((PM, PK), "float16"), B: T.Tensor((PK, PN), "float16"), C: T.Tensor((PM, PN), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((PM, PBK), "float16")
+            B_s = T.alloc_shared((PBK, PN), "float16")
+            C_l = T.alloc_fragment((PM, PN), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(PK // PBK, num_stages=2):
+                T.copy(A[0, ko * PBK], A_s, disable_tma=True)
+                for i, j in T.Parallel(PBK, PN, prefer_async=True):
+                    B_s[i, j] = B[ko * PBK + i, j]
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C)
+
+    return main
+
+
+def _steady_loop(source):
+    """The text of the pipeline's steady-state loop."""
+    start = source.index("for (int ko = 0;")
+    return source[start:source.index("\n  }\n", start)]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_inside_a_pipeline_only_the_nests_group_is_awaited(arch):
+    kernel = tilelang.compile(pipelined_nest(), target=f"musa -arch={arch}")
+    loop = _steady_loop(kernel.get_kernel_source())
+    # the nest's copies and commit, then the prefetch's, then one wait that leaves the prefetch in flight
+    order = [loop.index(s) for s in ("(&B_s[", "tl::cp_async_commit();", "(&A_s[", "tl::cp_async_wait<1>();")]
+    assert order == sorted(order), loop
+    assert loop.count("tl::cp_async_commit();") == 2 and "tl::cp_async_wait<0>" not in loop, loop
+    a, b = rand((PM, PK), torch.float16, 91), rand((PK, PN), torch.float16, 92)
+    c = poison((PM, PN), torch.float32)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_a_wait_for_one_group_too_few_inside_the_pipeline_is_the_simulators_late_data_error(tmp_path, monkeypatch):
+    """The wait is tight: the same source with `wait<2>` in the loop (the nest's group left in flight too) is
+    late data to the simulator."""
+    source = tilelang.compile(pipelined_nest(), target="musa -arch=mp_22").get_kernel_source(kernel_only=False)
+    loop = _steady_loop(source)
+    loose = source.replace(loop, loop.replace("tl::cp_async_wait<1>();", "tl::cp_async_wait<2>();"))
+    assert loose != source
+    replaced = tmp_path / "loose.mu"
+    replaced.write_text(loose)
+    monkeypatch.setenv("TILELANG_REPLACE_MUSAC", str(replaced))
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    kernel = tilelang.compile(pipelined_nest(), target="musa -arch=mp_22")
+    # (the seeded schedule meets the nest's copy still in flight at the next iteration's copy into the same bytes)
+    with pytest.raises(KernelLaunchError, match=r"__musa_memcpy_g2s issued at .* (has not completed|is still in "
+                                                r"flight there \(missing __musa_memcpy_g2s_wait\?\))"):
+        kernel(rand((PM, PK), torch.float16, 93), rand((PK, PN), torch.float16, 94), poison((PM, PN), torch.float32))

@@ -106,6 +106,7 @@ def kernel_key(program: Any, kernel: str, target: Any, backend: Any, configs: di
         str(target), backend.name, backend.toolchain.identity(),
         sorted((key.value, repr(value)) for key, value in configs.items()), list(flags), repr(out_idx),
         env.MCC_EXTRA_ARGS.raw(), replaced, _source_anchor(program), _var_keyed_attrs(program),
+        _printed_lines(program, configs),
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
@@ -124,6 +125,17 @@ def _var_keyed_attrs(program: Any) -> list:
             found.append((name, sorted((getattr(k, "name", str(k)), tvm_ffi.structural_hash(v))
                                        for k, v in value.items())))
     return found
+
+
+def _printed_lines(program: Any, configs: dict) -> list:
+    """With `#line` directives printed (tl.emit_line_directives), the user's line of every statement: the source
+    itself names them. Without, a structurally equal program written on other lines shares the entry, whose line
+    table is moved to its lines when a report needs it (ir/program_lines.py): no walk of the program on a hit."""
+    if not any(getattr(key, "value", key) == "tl.emit_line_directives" and value for key, value in configs.items()):
+        return []
+    from ..ir.program_lines import program_lines
+
+    return program_lines(program)
 
 
 def _source_anchor(program: Any) -> tuple:

@@ -41,6 +41,7 @@ from ..ir.attrs import (
     ZEROED_WORKSPACES_ATTR,
 )
 from ..ir.outside_kernel import check_compilable
+from ..ir.program_lines import program_lines
 from ..ir.param_scopes import check_global_params
 from ..ir.options import CompileOptions
 from ..ir.source_lines import table_to_json
@@ -313,6 +314,9 @@ def compile(  # noqa: A001 - the public name is tilelang.compile
                                                      request.pass_options.given)
                     cache.memo_put(key, kernel)
             if kernel is not None:
+                if kernel.program is not None and kernel.program is not program and \
+                        program_lines(kernel.program) != program_lines(program):
+                    kernel = kernel.for_program(program)  # a structurally equal program on other lines: its own
                 if request.verbose:
                     print(f"[tilelang] {request.name}: cache hit ({kernel.directory})", file=sys.stderr)
                 _publish(kernel, request.pass_options)
@@ -557,7 +561,8 @@ def _run_stages(request: _Request, workdir: Path, key: str | None, observers: Co
     KernelMetadata(request.name, json.loads(str(request.target)), request.backend.name,
                    request.backend.toolchain.identity(), request.options(), work.host, work.sections,
                    tuple(s for s in STAGES if s in work.replaced), key, __version__,
-                   {stage: stage_file(request.name, stage) for stage in STAGES}, work.user_lines).write(workdir)
+                   {stage: stage_file(request.name, stage) for stage in STAGES}, work.user_lines,
+                   program_lines(request.program) if work.user_lines else None).write(workdir)
 
 
 def _lower_kernels(request: _Request, observers: CompileObservers) -> list[tirx.PrimFunc]:

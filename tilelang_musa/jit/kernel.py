@@ -89,10 +89,25 @@ class JITKernel:
             lines = user_lines(source)
         elif self.metadata.user_lines:
             lines = table_from_json(self.metadata.user_lines)
+            if self.program is not None and self.metadata.program_lines is not None:
+                # the entry may have been built for a structurally equal program written on other lines
+                from ..ir.program_lines import lines_from_json, moved_table, program_lines
+
+                lines = moved_table(lines, lines_from_json(self.metadata.program_lines), program_lines(self.program))
         else:
             return err
         message = name_user_lines(str(err), lines)
         return err if message == str(err) else KernelLaunchError(message)
+
+    def for_program(self, program: tirx.PrimFunc) -> "JITKernel":
+        """This kernel (the same library and launcher) serving `program`, structurally equal to its own: the
+        kernel cache's memo hit for another program object, whose reports name its own lines."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.program = program
+        twin.__dict__.pop("_adapter", None)  # upstream's adapter names its kernel's program
+        return twin
 
     @property
     def adapter(self) -> "KernelAdapter | None":

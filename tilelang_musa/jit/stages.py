@@ -96,6 +96,9 @@ class KernelMetadata:
     # Line of `mu` -> the user's (file, line) where `mu` has no `#line` directives (source_lines.table_to_json):
     # the simulator's reports name the user's line from it. None: no table (another backend, a replaced source).
     user_lines: dict | None = None
+    # The user's lines of the statements of the program that built the entry (program_lines.py), in the order a
+    # structurally equal program served from the cache has its own: `user_lines` is moved to that one's lines.
+    program_lines: list | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -164,6 +164,10 @@ _DEVICE_FLAG_WITH_ARG = ("-mllvm", "-Xclang", "-Xlinker", "-Xcompiler", "-Xptxas
                          "-gencode", "-arch", "--offload-arch", "--cuda-gpu-arch", "-o", "-x")
 # Flags implying fast math: the simulator spells it out (SIM_FAST_MATH_FLAGS).
 _FAST_MATH = {"-ffast-math": [], "-funsafe-math-optimizations": [], "-Ofast": ["-O3"]}
+# mcc's flush-to-zero for float32: the simulator's workers set the host's flush mode while they run the kernel's
+# blocks (src/tl_templates/sim/sim/denormals.h); the last of the two spellings given wins.
+FLUSH_DENORMALS = {"-fmusa-flush-denormals-to-zero": True, "-fno-musa-flush-denormals-to-zero": False}
+SIM_FLUSH_DENORMALS_FLAG = "-DTL_SIM_FLUSH_DENORMALS_TO_ZERO=1"
 _noted_flags: set[str] = set()
 
 
@@ -172,13 +176,15 @@ def host_compiler_flags(flags: tuple[str, ...] | list[str]) -> tuple[list[str], 
     asks for fast math. Prints one line naming the dropped flags not noted before in this process."""
     kept: list[str] = []
     dropped: list[str] = []
-    fast_math = False
+    fast_math = flush_denormals = False
     tokens = list(flags)
     i = 0
     while i < len(tokens):
         flag = tokens[i]
         has_value = i + 1 < len(tokens)
-        if flag in _FAST_MATH:
+        if flag in FLUSH_DENORMALS:
+            flush_denormals = FLUSH_DENORMALS[flag]
+        elif flag in _FAST_MATH:
             kept += _FAST_MATH[flag]
             fast_math = True
         elif flag in _HOST_FLAG_WITH_ARG and has_value:
@@ -197,7 +203,7 @@ def host_compiler_flags(flags: tuple[str, ...] | list[str]) -> tuple[list[str], 
         _noted_flags.update(new)
         print(f"[tilelang] sim: the host compiler ignores the MUSA compiler flag(s) {', '.join(new)}",
               file=sys.stderr)
-    return kept, fast_math
+    return kept + ([SIM_FLUSH_DENORMALS_FLAG] if flush_denormals else []), fast_math
 
 
 class SimToolchain(Toolchain):
@@ -232,7 +238,9 @@ class SimToolchain(Toolchain):
         if env.SIM_NO_RUNTIME.flag() or not sim_runtime.supported():
             return False
         extra, _ = host_compiler_flags(req.extra_flags)
-        return not any(f.startswith(("-D", "-U", "-include", "-isystem", "-std=")) for f in extra)
+        # (the flush macro only sets a field of the launch the library makes: the runtime need not agree on it)
+        return not any(f.startswith(("-D", "-U", "-include", "-isystem", "-std=")) and f != SIM_FLUSH_DENORMALS_FLAG
+                       for f in extra)
 
     def flags(self, req: BuildRequest) -> list[str]:
         """The compile flags (no source, output or link flags): a precompiled prelude is valid for these only."""

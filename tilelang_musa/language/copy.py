@@ -16,6 +16,7 @@ from ..tileop.region import to_region
 from .builder import kernel_trace
 from .dtypes import is_sub_byte_int
 from .loop import check_loop_layout
+from .packed_int_copy import is_packed_int_copy, packed_int_byte_operands
 from .reducer_epoch import buffer_of, note_legacy_access
 from .tma import cache_hints, emit_tme_copy_candidate
 
@@ -72,6 +73,12 @@ def copy(src: Any, dst: Any, coalesced_width: int | None = None, disable_tma: bo
     if kwargs:
         raise trace.error(f"T.copy: unknown argument(s) {sorted(kwargs)}")
     hints = cache_hints("T.copy", trace, eviction_policy, inner_cache_policy, outer_cache_policy)
+    if is_packed_int_copy(src, dst, "T.copy"):  # int4 / uint4 tiles: their bytes move
+        if loop_layout is not None:
+            raise trace.error("T.copy: loop_layout= maps elements onto threads, but a copy of int4 / uint4 tiles moves "
+                              "their bytes (two elements each); leave it out")
+        src, dst = packed_int_byte_operands("T.copy", trace, src, dst)
+        coalesced_width = None if coalesced_width is None else max(coalesced_width // 2, 1)
     if coalesced_width is not None and (not isinstance(coalesced_width, int) or coalesced_width <= 0):
         raise trace.error(f"T.copy: coalesced_width={coalesced_width!r} must be a positive int (elements per access)")
     if loop_layout is not None:
@@ -104,14 +111,10 @@ def emit_copy(construct: str, trace: Any, src: Any, dst: Any, coalesced_width: i
     piecewise = async_mode is not None or robust_desc is not None
     src_region, src_origin = to_region(src, construct, "src")
     dst_region, dst_origin = to_region(dst, construct, "dst")
-    for region in (src_region, dst_region):
-        if is_sub_byte_int(region.dtype):  # a packed int4 tensor: element i is not element i of its bytes
-            from ..errors import UnsupportedError
-
-            raise UnsupportedError(f"{construct}: `{region.name}` is {region.dtype}, a sub-byte integer, whose "
-                                   "elements a MUSA kernel cannot copy one by one (no 4- or 2-bit integer type in MUSA "
-                                   "C); move its bytes with T.ptx_cp_async, or declare it int8/uint8 (packed fields "
-                                   "decoded with tilelang.quantize)", trace.loc)
+    if is_sub_byte_int(src_region.dtype) or is_sub_byte_int(dst_region.dtype):  # T.async_copy of int4 tiles
+        src, dst = packed_int_byte_operands(construct, trace, src, dst)
+        src_region, src_origin = to_region(src, construct, "src")
+        dst_region, dst_origin = to_region(dst, construct, "dst")
     if async_mode is not None:
         check_async_operands(construct, src_region, dst_region, trace.error)
     if robust_desc is not None:

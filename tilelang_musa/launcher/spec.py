@@ -56,13 +56,16 @@ _TORCH_DTYPE_NAMES = {
 # int8 or torch's own packed dtype too (upstream's tests pass `.view(torch.int8)`).
 PACKED_DTYPES = {"float4_e2m1fn": 2, "int4": 2, "uint4": 2}
 _PACKED_ALSO = {"float4_e2m1fn": ("int8", "float4_e2m1fn_x2"), "int4": ("int8",), "uint4": ("int8",)}
+# The torch dtype outputs get where torch has it (upstream main's adapters return fp4 outputs as
+# torch.float4_e2m1fn_x2, torch >= 2.8); else the first of the accepted ones (uint8).
+_PACKED_OUTPUT = {"float4_e2m1fn": "float4_e2m1fn_x2"}
 
 
 def accepted_torch_dtypes(dtype: str) -> tuple[torch.dtype, ...]:
     """Every torch dtype a tensor passed for a `dtype` parameter may have; the first is the one outputs get."""
-    extra = tuple(getattr(torch, n) for n in _PACKED_ALSO.get(dtype, ()) if isinstance(getattr(torch, n, None),
-                                                                                      torch.dtype))
-    return (torch_dtype(dtype),) + extra
+    names = (_PACKED_OUTPUT.get(dtype, ""), "", *_PACKED_ALSO.get(dtype, ()))
+    found = [torch_dtype(dtype) if not n else getattr(torch, n, None) for n in names]
+    return tuple(dict.fromkeys(t for t in found if isinstance(t, torch.dtype)))
 
 
 def torch_dtype(dtype: str) -> torch.dtype:

@@ -17,6 +17,10 @@ Two passes, because the partitioning passes rebuild the user's loops without the
   statement of the same sequence that names a tile the copies write or calls anything but arithmetic (a barrier,
   a template), else at the sequence's end (upstream waits right after the nest): the statements between overlap
   the copies, the tile is whole before its first read, and the barrier passes order other threads' reads after.
+  Where the nest follows groups of LDLMS copies into other tiles (a T.Pipelined loop's prefetch of its next stages,
+  already lowered here), its copies and commit move before them and the wait counts the groups committed after
+  its own (`wait<k>`; the pipeline's wait right after, where it covers the nest's group, is the wait): waiting for
+  the nest's tile leaves the prefetch in flight, where `wait<0>` after it waited for the prefetch too.
   Where the user does, a read before the user's wait is the simulator's late-data error.
 """
 
@@ -30,7 +34,7 @@ from tvm import tirx
 
 from ..ir.attrs import PREFER_ASYNC, PREFER_ASYNC_REGION, PREFER_ASYNC_WITHOUT_COMMIT_WAIT
 from ..ir.options import CompileOptions
-from ..ir.utils import TensorLoad, as_int, dtype_bytes, flat_index, scope_of, seq, substitute
+from ..ir.utils import TensorLoad, as_int, dtype_bytes, flat_index, is_buffer, scope_of, seq, substitute
 from ..target import arch_of
 from ..tileop.access_ptr import WRITE, access_ptr
 from ..tileop.async_copy import ASYNC_PIECE_BYTES, commit_group, wait_group
@@ -173,25 +177,87 @@ def _needs_the_tiles(stmt: Any, tiles: list) -> bool:
     return bool(found)
 
 
+def _extern_name(stmt: Any) -> str:
+    """The function a statement `T.call_extern(...)` calls ("" for any other statement)."""
+    value = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+    if isinstance(value, tvm.ir.Call) and isinstance(value.op, tvm.ir.Op) and str(value.op.name) == "tirx.call_extern":
+        return str(value.args[0].value)
+    return ""
+
+
+def _is_commit(stmt: Any) -> bool:
+    return _extern_name(stmt) == "tl::cp_async_commit"
+
+
+def _covering_wait(stmt: Any, after: int) -> bool:
+    """Whether `stmt` is a `tl::cp_async_wait<n>` that already waits for a group with `after` groups after it."""
+    name = _extern_name(stmt)
+    prefix = "tl::cp_async_wait<"
+    return name.startswith(prefix) and name[len(prefix):-1].isdigit() and int(name[len(prefix):-1]) <= after
+
+
+def _async_copies_only(stmt: Any, tiles: list) -> bool:
+    """Whether `stmt` only issues LDLMS copies (or commits) and names none of `tiles`."""
+    handles = {t.__chandle__() for t in tiles}
+    bad = []
+
+    def on_call(c: Any) -> None:
+        if not isinstance(c.op, tvm.ir.Op) or str(c.op.name) in ("tl.access_ptr", "tirx.address_of"):
+            return
+        if str(c.op.name) != "tirx.call_extern" or not str(c.args[0].value).startswith(
+                ("tl::cp_async_gs", "tl::cp_async_commit")):
+            bad.append(c)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.Var, lambda v: bad.append(v) if v.__chandle__() in handles else None),
+                                   (tirx.BufferStore, bad.append), (tvm.ir.Call, on_call)])
+    return not bad
+
+
+def _hoist_point(out: list, body: Any, tiles: list) -> int:
+    """Where in `out` a region lowered to `body` (LDLMS copies into `tiles`) may issue and commit its copies: before
+    the groups just committed by copies into other tiles (a pipeline's prefetch), so that waiting for the region's
+    group leaves those in flight. len(out) where it stays. Safe for the waits already there: the region's group is
+    then older than the groups it jumps, so a wait that covered one of those covers it too, and copies it jumps
+    still belong to a group no older than before (a wait after them waits no less)."""
+    if not out or not _is_commit(out[-1]) or not _async_copies_only(body, []):
+        return len(out)
+    on_chip = list(tiles)  # nor may the copies jumped over name a tile the region reads (an index tile)
+    tvm_ffi.structural_walk(body, [(tirx.Var, lambda v: on_chip.append(v) if is_buffer(v) and scope_of(v) != "global"
+                                    else None)])
+    at = len(out)
+    while at > 0 and _async_copies_only(out[at - 1], on_chip):
+        at -= 1
+    return at
+
+
 def _lower_sequence(node: tirx.SeqStmt, mutator: Any) -> Any:
     """A sequence's regions lowered; where the compiler waits, the commit follows the nest and the wait goes just
     before the first later statement that needs the tiles (the end of the sequence at the latest), so the copies
-    overlap the statements between."""
-    out, pending = [], []
+    overlap the statements between. A region that follows groups of copies into other tiles (a T.Pipelined loop's
+    prefetch of the next stages) issues and commits its copies before them, and its wait counts them
+    (`tl::cp_async_wait<k>`, k the groups committed after its own): only the region's group and older ones are
+    awaited, the prefetch stays in flight. The pipeline's own wait after it, where it covers the region's group,
+    is the wait."""
+    out, pending, after = [], [], 0  # after: groups committed after the newest pending region's
     for stmt in node.seq:
         if pending and _needs_the_tiles(stmt, pending):
-            out.append(wait_group(0))
-            pending = []
+            if not _covering_wait(stmt, after):
+                out.append(wait_group(after))
+            pending, after = [], 0
         if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == PREFER_ASYNC_REGION:
             body, tiles = _lower_region(stmt)
-            out.append(body)
-            if tiles and as_int(stmt.value):
-                out.append(commit_group())
-                pending.extend(tiles)
+            if not (tiles and as_int(stmt.value)):
+                out.append(body)
+                continue
+            at = len(out) if pending else _hoist_point(out, body, tiles)
+            jumped = out[at:]
+            out[at:] = [body, commit_group(), *jumped]
+            after = sum(_is_commit(s) for s in jumped)  # groups after the newest pending one: 0 behind another
+            pending.extend(tiles)
             continue
         out.append(mutator.mutate(stmt))
     if pending:
-        out.append(wait_group(0))
+        out.append(wait_group(after))
     return seq(out)
 
 

@@ -55,6 +55,12 @@ inline constexpr size_t kMaxStackKiB = 65536;
 #define TL_SIM_MIN_STACK_KB 0
 #endif
 inline constexpr size_t kKernelMinStackKiB = TL_SIM_MIN_STACK_KB;
+// The toolchain driver passes mcc's -fmusa-flush-denormals-to-zero as -DTL_SIM_FLUSH_DENORMALS_TO_ZERO=1: the
+// library's launches then flush float32 subnormals to zero (denormals.h).
+#ifndef TL_SIM_FLUSH_DENORMALS_TO_ZERO
+#define TL_SIM_FLUSH_DENORMALS_TO_ZERO 0
+#endif
+inline constexpr bool kFlushDenormals = TL_SIM_FLUSH_DENORMALS_TO_ZERO != 0;
 
 inline constexpr const char* kWorkersEnvVar = "TILELANG_SIM_WORKERS";
 inline constexpr size_t kMaxWorkers = 256;

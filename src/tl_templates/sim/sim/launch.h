@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "config.h"
+#include "denormals.h"
 #include "fiber.h"
 #include "grid_barrier.h"
 #include "grid_flags.h"
@@ -176,6 +177,7 @@ inline void RunBlocks(GridWork& work) {
     work.Record(0, musaErrorMemoryAllocation, error);
     return;
   }
+  const FlushDenormalsScope flush(work.kernel.flush_denormals);  // restored when this worker is done
   OsThreadState& t = g_thread;
   t.block_dim = work.block;
   t.grid_dim = work.grid;
@@ -357,7 +359,7 @@ inline musaError_t Launch(const void* fn, KernelCall call, dim3 grid, dim3 block
 /*! \brief The runtime's ABI, as the kernel library and the runtime see it: both sides must agree on the layout of
  *         every object they share (the runtime is built from the same headers with the same flags: jit/
  *         sim_runtime.py); a launch from a library that disagrees fails with a message instead of running. */
-inline constexpr uint64_t kRuntimeAbi = (uint64_t{1} << 56) ^ (uint64_t{sizeof(OsThreadState)} << 40) ^
+inline constexpr uint64_t kRuntimeAbi = (uint64_t{2} << 56) ^ (uint64_t{sizeof(OsThreadState)} << 40) ^
                                         (uint64_t{sizeof(BlockRunner)} << 20) ^ (sizeof(KernelCall) << 10) ^
                                         sizeof(SimOptions) ^ (sizeof(Fiber) << 30);
 /*! \brief Launch `*call` (the kernel at `fn`) over `grid` x `block` in the runtime. */
@@ -399,7 +401,7 @@ musaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, void*
   }
   BoundKernel<Params...> bound{kernel, UnpackArgs<Params...>(args, std::index_sequence_for<Params...>{})};
   const KernelCall call{&BoundKernel<Params...>::Invoke, &bound, &LibrarySharedMemory, LibraryMayBlock(),
-                        kKernelMinStackKiB * 1024, LibraryUsesGridFlags(), cooperative};
+                        kKernelMinStackKiB * 1024, LibraryUsesGridFlags(), cooperative, kFlushDenormals};
 #if defined(TL_SIM_LINK_RUNTIME)
   return RuntimeLaunch(kRuntimeAbi, fn, &call, grid, block, dynamic_smem);
 #else

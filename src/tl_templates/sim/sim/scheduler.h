@@ -210,6 +210,7 @@ struct KernelCall {
   size_t min_stack_bytes;             // the stack the kernel's local arrays need (TL_SIM_MIN_STACK_KB)
   bool grid_flags;                    // whether the library holds inter-block flags (grid_flags.h, checked mode)
   bool cooperative;                   // musaLaunchCooperativeKernel: every block resident at once (grid_barrier.h)
+  bool flush_denormals;               // built with -fmusa-flush-denormals-to-zero (denormals.h)
 };
 
 /*! \brief How a block's threads run. kLoop: one after another to completion on one fiber (no thread can wait, so
