@@ -1,6 +1,7 @@
 """Names that libraries built on older TileLang releases import (BitBLAS's TileLang templates): the module pass
 `tilelang.transform.Simplify(simplify_arguments=False)`, applied as `Simplify()(IRModule)`, and the module
-`tilelang.intrinsics.utils` (`get_mma_micro_size`, the swizzle helpers)."""
+`tilelang.intrinsics.utils` (`get_mma_micro_size`, the swizzle helpers, `index_to_coordinates`), and upstream's flat-index
+helpers `T.index_to_coordinates` / `tilelang.language.utils.linear_index`."""
 
 import pytest
 import torch
@@ -84,3 +85,40 @@ def test_swizzle_layout_from_intrinsics_utils_keeps_the_values(target):
     a, b = rand((32, 64), torch.float16, 3), poison((32, 64), torch.float16)
     kernel(a, b)
     torch.testing.assert_close(b, a + 1)
+
+
+def test_flat_index_helpers_invert_each_other():
+    from tilelang.language.utils import index_to_coordinates, linear_index
+
+    assert index_to_coordinates(37, (4, 8)) == [0, 5] and index_to_coordinates(77, (3, 5, 7)) == [2, 1, 0]
+    assert linear_index(2, 1, 0, 5, 7) == 77 and linear_index(9) == 9
+    with pytest.raises(ValueError, match="2 coordinate"):
+        linear_index(1, 2, 3, 4)
+    with pytest.raises(ValueError, match="no dimensions"):
+        index_to_coordinates(3, ())
+
+
+@pytest.mark.parametrize("target", [MP31, MP22])
+def test_index_to_coordinates_walks_a_tile_by_one_flat_counter(target):
+    from tilelang.intrinsics.utils import index_to_coordinates as from_intrinsics
+
+    assert from_intrinsics is T.index_to_coordinates
+    threads, vec = 64, 8
+
+    @T.prim_func
+    def doubled(a: T.Tensor((32, 64), "float16"), b: T.Tensor((32, 64), "float16")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding(0)
+            tile = T.alloc_shared((32, 64), "float16")
+            T.copy(a, tile)
+            for i in T.serial(32 * 64 // (threads * vec)):
+                for v in T.vectorized(vec):
+                    vi, vj = T.index_to_coordinates(i * threads * vec + tx * vec + v, (32, 64))
+                    b[vi, vj] = tile[vi, vj] * T.float16(2)
+
+    kernel = tilelang.compile(doubled, target=target)
+    # the coordinates fold back into one contiguous 8-element vector a thread (a vector load of the tile)
+    assert "tile + ((i * 512) + (((int)threadIdx.x) * 8))" in kernel.get_kernel_source()
+    a, b = rand((32, 64), torch.float16, 6), poison((32, 64), torch.float16)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 2)
