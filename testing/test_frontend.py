@@ -205,7 +205,7 @@ def test_dtypes_are_strings_and_constructors():
         T.Tensor((4,), "float6_e2m3fn")
 
 
-@pytest.mark.parametrize("name", ["alloc_tmem", "alloc_wgmma_desc", "alloc_tcgen05_smem_desc"])
+@pytest.mark.parametrize("name", ["alloc_tmem", "alloc_wgmma_desc", "alloc_tcgen05_smem_desc", "ptx_ldmatrix", "ptx_mma"])
 def test_nvidia_only_constructs_are_rejected_by_name(name):
     def build():
         @T.prim_func

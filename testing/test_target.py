@@ -326,6 +326,64 @@ def test_detection_reads_torch_musa(monkeypatch, available, arch):
     assert _real_detect_device_arch() == arch
 
 
+def _spec_less_torch_musa(monkeypatch):
+    """A script's stand-in (`sys.modules["torch_musa"] = types.ModuleType(...)`): no __spec__, no torch.musa."""
+    import torch
+
+    monkeypatch.setitem(sys.modules, "torch_musa", types.ModuleType("torch_musa"))
+    monkeypatch.delattr(torch, "musa", raising=False)
+
+
+def test_detection_takes_a_spec_less_stand_in_as_no_device(monkeypatch):
+    _spec_less_torch_musa(monkeypatch)
+    assert sys.modules["torch_musa"].__spec__ is None  # importlib.util.find_spec raises ValueError on it
+    assert _real_detect_device_arch() is None
+
+
+def test_device_presence_takes_a_spec_less_stand_in_as_no_device(monkeypatch):
+    _spec_less_torch_musa(monkeypatch)
+    musa_target.musa_device_present.cache_clear()
+    try:
+        assert musa_target.musa_device_present() is False
+    finally:
+        musa_target.musa_device_present.cache_clear()
+
+
+def test_detection_asks_a_spec_less_torch_musa_for_its_device(monkeypatch):
+    import torch
+
+    _spec_less_torch_musa(monkeypatch)
+    fake = types.SimpleNamespace(is_available=lambda: True, get_device_capability=lambda: (2, 2))
+    monkeypatch.setattr(torch, "musa", fake, raising=False)
+    assert _real_detect_device_arch() == "mp_22"
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_a_kernel_compiles_for_musa_beside_a_spec_less_stand_in(monkeypatch, arch):
+    import torch
+
+    import tilelang
+    import tilelang.language as T
+    from conftest import poison, rand
+
+    _spec_less_torch_musa(monkeypatch)
+    monkeypatch.setattr(musa_target, "_detect_device_arch", _real_detect_device_arch)
+    monkeypatch.setenv("TILELANG_SIM_ARCH", arch)
+
+    @T.prim_func
+    def add_one(x: T.Tensor((64,), "float32"), y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding(0)
+            y[tx] = x[tx] + T.float32(1)
+
+    kernel = tilelang.compile(add_one, target="musa")
+    assert arch_of(kernel.target).name == arch
+    assert "y[(int)threadIdx.x] = x[(int)threadIdx.x] + 1.000000e+00f;" in kernel.get_kernel_source()
+    x, y = rand((64,), torch.float32, 5), poison((64,), torch.float32)
+    kernel(x, y)
+    torch.testing.assert_close(y, x + 1)
+
+
 # ---- arch table, arch_of, warp_size -------------------------------------------------------------
 
 

@@ -178,10 +178,19 @@ def current_device_arch() -> str:
     return simulated
 
 
+def _torch_musa_importable() -> bool:
+    """Whether `import torch_musa` can succeed: installed, or already in sys.modules. A script's stand-in module
+    there has no __spec__ (find_spec raises ValueError on it); it is asked for a device like the real one."""
+    try:
+        return importlib.util.find_spec("torch_musa") is not None
+    except ValueError:
+        return True
+
+
 @cache
 def musa_device_present() -> bool:
     """Whether torch_musa is installed and sees a MUSA device (a broken install counts as no device)."""
-    if importlib.util.find_spec("torch_musa") is None:
+    if not _torch_musa_importable():
         return False
     try:
         import torch
@@ -194,7 +203,7 @@ def musa_device_present() -> bool:
 
 def _detect_device_arch() -> str | None:
     """The arch of the current MUSA device, or None when torch_musa or a device is missing."""
-    if importlib.util.find_spec("torch_musa") is None:
+    if not _torch_musa_importable():
         return None
     import torch
     import torch_musa  # noqa: F401  (registers torch.musa)

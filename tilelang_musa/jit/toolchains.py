@@ -255,7 +255,17 @@ class SimToolchain(Toolchain):
         extra, fast_math = host_compiler_flags(req.extra_flags)
         if req.fast_math or fast_math:
             flags += SIM_FAST_MATH_FLAGS
-        return flags + extra
+        return flags + self._device_api_before_forced_includes(extra)
+
+    @staticmethod
+    def _device_api_before_forced_includes(extra: list[str]) -> list[str]:
+        """mcc, as clang for CUDA, puts its runtime header (the kernel-language keywords and device built-ins)
+        before the translation unit and before the headers a user forces with `-include`: a helper header passed
+        so (vllm-musa's atomic helpers) may write `__device__` and call `atomicAdd`. The simulator's
+        musa_runtime.h is that header here."""
+        if "-include" not in extra:
+            return extra
+        return ["-include", "musa_runtime.h"] + extra
 
     def runtime(self, req: BuildRequest) -> Path:
         """The simulator runtime a kernel library built for `req` links (built first if need be)."""

@@ -68,6 +68,7 @@ from .kernel import (
 )
 from .loop import Parallel, Pipelined, Serial, Unroll, While, parallel, serial, unroll, vectorized
 from .runtime import loop_break
+from .utils import index_to_coordinates
 from .persistent import Persistent
 from .tile_schedule import PersistentTileScheduler
 from .packed import abs2, add2, fma2, max2, min2, mul2, sub2
@@ -131,7 +132,7 @@ __all__ = [
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
     "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
-    "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
+    "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "index_to_coordinates", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
     "use_swizzle", "Var", "vectorized", "view", "While",
     "acos", "acosh", "asin", "asinh", "atan2", "atanh", "copysign", "hypot", "ldexp", "nextafter", "truncdiv",

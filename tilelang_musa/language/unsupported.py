@@ -24,6 +24,15 @@ _NVIDIA_ONLY.update({name: _CLUSTER for name in (
     "cluster_sync", "block_rank_in_cluster", "clc_try_cancel", "clc_try_cancel_multicast", "clc_is_canceled",
     "clc_get_first_ctaid_x", "clc_get_first_ctaid_y", "clc_get_first_ctaid_z")})
 
+# Upstream's CUDA-only TIR exports (tilelang/language/tir/exports.py): PTX matrix and bulk-copy instructions that
+# libraries' own MMA emitters call (BitBLAS's TensorCoreIntrinEmitter: T.ptx_ldmatrix, T.ptx_mma). T.gemm is the
+# portable form (MUSA's matrix instructions are reached through it).
+_PTX = "a PTX instruction; write the tile operation with T.gemm / T.copy"
+_NVIDIA_ONLY.update({name: _PTX for name in (
+    "ptx_ldmatrix", "ptx_mma", "ptx_mma_sp", "ptx_mma_block_scale", "ptx_wgmma_ss", "ptx_wgmma_rs", "ptx_wgmma_sp_ss",
+    "ptx_wgmma_sp_rs", "ptx_tcgen05_mma_ss", "ptx_tcgen05_mma_ts", "ptx_tcgen05_mma_blockscaled_ss",
+    "ptx_cp_async_bulk", "ptx_fence_barrier_init", "ptx_wait_barrier")})
+
 
 def _reject(name: str, what: str) -> Callable[..., Any]:
     def construct(*args: Any, **kwargs: Any) -> Any:

@@ -6,7 +6,7 @@ lowered by a pass here, so the pipeline is imported on first use."""
 from tvm.ir.transform import PassContext  # noqa: F401 - upstream's tilelang.transform.PassContext
 
 from ..ir.pass_config import PassConfigKey, normalize_pass_configs
-from .simplify import apply_simplify, simplify_prim_func
+from .simplify import Simplify, apply_simplify, simplify_prim_func
 
 
 def lower(*args, **kwargs):
@@ -57,5 +57,5 @@ def VerifyBufferInit():  # noqa: N802 - upstream's pass name
     return _pass()
 
 
-__all__ = ["LegalizeNegativeIndex", "ThreadSync", "VerifyBufferInit", "PassConfigKey", "PassContext", "apply_simplify",
+__all__ = ["LegalizeNegativeIndex", "ThreadSync", "VerifyBufferInit", "PassConfigKey", "PassContext", "Simplify", "apply_simplify",
            "lower", "lower_program", "normalize_pass_configs", "program_passes", "simplify_prim_func"]

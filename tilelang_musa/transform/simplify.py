@@ -1,7 +1,8 @@
 """`tilelang.transform.simplify`: upstream's user-facing simplification of a whole program before compiling
-(`apply_simplify(func)`, `@simplify_prim_func`): TVM's statement simplifier on the PrimFunc as written, and, as
-upstream's `simplify_arguments`, the tensor parameters the body never uses dropped (a script that leaves out an
-optional operand, e.g. a bias, launches without it)."""
+(`apply_simplify(func)`, `@simplify_prim_func`, and the pass `Simplify(simplify_arguments=False)` that libraries
+built on TileLang, e.g. BitBLAS's schedulers, apply as `Simplify()(mod)`): TVM's statement simplifier on the
+PrimFunc as written, and, as upstream's `simplify_arguments`, the tensor parameters the body never uses dropped (a
+script that leaves out an optional operand, e.g. a bias, launches without it)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,25 @@ def _without_unused_tensors(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
 
 
+def _simplify_module(mod: tvm.IRModule, simplify_arguments: bool) -> tvm.IRModule:
+    mod = tirx.transform.StmtSimplify()(mod)
+    if not simplify_arguments:
+        return mod
+    return tvm.IRModule({gv: _without_unused_tensors(f) for gv, f in mod.functions.items()})
+
+
+def Simplify(simplify_arguments: bool = False):  # noqa: N802 - upstream's pass name
+    """A module pass: each PrimFunc simplified; with `simplify_arguments`, its unused tensor parameters dropped."""
+    @tvm.transform.module_pass(opt_level=0, name="tl.Simplify")
+    def simplify(mod, _ctx):
+        return _simplify_module(mod, simplify_arguments)
+
+    return simplify
+
+
 def _simplify(stmt):
     mod = stmt if isinstance(stmt, tvm.IRModule) else tvm.IRModule.from_expr(stmt)
-    mod = tirx.transform.StmtSimplify()(mod)
-    mod = tvm.IRModule({gv: _without_unused_tensors(f) for gv, f in mod.functions.items()})
+    mod = _simplify_module(mod, simplify_arguments=True)
     if isinstance(stmt, tvm.IRModule):
         return mod
     (func,) = mod.functions.values()
