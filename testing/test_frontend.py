@@ -183,6 +183,13 @@ def test_eager_compile_rejects_a_name_that_is_neither_a_parameter_nor_a_size():
     assert f.compile(N=64, dtype="float16") is not None
 
 
+def test_eager_compile_names_an_unhashable_compile_option():
+    """`f.compile(N=..., pass_configs={...})` (a tutorial's) was a bare "unhashable type: 'dict'" from the kernel
+    cache before the trace could name the option."""
+    with pytest.raises(TypeError, match=r"f.compile\(\): `pass_configs` is neither a parameter of `f` nor a size"):
+        f.compile(N=64, pass_configs={"tl.disable_warp_specialized": True})
+
+
 def test_parallel_extent_over_a_fragment_must_be_constant():
     # (a nest over global or shared memory may have run-time extents: test_parallel_partition.py)
     @T.prim_func

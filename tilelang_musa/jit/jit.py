@@ -16,6 +16,7 @@ import inspect
 from typing import Any, Callable
 
 import torch
+from tvm import tirx
 
 from .. import _wheel_patches, env
 from ..language.parser import contains_kernel_scope, parse_kernel
@@ -74,7 +75,9 @@ class JITFunction:
     # -- eager style
     @staticmethod
     def _eager_key(values: dict[str, Any], consts: dict[str, int]) -> tuple:
-        return tuple(sorted((k, _key(v)) for k, v in values.items())), tuple(sorted(consts.items()))
+        # a const's value may be unhashable (`f.compile(pass_configs={...})` names no size): the trace says so
+        return (tuple(sorted((k, _key(v)) for k, v in values.items())),
+                tuple(sorted((k, _key(v)) for k, v in consts.items())))
 
     def _specialize(self, values: dict[str, Any], consts: dict[str, int]) -> JITKernel:
         key = self._eager_key(values, consts)
@@ -199,7 +202,11 @@ def jit(func: Callable | None = None, *, out_idx: Any = None, target: Any = None
     options = dict(out_idx=out_idx, target=target, execution_backend=execution_backend, pass_configs=pass_configs,
                    verbose=verbose, compile_flags=compile_flags, name=name)
 
-    def decorate(f: Callable) -> JITFunction:
+    def decorate(f: Callable) -> JITFunction | JITKernel:
+        if isinstance(f, tirx.PrimFunc):
+            # `@tilelang.jit(out_idx=-1)` over a `@T.prim_func`: TileLang 0.1.2-0.1.4 compiled it at once and
+            # returned the kernel (0.1.5 and later reject it); LLM-written KernelBench solutions rely on it
+            return compile_program(f, **options)
         return JITFunction(f, options)
 
     return decorate(func) if func is not None else decorate

@@ -180,6 +180,22 @@ class JITKernel:
         print(self.get_kernel_source(kernel_only=False) if which == "both" else
               self.get_host_source() if which == "host" else self.get_kernel_source())
 
+    def export_sources(self, kernel_path: str | Path | None = None, host_path: str | Path | None = None) -> None:
+        """Write the kernel source and / or the host wrapper to files (their folders are made)."""
+        if kernel_path is None and host_path is None:
+            raise ValueError("export_sources: give kernel_path, host_path or both")
+        for path, text in ((kernel_path, self.get_kernel_source), (host_path, self.get_host_source)):
+            if path is not None:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_text(text())
+
+    def print_source_code(self, which: str = "kernel", file: str | Path | None = None) -> None:
+        """Upstream's older name: `show_source(which)`, or with `file` the kernel source written there."""
+        if file is not None:
+            self.export_sources(kernel_path=file)
+        else:
+            self.show_source(which)
+
     def export_library(self, kernel_file: str | Path) -> Path:
         """Write this kernel to one shared-library file that `load_library(kernel_file)` loads back in any
         process, without lowering or building (export.py); `python -m tilelang.tools.aot` turns the same kernel

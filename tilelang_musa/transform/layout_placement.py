@@ -233,8 +233,12 @@ class Placement:
         return any(a.is_store and a.buffer.same_as(buf) for a in collect_accesses(nest.body))
 
     def _walks_whole(self, buf, indices, nest: NestDecision) -> bool:
-        return index_positions(indices, nest.loop_vars) == list(range(len(nest.loop_vars))) and \
-            self._same_shape(buf, nest.extents)
+        # a unit dimension indexed by 0 is no dimension of the walk: `T.copy(A[bx, 0], x)` into a (1, N) row
+        # fragment is a nest over N alone
+        kept = [(extent, index) for extent, index in zip(self._shape(buf), indices)
+                if not (extent == 1 and as_int(index) == 0)]
+        return index_positions(tuple(index for _, index in kept), nest.loop_vars) == \
+            list(range(len(nest.loop_vars))) and [extent for extent, _ in kept] == list(nest.extents)
 
     def _reduced_along_rows(self) -> set:
         """Fragments reduced along their last dimension by a T.reduce_*, and those sharing their layout with one
