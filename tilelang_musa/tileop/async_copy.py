@@ -220,6 +220,21 @@ def _layout_run(copy: Any, extents: list[Any], construct: str) -> int | None:
     return contiguous_width(copy.loop_layout, ints)
 
 
+def _piece_bytes(copy: Any, extents: list[Any], construct: str) -> tuple[tuple[int, ...], int | None]:
+    """The piece sizes the copy may take, and its loop_layout's run (None without one): a piece is copied by one
+    thread, so it is no wider than the layout's runs of a thread's consecutive elements."""
+    allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
+    run = _layout_run(copy, extents, construct)
+    if run is None:
+        return allowed, None
+    allowed = tuple(b for b in allowed if b * 8 // _element_bits(copy.src.dtype) <= run)
+    if not allowed:
+        raise copy.error(f"{construct}: loop_layout {copy.loop_layout!r} gives each thread runs of {run} "
+                         f"{copy.src.dtype} element(s), less than the smallest piece of an asynchronous copy "
+                         "(4 bytes); give each thread at least 4 contiguous bytes of the innermost dimension")
+    return allowed, run
+
+
 def _piece_layout(layout: Fragment, piece_extents: list[Any], lanes: int) -> Fragment:
     """`layout` (element -> (thread, slot)) over the copy's pieces of `lanes` elements: piece (.., p) goes where its
     first element (.., p * lanes) goes, in slot // lanes (its lanes are one thread's consecutive slots)."""
@@ -250,14 +265,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         check_robust_operands(construct, copy.src, copy.dst, copy.error)
     dims = copy.copy_dims()  # none for one element; a per-thread run of lanes (FuseAsyncCopyLanes) has one
     extents = list(common_extents(copy.src, copy.dst, dims))
-    allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
-    run = _layout_run(copy, extents, construct)
-    if run is not None:  # a piece is copied by one thread: no wider than the layout's runs
-        allowed = tuple(b for b in allowed if b * 8 // _element_bits(copy.src.dtype) <= run)
-        if not allowed:
-            raise copy.error(f"{construct}: loop_layout {copy.loop_layout!r} gives each thread runs of {run} "
-                             f"{copy.src.dtype} element(s), less than the smallest piece of an asynchronous copy "
-                             "(4 bytes); give each thread at least 4 contiguous bytes of the innermost dimension")
+    allowed, run = _piece_bytes(copy, extents, construct)
     lanes = piece_elements(copy, dims, extents, allowed, construct, args.bindings)
     nbytes = lanes * _element_bits(copy.src.dtype) // 8
     predicated = not args.options.disable_safe_copy_predication and not (
