@@ -4,6 +4,7 @@ with force_async_copy; printed as the tl:: templates of async_copy.h and run in 
 their tails predicated (zero-filled pieces), and the guide's conditions as errors at the user's line."""
 
 import functools
+import re
 
 import pytest
 import torch
@@ -188,6 +189,59 @@ def test_async_copy_annotations_and_a_wrong_loop_layout():
         program(loop_layout="by rows")
     with pytest.raises(Exception, match=r"T.async_copy: unknown annotation\(s\) \['disable_tma'\]"):
         program(annotations={"disable_tma": True})
+
+
+def owned_pieces_ring(rounds=3, rows=4, cols=64, run=4):
+    """Each round copies A[r] into S by `loop_layout=F` (thread i * 16 + j // 4 copies row i's columns j // 4 * 4
+    .. + 4) and each thread reads back only its own elements; with TL_DISABLE_THREAD_STORAGE_SYNC nothing orders
+    one thread's reads before another thread's next copy, so the copy must go where F puts it."""
+    threads = rows * cols // run
+    layout = T.Fragment((rows, cols), forward_fn=lambda i, j: (i * (cols // run) + j // run, j % run))
+
+    @T.prim_func
+    def main(A: T.Tensor((rounds, rows, cols), "bfloat16"), B: T.Tensor((rounds, rows, cols), "float32")):
+        with T.Kernel(1, threads=threads):
+            S = T.alloc_shared((rows, cols), "bfloat16")
+            tid = T.get_thread_binding()
+            for r in T.serial(rounds):
+                T.async_copy(A[r, :, :], S, loop_layout=layout)
+                T.ptx_wait_group(0)
+                for v in T.vectorized(run):
+                    B[r, tid // (cols // run), tid % (cols // run) * run + v] = \
+                        T.cast(S[tid // (cols // run), tid % (cols // run) * run + v], "float32") + 1
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_async_copy_pieces_follow_the_loop_layout(arch, monkeypatch):
+    """Upstream's T.async_copy runs its copy loop by loop_layout=F: a piece is copied by the thread F gives it and
+    is no wider than F's runs of one thread's elements (4 bfloat16 here: 8-byte pieces, not 16)."""
+    kernel = tilelang.compile(owned_pieces_ring(), target=f"musa -arch={arch}",
+                              pass_configs={tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    source = kernel.get_kernel_source()
+    assert re.search(r"tl::cp_async_gs(_conditional)?<8>\(&S\[\(\(int\)threadIdx.x\) \* 4\]", source)
+    assert "<16>(" not in source
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")  # a piece another thread copies would race with the reads
+    a, b = rand((3, 4, 64), torch.bfloat16, 23), poison((3, 4, 64), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a.float() + 1)
+
+
+def test_async_copy_loop_layout_of_other_extents_is_an_error():
+    layout = T.Fragment((4, 32), forward_fn=lambda i, j: (i * 8 + j // 4, j % 4))
+
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), "float32"), B: T.Tensor((4, 64), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((4, 64), "float32")
+            T.async_copy(A, S, loop_layout=layout)
+            T.ptx_wait_group(0)
+            T.copy(S, B)
+
+    with pytest.raises(Exception, match=r"T.async_copy: loop_layout .* has input shape \[4, 32\], but the copy's "
+                                        r"extents are \['4', '64'\]"):
+        tilelang.compile(main, target="musa -arch=mp_31")
 
 
 def test_a_missing_wait_after_async_copy_is_named_in_checked_mode(monkeypatch):

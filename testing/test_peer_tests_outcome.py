@@ -145,6 +145,33 @@ def test_stand_in_device_reports_the_simulated_cards_shared_memory(tmp_path, arc
         proc.stdout + proc.stderr
 
 
+PEER_PINNED_TEST = '''
+import torch
+
+
+def test_pinned_host_memory_on_the_stand_in_device():
+    staged = torch.empty(6, dtype=torch.int64, device="cpu", pin_memory=True)
+    staged.copy_(torch.arange(6))
+    ones = torch.ones(3, pin_memory=True).pin_memory()
+    assert staged.tolist() == list(range(6)) and ones.tolist() == [1.0, 1.0, 1.0]
+'''
+
+
+def test_pinned_host_memory_is_a_plain_host_tensor(tmp_path):
+    """DeepSeek's TileKernels (mHC multilayer_recompute) stage indices in `torch.empty(..., pin_memory=True)`,
+    which a CPU-only torch refuses: the stand-in device's tensors are host tensors, so the request is dropped."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "test_pinned.py").write_text(PEER_PINNED_TEST)
+    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_pinned.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "test_pinned.py::test_pinned_host_memory_on_the_stand_in_device PASSED" in proc.stdout, \
+        proc.stdout + proc.stderr
+
+
 PEER_EVENT_TEST = '''
 import time
 import torch

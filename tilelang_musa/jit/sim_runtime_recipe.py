@@ -36,6 +36,9 @@ def base_flags(musa_arch: int, include_root: Path, headers: Path, timing_flags: 
         # a kernel taking a 64-byte-aligned MUtensorDescriptor by value draws gcc's note on an old ABI change,
         # which concerns calls across compiler versions: not ours (one compiler builds the whole library)
         "-Wno-psabi",
+        # a * b + c rounds twice, whatever the host: g++ contracts it into one fma by default where the host has one
+        # (aarch64, x86 with -mfma), which would make results depend on the machine (docs/SIMULATOR.md, "a * b + c")
+        "-ffp-contract=off",
     ] + timing_flags  # the cycle model's figures (profile.h, profiler/arch_figures.py); used only when profiling
 
 

@@ -29,9 +29,11 @@ def async_copy(src: Any, dst: Any, coalesced_width: int | None = None, *, annota
     """Issue an asynchronous (LDLMS) copy of a global region into a shared tile and commit it as one group, without
     waiting: wait with `T.ptx_wait_group(n)` before reading `dst`. The same conditions as
     `T.copy(..., force_async_copy=True)` (global source, shared destination, same dtype, 4/8/16-byte pieces).
-    `loop_layout=F` (upstream's thread assignment of the copy loop, a T.Fragment) is checked and changes no piece:
-    the pieces are the copy's own, and `T.ptx_wait_group` synchronizes the block, so every thread may read every
-    landed element whichever thread copied it. `annotations={...}`: upstream's dict form of both keywords."""
+    `loop_layout=F` (upstream's thread assignment of the copy loop, a T.Fragment over the copy's extents): each
+    thread copies the elements F gives it, in pieces no wider than F's runs of a thread's consecutive elements. A
+    kernel that reads back only what each thread copied itself needs no barrier between its reads and the next
+    copy into the tile (TileKernels' engram gate backward, with TL_DISABLE_THREAD_STORAGE_SYNC).
+    `annotations={...}`: upstream's dict form of both keywords."""
     from ..tileop.async_copy import ASYNC_COMMIT
     from .copy import emit_copy
     from .loop import check_loop_layout
@@ -49,7 +51,7 @@ def async_copy(src: Any, dst: Any, coalesced_width: int | None = None, *, annota
     if coalesced_width is not None:
         raise trace.error("T.async_copy: coalesced_width= has no effect on asynchronous copies (their pieces are "
                           "4, 8 or 16 bytes, the widest that fits); leave it out")
-    emit_copy("T.async_copy", trace, src, dst, async_mode=ASYNC_COMMIT)
+    emit_copy("T.async_copy", trace, src, dst, async_mode=ASYNC_COMMIT, loop_layout=loop_layout)
 
 
 def ptx_cp_async(dst_access_ptr: Any, src_access_ptr: Any, num_elems: Any, predicate: Any = None) -> Any:

@@ -30,10 +30,12 @@ from ..errors import CompileError
 from ..ir.attrs import NO_SAFE_ACCESS
 from ..ir.large_bindings import teach
 from ..ir.ops import register_intrinsic
-from ..ir.utils import dtype_bytes, flat_index
+from ..ir.utils import as_int, dtype_bytes, flat_index
+from ..layout import Fragment
 from ..target import arch_of, archs_with
 from .access_ptr import WRITE, access_ptr
 from .base import LowerArgs
+from .loop_plan import contiguous_width
 from .parallel import parallel_nest, thread_local_nest
 from .region import Region, common_extents, paired_indices
 
@@ -204,6 +206,50 @@ def _reads_memory(expr: Any) -> bool:
     return bool(found)
 
 
+def _layout_run(copy: Any, extents: list[Any], construct: str) -> int | None:
+    """The elements in a row that the copy's `loop_layout=F` gives one thread (contiguous_width), or None without
+    one. F maps the copy's element loop, as upstream's: it must have the copy's (constant) extents."""
+    if copy.loop_layout is None or copy.per_thread or copy.thread_private or not extents:
+        return None
+    ints = [as_int(e) for e in extents]
+    shape = [as_int(e) for e in copy.loop_layout.input_shape]
+    if None in ints or shape != ints:
+        raise copy.error(f"{construct}: loop_layout {copy.loop_layout!r} has input shape {shape}, but the copy's "
+                         f"extents are {[str(e) for e in extents]}; a loop layout maps the copy's elements, so its "
+                         "shape must equal the (constant) extents")
+    return contiguous_width(copy.loop_layout, ints)
+
+
+def _piece_bytes(copy: Any, extents: list[Any], construct: str) -> tuple[tuple[int, ...], int | None]:
+    """The piece sizes the copy may take, and its loop_layout's run (None without one): a piece is copied by one
+    thread, so it is no wider than the layout's runs of a thread's consecutive elements."""
+    allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
+    run = _layout_run(copy, extents, construct)
+    if run is None:
+        return allowed, None
+    allowed = tuple(b for b in allowed if b * 8 // _element_bits(copy.src.dtype) <= run)
+    if not allowed:
+        raise copy.error(f"{construct}: loop_layout {copy.loop_layout!r} gives each thread runs of {run} "
+                         f"{copy.src.dtype} element(s), less than the smallest piece of an asynchronous copy "
+                         "(4 bytes); give each thread at least 4 contiguous bytes of the innermost dimension")
+    return allowed, run
+
+
+def _piece_layout(layout: Fragment, piece_extents: list[Any], lanes: int) -> Fragment:
+    """`layout` (element -> (thread, slot)) over the copy's pieces of `lanes` elements: piece (.., p) goes where its
+    first element (.., p * lanes) goes, in slot // lanes (its lanes are one thread's consecutive slots)."""
+    def first_element(xs):
+        return [*xs[:-1], xs[-1] * lanes]
+
+    dims = len(piece_extents)
+    replicas = as_int(layout.replicate_size) or 1
+    return Fragment([as_int(e) for e in piece_extents],
+                    forward_thread_fn=lambda *v: layout.thread(first_element(v[:dims]), rep=v[dims] if replicas > 1
+                                                               else 0),
+                    forward_index_fn=lambda *xs: tirx.floordiv(layout.index(first_element(xs)), lanes),
+                    replicate=replicas)
+
+
 def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
     """The async and/or robust lowering of a Copy (see the module docstring)."""
     construct = "T.async_copy" if copy.async_mode == ASYNC_COMMIT else "T.copy"
@@ -219,7 +265,7 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         check_robust_operands(construct, copy.src, copy.dst, copy.error)
     dims = copy.copy_dims()  # none for one element; a per-thread run of lanes (FuseAsyncCopyLanes) has one
     extents = list(common_extents(copy.src, copy.dst, dims))
-    allowed = ASYNC_PIECE_BYTES if copy.async_mode is not None else ROBUST_PIECE_BYTES
+    allowed, run = _piece_bytes(copy, extents, construct)
     lanes = piece_elements(copy, dims, extents, allowed, construct, args.bindings)
     nbytes = lanes * _element_bits(copy.src.dtype) // 8
     predicated = not args.options.disable_safe_copy_predication and not (
@@ -272,7 +318,9 @@ def lower_piecewise_copy(copy: Any, args: LowerArgs) -> Any:
         one_piece = all(isinstance(e, tirx.IntImm) and int(e.value) == 1 for e in piece_extents)
         stmt = piece([tirx.const(0, "int32")] * len(extents)) if one_piece else thread_local_nest(piece_extents, piece)
     else:
-        stmt = parallel_nest(piece_extents, piece if extents else (lambda idx: piece([])), copy.loc)
+        layout = _piece_layout(copy.loop_layout, piece_extents, lanes) if run is not None else None
+        stmt = parallel_nest(piece_extents, piece if extents else (lambda idx: piece([])), copy.loc,
+                             loop_layout=layout)
     # The pieces read global memory through addresses the bounds guards must leave alone (they are predicated here).
     stmt = tirx.AttrStmt(copy.dst.buffer, NO_SAFE_ACCESS, tirx.const(1, "int32"), stmt)
     if copy.async_mode == ASYNC_WAIT:

@@ -360,10 +360,11 @@ def hoist_lane_from_xor(expr: Any, lane: Any, width: int, ana: Any) -> Any:
 
 
 def _vectorizable(access, inner, width: int, threads_analyzer) -> bool:
-    size = as_int(buffer_size(access.buffer))
-    if size is None or size % width != 0:
-        return False
     ana = threads_analyzer()
+    # a symbolic size (`T.dynamic` rows of 16 floats) counts when it is a provable multiple of V, as upstream's
+    # planner has it: the layout, and so a reduction's order, does not then depend on the shape being static
+    if not provably_aligned(ana.simplify(buffer_size(access.buffer)), width, ana):
+        return False
     lane = tirx.Var("lane", "int32")
     group = tirx.Var("group", "int32")
     ana.bind(lane, tvm.ir.Range(0, width))

@@ -97,6 +97,18 @@ torch.cuda.get_device_capability = lambda *a: (8, 0)  # the examples' heuristics
 torch.cuda.get_rng_state = lambda device="cuda": torch.get_rng_state()
 torch.cuda.set_rng_state = lambda new_state, device="cuda": None
 
+# Pinned host memory speeds up copies to a GPU; a CPU-only torch has no allocator for it and refuses
+# `torch.empty(..., pin_memory=True)` (DeepSeek's TileKernels mHC stage their indices that way). The stand-in
+# device's tensors are host tensors already: the request is dropped.
+def _unpinned(factory):
+    def made(*args, **kwargs):
+        kwargs.pop("pin_memory", None)
+        return factory(*args, **kwargs)
+    return made
+for _name in ("empty", "zeros", "ones", "full"):
+    setattr(torch, _name, _unpinned(getattr(torch, _name)))
+torch.Tensor.pin_memory = lambda self, *a, **k: self
+
 
 # --cuda: upstream gates its GPU tests on CUDA; the simulated MUSA device answers them as an NVIDIA GPU of compute
 # capability TL_PEER_CUDA_AS (e.g. "9.0"), so a case runs unless it asks for another generation's features.
