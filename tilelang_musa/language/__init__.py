@@ -36,6 +36,7 @@ from .tma import tma_copy, tma_store_arrive, tma_store_wait
 from .transpose import transpose
 from .im2col import c2d_im2col, im2col
 from .logical import all_of, any_of
+from .script_conditions import And, Else, If, Not, Or, Then
 from .vote import (
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
     syncthreads_count, syncthreads_or,
@@ -100,7 +101,7 @@ from .unsupported import UNSUPPORTED  # noqa: E402
 globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear errors naming the construct
 
 __all__ = [
-    "align_up", "annotate_l2_hit_ratio",
+    "align_up", "annotate_l2_hit_ratio", "And", "Else", "If", "Not", "Or", "Then",
     "__cos", "__exp", "__exp10", "__ffs", "fast_rcp", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "Shuffle", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
