@@ -26,6 +26,7 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .view import reshape, view
 from .warp_specialize import ws
 from .warpgroup import warpgroup_commit_batch, warpgroup_wait
+from .fences import fence_proxy_async, warpgroup_fence_operand
 from .warp import (
     get_lane_idx, get_warp_group_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor,
     shuffle_elect, sync_warp, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up, warp_reduce_bitand,
@@ -141,6 +142,7 @@ __all__ = [
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
     "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", "warpgroup_commit_batch", "warpgroup_wait", "ws",
+    "fence_proxy_async", "warpgroup_fence_operand",
     *UNSUPPORTED, *VECTOR_DTYPES,
 ]
 
