@@ -12,7 +12,7 @@ from .dp4a import dp4a
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
 )
-from .extern import access_ptr, import_source
+from .extern import access_ptr, import_source, tvm_access_ptr, type_annotation
 from .builtin import named_barrier_arrive, sync_grid, sync_threads, thread_return, tvm_storage_sync, use_swizzle, wait_sqmma, wait_wgmma
 from .barrier import (
     alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
@@ -131,7 +131,7 @@ __all__ = [
     "rsqrt", "Select", "serial", "Serial", "Unroll", "loop_break", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
-    "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
+    "sinh", "sqrt", "import_source", "access_ptr", "tvm_access_ptr", "type_annotation", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
