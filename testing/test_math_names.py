@@ -279,3 +279,23 @@ def test_popcount_of_a_float_is_an_error_at_the_line():
     with pytest.raises(CompileError, match="T.popcount: expects a 32- or 64-bit integer scalar; got float32") as err:
         T.prim_func(main)
     assert "Out[i] = T.popcount(A[i])" in str(err.value)
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_unary_math_of_a_python_number(arch):
+    """`x / T.sqrt(float(d))` (TileOPs' engram gate): a Python number is a float32 constant, as TVM converts it;
+    anything else is an error at the line."""
+    d = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(N):
+                B[i] = A[i] / T.sqrt(float(d)) + T.exp(1)
+
+    kernel = tilelang.compile(main, target=f"musa -arch={arch}")
+    a, b = rand((N,), torch.float32), poison((N,), torch.float32)
+    kernel(a, b)
+    torch.testing.assert_close(b, a / 16.0 + torch.exp(torch.tensor(1.0)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="T.sqrt takes an expression or a number; got str"):
+        T.sqrt("16")

@@ -44,3 +44,30 @@ def test_a_loop_without_barriers_gets_none():
     atomic = tirx.Evaluate(tirx.call_extern("int32", "tl::AtomicAdd", tirx.address_of(s[i]), tirx.const(1.0)))
     before = tirx.For(i, 0, 5, tirx.ForKind.SERIAL, atomic)
     tvm.ir.assert_structural_equal(run(before), before)
+
+
+def in_block(tx, body, threads=128):
+    iv = tirx.IterVar(tvm.ir.Range(0, threads), tx, tirx.IterVar.ThreadIndex, "threadIdx.x")
+    return tirx.AttrStmt(iv, "thread_extent", threads, body)
+
+
+def test_one_threads_swap_of_its_own_elements_gets_no_barrier():
+    """`s[2 * tx] = b; s[2 * tx + 1] = a` (an odd-even sort's swap): no element is written by two threads, so the
+    second write needs no barrier (inside `if v1 < v2:` it would be a barrier under a divergent branch)."""
+    s, tx = Tb.buffer([256], "float32", scope="shared"), Var("tx", "int32")
+    a, b = tirx.const(1.0, "float32"), tirx.const(2.0, "float32")
+    swap = tirx.SeqStmt([tirx.BufferStore(s, b, [tx * 2]), tirx.BufferStore(s, a, [tx * 2 + 1])])
+    before = in_block(tx, tirx.IfThenElse(tx < 32, swap, None))
+    tvm.ir.assert_structural_equal(run(before), before)
+
+
+def test_writes_two_threads_share_still_get_a_barrier():
+    """`s[tx] = 0; s[127 - tx] = 1`: thread 127 - t rewrites thread t's element; and an index from outside the
+    statements (a loop variable `k`) is not proven either."""
+    s, tx, k = Tb.buffer([128], "float32", scope="shared"), Var("tx", "int32"), Var("k", "int32")
+    zero, one = tirx.const(0.0, "float32"), tirx.const(1.0, "float32")
+    for second in (tirx.BufferStore(s, one, [127 - tx]), tirx.BufferStore(s, one, [(tx + k) % 128])):
+        first = tirx.BufferStore(s, zero, [tx])
+        before = in_block(tx, tirx.SeqStmt([first, second]))
+        expected = in_block(tx, tirx.SeqStmt([first, sync(), second]))
+        tvm.ir.assert_structural_equal(run(before), expected)

@@ -235,3 +235,69 @@ def test_stmt_functor_substitute_replaces_variables():
     assert replaced.b.same_as(t)
     by_function = substitute(expr, lambda v: tirx.const(-1, "int32") if v.same_as(t) else None)
     assert int(tvm.arith.Analyzer().simplify(substitute(by_function, {s: 2}))) == 5
+
+
+def _doubling_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            lane = T.get_thread_binding()
+            B[lane] = A[lane] * T.float32(2.0)
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_stmt_functor_ir_transform_rewrites_a_kernel(arch):
+    """`tvm.tirx.stmt_functor.ir_transform(node, preorder, postorder, only_enable)` as upstream's TVM fork has it
+    (TileOPs' trace pass rewrites kernel bodies with it): postorder's value replaces a node rebuilt from its children,
+    the program compiles and computes the rewritten expression."""
+    from tvm.tirx.stmt_functor import ir_transform
+
+    main = _doubling_kernel()
+
+    def tripled(node):
+        if isinstance(node, tirx.FloatImm) and node.value == 2.0:
+            return tirx.FloatImm("float32", 3.0)
+        return None
+
+    body = ir_transform(main.body, None, tripled)
+    kernel = tilelang.compile(main.with_body(body), target=f"musa -arch={arch}")
+    assert "3.000000e+00f" in kernel.get_kernel_source()
+    a, b = rand((64,), torch.float32), torch.empty(64)
+    kernel(a, b)
+    torch.testing.assert_close(b, a * 3)
+
+
+def test_stmt_functor_ir_transform_preorder_and_only_enable():
+    """A value preorder returns replaces the node and its children go unvisited; `only_enable` (upstream's type
+    keys, "tir.BufferStore") limits both callbacks to those classes; None everywhere leaves the node itself."""
+    from tvm.tirx.stmt_functor import ir_transform, post_order_visit
+
+    main = _doubling_kernel()
+    seen = []
+    ir_transform(main.body, None, seen.append, ["tir.BufferStore"])
+    assert len(seen) == 1 and isinstance(seen[0], tirx.BufferStore) and seen[0].buffer.name == "B"
+    assert ir_transform(main.body, None, lambda n: None).same_as(main.body)
+
+    visited = []
+
+    def stop_at_store(node):
+        visited.append(node)
+        return tirx.Evaluate(tirx.const(0, "int32")) if isinstance(node, tirx.BufferStore) else None
+
+    def after(node):
+        visited.append(node)
+
+    body = ir_transform(main.body, stop_at_store, after)
+    assert not any(isinstance(n, tirx.FloatImm) for n in visited)  # the store's operands were never visited
+    found = []
+    post_order_visit(body, found.append)
+    assert not any(isinstance(n, tirx.BufferStore) for n in found)
+
+
+def test_ir_prim_expr_names_the_expression_class():
+    """`from tvm.ir import PrimExpr` (TileOPs' trace records annotate with it) is the wheel's expression class."""
+    from tvm.ir import PrimExpr
+
+    assert isinstance(tirx.Var("x", "int32") + 1, PrimExpr) and PrimExpr is tirx.PrimExpr

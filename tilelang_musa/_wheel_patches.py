@@ -58,7 +58,10 @@ PATCHES: tuple[WheelPatch, ...] = (
     WheelPatch("tvm.tirx.stmt_functor", "adds",
                "upstream tests walk IR with `tvm.tirx.stmt_functor.post_order_visit(stmt, fvisit)` (its TVM fork's "
                "module); the wheel walks IR with tvm_ffi.structural_walk",
-               "a `stmt_functor` module in tvm.tirx with post_order_visit / pre_order_visit / substitute"),
+               "a `stmt_functor` module in tvm.tirx with post_order_visit / pre_order_visit / substitute / ir_transform"),
+    WheelPatch("tvm.ir.PrimExpr", "adds",
+               "scripts and libraries annotate with `from tvm.ir import PrimExpr` (TileOPs' trace records); the "
+               "wheel calls the class tvm.ir.Expr", "a `PrimExpr` alias in tvm.ir"),
     WheelPatch("tvm.ir.Expr.dtype", "adds",
                "scripts' helpers read `expr.dtype` (`assert val.dtype == T.uint8`); the wheel keeps it in `expr.ty`",
                "a `dtype` property on PrimType-typed expressions"),
@@ -181,11 +184,39 @@ def _substitute_ir(node: Any, vmap: Any) -> Any:
     return tvm_ffi.structural_mutate(node, [(ir.Var, on_var)])
 
 
+def _transform_ir(node: Any, preorder: Callable | None, postorder: Callable | None,
+                  only_enable: Any = None) -> Any:
+    """upstream's TVM `stmt_functor.ir_transform`: `preorder(n)` before a statement's or expression's children (a
+    value it returns replaces `n`, children unvisited), `postorder(n)` on `n` rebuilt from its mutated children (a
+    value it returns replaces it). `only_enable` (type keys such as "tir.Evaluate") limits both to those classes,
+    matched by class name since the wheel's keys differ in prefix."""
+    names = None if only_enable is None else {str(key).rsplit(".", 1)[-1] for key in only_enable}
+
+    def on_node(n: Any, mutator: Any) -> Any:
+        if not isinstance(n, (ir.Expr, tirx.Stmt)):
+            return mutator.default_mutate(n)
+        enabled = names is None or type(n).__name__ in names
+        if enabled and preorder is not None:
+            replaced = preorder(n)
+            if replaced is not None:
+                return replaced
+        rebuilt = mutator.default_mutate(n)
+        if enabled and postorder is not None:
+            replaced = postorder(rebuilt)
+            if replaced is not None:
+                return replaced
+        return rebuilt
+
+    return tvm_ffi.structural_mutate(node, [(object, on_node)])
+
+
 def add_tir_names() -> None:
-    """`tirx.PrimExpr`, `tirx.Call`, `tirx.stmt_functor`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
+    """`tirx.PrimExpr`, `ir.PrimExpr`, `tirx.Call`, `tirx.stmt_functor`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
     `tvm.ir.structural_equal`; only where missing."""
     if not hasattr(tirx, "PrimExpr"):
         _set(tirx, "PrimExpr", tirx.Expr, "tvm.tirx.PrimExpr")
+    if not hasattr(ir, "PrimExpr"):
+        _set(ir, "PrimExpr", ir.Expr, "tvm.ir.PrimExpr")
     if not hasattr(tirx, "Call"):
         _set(tirx, "Call", ir.Call, "tvm.tirx.Call")
     if not hasattr(tirx, "stmt_functor"):
@@ -194,6 +225,7 @@ def add_tir_names() -> None:
         functor.post_order_visit = lambda node, fvisit: _visit_ir(node, fvisit, "post")
         functor.pre_order_visit = lambda node, fvisit: _visit_ir(node, fvisit, "pre")
         functor.substitute = _substitute_ir
+        functor.ir_transform = _transform_ir
         _set(tirx, "stmt_functor", functor, "tvm.tirx.stmt_functor")
         sys.modules.setdefault("tvm.tirx.stmt_functor", functor)  # `from tvm.tirx.stmt_functor import ...`
     if not hasattr(tvm, "arith"):

@@ -55,6 +55,17 @@ class JITFunction:
         self.__init__(state["func"], state["options"])
 
     @property
+    def signature(self) -> inspect.Signature:
+        """The decorated function's signature, as upstream's jit object has it (libraries read which parameters a
+        kernel factory takes from it)."""
+        return inspect.signature(self.func)
+
+    @property
+    def out_idx(self) -> Any:
+        """The `out_idx=` it was declared with."""
+        return self.options["out_idx"]
+
+    @property
     def is_eager(self) -> bool:
         if self._eager is None:
             self._eager = contains_kernel_scope(parse_kernel(self.func).tree)

@@ -12,7 +12,7 @@ from .dp4a import dp4a
 from .atomic import (
     atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
 )
-from .extern import access_ptr, import_source
+from .extern import access_ptr, import_source, tvm_access_ptr, type_annotation
 from .builtin import named_barrier_arrive, sync_grid, sync_threads, thread_return, tvm_storage_sync, use_swizzle, wait_sqmma, wait_wgmma
 from .barrier import (
     alloc_barrier, barrier_arrive, barrier_wait, cp_async_barrier_noinc, mbarrier_arrive, mbarrier_arrive_expect_tx,
@@ -26,6 +26,7 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .view import reshape, view
 from .warp_specialize import ws
 from .warpgroup import warpgroup_commit_batch, warpgroup_wait
+from .fences import fence_proxy_async, warpgroup_fence_operand
 from .warp import (
     get_lane_idx, get_warp_group_idx, get_warp_idx, get_warp_idx_sync, shfl_down, shfl_sync, shfl_up, shfl_xor,
     shuffle_elect, sync_warp, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up, warp_reduce_bitand,
@@ -36,6 +37,7 @@ from .tma import tma_copy, tma_store_arrive, tma_store_wait
 from .transpose import transpose
 from .im2col import c2d_im2col, im2col
 from .logical import all_of, any_of
+from .script_conditions import And, Else, If, Not, Or, Then
 from .vote import (
     __ffs, __fns, activemask, all_sync, any_sync, ballot, ballot_sync, match_all_sync, match_any_sync, syncthreads_and,
     syncthreads_count, syncthreads_or,
@@ -101,7 +103,7 @@ from .unsupported import UNSUPPORTED  # noqa: E402
 globals().update(UNSUPPORTED)  # T.alloc_tmem, T.alloc_wgmma_desc, ...: clear errors naming the construct
 
 __all__ = [
-    "align_up", "annotate_l2_hit_ratio",
+    "align_up", "annotate_l2_hit_ratio", "And", "Else", "If", "Not", "Or", "Then",
     "__cos", "__exp", "__exp10", "__ffs", "fast_rcp", "__fns", "__log", "__log10", "__log2", "__sin", "__tan", "abs", "activemask",
     "__ldg", "add2", "abs2", "fma2", "max2", "min2", "mul2", "sub2", "Broadcast", "Ramp", "Shuffle", "address_of", "all_of", "all_sync", "alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_reducer",
     "alloc_shared", "alloc_var", "annotate_compile_flags", "annotate_layout", "annotate_min_blocks_per_sm",
@@ -130,7 +132,7 @@ __all__ = [
     "rsqrt", "Select", "serial", "Serial", "Unroll", "loop_break", "SharedBuffer", "short", "long", "uint",
     "shfl_down", "shfl_sync", "shfl_up", "shfl_xor", "tvm_warp_shuffle", "tvm_warp_shuffle_down",
     "tvm_warp_shuffle_up", "shift_left", "shift_right", "shuffle_elect", "sigmoid", "sin",
-    "sinh", "sqrt", "import_source", "access_ptr", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
+    "sinh", "sqrt", "import_source", "access_ptr", "tvm_access_ptr", "type_annotation", "stg128", "stg256", "stg32", "stg64", "sts128", "sts32", "sts64", "StridedTensor", "symbolic", "sync_threads", "sync_grid", "named_barrier_arrive", "sync_warp",
     "syncthreads_and", "syncthreads_count", "syncthreads_or", "tan", "tanh", "Tensor", "tfloat32", "thread_binding",
     "thread_return", "transpose", "tvm_storage_sync", "im2col", "c2d_im2col", "index_to_coordinates", "trunc", "tvm_thread_allreduce", "uint16", "uint2", "uint32", "uint4", "uint64", "uint8", "unroll",
     "tma_copy", "tma_store_arrive", "tma_store_wait",
@@ -141,6 +143,7 @@ __all__ = [
     "make_robust_desc", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
     "ptx_arrive_barrier", "ptx_arrive_barrier_expect_tx", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group", "wait_sqmma", "wait_wgmma", "warp_reduce_bitand", "warp_reduce_bitor",
     "warp_reduce_max", "warp_reduce_min", "warp_reduce_sum", "warpgroup_commit_batch", "warpgroup_wait", "ws",
+    "fence_proxy_async", "warpgroup_fence_operand",
     *UNSUPPORTED, *VECTOR_DTYPES,
 ]
 

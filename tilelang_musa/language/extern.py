@@ -59,3 +59,34 @@ def access_ptr(base: Any, access_type: str | int = "r", *extents: Any, offset: A
     if not (isinstance(offset, int) and offset == 0):
         indices[-1] = indices[-1] + offset
     return _marked_address(tirx.BufferLoad(source, indices), _ACCESS[access_type])
+
+
+def type_annotation(dtype: Any) -> Any:
+    """TVM's `T.type_annotation(dtype)`: a value standing for the type `dtype`, the first operand of
+    `T.tvm_access_ptr`."""
+    return tirx.type_annotation(str(dtype))
+
+
+def tvm_access_ptr(ptype: Any, data: Any, offset: Any, extent: Any, rw_mask: Any) -> Any:
+    """TVM's raw form of `T.access_ptr`: `T.tvm_access_ptr(T.type_annotation(dtype), X.data, offset, extent,
+    rw_mask)` is the address of X's element `offset` (counted over X flattened), accessed as rw_mask says (1 read,
+    2 write, 3 both); the same marked address as `T.access_ptr(X[...], rw_mask)`, so the compiler sees the access."""
+    trace = current_trace("T.tvm_access_ptr")
+    is_data = isinstance(data, tirx.Call) and str(data.op.name) == "tirx.buffer_data"
+    if not is_data or not is_buffer(data.args[0]):
+        raise trace.error(f"T.tvm_access_ptr: the second operand must be a buffer's `.data`; got {data!r}")
+    buffer = data.args[0]
+    if not (isinstance(ptype, tirx.Call) and str(ptype.op.name) == "tirx.type_annotation") or \
+            str(ptype.ty.dtype) != str(buffer.ty.dtype.dtype):
+        raise trace.error(f"T.tvm_access_ptr: the first operand must be T.type_annotation('{buffer.ty.dtype.dtype}'), "
+                          f"the element type of `{buffer.name}`; got {ptype!r}")
+    if rw_mask not in (1, 2, 3):
+        raise trace.error(f"T.tvm_access_ptr: rw_mask must be 1 (read), 2 (write) or 3 (both); got {rw_mask!r}")
+    shape = [int(d.value) if isinstance(d, tirx.IntImm) else d for d in buffer.ty.shape]
+    indices, stride = [], 1
+    for k in reversed(range(len(shape))):  # the flat offset as indices (the first one unbounded, as the offset is)
+        index = tirx.floordiv(offset, stride) if stride != 1 else offset
+        indices.insert(0, index if k == 0 else tirx.floormod(index, shape[k]))
+        stride = stride * shape[k]
+    return _marked_address(tirx.BufferLoad(buffer, indices), _ACCESS[rw_mask])
+

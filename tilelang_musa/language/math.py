@@ -144,6 +144,10 @@ def _unary(name: str):
             raise _argument_error(f"T.{name} takes one operand (and an optional source span), got a second "
                                   f"argument {span!r}")
         x = as_expr(x)
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            x = tirx.const(float(x), "float32")  # `T.sqrt(float(d))`: a number is a float32 constant, as TVM converts it
+        if not isinstance(x, tvm.ir.Expr):
+            raise _argument_error(f"T.{name} takes an expression or a number; got {type(x).__name__} {x!r}")
         if isinstance(x.ty, tvm.ir.PrimType) and str(x.ty.dtype).startswith(("int", "uint")):
             x = tirx.Cast("float32", x)  # `T.sin(bx)`: an integer argument is taken as float32 (as C promotes it)
         return op(x)

@@ -74,6 +74,18 @@ def disjoint_branches(body: Any, scope: str, thread_vars: dict[Any, int]) -> lis
     return found
 
 
+def thread_disjoint_writes(statements: list, buffer: Any, thread_vars: dict[Any, int]) -> bool:
+    """Whether no element of `buffer` is written by two threads over `statements` (run one after another by the same
+    threads): each statement's own loops and conditions are enumerated, every thread of `thread_vars` counted (the
+    conditions around the statements would only take some away). An index reading anything from outside them (an
+    outer loop's variable, a binding, a load) is not proven."""
+    accesses: list[_Access] = []
+    for stmt in statements:
+        _collect(stmt, scope_of(buffer), (), (), (), (), accesses, [], set())
+    stores = [a for a in accesses if a.is_store and a.buffer.same_as(buffer)]
+    return bool(stores) and _disjoint(stores, thread_vars)
+
+
 def _collect(node: Any, scope: str, loops: tuple, conditions: tuple, bindings: tuple, branches: tuple,
              out: list, all_branches: list, opaque: set) -> tuple:
     """Appends the `scope` accesses of `node` with their context; returns the bindings in scope after it."""

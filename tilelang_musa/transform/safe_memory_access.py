@@ -2,7 +2,8 @@
 
 For each global access whose bounds the analyzer cannot prove from the loop ranges, the thread extents
 and the enclosing conditions, a store is skipped (`if (in_bounds) A[i] = ...`) and a load reads zero
-(`if_then_else(in_bounds, A[i], 0)`), or the tensor's `T.annotate_safe_value`. This is what makes `N = 4097`
+(`if_then_else(in_bounds, A[i], 0)`), or the tensor's `T.annotate_safe_value`; a predicated asynchronous copy
+(T.ptx_cp_async(..., predicate=p)) gets the bounds in its predicate, so it still writes its zeros. This is what makes `N = 4097`
 correct for a kernel written for multiples of the block size. Inside a vectorized loop a guard on the first lane is used when it is exact
 (the access is contiguous in the lane, V-aligned, and the extent is a multiple of V), so the vector
 access survives; otherwise the guard is per lane and the vectorizer falls back to scalar code.
@@ -151,6 +152,8 @@ class _Guarder:
         if not self.active:
             return mutator.default_mutate(node)
         conds = self._address_conditions(node.value)
+        if conds and _is_predicated_copy(node.value):
+            return tirx.Evaluate(_with_predicate(node.value, _conjunction(conds)))
         stmt = tirx.Evaluate(self._guard_loads(node.value, conds))
         return tirx.IfThenElse(_conjunction(conds), stmt, None) if conds else stmt
 
@@ -160,6 +163,28 @@ class _Guarder:
         if not self.active:
             return mutator.default_mutate(node)
         return tirx.Bind(node.var, self._guard_loads(node.value, []))
+
+
+def _is_predicated_copy(value: Any) -> bool:
+    """`tl::cp_async_gs_conditional<B>(dst, src, pred)` (T.ptx_cp_async with predicate=): zeros where pred is false."""
+    return (isinstance(value, tvm.ir.Call) and isinstance(value.op, tvm.ir.Op) and str(value.op.name) ==
+            "tirx.call_extern" and len(value.args) == 4 and isinstance(value.args[0], tvm.ir.expr.StringImm)
+            and str(value.args[0].value).startswith("tl::cp_async_gs_conditional<"))
+
+
+def _with_predicate(copy: Any, in_bounds: Any) -> Any:
+    """The predicated copy with its source's bounds joined to its predicate: out of bounds it writes its zeros, as
+    when the predicate is false (skipping it would leave the destination unwritten), from no address outside."""
+    def clamped(load, mutator):  # out of bounds the source address is element 0's: formed, never read
+        if scope_of(load.source) != "global":
+            return load
+        zero = [tirx.const(0, index.ty.dtype) for index in load.indices]
+        return load.source[[tirx.if_then_else(in_bounds, i, z) for i, z in zip(load.indices, zero)]]
+
+    args = list(copy.args)
+    args[2] = tvm_ffi.structural_mutate(args[2], [(TensorLoad, clamped)])
+    args[3] = tirx.And(in_bounds, args[3])
+    return tvm.ir.Call(copy.op, args, attrs=copy.attrs, ret_ty=copy.ty)
 
 
 def _conjunction(conds: list[Any]) -> Any:

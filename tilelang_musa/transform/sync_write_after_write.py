@@ -4,8 +4,9 @@ TVM's ThreadSync (run right after this pass) inserts barriers for read-after-wri
 hazards on shared memory, but not for write-after-write: `T.clear(S); T.copy(A[...], S)` lowers to two
 loops whose thread -> element maps differ (different vector widths), so without a barrier a thread's
 zero could land after another thread's copied value. Within one statement sequence, a statement that
-writes a shared buffer already written since the last read of it gets a barrier before it. (A read in
-between needs no extra barrier: ThreadSync puts one before that read.)
+writes a shared buffer already written since the last read of it gets a barrier before it, unless no element of it is
+written by two threads over those statements (branch_disjointness: one thread's swap `s[2 * tx] = b; s[2 * tx + 1] = a`
+in an odd-even sort). (A read in between needs no extra barrier: ThreadSync puts one before that read.)
 
 An address marked with what its callee does (tileop/access_ptr.py: a gemm's operand tiles are read, an LDLMS copy's
 destination written) counts as that read or write. Two marked writes never clash: they are asynchronous copies,
@@ -30,7 +31,9 @@ from tvm import tirx
 from ..ir.ops import SYNC_GRID_OP
 from ..ir.tile_views import shared_tile_views
 from ..ir.utils import collect_accesses, scope_of
+from ..ir.utils import thread_info
 from ..tileop.access_ptr import READ, WRITE, as_access
+from .branch_disjointness import constant_thread_extents, thread_disjoint_writes
 from .pass_base import tl_pass
 
 _SHARED = ("shared", "shared.dyn")
@@ -88,16 +91,25 @@ def _named_accesses(stmt):
 def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
     tiles = shared_tile_views(func.body)
 
+    threads = constant_thread_extents(thread_info(func))
+
+    def same_thread_writes(buffers: list, writers: dict, stmt) -> bool:
+        """Each of `buffers` written since its last read by `writers[b]` and now by `stmt`, no element by two
+        threads: the writes need no barrier between them."""
+        return bool(threads) and all(thread_disjoint_writes([*writers[b], stmt], b, threads) for b in buffers)
+
     def on_seq(node, mutator):
         node = mutator.default_mutate(node)
         out = []
         pending: set = set()  # shared buffers written since their last read
+        writers: dict = {}  # pending buffer -> the statements that wrote it since its last read
         pending_marked: set = set()  # shared buffers written through a marked address since their last read
         touched: set = set()  # shared buffers accessed since the last barrier
         by_address: set = set()  # shared buffers passed by (unmarked) address since the last barrier
         for stmt in node.seq:
             if _is_barrier(stmt):
                 pending.clear(), pending_marked.clear(), touched.clear(), by_address.clear()
+                writers = {}
                 out.append(stmt)
                 continue
             reads, writes, marked_writes, opaque = _shared_accesses(stmt, tiles)
@@ -106,9 +118,11 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
             clash = [b for b in writes if b in pending | pending_marked] + \
                 [b for b in marked_writes if b in pending] + [b for b in opaque if b in touched] + \
                 [b for b in reads | writes | marked_writes if b in by_address]
-            if clash:
+            if clash and (set(clash) & (pending_marked | marked_writes | opaque | by_address)
+                          or not same_thread_writes(clash, writers, stmt)):
                 out.append(_sync(scope_of(clash[0])))
                 pending.clear(), pending_marked.clear(), touched.clear(), by_address.clear()
+            writers = {b: writers.get(b, []) + ([stmt] if b in writes else []) for b in pending | (writes - opaque)}
             pending |= writes - opaque
             pending_marked |= marked_writes
             touched |= reads | writes | marked_writes

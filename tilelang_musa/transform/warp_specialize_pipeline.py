@@ -75,8 +75,10 @@ def warp_specialize_pipeline(func: tirx.PrimFunc, options: CompileOptions | dict
     rings = _Rings(plan.ring)
     top, rest, late = _hoist_declarations(site.stmts)
     prologue = rest[:[i for i, s in enumerate(rest) if s.same_as(site.loop)][0]]
-    setup = _producer_setup(prologue, [s for i in plan.loads for s in [*plan.units[i].binds, *plan.units[i].stmts]],
-                            late)
+    # the producer needs the loads' addresses and the loop's trip count (`n = T.ceildiv(lens[b], bn)` before it)
+    trip_count = tirx.Evaluate(site.loop.extent)
+    setup = _producer_setup(prologue, [trip_count, *(s for i in plan.loads
+                                                     for s in [*plan.units[i].binds, *plan.units[i].stmts])], late)
     if setup is None:
         return func  # the loads' addresses come from statements only the consumers can run: one squad
     body = _squad_regions(site, plan, rings, top, rest, setup)
@@ -285,14 +287,16 @@ def _hoist_declarations(stmts: list) -> tuple[list, list, set]:
 
 def _producer_setup(prologue: list, loads: list, late: set) -> list | None:
     """The statements before the loop that the producer's loads depend on (a group index found by a loop over an
-    offsets table, bindings of it), copied for the producer squad with fresh binding variables; None when one of
-    them is not a per-thread computation (it fills a tile, reads shared memory, writes a buffer other than a
+    offsets table, bindings of it, the loop's trip count), copied for the producer squad with fresh binding variables;
+    None when one of them is not a per-thread computation (it fills a tile, reads shared memory, writes a buffer other than a
     `T.alloc_var` / `T.alloc_local`): then only the consumers may run it."""
     need = set().union(*(_vars_used(s) for s in loads)) if loads else set()
     chosen = []
     for s in reversed(prologue):
         if isinstance(s, tirx.Bind):
             if s.var in need:
+                if any(scope_of(b) not in _READABLE for b in accesses(tirx.Evaluate(s.value))[0]):
+                    return None  # it reads a tile (another squad may fill it): the consumers' alone
                 chosen.append(s)
                 need |= _vars_used(s.value)
             continue

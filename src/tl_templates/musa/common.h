@@ -34,6 +34,10 @@
 
 namespace tl {
 
+/*! \brief An empty asm statement with a memory clobber: the compiler keeps memory accesses on their side of it; no
+ *         instruction (T.fence_proxy_async, T.warpgroup_fence_operand: MUSA's TME and SQMMA need no proxy fence). */
+TL_DEVICE void compiler_fence() { asm volatile("" ::: "memory"); }
+
 using half_t = half;
 using bfloat16_t = __mt_bfloat16;
 
