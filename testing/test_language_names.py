@@ -781,6 +781,10 @@ def test_a_body_annotation_uses_a_size_the_body_declares_first(arch):
                 C[i] = T.cast(i, T.float32)
 
     compiled = tilelang.compile(kernel, out_idx=[1, 2], target=f"musa -arch={arch}")
+    # `A[i % m]` is a Let (the remainder bound once) printed as a lambda: bare in the subscript it read `A[[&]...`,
+    # an attribute to clang and mcc
+    source = compiled.get_kernel_source()
+    assert "A[([&]() -> int {" in source and "[[" not in source
     a = rand((19,), torch.float32, 30)
     b, c = compiled(a)
     torch.testing.assert_close(b, a.repeat(3)[:39] + 1.0)

@@ -207,6 +207,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
     CheckPrimFunc(func, "tilelang_musa.codegen.kernel_launch_info");
     return KernelLaunchInfoMap(func);
   });
+  DefineGlobalOnce("tilelang_musa.codegen.is_valid_identifier",
+                   [](String name) -> bool { return NameTable::IsValidIdentifier(std::string(name)); });
   DefineGlobalOnce("tilelang_musa.codegen.list_call_rules", []() -> Array<String> {
     Array<String> out;
     for (const std::string& name : ListCallRules()) out.push_back(String(name));

@@ -38,7 +38,11 @@ bool IsWrapped(const std::string& s) {
   return false;
 }
 
-std::string StripParentheses(const std::string& s) { return IsWrapped(s) ? s.substr(1, s.size() - 2) : s; }
+// A wrapped lambda keeps its parentheses: bare inside a subscript it would print `A[[&]...]`, whose `[[` C++ reads
+// as an attribute (clang and mcc reject it; g++ accepts it).
+std::string StripParentheses(const std::string& s) {
+  return IsWrapped(s) && s[1] != '[' ? s.substr(1, s.size() - 2) : s;
+}
 
 namespace {
 

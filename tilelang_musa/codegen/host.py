@@ -15,12 +15,16 @@ The same text compiles with mcc and, against the simulator headers, with the hos
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import tvm
 from tvm import tirx
 
+from .. import _native
+from ..errors import CompileError
 from ..ir.attrs import DESCRIPTORS_ATTR
 from .types import c_type
 
@@ -32,6 +36,21 @@ class HostParam:
     name: str
     c_type: str  # e.g. "float*" or "int"
     is_pointer: bool
+
+    @property
+    def c_name(self) -> str:
+        return host_name(self.name)
+
+
+@functools.lru_cache(maxsize=None)
+def host_name(name: str) -> str:
+    """The C name of a program parameter in the host wrapper: the user's own, unless C++ cannot take it (a keyword
+    such as `do` or `new`, a name of the template library, not an identifier), then a sanitised one ending in
+    `_arg`. (The device kernel's names come from the printer's NameTable, which renames the same way.)"""
+    if _native.get_global_func("tilelang_musa.codegen.is_valid_identifier")(name):
+        return name
+    base = re.sub(r"\W", "_", name).strip("_") or "param"
+    return f"p_{base}_arg" if base[0].isdigit() else f"{base}_arg"
 
 
 @dataclass(frozen=True)
@@ -69,7 +88,7 @@ def _c_expr(expr) -> str:
     if isinstance(expr, tirx.IntImm):
         return str(int(expr.value))
     if isinstance(expr, tvm.ir.expr.Var):
-        return f"(long long){expr.name}"
+        return f"(long long){host_name(expr.name)}"
     if isinstance(expr, tirx.Cast):
         return _c_expr(expr.value)
     for cls, op in _BINARY.items():
@@ -133,7 +152,7 @@ def _print_descriptor(kernel: str, desc: TmeDescriptor) -> list[str]:
         "    {",
         f"      muuint64_t dims[{rank}] = {{{', '.join(f'(muuint64_t){d}' for d in desc.dims)}}};",
         f"      muuint64_t strides[{max(rank - 1, 1)}] = {{{strides}}};",
-        (f"      MUresult res = muTensorDescriptorEncode(&{desc.name}, {desc.data_type}, {rank}, (void*){desc.tensor}, "
+        (f"      MUresult res = muTensorDescriptorEncode(&{desc.name}, {desc.data_type}, {rank}, (void*){host_name(desc.tensor)}, "
          "dims, strides, MU_TENSOR_DESCRIPTOR_INTERLEAVE_NONE, 0);"),
         "      if (res != MUSA_SUCCESS) {",
         (f'        snprintf(tl_error_buf, sizeof(tl_error_buf), "{kernel}: cannot build the TME descriptor of tensor '
@@ -194,14 +213,24 @@ def _print_launch(kernel: KernelLaunch, args: str) -> list[str]:
     return lines
 
 
+def _check_distinct_c_names(params: list[HostParam]) -> None:
+    seen: dict[str, str] = {}
+    for p in params:
+        if p.c_name in seen:
+            raise CompileError(f"kernel parameters `{seen[p.c_name]}` and `{p.name}` would both be `{p.c_name}` in the "
+                             "generated C (a C++ keyword is renamed with `_arg`): rename one of them")
+        seen[p.c_name] = p.name
+
+
 def print_host(kernels: list[KernelLaunch], params: list[HostParam]) -> str:
     """The host wrapper: `call` launches the kernels in order on one stream (a program with several T.Kernel
     scopes is several kernels, each seeing the writes of the ones before)."""
     # No __restrict__ here (it means something only on the kernel's parameters): `&A` of a restrict-qualified
     # pointer does not convert to void* implicitly in clang-based compilers such as mcc, only in g++.
-    sig = ", ".join(f"{p.c_type} {p.name}" for p in params)
+    _check_distinct_c_names(params)
+    sig = ", ".join(f"{p.c_type} {p.c_name}" for p in params)
     sig = f"{sig}, musaStream_t stream" if sig else "musaStream_t stream"
-    args = ", ".join(f"&{p.name}" for p in params) or "nullptr"
+    args = ", ".join(f"&{p.c_name}" for p in params) or "nullptr"
     unpack = ",\n      ".join(
         f"({p.c_type})(*(void**)args[{i}])" if p.is_pointer else f"*({p.c_type}*)args[{i}]"
         for i, p in enumerate(params)
