@@ -71,3 +71,23 @@ def test_writes_two_threads_share_still_get_a_barrier():
         before = in_block(tx, tirx.SeqStmt([first, second]))
         expected = in_block(tx, tirx.SeqStmt([first, sync(), second]))
         tvm.ir.assert_structural_equal(run(before), expected)
+
+
+def test_a_loop_that_writes_a_tile_before_reading_it_gets_a_barrier_before_it():
+    """`s[tx] = 0; for k: { s[127 - tx] = k; sync; use(s[tx]) }`: the loop reads `s`, but only after its own first
+    write, which can land on another thread's zero: the read inside does not order that write (a top-k pool filled,
+    then each iteration writes its half and sorts). A statement that reads first keeps needing none."""
+    s, tx, k = Tb.buffer([128], "float32", scope="shared"), Var("tx", "int32"), Var("k", "int32")
+    out = Tb.buffer([128], "float32", scope="global")
+    first = tirx.BufferStore(s, tirx.const(0.0, "float32"), [tx])
+    body = tirx.SeqStmt([tirx.BufferStore(s, tirx.Cast("float32", k), [127 - tx]), sync(),
+                         tirx.BufferStore(out, s[tx], [tx])])
+    loop = tirx.For(k, 0, 4, tirx.ForKind.SERIAL, body)
+    before = in_block(tx, tirx.SeqStmt([first, loop]))
+    expected = in_block(tx, tirx.SeqStmt([first, sync(), loop]))
+    tvm.ir.assert_structural_equal(run(before), expected)
+
+    reads_first = tirx.For(k, 0, 4, tirx.ForKind.SERIAL, tirx.SeqStmt([
+        tirx.BufferStore(out, s[tx], [tx]), sync(), tirx.BufferStore(s, tirx.Cast("float32", k), [127 - tx])]))
+    unchanged = in_block(tx, tirx.SeqStmt([first, reads_first]))
+    tvm.ir.assert_structural_equal(run(unchanged), unchanged)

@@ -30,8 +30,7 @@ from tvm import tirx
 
 from ..ir.ops import SYNC_GRID_OP
 from ..ir.tile_views import shared_tile_views
-from ..ir.utils import collect_accesses, scope_of
-from ..ir.utils import thread_info
+from ..ir.utils import TensorLoad, collect_accesses, scope_of, thread_info
 from ..tileop.access_ptr import READ, WRITE, as_access
 from .branch_disjointness import constant_thread_extents, thread_disjoint_writes
 from .pass_base import tl_pass
@@ -88,6 +87,20 @@ def _named_accesses(stmt):
     return reads | opaque, writes | opaque, marked_writes, opaque
 
 
+def _written_first(stmt, tiles: dict) -> set:
+    """The shared buffers whose first access in `stmt`, in program order, is a store (a post-order walk: a store's
+    value is read before it is stored, a loop's bounds before its body, a condition before its branches)."""
+    first: dict = {}
+
+    def note(buffer, is_store):
+        if scope_of(buffer) in _SHARED:
+            first.setdefault(tiles.get(buffer, buffer), is_store)
+
+    tvm_ffi.structural_walk(stmt, [(TensorLoad, lambda load: note(load.source, False)),
+                                   (tirx.BufferStore, lambda store: note(store.buffer, True))], order="post")
+    return {buffer for buffer, is_store in first.items() if is_store}
+
+
 def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
     tiles = shared_tile_views(func.body)
 
@@ -95,8 +108,14 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     def same_thread_writes(buffers: list, writers: dict, stmt) -> bool:
         """Each of `buffers` written since its last read by `writers[b]` and now by `stmt`, no element by two
-        threads: the writes need no barrier between them."""
-        return bool(threads) and all(thread_disjoint_writes([*writers[b], stmt], b, threads) for b in buffers)
+        threads: the writes need no barrier between them. Only for writes of the tile itself: a view's elements
+        (another dtype) are other units, which the element count cannot compare."""
+        def through_views(b, statements) -> bool:
+            return any(tiles.get(w, w).same_as(b) and not w.same_as(b)
+                       for s in statements for w in _named_accesses(s)[1])
+
+        return bool(threads) and all(not through_views(b, [*writers[b], stmt]) and
+                                     thread_disjoint_writes([*writers[b], stmt], b, threads) for b in buffers)
 
     def on_seq(node, mutator):
         node = mutator.default_mutate(node)
@@ -113,8 +132,11 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 out.append(stmt)
                 continue
             reads, writes, marked_writes, opaque = _shared_accesses(stmt, tiles)
-            pending -= reads
-            pending_marked -= reads
+            # a read orders the writes before it (ThreadSync puts a barrier there), unless the statement writes the
+            # buffer first: a loop whose body copies into a tile and then reads it
+            ordered = reads - _written_first(stmt, tiles) if writes else reads
+            pending -= ordered
+            pending_marked -= ordered
             clash = [b for b in writes if b in pending | pending_marked] + \
                 [b for b in marked_writes if b in pending] + [b for b in opaque if b in touched] + \
                 [b for b in reads | writes | marked_writes if b in by_address]
