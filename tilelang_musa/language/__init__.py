@@ -154,3 +154,11 @@ import types as _types  # noqa: E402
 for _name in [n for n, v in globals().items() if isinstance(v, _types.ModuleType) and not n.startswith("_")]:
     del globals()[_name]
 del _name, _types, UNSUPPORTED, VECTOR_DTYPES, _install_int_operands, _install_buffer_map
+
+# Upstream's submodule paths (`T.builtin.sync_threads()`): namespaces over the flat names, not modules.
+import sys as _sys  # noqa: E402
+
+from .module_paths import install as _install_module_paths  # noqa: E402
+
+_install_module_paths(globals(), _sys.modules[__name__])
+del _sys, _install_module_paths, module_paths  # the import set the implementation module as an attribute
