@@ -69,6 +69,7 @@ from .sync_write_after_write import SyncWriteAfterWrite
 from .thread_sync import ThreadSync
 from .verify_buffer_init import VerifyBufferInit
 from .vectorize_keeping_lines import VectorizeLoop
+from .warn_every_thread_update import WarnEveryThreadUpdate
 from .warp_specialize_pipeline import WarpSpecializePipeline
 from .widen_walked_fragments import WidenWalkedFragments
 
@@ -97,6 +98,8 @@ def lowering_phases(configs: CompileOptions | dict) -> list[Phase]:
             CheckGridBarrierConditions(),
             # Upstream's warning for on-chip buffers read before anything writes them (it changes nothing).
             VerifyBufferInit(options),
+            # A warning for a read-modify-write of one shared element that every thread runs (a race; changes nothing).
+            WarnEveryThreadUpdate(),
             # Run-time-extent T.Parallel levels that place no fragment element: serial, before layouts are planned.
             SerializeDynamicParallelLevels(),
             # A[-1] counts from the end, as in Python (else it would be out of bounds, guarded to zero).
