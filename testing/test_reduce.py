@@ -168,6 +168,25 @@ def test_rows_that_do_not_split_over_the_threads_are_kept_apart(arch, rows, cols
 
 
 def test_a_row_spread_over_a_non_power_of_two_of_threads_is_a_clear_error():
+    """A user layout (T.annotate_layout) that spreads each row over 25 threads: the combine cannot run it. (Without
+    the annotation the row of 100 gets a power-of-two group of threads: test_reduce_uneven_lines.py.)"""
+    @T.prim_func
+    def main(X: T.Tensor((4, 100), "float32"), S: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((4, 100), "float32")
+            s = T.alloc_fragment((4,), "float32")
+            T.annotate_layout({x: T.Fragment((4, 100), forward_thread_fn=lambda i, j: i * 25 + j // 4,
+                                             forward_index_fn=lambda i, j: j % 4)})
+            T.copy(X, x)
+            T.reduce_sum(x, s, dim=1)
+            T.copy(s, S)
+
+    with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine"
+                                                    r"'s logical_width \(the threads\) must be a positive power of two, got 25"):
+        tilelang.compile(main, target="musa -arch=mp_31")
+
+
+def test_a_row_of_100_on_128_threads_reduces():
     @T.prim_func
     def main(X: T.Tensor((4, 100), "float32"), S: T.Tensor((4,), "float32")):
         with T.Kernel(1, threads=128):
@@ -177,9 +196,10 @@ def test_a_row_spread_over_a_non_power_of_two_of_threads_is_a_clear_error():
             T.reduce_sum(x, s, dim=1)
             T.copy(s, S)
 
-    with pytest.raises(tilelang.CompileError, match=r"a row of `x` spans 25 threads 1 apart; the cross-thread combine"
-                                                    r"'s logical_width \(the threads\) must be a positive power of two, got 25"):
-        tilelang.compile(main, target="musa -arch=mp_31")
+    kernel = tilelang.compile(main, target="musa -arch=mp_31")
+    x, s = rand((4, 100), torch.float32, 2), poison((4,), torch.float32)
+    kernel(x, s)
+    torch.testing.assert_close(s, x.sum(1), rtol=1e-5, atol=1e-5)
 
 
 def staged_program(kind, M, N, src_scope, dst_scope, clear, threads=128):

@@ -62,10 +62,10 @@ def complement(digits: list[Digit], extent: int) -> list[Digit]:
         if d.lower > cursor:
             out.append(Digit(cursor, d.lower // cursor))
         cursor = d.lower * d.extent
-    if extent % cursor:
+    if extent % cursor and cursor > extent:
         raise DigitError(f"digits up to {cursor} do not divide the extent {extent}")
-    if cursor < extent:
-        out.append(Digit(cursor, extent // cursor))
+    if cursor < extent:  # the top digit, `var // cursor`: the last value partial where cursor does not divide
+        out.append(Digit(cursor, -(-extent // cursor)))
     return out
 
 

@@ -121,6 +121,65 @@ def row_plan(extents: list[int], num_threads: int, width: int) -> LoopPlan | Non
     return LoopPlan(fragment, iters * width, width, inverse)
 
 
+def line_plan(extents: list[int], num_threads: int, width: int, line_dim: int) -> LoopPlan:
+    """A plan for a fragment reduced along `line_dim` whose length does not split evenly over the threads (a row of
+    320 or 200 on 128 threads): each line along `line_dim` lies on a power-of-two group of G threads, its V-wide
+    pieces round-robin over the group, the last round partial; the lines (the other dimensions, flattened) go
+    round-robin over the num_threads / G groups, then over slots. The pairs (thread, slot) past a line's end or past
+    the last line hold nothing (the inverse's condition): the reduction folds only the slots that hold an element,
+    and its combine runs over the power-of-two group (upstream narrows the vector and leaves such slots empty too).
+    G is at most num_threads / lines (all lines in one round where they fit) and at most the line's pieces (every
+    thread of a group holds one); V is the requested width when `line_dim` is the innermost, narrowed until the
+    line splits into whole pieces, at least G of them."""
+    line = extents[line_dim]
+    others = [d for d in range(len(extents)) if d != line_dim]
+    lines = 1
+    for d in others:
+        lines *= extents[d]
+    width = width if line_dim == len(extents) - 1 else 1
+    while width > 1 and line % width:
+        width //= 2
+    target = 1  # the widest power-of-two group dividing the threads that leaves room for every line
+    while num_threads % (target * 2) == 0 and target * 2 * lines <= num_threads:
+        target *= 2
+    while width > 1 and line // width < target:
+        width //= 2
+    group = 1
+    while group * 2 <= min(target, line // width):
+        group *= 2
+    groups = num_threads // group
+    pieces = line // width
+    col_rounds = -(-pieces // group)
+    row_rounds = -(-lines // groups)
+
+    fvars = [tirx.Var(f"x{k}", "int32") for k in range(len(extents))]
+    row = flat_index_of([fvars[d] for d in others], [extents[d] for d in others]) if others else \
+        tirx.const(0, "int32")
+    col = fvars[line_dim]
+    thread = tirx.floormod(row, groups) * group + tirx.floormod(tirx.floordiv(col, width), group)
+    slot = (tirx.floordiv(row, groups) * col_rounds + tirx.floordiv(col, width * group)) * width + \
+        tirx.floormod(col, width)
+    fragment = Fragment.from_exprs(extents, fvars, thread, slot)
+
+    def inverse(t, s):
+        r = tirx.floordiv(s, width * col_rounds) * groups + tirx.floordiv(t, group)
+        c = (tirx.floormod(tirx.floordiv(s, width), col_rounds) * group + tirx.floormod(t, group)) * width + \
+            tirx.floormod(s, width)
+        xs: list[Any] = [None] * len(extents)
+        xs[line_dim] = c
+        stride = lines
+        for d in others:
+            stride //= extents[d]
+            xs[d] = tirx.floormod(tirx.floordiv(r, stride), extents[d])
+        conds = ([c < line] if pieces % group else []) + ([r < lines] if lines % groups else [])
+        cond = None
+        for term in conds:
+            cond = term if cond is None else tirx.And(cond, term)
+        return xs, cond
+
+    return LoopPlan(fragment, row_rounds * col_rounds * width, width, inverse)
+
+
 def flat_index_of(xs: list[Any], extents: list[int]) -> Any:
     f = xs[0]
     for x, e in zip(xs[1:], extents[1:]):

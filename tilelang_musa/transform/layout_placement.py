@@ -14,9 +14,9 @@ from tvm import tirx
 from ..errors import CompileError
 from ..ir.attrs import ANNOTATIONS_ATTR, REDUCERS_ATTR
 from ..ir.utils import as_int, collect_accesses, scope_of, substitute
-from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment
+from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment, reduce_threads
 from ..tileop import LayoutInferArgs
-from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, region_plan, row_plan, vector_width
+from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, line_plan, region_plan, row_plan, vector_width
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
 from .buffer_roles import annotated_buffers, unswizzled_tiles, view_buffers
@@ -187,7 +187,12 @@ class Placement:
         waiting = self._waiting()
         # A nest that reaches an unplaced fragment only in part (`T.copy(src, frag[0:4])` of a 64-element fragment)
         # cannot place it: a nest that walks it whole goes first and places it; the part then follows it (a box).
-        open_nests = sorted((nest for nest in self.nests if nest.plan is None), key=self._reaches_part)
+        # A nest that only stores values it reads from nowhere (T.fill / T.clear, lowered to such a nest) places no
+        # constraint on its fragment: it goes last, so that the fragment's other uses choose (a clear before an
+        # accumulating loop must not leave that loop a strided, unvectorized partition); it chooses only for a
+        # fragment nothing else places.
+        open_nests = sorted((nest for nest in self.nests if nest.plan is None),
+                            key=lambda nest: (self._reaches_part(nest), self._only_fills(nest)))
         preferred = [nest for nest in open_nests if not self._touches(nest, waiting)]
         for nest in preferred if preferred or preferred_only else open_nests:
             if nest.plan is None:
@@ -204,8 +209,44 @@ class Placement:
                 nest.reason = (f"free choice: the {'row' if plan else 'coalesced'} partition over {nest.reach.count} "
                                f"threads, {width}-wide pieces" + (" (keeps the rows of a fragment reduced along them, "
                                                                    "or read per row, on their own threads)" if plan else ""))
+                self._plan_lines_if_unreducible(nest, width)
                 return True
         return False
+
+    def _plan_lines_if_unreducible(self, nest: NestDecision, width: int) -> None:
+        """Where the nest's free plan would place a fragment that a T.reduce_* cannot reduce (a line of 320 or 200
+        that does not split evenly over a power of two of threads: rows straddling thread groups, or a row on 80
+        threads), the nest takes line_plan along the reduced dimension instead: each line on a power-of-two group of
+        threads, the last round of pieces partial (upstream reduces such fragments too)."""
+        reduced: dict = {}
+        for op in self.ops:
+            if isinstance(op, Reduce):
+                reduced.setdefault(op.src.buffer, set()).add(op.dim)
+        for buf, indices in nest.accesses:
+            if buf in self.layouts or buf not in reduced:
+                continue
+            bad = [d for d in sorted(reduced[buf]) if not _reducible(self._implied(buf, indices, nest), d)]
+            if not bad or not self._walks_whole(buf, indices, nest):
+                continue
+            # the loop level walking the reduced dim (a unit dim indexed by 0 is no level: `T.copy(A[bx, 0], x)`)
+            line_dim = next((p for p, v in enumerate(nest.loop_vars) if indices[bad[0]].same_as(v)), None)
+            if line_dim is None:
+                continue
+            before = nest.plan, nest.recipe, nest.reason
+            nest.plan = line_plan(nest.extents, nest.reach.count, width, line_dim)
+            nest.recipe = {"kind": "line", "width": width, "line_dim": line_dim}
+            nest.reason = (f"free choice: each line along dim {line_dim} on a power-of-two group of threads, the last "
+                           f"round of pieces partial (`{buf.name}` is reduced along it, and the line does not split "
+                           f"evenly over {nest.reach.count} threads)")
+            if not all(_reducible(self._implied(buf, indices, nest), d) for d in reduced[buf]):
+                nest.plan, nest.recipe, nest.reason = before
+            return
+
+    @staticmethod
+    def _only_fills(nest: NestDecision) -> bool:
+        """The nest reads no buffer: it only stores (a T.fill / T.clear of a fragment)."""
+        accesses = collect_accesses(nest.body)
+        return bool(accesses) and all(a.is_store for a in accesses)
 
     def _reaches_part(self, nest: NestDecision) -> bool:
         """The nest reaches a fragment not placed yet in fewer iterations than the fragment has elements."""
@@ -346,3 +387,14 @@ def _moving_offsets(indices, walked: list) -> dict:
         if parts is not None and as_int(analyzer.simplify(parts[0])) is None:
             found[d] = parts
     return found
+
+
+def _reducible(layout: Fragment, dim: int) -> bool:
+    """A T.reduce_* along `dim` can reduce a fragment of `layout`: its result has a layout, and the threads sharing
+    a line form power-of-two splits the combine template runs."""
+    try:
+        reduce_fragment(layout, dim)
+        splits = reduce_threads(layout, dim).splits
+    except (LayoutError, CompileError):
+        return False
+    return all(n > 0 and not n & (n - 1) for s in splits for n in (s.count, s.scale))

@@ -45,7 +45,7 @@ from ..layout import LayoutError
 from ..target import warp_size
 from ..tileop.lane_exchange import lower_with_lane_exchange, plan_lane_exchange
 from ..tileop.loop_plan import (LoopPlan, contiguous_width, fragment_plan, free_plan, lower_with_plan, region_plan,
-                                relayout, row_plan, user_plan, vector_width)
+                                line_plan, relayout, row_plan, user_plan, vector_width)
 from .layout_decisions import STAGE
 from .partition_parallel_loop import coalesced_width, collect_nest, nest_extents, thread_analyzer
 from .pass_base import tl_pass
@@ -64,6 +64,8 @@ def plan_of(recipe: Any, extents: list[int]) -> LoopPlan:
         return free_plan(extents, count, int(recipe["width"]))
     if kind == "row":
         return row_plan(extents, count, int(recipe["width"]))
+    if kind == "line":
+        return line_plan(extents, count, int(recipe["width"]), int(recipe["line_dim"]))
     if kind == "region":
         shape = [int(e) for e in recipe["shape"]]
         positions = [None if int(k) < 0 else int(k) for k in recipe["positions"]]
