@@ -225,7 +225,10 @@ class Placement:
         for buf, indices in nest.accesses:
             if buf in self.layouts or buf not in reduced:
                 continue
-            bad = [d for d in sorted(reduced[buf]) if not _reducible(self._implied(buf, indices, nest), d)]
+            try:
+                bad = [d for d in sorted(reduced[buf]) if not _reducible(self._implied(buf, indices, nest), d)]
+            except (CompileError, LayoutError):  # an access the plan cannot place: reported where it is placed
+                continue
             if not bad or not self._walks_whole(buf, indices, nest):
                 continue
             # the loop level walking the reduced dim (a unit dim indexed by 0 is no level: `T.copy(A[bx, 0], x)`)
@@ -238,7 +241,11 @@ class Placement:
             nest.reason = (f"free choice: each line along dim {line_dim} on a power-of-two group of threads, the last "
                            f"round of pieces partial (`{buf.name}` is reduced along it, and the line does not split "
                            f"evenly over {nest.reach.count} threads)")
-            if not all(_reducible(self._implied(buf, indices, nest), d) for d in reduced[buf]):
+            try:
+                reducible = all(_reducible(self._implied(buf, indices, nest), d) for d in reduced[buf])
+            except (CompileError, LayoutError):
+                reducible = False
+            if not reducible:
                 nest.plan, nest.recipe, nest.reason = before
             return
 
