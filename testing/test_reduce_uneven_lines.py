@@ -140,3 +140,44 @@ def test_uneven_line_bitwise_reductions(arch, clear):
     if not clear:
         want = torch.stack([want[0] & b[0], want[1] | b[1], want[2] ^ b[2]])
     torch.testing.assert_close(o, want)
+
+
+@pytest.mark.parametrize("extents,line_dim,group,local", [
+    ([1, 320], 1, 128, 4),  # 160 2-wide pieces on 128 threads: the second round on threads 0..31 only
+    ([3, 320], 1, 32, 12),  # three rows on groups of 32 (the fourth group idle)
+    ([8, 200], 1, 16, 16),
+    ([4, 320], 0, 1, 12),  # columns of 4: each whole in one thread's slots
+])
+def test_line_plan_puts_each_line_on_a_power_of_two_group(extents, line_dim, group, local):
+    import numpy as np
+
+    from tilelang_musa.layout import reduce_threads
+    from tilelang_musa.tileop.loop_plan import line_plan
+
+    plan = line_plan(extents, THREADS, 4, line_dim)
+    assert plan.local_size == local
+    thread, slot = (a[..., 0] if a.ndim > len(extents) else a for a in plan.fragment.evaluate_all())
+    pairs = set(zip(thread.ravel().tolist(), slot.ravel().tolist()))
+    assert len(pairs) == thread.size and slot.max() < local  # one (thread, slot) per element
+    splits = reduce_threads(plan.fragment, line_dim).splits
+    assert [(s.count, s.scale) for s in splits] == ([(group, 1)] if group > 1 else [])
+    # the inverse visits each element once: (thread, slot) pairs past a line's end are excluded by its condition
+    import tvm
+    seen = []
+    for t in range(THREADS):
+        for s in range(local):
+            xs, cond = plan.inverse(tvm.tirx.const(t, "int32"), tvm.tirx.const(s, "int32"))
+            ana = tvm.sym.Analyzer()
+            if cond is None or int(ana.simplify(cond).value):
+                seen.append(tuple(int(ana.simplify(x).value) for x in xs))
+    assert sorted(seen) == sorted(np.ndindex(*extents))
+
+
+def test_a_thread_map_whose_top_digit_is_partial_gets_its_slot_inferred():
+    """`i % 128` over 320 elements: the slot is `i // 128` (3 slots, the last held by threads 0..63 only)."""
+    from tilelang_musa.layout import Fragment
+
+    f = Fragment([320], forward_thread_fn=lambda i: i % 128)
+    assert int(f.local_size) == 3
+    thread, slot = f.evaluate_all()
+    assert slot.ravel().tolist() == [i // 128 for i in range(320)]
