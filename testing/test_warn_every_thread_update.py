@@ -14,10 +14,10 @@ from tilelang_musa.diagnostics import TileLangWarning
 N = 128
 
 
-def compile_warnings(body_kind: str) -> list[str]:
+def compile_warnings(body_kind: str, threads: int = N) -> list[str]:
     @T.prim_func
     def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
-        with T.Kernel(1, threads=N):
+        with T.Kernel(1, threads=threads):
             s = T.alloc_shared((8,), "float32")
             tx = T.get_thread_binding()
             if tx < 8:
@@ -66,3 +66,7 @@ def test_every_thread_read_modify_write_warns_with_its_line(body_kind, statement
 @pytest.mark.parametrize("body_kind", ["plain_store", "parallel", "one_thread", "per_thread_element"])
 def test_stores_that_are_not_every_thread_read_modify_writes_stay_silent(body_kind):
     assert not [m for m in compile_warnings(body_kind) if "every thread of the block" in m]
+
+
+def test_a_block_of_one_thread_stays_silent():
+    assert not [m for m in compile_warnings("rmw", threads=1) if "every thread of the block" in m]

@@ -24,7 +24,7 @@ from tvm import tirx
 
 from ..diagnostics import TileLangWarning
 from ..ir.source_lines import user_line
-from ..ir.utils import TensorLoad, Var, scope_of
+from ..ir.utils import TensorLoad, Var, scope_of, thread_info
 from .pass_base import tl_pass
 
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -111,6 +111,9 @@ class _Walker:
 
 def every_thread_updates(func: tirx.PrimFunc) -> list[tuple[Any, Any]]:
     """(store, (file, line) or None) for each read-modify-write of one shared element that every thread runs."""
+    extents = [e for tag, e in thread_info(func).extents.items() if tag.startswith("threadIdx")]
+    if all(isinstance(e, tirx.IntImm) and e.value == 1 for e in extents):
+        return []  # a block of one thread: its updates are in program order
     walker = _Walker()
     walker.stmt(func.body)
     return walker.findings
