@@ -22,7 +22,9 @@ scope (branch_disjointness.py: `if tx % 2 == 0: a = s[tx]; s[tx ^ 1] = a`), need
 fails, or puts a barrier inside a branch a range of threads takes (TVM takes two vector accesses `s[Ramp(tx * 4, 1,
 4)]` to conflict whatever their lanes: a T.Parallel(8) vectorized onto threads 0..1 would get a barrier over two
 threads, part of a warp), its accesses are shown to it as one index per thread (no conflict among them, a conflict
-with every access outside the branch), and put back afterwards.
+with every access outside the branch), and put back afterwards. A barrier an earlier pass put inside such a branch
+(SyncWriteAfterWrite's, in a one-thread branch that RangeBarriers then drops) stays; only one the analysis adds
+counts as "a barrier inside".
 """
 
 from __future__ import annotations
@@ -476,7 +478,7 @@ def _synced_around_disjoint(func: tirx.PrimFunc, body: Any, buffers: _Buffers, s
         if len(mine) != 1:
             return mutator.default_mutate(node)
         (k,) = mine
-        if _has_barrier(node.then_case):
+        if _barrier_count(node.then_case) > _barrier_count(originals[k].then_case):  # (one placed before stays)
             barrier_inside.append(k)
             return node
         restored_all.append(k)
@@ -517,11 +519,15 @@ def _mentions(node: Any, var: Any) -> bool:
     return bool(found)
 
 
-def _has_barrier(node: Any) -> bool:
+def _barrier_count(node: Any) -> int:
     found = []
     tvm_ffi.structural_walk(node, [(tvm.ir.Call, lambda c: found.append(c) if isinstance(c.op, tvm.ir.Op) and str(
         c.op.name) == "tirx.tvm_storage_sync" else None)])
-    return bool(found)
+    return len(found)
+
+
+def _has_barrier(node: Any) -> bool:
+    return _barrier_count(node) > 0
 
 
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes
