@@ -39,8 +39,8 @@ import tvm_ffi
 
 from ..errors import CompileError
 from ..ir.tile_views import shared_tile_views, viewed_buffer
-from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer, loc_of,
-                        scope_of, thread_info)
+from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer,
+                        loc_from_text, loc_of, scope_of, thread_info)
 from ..tileop.access_ptr import access_ptr, as_access
 from .branch_disjointness import constant_thread_extents, disjoint_branches
 from .partition_parallel_loop import thread_analyzer
@@ -58,15 +58,26 @@ def _shared_in_both(stmt: Any, scope: str) -> list[str]:
 def _divergent_branch_error(body: Any, scope: str) -> CompileError:
     found: list = []
     loops: list = []
+    bound: dict = {}  # a condition bound before its `if` (_hoisted_condition_reads) -> the condition as written
+    last: list = [None]  # the source line last met in program order (a loop's, a tile op's or user barrier's)
+
+    def note_calls(node: Any) -> None:
+        def on_call(call: Any) -> None:
+            if call.attrs is not None and "tl.loc" in call.attrs:
+                last[0] = loc_from_text(str(call.attrs["tl.loc"]))
+        tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
 
     def visit(node: Any) -> None:
         if found:
             return
         if isinstance(node, tirx.For):
+            last[0] = loc_of(node) or last[0]
             loops.append(node)
             visit(node.body)
             loops.pop()
             return
+        if isinstance(node, tirx.Bind):
+            bound[node.var] = node.value
         if isinstance(node, tirx.IfThenElse):
             for case in (node.then_case, node.else_case):
                 if case is not None:
@@ -74,10 +85,17 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
                     if both:
                         visit(case)  # the innermost such branch
                         if not found:
-                            found.append((node, both[0], next(
-                                (loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None), None)))
+                            loop_loc = next((loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None),
+                                            None)
+                            found.append((node, both[0], loop_loc or last[0], loop_loc is None))
                         return
-        for child in _children(node):
+        if isinstance(node, tirx.IfThenElse):  # no case of it needs a barrier: seen for its lines only
+            children = [c for c in (node.then_case, node.else_case) if c is not None]
+        else:
+            children = _children(node)
+            if not children:
+                note_calls(node)
+        for child in children:
             visit(child)
 
     visit(body)
@@ -85,9 +103,11 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
         return CompileError(f"a branch whose condition may differ between the block's threads needs a barrier for "
                             f"{scope} memory inside it; make the condition the same in every thread",
                             stage="ThreadSync")
-    branch, buffer, loc = found[0]
+    branch, buffer, loc, after_loc = found[0]
+    condition = bound.get(branch.condition, branch.condition)
+    where = " (in the code after the line shown, the last one known at this stage)" if loc and after_loc else ""
     return CompileError(
-        f"`if {branch.condition}:` writes and reads {scope} buffer `{buffer}`, which needs a barrier between "
+        f"`if {condition}:`{where} writes and reads {scope} buffer `{buffer}`, which needs a barrier between "
         "them inside the branch, but its condition may differ between the block's threads (threads that skip the "
         "branch would never reach the barrier). Compute the condition from values every thread agrees on (block "
         "indices, loop counters, global or shared memory), or take the shared-memory work out of the branch",
