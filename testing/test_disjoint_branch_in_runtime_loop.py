@@ -16,6 +16,7 @@ from tvm.script import tirx as S
 import tilelang
 import tilelang.language as T
 from conftest import rand
+from tilelang.errors import CompileError
 from tilelang_musa.transform.thread_sync import ThreadSync
 
 ARCHS = ["mp_31", "mp_22"]
@@ -112,3 +113,37 @@ def test_top_k_pool_in_a_run_time_loop_compiles_and_matches_torch(arch, pipeline
         kernel(v, n, o)
         k = min(n, 32)
         assert torch.equal(o[:k].long(), v[:n].topk(k).indices), n
+
+
+def test_a_condition_reading_the_run_time_loop_counts_as_true():
+    @S.prim_func(private=True)
+    def before(A: S.handle("float32", "global"), n: S.int32):
+        Ag = S.decl_buffer((32,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 32)
+        Sh = S.alloc_buffer((32,), "float32", scope="shared")
+        for it in range(n):
+            if tx % 2 == 0:
+                if it * 32 + tx < n:  # reads the loop of a run-time extent: unknown, so every point counts
+                    a: S.let[S.float32] = Sh[tx]
+                    Sh[S.bitwise_xor(tx, 1)] = a
+        Ag[tx] = Sh[tx]
+
+    script = ThreadSync("shared")(tvm.IRModule({"main": before}))["main"].script()
+    assert script.count("tvm_storage_sync") == 1, script  # after the loop, for every thread's read
+    assert script.index("tvm_storage_sync") > script.index("Sh[tx ^ 1] = a"), script
+
+
+def test_an_index_reading_the_run_time_loop_is_still_not_proven():
+    @S.prim_func(private=True)
+    def before(A: S.handle("float32", "global"), n: S.int32):
+        Ag = S.decl_buffer((32,), "float32", data=A)
+        tx = S.launch_thread("threadIdx.x", 32)
+        Sh = S.alloc_buffer((32,), "float32", scope="shared")
+        for it in range(n):
+            if tx % 2 == 0:
+                a: S.let[S.float32] = Sh[tx]
+                Sh[(tx + it) % 32] = a  # iteration 1: thread 0 writes s[1]... and thread 2 reads s[2] at it = 2
+        Ag[tx] = Sh[tx]
+
+    with pytest.raises((CompileError, RuntimeError), match="inside the branch"):
+        ThreadSync("shared")(tvm.IRModule({"main": before}))
