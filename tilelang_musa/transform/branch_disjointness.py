@@ -16,9 +16,10 @@ address handed to a callee is opaque only where it may point into the scope: `&c
 atomic taking a tile in a persistent kernel's one-thread scheduler branch) hides no shared access, and the loads in
 its index are seen as loads. Anything else (a load or a kernel parameter in an index, a run-time extent of a loop
 the index reads, an address of the scope handed to a template, a view of a buffer (another name may reach its
-elements), an `else` case whose threads run beside the `then` case's, more than _MAX_POINTS points) is not proven. ThreadSync shows the accesses of a disjoint
-branch so where TVM's analysis fails in it, or puts a barrier inside a branch a range of threads takes (`if tx < 2:`
-around a T.Parallel vectorized onto two threads: a barrier over part of a warp, which no arch has).
+elements), an `else` case whose threads run beside the `then` case's, more than _MAX_POINTS points) is not proven.
+ThreadSync shows the accesses of a disjoint branch so where TVM's analysis fails in it, or puts a barrier inside a
+branch a range of threads takes (`if tx < 2:` around a T.Parallel vectorized onto two threads: a barrier over part of
+a warp, which no arch has).
 """
 
 from __future__ import annotations
