@@ -9,11 +9,17 @@ extents and loop bounds, every (thread, element) each access of the branch reach
 (the branch's, enclosing branches', loop ranges), over every iteration of the loops around it (each lane of a
 vector access `s[Ramp(b, 1, n)]`); the branch is disjoint when no element is reached by two threads with one of
 them writing. A condition around an access that enumeration cannot evaluate (it reads a load) counts as true:
-more points, never fewer. Anything else (a load or a kernel parameter in an index, a run-time extent, an address
-handed to a template, a view of a buffer (another name may reach its elements), an `else` case whose threads run
-beside the `then` case's, more than _MAX_POINTS points) is not proven. ThreadSync shows the accesses of a disjoint
-branch so where TVM's analysis fails in it, or puts a barrier inside a branch a range of threads takes (`if tx < 2:`
-around a T.Parallel vectorized onto two threads: a barrier over part of a warp, which no arch has).
+more points, never fewer. A loop that neither the index nor the conditions of an access read only repeats the
+same points, and is not enumerated, whatever its trip count (TileOPs' NSA top-k sorts one pool per chunk of a
+run-time number of them); one only the conditions read, of a run-time extent, makes those conditions unknown. An
+address handed to a callee is opaque only where it may point into the scope: `&counter[0]` of a global counter (an
+atomic taking a tile in a persistent kernel's one-thread scheduler branch) hides no shared access, and the loads in
+its index are seen as loads. Anything else (a load or a kernel parameter in an index, a run-time extent of a loop
+the index reads, an address of the scope handed to a template, a view of a buffer (another name may reach its
+elements), an `else` case whose threads run beside the `then` case's, more than _MAX_POINTS points) is not proven.
+ThreadSync shows the accesses of a disjoint branch so where TVM's analysis fails in it, or puts a barrier inside a
+branch a range of threads takes (`if tx < 2:` around a T.Parallel vectorized onto two threads: a barrier over part of
+a warp, which no arch has).
 """
 
 from __future__ import annotations
@@ -132,11 +138,27 @@ def _note_expr(expr: Any, scope: str, loops: tuple, conditions: tuple, bindings:
             out.append(_Access(False, load.source, _flat(load.indices), loops, conditions, bindings, branches))
 
     def on_call(call: Any) -> None:
-        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) in ("tirx.tvm_access_ptr", "tl.access_ptr",
-                                                                    "tirx.address_of"):
+        if _hands_out_address(call, scope):
             opaque.update(branches)
 
     tvm_ffi.structural_walk(expr, [(TensorLoad, on_load), (tvm.ir.Call, on_call)])
+
+
+def _hands_out_address(call: Any, scope: str) -> bool:
+    """Whether `call` takes an address that may point into `scope` memory (its callee may reach any element there).
+    The address of a global element (`T.atomic_add(counter[0], 1, return_prev=True)`'s `&counter[0]`) is not one:
+    the loads in its index are seen as loads, as any other."""
+    if not isinstance(call.op, tvm.ir.Op):
+        return False
+    name = str(call.op.name)
+    if name == "tirx.address_of":
+        target = call.args[0]
+        return not isinstance(target, TensorLoad) or scope_of(target.source) == scope
+    if name == "tirx.tvm_access_ptr":
+        data = call.args[1]
+        annotation = getattr(data, "type_annotation", None)
+        return str(getattr(annotation, "storage_scope", scope)) == scope
+    return name == "tl.access_ptr"  # (its address_of is looked at too; the marker says the callee reaches it)
 
 
 def _flat(indices: Any) -> Any:
@@ -180,19 +202,61 @@ def _elements(index: Any, env: dict, bindings: tuple) -> list:
     return [_eval(index, env, bindings)]
 
 
+def _reads(exprs: list, bindings: tuple) -> set:
+    """The variables `exprs` read, through the bindings in scope (a bound variable's value is read too)."""
+    found: set = set()
+    pending = list(exprs)
+    while pending:
+        seen: list = []
+        tvm_ffi.structural_walk(pending.pop(), [(tvm.ir.Var, seen.append)])
+        for var in seen:
+            if var not in found:
+                found.add(var)
+                pending += [value for bound, value in bindings if bound.same_as(var)]
+    return found
+
+
+def _enumerated_loops(access: _Access) -> tuple[set, set]:
+    """(required, wanted): the loop variables the access's index reads (its elements depend on them: their bounds
+    must be known), and those its conditions read besides (enumerated where their bounds are known; a condition
+    over one that is not counts as true). A loop of neither only repeats the same points, whatever its trip count
+    (a T.Pipelined loop over a run-time number of chunks around a sort of one shared tile)."""
+    def closed(names: set) -> set:
+        for var, lo, extent in reversed(access.loops):  # an enumerated loop's bounds read the loops outside it
+            if var in names:
+                names |= _reads([lo, extent], access.bindings)
+        return names
+
+    required = closed(_reads([access.index], access.bindings))
+    wanted = closed(required | _reads(list(access.conditions), access.bindings))
+    return required, wanted
+
+
 def _points(access: _Access, threads: list) -> Any:
-    """(thread id, environment) for every thread and loop iteration at which `access` runs."""
+    """(thread id, environment) for every thread and loop iteration at which `access` runs. Loops the access's
+    index and conditions do not read are left out (the same points again), and so are loops only its conditions
+    read whose bounds are not known (those conditions then count as true: more points, never fewer)."""
     envs = [({}, ())]
     for var, extent in threads:
         envs = [({**env, var: t}, tid + (t,)) for env, tid in envs for t in range(extent)]
+    required, wanted = _enumerated_loops(access)
     for var, lo, extent in access.loops:
+        if var not in wanted:
+            continue
         expanded = []
         for env, tid in envs:
-            start, count = _eval(lo, env, access.bindings), _eval(extent, env, access.bindings)
+            try:
+                start, count = _eval(lo, env, access.bindings), _eval(extent, env, access.bindings)
+            except _NotConstant:
+                if var in required:
+                    raise
+                expanded = None
+                break
             expanded += [({**env, var: v}, tid) for v in range(start, start + count)]
             if len(expanded) > _MAX_POINTS:
                 raise _NotConstant
-        envs = expanded
+        if expanded is not None:
+            envs = expanded
     for env, tid in envs:
         if all(_holds_or_unknown(c, env, access.bindings) for c in access.conditions):
             yield tid, env

@@ -23,6 +23,7 @@ asynchronous barriers such a block barrier stays: it is what orders the regions.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tvm
@@ -33,7 +34,7 @@ from ..errors import CompileError
 from ..diagnostics import warn_once
 from ..ir.attrs import USER_BLOCK_BARRIER, WS_ATTR
 from ..ir.ops import BARRIER_WAIT_OP
-from ..ir.utils import seq, thread_info
+from ..ir.utils import loc_from_text, loc_of, seq, thread_info
 from ..target import arch_of, archs_with
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
@@ -159,6 +160,66 @@ def drop_barriers_between_regions(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq), (tirx.For, on_for)])
 
 
+def _first_line(stmt: Any) -> str:
+    """The first line of `stmt`'s script, without the declarations of the variables and buffers it uses."""
+    for line in str(stmt).splitlines():
+        if line.strip() and not re.match(r"^\w+ = T\.\w+\(", line):
+            return line.strip() if len(line.strip()) <= 100 else line.strip()[:97] + "..."
+    return str(stmt).strip()
+
+
+def _barrier_sites(func: tirx.PrimFunc) -> list[tuple[Any, Any, Any]]:
+    """(barrier statement, the statement after it or None, the source line last met before it) for every
+    compiler-placed block barrier, in program order: the lines are those of loops and calls (tile ops, the user's
+    barriers) that still carry one; the statements a T.Parallel became carry none."""
+    sites: list = []
+    last: list = [None]
+
+    def note_calls(node: Any) -> None:
+        def on_call(call: Any) -> None:
+            if call.attrs is not None and "tl.loc" in call.attrs:
+                last[0] = loc_from_text(str(call.attrs["tl.loc"]))
+        tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
+
+    def visit(node: Any, following: Any) -> None:
+        if isinstance(node, tirx.SeqStmt):
+            stmts = list(node.seq)
+            for k, stmt in enumerate(stmts):
+                visit(stmt, stmts[k + 1] if k + 1 < len(stmts) else following)
+            return
+        if block_barrier_scope(node) is not None and node.value.attrs is None:
+            sites.append((node, following, last[0]))
+            return
+        if isinstance(node, tirx.For):
+            last[0] = loc_of(node) or last[0]
+            visit(node.body, None)
+            return
+        if isinstance(node, tirx.IfThenElse):
+            note_calls(node.condition)
+            visit(node.then_case, None)
+            if node.else_case is not None:
+                visit(node.else_case, None)
+            return
+        body = getattr(node, "body", None)
+        if isinstance(body, tirx.Stmt):
+            visit(body, following)
+            return
+        note_calls(node)
+
+    visit(func.body, None)
+    return sites
+
+
+def _site_of(sites: list, node: Any) -> tuple[str, Any]:
+    """What a compiler-placed barrier orders, as words (the statement after it), and the nearest source line."""
+    for barrier, following, loc in sites:
+        if barrier.same_as(node):
+            what = f", before `{_first_line(following)}`" if following is not None else ""
+            near = " (in the code after the line shown, the last one known at this stage)" if loc is not None else ""
+            return what + near, loc
+    return "", None
+
+
 def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     func = drop_barriers_between_regions(func)
     threads = thread_info(func)
@@ -168,6 +229,7 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     partial_barriers = arch is not None and arch.has_async_barriers  # ASYNC_MODEL.md section 1
     analyzer = thread_analyzer(threads)
     ids: dict[tuple[int, int], int] = {}
+    sites = _barrier_sites(func)
 
     def on_evaluate(node, mutator, guards):
         scope = block_barrier_scope(node)
@@ -193,13 +255,21 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if reach.count == 1:  # one thread's own accesses are ordered by program order: nothing to wait for
             return tirx.Evaluate(tirx.const(0, "int32"))
         where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"
+        site, loc = _site_of(sites, node)
         if not partial_barriers:
             raise CompileError(
-                f"{where} needs a barrier among its {reach} (the shared memory its threads write and read, or a "
-                f"tile op's own barrier), but {arch_name} has no barrier over part of a block (asynchronous barriers "
-                f"need {archs_with('has_async_barriers')[0]} or newer), and a block barrier there would wait for "
-                "threads that never arrive. Move the shared-memory work out of the region, or run it on all the "
-                "block's threads", stage=STAGE)
+                f"{where} needs a barrier among its {reach}{site} (the shared memory its threads write and read, or "
+                f"a tile op's own barrier), but {arch_name} has no barrier over part of a block (asynchronous "
+                f"barriers need {archs_with('has_async_barriers')[0]} or newer), and a block barrier there would "
+                "wait for threads that never arrive. Move the shared-memory work out of the region, or run it on all "
+                "the block's threads", loc, stage=STAGE)
+        if reach.count % arch.warp_size:
+            raise CompileError(
+                f"{where} needs a barrier among its {reach}{site} (the shared memory its threads write and read, or "
+                f"a tile op's own barrier), but a barrier over part of a block counts whole warps, and {reach.count} "
+                f"threads is not a multiple of the warp size {arch.warp_size}. Run the shared-memory work on whole "
+                "warps (a T.Parallel of a multiple of the warp size), or on all the block's threads", loc,
+                stage=STAGE)
         barrier_id = ids.setdefault((reach.first, reach.count), len(ids) + 1)
         return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, scope, barrier_id, reach.count))
 

@@ -22,7 +22,9 @@ scope (branch_disjointness.py: `if tx % 2 == 0: a = s[tx]; s[tx ^ 1] = a`), need
 fails, or puts a barrier inside a branch a range of threads takes (TVM takes two vector accesses `s[Ramp(tx * 4, 1,
 4)]` to conflict whatever their lanes: a T.Parallel(8) vectorized onto threads 0..1 would get a barrier over two
 threads, part of a warp), its accesses are shown to it as one index per thread (no conflict among them, a conflict
-with every access outside the branch), and put back afterwards.
+with every access outside the branch), and put back afterwards. A barrier an earlier pass put inside such a branch
+(SyncWriteAfterWrite's, in a one-thread branch that RangeBarriers then drops) stays; only one the analysis adds
+counts as "a barrier inside".
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ import tvm_ffi
 
 from ..errors import CompileError
 from ..ir.tile_views import shared_tile_views, viewed_buffer
-from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer, loc_of,
-                        scope_of, thread_info)
+from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer,
+                        loc_from_text, loc_of, scope_of, thread_info)
 from ..tileop.access_ptr import access_ptr, as_access
 from .branch_disjointness import constant_thread_extents, disjoint_branches
 from .partition_parallel_loop import thread_analyzer
@@ -56,15 +58,26 @@ def _shared_in_both(stmt: Any, scope: str) -> list[str]:
 def _divergent_branch_error(body: Any, scope: str) -> CompileError:
     found: list = []
     loops: list = []
+    bound: dict = {}  # a condition bound before its `if` (_hoisted_condition_reads) -> the condition as written
+    last: list = [None]  # the source line last met in program order (a loop's, a tile op's or user barrier's)
+
+    def note_calls(node: Any) -> None:
+        def on_call(call: Any) -> None:
+            if call.attrs is not None and "tl.loc" in call.attrs:
+                last[0] = loc_from_text(str(call.attrs["tl.loc"]))
+        tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
 
     def visit(node: Any) -> None:
         if found:
             return
         if isinstance(node, tirx.For):
+            last[0] = loc_of(node) or last[0]
             loops.append(node)
             visit(node.body)
             loops.pop()
             return
+        if isinstance(node, tirx.Bind):
+            bound[node.var] = node.value
         if isinstance(node, tirx.IfThenElse):
             for case in (node.then_case, node.else_case):
                 if case is not None:
@@ -72,10 +85,17 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
                     if both:
                         visit(case)  # the innermost such branch
                         if not found:
-                            found.append((node, both[0], next(
-                                (loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None), None)))
+                            loop_loc = next((loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None),
+                                            None)
+                            found.append((node, both[0], loop_loc or last[0], loop_loc is None))
                         return
-        for child in _children(node):
+        if isinstance(node, tirx.IfThenElse):  # no case of it needs a barrier: seen for its lines only
+            children = [c for c in (node.then_case, node.else_case) if c is not None]
+        else:
+            children = _children(node)
+            if not children:
+                note_calls(node)
+        for child in children:
             visit(child)
 
     visit(body)
@@ -83,9 +103,11 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
         return CompileError(f"a branch whose condition may differ between the block's threads needs a barrier for "
                             f"{scope} memory inside it; make the condition the same in every thread",
                             stage="ThreadSync")
-    branch, buffer, loc = found[0]
+    branch, buffer, loc, after_loc = found[0]
+    condition = bound.get(branch.condition, branch.condition)
+    where = " (in the code after the line shown, the last one known at this stage)" if loc and after_loc else ""
     return CompileError(
-        f"`if {branch.condition}:` writes and reads {scope} buffer `{buffer}`, which needs a barrier between "
+        f"`if {condition}:`{where} writes and reads {scope} buffer `{buffer}`, which needs a barrier between "
         "them inside the branch, but its condition may differ between the block's threads (threads that skip the "
         "branch would never reach the barrier). Compute the condition from values every thread agrees on (block "
         "indices, loop counters, global or shared memory), or take the shared-memory work out of the branch",
@@ -476,7 +498,7 @@ def _synced_around_disjoint(func: tirx.PrimFunc, body: Any, buffers: _Buffers, s
         if len(mine) != 1:
             return mutator.default_mutate(node)
         (k,) = mine
-        if _has_barrier(node.then_case):
+        if _barrier_count(node.then_case) > _barrier_count(originals[k].then_case):  # (one placed before stays)
             barrier_inside.append(k)
             return node
         restored_all.append(k)
@@ -517,11 +539,15 @@ def _mentions(node: Any, var: Any) -> bool:
     return bool(found)
 
 
-def _has_barrier(node: Any) -> bool:
+def _barrier_count(node: Any) -> int:
     found = []
     tvm_ffi.structural_walk(node, [(tvm.ir.Call, lambda c: found.append(c) if isinstance(c.op, tvm.ir.Op) and str(
         c.op.name) == "tirx.tvm_storage_sync" else None)])
-    return bool(found)
+    return len(found)
+
+
+def _has_barrier(node: Any) -> bool:
+    return _barrier_count(node) > 0
 
 
 def ThreadSync(scope: str):  # noqa: N802 - a pass, named as TVM names passes

@@ -1,0 +1,76 @@
+"""A barrier the compiler needs but cannot place names where it would go: the statement it would precede (or the
+branch it would be in, its condition as written) and the nearest source line still known (the T.Parallel a thread
+guard came from has lost its own by then; the error points at the last line before it). Inside `if tx < 31:` (a
+T.Parallel(31) whose threads exchange elements) no arch has one, since a barrier over part of a block counts whole
+warps (mp_31) or does not exist (mp_22): before, mp_31's error named `T.sync_threads(1, 31)`, a barrier the user
+never wrote, with no line at all. Under a per-thread condition none can go: the error named `if cond:` (a name of
+ThreadSync's own) and, with no loop around it, no line."""
+
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang.errors import CompileError
+
+ARCHS = ["mp_31", "mp_22"]
+
+
+def _neighbour_shift():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((64,), "float32")
+            for i in T.Parallel(64):
+                s[i] = A[i]
+            T.sync_threads()  # the last line known before the exchange
+            for i in T.Parallel(31):
+                v = s[i + 1]  # thread i reads what thread i + 1 writes below: a barrier between, over threads 0..30
+                s[i] = v * 2.0
+            T.sync_threads()
+            for i in T.Parallel(64):
+                B[i] = s[i]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_an_unplaceable_barrier_names_its_statement_and_line(arch):
+    with pytest.raises(CompileError) as err:
+        tilelang.compile(_neighbour_shift(), target=f"musa -arch={arch}")
+    text = str(err.value)
+    assert "`if thread_x < 31` needs a barrier among its threads 0..30, before `s[thread_x] = v" in text, text
+    assert err.value.loc is not None and err.value.loc.filename == __file__, text
+    assert "T.sync_threads()  # the last line known" in text, text  # the line, rendered
+    assert "T.sync_threads(1, 31)" not in text, text
+    why = "counts whole warps, and 31 threads" if arch == "mp_31" else "mp_22 has no barrier over part of a block"
+    assert why in text, text
+
+
+def _divergent_exchange():
+    @T.prim_func
+    def main(A: T.Tensor((32,), "int32"), B: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((32,), "int32")
+            x = T.alloc_var("int32")
+            s[tx] = A[tx]
+            T.sync_threads()  # the last line known before the branch
+            x = A[tx]
+            if x > s[1]:  # a per-thread condition: threads that skip the branch would never reach a barrier in it
+                s[0] = x
+                B[tx] = s[0] + 1
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_barrier_under_a_divergent_branch_names_the_condition_as_written_and_a_line(arch):
+    """ThreadSync binds a condition's shared reads before its `if` (`cond = s[1] < x; if cond:`): the error shows
+    the condition, not `cond`, and, with no loop around it, the last line known before it."""
+    with pytest.raises(CompileError) as err:
+        tilelang.compile(_divergent_exchange(), target=f"musa -arch={arch}")
+    text = str(err.value)
+    assert "`if s[1] < x[0]:` (in the code after the line shown" in text, text
+    assert "writes and reads shared.dyn buffer `s`" in text, text
+    assert err.value.loc is not None and err.value.loc.filename == __file__, text
+    assert "T.sync_threads()  # the last line known before the branch" in text, text
