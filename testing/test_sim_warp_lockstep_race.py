@@ -6,9 +6,8 @@ and the write. On NVIDIA it works because the warp is converged after the match 
 thread scheduling); the simulator runs the lanes one after another, so a lane that writes first is seen by later
 lanes' reads and the positions collide. Checked mode (TILELANG_SIM_CHECK=1) reports it as a data race between two
 lanes of one warp, naming both lanes, the buffer and the kernel's lines, with the hint to put `T.sync_warp()`
-between; with it (or a block barrier) the kernel is race-free. A shuffle, vote or match orders no memory: lanes that
-hand a value over through memory with only a shuffle between race too. docs/SIMULATOR.md, "Warp-synchronous code"
-and "Warp collectives and memory order"."""
+between; with it (or a block barrier) the kernel is race-free, as is one whose lanes hand the value over through a
+shuffle. docs/SIMULATOR.md, "Warp-synchronous code"."""
 
 import re
 
@@ -184,12 +183,10 @@ def test_warp_synchronous_code_without_a_collective_is_a_lane_race_on_both_archs
         assert torch.equal(P, expected)
 
 
-def counter_through_a_shuffle(arch, rounds, sync_warp):
-    """Per round one leader lane (chosen by lane 0 and handed round by a shuffle) reads and writes its warp's
-    counter, and the other lanes get the value it read through a shuffle. A leader's write and the next round's
-    leader's read (another lane) have only that round's shuffles between them unless `sync_warp`: a shuffle
-    exchanges values and orders no memory (CUDA documents memory ordering for __syncwarp and barriers only; MUSA
-    says no more), so without the `T.sync_warp()` it is a lane race."""
+def counter_through_a_shuffle(arch, rounds):
+    """The race-free way: per round one leader lane (chosen by lane 0 and handed round by a shuffle) reads and
+    writes its warp's counter, and the other lanes get the value it read through a shuffle; a leader's write and
+    the next round's leader's read are ordered by the next round's first shuffle."""
     warp = WARP[arch]
     threads = 2 * warp
 
@@ -212,47 +209,20 @@ def counter_through_a_shuffle(arch, rounds, sync_warp):
                     old = S[w]
                     S[w] = old + leader + 1
                 P[r, tid] = T.shfl_sync(old, leader)
-                if sync_warp:
-                    T.sync_warp()
 
     return through_shuffle
 
 
-def _counter_inputs(arch, rounds):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lanes_handing_the_value_over_through_a_shuffle_stay_clean(arch, monkeypatch):
+    rounds = 4
     threads = 2 * WARP[arch]
+    kernel = tilelang.compile(counter_through_a_shuffle(arch, rounds), target=f"musa -arch={arch}",
+                              pass_configs=NO_SYNC)
+    assert "__shfl_sync" in kernel.get_kernel_source()
     gen = torch.Generator().manual_seed(3)
     A = torch.randint(-1000, 1000, (2,), generator=gen, dtype=torch.int32)
     L = torch.randint(0, 1 << 20, (rounds, threads), generator=gen, dtype=torch.int32)
-    return A, L
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_a_value_handed_over_through_memory_with_only_a_shuffle_between_is_a_lane_race(arch, monkeypatch):
-    """Before, any collective of the warp counted as ordering its lanes' accesses, so this passed checked mode."""
-    rounds = 4
-    kernel = tilelang.compile(counter_through_a_shuffle(arch, rounds, False), target=f"musa -arch={arch}",
-                              pass_configs=NO_SYNC)
-    source = kernel.get_kernel_source()
-    assert "__shfl_sync" in source and "__syncwarp" not in source
-    A, L = _counter_inputs(arch, rounds)
-    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
-    builder = counter_through_a_shuffle
-    for seed in ("1", "2"):
-        monkeypatch.setenv("TILELANG_SIM_SEED", seed)
-        with pytest.raises(KernelLaunchError) as info:
-            kernel(A, L, torch.full((rounds, 2 * WARP[arch]), -7, dtype=torch.int32))
-        assert_lockstep_race(str(info.value), arch, "S",
-                             [line_of(builder, "old = S[w]"), line_of(builder, "S[w] = old + leader + 1")])
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_lanes_handing_the_value_over_through_a_shuffle_with_a_sync_warp_stay_clean(arch, monkeypatch):
-    rounds = 4
-    threads = 2 * WARP[arch]
-    kernel = tilelang.compile(counter_through_a_shuffle(arch, rounds, True), target=f"musa -arch={arch}",
-                              pass_configs=NO_SYNC)
-    assert "__shfl_sync" in kernel.get_kernel_source()
-    A, L = _counter_inputs(arch, rounds)
     expected = torch.empty(rounds, threads, dtype=torch.int32)
     counter = A.clone()
     for r in range(rounds):

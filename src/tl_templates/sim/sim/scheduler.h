@@ -26,9 +26,9 @@
  * that never reaches a collective (a spin loop), overflows its stack or touches unmapped memory is interrupted by a
  * signal (signal_guard.h) and the block is abandoned the same way.
  *
- * For the race detector, each group instance counts its completed rendezvous that order memory (a barrier,
- * __syncwarp, a warp MMA; not a shuffle, vote or match): its *sync epoch* (epoch()). Two accesses by threads of one
- * group are ordered by a rendezvous of that group exactly when its epoch differs between them. Epochs are never reset: each block starts its counters above every value an earlier block run on
+ * For the race detector, each group instance counts its completed rendezvous: its *sync epoch* (epoch()). Two
+ * accesses by threads of one group are ordered by a rendezvous of that group exactly when its epoch differs
+ * between them. Epochs are never reset: each block starts its counters above every value an earlier block run on
  * the same OS thread reached, so stale records of an earlier block cannot pass for the current one.
  */
 #pragma once
@@ -157,11 +157,6 @@ struct Collective {
   // A warp's *_sync intrinsic (shuffle, vote, match, __syncwarp): a lane that has exited is no participant
   // (BlockRunner::LiveLanes). Others (barriers, warp MMAs, which need every lane's operands) report it.
   bool exited_lanes_leave = false;
-  // Whether it orders its participants' memory accesses (checked mode's race detector: the group's sync epoch moves,
-  // async-order clocks join). Barriers and __syncwarp do; a shuffle, vote or match only exchanges values: CUDA
-  // documents memory ordering for __syncwarp and barriers alone, and MUSA, which copies those intrinsics, says no more
-  // (docs/SIMULATOR.md, "Warp collectives and memory order").
-  bool orders_memory = true;
 };
 
 /*! \brief A participant's payload: its value and per-thread arguments in, its result out. */

@@ -387,11 +387,11 @@ TL_SIM_OUTLINED_DEF void BlockRunner::DescribeInterruption(const OsThreadState& 
 
 TL_SIM_OUTLINED_DEF void BlockRunner::Complete(Rendezvous* rv, int caller) {
   const Group g = rv->group;
-  if (rv->op->orders_memory) ++epochs_[static_cast<int>(g)][rv->group_index];
+  ++epochs_[static_cast<int>(g)][rv->group_index];
   NoteProgress();
   if (g_thread.profile != nullptr) MeetClocks(*g_thread.profile, g, *rv);
   if (rv->op->exchange != nullptr) rv->op->exchange(*this, *rv);
-  if (g != Group::kBlock && rv->op->orders_memory)
+  if (g != Group::kBlock)
     for (auto& extension : extensions_)
       if (extension != nullptr) extension->OnRendezvous(*this, *rv);
   rv->members.ForEach([&](uint32_t i) {

@@ -62,10 +62,10 @@ void ExchangeShuffle(BlockRunner& block, Rendezvous& rv) {
   });
 }
 
-inline constexpr Collective kShflIdx{"__shfl_sync", &ExchangeShuffle<ShuffleMode::kIdx>, true, false};
-inline constexpr Collective kShflUp{"__shfl_up_sync", &ExchangeShuffle<ShuffleMode::kUp>, true, false};
-inline constexpr Collective kShflDown{"__shfl_down_sync", &ExchangeShuffle<ShuffleMode::kDown>, true, false};
-inline constexpr Collective kShflXor{"__shfl_xor_sync", &ExchangeShuffle<ShuffleMode::kXor>, true, false};
+inline constexpr Collective kShflIdx{"__shfl_sync", &ExchangeShuffle<ShuffleMode::kIdx>, true};
+inline constexpr Collective kShflUp{"__shfl_up_sync", &ExchangeShuffle<ShuffleMode::kUp>, true};
+inline constexpr Collective kShflDown{"__shfl_down_sync", &ExchangeShuffle<ShuffleMode::kDown>, true};
+inline constexpr Collective kShflXor{"__shfl_xor_sync", &ExchangeShuffle<ShuffleMode::kXor>, true};
 
 /*! \brief Votes: slot.in is the predicate; slot.arg 0 = any, 1 = all, 2 = ballot. */
 inline void ExchangeVote(BlockRunner& block, Rendezvous& rv) {
@@ -109,11 +109,11 @@ inline void ExchangeMatch(BlockRunner& block, Rendezvous& rv) {
   });
 }
 
-inline constexpr Collective kMatchAny{"__match_any_sync", &ExchangeMatch, true, false};
-inline constexpr Collective kMatchAll{"__match_all_sync", &ExchangeMatch, true, false};
-inline constexpr Collective kAnySync{"__any_sync", &ExchangeVote, true, false};
-inline constexpr Collective kAllSync{"__all_sync", &ExchangeVote, true, false};
-inline constexpr Collective kBallotSync{"__ballot_sync", &ExchangeVote, true, false};
+inline constexpr Collective kMatchAny{"__match_any_sync", &ExchangeMatch, true};
+inline constexpr Collective kMatchAll{"__match_all_sync", &ExchangeMatch, true};
+inline constexpr Collective kAnySync{"__any_sync", &ExchangeVote, true};
+inline constexpr Collective kAllSync{"__all_sync", &ExchangeVote, true};
+inline constexpr Collective kBallotSync{"__ballot_sync", &ExchangeVote, true};
 inline constexpr Collective kSyncWarp{"__syncwarp", nullptr, true};
 
 inline uint64_t WarpCollective(const Collective& op, unsigned mask, CollectiveSlot in, const char* file, int line) {
@@ -251,7 +251,7 @@ struct XorButterfly {
 
   static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
                 "warp shuffles move trivially copyable values of at most 8 bytes");
-  static constexpr XorButterflyPlan kPlan{{"__shfl_xor_sync", &ExchangeXorButterfly<sizeof(T)>, true, false},
+  static constexpr XorButterflyPlan kPlan{{"__shfl_xor_sync", &ExchangeXorButterfly<sizeof(T)>, true},
                                           &CombineLanes<Op, T>,
                                           kBatch,
                                           kFirst,
