@@ -226,7 +226,51 @@ def test_another_threads_copy_read_without_a_block_barrier_is_a_race_in_checked_
     lib = build("async_copy", arch)
     x = rand(4 * THREADS, seed=8)
     assert lib.call_misuse(THREADS, 3, ptr(x), ptr(np.zeros(THREADS, dtype=np.float32))) == LAUNCH_FAILURE
-    assert "data race on byte 0 of shared `the destination of an asynchronous copy`" in lib.error()
+    assert "data race on byte 0 of shared `the destination of an asynchronous copy" in lib.error()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_copy_issued_after_another_threads_read_with_no_barrier_between_names_the_missing_barrier(build, monkeypatch,
+                                                                                                   arch):
+    # Each thread reads the previous thread's row, then refills its own row with a copy, with no barrier between the
+    # read and the copy; the copy is waited for after a later barrier. Whichever thread runs first, checked mode names
+    # the missing barrier: the read meets the copy in flight, or the copy's issue meets the read. It is not a missing
+    # wait (the issuing thread waits), which the in-flight case used to say; and the issue after the read used to go
+    # unreported, since the barrier before the wait ordered the landing after the read.
+    lib = build("async_copy", arch)
+    x = rand(4 * THREADS, seed=9)
+    read, issue = lib.line_of("the previous thread's row, before its refill"), lib.line_of("mode == 2 ? 2 : 16")
+    in_flight = re.compile(
+        rf"read of shared memory at byte \d+ of `s` \(line {read}\) while an asynchronous copy \(__musa_memcpy_g2s\) "
+        rf"issued at async_copy.mu:{issue} by thread \(\d+,0,0\) has not completed \(missing barrier\? nothing orders "
+        "this access with the copy's issue by another thread: if the access belongs before the copy, a barrier between "
+        "the two is missing; if it belongs after, the issuing thread's __musa_memcpy_g2s_wait and a barrier after "
+        "it\\)")
+    at_issue = re.compile(rf"data race on byte 0 of shared `the destination of an asynchronous copy, at its issue`: "
+                          rf"this thread stores it at line {issue} while thread \(\d+,0,0\) loaded it at line {read}, "
+                          "with no (__syncwarp or )?barrier between them")
+    monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
+    seen = set()
+    for seed in range(1, 9):
+        monkeypatch.setenv("TILELANG_SIM_SEED", str(seed))
+        assert lib.call_misuse(THREADS, 4, ptr(x), ptr(np.zeros(THREADS, dtype=np.float32))) == LAUNCH_FAILURE
+        error = lib.error()
+        assert "__musa_memcpy_g2s_wait?" not in error, error
+        seen.add("in flight" if in_flight.search(error) else "at issue" if at_issue.search(error) else error)
+    assert seen == {"in flight", "at issue"}, seen
+
+
+@pytest.mark.parametrize("arch", [310])
+def test_another_threads_read_after_a_barrier_the_issuer_passed_without_waiting_names_the_missing_wait(build, checked,
+                                                                                                      arch):
+    lib = build("async_copy", arch)
+    x = rand(4 * THREADS, seed=10)
+    assert lib.call_misuse(THREADS, 5, ptr(x), ptr(np.zeros(THREADS, dtype=np.float32))) == LAUNCH_FAILURE
+    read, issue = lib.line_of("the next thread never waited for its copy"), lib.line_of("mode == 2 ? 2 : 16")
+    assert re.search(rf"thread \((\d+),0,0\): read of shared memory at byte \d+ of `s` \(line {read}\) while an "
+                     rf"asynchronous copy \(__musa_memcpy_g2s\) issued at async_copy.mu:{issue} by thread \(\d+,0,0\) "
+                     r"has not completed \(missing __musa_memcpy_g2s_wait\? a barrier orders this access after the "
+                     r"copy's issue, but not after its completion\)", lib.error()), lib.error()
 
 
 # ---- TME ----------------------------------------------------------------------------------------------------------

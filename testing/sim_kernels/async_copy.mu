@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #define SH_LOAD(buf, i, n) buf[tl_sim::CheckShared<tl_sim::kLoad>(buf, i, 1, 0, n, #buf, __LINE__)]
+#define SH_STORE(buf, i, v, n) buf[tl_sim::CheckShared<tl_sim::kStore>(buf, i, 1, 0, n, #buf, __LINE__)] = (v)
 
 // Each thread copies 4 floats of `in` in each of two groups: group A = in[4t..4t+4) into a, group B = in[4(T+t)..)
 // into b (T = blockDim.x). out[0..4T) = a and out[4T..8T) = b read after wait_group(1) (A landed, B not: poison),
@@ -60,14 +61,25 @@ extern "C" __global__ void robust(const int* in, int valid, int* out, int* out2,
 //   1 a copy never waited for (checked mode: error when the thread exits)
 //   2 a 2-byte copy
 //   3 another thread reads the destination after the issuer's wait but with no block barrier (checked: a race)
+//   4 each thread reads the previous thread's row, then refills its own with a copy, no barrier between the read
+//     and the copy (checked: the read meets the copy in flight, or the copy's issue meets the read: a race either
+//     way, a missing barrier, not a missing wait)
+//   5 the copy's thread passes a barrier without waiting; another thread then reads (checked: a missing wait)
 extern "C" __global__ void misuse(int mode, const float* in, float* out) {
   __shared__ __align__(16) float s[4 * 128];
-  const int t = threadIdx.x;
-  __musa_memcpy_g2s(&s[4 * t], &in[4 * t], mode == 2 ? 2 : 16, 0);
+  const int t = threadIdx.x, T = blockDim.x;
+  if (mode == 4) {
+    for (int i = 0; i < 4; ++i) SH_STORE(s, 4 * t + i, -1.0f, 4 * 128);
+    __syncthreads();
+    out[t] = SH_LOAD(s, 4 * ((t + T - 1) % T), 4 * 128);  // the previous thread's row, before its refill
+  }
+  __musa_memcpy_g2s(&s[4 * t], &in[4 * t], mode == 2 ? 2 : 16, 0);  // mode 4: missing __syncthreads() before
   if (mode == 0) out[t] = SH_LOAD(s, 4 * t, 4 * 128);  // missing __musa_memcpy_g2s_wait()
   if (mode == 1) return;
+  if (mode == 4 || mode == 5) __syncthreads();
+  if (mode == 5) out[t] = SH_LOAD(s, 4 * ((t + 1) % T), 4 * 128);  // the next thread never waited for its copy
   __musa_memcpy_g2s_wait();
-  if (mode == 3) out[t] = SH_LOAD(s, 4 * ((t + 1) % blockDim.x), 4 * 128);  // missing __syncthreads()
+  if (mode == 3) out[t] = SH_LOAD(s, 4 * ((t + 1) % T), 4 * 128);  // missing __syncthreads()
 }
 
 extern "C" const char* get_last_error() { return musaGetErrorString(musaPeekAtLastError()); }

@@ -7,7 +7,9 @@ Tiles whose uses do not overlap share bytes (shared_memory_lifetimes.py: in use 
 statement of the kernel's block that references them; where that would not fit and every use sits in one `if` all
 threads of the block take alike, `if bx < n:` around the body, the branch's statements; where that would not fit
 either, the compiler's temporaries statement by statement inside the loops and branches every thread runs alike;
-then also the user's tiles each iteration of a loop writes whole before reading, per iteration);
+then also the user's tiles each iteration of a loop writes whole before reading, per iteration; from the first of
+these on, a uniform if/else chain is flattened into guarded `if`s, so the tiles of its branches share bytes:
+flatten_uniform_branch_chains.py);
 where a tile takes bytes another used before, a block barrier separates the two uses (one is added before the later
 use's first statement if none is there; in a loop both are used in, also before the earlier one, for the next
 iteration). A kernel that fits keeps the coarser plan, unless TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE asks for the
@@ -30,6 +32,7 @@ from ..ir.attrs import OFFSET_ANNOTATION, SIZE_ATTR
 from ..ir.options import CompileOptions
 from ..ir.utils import as_int, buffer_size, dtype_bytes, scope_of
 from .pass_base import tl_pass
+from .flatten_uniform_branch_chains import flatten_uniform_branch_chains
 from .shared_memory_lifetimes import Barrier, Lifetimes, Use, block_barrier, tile_lifetimes, with_opened_body
 
 # Finer counts of the tiles' uses, tried in turn while the arena is past the target's limit (shared_memory_lifetimes.py).
@@ -70,6 +73,9 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     for finer in _FINER[_FINEST_ASKED + 1 if finest else 0:] if lifetimes is not None and limit is not None else ():
         if cursor <= limit:
             break
+        if not func.body.same_as(flattened := flatten_uniform_branch_chains(func.body)):
+            # the branches of a uniform if/else chain, statements of their own, let their tiles share bytes
+            func = func.with_body(flattened)
         # Over the limit: count the statements of the block-uniform branch around every use (`if bx < n_tiles:`),
         # then, inside the loops every thread runs alike, the compiler's temporaries statement by statement, then
         # also the user's tiles each iteration of a loop writes whole before reading (MarkRewrittenTiles).

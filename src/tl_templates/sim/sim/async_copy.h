@@ -133,6 +133,12 @@ inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, 
     transfer.line = line;
     transfer.thread = block.current().linear;
     transfer.hint = "missing __musa_memcpy_g2s_wait?";
+    transfer.after = "the issuing thread's __musa_memcpy_g2s_wait and a barrier after it";
+    // The copy may write its destination any time from its issue on: a load of those bytes by another thread that
+    // no barrier orders before the issue races with it, even when a barrier separates the issue from the wait
+    // (where the landing is checked).
+    t.race_detector->AccessSharedBy(block, block.current().linear, c.dst, bytes, true,
+                                    "the destination of an asynchronous copy, at its issue", c.dst, line, false);
     c.transfer = t.race_detector->BeginTransfer(block, transfer);
     t.race_detector->MarkTransfer(block, c.transfer, c.dst, bytes, transfer, buf_dyn_shmem);
   }

@@ -100,14 +100,30 @@ inline AsyncOrder& GetAsyncOrder(BlockRunner& block) {
   return *static_cast<AsyncOrder*>(slot.get());
 }
 
-/*! \brief An asynchronous copy in flight, as checked mode sees it. */
+/*! \brief An access as checked mode records it: the thread (linear id + 1; 0 = none) and the epochs of its block,
+ *         squad and warp (their low 32 bits: only equality is asked, and 2^32 rendezvous apart on one OS thread is
+ *         out of reach). */
+struct AccessStamp {
+  uint32_t block_epoch = 0, squad_epoch = 0, warp_epoch = 0;
+  uint32_t release = 0;  // the accessing warp's release count (AsyncOrder)
+  uint16_t thread = 0;
+  int32_t line = 0;
+};
+
+/*! \brief An asynchronous copy in flight, as checked mode sees it. An access that meets its bytes is told apart two
+ *         ways: one ordered after the issue (the issuing thread's own, or another's across a barrier) met a copy
+ *         nobody waited for (`hint`); one that nothing orders with the issue lacks a barrier, before the issue if it
+ *         belongs before the copy, or `after` if it belongs after. */
 struct AsyncTransfer {
   const char* what = "";      // the built-in, e.g. "__musa_memcpy_g2s"
   const char* file = "";      // where it was issued
   int line = 0;
   uint32_t thread = 0;        // the issuing thread's linear id
   bool engine_reads = false;  // the engine reads these bytes (a TME store): only stores to them conflict
-  const char* hint = "";      // what the kernel probably misses, e.g. "missing __musa_memcpy_g2s_wait?"
+  const char* hint = "";      // what an access ordered after the issue misses, e.g. "missing __musa_memcpy_g2s_wait?"
+  const char* after = "";     // what orders an access after the copy, e.g. "the issuing thread's
+                              // __musa_memcpy_g2s_wait and a barrier after it"
+  AccessStamp issued;         // the issue, stamped by RaceDetector::BeginTransfer
   bool active = true;
 };
 
@@ -139,9 +155,12 @@ class RaceDetector {
                                     const void* buffer, int line)
       TL_SIM_OUTLINED_AS("race_detector_access_shared");
 
-  /*! \brief The same for an access made on behalf of thread `thread` (an asynchronous copy landing). */
+  /*! \brief The same for an access made on behalf of thread `thread` (an asynchronous copy landing); with
+   *         `meet_transfers` false, bytes in flight for a transfer are not checked (a copy's issue: MarkTransfer
+   *         names a second copy in flight itself). */
   TL_SIM_OUTLINED void AccessSharedBy(BlockRunner& block, uint32_t thread, const unsigned char* address,
-                                      uint32_t bytes, bool store, const char* name, const void* buffer, int line)
+                                      uint32_t bytes, bool store, const char* name, const void* buffer, int line,
+                                      bool meet_transfers = true)
       TL_SIM_OUTLINED_AS("race_detector_access_shared_by");
 
   /*! \brief Register an asynchronous transfer of the running block; returns its id for MarkTransfer/EndTransfer. */
@@ -171,24 +190,22 @@ class RaceDetector {
       TL_SIM_OUTLINED_AS("race_detector_access_global");
 
  private:
-  /*! \brief An access: the thread (linear id + 1; 0 = none) and the epochs of its block, squad and warp (their low
-   *         32 bits: only equality is asked, and 2^32 rendezvous apart on one OS thread is out of reach). */
-  struct Stamp {
-    uint32_t block_epoch = 0, squad_epoch = 0, warp_epoch = 0;
-    uint32_t release = 0;  // the accessing warp's release count (AsyncOrder)
-    uint16_t thread = 0;
-    int32_t line = 0;
-  };
+  using Stamp = AccessStamp;
   struct Cell {
     Stamp store;
     Stamp loads[2];
     uint32_t transfer = 0;  // an asynchronous transfer in flight on this byte (AsyncWrites id), or 0
   };
 
-  /*! \brief An access of `store` kind meets a byte marked in flight by transfer `id`: fail if it conflicts. */
-  TL_SIM_OUTLINED void CheckTransfer(BlockRunner& block, uint32_t id, bool store, const char* name,
+  /*! \brief An access of `store` kind, stamped `now`, meets a byte marked in flight by transfer `id`: fail if it
+   *         conflicts. */
+  TL_SIM_OUTLINED void CheckTransfer(BlockRunner& block, uint32_t id, const Stamp& now, bool store, const char* name,
                                      const unsigned char* address, const void* buffer, int line)
       TL_SIM_OUTLINED_AS("race_detector_check_transfer");
+
+  /*! \brief Why an access stamped `now` met transfer `t` in flight: `t`'s hint when the access is ordered after the
+   *         issue, else the missing barrier (see AsyncTransfer). Written into `out`. */
+  static void WhyInFlight(const AsyncOrder* order, const AsyncTransfer& t, const Stamp& now, char* out, size_t size);
 
   struct GlobalEntry {
     uint64_t generation;  // 1 + the linear id of the block that recorded it; 0 = never used

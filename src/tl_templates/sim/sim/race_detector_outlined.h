@@ -38,13 +38,15 @@ TL_SIM_OUTLINED_DEF void RaceDetector::AccessShared(const unsigned char* address
 
 TL_SIM_OUTLINED_DEF void RaceDetector::AccessSharedBy(BlockRunner& block, uint32_t thread,
                                                       const unsigned char* address, uint32_t bytes, bool store,
-                                                      const char* name, const void* buffer, int line) {
+                                                      const char* name, const void* buffer, int line,
+                                                      bool meet_transfers) {
   if (address < base_ || address + bytes > base_ + bytes_) return;
   const Stamp now = StampOf(block, thread, line);
   Cell* cell = cells_ + (address - base_);
   const auto* order = static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get());
   for (uint32_t i = 0; i < bytes; ++i) {
-    if (cell[i].transfer != 0) CheckTransfer(block, cell[i].transfer, store, name, address + i, buffer, line);
+    if (cell[i].transfer != 0 && meet_transfers)
+      CheckTransfer(block, cell[i].transfer, now, store, name, address + i, buffer, line);
     Update(block, order, cell[i], now, store, "shared", name,
            address + i - static_cast<const unsigned char*>(buffer));
   }
@@ -56,6 +58,7 @@ TL_SIM_OUTLINED_DEF uint32_t RaceDetector::BeginTransfer(BlockRunner& block, con
   auto& writes = *static_cast<AsyncWrites*>(slot.get());
   const uint32_t id = writes.base + static_cast<uint32_t>(writes.transfers.size());
   writes.transfers.push_back(transfer);
+  writes.transfers.back().issued = StampOf(block, transfer.thread, transfer.line);
   next_transfer_ = id + 1;
   return id;
 }
@@ -79,10 +82,14 @@ TL_SIM_OUTLINED_DEF void RaceDetector::MarkTransfer(BlockRunner& block, uint32_t
     char where[64] = "static shared memory";
     if (byte >= arena && byte < arena + kDynamicSmemCapacity)
       std::snprintf(where, sizeof(where), "shared address %zu", static_cast<size_t>(byte - arena));
+    char why[320];
+    WhyInFlight(static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get()), *other,
+                writes.Find(id) != nullptr ? writes.Find(id)->issued : StampOf(block, transfer.thread, transfer.line),
+                why, sizeof(why));
     block.Fail(musaErrorLaunchFailure,
                "%s (%s:%d) %s %s while %s issued at %s:%d by thread (%u,%u,%u) is still in flight there (%s)",
                transfer.what, SourceName(transfer.file), transfer.line, transfer.engine_reads ? "reads" : "writes",
-               where, other->what, SourceName(other->file), other->line, a.x, a.y, a.z, other->hint);
+               where, other->what, SourceName(other->file), other->line, a.x, a.y, a.z, why);
   }
 }
 
@@ -122,17 +129,40 @@ TL_SIM_OUTLINED_DEF void RaceDetector::AccessGlobal(const unsigned char* address
   }
 }
 
-TL_SIM_OUTLINED_DEF void RaceDetector::CheckTransfer(BlockRunner& block, uint32_t id, bool store, const char* name,
-                                                     const unsigned char* address, const void* buffer, int line) {
+TL_SIM_OUTLINED_DEF void RaceDetector::CheckTransfer(BlockRunner& block, uint32_t id, const Stamp& now, bool store,
+                                                     const char* name, const unsigned char* address,
+                                                     const void* buffer, int line) {
   auto* writes = static_cast<AsyncWrites*>(block.extension(ExtensionKind::kAsyncWrites).get());
   const AsyncTransfer* t = writes != nullptr ? writes->Find(id) : nullptr;
   if (t == nullptr || (t->engine_reads && !store)) return;
   const uint3 issuer = block.fiber(t->thread).idx;
+  char why[320];
+  WhyInFlight(static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get()), *t, now, why,
+              sizeof(why));
   block.Fail(musaErrorLaunchFailure,
              "%s of shared memory at byte %td of `%s` (line %d) while an asynchronous copy (%s) issued at %s:%d by "
              "thread (%u,%u,%u) has not completed (%s)",
              store ? "write" : "read", address - static_cast<const unsigned char*>(buffer), name, line, t->what,
-             SourceName(t->file), t->line, issuer.x, issuer.y, issuer.z, t->hint);
+             SourceName(t->file), t->line, issuer.x, issuer.y, issuer.z, why);
+}
+
+// The issuing thread's own access, or another thread's that a barrier orders after the issue, met a copy that was
+// not waited for: the transfer's hint. Another thread's access that nothing orders with the issue lacks a barrier, on
+// one side of the copy or the other (the simulator runs a thread ahead to its next barrier, so a copy issued after
+// another thread's read of the old bytes, with no barrier between, usually meets that read here).
+inline void RaceDetector::WhyInFlight(const AsyncOrder* order, const AsyncTransfer& t, const Stamp& now, char* out,
+                                      size_t size) {
+  if (now.thread == t.thread + 1u || t.after[0] == '\0') {
+    std::snprintf(out, size, "%s", t.hint);
+  } else if (!Unordered(order, t.issued, now)) {
+    std::snprintf(out, size, "%s a barrier orders this access after the copy's issue, but not after its completion",
+                  t.hint);
+  } else {
+    std::snprintf(out, size,
+                  "missing barrier? nothing orders this access with the copy's issue by another thread: if the "
+                  "access belongs before the copy, a barrier between the two is missing; if it belongs after, %s",
+                  t.after);
+  }
 }
 
 TL_SIM_OUTLINED_DEF void RaceDetector::Update(BlockRunner& block, const AsyncOrder* order, Cell& cell,

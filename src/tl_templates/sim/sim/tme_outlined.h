@@ -160,7 +160,7 @@ inline Tile Plan(BlockRunner& block, const unsigned char* arena, const char* wha
 
 /*! \brief Checked mode: register `t`'s shared bytes as in flight for a transfer of the running thread. */
 inline uint32_t BeginTransfer(BlockRunner& block, const Tile& t, const char* what, bool engine_reads,
-                              const char* hint, const char* file, int line) {
+                              const char* hint, const char* after, const char* file, int line) {
   RaceDetector* detector = g_thread.race_detector;
   if (detector == nullptr) return 0;
   AsyncTransfer transfer;
@@ -170,6 +170,7 @@ inline uint32_t BeginTransfer(BlockRunner& block, const Tile& t, const char* wha
   transfer.thread = block.current().linear;
   transfer.engine_reads = engine_reads;
   transfer.hint = hint;
+  transfer.after = after;
   const uint32_t id = detector->BeginTransfer(block, transfer);
   for (unsigned char* chunk : t.chunks) detector->MarkTransfer(block, id, chunk, kChunk, transfer, t.arena);
   return id;
@@ -215,7 +216,8 @@ TL_SIM_OUTLINED_DEF void Load(uint32_t rank, const unsigned char* arena, uint32_
     }
   });
   const uint32_t id =
-      BeginTransfer(block, *tile, what, false, "missing __musa_async_wait on its barrier?", file, line);
+      BeginTransfer(block, *tile, what, false, "missing __musa_async_wait on its barrier?",
+                    "a __musa_async_wait on the copy's barrier", file, line);
   for (unsigned char* chunk : tile->chunks) std::memset(chunk, kPoisonByte, kChunk);
   if (g_thread.profile != nullptr) g_thread.profile->Add(profile::k_tme_load_bytes, tile->bytes);
   async::BarrierLoad load;
@@ -276,7 +278,8 @@ TL_SIM_OUTLINED_DEF void StoreTile(uint32_t rank, const unsigned char* arena, vo
   s.what = what;
   s.file = file;
   s.line = line;
-  s.transfer = BeginTransfer(block, *s.tile, what, true, "missing __musa_tme_store_read_wait?", file, line);
+  s.transfer = BeginTransfer(block, *s.tile, what, true, "missing __musa_tme_store_read_wait?",
+                             "the issuing thread's __musa_tme_store_read_wait and a barrier after it", file, line);
   if (g_thread.profile != nullptr) {
     g_thread.profile->Add(profile::k_tme_store_bytes, s.tile->bytes);
     s.done_cycle = g_thread.profile->Transfer(block.current().linear, s.tile->bytes, profile::SliceKind::kTmeStore);
