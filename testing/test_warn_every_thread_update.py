@@ -39,6 +39,18 @@ def compile_warnings(body_kind: str, threads: int = N) -> list[str]:
             elif body_kind == "per_thread_element":
                 if tx < 8:
                     s[tx] = s[tx] + A[tx]
+            elif body_kind == "idempotent_max":
+                s[0] = T.max(s[0], A[0])
+            elif body_kind == "idempotent_or_and":
+                flags = T.alloc_shared((2,), "int32")
+                flags[0] = T.bitwise_or(flags[0], T.cast(A[1], "int32"))
+                flags[1] = flags[1] & 6
+                s[2] = T.min(A[2], s[2])
+                s[3] = T.cast(flags[0] + flags[1], "float32")
+            elif body_kind == "max_of_per_thread_value":
+                s[0] = T.max(s[0], A[tx])
+            elif body_kind == "max_of_itself":
+                s[0] = T.max(s[0], s[0] + A[0])
             elif body_kind == "uniform_branch":
                 if A[0] > 0:
                     s[3] = s[3] - 1.0
@@ -55,6 +67,8 @@ def compile_warnings(body_kind: str, threads: int = N) -> list[str]:
     ("rmw", "s[7] = s[7] + A[0]"),
     ("rmw_in_serial_loop", "s[k] = s[k] * 2.0 + A[k]"),
     ("uniform_branch", "s[3] = s[3] - 1.0"),  # a branch every thread takes alike is every thread's
+    ("max_of_per_thread_value", "s[0] = T.max(s[0], A[tx])"),  # each thread its own value: lost updates
+    ("max_of_itself", "s[0] = T.max(s[0], s[0] + A[0])"),  # grows once per thread
 ])
 def test_every_thread_read_modify_write_warns_with_its_line(body_kind, statement):
     messages = [m for m in compile_warnings(body_kind) if "every thread of the block" in m]
@@ -63,7 +77,9 @@ def test_every_thread_read_modify_write_warns_with_its_line(body_kind, statement
     assert "shared `s`" in messages[0]
 
 
-@pytest.mark.parametrize("body_kind", ["plain_store", "parallel", "one_thread", "per_thread_element"])
+# idempotent updates by one value on every thread store the same value whatever the order, as a plain store does
+@pytest.mark.parametrize("body_kind", ["plain_store", "parallel", "one_thread", "per_thread_element", "idempotent_max",
+                                       "idempotent_or_and"])
 def test_stores_that_are_not_every_thread_read_modify_writes_stay_silent(body_kind):
     assert not [m for m in compile_warnings(body_kind) if "every thread of the block" in m]
 

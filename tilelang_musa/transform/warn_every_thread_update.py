@@ -6,7 +6,8 @@ writes it back, so the result depends on the threads' interleaving (TileOPs' GDN
 `dg_c[block_C - 1] = dg_c[block_C - 1] + ...`: the term is added anywhere from once to once per thread). The
 simulator runs threads in turn and adds it once per thread; a GPU usually adds it about once.
 
-Only the read-modify-write is reported: every thread storing the same value (`s[0] = 0`) is common and benign. A
+Only the read-modify-write is reported: every thread storing the same value (`s[0] = 0`) is common and benign, and
+so is an idempotent update by a value the same on every thread (`s[0] = T.max(s[0], A[0])`, min, `|`, `&`). A
 TileLangWarning names the statement and its source line; nothing changes in the program. The check is
 conservative: an index or condition that reads a per-thread value (a local, a fragment, anything loaded through
 a thread-dependent index) counts as thread-dependent, so it stays silent there.
@@ -31,6 +32,14 @@ SHARED_SCOPES = ("shared", "shared.dyn")
 UNIFORM_LOAD_SCOPES = ("global", "shared", "shared.dyn")
 PER_THREAD_CALLS = ("tl.get_lane_idx", "tl.get_warp_idx", "tl.get_warp_idx_sync", "tl.get_warp_group_idx",
                     "tirx.call_extern", "tirx.call_pure_extern", "tirx.tvm_warp_shuffle", "tl.shfl_sync")
+# max(max(x, v), v) == max(x, v), likewise min, | and &: applied by any number of threads in any order
+IDEMPOTENT_OPS = (tirx.Max, tirx.Min, tirx.BitwiseOr, tirx.BitwiseAnd)
+
+
+def _is_element(load: Any, store: Any) -> bool:
+    """Whether `load` reads the element that `store` writes (the same buffer, structurally equal indices)."""
+    return (load.source.same_as(store.buffer) and len(load.indices) == len(store.indices)
+            and all(tvm.ir.structural_equal(a, b) for a, b in zip(load.indices, store.indices)))
 
 
 class _Walker:
@@ -72,13 +81,32 @@ class _Walker:
 
         def on_load(load: Any) -> None:
             nonlocal reads_it
-            if (load.source.same_as(store.buffer) and len(load.indices) == len(store.indices)
-                    and all(tvm.ir.structural_equal(a, b) for a, b in zip(load.indices, store.indices))):
+            if _is_element(load, store):
                 reads_it = True
 
         tvm_ffi.structural_walk(store.value, [(TensorLoad, on_load)])
-        if reads_it:
+        if reads_it and not self.idempotent_update(store):
             self.findings.append((store, user_line(store.span)))
+
+    def idempotent_update(self, store: Any) -> bool:
+        """`s[i] = T.max(s[i], v)` (min, `|`, `&`) with `v` the same on every thread: whatever the threads' order,
+        every thread stores the same value, as a plain store of one value (benign) does."""
+        value = store.value
+        if not isinstance(value, IDEMPOTENT_OPS):
+            return False
+        operands = [value.a, value.b]
+        own = [o for o in operands if isinstance(o, TensorLoad) and _is_element(o, store)]
+        others = [o for o in operands if not (isinstance(o, TensorLoad) and _is_element(o, store))]
+        if len(own) != 1 or len(others) != 1 or self.depends_on_thread(others[0]):
+            return False
+        reads_it = False  # `T.max(s[i], s[i] + 1)` grows with each thread: not idempotent
+
+        def on_load(load: Any) -> None:
+            nonlocal reads_it
+            reads_it = reads_it or _is_element(load, store)
+
+        tvm_ffi.structural_walk(others[0], [(TensorLoad, on_load)])
+        return not reads_it
 
     def stmt(self, node: Any) -> None:
         if isinstance(node, tirx.SeqStmt):
