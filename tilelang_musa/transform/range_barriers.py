@@ -33,6 +33,7 @@ from ..errors import CompileError
 from ..diagnostics import warn_once
 from ..ir.attrs import USER_BLOCK_BARRIER, WS_ATTR
 from ..ir.ops import BARRIER_WAIT_OP
+from ..ir.source_lines import user_line
 from ..ir.utils import seq, thread_info
 from ..target import arch_of, archs_with
 from .partition_parallel_loop import thread_analyzer
@@ -159,6 +160,15 @@ def drop_barriers_between_regions(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq), (tirx.For, on_for)])
 
 
+def _at_line(guards) -> str:
+    """" at file:line" of the innermost `if` of `guards` that has the user's line, or ""."""
+    for span in reversed(guards.spans):
+        line = user_line(span)
+        if line is not None:
+            return f" at {line[0]}:{line[1]}"
+    return ""
+
+
 def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     func = drop_barriers_between_regions(func)
     threads = thread_info(func)
@@ -192,7 +202,7 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return node
         if reach.count == 1:  # one thread's own accesses are ordered by program order: nothing to wait for
             return tirx.Evaluate(tirx.const(0, "int32"))
-        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"
+        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`{_at_line(guards)}"
         if not partial_barriers:
             raise CompileError(
                 f"{where} needs a barrier among its {reach} (the shared memory its threads write and read, or a "
