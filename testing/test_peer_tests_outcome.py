@@ -437,3 +437,81 @@ def test_flash_attn_is_stood_in_where_it_is_not_installed(tmp_path):
     assert "test_fa.py::test_kvcache_reference PASSED" in proc.stdout, proc.stdout + proc.stderr
     assert "test_fa.py::test_varlen_causal_query_that_sees_no_key_is_zero PASSED" in proc.stdout, \
         proc.stdout + proc.stderr
+
+
+def test_a_librarys_device_strings_become_the_cpu():
+    """TileOPs names its device `dev = "cuda"` (also in a tuple assignment), annotates a default
+    `device: Optional[Union[torch.device, str]] = "cuda"`, builds `{"device": "cuda"}` and checks
+    `x.device.type != "cuda"`: all the stand-in device's, the CPU. Other names ("devices", a target) are left."""
+    text = ('dev = "cuda"\ndtype, dev = torch.bfloat16, "cuda"\nname, other = "a", "cuda"\n'
+            'def f(device: Optional[Union[torch.device, str]] = "cuda"):\n    pass\n'
+            'kw = {"dtype": t, "device": "cuda"}\nif x.device.type != "cuda":\n    pass\ndevices = "cuda"\n')
+    assert run.rewrite(text, cuda=True) == (
+        'dev = "cpu"\ndtype, dev = torch.bfloat16, "cpu"\nname, other = "a", "cuda"\n'
+        'def f(device: Optional[Union[torch.device, str]] = "cpu"):\n    pass\n'
+        'kw = {"dtype": t, "device": "cpu"}\nif x.device.type != "cpu":\n    pass\ndevices = "cuda"\n')
+
+
+def test_import_roots_are_staged_rewritten_and_put_on_the_path(tmp_path):
+    """--import-root src and . (TileOPs: `import tileops` from src/, `from tests.test_base import ...` and `workloads`
+    from its root): each folder staged whole, modules rewritten and other files copied, and the staged folders on
+    the tests' path before the peer's own copy; a bare repository extracts the folders they and the patterns name."""
+    peer, out = tmp_path / "peer", tmp_path / "out"
+    for rel, text in {"src/lib/__init__.py": 'dev = "cuda"\n', "tests/__init__.py": "", "tests/base.py": "B = 1\n",
+                      "tests/ops/test_op.py": 'x = torch.ones(2, device="cuda")\n', "pyproject.toml": "[tool]\n",
+                      "workloads/w.py": 'DEVICE = "cuda"\n', ".git/config": "x"}.items():
+        (peer / rel).parent.mkdir(parents=True, exist_ok=True)
+        (peer / rel).write_text(text)
+    test = run.stage(peer, peer / "tests" / "ops" / "test_op.py", out, cuda=True)
+    roots = [run.stage_import_root(peer, peer / folder, out, cuda=True) for folder in ("src", ".")]
+    assert roots == [out / "tree" / "src", out / "tree"]
+    assert (out / "tree" / "src" / "lib" / "__init__.py").read_text() == 'dev = "cpu"\n'
+    assert (out / "tree" / "workloads" / "w.py").read_text() == 'DEVICE = "cpu"\n'
+    assert (out / "tree" / "pyproject.toml").read_text() == "[tool]\n" and not (out / "tree" / ".git").exists()
+    assert test.read_text() == 'x = torch.ones(2, device="cpu")\n'
+    path = run.file_environment(test, peer, None, tuple(roots))["PYTHONPATH"].split(__import__("os").pathsep)
+    assert path.index(str(roots[0])) < path.index(str(roots[1])) < path.index(str(peer))
+    assert run.extracted_folders(["tests/ops/**/test_*.py"], ["src"]) == ("src", "tests")
+    assert run.extracted_folders(["tests/ops/**/test_*.py"], ["src", "."]) == (".", "src", "tests")
+    assert run.extracted_folders(run.DEFAULT_PATTERNS, []) == ("examples", "testing")
+
+
+MARKED_TEST = '''
+import pytest
+import torch
+
+
+def test_unmarked():
+    pass
+
+
+@pytest.mark.smoke
+def test_first_smoke():
+    assert torch.ones(2).is_cuda
+    torch.ones(2).record_stream(None)
+
+
+@pytest.mark.smoke
+def test_second_smoke():
+    pass
+'''
+
+
+def test_marks_pick_cases_before_max_cases_and_is_cuda_answers(tmp_path):
+    """-m smoke goes to pytest, and --max-cases counts only the cases it leaves (the first smoke case, not the file's
+    first case); --is-cuda: the stand-in device's tensors answer `is_cuda`, and `record_stream` does nothing."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(run.CONFTEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    smoke: fast\n")
+    (tmp_path / "test_marked.py").write_text(MARKED_TEST)
+    test = tmp_path / "test_marked.py"
+    command = run.pytest_command(test, tmp_path, marker="smoke")
+    assert command[-2:] == ["-m", "smoke"]
+    env = dict(__import__("os").environ, TL_PEER_MAX_CASES="1", TL_PEER_IS_CUDA="1")
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "test_first_smoke PASSED" in proc.stdout and "1 passed, 2 deselected" in proc.stdout, proc.stdout
+    env.pop("TL_PEER_IS_CUDA")
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "test_first_smoke FAILED" in proc.stdout, proc.stdout

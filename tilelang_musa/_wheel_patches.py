@@ -6,7 +6,8 @@ what it patches, why, and which change of the wheel would remove it. Every patch
 it in `applied()`; testing/test_wheel_patches.py checks that the list and what is applied agree, and that no other
 module of the package assigns to the wheel's modules or classes.
 
-Applied when `tilelang` is imported: the older TIR names (`add_tir_names`, here at import), and from
+Applied when `tilelang` is imported: the older TIR names (`add_tir_names`) and upstream's PrimFunc constructor
+(`accept_buffer_map`), here at import, and from
 tilelang.language the typed integer operands (`wrap_int_operators`) and `PrimFunc.buffer_map` (`add_buffer_map`).
 Applied on demand: `Pass.__call__` while TILELANG_PASS_DIFF records every pass (`replace_pass_call`).
 Applied at import too, for speed only: the memoized callback inspection of tvm_ffi's structural visitors
@@ -55,6 +56,16 @@ PATCHES: tuple[WheelPatch, ...] = (
     WheelPatch("tvm.tirx.Call", "adds",
                "upstream tests check built expressions with `isinstance(e, tirx.Call)`; the wheel has the class as "
                "tvm.ir.Call only", "a `Call` re-export in tvm.tirx"),
+    WheelPatch("tvm.tirx.StringImm", "adds",
+               "upstream scripts and libraries match string arguments with `isinstance(arg, tirx.StringImm)` "
+               "(TileOPs' trace pass finds its markers so); the wheel has the class as tvm.ir.StringImm only",
+               "a `StringImm` re-export in tvm.tirx"),
+    WheelPatch("tvm.tirx.PrimFunc.__init__", "replaces",
+               "upstream's TVM builds `PrimFunc(params, body, ret_type=None, buffer_map=None, attrs=None, span=None)` "
+               "(TileOPs' trace pass rebuilds every dense GEMM so); the wheel's takes (params, body, ret_type, attrs, "
+               "span) and has no buffer map: a tensor parameter is its buffer. Upstream's signature, its buffer_map "
+               "applied by making each mapped parameter its buffer (the wheel's constructor does the rest)",
+               "PrimFunc's constructor taking upstream's buffer_map"),
     WheelPatch("tvm.tirx.stmt_functor", "adds",
                "upstream tests walk IR with `tvm.tirx.stmt_functor.post_order_visit(stmt, fvisit)` (its TVM fork's "
                "module); the wheel walks IR with tvm_ffi.structural_walk",
@@ -210,15 +221,62 @@ def _transform_ir(node: Any, preorder: Callable | None, postorder: Callable | No
     return tvm_ffi.structural_mutate(node, [(object, on_node)])
 
 
+def _buffer_of(value: Any) -> Any:
+    """The wheel's buffer (a Var typed by its BufferType) that a buffer_map value stands for: a buffer itself
+    (`tirx.decl_buffer`'s), or what `func.buffer_map` answers (its `.data` is the parameter); None otherwise."""
+    for candidate in (value, getattr(value, "data", None)):
+        if isinstance(candidate, ir.Var) and isinstance(getattr(candidate, "ty", None), tirx.BufferType):
+            return candidate
+    return None
+
+
+def _mapped_params(params: Any, buffer_map: Any) -> list:
+    """Upstream's `params` and `buffer_map` (parameter -> buffer) as the wheel's parameter list: a mapped parameter
+    is replaced by its buffer, as the wheel's tensor parameters are their buffers."""
+    params = list(params)
+    if not buffer_map:
+        return params
+    if isinstance(buffer_map, ir.DictAttrs) or not hasattr(buffer_map, "items"):
+        raise TypeError(f"PrimFunc: buffer_map (the 4th argument, as in upstream TVM) must map parameters to "
+                        f"buffers, got {type(buffer_map).__name__}; pass the function's attributes as attrs=")
+    for key, value in buffer_map.items():
+        buffer = _buffer_of(value)
+        if buffer is None:
+            raise TypeError(f"PrimFunc: buffer_map[{key}] is {type(value).__name__}, not a buffer")
+        at = [k for k, p in enumerate(params) if p.same_as(key) or p.same_as(buffer)]
+        if not at:
+            raise ValueError(f"PrimFunc: buffer_map names `{key}` (buffer `{buffer.name}`), which is not one of "
+                             f"the parameters {[p.name for p in params]}")
+        params[at[0]] = buffer
+    return params
+
+
+def accept_buffer_map() -> None:
+    """`tirx.PrimFunc(params, body, ret_type=None, buffer_map=None, attrs=None, span=None)`, upstream's signature;
+    once per process."""
+    target = "tvm.tirx.PrimFunc.__init__"
+    if target in _applied:
+        return
+    wheel_init = tirx.PrimFunc.__init__
+
+    def __init__(self, params, body, ret_type=None, buffer_map=None, attrs=None, span=None):  # noqa: N807
+        wheel_init(self, _mapped_params(params, buffer_map), body, ret_type=ret_type, attrs=attrs, span=span)
+
+    __init__.__doc__ = wheel_init.__doc__
+    _set(tirx.PrimFunc, "__init__", __init__, target)
+
+
 def add_tir_names() -> None:
-    """`tirx.PrimExpr`, `ir.PrimExpr`, `tirx.Call`, `tirx.stmt_functor`, `expr.dtype` on every expression, `var.dtype` on scalar variables, `tvm.arith` and
-    `tvm.ir.structural_equal`; only where missing."""
+    """`tirx.PrimExpr`, `ir.PrimExpr`, `tirx.Call`, `tirx.StringImm`, `tirx.stmt_functor`, `expr.dtype` on every
+    expression, `var.dtype` on scalar variables, `tvm.arith` and `tvm.ir.structural_equal`; only where missing."""
     if not hasattr(tirx, "PrimExpr"):
         _set(tirx, "PrimExpr", tirx.Expr, "tvm.tirx.PrimExpr")
     if not hasattr(ir, "PrimExpr"):
         _set(ir, "PrimExpr", ir.Expr, "tvm.ir.PrimExpr")
     if not hasattr(tirx, "Call"):
         _set(tirx, "Call", ir.Call, "tvm.tirx.Call")
+    if not hasattr(tirx, "StringImm"):
+        _set(tirx, "StringImm", ir.StringImm, "tvm.tirx.StringImm")
     if not hasattr(tirx, "stmt_functor"):
         functor = types.ModuleType("tvm.tirx.stmt_functor", "IR walks as upstream's TVM names them (tilelang's "
                                    "wheel patch, over tvm_ffi.structural_walk).")
@@ -444,6 +502,7 @@ def keep_statement_spans(keep_span: Callable[[Any, Any], Any]) -> None:
 
 
 add_tir_names()
+accept_buffer_map()
 memoize_structural_callbacks()
 iterate_arrays_directly()
 memoize_prim_expr_checks()

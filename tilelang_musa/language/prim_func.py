@@ -82,7 +82,7 @@ def _with_size_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
                                                   else free.append(v))])
     if not free:
         return func
-    func = tirx.PrimFunc(list(func.params) + free, func.body, func.ret_type, func.attrs, func.span)
+    func = tirx.PrimFunc(list(func.params) + free, func.body, ret_type=func.ret_type, attrs=func.attrs, span=func.span)
     func = _distinct_size_names(func, free)
     return func.with_attr(SIZE_PARAMS_ATTR, [v.name for v in func.params[len(func.params) - len(free):]])
 
@@ -185,7 +185,7 @@ def _with_workspaces(func: tirx.PrimFunc, trace: KernelTrace) -> tirx.PrimFunc:
     if not workspaces:
         return func
     others = [v for v in func.params if not any(v.same_as(w) for w in workspaces)]
-    func = tirx.PrimFunc(others + workspaces, func.body, func.ret_type, func.attrs, func.span)
+    func = tirx.PrimFunc(others + workspaces, func.body, ret_type=func.ret_type, attrs=func.attrs, span=func.span)
     return func.with_attr(WORKSPACES_ATTR, [w.name for w in workspaces])
 
 
@@ -204,7 +204,7 @@ def _build(parsed: ParsedKernel, trace: KernelTrace, body: Callable[[], Any]) ->
     # the function's own span names its `def` line, as upstream's parser gives it (tl.emit_line_directives prints it)
     def_span = tvm.ir.Span(tvm.ir.SourceName(parsed.filename), parsed.tree.lineno, parsed.tree.lineno,
                            parsed.tree.col_offset, parsed.tree.col_offset)
-    func = tirx.PrimFunc(func.params, func.body, func.ret_type, func.attrs, def_span)
+    func = tirx.PrimFunc(func.params, func.body, ret_type=func.ret_type, attrs=func.attrs, span=def_span)
     check_early_allocations(func, trace)
     check_no_kernel_follows(trace)
     return func, result

@@ -59,7 +59,7 @@ def flatten_strided_params(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return remap.get(node, node)
 
     body = tvm_ffi.structural_mutate(func.body, [(tirx.BufferStore, on_store), (TensorLoad, on_load), (Var, on_var)])
-    return tirx.PrimFunc([remap.get(p, p) for p in func.params], body, func.ret_type, func.attrs)
+    return tirx.PrimFunc([remap.get(p, p) for p in func.params], body, ret_type=func.ret_type, attrs=func.attrs)
 
 
 def FlattenStridedParams():  # noqa: N802

@@ -107,7 +107,7 @@ def lower_fp4_storage(func: tirx.PrimFunc) -> tirx.PrimFunc:
     body = rewriter.rewrite(func.body)
     rewriter.check_no_fp4_left(body)
     new_params = [remap.get(p, p) for p in func.params]
-    return tirx.PrimFunc(new_params, body, func.ret_type, func.attrs)
+    return tirx.PrimFunc(new_params, body, ret_type=func.ret_type, attrs=func.attrs)
 
 
 # Where a packed value can come from in a kernel with no packed buffer: a cast, a constant, an intrinsic's result.

@@ -73,7 +73,7 @@ def lower_fragment_access(func: tirx.PrimFunc) -> tirx.PrimFunc:
     body = tvm_ffi.structural_mutate(func.body, [
         (tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.AllocBuffer, on_alloc),
         (tirx.BufferStore, on_store), (TensorLoad, on_load), (tvm.ir.Call, on_call)])
-    return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs).without_attr(LAYOUTS_ATTR)
+    return tirx.PrimFunc(func.params, body, ret_type=func.ret_type, attrs=func.attrs).without_attr(LAYOUTS_ATTR)
 
 
 def LowerFragmentAccess():  # noqa: N802

@@ -183,7 +183,7 @@ def lower_shared_layout(func: tirx.PrimFunc) -> tirx.PrimFunc:
     body = tvm_ffi.structural_mutate(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.DeclBuffer, on_decl),
                                                  (tirx.For, on_for),
                                                  (tirx.BufferStore, on_store), (TensorLoad, on_load)])
-    return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
+    return tirx.PrimFunc(func.params, body, ret_type=func.ret_type, attrs=func.attrs)
 
 
 def LowerSharedLayout():  # noqa: N802

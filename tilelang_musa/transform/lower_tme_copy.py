@@ -51,7 +51,7 @@ def lower_tme_copy(func: tirx.PrimFunc, configs: CompileOptions | dict) -> tirx.
     if lowering.sync_barriers:
         body = _allocate_at_top(body, [tirx.AllocBuffer(buf, {ARRIVE_COUNTS: [tirx.const(count, "int32")]})
                                        for (_, count), buf in lowering.sync_barriers.items()])
-    func = tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
+    func = tirx.PrimFunc(func.params, body, ret_type=func.ret_type, attrs=func.attrs)
     if lowering.descriptors:
         func = func.with_attr(DESCRIPTORS_ATTR, lowering.descriptors)
     return func

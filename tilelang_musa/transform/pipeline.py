@@ -282,7 +282,7 @@ def lower_program(program: tirx.PrimFunc, target: tvm.target.Target, configs: Co
                                  [*(instruments or []), *create_pass_instruments(context=context)], kernel_dump))
     # Each kernel keeps the program's span (its `def` line, which tl.emit_line_directives prints at the kernel's
     # entry), as upstream's SplitHostDevice gives it to the device function: passes rebuild functions without it.
-    return [tirx.PrimFunc(k.params, k.body, k.ret_type, k.attrs, program.span) for k in lowered]
+    return [tirx.PrimFunc(k.params, k.body, ret_type=k.ret_type, attrs=k.attrs, span=program.span) for k in lowered]
 
 
 def lower(func: tirx.PrimFunc, target: tvm.target.Target, configs: CompileOptions | dict,

@@ -34,6 +34,7 @@ from ..errors import CompileError
 from ..diagnostics import warn_once
 from ..ir.attrs import USER_BLOCK_BARRIER, WS_ATTR
 from ..ir.ops import BARRIER_WAIT_OP
+from ..ir.source_lines import user_line
 from ..ir.utils import loc_from_text, loc_of, seq, thread_info
 from ..target import arch_of, archs_with
 from .partition_parallel_loop import thread_analyzer
@@ -220,6 +221,15 @@ def _site_of(sites: list, node: Any) -> tuple[str, Any]:
     return "", None
 
 
+def _at_line(guards) -> str:
+    """" at file:line" of the innermost `if` of `guards` that has the user's line, or ""."""
+    for span in reversed(guards.spans):
+        line = user_line(span)
+        if line is not None:
+            return f" at {line[0]}:{line[1]}"
+    return ""
+
+
 def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     func = drop_barriers_between_regions(func)
     threads = thread_info(func)
@@ -254,7 +264,7 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return node
         if reach.count == 1:  # one thread's own accesses are ordered by program order: nothing to wait for
             return tirx.Evaluate(tirx.const(0, "int32"))
-        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`"
+        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`{_at_line(guards)}"
         site, loc = _site_of(sites, node)
         if not partial_barriers:
             raise CompileError(

@@ -22,7 +22,7 @@ def _without_unused_tensors(func: tirx.PrimFunc) -> tirx.PrimFunc:
     params = [p for p in func.params if not is_buffer(p) or p.__chandle__() in used]
     if len(params) == len(func.params):
         return func
-    return tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
+    return tirx.PrimFunc(params, func.body, ret_type=func.ret_type, attrs=func.attrs)
 
 
 def _simplify_module(mod: tvm.IRModule, simplify_arguments: bool) -> tvm.IRModule:

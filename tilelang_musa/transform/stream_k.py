@@ -371,6 +371,6 @@ def _persistent_func(func: tirx.PrimFunc, m: _Match, kernel: tirx.Stmt, pid: tir
     attrs = dict(func.attrs) if func.attrs is not None else {}
     workspaces = [str(n) for n in attrs.get(WORKSPACES_ATTR, [])]
     zeroed = [str(n) for n in attrs.get(ZEROED_WORKSPACES_ATTR, [])]
-    new = tirx.PrimFunc([*func.params, partials, flags], kernel, func.ret_type, func.attrs)
+    new = tirx.PrimFunc([*func.params, partials, flags], kernel, ret_type=func.ret_type, attrs=func.attrs)
     new = new.with_attr(WORKSPACES_ATTR, [*workspaces, PARTIALS, FLAGS])
     return new.with_attr(ZEROED_WORKSPACES_ATTR, [*zeroed, FLAGS])

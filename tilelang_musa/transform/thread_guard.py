@@ -32,9 +32,11 @@ class ThreadRange:
 
 
 class Guards(list):
-    """The thread conditions around a statement, innermost last; `ws` names the innermost T.ws region, if any."""
+    """The thread conditions around a statement, innermost last; `ws` names the innermost T.ws region, if any;
+    `spans` are the spans of the `if`s that set them, innermost last (for errors that name the user's line)."""
 
     ws: str | None = None
+    spans: tuple = ()
 
 
 def conjuncts(cond: Any) -> list[Any]:
@@ -130,7 +132,7 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None, on
 
     def snapshot() -> Guards:
         copy = Guards(guards)
-        copy.ws = guards.ws
+        copy.ws, copy.spans = guards.ws, guards.spans
         return copy
 
     def on_if(node, mutator):
@@ -138,6 +140,7 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None, on
         if not conds:
             return mutator.default_mutate(node)
         guards.extend(conds)
+        outer_spans, guards.spans = guards.spans, guards.spans + (node.span,)
         then_case = mutator.mutate(node.then_case)
         del guards[len(guards) - len(conds):]
         else_case = node.else_case
@@ -146,6 +149,7 @@ def map_with_guards(stmt: Any, threads: ThreadInfo, on_for, on_evaluate=None, on
             guards.append(tvm.sym.Analyzer().simplify(tirx.Not(node.condition)))
             else_case = mutator.mutate(else_case)
             guards.pop()
+        guards.spans = outer_spans
         if then_case.same_as(node.then_case) and (else_case is None or else_case.same_as(node.else_case)):
             return node
         return tirx.IfThenElse(node.condition, then_case, else_case)

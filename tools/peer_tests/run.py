@@ -1,17 +1,22 @@
 """Run another project's TileLang test files unchanged but for the device string, in the simulator.
 
     python tools/peer_tests/run.py PEER_TREE [PATTERN ...] [--out DIR] [--jobs N] [--timeout S] [--ref REF]
-                                   [-k EXPR] [--triton-interpreter SITE]
+                                   [-k EXPR] [-m MARKS] [--import-root FOLDER ...] [--is-cuda]
+                                   [--triton-interpreter SITE]
 
 PEER_TREE is an extracted checkout (of tile-ai/tilelang-musa, or of upstream tile-ai/tilelang with --cuda), or a
-bare git directory of one (a mirror): its testing/ and examples/ at --ref (default HEAD; a tag such as v0.1.13
-for a release's tests) are then extracted under --out first.
+bare git directory of one (a mirror): the top-level folders the patterns and import roots name (by default testing/
+and examples/) at --ref (default HEAD; a tag such as v0.1.13 for a release's tests) are then extracted under --out
+first. The simulated arch is TILELANG_SIM_ARCH's (default mp_31), as for every run of the package.
 Each test file's folder is staged under --out with the device strings rewritten (tensors on "musa" or "cuda" go
 to "cpu"; with --cuda, target "cuda" becomes "musa", and upstream's requires_cuda* gates answer as a GPU of
 compute capability --cuda-as, default 9.0), next to a conftest.py that stands in
-for the parts of torch_musa the tests call (the harness's business, not the package's). Every file then runs in
-its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives each file's outcome
-and the first error line. Nothing of the peer's tree is kept in this repository.
+for the parts of torch_musa the tests call (the harness's business, not the package's). A library whose tests import
+its own packages (TileOPs: `tileops` from src/, `tests.test_base` and `workloads` from its root) names those folders
+with --import-root: they are staged whole, rewritten the same way, and put on the tests' path; -m picks a tier of
+marked cases (`-m smoke`), and --is-cuda lets the stand-in device's tensors pass a library's `x.is_cuda` checks.
+Every file then runs in its own pytest process; the table printed at the end (and written to DIR/results.tsv) gives
+each file's outcome and the first error line. Nothing of the peer's tree is kept in this repository.
 
 Some examples compute their reference with Triton kernels (upstream's blocksparse_attention, cast, deepseek_v32,
 minference). Triton is not a dependency of this package; with --triton-interpreter SITE, a folder holding an
@@ -70,6 +75,7 @@ if not hasattr(torch, "musa"):
         shared_memory_per_multiprocessor = shared_memory_per_block_optin = \
             73728 if os.environ.get("TILELANG_SIM_ARCH", "mp_31") == "mp_22" else 196608
         major, minor = divmod(int(os.environ.get("TILELANG_SIM_ARCH", "mp_31")[3:]), 10)  # mp_22 -> (2, 2)
+        gcnArchName = ""  # torch.compile's inductor reads it of every device (an AMD field; no AMD arch here)
 
     torch.musa = types.SimpleNamespace(
         is_available=lambda: True, synchronize=lambda *a, **k: None, set_device=lambda *a, **k: None,
@@ -108,6 +114,14 @@ def _unpinned(factory):
 for _name in ("empty", "zeros", "ones", "full"):
     setattr(torch, _name, _unpinned(getattr(torch, _name)))
 torch.Tensor.pin_memory = lambda self, *a, **k: self
+# `x.record_stream(stream)` keeps a GPU tensor alive for another stream's work; the simulator's launches return when
+# done, so there is nothing to keep (a CPU tensor refuses the call).
+torch.Tensor.record_stream = lambda self, *a, **k: None
+
+# --is-cuda: a library that refuses inputs not on the GPU (`assert x.is_cuda`, TileOPs' kernels) takes the stand-in
+# device's tensors, which are CPU tensors.
+if os.environ.get("TL_PEER_IS_CUDA") == "1":
+    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda"))
 
 
 # --cuda: upstream gates its GPU tests on CUDA; the simulated MUSA device answers them as an NVIDIA GPU of compute
@@ -197,6 +211,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
         lambda self, a, b, d, *rest: _create_dot(self, _widened_bf16(a), _widened_bf16(b), d, *rest))
 
 
+@__import__("pytest").hookimpl(trylast=True)  # after -m / -k deselected theirs: N of the cases they leave
 def pytest_collection_modifyitems(config, items):
     # --max-cases N: files with more cases (sizes made for a GPU, 100+ combinations) run N of them, evenly spaced.
     cap = int(os.environ.get("TL_PEER_MAX_CASES", "0"))
@@ -289,11 +304,41 @@ def _positional_devices(text: str, params: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+def _assigned_devices(text: str) -> str:
+    """A device string literal assigned to a name `dev` / `device` in a tuple assignment (`dtype, dev = torch.bfloat16,
+    "cuda"`) becomes "cpu"."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    spans = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)):
+            continue
+        for target in node.targets:
+            if not isinstance(target, ast.Tuple) or len(target.elts) != len(node.value.elts):
+                continue
+            for name, arg in zip(target.elts, node.value.elts):
+                if isinstance(name, ast.Name) and name.id in ("dev", "device") and isinstance(arg, ast.Constant) \
+                        and isinstance(arg.value, str) and re.fullmatch(r"(musa|cuda)(:\d+)?", arg.value) \
+                        and arg.lineno == arg.end_lineno:
+                    spans.append((arg.lineno, arg.col_offset, arg.end_col_offset))
+    lines = text.split("\n")
+    for lineno, start, end in sorted(spans, reverse=True):
+        line = lines[lineno - 1].encode()  # ast's offsets count UTF-8 bytes
+        lines[lineno - 1] = (line[:start] + b'"cpu"' + line[end:]).decode()
+    return "\n".join(lines)
+
+
 def rewrite(text: str, cuda: bool, device_params: dict[str, int] | None = None) -> str:
     devices = "musa|cuda"  # the peer's examples/ still allocate on "cuda"
     text = _positional_devices(text, {**device_parameters(text), **(device_params or {})})
-    # device="cuda", and a parameter's default `device: str = "cuda"`
-    text = re.sub(rf"""device(\s*:\s*str)?(\s*=\s*)(["'])({devices})(:\d+)?\3""", r'device\1\2"cpu"', text)
+    text = _assigned_devices(text)
+    # device="cuda", `dev = "cuda"`, and a parameter's default `device: str = "cuda"` (any annotation)
+    text = re.sub(rf"""\b(device|dev)(\s*:\s*[^=\n]+?)?(\s*=\s*)(["'])({devices})(:\d+)?\4""", r'\1\2\3"cpu"', text)
+    text = re.sub(rf"""(["'])device\1(\s*:\s*)(["'])({devices})(:\d+)?\3""", r'\1device\1\2"cpu"', text)  # dicts
+    # `x.device.type != "cuda"`: the stand-in device's tensors are CPU tensors
+    text = re.sub(rf"""(\.device\.type\s*[!=]=\s*)(["'])({devices})\2""", r'\1"cpu"', text)
     text = re.sub(rf"""\b(DEVICE\s*=\s*)(["'])({devices})(:\d+)?\2""", r'\1"cpu"', text)  # module constants
     text = re.sub(rf"""torch\.device\((["'])({devices})(:\d+)?\1\)""", 'torch.device("cpu")', text)
     text = re.sub(rf"""\.({devices})\(\)""", ".cpu()", text)
@@ -362,6 +407,27 @@ def is_helper_folder(folder: Path) -> bool:
     return folder.is_dir() and folder.name != "__pycache__" and not any(folder.rglob("test_*.py"))
 
 
+def stage_import_root(peer: Path, folder: Path, out: Path, cuda: bool) -> Path:
+    """`folder` of the peer's tree (its root, or a source folder such as TileOPs' src/) staged whole under `out`/tree,
+    every module rewritten as the tests are: the packages the tests import (`tileops`, `tests.test_base`) then use
+    the stand-in device too. Returns the staged folder, which goes on the tests' path."""
+    peer, folder = peer.resolve(), folder.resolve()
+    dest = out / "tree" / folder.relative_to(peer)
+    for src in sorted(folder.rglob("*")):
+        rel = src.relative_to(folder)
+        if not src.is_file() or any(part in (".git", "__pycache__") for part in rel.parts):
+            continue
+        target = dest / rel
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.suffix == ".py":
+            target.write_text(rewrite(src.read_text(errors="replace"), cuda))
+        else:
+            shutil.copy(src, target)
+    return dest
+
+
 def write_support(root: Path) -> None:
     """The conftest.py (torch_musa's and the GPU gates' stand-ins) and the stand-in packages, at the staged root."""
     (root / "conftest.py").write_text(CONFTEST)
@@ -376,12 +442,15 @@ def summarize(output: str) -> tuple[str, str]:
     return counts, (errors[0][:200] if errors else "")
 
 
-def file_environment(path: Path, peer: Path | None = None, triton_site: Path | None = None) -> dict[str, str]:
+def file_environment(path: Path, peer: Path | None = None, triton_site: Path | None = None,
+                     import_roots: tuple[Path, ...] = ()) -> dict[str, str]:
     """The environment one staged test file runs in."""
     # A test that asks for a device launcher (execution_backend="cython" / "tvm_ffi") runs in the simulator, as
     # a user without a MUSA device would run it (the switch Triton's TRITON_INTERPRET=1 is for Triton).
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TILELANG_EXECUTION_BACKEND="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(path.parent), os.environ.get("PYTHONPATH")])))
+    for staged in import_roots:  # --import-root: the staged, rewritten packages, before the peer's own
+        env["PYTHONPATH"] += os.pathsep + str(staged)
     if peer is not None:  # tests import helpers from the peer's examples/ (`from examples.x import ...`), as from its root
         env["PYTHONPATH"] += os.pathsep + str(peer)
     if triton_site is not None:  # last on the path: it must not shadow the package or torch with its own copies
@@ -400,8 +469,9 @@ def triton_site_packages(site: Path) -> Path:
 
 
 def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as: str = "",
-            peer: Path | None = None, keyword: str = "", triton_site: Path | None = None) -> tuple[str, str, str]:
-    env = file_environment(path, peer, triton_site)
+            peer: Path | None = None, keyword: str = "", triton_site: Path | None = None,
+            import_roots: tuple[Path, ...] = (), marker: str = "", is_cuda: bool = False) -> tuple[str, str, str]:
+    env = file_environment(path, peer, triton_site, import_roots)
     # Moore Threads' per-arch folders (testing/musa/mp22, mp31) run on a simulated device of that arch.
     arch_dirs = [part for part in path.parts if re.fullmatch(r"mp\d\d", part)]
     if arch_dirs:
@@ -410,9 +480,11 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
         env["TL_PEER_MAX_CASES"] = str(max_cases)
     if cuda_as:
         env["TL_PEER_CUDA_AS"] = cuda_as
+    if is_cuda:
+        env["TL_PEER_IS_CUDA"] = "1"
     try:
-        proc = subprocess.run(pytest_command(path, root, keyword), cwd=path.parent, env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(pytest_command(path, root, keyword, marker), cwd=path.parent, env=env,
+                              capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as stopped:
         partial = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
         (path.parent / (path.name + ".log")).write_text(partial)
@@ -422,11 +494,12 @@ def run_one(path: Path, root: Path, timeout: float, max_cases: int = 0, cuda_as:
     return outcome(proc.returncode, counts), counts, first_error
 
 
-def pytest_command(path: Path, root: Path, keyword: str = "") -> list[str]:
+def pytest_command(path: Path, root: Path, keyword: str = "", marker: str = "") -> list[str]:
     # importlib import mode, as the peer's own pytest configuration (pyproject addopts) runs its tests.
     # -v names each case as it starts and ends, so a file stopped by the timeout still says what had passed
     return [sys.executable, "-m", "pytest", "-v", "-x", "-p", "no:cacheprovider", "--import-mode=importlib",
-            "--rootdir", str(root), str(path)] + (["-k", keyword] if keyword else [])
+            "--rootdir", str(root), str(path)] + (["-k", keyword] if keyword else []) + \
+        (["-m", marker] if marker else [])
 
 
 def timed_out(partial: str, timeout: float) -> tuple[str, str]:
@@ -449,14 +522,24 @@ def outcome(returncode: int, counts: str) -> str:
     return "pass" if re.search(r"\b[1-9]\d* passed\b", counts) else "skipped"
 
 
-def extract(git_dir: Path, dest: Path, ref: str = "HEAD") -> Path:
-    """testing/ and examples/ at `ref` of a bare repository, written under `dest` (replacing an older extraction)."""
+def extract(git_dir: Path, dest: Path, ref: str = "HEAD", folders: tuple[str, ...] = ("testing", "examples")) -> Path:
+    """`folders` (top-level, "." for the whole tree) at `ref` of a bare repository, written under `dest` (replacing an
+    older extraction)."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", ref, "testing", "examples"],
+    paths = [] if "." in folders else sorted(set(folders))
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", ref, *paths],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
+
+
+def extracted_folders(patterns: list[str], import_roots: list[str]) -> tuple[str, ...]:
+    """The top-level folders of a bare repository that the run needs: each pattern's and each import root's ("."
+    for its root: the whole tree)."""
+    folders = {Path(pattern).parts[0] for pattern in patterns}
+    folders |= {"." if Path(root) == Path(".") else Path(root).parts[0] for root in import_roots}
+    return tuple(sorted(folders))
 
 
 def main() -> int:
@@ -480,23 +563,34 @@ def main() -> int:
     parser.add_argument("--triton-interpreter", type=Path, metavar="SITE",
                         help="a folder holding triton (pip install --target SITE triton, or a venv's site-packages): "
                              "the tests' Triton references run in Triton's CPU interpreter (TRITON_INTERPRET=1)")
+    parser.add_argument("-m", dest="marker", default="",
+                        help="pytest's -m: run only the cases with these marks (TileOPs' 'smoke' tier)")
+    parser.add_argument("--import-root", action="append", default=[], metavar="FOLDER",
+                        help="a folder of the peer's tree, relative ('.' for its root), that its tests import packages "
+                             "from (TileOPs: 'src' for tileops, '.' for tests.test_base and workloads): staged whole "
+                             "and rewritten as the tests are, and put on the tests' path before the peer's own copy")
+    parser.add_argument("--is-cuda", action="store_true",
+                        help="CPU tensors answer `is_cuda` (a library that refuses inputs not on the GPU, as TileOPs' "
+                             "kernels do, takes the stand-in device's tensors; a test that expects a CPU tensor "
+                             "refused fails)")
     args = parser.parse_args()
     cuda_as = args.cuda_as if args.cuda and args.cuda_as != "none" else ""
     triton_site = triton_site_packages(args.triton_interpreter) if args.triton_interpreter else None
 
     peer = args.peer.resolve()
     if (peer / "HEAD").is_file() and not (peer / "testing").exists():  # a bare repository: extract its tests
-        peer = extract(peer, args.out / "src", args.ref)
+        peer = extract(peer, args.out / "src", args.ref, extracted_folders(args.patterns, args.import_root))
     tests = sorted({p for pattern in args.patterns for p in peer.glob(pattern)})
     root = args.out / "tree"
     root.mkdir(parents=True, exist_ok=True)
     write_support(root)
     staged = {test: stage(peer, test, args.out, args.cuda) for test in tests}
+    import_roots = tuple(stage_import_root(peer, peer / folder, args.out, args.cuda) for folder in args.import_root)
 
     results = {}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
         jobs = {pool.submit(run_one, path, root, args.timeout, args.max_cases, cuda_as, peer, args.keyword,
-                            triton_site): test
+                            triton_site, import_roots, args.marker, args.is_cuda): test
                 for test, path in staged.items()}
         for job in futures.as_completed(jobs):
             test = jobs[job]
