@@ -38,9 +38,13 @@ def test_an_unplaceable_barrier_names_its_statement_and_line(arch):
     with pytest.raises(CompileError) as err:
         tilelang.compile(_neighbour_shift(), target=f"musa -arch={arch}")
     text = str(err.value)
-    assert "`if thread_x < 31` needs a barrier among its threads 0..30, before `s[thread_x] = v" in text, text
-    assert err.value.loc is not None and err.value.loc.filename == __file__, text
-    assert "T.sync_threads()  # the last line known" in text, text  # the line, rendered
+    # the T.Parallel's thread guard carries the loop's line: the error points there (its `if` and the line rendered)
+    line = _neighbour_shift.__code__.co_firstlineno + 8
+    assert (f"`if thread_x < 31` at {__file__}:{line} needs a barrier among its threads 0..30, before "
+            "`s[thread_x] = v") in text, text
+    assert err.value.loc is not None and (err.value.loc.filename, err.value.loc.lineno) == (__file__, line), text
+    assert "for i in T.Parallel(31):" in text, text  # the line, rendered
+    assert "the last one known at this stage" not in text, text
     assert "T.sync_threads(1, 31)" not in text, text
     why = "counts whole warps, and 31 threads" if arch == "mp_31" else "mp_22 has no barrier over part of a block"
     assert why in text, text

@@ -30,7 +30,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..errors import CompileError
+from ..errors import CompileError, SourceLoc
 from ..diagnostics import warn_once
 from ..ir.attrs import USER_BLOCK_BARRIER, WS_ATTR
 from ..ir.ops import BARRIER_WAIT_OP
@@ -211,23 +211,28 @@ def _barrier_sites(func: tirx.PrimFunc) -> list[tuple[Any, Any, Any]]:
     return sites
 
 
-def _site_of(sites: list, node: Any) -> tuple[str, Any]:
-    """What a compiler-placed barrier orders, as words (the statement after it), and the nearest source line."""
-    for barrier, following, loc in sites:
-        if barrier.same_as(node):
-            what = f", before `{_first_line(following)}`" if following is not None else ""
-            near = " (in the code after the line shown, the last one known at this stage)" if loc is not None else ""
-            return what + near, loc
-    return "", None
-
-
-def _at_line(guards) -> str:
-    """" at file:line" of the innermost `if` of `guards` that has the user's line, or ""."""
+def _guard_loc(guards) -> SourceLoc | None:
+    """The user's line of the innermost `if` of `guards` that has one (a T.Parallel's thread guard carries the
+    loop's), or None."""
     for span in reversed(guards.spans):
         line = user_line(span)
         if line is not None:
-            return f" at {line[0]}:{line[1]}"
-    return ""
+            return SourceLoc(line[0], line[1])
+    return None
+
+
+def _site_of(sites: list, node: Any, guards) -> tuple[str, Any]:
+    """What a compiler-placed barrier orders, as words (the statement after it), and the source line to show: its
+    guard's own, else the last one known before it."""
+    for barrier, following, last_known in sites:
+        if barrier.same_as(node):
+            what = f", before `{_first_line(following)}`" if following is not None else ""
+            loc = _guard_loc(guards)
+            if loc is not None:
+                return what, loc
+            near = " (in the code after the line shown, the last one known at this stage)" if last_known else ""
+            return what + near, last_known
+    return "", _guard_loc(guards)
 
 
 def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -264,8 +269,9 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return node
         if reach.count == 1:  # one thread's own accesses are ordered by program order: nothing to wait for
             return tirx.Evaluate(tirx.const(0, "int32"))
-        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`{_at_line(guards)}"
-        site, loc = _site_of(sites, node)
+        site, loc = _site_of(sites, node, guards)
+        at = f" at {loc.filename}:{loc.lineno}" if loc is not None and loc == _guard_loc(guards) else ""
+        where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`{at}"
         if not partial_barriers:
             raise CompileError(
                 f"{where} needs a barrier among its {reach}{site} (the shared memory its threads write and read, or "
