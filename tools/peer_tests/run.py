@@ -277,6 +277,15 @@ def device_parameters(text: str) -> dict[str, int]:
     return found
 
 
+def _with_cpu_at(text: str, spans: list) -> str:
+    """`text` with each one-line span (line, start, end: ast's offsets) replaced by "cpu"."""
+    lines = text.split("\n")
+    for lineno, start, end in sorted(spans, reverse=True):
+        line = lines[lineno - 1].encode()  # ast's offsets count UTF-8 bytes
+        lines[lineno - 1] = (line[:start] + b'"cpu"' + line[end:]).decode()
+    return "\n".join(lines)
+
+
 def _positional_devices(text: str, params: dict[str, int]) -> str:
     """A device string literal passed positionally to one of `params`' functions becomes "cpu". Only there: a bare
     "cuda" elsewhere may be a target (which --cuda turns into "musa")."""
@@ -297,11 +306,7 @@ def _positional_devices(text: str, params: dict[str, int]) -> str:
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
                 re.fullmatch(r"(musa|cuda)(:\d+)?", arg.value) and arg.lineno == arg.end_lineno:
             spans.append((arg.lineno, arg.col_offset, arg.end_col_offset))
-    lines = text.split("\n")
-    for lineno, start, end in sorted(spans, reverse=True):
-        line = lines[lineno - 1].encode()  # ast's offsets count UTF-8 bytes
-        lines[lineno - 1] = (line[:start] + b'"cpu"' + line[end:]).decode()
-    return "\n".join(lines)
+    return _with_cpu_at(text, spans)
 
 
 def _assigned_devices(text: str) -> str:
@@ -323,11 +328,7 @@ def _assigned_devices(text: str) -> str:
                         and isinstance(arg.value, str) and re.fullmatch(r"(musa|cuda)(:\d+)?", arg.value) \
                         and arg.lineno == arg.end_lineno:
                     spans.append((arg.lineno, arg.col_offset, arg.end_col_offset))
-    lines = text.split("\n")
-    for lineno, start, end in sorted(spans, reverse=True):
-        line = lines[lineno - 1].encode()  # ast's offsets count UTF-8 bytes
-        lines[lineno - 1] = (line[:start] + b'"cpu"' + line[end:]).decode()
-    return "\n".join(lines)
+    return _with_cpu_at(text, spans)
 
 
 def rewrite(text: str, cuda: bool, device_params: dict[str, int] | None = None) -> str:
