@@ -42,6 +42,18 @@ def _is_element(load: Any, store: Any) -> bool:
             and all(tvm.ir.structural_equal(a, b) for a, b in zip(load.indices, store.indices)))
 
 
+def _reads_element(expr: Any, store: Any) -> bool:
+    """Whether `expr` loads the element that `store` writes."""
+    found = False
+
+    def on_load(load: Any) -> None:
+        nonlocal found
+        found = found or _is_element(load, store)
+
+    tvm_ffi.structural_walk(expr, [(TensorLoad, on_load)])
+    return found
+
+
 class _Walker:
     def __init__(self):
         self.thread_vars: set = set()  # vars whose value can differ between the threads of a block
@@ -77,15 +89,7 @@ class _Walker:
             return
         if any(self.depends_on_thread(i) for i in store.indices):
             return  # each thread its own element (or one we cannot tell)
-        reads_it = False
-
-        def on_load(load: Any) -> None:
-            nonlocal reads_it
-            if _is_element(load, store):
-                reads_it = True
-
-        tvm_ffi.structural_walk(store.value, [(TensorLoad, on_load)])
-        if reads_it and not self.idempotent_update(store):
+        if _reads_element(store.value, store) and not self.idempotent_update(store):
             self.findings.append((store, user_line(store.span)))
 
     def idempotent_update(self, store: Any) -> bool:
@@ -97,16 +101,9 @@ class _Walker:
         operands = [value.a, value.b]
         own = [o for o in operands if isinstance(o, TensorLoad) and _is_element(o, store)]
         others = [o for o in operands if not (isinstance(o, TensorLoad) and _is_element(o, store))]
-        if len(own) != 1 or len(others) != 1 or self.depends_on_thread(others[0]):
-            return False
-        reads_it = False  # `T.max(s[i], s[i] + 1)` grows with each thread: not idempotent
-
-        def on_load(load: Any) -> None:
-            nonlocal reads_it
-            reads_it = reads_it or _is_element(load, store)
-
-        tvm_ffi.structural_walk(others[0], [(TensorLoad, on_load)])
-        return not reads_it
+        # `T.max(s[i], s[i] + 1)` grows with each thread: not idempotent
+        return (len(own) == 1 and len(others) == 1 and not self.depends_on_thread(others[0])
+                and not _reads_element(others[0], store))
 
     def stmt(self, node: Any) -> None:
         if isinstance(node, tirx.SeqStmt):
