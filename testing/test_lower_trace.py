@@ -59,11 +59,11 @@ def test_environment_variable_traces_a_compile_and_its_source(monkeypatch, tmp_p
     session = lt.get_last_session()
     steps = session.steps
     names = [s["name"] for s in steps]
-    assert names[:7] == ["tl.RemoveEmptyTiles", "tl.CheckNestedLoops", "tl.CheckParallelLocalIndex",
-                         "tl.CheckGridBarrierConditions", "tl.VerifyBufferInit", "tl.SerializeDynamicParallelLevels",
-                         "tl.LegalizeNegativeIndex"]
+    assert names[:8] == ["tl.RemoveEmptyTiles", "tl.CheckNestedLoops", "tl.CheckParallelLocalIndex",
+                         "tl.CheckGridBarrierConditions", "tl.VerifyBufferInit", "tl.WarnEveryThreadUpdate",
+                         "tl.SerializeDynamicParallelLevels", "tl.LegalizeNegativeIndex"]
     assert "tl.LayoutInference" in names and names[-1] == lt.CODEGEN_STEP
-    assert steps[6]["changed"] and all(s["before_script"] == p["after_script"] for p, s in zip(steps, steps[1:-1]))
+    assert steps[7]["changed"] and all(s["before_script"] == p["after_script"] for p, s in zip(steps, steps[1:-1]))
     codegen = steps[-1]
     assert codegen["codegen"] and "def main_kernel(" in codegen["before_script"]  # the lowered device functions
     assert kernel.get_kernel_source() in codegen["after_script"] and "__global__" in codegen["after_script"]
@@ -78,7 +78,7 @@ def test_enable_and_disable_over_the_environment(monkeypatch, capsys):
     lt.enable(mode="terminal")
     artifact = tilelang.lower(last_element_program(), target="musa -arch=mp_22")
     out = capsys.readouterr().out
-    assert "=== Pass 7: tl.LegalizeNegativeIndex (+" in out and f": {lt.CODEGEN_STEP} (+" in out
+    assert "=== Pass 8: tl.LegalizeNegativeIndex (+" in out and f": {lt.CODEGEN_STEP} (+" in out
     steps = lt.get_last_session().steps
     assert steps[-1]["after_script"] == artifact.kernel_source + artifact.host_source
     assert lt.get_last_session().html_path is None  # terminal only

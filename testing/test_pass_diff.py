@@ -49,7 +49,7 @@ def test_compile_prints_each_pass_diff_and_builds_the_same_kernel(monkeypatch, c
     monkeypatch.setenv("TILELANG_PASS_DIFF", "1")
     kernel = tilelang.compile(add_one_program(256), target=target)  # not served from the cache: it is observed
     out = capsys.readouterr().out
-    assert "=== Pass 7: tl.LegalizeNegativeIndex (no changes)" in out
+    assert "=== Pass 8: tl.LegalizeNegativeIndex (no changes)" in out
     # ThreadSync inserted the barrier between the copy into S and the reversed read of it.
     sync = [block for block in out.split("=== Pass ") if block and ": tl.ThreadSync." in block.splitlines()[0]]
     assert any(line.startswith("+") and "tvm_storage_sync" in line for b in sync for line in b.splitlines())

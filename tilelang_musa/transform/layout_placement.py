@@ -187,12 +187,7 @@ class Placement:
         waiting = self._waiting()
         # A nest that reaches an unplaced fragment only in part (`T.copy(src, frag[0:4])` of a 64-element fragment)
         # cannot place it: a nest that walks it whole goes first and places it; the part then follows it (a box).
-        # A nest that only stores values it reads from nowhere (T.fill / T.clear, lowered to such a nest) places no
-        # constraint on its fragment: it goes last, so that the fragment's other uses choose (a clear before an
-        # accumulating loop must not leave that loop a strided, unvectorized partition); it chooses only for a
-        # fragment nothing else places.
-        open_nests = sorted((nest for nest in self.nests if nest.plan is None),
-                            key=lambda nest: (self._reaches_part(nest), self._only_fills(nest)))
+        open_nests = sorted((nest for nest in self.nests if nest.plan is None), key=self._reaches_part)
         preferred = [nest for nest in open_nests if not self._touches(nest, waiting)]
         for nest in preferred if preferred or preferred_only else open_nests:
             if nest.plan is None:
@@ -248,12 +243,6 @@ class Placement:
             if not reducible:
                 nest.plan, nest.recipe, nest.reason = before
             return
-
-    @staticmethod
-    def _only_fills(nest: NestDecision) -> bool:
-        """The nest reads no buffer: it only stores (a T.fill / T.clear of a fragment)."""
-        accesses = collect_accesses(nest.body)
-        return bool(accesses) and all(a.is_store for a in accesses)
 
     def _reaches_part(self, nest: NestDecision) -> bool:
         """The nest reaches a fragment not placed yet in fewer iterations than the fragment has elements."""
