@@ -17,10 +17,16 @@ ARCHS = ["mp_31", "mp_22"]
 
 @pytest.fixture
 def tilelang_logger():
+    """The package's logger, with what other code in this process may have switched off (a global
+    `logging.disable`, a logging config that disables existing loggers) switched on for the test, and restored."""
     logger = logging.getLogger("tilelang")
-    level = logger.level
+    level, disabled, disable_all = logger.level, logger.disabled, logging.root.manager.disable
+    logger.disabled = False
+    logging.disable(logging.NOTSET)
     yield logger
     logger.setLevel(level)
+    logger.disabled = disabled
+    logging.disable(disable_all)
 
 
 def test_set_log_level_takes_names_and_numbers_as_upstream(tilelang_logger):
@@ -38,12 +44,14 @@ def test_the_logger_has_one_upstream_style_handler_and_does_not_propagate(tilela
     from tilelang_musa import log
 
     log.install_handler()  # a second install (a re-import) adds nothing
-    assert len(tilelang_logger.handlers) == 1 and not tilelang_logger.propagate
+    state = f"handlers {tilelang_logger.handlers}, propagate {tilelang_logger.propagate}"
+    assert len(tilelang_logger.handlers) == 1 and not tilelang_logger.propagate, state
     tilelang.set_log_level("INFO")
     tilelang_logger.info("hello from a kernel file")
     tilelang_logger.debug("not shown at INFO")
     err = capsys.readouterr().err
-    assert "[TileLang:tilelang:INFO]" in err and "hello from a kernel file" in err and "not shown" not in err
+    assert "[TileLang:tilelang:INFO]" in err and "hello from a kernel file" in err and "not shown" not in err, \
+        f"{state}; stderr: {err!r}"
     assert importlib.import_module("tilelang").set_log_level is log.set_log_level
 
 
