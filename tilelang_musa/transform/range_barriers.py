@@ -244,7 +244,13 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     partial_barriers = arch is not None and arch.has_async_barriers  # ASYNC_MODEL.md section 1
     analyzer = thread_analyzer(threads)
     ids: dict[tuple[int, int], int] = {}
-    sites = _barrier_sites(func)
+    original = func  # the nodes on_evaluate sees
+    found_sites: list = []  # the barriers' sites, for an error only: walked when the first one is raised
+
+    def sites() -> list:
+        if not found_sites:
+            found_sites.append(_barrier_sites(original))
+        return found_sites[0]
 
     def on_evaluate(node, mutator, guards):
         scope = block_barrier_scope(node)
@@ -269,7 +275,10 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return node
         if reach.count == 1:  # one thread's own accesses are ordered by program order: nothing to wait for
             return tirx.Evaluate(tirx.const(0, "int32"))
-        site, loc = _site_of(sites, node, guards)
+        if partial_barriers and reach.count % arch.warp_size == 0:
+            barrier_id = ids.setdefault((reach.first, reach.count), len(ids) + 1)
+            return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, scope, barrier_id, reach.count))
+        site, loc = _site_of(sites(), node, guards)
         at = f" at {loc.filename}:{loc.lineno}" if loc is not None and loc == _guard_loc(guards) else ""
         where = guards.ws or f"`if {' and '.join(str(g) for g in guards)}`{at}"
         if not partial_barriers:
@@ -279,15 +288,12 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 f"barriers need {archs_with('has_async_barriers')[0]} or newer), and a block barrier there would "
                 "wait for threads that never arrive. Move the shared-memory work out of the region, or run it on all "
                 "the block's threads", loc, stage=STAGE)
-        if reach.count % arch.warp_size:
-            raise CompileError(
-                f"{where} needs a barrier among its {reach}{site} (the shared memory its threads write and read, or "
-                f"a tile op's own barrier), but a barrier over part of a block counts whole warps, and {reach.count} "
-                f"threads is not a multiple of the warp size {arch.warp_size}. Run the shared-memory work on whole "
-                "warps (a T.Parallel of a multiple of the warp size), or on all the block's threads", loc,
-                stage=STAGE)
-        barrier_id = ids.setdefault((reach.first, reach.count), len(ids) + 1)
-        return tirx.Evaluate(tirx.call_intrin("int32", STORAGE_SYNC, scope, barrier_id, reach.count))
+        raise CompileError(
+            f"{where} needs a barrier among its {reach}{site} (the shared memory its threads write and read, or "
+            f"a tile op's own barrier), but a barrier over part of a block counts whole warps, and {reach.count} "
+            f"threads is not a multiple of the warp size {arch.warp_size}. Run the shared-memory work on whole "
+            "warps (a T.Parallel of a multiple of the warp size), or on all the block's threads", loc,
+            stage=STAGE)
 
     func = map_with_guards(func, threads, lambda node, mutator, guards: mutator.default_mutate(node), on_evaluate)
 
