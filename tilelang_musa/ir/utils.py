@@ -80,6 +80,19 @@ def collect_accesses(node: Any) -> list[Access]:
     return out
 
 
+_READS_STATE = 2  # TCallEffectKind: kExprAnnotation 0, kPure 1, kReadState 2; above it a call may write
+
+
+def may_write_memory(call: Any) -> bool:
+    """Whether a call may write memory or have another effect (an atomic, an extern, a barrier): by its op's
+    TCallEffectKind; a call of anything but a registered op may."""
+    op = call.op
+    if not isinstance(op, tvm.ir.Op):
+        return True
+    effect = op.get_attr("TCallEffectKind")
+    return effect is None or int(effect) > _READS_STATE
+
+
 def _past_int32(shape: list[Any]) -> bool:
     size = 1
     for extent in shape:

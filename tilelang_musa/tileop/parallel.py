@@ -8,6 +8,7 @@ from tvm import tirx
 
 from ..errors import SourceLoc
 from ..ir.attrs import COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT
+from ..ir.utils import collect_accesses, scope_of
 
 
 def parallel_nest(extents, body: Callable[[list[Any]], Any], loc: SourceLoc | None = None,
@@ -37,3 +38,10 @@ def thread_local_nest(extents, body: Callable[[list[Any]], Any], names: str = "i
 
 
 THREAD_PRIVATE_SCOPES = ("local", "local.var")
+
+
+def writes_only_thread_private(body: Any) -> bool:
+    """Whether a T.Parallel nest's body writes nothing but thread-private buffers: such a nest runs in full in every
+    thread (each fills its own copy), where any other is split over the threads."""
+    stores = [a for a in collect_accesses(body) if a.is_store]
+    return bool(stores) and all(scope_of(a.buffer) in THREAD_PRIVATE_SCOPES for a in stores)

@@ -17,21 +17,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..ir.utils import TensorLoad, Var, as_int, scope_of, substitute
+from ..ir.utils import TensorLoad, Var, as_int, may_write_memory, scope_of, substitute
 from .pass_base import tl_body_pass
 
 _HOISTED_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED, tirx.ForKind.VECTORIZED)
-_READS_STATE = 2  # TCallEffectKind: kExprAnnotation 0, kPure 1, kReadState 2; above it a call may write
-
-
-def _writes_memory(call: Any) -> bool:
-    op = call.op
-    if not isinstance(op, tvm.ir.Op):
-        return True
-    effect = op.get_attr("TCallEffectKind")
-    return effect is None or int(effect) > _READS_STATE
-
-
 def _storage_roots(body: Any) -> dict:
     """Each buffer of `body` -> what holds its elements: itself for an allocation, the pointer parameter or the
     allocation a view (DeclBuffer) is declared on, None for a view at a computed address (it may alias anything)."""
@@ -78,7 +67,7 @@ def _is_invariant(cond: Any, loop: Any, roots: dict) -> bool:
             problems.append(var)
 
     def on_call(call: Any) -> None:
-        if _writes_memory(call):
+        if may_write_memory(call):
             problems.append(call)
 
     tvm_ffi.structural_walk(cond, [(Var, on_var), (tvm.ir.Call, on_call),
@@ -87,7 +76,7 @@ def _is_invariant(cond: Any, loop: Any, roots: dict) -> bool:
         return False
     stored: list = []
     tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, lambda s: stored.append(s.buffer)),
-                                        (tvm.ir.Call, lambda c: problems.append(c) if _writes_memory(c) else None)])
+                                        (tvm.ir.Call, lambda c: problems.append(c) if may_write_memory(c) else None)])
     return not problems and not any(_may_alias(r, s, roots) for r in read_buffers for s in stored)
 
 

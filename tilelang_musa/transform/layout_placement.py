@@ -17,6 +17,7 @@ from ..ir.utils import as_int, collect_accesses, scope_of, substitute
 from ..layout import Fragment, Layout, LayoutError, make_fully_replicated_fragment, reduce_fragment, reduce_threads
 from ..tileop import LayoutInferArgs
 from ..tileop.loop_plan import LoopPlan, fragment_plan, free_plan, line_plan, region_plan, row_plan, vector_width
+from ..tileop.parallel import writes_only_thread_private
 from ..tileop.reduce import Reduce
 from ..tileop.region import Region
 from .buffer_roles import annotated_buffers, unswizzled_tiles, view_buffers
@@ -354,7 +355,7 @@ class Placement:
             elementwise = [a for a in collect_accesses(nest.body) if scope_of(a.buffer) in ("shared", "shared.dyn")
                            and index_positions(a.indices, nest.loop_vars) == list(range(len(nest.loop_vars)))
                            and self._same_shape(a.buffer, nest.extents)]
-            if nest.plan is None:
+            if nest.plan is None and not writes_only_thread_private(nest.body):  # those run in every thread
                 writer = next((writers[a.buffer] for a in elementwise if not a.is_store and a.buffer in writers), None)
                 if writer is None or writer.reach != nest.reach:  # same tile walked whole: same extents
                     continue

@@ -26,11 +26,11 @@ from tvm import tirx
 from ..errors import CompileError
 from ..ir.attrs import COALESCED_WIDTH, PARALLEL, PARALLEL_LOOP_LAYOUT
 from ..ir.options import CompileOptions
-from ..ir.utils import ThreadInfo, as_int, collect_accesses, loc_of, scope_of, substitute, thread_info, unflatten
+from ..ir.utils import ThreadInfo, as_int, loc_of, substitute, thread_info, unflatten
 from ..tileop.loop_plan import (
     LoopPlan, check_user_layout, contiguous_width, free_plan, lower_with_plan, user_plan, vector_width,
 )
-from ..tileop.parallel import THREAD_PRIVATE_SCOPES
+from ..tileop.parallel import writes_only_thread_private
 from .pass_base import tl_pass
 from .thread_guard import map_with_guards, reaching_threads
 
@@ -106,11 +106,6 @@ def planned_by_user(loop: tirx.For, extents: list[int], body: Any, inner_var: An
     width = vector_width(extents, inner_var, body, analyzer, disable_vectorize,
                          cap if user_cap is None else min(cap, user_cap))
     return user_plan(fragment, extents, width, loc_of(loop), stage), width
-
-
-def writes_only_thread_private(body: Any) -> bool:
-    stores = [a for a in collect_accesses(body) if a.is_store]
-    return bool(stores) and all(scope_of(a.buffer) in THREAD_PRIVATE_SCOPES for a in stores)
 
 
 def run_in_every_thread(nest: list[tirx.For], body: Any) -> tirx.For:

@@ -29,7 +29,7 @@ from tvm import tirx
 from ..ir.attrs import VIEWS_ATTR
 from ..ir.options import CompileOptions
 from ..ir.source_lines import user_line
-from ..ir.utils import TensorLoad, scope_of
+from ..ir.utils import TensorLoad, may_write_memory, scope_of
 from ..tileop import is_tile_op, parse_tile_op
 from ..tileop.atomic import Atomic
 from ..tileop.copy import Copy
@@ -48,7 +48,6 @@ logger = logging.getLogger("tilelang")
 MESSAGE = "Buffer read before initialization"
 # Global memory is the caller's; barriers hold state their intrinsics set; a T.alloc_var starts at zero.
 EXEMPT_SCOPES = ("global", "shared.barrier", "shared.cluster_barrier", "local.var")
-_READS_STATE = 2  # TCallEffectKind: kExprAnnotation 0, kPure 1, kReadState 2; above it a call may write
 GEMM_HINT = ("T.gemm accumulates into C, so an uninitialized accumulator adds into stale contents. Add `T.clear(C)` "
              "before the gemm, or pass `clear_accum=True`.")
 
@@ -77,13 +76,8 @@ def tile_op_accesses(op: Any) -> tuple[list, list]:
 
 
 def _may_write(call: Any) -> bool:
-    op = call.op
-    if not isinstance(op, tvm.ir.Op):
-        return True
-    if str(op.name) == "tirx.address_of":
-        return True
-    effect = op.get_attr("TCallEffectKind")
-    return effect is None or int(effect) > _READS_STATE
+    """An address taken (`&buf[i]` handed to an intrinsic) counts as a write, besides what may_write_memory says."""
+    return (isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.address_of") or may_write_memory(call)
 
 
 def _buffers_in(node: Any) -> list:
