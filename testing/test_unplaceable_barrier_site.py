@@ -1,10 +1,11 @@
 """A barrier the compiler needs but cannot place names where it would go: the statement it would precede (or the
-branch it would be in, its condition as written) and the nearest source line still known (the T.Parallel a thread
-guard came from has lost its own by then; the error points at the last line before it). Inside `if tx < 31:` (a
-T.Parallel(31) whose threads exchange elements) no arch has one, since a barrier over part of a block counts whole
-warps (mp_31) or does not exist (mp_22): before, mp_31's error named `T.sync_threads(1, 31)`, a barrier the user
-never wrote, with no line at all. Under a per-thread condition none can go: the error named `if cond:` (a name of
-ThreadSync's own) and, with no loop around it, no line."""
+branch it would be in, its condition as written) and the branch's own line where it has one (every guard and loop
+a T.Parallel is lowered to carries the loop's line, the inner guard of a loop that gives some threads one more
+iteration too), else the nearest source line still known. Inside `if tx < 31:` (a T.Parallel(31) whose threads
+exchange elements) no arch has one, since a barrier over part of a block counts whole warps (mp_31) or does not
+exist (mp_22): before, mp_31's error named `T.sync_threads(1, 31)`, a barrier the user never wrote, with no line at
+all. Under a per-thread condition none can go: the error named `if cond:` (a name of ThreadSync's own) and, with no
+loop around it, no line."""
 
 import pytest
 
@@ -78,3 +79,36 @@ def test_a_barrier_under_a_divergent_branch_names_the_condition_as_written_and_a
     assert "writes and reads shared.dyn buffer `s`" in text, text
     assert err.value.loc is not None and err.value.loc.filename == __file__, text
     assert "T.sync_threads()  # the last line known before the branch" in text, text
+
+
+def _uneven_shift():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((64,), "float32")
+            for i in T.Parallel(64):
+                s[i] = A[i]
+            T.sync_threads()  # the last line known before the exchange
+            for i in T.Parallel(40):  # two iterations on threads 0..7, one on the others: `if it * 32 + tx < 40`
+                v = s[i + 1]
+                s[i] = v * 2.0
+            T.sync_threads()
+            for i in T.Parallel(64):
+                B[i] = s[i]
+
+    return main
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_inner_guard_of_an_uneven_parallel_loop_names_the_loop(arch):
+    """A T.Parallel(40) on 32 threads becomes `for it in range(2): if it * 32 + tx < 40: ...`: the guard is built
+    inside the loop's lowering, not returned in its place, and had no line (the error pointed at the
+    T.sync_threads before it, "the last one known at this stage")."""
+    with pytest.raises(CompileError) as err:
+        tilelang.compile(_uneven_shift(), target=f"musa -arch={arch}")
+    text = str(err.value)
+    line = _uneven_shift.__code__.co_firstlineno + 8
+    assert "`if it * 32 + thread_x < 40:` writes and reads shared.dyn buffer `s`" in text, text
+    assert err.value.loc is not None and (err.value.loc.filename, err.value.loc.lineno) == (__file__, line), text
+    assert "for i in T.Parallel(40):" in text, text
+    assert "the last one known at this stage" not in text, text

@@ -11,7 +11,10 @@ object, the simulator's reports and tests use.
 
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
+import linecache
 import re
 from typing import Any
 
@@ -78,6 +81,35 @@ def keep_span(old: Any, new: Any) -> Any:
     except (AttributeError, TypeError):  # a statement type whose constructor does not mirror its fields
         _PARAMS[type(new)] = None
         return new
+
+
+STATEMENT_LINES_SHOWN = 6  # a longer statement is quoted by its first lines and " ..."
+
+
+def statement_source(filename: str, line: int) -> str:
+    """The Python statement that starts at `line` of `filename` as written, its lines stripped and joined by a
+    space (a statement over several lines, `s[0] = (s[0] +` / `x)`, is quoted whole, up to STATEMENT_LINES_SHOWN
+    lines); the line alone where the file does not parse or no simple statement starts there; "" without a
+    source."""
+    lines = linecache.getlines(filename)
+    if not 0 < line <= len(lines):
+        return ""
+    last = _statement_ends(filename, "".join(lines)).get(line, line)
+    shown = [text.strip() for text in lines[line - 1:min(last, line + STATEMENT_LINES_SHOWN - 1)]]
+    return " ".join(shown) + (" ..." if last - line + 1 > STATEMENT_LINES_SHOWN else "")
+
+
+@functools.lru_cache(maxsize=32)
+def _statement_ends(filename: str, text: str) -> dict[int, int]:
+    """First line -> last line of each simple (not compound) statement of a source text."""
+    try:
+        tree = ast.parse(text, filename)
+    except (SyntaxError, ValueError):
+        return {}
+    compound = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If,
+                ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match)
+    return {node.lineno: node.end_lineno for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and not isinstance(node, compound) and node.end_lineno is not None}
 
 
 def user_lines(text: str) -> dict[int, tuple[str, int]]:

@@ -508,9 +508,10 @@ def _is_atomic_update(call: Any) -> bool:
 
 
 def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any, num_threads: int,
-                    analyzer: Any) -> Any:
+                    analyzer: Any, span: Any = None) -> Any:
     """`for slot in range(local_size): x = inverse(thread, slot); [if in range:] body(x)`, vectorized over
-    groups of `vector_width` slots; threads beyond the plan's threads do nothing."""
+    groups of `vector_width` slots; threads beyond the plan's threads do nothing. `span`: the T.Parallel's, given
+    to the loops and guards made here (a barrier or branch error inside one names the loop's line)."""
     width = plan.vector_width
     slot_outer = tirx.Var("it", "int32")
     lane = tirx.Var("vec", "int32")
@@ -534,18 +535,18 @@ def lower_with_plan(loop_vars: list[Any], body: Any, plan: LoopPlan, thread: Any
         cond = analyzer.simplify(cond)
         if not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1):
             if width > 1:
-                stmt = tirx.For(lane, 0, width, tirx.ForKind.VECTORIZED, stmt)
-                stmt = tirx.IfThenElse(cond, stmt, None)
+                stmt = tirx.For(lane, 0, width, tirx.ForKind.VECTORIZED, stmt, span=span)
+                stmt = tirx.IfThenElse(cond, stmt, None, span)
                 width = 1  # already wrapped
             else:
-                stmt = tirx.IfThenElse(cond, stmt, None)
+                stmt = tirx.IfThenElse(cond, stmt, None, span)
     if width > 1:
-        stmt = tirx.For(lane, 0, width, tirx.ForKind.VECTORIZED, stmt)
+        stmt = tirx.For(lane, 0, width, tirx.ForKind.VECTORIZED, stmt, span=span)
     if groups > 1:
-        stmt = tirx.For(slot_outer, 0, groups, tirx.ForKind.SERIAL, stmt)
+        stmt = tirx.For(slot_outer, 0, groups, tirx.ForKind.SERIAL, stmt, span=span)
     plan_threads = as_int(plan.fragment.num_threads)
     if plan_threads is not None and plan_threads < num_threads:
-        stmt = tirx.IfThenElse(thread < plan_threads, stmt, None)
+        stmt = tirx.IfThenElse(thread < plan_threads, stmt, None, span)
     return stmt
 
 

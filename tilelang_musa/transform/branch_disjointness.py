@@ -172,11 +172,12 @@ def _disjoint(accesses: list[_Access], thread_vars: dict[Any, int]) -> bool:
     writers: dict = {}
     budget = _MAX_POINTS
     threads = list(thread_vars.items())
+    read_vars: dict = {}  # an expression's handle -> the variables it reads: the accesses share conditions, bounds
     try:
         for access in accesses:
             if access.index is None:
                 return False
-            for thread, env in _points(access, threads):
+            for thread, env in _points(access, threads, read_vars):
                 budget -= 1
                 if budget < 0:
                     return False
@@ -202,13 +203,20 @@ def _elements(index: Any, env: dict, bindings: tuple) -> list:
     return [_eval(index, env, bindings)]
 
 
-def _reads(exprs: list, bindings: tuple) -> set:
-    """The variables `exprs` read, through the bindings in scope (a bound variable's value is read too)."""
+def _reads(exprs: list, bindings: tuple, read_vars: dict | None = None) -> set:
+    """The variables `exprs` read, through the bindings in scope (a bound variable's value is read too).
+    `read_vars`: each walked expression's own variables by its handle, kept for the next call."""
     found: set = set()
     pending = list(exprs)
     while pending:
-        seen: list = []
-        tvm_ffi.structural_walk(pending.pop(), [(tvm.ir.Var, seen.append)])
+        expr = pending.pop()
+        key = expr.__chandle__() if read_vars is not None else None
+        seen = read_vars.get(key) if read_vars is not None else None
+        if seen is None:
+            seen = []
+            tvm_ffi.structural_walk(expr, [(tvm.ir.Var, seen.append)])
+            if read_vars is not None:
+                read_vars[key] = seen
         for var in seen:
             if var not in found:
                 found.add(var)
@@ -216,7 +224,7 @@ def _reads(exprs: list, bindings: tuple) -> set:
     return found
 
 
-def _enumerated_loops(access: _Access) -> tuple[set, set]:
+def _enumerated_loops(access: _Access, read_vars: dict | None = None) -> tuple[set, set]:
     """(required, wanted): the loop variables the access's index reads (its elements depend on them: their bounds
     must be known), and those its conditions read besides (enumerated where their bounds are known; a condition
     over one that is not counts as true). A loop of neither only repeats the same points, whatever its trip count
@@ -224,22 +232,22 @@ def _enumerated_loops(access: _Access) -> tuple[set, set]:
     def closed(names: set) -> set:
         for var, lo, extent in reversed(access.loops):  # an enumerated loop's bounds read the loops outside it
             if var in names:
-                names |= _reads([lo, extent], access.bindings)
+                names |= _reads([lo, extent], access.bindings, read_vars)
         return names
 
-    required = closed(_reads([access.index], access.bindings))
-    wanted = closed(required | _reads(list(access.conditions), access.bindings))
+    required = closed(_reads([access.index], access.bindings, read_vars))
+    wanted = closed(required | _reads(list(access.conditions), access.bindings, read_vars))
     return required, wanted
 
 
-def _points(access: _Access, threads: list) -> Any:
+def _points(access: _Access, threads: list, read_vars: dict | None = None) -> Any:
     """(thread id, environment) for every thread and loop iteration at which `access` runs. Loops the access's
     index and conditions do not read are left out (the same points again), and so are loops only its conditions
     read whose bounds are not known (those conditions then count as true: more points, never fewer)."""
     envs = [({}, ())]
     for var, extent in threads:
         envs = [({**env, var: t}, tid + (t,)) for env, tid in envs for t in range(extent)]
-    required, wanted = _enumerated_loops(access)
+    required, wanted = _enumerated_loops(access, read_vars)
     for var, lo, extent in access.loops:
         if var not in wanted:
             continue

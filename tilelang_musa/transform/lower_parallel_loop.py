@@ -111,7 +111,7 @@ def lower_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) ->
             return lower_with_lane_exchange(loop_vars, body, plan, exchange, thread, lane, analyzer())
         if str(recipe["kind"]) == "fragment" and not disable_vectorize:
             plan = _vectorized(plan, node, loop_vars, body, extents, analyzer)
-        loop = lower_with_plan(loop_vars, body, plan, thread, count, analyzer())
+        loop = lower_with_plan(loop_vars, body, plan, thread, count, analyzer(), node.span)
         if not exchanges:
             return loop
         before = [relayout(buf, copy, tile, layouts, thread, count, analyzer) for buf, copy, tile, _ in exchanges]

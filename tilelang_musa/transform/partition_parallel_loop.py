@@ -114,7 +114,7 @@ def run_in_every_thread(nest: list[tirx.For], body: Any) -> tirx.For:
     return body
 
 
-def _strided_over_threads(nest: list[tirx.For], body: Any, thread: Any, count: int) -> tirx.For:
+def _strided_over_threads(nest: list[tirx.For], body: Any, thread: Any, count: int, span: Any = None) -> tirx.For:
     """A nest with extents known only at run time (`T.fill(x[a:b], 0)`, `T.Parallel(n)`): its iterations, in
     row-major order, are dealt to the threads round-robin, `count` at a time, each checked against the total."""
     extents = [level.extent for level in nest]
@@ -126,7 +126,7 @@ def _strided_over_threads(nest: list[tirx.For], body: Any, thread: Any, count: i
     positions = unflatten(flat, extents)
     body = substitute(body, {level.loop_var: level.min + pos for level, pos in zip(nest, positions)})
     return tirx.For(step, 0, tirx.floordiv(total + (count - 1), count), tirx.ForKind.SERIAL,
-                    tirx.IfThenElse(flat < total, body, None))
+                    tirx.IfThenElse(flat < total, body, None, span), span=span)
 
 
 def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False) -> tirx.PrimFunc:
@@ -143,18 +143,18 @@ def partition_parallel_loop(func: tirx.PrimFunc, disable_vectorize: bool = False
             plan, _ = planned_by_user(node, extents, body, nest[-1].loop_var, reach, threads.num_threads, analyzer,
                                       disable_vectorize, "PartitionParallelLoop")
             return lower_with_plan([n.loop_var for n in nest], mutator.default_mutate(body), plan,
-                                   threads.linear_thread_id() - reach.first, reach.count, analyzer())
+                                   threads.linear_thread_id() - reach.first, reach.count, analyzer(), node.span)
         if writes_only_thread_private(body):
             return run_in_every_thread(nest, mutator.default_mutate(body))
         reach = reaching_threads(guards, threads, analyzer(), node, "PartitionParallelLoop")
         if any(as_int(level.extent) is None for level in nest):
             return _strided_over_threads(nest, mutator.default_mutate(body),
-                                         threads.linear_thread_id() - reach.first, reach.count)
+                                         threads.linear_thread_id() - reach.first, reach.count, node.span)
         extents = nest_extents(nest, "PartitionParallelLoop")
         width = vector_width(extents, nest[-1].loop_var, body, analyzer, disable_vectorize, coalesced_width(node))
         plan = free_plan(extents, reach.count, width)
         return lower_with_plan([n.loop_var for n in nest], body, plan, threads.linear_thread_id() - reach.first,
-                               reach.count, analyzer())
+                               reach.count, analyzer(), node.span)
 
     return map_with_guards(func, threads, on_for)
 

@@ -85,7 +85,7 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
     offsets = {buffer: offset for buffer, (offset, _) in offsets.items()}
     static_end = cursor
     if limit is not None and static_end > limit:
-        listing = ", ".join(f"{name} ({nbytes} B)" for name, _, nbytes in placed)
+        listing = _listing(placed)
         raise SharedMemoryOverLimit(
             f"the kernel needs {static_end} bytes of shared memory but the target allows {limit} per block: {listing}",
             static_end, limit)
@@ -114,6 +114,26 @@ def plan_dynamic_shared_memory(func: tirx.PrimFunc, limit: int | None, reuse: bo
 
     func = tvm_ffi.structural_mutate(func, [(tirx.AllocBuffer, on_alloc), (tirx.SeqStmt, on_seq)])
     return func.with_attr(SIZE_ATTR, cursor)
+
+
+def _listing(placed: list[tuple[str, int, int]]) -> str:
+    """The placed tiles for the over-limit error, each name once in placement order, with the bytes its tiles
+    take: a loop body the software pipeline copies (prologue, body, epilogue) allocates a reduction's workspace
+    once per copy, distinct buffers of one name; they are one entry, `name (2 copies, B)`, the bytes of the
+    ranges they cover together (copies placed at one offset count once)."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for name, offset, nbytes in placed:
+        ranges.setdefault(name, []).append((offset, offset + nbytes))
+    entries = []
+    for name, spans in ranges.items():
+        covered, end = 0, None
+        for lo, hi in sorted(spans):
+            start = lo if end is None else max(lo, end)
+            covered += max(0, hi - start)
+            end = hi if end is None else max(end, hi)
+        copies = f"{len(spans)} copies, " if len(spans) > 1 else ""
+        entries.append(f"{name} ({copies}{covered} B)")
+    return ", ".join(entries)
 
 
 def _place(static: list, lifetimes: Lifetimes | None) -> tuple[dict, list, int]:

@@ -37,7 +37,8 @@ from tvm import tirx
 
 import tvm_ffi
 
-from ..errors import CompileError
+from ..errors import CompileError, SourceLoc
+from ..ir.source_lines import user_line
 from ..ir.tile_views import shared_tile_views, viewed_buffer
 from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer,
                         loc_from_text, loc_of, scope_of, thread_info)
@@ -46,6 +47,11 @@ from .branch_disjointness import constant_thread_extents, disjoint_branches
 from .partition_parallel_loop import thread_analyzer
 from .thread_guard import reaching_threads, thread_conditions
 from .uniform_conditions import marked_invariant, uniform_conditions, without_invariant_mark
+
+
+def _span_loc(span: Any) -> SourceLoc | None:
+    line = user_line(span)
+    return SourceLoc(line[0], line[1]) if line is not None else None
 
 
 def _shared_in_both(stmt: Any, scope: str) -> list[str]:
@@ -84,9 +90,11 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
                     both = _shared_in_both(case, scope)
                     if both:
                         visit(case)  # the innermost such branch
-                        if not found:
-                            loop_loc = next((loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None),
-                                            None)
+                        if not found:  # the branch's own line (a T.Parallel's guard carries the loop's), else
+                            # the innermost located loop's, else the last line met before it
+                            own = _span_loc(node.span)
+                            loop_loc = own or next((loc_of(loop) for loop in reversed(loops)
+                                                    if loc_of(loop) is not None), None)
                             found.append((node, both[0], loop_loc or last[0], loop_loc is None))
                         return
         if isinstance(node, tirx.IfThenElse):  # no case of it needs a barrier: seen for its lines only
