@@ -60,3 +60,27 @@ def test_tiles_written_whole_first_in_each_iteration_are_marked_with_their_loop(
     assert marks["Part"] is None  # rows 8..15 keep what they held before the loop
     assert marks["Acc"] is None  # read (accumulated into) before it is written
     assert marks["Outside"] is None  # used before the loop too
+
+
+@T.prim_func
+def declared_in_the_loop(A: T.Buffer((4, 16, 8), "float32"), B: T.Buffer((4, 16, 8), "float32")):
+    for tx in T.thread_binding(128, thread="threadIdx.x"):
+        for i in T.serial(4):
+            Inner = T.alloc_buffer((16, 8), "float32", scope="shared.dyn")
+            for r, d in T.Parallel(16, 8):
+                Inner[r, d] = A[i, r, d]
+            for r, d in T.Parallel(16, 8):
+                B[i, r, d] = Inner[15 - r, d]
+            Read = T.alloc_buffer((16, 8), "float32", scope="shared.dyn")
+            for r, d in T.Parallel(16, 8):
+                B[i, r, d] = Read[r, d]
+            for r, d in T.Parallel(16, 8):
+                Read[r, d] = A[i, r, d]
+
+
+def test_a_tile_declared_inside_the_loop_is_marked_when_its_first_use_writes_it_whole():
+    """`T.alloc_shared` in a loop's body (Moore Threads' mp22 flash decoding: `temp_shared` in the T.Pipelined
+    loop): its allocation statement is no use of it, the T.Parallel store after it is the first."""
+    marks = _marks(declared_in_the_loop)
+    assert marks["Inner"] == "i"
+    assert marks["Read"] is None  # read before this iteration writes it

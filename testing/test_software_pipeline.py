@@ -409,8 +409,8 @@ def test_stages_that_fit_only_thanks_to_the_planners_sharing_are_kept(arch, fres
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
 
 
-def test_a_schedule_that_does_not_fit_at_one_stage_is_the_planners_error(fresh_warnings):
-    """Past the limit at every stage count: the error of the last try (one stage), naming the tiles."""
+def test_a_schedule_that_does_not_fit_even_in_order_is_the_planners_error(fresh_warnings):
+    """Past the limit at every stage count and unpipelined: the error of the last try (in order), naming the tiles."""
     with pytest.raises(CompileError, match=r"needs \d+ bytes of shared memory but the target allows 73728"):
         tilelang.lower(gemm_program(256, 256, 256, bm=256, bn=256, bk=128, threads=256, num_stages=2),
                        target="musa -arch=mp_22")

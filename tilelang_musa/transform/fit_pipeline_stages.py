@@ -1,6 +1,7 @@
 """T.Pipelined's num_stages against the shared memory the kernel really plans: lower with the stages asked for, and
 only when PlanDynamicSharedMemory finds the arena past the target's limit, lower again from PipelinePlanning with
-one stage fewer (a TileLangWarning names the loop and the bytes), down to one stage.
+one stage fewer (a TileLangWarning names the loop and the bytes), down to none: a loop that does not fit even at
+one stage runs in order (upstream's num_stages=0), its copies done before the iteration's compute reads them.
 
 An estimate made before lowering cannot be exact: the planner shares bytes between tiles in use at different
 times, statement by statement past the limit (shared_memory_lifetimes.py), and adds the compiler's own tiles (staged
@@ -26,12 +27,14 @@ def _warn(cap: StageCap) -> None:
         warn_once(f"T.Pipelined stages {loc} {requested} {cap.stages}",
                   f"{loc}: T.Pipelined(num_stages={requested}) would need {cap.needed} bytes of shared memory as "
                   f"planned (its tiles' copies and the compiler's own tiles), more than the target's {cap.limit} per "
-                  f"block; pipelined with num_stages={cap.stages} instead")
+                  f"block; " + (f"pipelined with num_stages={cap.stages} instead" if cap.stages else
+                                "not pipelined instead (num_stages=0: its copies complete before each iteration's "
+                                "compute)"))
 
 
 def run_fitting_stages(passes: list[Any], mod: Any, dump: Callable[[str, Any], None] | None = None) -> Any:
     """`passes` run on `mod` in order (each dumped as `NN_name`), with PipelinePlanning's stages lowered while the
-    planned shared memory does not fit; the last attempt's error when one stage does not fit either."""
+    planned shared memory does not fit; the last attempt's error when the loop does not fit unpipelined either."""
     names = [p.info.name for p in passes]
     start = names.index(PLANNING) if PLANNING in names else None
     first_error: SharedMemoryOverLimit | None = None
@@ -56,7 +59,7 @@ def run_fitting_stages(passes: list[Any], mod: Any, dump: Callable[[str, Any], N
                 (func,) = before_planning.functions.values()
                 stages = requested_stages(func)
             stages -= 1
-            if stages < 1:
+            if stages < 0:
                 raise
             cap = StageCap(stages, first_error.needed, first_error.limit)
             passes = [*passes[:start], PipelinePlanning(cap), *passes[start + 1:]]

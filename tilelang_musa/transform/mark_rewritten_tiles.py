@@ -109,8 +109,8 @@ def _writes_whole(stmt, tile) -> bool:
 
 def _first_use_writes_whole(stmt, tile) -> bool | None:
     """Whether the first statement that uses `tile` when `stmt` runs writes it whole (None: `stmt` does not use it)."""
-    if not _references(stmt, tile):
-        return None
+    if not _references(stmt, tile) or isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)):
+        return None  # an allocation (a tile declared inside the loop, `T.alloc_shared` in its body) is no use
     if isinstance(stmt, tirx.SeqStmt):
         return next((r for r in (_first_use_writes_whole(s, tile) for s in stmt.seq) if r is not None), False)
     if _writes_whole(stmt, tile):

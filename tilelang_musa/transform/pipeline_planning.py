@@ -189,11 +189,12 @@ class StageCap:
 def _capped(units: list[Unit], num_stages: int, schedule: tuple, cap: StageCap | None, loop: tirx.For) -> tuple:
     """`num_stages` as given unless a lowering with them did not fit shared memory: then `cap.stages` (noted in
     `cap.lowered`). Upstream's num_stages is a request, and the user's GEMM (256x256x64, three stages: 192 KB) must
-    still run on mp_22's 72 KB."""
+    still run on mp_22's 72 KB. At `cap.stages` 0 the loop is not pipelined (None): its copies then complete in the
+    iteration that reads them, so tiles each iteration rewrites whole can share bytes (MarkRewrittenTiles)."""
     if cap is None or num_stages <= cap.stages:
         return schedule
-    fewer = default_schedule(units, cap.stages)
-    if fewer is None:
+    fewer = default_schedule(units, cap.stages) if cap.stages > 0 else None  # 0: the loop runs in order
+    if fewer is None and cap.stages > 0:
         return schedule
     cap.lowered.append((loc_of(loop), num_stages))
     return fewer
