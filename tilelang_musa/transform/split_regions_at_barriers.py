@@ -77,6 +77,19 @@ def _barrier_inside(stmt: Any, cut: set) -> bool:
     return any(s.__chandle__() in cut for s in stmts)
 
 
+def _loads_unwritten(expr: Any, after: list) -> bool:
+    """Whether the buffers `expr` loads are stored to nowhere in `after`."""
+    loaded: list = []
+    tvm_ffi.structural_walk(expr, [(TensorLoad, lambda load: loaded.append(load.source))])
+    stored: list = []
+    for stmt in after:
+        tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, lambda store: stored.append(store.buffer))])
+    calls: list = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Call, lambda c: None if isinstance(c.op, tvm.ir.Op) and str(
+        c.op.name) in _PURE_CALLS else calls.append(c))])
+    return not calls and not any(a.same_as(b) for a in loaded for b in stored)
+
+
 def _bound_again(bound: list, node: Any, ours: set) -> tuple[list, dict] | None:
     """The bindings of `bound` (var, value: in order) that `node` reads, through their values too, bound again to
     new variables (except those in `ours`, which `node` binds itself): (the Bind statements, old var -> new var);
@@ -121,10 +134,18 @@ def _cut(condition: Any, body: Any, cut: set, thread_vars: list, keep: list) -> 
         group.clear()
         return True
 
-    for stmt in stmts:
+    for k, stmt in enumerate(stmts):
         if stmt.__chandle__() in cut:
+            # bindings right before the barrier load what nothing after it writes: they move past it (the load may
+            # then see more writes of the region's threads, which the barrier orders, never another's later one)
+            moved = []
+            while group and isinstance(group[-1], tirx.Bind) and _loads_unwritten(group[-1].value, stmts[k + 1:]):
+                moved.insert(0, group.pop())
+                bound.pop()
             if not close():
                 return None
+            group.extend(moved)
+            bound.extend((b.var, b.value) for b in moved)
             barrier = tirx.Evaluate(stmt.value)
             keep.append(barrier)  # (a barrier moved out may cut the region around it)
             cut.add(barrier.__chandle__())
