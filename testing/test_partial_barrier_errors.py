@@ -1,6 +1,7 @@
 """A barrier that only part of a block reaches (`if tx < 128:` around shared-memory work): on mp_31 a barrier over
-those threads; on mp_22, which has none, an error that names the `if` by its condition and its source line (TileOPs'
-MLA / DSA decode kernels and NSA top-k stop there on mp_22)."""
+those threads; on mp_22, which has none, the `if` is cut in two around a block barrier where that keeps the program's
+meaning (test_regions_cut_at_barriers.py), else an error that names the `if` by its condition and its source line
+(here a value loaded before the barrier is used after it: the second half could not load it again)."""
 
 import inspect
 
@@ -19,8 +20,9 @@ def half_block_reversal():
             tx = T.get_thread_binding()
             S = T.alloc_shared((128,), "float32")
             if tx < 128:
-                S[tx] = A[tx] * 2.0
-                B[tx] = S[127 - tx]  # another thread's element: a barrier among threads 0..127
+                w = A[tx] * 2.0
+                S[tx] = w
+                B[tx] = S[127 - tx] + w  # another thread's element: a barrier among threads 0..127
 
     return main
 
@@ -41,4 +43,4 @@ def test_on_mp31_the_threads_of_the_if_wait_for_each_other():
     assert "tl::barrier_sync(1);" in region and "__syncthreads" not in region, region
     a, b = rand((128,), torch.float32, 3), poison((128,), torch.float32)
     kernel(a, b)
-    torch.testing.assert_close(b, (a * 2.0).flip(0))
+    torch.testing.assert_close(b, (a * 2.0).flip(0) + a * 2.0)

@@ -64,32 +64,101 @@ def disjoint_branches(body: Any, scope: str, thread_vars: dict[Any, int]) -> lis
     """The `if` nodes (no else case) of `body` inside which no two threads reach one `scope` element with one of
     them writing it. `thread_vars`: each thread index var -> its constant extent."""
     accesses: list[_Access] = []
-    branches: list[Any] = []
+    branches: list[tuple] = []  # (the `if`, the loops around it)
     opaque: set = set()  # branches that hand an address of the scope to a template: not analysed
     _collect(body, scope, (), (), (), (), accesses, branches, opaque)
     allocated: list = []  # a view (DeclBuffer) may share elements with another name: not analysed
     tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda n: allocated.append(n.buffer))])
+    separated = _separated_loops(body)
     found = []
-    for branch in branches:
+    for branch, loops in branches:
         if branch.else_case is not None or any(b.same_as(branch) for b in opaque):
             continue
         inside = [a for a in accesses if any(b.same_as(branch) for b in a.branches)]
+        # a loop around the branch whose body has a block barrier outside it: one iteration's run of the branch is
+        # ordered against the next one's by that barrier, so only the accesses of one iteration need be disjoint
+        each_iteration = tuple(var for var, _, _ in loops if any(var.same_as(v) for v in separated))
         if inside and all(any(a.buffer.same_as(b) for b in allocated) for a in inside) and \
-                _disjoint(inside, thread_vars):
+                _disjoint(inside, thread_vars, each_iteration):
             found.append(branch)
     return found
 
 
-def thread_disjoint_writes(statements: list, buffer: Any, thread_vars: dict[Any, int]) -> bool:
+def _separated_loops(body: Any) -> list:
+    """The variables of the loops whose body has a block barrier at its top level (run by every thread that runs the
+    iteration, between any two iterations' other statements)."""
+    found = []
+
+    def on_for(node: Any) -> None:
+        stmts = node.body.seq if isinstance(node.body, tirx.SeqStmt) else [node.body]
+        if any(_is_block_barrier(stmt) for stmt in stmts):
+            found.append(node.loop_var)
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
+    return found
+
+
+def _is_block_barrier(stmt: Any) -> bool:
+    if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
+        return False
+    call = stmt.value
+    return isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.tvm_storage_sync" and len(call.args) == 1
+
+
+@dataclass(frozen=True)
+class Context:
+    """What surrounds a statement: the loops around it (var, min, extent), the conditions of the branches around it
+    and the bindings in scope."""
+    loops: tuple = ()
+    conditions: tuple = ()
+    bindings: tuple = ()
+
+
+def contexts_of_sequences(body: Any) -> dict:
+    """Each statement sequence of `body` (by handle) -> its Context."""
+    found: dict = {}
+
+    def visit(node: Any, context: Context) -> Context:
+        if isinstance(node, tirx.SeqStmt):
+            found[node.__chandle__()] = context
+            for stmt in node.seq:
+                context = visit(stmt, context)
+            return context
+        if isinstance(node, tirx.Bind):
+            return Context(context.loops, context.conditions, context.bindings + ((node.var, node.value),))
+        if isinstance(node, tirx.For):
+            visit(node.body, Context(context.loops + ((node.loop_var, node.min, node.extent),), context.conditions,
+                                     context.bindings))
+            return context
+        if isinstance(node, tirx.IfThenElse):
+            visit(node.then_case, Context(context.loops, context.conditions + (node.condition,), context.bindings))
+            if node.else_case is not None:
+                visit(node.else_case, Context(context.loops, context.conditions + (tirx.Not(node.condition),),
+                                              context.bindings))
+            return context
+        body = getattr(node, "body", None)
+        if isinstance(body, tirx.Stmt):
+            visit(body, context)
+        return context
+
+    visit(body, Context())
+    return found
+
+
+def thread_disjoint_writes(statements: list, buffer: Any, thread_vars: dict[Any, int],
+                           context: Context | None = None) -> bool:
     """Whether no element of `buffer` is written by two threads over `statements` (run one after another by the same
-    threads): each statement's own loops and conditions are enumerated, every thread of `thread_vars` counted (the
-    conditions around the statements would only take some away). An index reading anything from outside them (an
-    outer loop's variable, a binding, a load) is not proven."""
+    threads, in one iteration of the loops around them): each statement's own loops and conditions are enumerated,
+    every thread of `thread_vars` counted that the conditions around them (`context`) admit, for each iteration of
+    the loops around them on its own. An index reading anything else from outside them (a load, a run-time bound
+    of a loop around them) is not proven."""
+    context = context or Context()
     accesses: list[_Access] = []
     for stmt in statements:
-        _collect(stmt, scope_of(buffer), (), (), (), (), accesses, [], set())
+        _collect(stmt, scope_of(buffer), context.loops, context.conditions, context.bindings, (), accesses, [],
+                 set())
     stores = [a for a in accesses if a.is_store and a.buffer.same_as(buffer)]
-    return bool(stores) and _disjoint(stores, thread_vars)
+    return bool(stores) and _disjoint(stores, thread_vars, tuple(var for var, _, _ in context.loops))
 
 
 def _collect(node: Any, scope: str, loops: tuple, conditions: tuple, bindings: tuple, branches: tuple,
@@ -108,7 +177,7 @@ def _collect(node: Any, scope: str, loops: tuple, conditions: tuple, bindings: t
         return bindings
     if isinstance(node, tirx.IfThenElse):
         _note_expr(node.condition, scope, loops, conditions, bindings, branches, out, opaque)
-        all_branches.append(node)
+        all_branches.append((node, loops))
         inner = branches + (node,)
         _collect(node.then_case, scope, loops, conditions + (node.condition,), bindings, inner, out, all_branches,
                  opaque)
@@ -166,10 +235,13 @@ def _flat(indices: Any) -> Any:
     return indices[0] if len(indices) == 1 else None  # ThreadSync runs on flat buffers
 
 
-def _disjoint(accesses: list[_Access], thread_vars: dict[Any, int]) -> bool:
-    """No element reached by two threads with one writing, over every point of the accesses' domains."""
-    readers: dict = {}
-    writers: dict = {}
+_ANY = object()  # an access that reads no variable of a loop taken one iteration at a time: in every iteration
+
+
+def _disjoint(accesses: list[_Access], thread_vars: dict[Any, int], each_iteration: tuple = ()) -> bool:
+    """No element reached by two threads with one writing, over every point of the accesses' domains; where
+    `each_iteration` names loops around them, only points of one iteration of those loops are compared."""
+    reached: dict = {}  # (buffer, element) -> {(iteration, thread, is_store)}
     budget = _MAX_POINTS
     threads = list(thread_vars.items())
     read_vars: dict = {}  # an expression's handle -> the variables it reads: the accesses share conditions, bounds
@@ -181,15 +253,37 @@ def _disjoint(accesses: list[_Access], thread_vars: dict[Any, int]) -> bool:
                 budget -= 1
                 if budget < 0:
                     return False
+                iteration = tuple(env.get(var, _ANY) for var in each_iteration)
                 for element in _elements(access.index, env, access.bindings):
-                    key = (access.buffer, element)
-                    (writers if access.is_store else readers).setdefault(key, set()).add(thread)
+                    reached.setdefault((access.buffer, element), set()).add((iteration, thread, access.is_store))
     except _NotConstant:
         return False
-    for key, who in writers.items():
-        if len(who | readers.get(key, set())) > 1:
-            return False
+    return all(_one_thread_or_reads(points) for points in reached.values())
+
+
+def _one_thread_or_reads(points: set) -> bool:
+    """Whether no two of one element's points, of one iteration, are of two threads with one of them writing."""
+    if not any(is_store for _, _, is_store in points):
+        return True
+    if len({thread for _, thread, _ in points}) == 1:
+        return True
+    by_iteration: dict = {}
+    for iteration, thread, is_store in points:
+        by_iteration.setdefault(iteration, []).append((thread, is_store))
+    if len(by_iteration) == 1 or not any(_ANY in it for it in by_iteration):
+        return all(_one_thread_or_reads_alike(group) for group in by_iteration.values())
+    keys = list(by_iteration)  # some points are in every iteration of a loop: compare the iterations that meet
+    for a, first in enumerate(keys):
+        for second in keys[a:]:
+            if all(x is _ANY or y is _ANY or x == y for x, y in zip(first, second)):
+                group = by_iteration[first] + (by_iteration[second] if second != first else [])
+                if not _one_thread_or_reads_alike(group):
+                    return False
     return True
+
+
+def _one_thread_or_reads_alike(group: list) -> bool:
+    return not any(is_store for _, is_store in group) or len({thread for thread, _ in group}) == 1
 
 
 def _elements(index: Any, env: dict, bindings: tuple) -> list:

@@ -5,7 +5,9 @@ layout exchange) are block barriers, `tvm_storage_sync("shared")`. Inside a T.ws
 the other threads never arrive, and a block barrier there deadlocks. Such a barrier becomes
 `tvm_storage_sync("shared", id, count)`: a barrier over the `count` threads of that range (one id per range,
 from 1; none where the range is one thread, whose accesses program order already orders), which LowerAsyncBarriers turns into an asynchronous barrier on mp_31/mp_32 (docs/ASYNC_MODEL.md). mp_21
-and mp_22 have no barrier over part of a block: a barrier there is an error naming the region. A barrier under a
+and mp_22 have no barrier over part of a block: there the region is cut in two around a block barrier where that keeps
+the program's meaning (split_regions_at_barriers.py: `if c: A; barrier; B` -> `if c: A / barrier / if c: B`), and a
+barrier still inside is an error naming the region. A barrier under a
 condition that is no range known at compile time is an error too, except the user's own T.sync_threads(): it
 stays the block barrier it is written as (CUDA's __syncthreads, which every thread must reach), with a warning.
 
@@ -39,6 +41,7 @@ from ..ir.utils import loc_from_text, loc_of, seq, thread_info
 from ..target import arch_of, archs_with
 from .partition_parallel_loop import thread_analyzer
 from .pass_base import tl_pass
+from .split_regions_at_barriers import split_regions_at_barriers
 from .thread_guard import ThreadRange, conjuncts, map_with_guards, reaching_threads, thread_conditions
 
 STAGE = "RangeBarriers"
@@ -243,6 +246,8 @@ def range_barriers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     arch_name = arch.name if arch is not None else None
     partial_barriers = arch is not None and arch.has_async_barriers  # ASYNC_MODEL.md section 1
     analyzer = thread_analyzer(threads)
+    if arch is not None and not partial_barriers:  # the region is cut at its barrier instead, where that keeps
+        func = split_regions_at_barriers(func, threads, analyzer, STAGE)  # the program's meaning
     ids: dict[tuple[int, int], int] = {}
     original = func  # the nodes on_evaluate sees
     found_sites: list = []  # the barriers' sites, for an error only: walked when the first one is raised
