@@ -18,7 +18,7 @@ from tvm import tirx
 
 from ..ir.attrs import REWRITTEN_ANNOTATION, TEMPORARY_ANNOTATION
 from ..ir.tile_views import shared_tile_views
-from ..ir.utils import TensorLoad, as_int, scope_of
+from ..ir.utils import as_int, scope_of
 from ..layout._expr import evaluate
 from .pass_base import tl_pass
 

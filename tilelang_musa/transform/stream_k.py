@@ -46,7 +46,7 @@ from ..ir.attrs import PIPELINE_STAGES, WORKSPACES_ATTR, ZEROED_WORKSPACES_ATTR
 from ..ir.ops import USE_SWIZZLE_OP
 from ..ir.options import CompileOptions
 from ..ir.pass_config import _truthy
-from ..ir.utils import as_int, is_buffer, scope_of, seq, substitute
+from ..ir.utils import as_int, scope_of, seq, substitute
 from ..target import ARCHS
 from .rasterize_blocks import _remap
 

@@ -39,7 +39,7 @@ import tvm_ffi
 
 from ..errors import CompileError, SourceLoc
 from ..ir.source_lines import user_line
-from ..ir.tile_views import shared_tile_views, viewed_buffer
+from ..ir.tile_views import shared_tile_views
 from ..ir.utils import (TensorLoad, Var, as_int, by_identity, collect_accesses, dtype_bytes, is_buffer,
                         loc_from_text, loc_of, scope_of, thread_info)
 from ..tileop.access_ptr import access_ptr, as_access
