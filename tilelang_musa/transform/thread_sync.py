@@ -29,6 +29,7 @@ counts as "a barrier inside".
 
 from __future__ import annotations
 
+import linecache
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -93,9 +94,11 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
                         if not found:  # the branch's own line (a T.Parallel's guard carries the loop's), else
                             # the innermost located loop's, else the last line met before it
                             own = _span_loc(node.span)
-                            loop_loc = own or next((loc_of(loop) for loop in reversed(loops)
-                                                    if loc_of(loop) is not None), None)
-                            found.append((node, both[0], loop_loc or last[0], loop_loc is None))
+                            around = next((loc_of(loop) for loop in reversed(loops) if loc_of(loop) is not None),
+                                          None)
+                            loop_loc = own or around
+                            found.append((node, both[0], loop_loc or last[0], loop_loc is None,
+                                          around if own is not None and around != own else None))
                         return
         if isinstance(node, tirx.IfThenElse):  # no case of it needs a barrier: seen for its lines only
             children = [c for c in (node.then_case, node.else_case) if c is not None]
@@ -111,14 +114,19 @@ def _divergent_branch_error(body: Any, scope: str) -> CompileError:
         return CompileError(f"a branch whose condition may differ between the block's threads needs a barrier for "
                             f"{scope} memory inside it; make the condition the same in every thread",
                             stage="ThreadSync")
-    branch, buffer, loc, after_loc = found[0]
+    branch, buffer, loc, after_loc, loop = found[0]
     condition = bound.get(branch.condition, branch.condition)
     where = " (in the code after the line shown, the last one known at this stage)" if loc and after_loc else ""
+    inside = ""
+    if loop is not None:  # the branch's own line is shown: name the loop it runs in too
+        text = linecache.getline(loop.filename, loop.lineno).strip()
+        inside = f". The branch runs inside `{text}` at {loop}" if text else f". The branch runs inside the loop at " \
+            f"{loop}"
     return CompileError(
         f"`if {condition}:`{where} writes and reads {scope} buffer `{buffer}`, which needs a barrier between "
         "them inside the branch, but its condition may differ between the block's threads (threads that skip the "
         "branch would never reach the barrier). Compute the condition from values every thread agrees on (block "
-        "indices, loop counters, global or shared memory), or take the shared-memory work out of the branch",
+        f"indices, loop counters, global or shared memory), or take the shared-memory work out of the branch{inside}",
         loc, stage="ThreadSync")
 
 
