@@ -33,6 +33,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.utils import TensorLoad, as_int, scope_of
+from .shared_memory_lifetimes import is_block_barrier
 from .uniform_conditions import THREAD_INVARIANT
 
 _MAX_POINTS = 1 << 16  # thread x iteration points enumerated per branch, at most
@@ -91,18 +92,11 @@ def _separated_loops(body: Any) -> list:
 
     def on_for(node: Any) -> None:
         stmts = node.body.seq if isinstance(node.body, tirx.SeqStmt) else [node.body]
-        if any(_is_block_barrier(stmt) for stmt in stmts):
+        if any(is_block_barrier(stmt) for stmt in stmts):
             found.append(node.loop_var)
 
     tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
     return found
-
-
-def _is_block_barrier(stmt: Any) -> bool:
-    if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
-        return False
-    call = stmt.value
-    return isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.tvm_storage_sync" and len(call.args) == 1
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from tvm import tirx
 
 from ..ir.attrs import USER_BLOCK_BARRIER
 from ..ir.utils import TensorLoad, Var, seq, substitute
+from .shared_memory_lifetimes import is_block_barrier
 from .thread_guard import map_with_guards, reaching_threads, thread_conditions
 
 # calls that compute a value from their operands and nothing else (the rest may read memory or have effects)
@@ -36,11 +37,7 @@ _PURE_CALLS = {"tirx.shift_left", "tirx.shift_right", "tirx.bitwise_and", "tirx.
 
 def _is_compiler_barrier(stmt: Any) -> bool:
     """A block barrier `tvm_storage_sync("shared" | "shared.dyn")` that a pass placed (not the user's)."""
-    if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
-        return False
-    call = stmt.value
-    return (isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.tvm_storage_sync" and len(call.args) == 1
-            and (call.attrs is None or USER_BLOCK_BARRIER not in call.attrs))
+    return is_block_barrier(stmt) and (stmt.value.attrs is None or USER_BLOCK_BARRIER not in stmt.value.attrs)
 
 
 def _pure(expr: Any) -> bool:

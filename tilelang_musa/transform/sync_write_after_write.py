@@ -7,7 +7,8 @@ zero could land after another thread's copied value. Within one statement sequen
 writes a shared buffer already written since the last read of it gets a barrier before it, unless no element of it is
 written by two threads over those statements (branch_disjointness: one thread's swap `s[2 * tx] = b; s[2 * tx + 1] = a`
 in an odd-even sort), among the threads the conditions around the sequence admit, in each iteration of the loops
-around it (an FFT's butterfly `if tx < half: s[j] = u + t; s[j + m] = u - t`, j and m functions of tx and the stage). (A read in between needs no extra barrier: ThreadSync puts one before that read.)
+around it (an FFT's butterfly `if tx < half: s[j] = u + t; s[j + m] = u - t`, j and m functions of tx and the
+stage). (A read in between needs no extra barrier: ThreadSync puts one before that read.)
 
 An address marked with what its callee does (tileop/access_ptr.py: a gemm's operand tiles are read, an LDLMS copy's
 destination written) counts as that read or write. Two marked writes never clash: they are asynchronous copies,
@@ -33,7 +34,7 @@ from ..ir.ops import SYNC_GRID_OP
 from ..ir.tile_views import shared_tile_views
 from ..ir.utils import TensorLoad, collect_accesses, scope_of, thread_info
 from ..tileop.access_ptr import READ, WRITE, as_access
-from .branch_disjointness import constant_thread_extents, contexts_of_sequences, thread_disjoint_writes
+from .branch_disjointness import Context, constant_thread_extents, contexts_of_sequences, thread_disjoint_writes
 from .pass_base import tl_pass
 
 _SHARED = ("shared", "shared.dyn")
@@ -106,9 +107,14 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
     tiles = shared_tile_views(func.body)
 
     threads = constant_thread_extents(thread_info(func))
-    contexts = contexts_of_sequences(func.body)  # the loops, conditions and bindings around each sequence
+    contexts: list = []  # the loops, conditions and bindings around each sequence: walked at the first clash only
 
-    def same_thread_writes(buffers: list, writers: dict, stmt, context) -> bool:
+    def context_of(handle) -> Context | None:
+        if not contexts:
+            contexts.append(contexts_of_sequences(func.body))
+        return contexts[0].get(handle)
+
+    def same_thread_writes(buffers: list, writers: dict, stmt, sequence) -> bool:
         """Each of `buffers` written since its last read by `writers[b]` and now by `stmt`, no element by two
         threads: the writes need no barrier between them. Only for writes of the tile itself: a view's elements
         (another dtype) are other units, which the element count cannot compare."""
@@ -117,11 +123,11 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
                        for s in statements for w in _named_accesses(s)[1])
 
         return bool(threads) and all(not through_views(b, [*writers[b], stmt]) and
-                                     thread_disjoint_writes([*writers[b], stmt], b, threads, context)
+                                     thread_disjoint_writes([*writers[b], stmt], b, threads, context_of(sequence))
                                      for b in buffers)
 
     def on_seq(node, mutator):
-        context = contexts.get(node.__chandle__())
+        sequence = node.__chandle__()  # the sequence as in func.body, where its context was taken
         node = mutator.default_mutate(node)
         out = []
         pending: set = set()  # shared buffers written since their last read
@@ -145,7 +151,7 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 [b for b in marked_writes if b in pending] + [b for b in opaque if b in touched] + \
                 [b for b in reads | writes | marked_writes if b in by_address]
             if clash and (set(clash) & (pending_marked | marked_writes | opaque | by_address)
-                          or not same_thread_writes(clash, writers, stmt, context)):
+                          or not same_thread_writes(clash, writers, stmt, sequence)):
                 out.append(_sync(scope_of(clash[0])))
                 pending.clear(), pending_marked.clear(), touched.clear(), by_address.clear()
             writers = {b: writers.get(b, []) + ([stmt] if b in writes else []) for b in pending | (writes - opaque)}
