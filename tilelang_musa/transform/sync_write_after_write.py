@@ -103,6 +103,29 @@ def _written_first(stmt, tiles: dict) -> set:
     return {buffer for buffer, is_store in first.items() if is_store}
 
 
+def _barrier_across_iterations(node: tirx.For, tiles: dict) -> tirx.For:
+    """A loop whose head (before its first barrier) and tail (after its last) pass a shared buffer by address that
+    the other touches: the next iteration's head runs right after this one's tail, so the body ends in a barrier."""
+    stmts = list(node.body.seq) if isinstance(node.body, tirx.SeqStmt) else [node.body]
+    barriers = [k for k, stmt in enumerate(stmts) if _is_barrier(stmt)]
+    if not barriers:  # a loop without barriers may run in some threads only (a thread's slots, a guard)
+        return node
+    head = stmts[:barriers[0]]  # runs right after the previous iteration's tail
+    tail = stmts[barriers[-1] + 1:]
+    head_touched, tail_touched, head_opaque, tail_opaque = set(), set(), set(), set()
+    for stmts_, touched, opaque in ((head, head_touched, head_opaque), (tail, tail_touched, tail_opaque)):
+        for stmt in stmts_:
+            reads, writes, marked_writes, by_address = _shared_accesses(stmt, tiles)
+            touched |= reads | writes | marked_writes
+            opaque |= by_address
+    clash = (tail_opaque & head_touched) | (head_opaque & tail_touched)
+    if not clash:
+        return node
+    body = tirx.SeqStmt([*stmts, _sync(scope_of(next(iter(clash))))])
+    return tirx.For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_binding, node.annotations,
+                    node.step)
+
+
 def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
     tiles = shared_tile_views(func.body)
 
@@ -163,25 +186,7 @@ def sync_write_after_write(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
     def on_for(node, mutator):
-        node = mutator.default_mutate(node)
-        stmts = list(node.body.seq) if isinstance(node.body, tirx.SeqStmt) else [node.body]
-        barriers = [k for k, stmt in enumerate(stmts) if _is_barrier(stmt)]
-        if not barriers:  # a loop without barriers may run in some threads only (a thread's slots, a guard)
-            return node
-        head = stmts[:barriers[0]]  # runs right after the previous iteration's tail
-        tail = stmts[barriers[-1] + 1:]
-        head_touched, tail_touched, head_opaque, tail_opaque = set(), set(), set(), set()
-        for stmts_, touched, opaque in ((head, head_touched, head_opaque), (tail, tail_touched, tail_opaque)):
-            for stmt in stmts_:
-                reads, writes, marked_writes, by_address = _shared_accesses(stmt, tiles)
-                touched |= reads | writes | marked_writes
-                opaque |= by_address
-        clash = (tail_opaque & head_touched) | (head_opaque & tail_touched)
-        if not clash:
-            return node
-        body = tirx.SeqStmt([*stmts, _sync(scope_of(next(iter(clash))))])
-        return tirx.For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_binding, node.annotations,
-                        node.step)
+        return _barrier_across_iterations(mutator.default_mutate(node), tiles)
 
     return tvm_ffi.structural_mutate(func, [(tirx.SeqStmt, on_seq), (tirx.For, on_for)])
 
