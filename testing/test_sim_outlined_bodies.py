@@ -14,7 +14,8 @@ from tilelang_musa.jit.toolchains import SimToolchain
 
 OUTLINED = ("profile_outlined.h", "timeline_outlined.h", "fiber_outlined.h", "sqmma_outlined.h",
             "async_barrier_outlined.h", "tme_outlined.h", "scheduler_outlined.h", "race_detector_outlined.h",
-            "uninit_reads_outlined.h", "access_checks_outlined.h")
+            "uninit_reads_outlined.h", "access_checks_outlined.h", "warp_mma_outlined.h", "async_copy_outlined.h",
+            "mma_decoded_operand.h")
 ARCHS = {"mp_22": 220, "mp_31": 310}
 
 

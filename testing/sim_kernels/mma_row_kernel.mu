@@ -1,6 +1,7 @@
 // The matrix models' row kernels (tl_sim::mma::AccumulateRows / AccumulateRow, vectorized), called directly: the tests build this
 // with contraction and fast-math flags and compare it bit for bit with the documented rounding order.
 #include <musa_runtime.h>
+#include <sim/mma_decoded_operand.h>  // not in a kernel's view: the test calls the model directly
 
 #include <cstdint>
 #include <cstring>

@@ -32,9 +32,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <memory>
-#include <vector>
 
 #include "config.h"
 #include "profile.h"
@@ -51,43 +48,16 @@ namespace ldlms {
 
 inline constexpr uint32_t kMaxCopyBytes = 16;
 
-struct Copy {
-  unsigned char* dst;
-  uint32_t bytes;
-  unsigned char data[kMaxCopyBytes];
-  uint32_t group;     // the thread's commit count at issue: committed once commits > group
-  uint32_t transfer;  // checked mode's id (race_detector.h)
-  double land_cycle;  // the cycle model's landing (profile.h)
-  const char* what;
-  const char* file;
-  int line;
-};
-
-struct ThreadCopies {
-  std::deque<Copy> pending;  // in issue order
-  uint32_t commits = 0;
-};
-
-struct InFlight final : BlockExtension {
-  explicit InFlight(uint32_t threads) : copies(threads) {}
-  std::vector<ThreadCopies> copies;  // by linear thread id
-
-  void OnThreadExit(BlockRunner& block, Fiber& thread) override {
-    ThreadCopies& mine = copies[thread.linear];
-    if (mine.pending.empty() || !block.checked()) return;
-    const Copy& c = mine.pending.front();
-    block.Fail(musaErrorLaunchFailure,
-               "the thread exits with %zu asynchronous copies it never waited for, the first (%s) issued at %s:%d "
-               "(missing __musa_memcpy_g2s_wait?)",
-               mine.pending.size(), c.what, SourceName(c.file), c.line);
-  }
-};
-
-inline InFlight& GetInFlight(BlockRunner& block) {
-  std::unique_ptr<BlockExtension>& slot = block.extension(ExtensionKind::kAsyncCopy);
-  if (slot == nullptr) slot.reset(new InFlight(block.thread_count()));
-  return *static_cast<InFlight*>(slot.get());
-}
+// The model's body, compiled once in the runtime (async_copy_outlined.h; visibility.h, TL_SIM_OUTLINED).
+/*! \brief Queue the running thread's copy of `bytes` (already read into `data`) to `dst`, poisoning `dst` until it
+ *         lands; `arena` is the issuing library's dynamic shared memory (checked mode's addresses). */
+TL_SIM_OUTLINED void Enqueue(const char* what, void* dst, const void* src, uint32_t bytes, const unsigned char* data,
+                             unsigned char* arena, const char* file, int line) TL_SIM_OUTLINED_AS("ldlms_enqueue");
+/*! \brief Close the running thread's group of copies issued since its last commit. */
+TL_SIM_OUTLINED void Commit(const char* what) TL_SIM_OUTLINED_AS("ldlms_commit");
+/*! \brief Land the running thread's copies: all of them, or only those of committed groups but the newest `keep`. */
+TL_SIM_OUTLINED void Land(const char* what, uint32_t keep, bool committed_only, const char* file, int line)
+    TL_SIM_OUTLINED_AS("ldlms_land");
 
 /*! \brief Read `bytes` at `src` into `out`, zero where `covers` says a byte is outside the robust range. */
 template <typename Covers>
@@ -96,7 +66,8 @@ inline void ReadSource(const void* src, uint32_t bytes, unsigned char* out, Cove
   for (uint32_t i = 0; i < bytes; ++i) out[i] = covers(p + i) ? p[i] : 0;
 }
 
-/*! \brief Issue one copy for the running thread; `covers(p)` says whether source byte p may be read. */
+/*! \brief Issue one copy for the running thread; `covers(p)` says whether source byte p may be read. The source is
+ *         read here (its test is the kernel's), the rest is the runtime's Enqueue. */
 template <typename Covers>
 inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, Covers&& covers, const char* file,
                   int line) {
@@ -111,64 +82,9 @@ inline void Issue(const char* what, void* dst, const void* src, uint32_t bytes, 
   if (reinterpret_cast<uintptr_t>(dst) % bytes != 0 || reinterpret_cast<uintptr_t>(src) % bytes != 0)
     block.Fail(musaErrorIllegalAddress, "%s (%s:%d): a %u-byte copy from %p to %p is not %u-byte aligned [I]",
                what, where, line, bytes, src, dst, bytes);
-  if (g_thread.profile != nullptr) g_thread.profile->Add(profile::k_ldlms_bytes, bytes);
-  ThreadCopies& mine = GetInFlight(block).copies[block.current().linear];
-  Copy c{};
-  c.dst = static_cast<unsigned char*>(dst);
-  c.bytes = bytes;
-  c.group = mine.commits;
-  c.land_cycle = g_thread.profile != nullptr ? g_thread.profile->Transfer(block.current().linear, bytes, profile::SliceKind::kLdlms)
-                                             : 0;
-  c.what = what;
-  c.file = file;
-  c.line = line;
-  ReadSource(src, bytes, c.data, covers);
-  OsThreadState& t = g_thread;
-  if (t.race_detector != nullptr) {
-    t.race_detector->AccessGlobal(static_cast<const unsigned char*>(src), false, "an asynchronous copy's source", src,
-                                  line);
-    AsyncTransfer transfer;
-    transfer.what = what;
-    transfer.file = file;
-    transfer.line = line;
-    transfer.thread = block.current().linear;
-    transfer.hint = "missing __musa_memcpy_g2s_wait?";
-    transfer.after = "the issuing thread's __musa_memcpy_g2s_wait and a barrier after it";
-    // The copy may write its destination any time from its issue on: a load of those bytes by another thread that
-    // no barrier orders before the issue races with it, even when a barrier separates the issue from the wait
-    // (where the landing is checked).
-    t.race_detector->AccessSharedBy(block, block.current().linear, c.dst, bytes, true,
-                                    "the destination of an asynchronous copy, at its issue", c.dst, line, false);
-    c.transfer = t.race_detector->BeginTransfer(block, transfer);
-    t.race_detector->MarkTransfer(block, c.transfer, c.dst, bytes, transfer, buf_dyn_shmem);
-  }
-  std::memset(c.dst, kPoisonByte, bytes);
-  mine.pending.push_back(c);
-}
-
-/*! \brief Land the running thread's copies: all of them, or only those of committed groups but the newest `keep`. */
-inline void Land(const char* what, uint32_t keep, bool committed_only, const char* file, int line) {
-  BlockRunner& block = CurrentBlock(what);
-  auto* state = static_cast<InFlight*>(block.extension(ExtensionKind::kAsyncCopy).get());
-  if (state == nullptr) return;
-  ThreadCopies& mine = state->copies[block.current().linear];
-  RaceDetector* detector = g_thread.race_detector;
-  double landed = 0;
-  while (!mine.pending.empty()) {
-    const Copy& c = mine.pending.front();
-    if (committed_only && c.group + keep >= mine.commits) break;
-    landed = std::max(landed, c.land_cycle);
-    if (g_thread.uninit_shadow != nullptr) g_thread.uninit_shadow->MarkWritten(c.dst, c.bytes);
-    if (detector != nullptr) {
-      detector->EndTransfer(block, c.transfer, c.dst, c.bytes);
-      detector->AccessShared(c.dst, c.bytes, true, "the destination of an asynchronous copy", c.dst, line);
-    }
-    std::memcpy(c.dst, c.data, c.bytes);
-    mine.pending.pop_front();
-  }
-  if (g_thread.profile != nullptr)
-    g_thread.profile->WaitUntil(block.current().linear, landed, profile::k_copy_wait_stall_cycles);
-  (void)file;
+  unsigned char data[kMaxCopyBytes];
+  ReadSource(src, bytes, data, covers);
+  Enqueue(what, dst, src, bytes, data, buf_dyn_shmem, file, line);
 }
 
 inline bool Anywhere(const void*) { return true; }
@@ -185,17 +101,20 @@ inline T RobustLoad(const void* addr, const Desc& desc) {
 }
 
 }  // namespace tl_sim
+#pragma GCC visibility pop
 
+#if !defined(TL_SIM_LINK_RUNTIME)  // a linked kernel library calls the runtime's
+#include "async_copy_outlined.h"
+#endif
+
+#pragma GCC visibility push(hidden)
 // The trailing parameters capture the call site for error messages; kernels call these without them.
 inline void __musa_memcpy_g2s(void* dst, const void* src, uint32_t bytes, int prefetch,
                               const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   (void)prefetch;
   tl_sim::ldlms::Issue("__musa_memcpy_g2s", dst, src, bytes, tl_sim::ldlms::Anywhere, file, line);
 }
-inline void __musa_memcpy_g2s_commit_group() {
-  tl_sim::BlockRunner& block = tl_sim::CurrentBlock("__musa_memcpy_g2s_commit_group");
-  tl_sim::ldlms::GetInFlight(block).copies[block.current().linear].commits += 1;
-}
+inline void __musa_memcpy_g2s_commit_group() { tl_sim::ldlms::Commit("__musa_memcpy_g2s_commit_group"); }
 inline void __musa_memcpy_g2s_wait_group(int n, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   if (n < 0)
     tl_sim::CurrentBlock("__musa_memcpy_g2s_wait_group")

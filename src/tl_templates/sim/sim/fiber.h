@@ -205,7 +205,7 @@ class StackPool {
   /*! \brief The runtime is unloaded when the last kernel library linking it is (kernels compiled with the cache
    *         off, then dropped): its idle sets are unmapped, or each unload and reload would keep up to
    *         2 x kMaxIdleStacks mappings until the process hits vm.max_map_count (a fuzz child did, ~250 programs). */
-  ~StackPool() { Trim(); }
+  ~StackPool();  // fiber_outlined.h: its members' destruction instantiates their container
 
   /*! \brief A set of `count` stacks of `stack_bytes`; null (and `error` filled) on failure. */
   TL_SIM_OUTLINED StackSet* Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size)

@@ -11,6 +11,10 @@
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
 
+// Not TL_SIM_OUTLINED: gcc ignores an asm name on a destructor; the class is hidden, so each runtime's stays its
+// own.
+inline StackPool::~StackPool() { Trim(); }
+
 TL_SIM_OUTLINED_DEF StackSet* StackPool::Acquire(uint32_t count, size_t stack_bytes, char* error, size_t error_size) {
   {
     std::lock_guard<std::mutex> lock(mu_);

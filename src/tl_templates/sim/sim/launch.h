@@ -50,22 +50,10 @@ namespace tl_sim {
 /*! \brief Opt-in limits set with musaFuncSetAttribute, keyed by the kernel's address. Thread-safe. */
 class KernelAttributes {
  public:
-  void SetMaxDynamicSmem(const void* fn, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& entry : limits_) {
-      if (entry.first == fn) {
-        entry.second = bytes;
-        return;
-      }
-    }
-    limits_.emplace_back(fn, bytes);
-  }
-  size_t MaxDynamicSmem(const void* fn) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& entry : limits_)
-      if (entry.first == fn) return entry.second;
-    return kDefaultDynamicSmemLimit;
-  }
+  // The runtime's (TL_SIM_OUTLINED): the table's container is instantiated once, not in every kernel's build.
+  TL_SIM_OUTLINED void SetMaxDynamicSmem(const void* fn, size_t bytes)
+      TL_SIM_OUTLINED_AS("kernel_attributes_set_max_dynamic_smem");
+  TL_SIM_OUTLINED size_t MaxDynamicSmem(const void* fn) TL_SIM_OUTLINED_AS("kernel_attributes_max_dynamic_smem");
 
  private:
   std::mutex mu_;
@@ -113,6 +101,23 @@ __attribute__((format(printf, 4, 5))) inline musaError_t LaunchError(const void*
 // The launch itself (the workers, the grid's blocks, the profile's totals) is the runtime's in a linked kernel
 // library: left out of its view, its build does not instantiate the containers and threads it uses.
 #if !defined(TL_SIM_LINK_RUNTIME)
+TL_SIM_OUTLINED_DEF void KernelAttributes::SetMaxDynamicSmem(const void* fn, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& entry : limits_) {
+    if (entry.first == fn) {
+      entry.second = bytes;
+      return;
+    }
+  }
+  limits_.emplace_back(fn, bytes);
+}
+TL_SIM_OUTLINED_DEF size_t KernelAttributes::MaxDynamicSmem(const void* fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& entry : limits_)
+    if (entry.first == fn) return entry.second;
+  return kDefaultDynamicSmemLimit;
+}
+
 /*! \brief The blocks of one launch, claimed by index by any number of workers; the lowest failing block wins. */
 struct GridWork {
   KernelCall kernel;

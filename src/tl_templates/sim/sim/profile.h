@@ -283,22 +283,7 @@ class Recorder {
    *         one instead of queuing behind it (a single "next free" cycle chained every thread's copies behind the
    *         previous thread's, waits included: GDN prefill's per-thread LDLMS pieces, issue 40). Transfers issued
    *         in clock order are placed as before: each at its clock or when the one before it is done. */
-  double PlaceTransfer(double at, double length) {
-    auto next = transfer_busy_.upper_bound(at);
-    double start = at;
-    if (next != transfer_busy_.begin()) start = std::max(start, std::prev(next)->second);
-    for (; next != transfer_busy_.end() && next->first < start + length; ++next) start = std::max(start, next->second);
-    double first = start, last = start + length;  // the busy stretch, merged with the ones it touches
-    auto it = transfer_busy_.upper_bound(first);
-    if (it != transfer_busy_.begin() && std::prev(it)->second >= first) it = std::prev(it);
-    for (; it != transfer_busy_.end() && it->first <= last; it = transfer_busy_.erase(it)) {
-      first = std::min(first, it->first);
-      last = std::max(last, it->second);
-    }
-    transfer_busy_.emplace(first, last);
-    transfer_free_ = std::max(transfer_free_, start + length);
-    return start;
-  }
+  TL_SIM_OUTLINED double PlaceTransfer(double at, double length) TL_SIM_OUTLINED_AS("profile_place_transfer");
 
   /*! \brief A matrix instruction of `flops` issued at `at` (SQMMA on `bits`-wide operands, or a warp MMA when
    *         `bits` is 0): the cycle it completes, once the block's tensor pipe has run the ones before it. */

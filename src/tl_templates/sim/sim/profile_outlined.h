@@ -28,6 +28,23 @@ TL_SIM_OUTLINED_DEF void Recorder::StartBlock(uint32_t threads, uint64_t id, uin
     timeline_->StartBlock(id, index.x, index.y, index.z, (threads + kWarpSize - 1) / kWarpSize);
 }
 
+TL_SIM_OUTLINED_DEF double Recorder::PlaceTransfer(double at, double length) {
+  auto next = transfer_busy_.upper_bound(at);
+  double start = at;
+  if (next != transfer_busy_.begin()) start = std::max(start, std::prev(next)->second);
+  for (; next != transfer_busy_.end() && next->first < start + length; ++next) start = std::max(start, next->second);
+  double first = start, last = start + length;  // the busy stretch, merged with the ones it touches
+  auto it = transfer_busy_.upper_bound(first);
+  if (it != transfer_busy_.begin() && std::prev(it)->second >= first) it = std::prev(it);
+  for (; it != transfer_busy_.end() && it->first <= last; it = transfer_busy_.erase(it)) {
+    first = std::min(first, it->first);
+    last = std::max(last, it->second);
+  }
+  transfer_busy_.emplace(first, last);
+  transfer_free_ = std::max(transfer_free_, start + length);
+  return start;
+}
+
 TL_SIM_OUTLINED_DEF void Recorder::Access(uint32_t thread, bool shared, bool store, const void* address,
                                          uint32_t bytes, const char* name, int line) {
   if (thread < clocks_.size()) {

@@ -34,7 +34,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
 #include "config.h"
 #include "scheduler.h"
@@ -44,61 +43,9 @@
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
 
-/*! \brief Checked mode's happens-before edges of async barriers: vector clocks over warps (see the file comment). */
-struct AsyncOrder final : BlockExtension {
-  explicit AsyncOrder(uint32_t thread_count)
-      : threads(thread_count),
-        warps((thread_count + kWarpSize - 1) / kWarpSize),
-        released(warps, 0),
-        acquired(size_t{thread_count} * warps, 0) {}
-
-  uint32_t threads, warps;
-  std::vector<uint32_t> released;  // per warp: how often it released; its accesses are stamped with this count
-  std::vector<uint32_t> acquired;  // per thread, per warp: the releases of that warp ordered before the thread
-
-  uint32_t* Clock(uint32_t thread) { return acquired.data() + size_t{thread} * warps; }
-  const uint32_t* Clock(uint32_t thread) const { return acquired.data() + size_t{thread} * warps; }
-  /*! \brief A new clock for an async barrier (or anything that carries releases from warps to waiters). */
-  std::vector<uint32_t> NewClock() const { return std::vector<uint32_t>(warps, 0); }
-  /*! \brief Warp `warp` releases into `into`: its accesses so far, and what its lanes acquired, are ordered before
-   *         whoever later acquires `into`. */
-  void Release(uint32_t warp, std::vector<uint32_t>& into) {
-    released[warp] += 1;
-    into[warp] = std::max(into[warp], released[warp]);
-    const uint32_t end = std::min(threads, (warp + 1) * kWarpSize);
-    for (uint32_t t = warp * kWarpSize; t < end; ++t) Join(into.data(), Clock(t));
-  }
-  /*! \brief Thread `thread` acquires `from`. */
-  void Acquire(uint32_t thread, const std::vector<uint32_t>& from) { Join(Clock(thread), from.data()); }
-  /*! \brief A warp or squad rendezvous orders every participant after what every other one did and acquired. */
-  void OnRendezvous(BlockRunner& block, const Rendezvous& rv) override {
-    (void)block;
-    std::vector<uint32_t>& joined = scratch_;
-    joined.assign(warps, 0);
-    rv.members.ForEach([&](uint32_t i) {
-      const uint32_t t = rv.base + i;
-      joined[t / kWarpSize] = std::max(joined[t / kWarpSize], released[t / kWarpSize] + 1);
-      Join(joined.data(), Clock(t));
-    });
-    for (uint32_t w = 0; w < warps; ++w)
-      if (joined[w] > released[w]) released[w] = joined[w];
-    rv.members.ForEach([&](uint32_t i) { Join(Clock(rv.base + i), joined.data()); });
-  }
-
- private:
-  std::vector<uint32_t> scratch_;  // OnRendezvous's join, kept to spare an allocation per shuffle
-
-  void Join(uint32_t* into, const uint32_t* from) const {
-    for (uint32_t w = 0; w < warps; ++w) into[w] = std::max(into[w], from[w]);
-  }
-};
-
-/*! \brief The running block's AsyncOrder, created at the first use of an async barrier in checked mode. */
-inline AsyncOrder& GetAsyncOrder(BlockRunner& block) {
-  std::unique_ptr<BlockExtension>& slot = block.extension(ExtensionKind::kAsyncOrder);
-  if (slot == nullptr) slot.reset(new AsyncOrder(block.thread_count()));
-  return *static_cast<AsyncOrder*>(slot.get());
-}
+// Checked mode's happens-before edges of async barriers (AsyncOrder) and its transfers in flight (AsyncWrites): only
+// the runtime's code (race_detector_outlined.h) builds or reads them.
+struct AsyncOrder;
 
 /*! \brief An access as checked mode records it: the thread (linear id + 1; 0 = none) and the epochs of its block,
  *         squad and warp (their low 32 bits: only equality is asked, and 2^32 rendezvous apart on one OS thread is
@@ -127,17 +74,6 @@ struct AsyncTransfer {
   bool active = true;
 };
 
-/*! \brief The running block's transfers in flight; ids below `base` belong to earlier blocks. */
-struct AsyncWrites final : BlockExtension {
-  explicit AsyncWrites(uint32_t first) : base(first) {}
-  uint32_t base;
-  std::vector<AsyncTransfer> transfers;  // id = base + index
-  AsyncTransfer* Find(uint32_t id) {
-    if (id < base || id - base >= transfers.size()) return nullptr;
-    AsyncTransfer& t = transfers[id - base];
-    return t.active ? &t : nullptr;
-  }
-};
 
 class RaceDetector {
  public:
@@ -223,28 +159,11 @@ class RaceDetector {
 
   TL_SIM_OUTLINED bool MapGlobalTable() TL_SIM_OUTLINED_AS("race_detector_map_global_table");
 
-  static Stamp StampOf(BlockRunner& block, uint32_t me, int line) {
-    Stamp s;
-    const auto* order = static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get());
-    if (order != nullptr) s.release = order->released[me / kWarpSize];
-    s.block_epoch = static_cast<uint32_t>(block.epoch(Group::kBlock, 0));
-    s.squad_epoch = static_cast<uint32_t>(block.epoch(Group::kSquad, me / kSquadSize));
-    s.warp_epoch = static_cast<uint32_t>(block.epoch(Group::kWarp, me / kWarpSize));
-    s.thread = static_cast<uint16_t>(me + 1);
-    s.line = line;
-    return s;
-  }
+  /*! \brief The stamp of an access by thread `me` at `line`, now. */
+  static Stamp StampOf(BlockRunner& block, uint32_t me, int line);
 
   /*! \brief True when `earlier`, another thread's access, is not ordered before the access stamped `now`. */
-  static bool Unordered(const AsyncOrder* order, const Stamp& earlier, const Stamp& now) {
-    if (earlier.thread == 0 || earlier.thread == now.thread) return false;
-    if (earlier.block_epoch != now.block_epoch) return false;
-    const uint32_t a = earlier.thread - 1u, b = now.thread - 1u;
-    if (a / kSquadSize == b / kSquadSize && earlier.squad_epoch != now.squad_epoch) return false;
-    if (a / kWarpSize == b / kWarpSize && earlier.warp_epoch != now.warp_epoch) return false;
-    if (order != nullptr && earlier.release < order->Clock(b)[a / kWarpSize]) return false;
-    return true;
-  }
+  static bool Unordered(const AsyncOrder* order, const Stamp& earlier, const Stamp& now);
 
   [[noreturn]] TL_SIM_OUTLINED static void Report(BlockRunner& block, const Stamp& earlier, bool earlier_stored,
                                                   const Stamp& now, bool now_stores, const char* space,

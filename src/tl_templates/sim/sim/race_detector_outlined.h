@@ -9,14 +9,107 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "race_detector.h"
 
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
+
+/*! \brief Checked mode's happens-before edges of async barriers: vector clocks over warps (see the file comment). */
+struct AsyncOrder final : BlockExtension {
+  explicit AsyncOrder(uint32_t thread_count)
+      : threads(thread_count),
+        warps((thread_count + kWarpSize - 1) / kWarpSize),
+        released(warps, 0),
+        acquired(size_t{thread_count} * warps, 0) {}
+
+  uint32_t threads, warps;
+  std::vector<uint32_t> released;  // per warp: how often it released; its accesses are stamped with this count
+  std::vector<uint32_t> acquired;  // per thread, per warp: the releases of that warp ordered before the thread
+
+  uint32_t* Clock(uint32_t thread) { return acquired.data() + size_t{thread} * warps; }
+  const uint32_t* Clock(uint32_t thread) const { return acquired.data() + size_t{thread} * warps; }
+  /*! \brief A new clock for an async barrier (or anything that carries releases from warps to waiters). */
+  std::vector<uint32_t> NewClock() const { return std::vector<uint32_t>(warps, 0); }
+  /*! \brief Warp `warp` releases into `into`: its accesses so far, and what its lanes acquired, are ordered before
+   *         whoever later acquires `into`. */
+  void Release(uint32_t warp, std::vector<uint32_t>& into) {
+    released[warp] += 1;
+    into[warp] = std::max(into[warp], released[warp]);
+    const uint32_t end = std::min(threads, (warp + 1) * kWarpSize);
+    for (uint32_t t = warp * kWarpSize; t < end; ++t) Join(into.data(), Clock(t));
+  }
+  /*! \brief Thread `thread` acquires `from`. */
+  void Acquire(uint32_t thread, const std::vector<uint32_t>& from) { Join(Clock(thread), from.data()); }
+  /*! \brief A warp or squad rendezvous orders every participant after what every other one did and acquired. */
+  void OnRendezvous(BlockRunner& block, const Rendezvous& rv) override {
+    (void)block;
+    std::vector<uint32_t>& joined = scratch_;
+    joined.assign(warps, 0);
+    rv.members.ForEach([&](uint32_t i) {
+      const uint32_t t = rv.base + i;
+      joined[t / kWarpSize] = std::max(joined[t / kWarpSize], released[t / kWarpSize] + 1);
+      Join(joined.data(), Clock(t));
+    });
+    for (uint32_t w = 0; w < warps; ++w)
+      if (joined[w] > released[w]) released[w] = joined[w];
+    rv.members.ForEach([&](uint32_t i) { Join(Clock(rv.base + i), joined.data()); });
+  }
+
+ private:
+  std::vector<uint32_t> scratch_;  // OnRendezvous's join, kept to spare an allocation per shuffle
+
+  void Join(uint32_t* into, const uint32_t* from) const {
+    for (uint32_t w = 0; w < warps; ++w) into[w] = std::max(into[w], from[w]);
+  }
+};
+
+/*! \brief The running block's AsyncOrder, created at the first use of an async barrier in checked mode. */
+inline AsyncOrder& GetAsyncOrder(BlockRunner& block) {
+  std::unique_ptr<BlockExtension>& slot = block.extension(ExtensionKind::kAsyncOrder);
+  if (slot == nullptr) slot.reset(new AsyncOrder(block.thread_count()));
+  return *static_cast<AsyncOrder*>(slot.get());
+}
+
+/*! \brief The running block's transfers in flight; ids below `base` belong to earlier blocks. */
+struct AsyncWrites final : BlockExtension {
+  explicit AsyncWrites(uint32_t first) : base(first) {}
+  uint32_t base;
+  std::vector<AsyncTransfer> transfers;  // id = base + index
+  AsyncTransfer* Find(uint32_t id) {
+    if (id < base || id - base >= transfers.size()) return nullptr;
+    AsyncTransfer& t = transfers[id - base];
+    return t.active ? &t : nullptr;
+  }
+};
+
+inline RaceDetector::Stamp RaceDetector::StampOf(BlockRunner& block, uint32_t me, int line) {
+  Stamp s;
+  const auto* order = static_cast<const AsyncOrder*>(block.extension(ExtensionKind::kAsyncOrder).get());
+  if (order != nullptr) s.release = order->released[me / kWarpSize];
+  s.block_epoch = static_cast<uint32_t>(block.epoch(Group::kBlock, 0));
+  s.squad_epoch = static_cast<uint32_t>(block.epoch(Group::kSquad, me / kSquadSize));
+  s.warp_epoch = static_cast<uint32_t>(block.epoch(Group::kWarp, me / kWarpSize));
+  s.thread = static_cast<uint16_t>(me + 1);
+  s.line = line;
+  return s;
+}
+
+inline bool RaceDetector::Unordered(const AsyncOrder* order, const Stamp& earlier, const Stamp& now) {
+  if (earlier.thread == 0 || earlier.thread == now.thread) return false;
+  if (earlier.block_epoch != now.block_epoch) return false;
+  const uint32_t a = earlier.thread - 1u, b = now.thread - 1u;
+  if (a / kSquadSize == b / kSquadSize && earlier.squad_epoch != now.squad_epoch) return false;
+  if (a / kWarpSize == b / kWarpSize && earlier.warp_epoch != now.warp_epoch) return false;
+  if (order != nullptr && earlier.release < order->Clock(b)[a / kWarpSize]) return false;
+  return true;
+}
 
 TL_SIM_OUTLINED_DEF bool RaceDetector::Cover(const unsigned char* base, size_t bytes) {
   Release();

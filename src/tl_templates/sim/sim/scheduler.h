@@ -256,7 +256,10 @@ class BlockRunner {
  public:
   /*! \brief `stacks` holds one stack per thread for kFibers, one for kLoop. */
   // Inline: gcc ignores an asm name on a constructor, which would export it under its mangled name from every
-  // arch's runtime (TL_SIM_OUTLINED), and a launch could then bind to another arch's.
+  // arch's runtime (TL_SIM_OUTLINED), and a launch could then bind to another arch's. A template, so that only a
+  // unit that constructs a runner (the runtime's launch path) instantiates the containers its initializers use; a
+  // non-template body would have every kernel's build instantiate them again (visibility.h).
+  template <typename Deferred = void>
   BlockRunner(KernelCall kernel, dim3 block_dim, const StackSet* stacks, const SimOptions& options, ExecMode mode)
       : kernel_(kernel),
         mode_(mode),

@@ -107,10 +107,9 @@ class WrittenShadow {
   WrittenShadow() = default;
   WrittenShadow(const WrittenShadow&) = delete;
   WrittenShadow& operator=(const WrittenShadow&) = delete;
-  ~WrittenShadow() {
-    if (serials_ != nullptr) munmap(serials_, bytes_ * sizeof(uint32_t));
-    if (nibbles_ != nullptr) munmap(nibbles_, 2 * bytes_ * sizeof(uint32_t));
-  }
+  // Defined in uninit_reads_outlined.h: its members' destructors would instantiate their containers in every
+  // kernel's build; only the launch path (the runtime's, or a self-contained library's) destroys a shadow.
+  ~WrittenShadow();
 
   /*! \brief Shadow [base, base + bytes), the OS thread's shared memory; false when the shadow cannot be mapped
    *         (then shared loads go unchecked, and fragments and locals are still checked). */
@@ -154,37 +153,15 @@ class WrittenShadow {
   /*! \brief Thread `thread` hands the address of its fragment/local `name` (`space`; `bytes` bytes at `base`) to a
    *         template at line `line`: remembered (the thread's hand-outs at its latest such line) to name the array
    *         when the template reads an element of it that holds the poison (CheckAccumulatorRead). */
-  void NoteLocalHandOut(uint32_t thread, const void* base, size_t bytes, const char* space, const char* name,
-                        int line) {
-    if (thread >= hand_outs_.size()) hand_outs_.resize(thread + 1);
-    HandOuts& h = hand_outs_[thread];
-    if (h.serial != serial_ || h.line != line) h = HandOuts{serial_, line, 0, {}};
-    const auto* b = static_cast<const unsigned char*>(base);
-    int slot = 0;
-    while (slot < h.count && h.arrays[slot].base != b) ++slot;
-    if (slot == kHandOutsPerLine) return;  // more arrays than a call takes: the later ones go unnamed
-    h.arrays[slot] = LocalArray{b, bytes, space, name};
-    if (slot == h.count) ++h.count;
-  }
+  TL_SIM_OUTLINED void NoteLocalHandOut(uint32_t thread, const void* base, size_t bytes, const char* space,
+                                        const char* name, int line) TL_SIM_OUTLINED_AS("written_shadow_note_local_hand_out");
 
   /*!
    * \brief The fragment/local array of thread `thread` that holds the element at `p`, as NoteLocalHandOut named it
    *        at `*line`; nullptr when none does (then `*line` is untouched).
    */
-  const char* FindLocal(uint32_t thread, const void* p, const char** space, int64_t* byte_offset, int* line) const {
-    if (thread >= hand_outs_.size() || hand_outs_[thread].serial != serial_) return nullptr;
-    const HandOuts& h = hand_outs_[thread];
-    const auto* a = static_cast<const unsigned char*>(p);
-    for (int i = 0; i < h.count; ++i) {
-      const LocalArray& array = h.arrays[i];
-      if (a < array.base || a >= array.base + array.bytes) continue;
-      *space = array.space;
-      *byte_offset = a - array.base;
-      *line = h.line;
-      return array.name;
-    }
-    return nullptr;
-  }
+  TL_SIM_OUTLINED const char* FindLocal(uint32_t thread, const void* p, const char** space, int64_t* byte_offset,
+                                        int* line) const TL_SIM_OUTLINED_AS("written_shadow_find_local");
 
   /*! \brief The running block wrote [address, address + bytes), or, `handed_out`, handed its address to a template
    *         that may write it: the generated code's later loads count it written, a template's own reads

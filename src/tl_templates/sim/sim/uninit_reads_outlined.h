@@ -18,6 +18,42 @@
 #pragma GCC visibility push(hidden)
 namespace tl_sim {
 
+// Not TL_SIM_OUTLINED: gcc ignores an asm name on a destructor; the class is hidden, so each library's copy stays
+// its own.
+inline WrittenShadow::~WrittenShadow() {
+  if (serials_ != nullptr) munmap(serials_, bytes_ * sizeof(uint32_t));
+  if (nibbles_ != nullptr) munmap(nibbles_, 2 * bytes_ * sizeof(uint32_t));
+}
+
+TL_SIM_OUTLINED_DEF void WrittenShadow::NoteLocalHandOut(uint32_t thread, const void* base, size_t bytes,
+                                                       const char* space, const char* name, int line) {
+  if (thread >= hand_outs_.size()) hand_outs_.resize(thread + 1);
+  HandOuts& h = hand_outs_[thread];
+  if (h.serial != serial_ || h.line != line) h = HandOuts{serial_, line, 0, {}};
+  const auto* b = static_cast<const unsigned char*>(base);
+  int slot = 0;
+  while (slot < h.count && h.arrays[slot].base != b) ++slot;
+  if (slot == kHandOutsPerLine) return;  // more arrays than a call takes: the later ones go unnamed
+  h.arrays[slot] = LocalArray{b, bytes, space, name};
+  if (slot == h.count) ++h.count;
+}
+
+TL_SIM_OUTLINED_DEF const char* WrittenShadow::FindLocal(uint32_t thread, const void* p, const char** space,
+                                                       int64_t* byte_offset, int* line) const {
+  if (thread >= hand_outs_.size() || hand_outs_[thread].serial != serial_) return nullptr;
+  const HandOuts& h = hand_outs_[thread];
+  const auto* a = static_cast<const unsigned char*>(p);
+  for (int i = 0; i < h.count; ++i) {
+    const LocalArray& array = h.arrays[i];
+    if (a < array.base || a >= array.base + array.bytes) continue;
+    *space = array.space;
+    *byte_offset = a - array.base;
+    *line = h.line;
+    return array.name;
+  }
+  return nullptr;
+}
+
 TL_SIM_OUTLINED_DEF bool WrittenShadow::Cover(const unsigned char* base, size_t bytes) {
   void* p = mmap(nullptr, bytes * sizeof(uint32_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
