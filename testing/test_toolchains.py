@@ -167,3 +167,19 @@ def test_processes_that_need_one_prelude_at_once_precompile_it_once(tmp_path):
     assert all(proc.returncode == 0 for proc in procs)
     assert headers[0] == headers[1] != "None" and os.path.isfile(headers[0] + ".gch")
     assert len(log.read_text().splitlines()) == 1
+
+
+def test_a_forced_header_builds_without_a_prelude_it_could_not_use(monkeypatch, tmp_path, capfd):
+    """gcc takes a precompiled header only as the first file it reads, and a header the user forces (`-include`)
+    comes before the prelude: such a build parses the templates itself, and precompiles nothing."""
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "1")
+    helper = tmp_path / "negate_helper.h"
+    helper.write_text("#pragma once\n#define TL_TEST_NEGATE_HELPER 1\n")
+    a = torch.randn(N)
+    kernel = tilelang.compile(negate, target="musa -arch=mp_31", execution_backend="sim",
+                              compile_flags=["-include", str(helper)])
+    err = capfd.readouterr().err
+    assert f"-include {helper}" in err and "prelude.h" not in err
+    assert not (tmp_path / "cache" / "sim_prelude").exists()
+    torch.testing.assert_close(_run(kernel, a), -a)

@@ -279,8 +279,11 @@ class SimToolchain(Toolchain):
 
     def build(self, req: BuildRequest) -> Path:
         header = None
-        if req.prelude and not env.SIM_NO_PRELUDE.flag():
-            header = prelude_header([self._cxx()], self.flags(req), req.prelude, self.identity())
+        flags = self.flags(req)
+        # A header the user forces (`-include`) comes before the prelude, and gcc takes a precompiled header only
+        # before any other: precompiling one would cost seconds for a file the build then ignores.
+        if req.prelude and not env.SIM_NO_PRELUDE.flag() and "-include" not in flags:
+            header = prelude_header([self._cxx()], flags, req.prelude, self.identity())
         return self._run(self.command(req, header), req)
 
 
