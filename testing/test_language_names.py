@@ -447,6 +447,9 @@ def test_kernel_annotated_pass_configs_and_compile_flags(arch, monkeypatch, capf
 
     monkeypatch.setenv("TILELANG_PRINT_DEVICE_COMPILE_COMMAND", "1")
     monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
+    # The flags are this kernel's alone: a precompiled prelude for them would serve one build, and precompiling it
+    # costs more than parsing the templates once.
+    monkeypatch.setenv("TILELANG_SIM_NO_PRELUDE", "1")
     kernel = compile_for(main, arch, compile_flags=["-DTL_CALLER_FLAG=1"],
                          pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: False})
     command = capfd.readouterr().err
