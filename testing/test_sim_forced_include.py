@@ -33,6 +33,10 @@ def test_forced_helper_header_uses_device_keywords_and_atomics(arch, tmp_path, m
     # its source calls the forced header's helper, so it does not compile alone: keep it out of the session's
     # archive, which test_device_compilers compiles source by source
     monkeypatch.delenv("TILELANG_SOURCE_ARCHIVE_DIR", raising=False)
+    # g++ uses a precompiled header only as the first thing it reads, and a forced helper header puts
+    # musa_runtime.h and the helper first: the prelude a build would precompile for these flags goes unused
+    # (the build parses prelude.h as text either way), so it is not precompiled here (~6 s a test)
+    monkeypatch.setenv("TILELANG_SIM_NO_PRELUDE", "1")
     helper = tmp_path / "claim_helper.h"
     helper.write_text(HELPER)
     kernel = tilelang.compile(_claim_rows(helper), target=f"musa -arch={arch}",
