@@ -140,13 +140,19 @@ def _path_kernel(arch, configs=None, M=128, N=128, K=64, bm=64, bn=64, bk=32, th
                             target=f"musa -arch={arch}", pass_configs=configs or {})
 
 
-@pytest.mark.parametrize("arch,configs,builtin,template", [
+INSTRUCTION_PATHS = [
     ("mp_31", {}, "__musa_sqmma", "tl::gemm_ss_mp31_sqmma_swizzled<"),
     ("mp_31", {"tl.disable_sqmma": True}, "__musa_wmma", "tl::gemm_ss_mp31_wmma<"),
     ("mp_22", {}, "__musa_fmma_m32n32k16_mma", "tl::gemm_ss_mp22_mma<"),
-])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("trans_A,trans_B", [(False, False), (True, True)])
+]
+
+
+# Each path with both dtypes and both transpose settings, and each dtype with each transpose setting: every pair of
+# the three choices (6 cases, not all 12 triples; each builds a 128 x 128 GEMM).
+@pytest.mark.parametrize("arch,configs,builtin,template,dtype,trans_A,trans_B", [
+    pytest.param(*path, dtype, trans, trans, id=f"{path[3][4:-1]}-{dtype}-{'TT' if trans else 'NN'}")
+    for p, path in enumerate(INSTRUCTION_PATHS)
+    for dtype, trans in zip(["float16", "bfloat16"], [p == 1, p != 1])])
 def test_gemm_instruction_paths(arch, configs, builtin, template, dtype, trans_A, trans_B):
     kernel = _path_kernel(arch, configs, dtype=dtype, trans_A=trans_A, trans_B=trans_B)
     assert template in kernel.get_device_source()

@@ -15,28 +15,31 @@ from tilelang_musa.ir.options import CompileOptions
 from tilelang_musa.transform.one_thread_tme_loads import one_thread_tme_loads
 
 ARCHS = ["mp_31", "mp_22"]
+# Rows of a block's tile. 16 rows take the same paths as more (the TME box, the element loop, its tails); g++'s
+# build time of the element-copy kernels grows with the rows (a 64-row tile took ~10 s to build, 16 rows ~3 s).
+ROWS = 16
 
 
-def one_thread_load(threads_in_region=1, cols=64, **copy_args):
-    """Thread 32 (or threads 32.. of a range) copies a block's 64 x cols tile in and writes it back doubled."""
+def one_thread_load(threads_in_region=1, cols=64, rows=ROWS, **copy_args):
+    """Thread 32 (or threads 32.. of a range) copies a block's rows x cols tile in and writes it back doubled."""
 
     @T.prim_func
-    def main(A: T.Tensor((128, cols), "float16"), B: T.Tensor((128, cols), "float16")):
+    def main(A: T.Tensor((2 * rows, cols), "float16"), B: T.Tensor((2 * rows, cols), "float16")):
         with T.Kernel(2, threads=128) as bx:
             tx = T.get_thread_binding()
-            s = T.alloc_shared((64, cols), "float16")
+            s = T.alloc_shared((rows, cols), "float16")
             if tx >= 32 and tx < 32 + threads_in_region:
-                T.copy(A[bx * 64:bx * 64 + 64, :], s, **copy_args)
-                for i in T.serial(64 // threads_in_region):
+                T.copy(A[bx * rows:bx * rows + rows, :], s, **copy_args)
+                for i in T.serial(rows // threads_in_region):
                     for j in T.serial(cols):
                         r = i * threads_in_region + tx - 32
-                        B[bx * 64 + r, j] = s[r, j] * 2
+                        B[bx * rows + r, j] = s[r, j] * 2
 
     return main
 
 
-def run_doubled(kernel, cols=64):
-    a, b = rand((128, cols), torch.float16, 5), poison((128, cols), torch.float16)
+def run_doubled(kernel, cols=64, rows=ROWS):
+    a, b = rand((2 * rows, cols), torch.float16, 5), poison((2 * rows, cols), torch.float16)
     kernel(a, b)
     torch.testing.assert_close(b, a * 2)
 
@@ -48,25 +51,25 @@ def test_a_load_one_thread_runs_is_one_tme_load(arch, checked, monkeypatch):
     src = kernel.get_kernel_source()
     if arch == "mp_31":
         assert src.count("tl::tma_load<") == 1, src
-        assert "tl::barrier_expect_tx(1, 8192);" in src and "tl::barrier_sync(1);" in src, src
+        assert f"tl::barrier_expect_tx(1, {ROWS * 64 * 2});" in src and "tl::barrier_sync(1);" in src, src
         assert "tl::barrier_init(1, 1);" in src, src  # one warp's arrival: the issuing thread's
         assert "for (int it" not in src, src  # no element loop left
     else:  # no TME: the thread's own 16-byte loop
         assert "tma_load" not in src and "barrier" not in src, src
-        assert "for (int it = 0; it < 512; ++it)" in src, src
+        assert f"for (int it = 0; it < {ROWS * 64 // 8}; ++it)" in src, src
     if checked:  # missing waits, races and uninitialised reads are reported in checked mode
         monkeypatch.setenv("TILELANG_SIM_CHECK", "1")
     run_doubled(kernel)
 
 
-@pytest.mark.parametrize("args", [dict(threads_in_region=32), dict(disable_tma=True),
+@pytest.mark.parametrize("args", [dict(threads_in_region=32, rows=32), dict(disable_tma=True),
                                   dict(prefer_instruction="sync"), dict(force_async_copy=True),
                                   dict(cols=4)])  # 8-byte rows: the TME moves multiples of 16 bytes
 def test_other_copies_stay_element_copies(args):
     kernel = tilelang.compile(one_thread_load(**args), target="musa -arch=mp_31")
     src = kernel.get_kernel_source()
     assert "tma_load" not in src, src
-    run_doubled(kernel, args.get("cols", 64))
+    run_doubled(kernel, args.get("cols", 64), args.get("rows", ROWS))
 
 
 def test_tme_lowering_off_keeps_the_loop():
@@ -119,14 +122,14 @@ def test_producer_warp_with_a_one_thread_copy_feeds_its_consumers(checked, monke
 
 def one_thread_store():
     @T.prim_func
-    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+    def main(A: T.Tensor((2 * ROWS, 64), "float16"), B: T.Tensor((2 * ROWS, 64), "float16")):
         with T.Kernel(2, threads=128) as bx:
             tx = T.get_thread_binding()
-            s = T.alloc_shared((64, 64), "float16")
-            for i, j in T.Parallel(64, 64):
-                s[i, j] = A[bx * 64 + i, j] * 2
+            s = T.alloc_shared((ROWS, 64), "float16")
+            for i, j in T.Parallel(ROWS, 64):
+                s[i, j] = A[bx * ROWS + i, j] * 2
             if tx == 32:
-                T.copy(s, B[bx * 64:bx * 64 + 64, :])
+                T.copy(s, B[bx * ROWS:bx * ROWS + ROWS, :])
 
     return main
 
@@ -156,18 +159,18 @@ def test_the_pass_makes_the_one_thread_copy_a_tme_copy_that_waits(arch):
     expected = _with_target(one_thread_load(prefer_instruction="tma") if arch == "mp_31" else one_thread_load(), arch)
     after = one_thread_tme_loads(before, options)
     tvm.ir.assert_structural_equal(without_locations(after), without_locations(expected))
-    several = _with_target(one_thread_load(threads_in_region=32), arch)
+    several = _with_target(one_thread_load(threads_in_region=32, rows=32), arch)
     assert one_thread_tme_loads(several, options).same_as(several)
 
 
 def one_thread_block():
     @T.prim_func
-    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+    def main(A: T.Tensor((2 * ROWS, 64), "float16"), B: T.Tensor((2 * ROWS, 64), "float16")):
         with T.Kernel(2, threads=1) as bx:
-            s = T.alloc_shared((64, 64), "float16")
-            T.copy(A[bx * 64:bx * 64 + 64, :], s)
-            for i, j in T.grid(64, 64):
-                B[bx * 64 + i, j] = s[i, j] * 2
+            s = T.alloc_shared((ROWS, 64), "float16")
+            T.copy(A[bx * ROWS:bx * ROWS + ROWS, :], s)
+            for i, j in T.grid(ROWS, 64):
+                B[bx * ROWS + i, j] = s[i, j] * 2
 
     return main
 
@@ -177,15 +180,15 @@ def one_thread_load_under_a_data_condition():
     under a condition it cannot see through), and still copies the whole tile in that thread."""
 
     @T.prim_func
-    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+    def main(A: T.Tensor((2 * ROWS, 64), "float16"), B: T.Tensor((2 * ROWS, 64), "float16")):
         with T.Kernel(2, threads=128) as bx:
             tx = T.get_thread_binding()
-            s = T.alloc_shared((64, 64), "float16")
+            s = T.alloc_shared((ROWS, 64), "float16")
             if tx == 32:
-                if A[bx * 64, 0] == A[bx * 64, 0]:  # always true for the inputs (no NaN), unknown to the compiler
-                    T.copy(A[bx * 64:bx * 64 + 64, :], s)
-                    for i, j in T.grid(64, 64):
-                        B[bx * 64 + i, j] = s[i, j] * 2
+                if A[bx * ROWS, 0] == A[bx * ROWS, 0]:  # always true for the inputs (no NaN), unknown to the compiler
+                    T.copy(A[bx * ROWS:bx * ROWS + ROWS, :], s)
+                    for i, j in T.grid(ROWS, 64):
+                        B[bx * ROWS + i, j] = s[i, j] * 2
 
     return main
 

@@ -103,20 +103,6 @@ def test_fork_rng_over_the_stand_in_devices():
 '''
 
 
-def test_stand_in_device_forks_the_rng(tmp_path):
-    """Moore Threads' flash_decoding example forks torch's RNG over every CUDA device the stand-in reports (one):
-    the fork saves and restores the CPU generator the stand-in device's tensors are drawn from."""
-    import subprocess
-    import sys
-
-    (tmp_path / "conftest.py").write_text(run.CONFTEST)
-    (tmp_path / "test_rng.py").write_text(PEER_RNG_TEST)
-    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_rng.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert "test_rng.py::test_fork_rng_over_the_stand_in_devices PASSED" in proc.stdout, proc.stdout + proc.stderr
-
-
 PEER_SMEM_TEST = '''
 import os
 import torch
@@ -129,22 +115,6 @@ def test_stand_in_device_reports_its_shared_memory():
 '''
 
 
-@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
-def test_stand_in_device_reports_the_simulated_cards_shared_memory(tmp_path, arch):
-    """DeepSeek's TileKernels read `shared_memory_per_multiprocessor` of the device's properties to size tiles: the
-    stand-in answers with the simulated card's (mp_31: 192 KB, mp_22: 72 KB)."""
-    import subprocess
-    import sys
-
-    (tmp_path / "conftest.py").write_text(run.CONFTEST)
-    (tmp_path / "test_smem.py").write_text(PEER_SMEM_TEST)
-    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim", TILELANG_SIM_ARCH=arch)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_smem.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert "test_smem.py::test_stand_in_device_reports_its_shared_memory PASSED" in proc.stdout, \
-        proc.stdout + proc.stderr
-
-
 PEER_PINNED_TEST = '''
 import torch
 
@@ -155,21 +125,6 @@ def test_pinned_host_memory_on_the_stand_in_device():
     ones = torch.ones(3, pin_memory=True).pin_memory()
     assert staged.tolist() == list(range(6)) and ones.tolist() == [1.0, 1.0, 1.0]
 '''
-
-
-def test_pinned_host_memory_is_a_plain_host_tensor(tmp_path):
-    """DeepSeek's TileKernels (mHC multilayer_recompute) stage indices in `torch.empty(..., pin_memory=True)`,
-    which a CPU-only torch refuses: the stand-in device's tensors are host tensors, so the request is dropped."""
-    import subprocess
-    import sys
-
-    (tmp_path / "conftest.py").write_text(run.CONFTEST)
-    (tmp_path / "test_pinned.py").write_text(PEER_PINNED_TEST)
-    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_pinned.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert "test_pinned.py::test_pinned_host_memory_on_the_stand_in_device PASSED" in proc.stdout, \
-        proc.stdout + proc.stderr
 
 
 PEER_EVENT_TEST = '''
@@ -192,18 +147,65 @@ def test_events_time_what_runs_between_them():
 '''
 
 
-def test_cuda_events_on_the_stand_in_device_time_with_the_wall_clock(tmp_path):
-    """Moore Threads' deepseek_v32 topk_selector times its kernel between two `torch.cuda.Event(enable_timing=True)`
-    (CPU-only torch has no CUDA events: "Tried to instantiate dummy base class Event"); on the stand-in device an
-    event is the wall clock when it is recorded."""
+# The stand-in device's peer tests, by file: each pytest session that runs them starts torch and the package (~4 s of
+# CPU), so the files of one simulated card run in one session, whose report each test below reads.
+STAND_IN_TESTS = {"test_rng.py": PEER_RNG_TEST, "test_smem.py": PEER_SMEM_TEST, "test_pinned.py": PEER_PINNED_TEST,
+                  "test_events.py": PEER_EVENT_TEST}
+
+
+@pytest.fixture(scope="module")
+def stand_in_session(tmp_path_factory):
+    """stand_in_session(arch, files) -> the finished pytest process that ran the peer `files` (STAND_IN_TESTS names)
+    under the harness's conftest on the simulated `arch`; one session per (arch, files)."""
     import subprocess
     import sys
 
-    (tmp_path / "conftest.py").write_text(run.CONFTEST)
-    (tmp_path / "test_events.py").write_text(PEER_EVENT_TEST)
-    env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_events.py")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    sessions = {}
+
+    def session(arch, files=tuple(STAND_IN_TESTS)):
+        if (arch, files) not in sessions:
+            directory = tmp_path_factory.mktemp(f"stand_in_{arch}")
+            (directory / "conftest.py").write_text(run.CONFTEST)
+            for name in files:
+                (directory / name).write_text(STAND_IN_TESTS[name])
+            env = dict(__import__("os").environ, TILELANG_EXECUTION_BACKEND="sim", TILELANG_SIM_ARCH=arch)
+            sessions[arch, files] = subprocess.run(
+                [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(directory),
+                 *(str(directory / name) for name in files)], cwd=directory, env=env, capture_output=True, text=True)
+        return sessions[arch, files]
+
+    return session
+
+
+def test_stand_in_device_forks_the_rng(stand_in_session):
+    """Moore Threads' flash_decoding example forks torch's RNG over every CUDA device the stand-in reports (one):
+    the fork saves and restores the CPU generator the stand-in device's tensors are drawn from."""
+    proc = stand_in_session("mp_31")
+    assert "test_rng.py::test_fork_rng_over_the_stand_in_devices PASSED" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("arch", ["mp_31", "mp_22"])
+def test_stand_in_device_reports_the_simulated_cards_shared_memory(stand_in_session, arch):
+    """DeepSeek's TileKernels read `shared_memory_per_multiprocessor` of the device's properties to size tiles: the
+    stand-in answers with the simulated card's (mp_31: 192 KB, mp_22: 72 KB)."""
+    proc = stand_in_session(arch) if arch == "mp_31" else stand_in_session(arch, ("test_smem.py",))
+    assert "test_smem.py::test_stand_in_device_reports_its_shared_memory PASSED" in proc.stdout, \
+        proc.stdout + proc.stderr
+
+
+def test_pinned_host_memory_is_a_plain_host_tensor(stand_in_session):
+    """DeepSeek's TileKernels (mHC multilayer_recompute) stage indices in `torch.empty(..., pin_memory=True)`,
+    which a CPU-only torch refuses: the stand-in device's tensors are host tensors, so the request is dropped."""
+    proc = stand_in_session("mp_31")
+    assert "test_pinned.py::test_pinned_host_memory_on_the_stand_in_device PASSED" in proc.stdout, \
+        proc.stdout + proc.stderr
+
+
+def test_cuda_events_on_the_stand_in_device_time_with_the_wall_clock(stand_in_session):
+    """Moore Threads' deepseek_v32 topk_selector times its kernel between two `torch.cuda.Event(enable_timing=True)`
+    (CPU-only torch has no CUDA events: "Tried to instantiate dummy base class Event"); on the stand-in device an
+    event is the wall clock when it is recorded."""
+    proc = stand_in_session("mp_31")
     assert "test_events.py::test_events_time_what_runs_between_them PASSED" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -327,9 +329,7 @@ def test_bfloat16_dot_operands_are_widened():
 def test_triton_interpreter_answers_for_the_missing_gpu_driver(tmp_path):
     """Under TRITON_INTERPRET=1 there is no GPU driver for the autotuner's benchmarker or the examples' target
     checks: the conftest sets one that answers as the GPU the harness reports (--cuda-as)."""
-    import os
     import subprocess
-    import sys
 
     for path, text in FAKE_TRITON.items():
         (tmp_path / "site" / path).parent.mkdir(parents=True, exist_ok=True)
@@ -501,7 +501,6 @@ def test_marks_pick_cases_before_max_cases_and_is_cuda_answers(tmp_path):
     """-m smoke goes to pytest, and --max-cases counts only the cases it leaves (the first smoke case, not the file's
     first case); --is-cuda: the stand-in device's tensors answer `is_cuda`, and `record_stream` does nothing."""
     import subprocess
-    import sys
 
     (tmp_path / "conftest.py").write_text(run.CONFTEST)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    smoke: fast\n")
