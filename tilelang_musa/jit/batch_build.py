@@ -126,11 +126,7 @@ def _build_joint(kernels: Sequence) -> None:
     library = directory / "batch.so"
     req = BuildRequest(source, library, first.build.arch, first.build.fast_math, first.build.extra_flags,
                        first.build.local_bytes, first.build.prelude)
-    header = None
-    if req.prelude and not env.SIM_NO_PRELUDE.flag():
-        from .precompiled_prelude import prelude_header
-
-        header = prelude_header([toolchain._cxx()], toolchain.flags(req), req.prelude, toolchain.identity())
+    header = toolchain.prelude(req)
     # the soname is the library's path, so each forwarding library finds it again at load time
     toolchain._run(toolchain.command(req, header) + [f"-Wl,-soname,{library}"], req)
     for kernel, tag in zip(kernels, tags):

@@ -277,14 +277,19 @@ class SimToolchain(Toolchain):
         return [self._cxx()] + self.flags(req) + ["-shared"] + forced + ["-x", "c++", str(req.source)] + link + [
             "-o", str(req.output)]
 
-    def build(self, req: BuildRequest) -> Path:
-        header = None
+    def prelude(self, req: BuildRequest) -> Path | None:
+        """The precompiled prelude a build of `req` force-includes (precompiled first if need be), or None."""
+        if not req.prelude or env.SIM_NO_PRELUDE.flag():
+            return None
         flags = self.flags(req)
         # A header the user forces (`-include`) comes before the prelude, and gcc takes a precompiled header only
         # before any other: precompiling one would cost seconds for a file the build then ignores.
-        if req.prelude and not env.SIM_NO_PRELUDE.flag() and "-include" not in flags:
-            header = prelude_header([self._cxx()], flags, req.prelude, self.identity())
-        return self._run(self.command(req, header), req)
+        if "-include" in flags:
+            return None
+        return prelude_header([self._cxx()], flags, req.prelude, self.identity())
+
+    def build(self, req: BuildRequest) -> Path:
+        return self._run(self.command(req, self.prelude(req)), req)
 
 
 TOOLCHAINS: dict[str, Toolchain] = {t.name: t for t in (MccToolchain(), SimToolchain())}
